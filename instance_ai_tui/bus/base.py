@@ -1,0 +1,30 @@
+"""The event bus interface: a per-thread channel with persistence-before-delivery and replay.
+
+``publish`` assigns the next id, persists, then delivers. ``subscribe(thread, after=n)``
+yields every stored event with id > n and then live events: no gap and no duplicate,
+even when events are published during the replay. A slow subscriber never blocks the
+publisher; if it falls behind its bounded queue it is resumed from storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+
+from ..store.base import StoredEvent
+
+
+@runtime_checkable
+class EventBus(Protocol):
+    async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
+        """Persist one wire-format event dict, then deliver it. Returns it with its id."""
+        ...
+
+    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]: ...
+
+    def subscribe(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+        """Replay from ``after`` (exclusive), then follow live. Close the iterator to leave."""
+        ...
+
+    async def last_id(self, thread_id: str) -> int: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,155 @@
+"""The one async ``Client`` interface the TUI and the headless CLI talk to.
+
+Implementations: ``EmbeddedClient`` (the assistant in process, SQLite), ``RemoteClient``
+(our server over HTTP+SSE) and its n8n dialect. The UI cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import AsyncIterator, Callable
+
+from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.events import Event
+from ..protocol.tree import RunSyncPayload
+
+
+class ClientError(Exception):
+    """A failure the user should read: bad URL, refused token, unknown thread, ..."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RunActiveError(ClientError):
+    """A run is already active (or suspended) in this thread: HTTP 409."""
+
+
+class NotFoundError(ClientError):
+    """Thread or confirmation request not found: HTTP 404."""
+
+
+class AuthError(ClientError):
+    """Missing or refused credentials: HTTP 401/403."""
+
+
+class ConnectionState(StrEnum):
+    EMBEDDED = "embedded"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    OFFLINE = "offline"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamItem:
+    """One item of a thread's event stream.
+
+    Exactly one of ``event`` / ``run_sync`` is set. ``id`` is the event's id in the
+    thread's log, or ``None`` for frames that carry none (n8n deltas, control frames).
+    """
+
+    id: int | None
+    event: Event | None = None
+    run_sync: RunSyncPayload | None = None
+
+
+StateListener = Callable[[ConnectionState, str], None]
+
+
+class Client(abc.ABC):
+    """Async client of an Instance AI backend."""
+
+    #: "embedded", "remote" or "n8n"
+    mode: str = "embedded"
+    #: model label for the status line (e.g. "gpt-4o-mini", "demo (offline)")
+    model_name: str = ""
+
+    def __init__(self) -> None:
+        self._state = ConnectionState.OFFLINE
+        self._state_detail = ""
+        self._listeners: list[StateListener] = []
+        self.diagnostics: list[str] = []
+
+    # ----------------------------------------------------------------- connection state
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def state_detail(self) -> str:
+        """E.g. "attempt 3" while reconnecting, or the last error while offline."""
+        return self._state_detail
+
+    def add_state_listener(self, listener: StateListener) -> Callable[[], None]:
+        """Call ``listener(state, detail)`` on every change. Returns a function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _set_state(self, state: ConnectionState, detail: str = "") -> None:
+        if state == self._state and detail == self._state_detail:
+            return
+        self._state, self._state_detail = state, detail
+        for listener in list(self._listeners):
+            listener(state, detail)
+
+    def _diagnose(self, message: str) -> None:
+        """Record a skipped frame or other recoverable oddity (bounded list)."""
+        self.diagnostics.append(message)
+        del self.diagnostics[:-200]
+
+    # ----------------------------------------------------------------- lifecycle
+    async def open(self) -> None:
+        """Connect / start the in-process runtime. Idempotent."""
+
+    async def close(self) -> None:
+        """Release everything. Idempotent."""
+
+    async def __aenter__(self) -> Client:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------- threads
+    @abc.abstractmethod
+    async def list_threads(self) -> list[ThreadInfo]: ...
+
+    @abc.abstractmethod
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo: ...
+
+    @abc.abstractmethod
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo: ...
+
+    @abc.abstractmethod
+    async def delete_thread(self, thread_id: str) -> None: ...
+
+    # ----------------------------------------------------------------- runs
+    @abc.abstractmethod
+    async def send(self, thread_id: str, text: str) -> str:
+        """Start a run; returns its runId. Raises ``RunActiveError`` when busy."""
+
+    @abc.abstractmethod
+    def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """The thread's events after ``after`` (None = full history), then live, forever.
+
+        Remote implementations reconnect by themselves and resume from the last id seen.
+        """
+
+    @abc.abstractmethod
+    async def cancel(self, thread_id: str) -> None:
+        """Cancel the thread's active run. Idempotent; a no-op when nothing runs."""
+
+    @abc.abstractmethod
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse: ...
+
+    @abc.abstractmethod
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        """History with agent trees, and ``next_event_id`` for the stream cursor."""
+
+    @abc.abstractmethod
+    async def status(self, thread_id: str) -> ThreadStatus: ...

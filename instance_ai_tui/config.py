@@ -1,0 +1,124 @@
+"""Settings: a TOML file in the platform config dir, overridden by environment, then flags.
+
+Paths follow the platform convention (XDG on Linux), so ``XDG_CONFIG_HOME`` and
+``XDG_DATA_HOME`` move them. Secrets (API keys, passwords) may come from the config file
+or the environment; they are never written to the SQLite file, logs or exports.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, SecretStr
+
+APP_NAME = "instance-ai"
+
+
+def config_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("INSTANCE_AI_CONFIG", config_dir() / "config.toml"))
+
+
+def default_db_path() -> Path:
+    return data_dir() / "instance-ai.sqlite3"
+
+
+class ModelSettings(BaseModel):
+    name: str | None = None  # None or "demo" -> the offline demo model
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    first_token_timeout: float = 60.0
+    idle_timeout: float = 60.0
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)  # model -> {input, output, cached_input} per 1M
+
+
+class RemoteSettings(BaseModel):
+    url: str | None = None
+    token: SecretStr | None = None
+    email: str | None = None
+    password: SecretStr | None = None
+    dialect: str | None = None  # "instance-ai" | "n8n" | None (detect)
+
+
+class UiSettings(BaseModel):
+    theme: str = "textual-dark"
+    enter_sends: bool = True
+    show_tasks: bool = True
+    keys: dict[str, str] = Field(default_factory=dict)  # binding id -> key(s)
+
+
+class Settings(BaseModel):
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    ui: UiSettings = Field(default_factory=UiSettings)
+    db_path: Path | None = None
+    workspace_root: Path | None = None
+    n8n_url: str | None = None
+    n8n_api_key: SecretStr | None = None
+    redis_url: str | None = None
+
+    @property
+    def resolved_db_path(self) -> Path:
+        return self.db_path or default_db_path()
+
+
+def _env_overrides(env: dict[str, str]) -> dict[str, Any]:
+    model: dict[str, Any] = {}
+    if env.get("OPENAI_API_KEY"):
+        model["api_key"] = env["OPENAI_API_KEY"]
+    if env.get("OPENAI_BASE_URL"):
+        model["base_url"] = env["OPENAI_BASE_URL"]
+    if env.get("INSTANCE_AI_MODEL"):
+        model["name"] = env["INSTANCE_AI_MODEL"]
+    out: dict[str, Any] = {"model": model} if model else {}
+    if env.get("N8N_URL"):
+        out["n8n_url"] = env["N8N_URL"]
+    if env.get("N8N_API_KEY"):
+        out["n8n_api_key"] = env["N8N_API_KEY"]
+    if env.get("INSTANCE_AI_DB"):
+        out["db_path"] = env["INSTANCE_AI_DB"]
+    if env.get("INSTANCE_AI_WORKSPACE"):
+        out["workspace_root"] = env["INSTANCE_AI_WORKSPACE"]
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def load_settings(
+    overrides: dict[str, Any] | None = None,
+    path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Settings:
+    """File, then environment, then ``overrides`` (from flags). A broken file is a clear error."""
+    path = path or config_path()
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SystemExit(f"instance-ai: cannot read config file {path}: {exc}") from None
+    data = _merge(data, _env_overrides(dict(os.environ if env is None else env)))
+    data = _merge(data, overrides or {})
+    return Settings.model_validate(data)

@@ -1,0 +1,223 @@
+"""Request and response bodies of the HTTP API (seed and released n8n)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, TypeAdapter, field_validator
+
+from .base import StrictWireModel, WireModel
+from .tree import AgentNode
+
+# --------------------------------------------------------------------------- send
+
+
+class SendMessageRequest(WireModel):
+    """``POST chat/:threadId``. Only ``message`` is needed; n8n's extras are kept."""
+
+    message: str = ""
+    time_zone: str | None = None
+    attachments: list[dict[str, Any]] | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("message must not be empty")
+        return value
+
+
+class SendMessageResponse(WireModel):
+    run_id: str
+
+
+# --------------------------------------------------------------------------- confirm
+
+
+class QuestionAnswer(WireModel):
+    question_id: str
+    selected_options: list[str] = Field(default_factory=list)
+    custom_text: str | None = None
+    skipped: bool | None = None
+
+
+class ApprovalConfirm(StrictWireModel):
+    kind: Literal["approval"] = "approval"
+    approved: bool
+    user_input: str | None = None
+    scope: Literal["once", "session"] | None = None
+
+
+class PlanDenyConfirm(StrictWireModel):
+    kind: Literal["planDeny"] = "planDeny"
+
+
+class QuestionsConfirm(StrictWireModel):
+    kind: Literal["questions"] = "questions"
+    answers: list[QuestionAnswer]
+
+
+class CredentialSelectionConfirm(StrictWireModel):
+    kind: Literal["credentialSelection"] = "credentialSelection"
+    credentials: dict[str, str]
+
+
+class CredentialAutoSetupConfirm(StrictWireModel):
+    kind: Literal["credentialAutoSetup"] = "credentialAutoSetup"
+    credential_type: str
+    attempt_id: str | None = None
+
+
+class CredentialDestinationConfirm(StrictWireModel):
+    kind: Literal["credentialDestination"] = "credentialDestination"
+    approved: bool
+    origin: str
+
+
+class DomainAccessApproveConfirm(StrictWireModel):
+    kind: Literal["domainAccessApprove"] = "domainAccessApprove"
+    domain_access_action: Literal["allow_once", "allow_domain", "allow_all"]
+
+
+class DomainAccessDenyConfirm(StrictWireModel):
+    kind: Literal["domainAccessDeny"] = "domainAccessDeny"
+
+
+class ResourceDecisionConfirm(StrictWireModel):
+    kind: Literal["resourceDecision"] = "resourceDecision"
+    resource_decision: Literal["denyOnce", "allowOnce", "allowForSession"]
+
+
+class SetupWorkflowApplyConfirm(StrictWireModel):
+    kind: Literal["setupWorkflowApply"] = "setupWorkflowApply"
+    node_credentials: dict[str, dict[str, str]] | None = None
+    node_parameters: dict[str, dict[str, Any]] | None = None
+    skipped_nodes: list[str] | None = None
+
+
+class SetupWorkflowTestTriggerConfirm(StrictWireModel):
+    kind: Literal["setupWorkflowTestTrigger"] = "setupWorkflowTestTrigger"
+    test_trigger_node: str
+    node_credentials: dict[str, dict[str, str]] | None = None
+    node_parameters: dict[str, dict[str, Any]] | None = None
+
+
+class McpConnectConfirm(StrictWireModel):
+    kind: Literal["mcpConnect"] = "mcpConnect"
+    approved: bool
+    connected_slugs: list[str] | None = None
+
+
+ConfirmBody = Annotated[
+    Union[
+        ApprovalConfirm,
+        PlanDenyConfirm,
+        QuestionsConfirm,
+        CredentialSelectionConfirm,
+        CredentialAutoSetupConfirm,
+        CredentialDestinationConfirm,
+        DomainAccessApproveConfirm,
+        DomainAccessDenyConfirm,
+        ResourceDecisionConfirm,
+        SetupWorkflowApplyConfirm,
+        SetupWorkflowTestTriggerConfirm,
+        McpConnectConfirm,
+    ],
+    Field(discriminator="kind"),
+]
+
+_confirm_adapter: TypeAdapter[Any] = TypeAdapter(ConfirmBody)
+
+
+def parse_confirm_body(data: Any) -> ConfirmBody:
+    """Parse a confirm body. The seed's bare ``{approved}`` (no ``kind``) is an approval.
+
+    Raises ``pydantic.ValidationError`` for anything else that does not fit.
+    """
+    if isinstance(data, dict) and "kind" not in data:
+        data = {"kind": "approval", **data}
+    return _confirm_adapter.validate_python(data)
+
+
+class ConfirmResponse(WireModel):
+    ok: bool = True
+    run_id: str | None = None
+
+
+# --------------------------------------------------------------------------- threads
+
+
+class ThreadInfo(WireModel):
+    id: str
+    title: str = ""
+    resource_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThreadList(WireModel):
+    threads: list[ThreadInfo] = Field(default_factory=list)
+    total: int | None = None
+    has_more: bool = False
+
+
+class CreateThreadRequest(WireModel):
+    thread_id: str | None = None
+    title: str | None = None
+    project_id: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class UpdateThreadRequest(StrictWireModel):
+    title: str | None = Field(default=None, min_length=1, max_length=255)
+    metadata: dict[str, Any] | None = None
+
+
+# --------------------------------------------------------------------------- history and status
+
+
+class InstanceAiMessage(WireModel):
+    id: str
+    run_id: str | None = None
+    message_group_id: str | None = None
+    run_ids: list[str] | None = None
+    role: Literal["user", "assistant"]
+    created_at: datetime
+    content: str = ""
+    reasoning: str = ""
+    is_streaming: bool = False
+    agent_tree: AgentNode | None = None
+
+
+class ThreadMessages(WireModel):
+    thread_id: str
+    messages: list[InstanceAiMessage] = Field(default_factory=list)
+    next_event_id: int = 1
+
+
+class BackgroundTask(WireModel):
+    task_id: str
+    role: str = ""
+    agent_id: str = ""
+    status: Literal["running", "completed", "failed", "cancelled"] = "running"
+    started_at: float = 0
+    run_id: str | None = None
+    message_group_id: str | None = None
+
+
+class ThreadStatus(WireModel):
+    has_active_run: bool = False
+    is_suspended: bool = False
+    run_id: str | None = None
+    background_tasks: list[BackgroundTask] = Field(default_factory=list)
+
+
+class ErrorBody(WireModel):
+    """Our server's error body. n8n's is ``{code, message}``; ours adds ``error`` for clarity."""
+
+    code: int
+    message: str
+    hint: str | None = None

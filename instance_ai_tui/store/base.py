@@ -1,0 +1,154 @@
+"""The storage interface. SQLite (``store.sqlite``) and Redis (``store.redis``) implement it.
+
+Events are stored as their wire JSON text, so replay never re-serialises them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, AsyncIterator, Literal, Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event on its way into the log: type, run id and the wire JSON text."""
+
+    type: str
+    run_id: str
+    json: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NewEvent:
+        return cls(
+            type=str(data.get("type", "")),
+            run_id=str(data.get("runId", "")),
+            json=json.dumps(data, separators=(",", ":"), ensure_ascii=False),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event in a thread's log, with its per-thread monotonic id (1, 2, 3, ...)."""
+
+    thread_id: str
+    id: int
+    type: str
+    run_id: str
+    json: str
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def data(self) -> dict[str, Any]:
+        """The event as a dict (parsed once, then cached)."""
+        if "d" not in self._cache:
+            self._cache["d"] = json.loads(self.json)
+        return self._cache["d"]
+
+
+class ThreadRecord(BaseModel):
+    id: str
+    title: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+class MessageRecord(BaseModel):
+    """A stored conversation message. ``seq`` orders a thread's messages (assigned by the store)."""
+
+    id: str
+    thread_id: str
+    role: str
+    content: Any = None
+    run_id: str | None = None
+    seq: int = 0
+    created_at: datetime
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+CheckpointStatus = Literal["suspended", "running", "completed", "cancelled", "failed", "expired"]
+
+
+class CheckpointRecord(BaseModel):
+    """A run's serialised state. ``version`` grows on every write (compare-and-set)."""
+
+    run_id: str
+    thread_id: str | None = None
+    status: str = "suspended"
+    version: int = 0
+    state: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+
+
+class RunRecord(BaseModel):
+    """A run of a thread: the crash sweeper finds the ones left ``active`` or ``suspended``."""
+
+    run_id: str
+    thread_id: str
+    status: str = "active"  # active | suspended | completed | cancelled | error | interrupted
+    message_group_id: str | None = None
+    owner: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThreadNotFound(KeyError):
+    """The thread does not exist."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Everything the app persists. Every method is a coroutine; none blocks the loop."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+
+    # threads (newest ``updated_at`` first)
+    async def create_thread(
+        self, thread_id: str, title: str = "", metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord: ...
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+    async def list_threads(self, search: str | None = None, limit: int | None = None) -> list[ThreadRecord]: ...
+    async def update_thread(
+        self, thread_id: str, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord: ...
+    async def delete_thread(self, thread_id: str) -> bool: ...
+
+    # the per-thread event log; ids are assigned here, gap-free, starting at 1
+    async def append_events(self, thread_id: str, events: Sequence[NewEvent]) -> list[StoredEvent]: ...
+    async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]: ...
+    def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]: ...
+    async def last_event_id(self, thread_id: str) -> int: ...
+
+    # messages (upsert by id; ``seq`` keeps insertion order)
+    async def upsert_messages(self, thread_id: str, messages: Sequence[MessageRecord]) -> None: ...
+    async def list_messages(self, thread_id: str) -> list[MessageRecord]: ...
+
+    # checkpoints
+    async def save_checkpoint(self, record: CheckpointRecord) -> CheckpointRecord: ...
+    async def get_checkpoint(self, run_id: str) -> CheckpointRecord | None: ...
+    async def compare_and_set_checkpoint(
+        self, run_id: str, expected_version: int, status: str, state: dict[str, Any] | None = None
+    ) -> CheckpointRecord | None: ...
+    async def list_checkpoints(self, status: str | None = None, thread_id: str | None = None) -> list[CheckpointRecord]: ...
+    async def delete_checkpoint(self, run_id: str) -> None: ...
+    async def sweep_checkpoints(self, now: datetime) -> int: ...
+
+    # runs
+    async def upsert_run(self, record: RunRecord) -> None: ...
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]: ...
+
+    # agent-tree snapshots per run (the reducer's tree as a wire dict)
+    async def save_snapshot(self, thread_id: str, run_id: str, tree: dict[str, Any]) -> None: ...
+    async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]: ...
+
+    # small per-thread key/value settings (e.g. tools "always allowed" in a thread)
+    async def get_setting(self, scope: str, key: str) -> Any: ...
+    async def set_setting(self, scope: str, key: str, value: Any) -> None: ...
