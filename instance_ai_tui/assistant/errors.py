@@ -1,0 +1,38 @@
+"""Errors the assistant layer raises for things a user (or a client) did.
+
+The server maps them to HTTP statuses, the embedded client to ``client.base`` errors.
+"""
+
+from __future__ import annotations
+
+
+class AssistantError(Exception):
+    """Base class. ``status`` is the HTTP status the server answers with."""
+
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(AssistantError):
+    status = 400
+
+
+class ThreadNotFound(AssistantError):
+    status = 404
+
+
+class ConfirmationNotFound(AssistantError):
+    status = 404
+
+
+class ConfirmationExpired(AssistantError):
+    status = 400
+
+
+class RunActive(AssistantError):
+    """A run is active or suspended in the thread."""
+
+    status = 409

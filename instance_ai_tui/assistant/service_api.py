@@ -1,0 +1,49 @@
+"""The assistant service's public surface: what the server and the embedded client call.
+
+``assistant.service.InstanceAI`` implements it on a ``Store`` and an ``EventBus``.
+Errors are those of ``assistant.errors``.
+"""
+
+from __future__ import annotations
+
+from typing import AsyncIterator, Protocol, runtime_checkable
+
+from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..store.base import StoredEvent
+
+
+@runtime_checkable
+class AssistantService(Protocol):
+    #: label of the model for the UI, e.g. "gpt-4o-mini" or "demo (offline)"
+    model_label: str
+
+    async def start(self) -> None:
+        """Open storage, sweep runs a crash left unfinished, start background sweepers."""
+        ...
+
+    async def shutdown(self) -> None:
+        """End active runs with ``run-finish {cancelled, service_shutdown}``; keep suspended ones."""
+        ...
+
+    async def list_threads(self, search: str | None = None) -> list[ThreadInfo]: ...
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo: ...
+    async def get_thread(self, thread_id: str) -> ThreadInfo: ...
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo: ...
+    async def delete_thread(self, thread_id: str) -> None: ...
+
+    async def send(self, thread_id: str, text: str) -> str:
+        """Start a run (creating the thread if new); returns the runId. ``RunActive`` if busy."""
+        ...
+
+    async def cancel(self, thread_id: str) -> bool:
+        """Idempotent; True if a run was cancelled."""
+        ...
+
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse: ...
+
+    def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+        """Stored events with id > after, then live ones."""
+        ...
+
+    async def messages(self, thread_id: str) -> ThreadMessages: ...
+    async def status(self, thread_id: str) -> ThreadStatus: ...
