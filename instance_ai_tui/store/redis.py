@@ -1,0 +1,362 @@
+"""``RedisStore``: the ``Store`` protocol on Redis, for several server processes behind one URL.
+
+Key layout (``prefix`` defaults to ``iai:``; ``{t}`` = thread id, ``{r}`` = run id):
+
+==============================  ======  ======================================================
+``threads``                     ZSET    thread ids scored by ``updated_at`` (newest first)
+``thread:{t}``                  HASH    ``title``, ``metadata`` (JSON), ``created_at``, ``updated_at``
+``events:{t}``                  STREAM  the durable event log; entry id ``0-<n>``, fields ``t r j``
+``seq:{t}``                     STRING  last event id of the thread (atomic counter)
+``msgs:{t}`` / ``msgseq:{t}``   HASH / STRING  message JSON by id / the message order counter
+``ckpt:{r}``, ``ckpts``         HASH / SET     one checkpoint / all checkpoint run ids
+``run:{r}``, ``runs:{t}``       STRING / SET   one run record / the thread's run ids
+``snap:{t}``                    HASH    agent-tree snapshot JSON by run id
+``settings:{scope}``            HASH    JSON values
+==============================  ======  ======================================================
+
+Event ids come from ``INCRBY`` inside the same Lua script that ``XADD``s the events, so they
+are gap-free and ordered across processes. Replay reads the stream with ``XRANGE`` in
+batches, so a long log is never loaded whole.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Sequence
+
+from .base import (
+    CheckpointRecord,
+    MessageRecord,
+    NewEvent,
+    RunRecord,
+    StoredEvent,
+    ThreadNotFound,
+    ThreadRecord,
+)
+
+_APPEND = """
+local n = #ARGV / 3
+local last = redis.call('INCRBY', KEYS[2], n)
+local first = last - n + 1
+for i = 0, n - 1 do
+  redis.call('XADD', KEYS[1], '0-' .. (first + i), 't', ARGV[i*3+1], 'r', ARGV[i*3+2], 'j', ARGV[i*3+3])
+end
+return first
+"""
+
+_UPSERT_MESSAGE = """
+local existing = redis.call('HGET', KEYS[1], ARGV[1])
+local seq
+if existing then
+  seq = cjson.decode(existing)['seq']
+else
+  seq = redis.call('INCR', KEYS[2])
+end
+local record = cjson.decode(ARGV[2])
+record['seq'] = seq
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(record))
+return seq
+"""
+
+_CAS_CHECKPOINT = """
+local current = redis.call('GET', KEYS[1])
+if not current then return false end
+local record = cjson.decode(current)
+if tonumber(record['version']) ~= tonumber(ARGV[1]) then return false end
+record['version'] = record['version'] + 1
+record['status'] = ARGV[2]
+if ARGV[3] ~= '' then record['state'] = cjson.decode(ARGV[3]) end
+record['updated_at'] = ARGV[4]
+local out = cjson.encode(record)
+redis.call('SET', KEYS[1], out)
+return out
+"""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _clean(value: str) -> str:
+    return value.replace("\x00", "")
+
+
+class RedisStore:
+    """Everything the app persists, in one Redis database shared by every server process."""
+
+    def __init__(self, redis: Any, prefix: str = "iai:") -> None:
+        self._r = redis
+        self._p = prefix
+        self._append = redis.register_script(_APPEND)
+        self._upsert_message = redis.register_script(_UPSERT_MESSAGE)
+        self._cas = redis.register_script(_CAS_CHECKPOINT)
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "iai:") -> RedisStore:
+        import redis.asyncio as aioredis
+
+        return cls(aioredis.from_url(url, decode_responses=True), prefix=prefix)
+
+    @property
+    def redis(self) -> Any:
+        return self._r
+
+    def key(self, *parts: str) -> str:
+        return self._p + ":".join(parts)
+
+    async def open(self) -> None:
+        await self._r.ping()
+
+    async def close(self) -> None:
+        await self._r.aclose()
+
+    # ----------------------------------------------------------------- threads
+
+    def _thread_from(self, thread_id: str, data: dict[str, str]) -> ThreadRecord:
+        return ThreadRecord(
+            id=thread_id,
+            title=data.get("title", ""),
+            metadata=json.loads(data.get("metadata") or "{}"),
+            created_at=datetime.fromisoformat(data["created_at"]),
+            updated_at=datetime.fromisoformat(data["updated_at"]),
+        )
+
+    async def create_thread(self, thread_id: str, title: str = "", metadata: dict[str, Any] | None = None) -> ThreadRecord:
+        now = _now()
+        fields = {
+            "title": title,
+            "metadata": json.dumps(metadata or {}),
+            "created_at": now.isoformat(),
+            "updated_at": now.isoformat(),
+        }
+        key = self.key("thread", thread_id)
+        # HSETNX on created_at makes a concurrent second create a no-op.
+        if await self._r.hsetnx(key, "created_at", fields["created_at"]):
+            pipe = self._r.pipeline(transaction=True)
+            pipe.hset(key, mapping={k: v for k, v in fields.items() if k != "created_at"})
+            pipe.zadd(self.key("threads"), {thread_id: now.timestamp()})
+            await pipe.execute()
+        record = await self.get_thread(thread_id)
+        assert record is not None
+        return record
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        data = await self._r.hgetall(self.key("thread", thread_id))
+        if not data or "updated_at" not in data:
+            return None
+        return self._thread_from(thread_id, data)
+
+    async def list_threads(self, search: str | None = None, limit: int | None = None) -> list[ThreadRecord]:
+        ids = await self._r.zrevrange(self.key("threads"), 0, -1)
+        pipe = self._r.pipeline(transaction=False)
+        for thread_id in ids:
+            pipe.hgetall(self.key("thread", thread_id))
+        rows = await pipe.execute()
+        needle = search.casefold() if search else None
+        out: list[ThreadRecord] = []
+        for thread_id, data in zip(ids, rows):
+            if not data or "updated_at" not in data:
+                continue
+            record = self._thread_from(thread_id, data)
+            if needle and needle not in record.title.casefold():
+                continue
+            out.append(record)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    async def update_thread(
+        self, thread_id: str, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> ThreadRecord:
+        current = await self.get_thread(thread_id)
+        if current is None:
+            raise ThreadNotFound(thread_id)
+        now = _now()
+        fields: dict[str, str] = {"updated_at": now.isoformat()}
+        if title is not None:
+            fields["title"] = title
+        if metadata is not None:
+            fields["metadata"] = json.dumps({**current.metadata, **metadata})
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(self.key("thread", thread_id), mapping=fields)
+        pipe.zadd(self.key("threads"), {thread_id: now.timestamp()})
+        await pipe.execute()
+        record = await self.get_thread(thread_id)
+        assert record is not None
+        return record
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        run_ids = await self._r.smembers(self.key("runs", thread_id))
+        pipe = self._r.pipeline(transaction=True)
+        pipe.exists(self.key("thread", thread_id))
+        for name in ("thread", "events", "seq", "msgs", "msgseq", "snap", "runs"):
+            pipe.delete(self.key(name, thread_id))
+        for run_id in run_ids:
+            pipe.delete(self.key("run", run_id))
+        pipe.zrem(self.key("threads"), thread_id)
+        pipe.delete(self.key("settings", f"thread:{thread_id}"))
+        results = await pipe.execute()
+        checkpoints = await self.list_checkpoints(thread_id=thread_id)
+        for record in checkpoints:
+            await self.delete_checkpoint(record.run_id)
+        return bool(results[0])
+
+    # ----------------------------------------------------------------- events
+
+    async def append_events(self, thread_id: str, events: Sequence[NewEvent]) -> list[StoredEvent]:
+        if not events:
+            return []
+        args: list[str] = []
+        for event in events:
+            args += [_clean(event.type), _clean(event.run_id), event.json]
+        first = int(await self._append(keys=[self.key("events", thread_id), self.key("seq", thread_id)], args=args))
+        return [
+            StoredEvent(thread_id=thread_id, id=first + i, type=e.type, run_id=e.run_id, json=e.json)
+            for i, e in enumerate(events)
+        ]
+
+    def _stored(self, thread_id: str, entry_id: str, fields: dict[str, str]) -> StoredEvent:
+        return StoredEvent(
+            thread_id=thread_id,
+            id=int(entry_id.split("-", 1)[1]),
+            type=fields.get("t", ""),
+            run_id=fields.get("r", ""),
+            json=fields.get("j", "{}"),
+        )
+
+    async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        entries = await self._r.xrange(self.key("events", thread_id), min=f"(0-{after}", max="+", count=limit)
+        return [self._stored(thread_id, entry_id, fields) for entry_id, fields in entries]
+
+    async def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]:
+        cursor = after
+        while True:
+            chunk = await self.read_events(thread_id, after=cursor, limit=batch)
+            for event in chunk:
+                yield event
+            if len(chunk) < batch:
+                return
+            cursor = chunk[-1].id
+
+    async def last_event_id(self, thread_id: str) -> int:
+        value = await self._r.get(self.key("seq", thread_id))
+        return int(value or 0)
+
+    # ----------------------------------------------------------------- messages
+
+    async def upsert_messages(self, thread_id: str, messages: Sequence[MessageRecord]) -> None:
+        for message in messages:
+            await self._upsert_message(
+                keys=[self.key("msgs", thread_id), self.key("msgseq", thread_id)],
+                args=[message.id, message.model_dump_json()],
+            )
+
+    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
+        rows = await self._r.hvals(self.key("msgs", thread_id))
+        records = [MessageRecord.model_validate_json(row) for row in rows]
+        records.sort(key=lambda m: m.seq)
+        return records
+
+    # ----------------------------------------------------------------- checkpoints
+
+    async def save_checkpoint(self, record: CheckpointRecord) -> CheckpointRecord:
+        current = await self.get_checkpoint(record.run_id)
+        version = (current.version + 1) if current else max(record.version, 1)
+        saved = record.model_copy(update={"version": version, "updated_at": _now()})
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(self.key("ckpt", record.run_id), saved.model_dump_json())
+        pipe.sadd(self.key("ckpts"), record.run_id)
+        await pipe.execute()
+        return saved
+
+    async def get_checkpoint(self, run_id: str) -> CheckpointRecord | None:
+        raw = await self._r.get(self.key("ckpt", run_id))
+        return CheckpointRecord.model_validate_json(raw) if raw else None
+
+    async def compare_and_set_checkpoint(
+        self, run_id: str, expected_version: int, status: str, state: dict[str, Any] | None = None
+    ) -> CheckpointRecord | None:
+        raw = await self._cas(
+            keys=[self.key("ckpt", run_id)],
+            args=[expected_version, status, json.dumps(state) if state is not None else "", _now().isoformat()],
+        )
+        return CheckpointRecord.model_validate_json(raw) if raw else None
+
+    async def list_checkpoints(self, status: str | None = None, thread_id: str | None = None) -> list[CheckpointRecord]:
+        run_ids = sorted(await self._r.smembers(self.key("ckpts")))
+        if not run_ids:
+            return []
+        raws = await self._r.mget([self.key("ckpt", r) for r in run_ids])
+        out = []
+        for raw in raws:
+            if not raw:
+                continue
+            record = CheckpointRecord.model_validate_json(raw)
+            if status is not None and record.status != status:
+                continue
+            if thread_id is not None and record.thread_id != thread_id:
+                continue
+            out.append(record)
+        return out
+
+    async def delete_checkpoint(self, run_id: str) -> None:
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(self.key("ckpt", run_id))
+        pipe.srem(self.key("ckpts"), run_id)
+        await pipe.execute()
+
+    async def sweep_checkpoints(self, now: datetime) -> int:
+        swept = 0
+        for record in await self.list_checkpoints():
+            if record.expires_at is not None and record.expires_at <= now and record.status != "expired":
+                if await self.compare_and_set_checkpoint(record.run_id, record.version, "expired") is not None:
+                    swept += 1
+        return swept
+
+    # ----------------------------------------------------------------- runs
+
+    async def upsert_run(self, record: RunRecord) -> None:
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(self.key("run", record.run_id), record.model_dump_json())
+        pipe.sadd(self.key("runs", record.thread_id), record.run_id)
+        await pipe.execute()
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        raw = await self._r.get(self.key("run", run_id))
+        return RunRecord.model_validate_json(raw) if raw else None
+
+    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]:
+        if thread_id is not None:
+            run_ids = list(await self._r.smembers(self.key("runs", thread_id)))
+        else:
+            run_ids = []
+            async for key in self._r.scan_iter(match=self.key("run", "*"), count=500):
+                run_ids.append(key[len(self.key("run", "")) :])
+        if not run_ids:
+            return []
+        raws = await self._r.mget([self.key("run", r) for r in run_ids])
+        records = [RunRecord.model_validate_json(raw) for raw in raws if raw]
+        if status is not None:
+            wanted = set(status)
+            records = [r for r in records if r.status in wanted]
+        records.sort(key=lambda r: r.started_at)
+        return records
+
+    # ----------------------------------------------------------------- snapshots
+
+    async def save_snapshot(self, thread_id: str, run_id: str, tree: dict[str, Any]) -> None:
+        await self._r.hset(self.key("snap", thread_id), run_id, json.dumps(tree))
+
+    async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]:
+        rows = await self._r.hgetall(self.key("snap", thread_id))
+        return {run_id: json.loads(raw) for run_id, raw in rows.items()}
+
+    # ----------------------------------------------------------------- settings
+
+    async def get_setting(self, scope: str, key: str) -> Any:
+        raw = await self._r.hget(self.key("settings", scope), key)
+        return json.loads(raw) if raw is not None else None
+
+    async def set_setting(self, scope: str, key: str, value: Any) -> None:
+        await self._r.hset(self.key("settings", scope), key, json.dumps(value))
