@@ -22,7 +22,10 @@ class EventBus(Protocol):
     async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]: ...
 
     def subscribe(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
-        """Replay from ``after`` (exclusive), then follow live. Close the iterator to leave."""
+        """Replay from ``after`` (exclusive), then follow live.
+
+        Leave by closing the iterator: ``async with contextlib.aclosing(bus.subscribe(t)) as events``.
+        """
         ...
 
     async def last_id(self, thread_id: str) -> int: ...
