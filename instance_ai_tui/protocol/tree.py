@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from .base import WireModel
 from .events import ConfirmationPayload, PlannedTask, TaskList, TargetResource
@@ -14,8 +14,15 @@ CancellationReason = Literal["user", "timeout", "shutdown", "interrupted"]
 
 
 class Confirmation(ConfirmationPayload):
-    """A confirmation attached to a tool call (payload minus toolCallId/toolName/args)."""
+    """A confirmation attached to a tool call (payload minus toolCallId/toolName/args).
 
+    The three fields the payload carries for the tool call itself are optional here
+    (``None`` = left out of the wire form), as in n8n's tree.
+    """
+
+    tool_call_id: str | None = None  # type: ignore[assignment]
+    tool_name: str | None = None  # type: ignore[assignment]
+    args: dict[str, Any] | None = None  # type: ignore[assignment]
     expired: bool | None = None
 
 
@@ -29,6 +36,7 @@ class ToolCallState(WireModel):
     render_hint: str | None = None
     confirmation: Confirmation | None = None
     confirmation_status: Literal["pending", "approved", "denied"] | None = None
+    interrupted: bool | None = None
     started_at: str | None = None
     completed_at: str | None = None
 
@@ -57,7 +65,31 @@ class ChildEntry(WireModel):
     response_id: str | None = None
 
 
-TimelineEntry = Union[TextEntry, ReasoningEntry, ToolCallEntry, ChildEntry]
+class OtherEntry(WireModel):
+    """A timeline entry of a type this client does not know (e.g. newer n8n's
+    ``instance-context``). Kept whole so a snapshot round-trips."""
+
+    type: str
+
+
+_ENTRY_TYPES = frozenset({"text", "reasoning", "tool-call", "child"})
+
+
+def _entry_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in _ENTRY_TYPES else "other"
+
+
+TimelineEntry = Annotated[
+    Union[
+        Annotated[TextEntry, Tag("text")],
+        Annotated[ReasoningEntry, Tag("reasoning")],
+        Annotated[ToolCallEntry, Tag("tool-call")],
+        Annotated[ChildEntry, Tag("child")],
+        Annotated[OtherEntry, Tag("other")],
+    ],
+    Discriminator(_entry_tag),
+]
 
 
 class AgentNode(WireModel):
@@ -80,6 +112,7 @@ class AgentNode(WireModel):
     tasks: TaskList | None = None
     plan_items: list[PlannedTask] | None = None
     setup_items_by_workflow_id: dict[str, list[dict[str, Any]]] | None = None
+    latest_setup_announcement: dict[str, Any] | None = None
     result: str | None = None
     error: str | None = None
     error_details: dict[str, Any] | None = None

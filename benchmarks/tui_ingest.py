@@ -1,0 +1,470 @@
+"""TUI ingest benchmark: a recorded 100k-event stream replayed into the real app, headless.
+
+    python benchmarks/tui_ingest.py [--events 100000] [--subagents 20] [--runs 4]
+                                    [--parse-in-client] [--no-cold-start] [--cold-start-runs 3]
+
+The stream is generated deterministically (fixed seed): ``--runs`` agent runs in one thread,
+each with reasoning and text deltas (markdown with headings, lists and a code fence),
+``tasks-update`` plans, orchestrator ``delegate`` tool calls and ``--subagents`` sub-agents
+in total, each with tool calls, results, a few tool errors, status messages and streamed
+text. ``StreamClient`` (a ``Client`` test double) hands it to ``InstanceAiApp`` through
+``events()``. By default the events are parsed (``parse_event``, pydantic) before the app
+starts, so the numbers are the app's own cost; ``--parse-in-client`` parses each one from
+its wire JSON inside ``events()`` as a real client does (pydantic parsing alone tops out
+around 60k events/s on a 2-core VM). The app runs in ``App.run_test(size=(120, 40))``.
+
+Printed JSON (one object):
+
+* ``events_per_second``: events folded by the app / seconds from the first event pulled from
+  the stream to the moment the app asked for the event after the last one;
+* ``max_loop_stall_ms``: the longest gap seen by a 5 ms heartbeat task on the event loop
+  during the whole run (how late a keypress could be handled); ``p99_loop_stall_ms`` too;
+* ``max_frame_gap_ms``: the longest interval between two runs of the app's 25 Hz frame
+  projection; ``slowest_frame_ms``: the longest single projection;
+* ``time_to_final_render_s``: from the last event ingested until ``wait_until_rendered``
+  (model drained, every Markdown block parsed); ``total_s``: first event to final render;
+* ``peak_rss_mb`` (``ru_maxrss``, includes the generated stream) and ``rss_before_app_mb``;
+* ``cold_start``: ``python -m instance_ai_tui --model demo`` started in a pseudo-terminal
+  (120x40) until the first frame is on the terminal (its text contains the prompt
+  placeholder), min and median of ``--cold-start-runs``; ``import_tui_app_s``: importing
+  ``instance_ai_tui.tui.app`` in a fresh interpreter.
+
+Targets (issue 5): >= 300k events/s, max stall < 40 ms, cold start < 0.6 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+THREAD = "thread-bench"
+SIZE = (120, 40)
+TARGETS = {"events_per_second": 300_000, "max_loop_stall_ms": 40, "cold_start_s": 0.6}
+_WORDS = (
+    "the workflow node sends a message to Slack every morning with weather data from the API and "
+    "then checks each result item field value in JSON before the schedule trigger runs again"
+).split()
+
+
+# --------------------------------------------------------------------------- the stream
+
+
+class _Tokens:
+    """Deterministic markdown-ish tokens of 2-8 characters."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.count = 0
+
+    def take(self, n: int, *, fence: bool = False) -> list[str]:
+        rng, out = self.rng, []
+        fence_at = n // 2 if fence and n > 40 else -1
+        for index in range(n):
+            self.count += 1
+            if index == fence_at:
+                out += ["\n\n```json\n", '{"node": ', '"slack",', ' "ok": true}', "\n```\n\n"]
+                continue
+            roll = rng.random()
+            if self.count % 60 == 0:
+                out.append("\n\n")
+            elif self.count % 250 == 0:
+                out.append(f"\n\n## Step {self.count // 250}\n\n")
+            elif roll < 0.04:
+                out.append("\n- ")
+            elif roll < 0.06:
+                out.append(" **" + rng.choice(_WORDS) + "**")
+            else:
+                out.append(" " + rng.choice(_WORDS))
+        return out[:n] if len(out) > n else out
+
+
+def make_events(total: int = 100_000, subagents: int = 20, runs: int = 4, seed: int = 7) -> list[dict[str, Any]]:
+    """The recorded stream: ``total`` events, ``runs`` runs, ``subagents`` sub-agents."""
+    if runs < 1 or subagents < runs:
+        raise ValueError("need at least one run and one sub-agent per run")
+    rng = random.Random(seed)
+    tokens = _Tokens(rng)
+    events: list[dict[str, Any]] = []
+    per_run = total // runs
+    for r in range(runs):
+        budget = per_run if r < runs - 1 else total - per_run * (runs - 1)
+        agents = subagents // runs + (1 if r < subagents % runs else 0)
+        events.extend(_make_run(r, budget, agents, rng, tokens))
+    assert len(events) == total, (len(events), total)
+    return events
+
+
+def _make_run(r: int, budget: int, agents: int, rng: random.Random, tokens: _Tokens) -> list[dict[str, Any]]:
+    run, root = f"run-{r + 1}", "agent-001"
+
+    def ev(kind: str, agent: str, payload: dict[str, Any], response: str | None = None) -> dict[str, Any]:
+        event: dict[str, Any] = {"type": kind, "runId": run, "agentId": agent, "payload": payload}
+        if response is not None:
+            event["responseId"] = response
+        return event
+
+    def tasks(done: int, running: int | None) -> dict[str, Any]:
+        items = []
+        for k in range(agents + 1):
+            status = "done" if k < done else ("in_progress" if k == running else "todo")
+            label = f"Build part {k + 1} with builder {k + 1}" if k < agents else "Check and activate"
+            items.append({"id": f"t{r}-{k}", "description": label, "status": status})
+        return ev("tasks-update", root, {"tasks": {"tasks": items}})
+
+    tool_calls_per_agent = 10
+    structural = 4 + 2 + agents * (5 + tool_calls_per_agent * 2 + 3) + 2
+    deltas = budget - structural
+    if deltas < agents * 20:
+        raise ValueError(f"--events too small for {agents} sub-agents per run")
+    reasoning_n = deltas * 4 // 100
+    intro_n = deltas * 4 // 100
+    final_n = deltas * 22 // 100
+    between_n = deltas * 2 // 100 // agents
+    sub_total = deltas - reasoning_n - intro_n - final_n - between_n * agents
+    sub_n = [sub_total // agents + (1 if k < sub_total % agents else 0) for k in range(agents)]
+
+    out: list[dict[str, Any]] = [
+        ev("run-start", root, {"messageId": f"m{r}", "messageGroupId": f"mg-{r}",
+                               "userMessage": f"Request {r + 1}: build {agents} workflows that post the weather to Slack"}),
+    ]
+    if r == 0:
+        out.append(ev("thread-title-updated", root, {"title": "Benchmark: weather to Slack"}))
+    else:
+        out.append(ev("status", root, {"message": f"Planning request {r + 1}"}))
+    out += [ev("reasoning-delta", root, {"text": t}, f"r{r}-0") for t in tokens.take(reasoning_n)]
+    out.append(tasks(0, 0))
+    out += [ev("text-delta", root, {"text": t}, f"r{r}-1") for t in tokens.take(intro_n)]
+    out.append(ev("status", root, {"message": "Delegating to the builders"}))
+    for k in range(agents):
+        child, delegate = f"agent-{r + 1:02d}{k + 1:02d}", f"tc-{r}-d{k}"
+        out.append(ev("tool-call", root, {"toolCallId": delegate, "toolName": "delegate",
+                                          "args": {"role": "workflow-builder", "task": f"part {k + 1}"}}, f"r{r}-2"))
+        out.append(ev("agent-spawned", child, {"parentId": root, "role": "workflow-builder",
+                                                "tools": ["search-nodes", "create-workflow"], "taskId": f"t{r}-{k}"}))
+        out.append(ev("status", child, {"message": f"builder {k + 1}: looking up nodes"}))
+        text = tokens.take(sub_n[k], fence=True)
+        chunk = max(1, len(text) // (tool_calls_per_agent + 1))
+        for j in range(tool_calls_per_agent):
+            call = f"tc-{r}-{k}-{j}"
+            out.append(ev("tool-call", child, {"toolCallId": call, "toolName": "search-nodes",
+                                               "args": {"query": rng.choice(_WORDS), "limit": 5}}, f"c{r}-{k}-{j}"))
+            out += [ev("text-delta", child, {"text": t}, f"c{r}-{k}-{j}") for t in text[j * chunk:(j + 1) * chunk]]
+            if j % 4 == 3:
+                out.append(ev("tool-error", child, {"toolCallId": call, "error": "rate limited: try again in 1 s"}))
+            else:
+                out.append(ev("tool-result", child, {"toolCallId": call, "result": {
+                    "nodes": [{"type": f"n8n-nodes-base.{w}", "name": w.title()} for w in rng.sample(_WORDS, 3)]}}))
+        out += [ev("text-delta", child, {"text": t}, f"c{r}-{k}-end") for t in text[tool_calls_per_agent * chunk:]]
+        out.append(ev("agent-completed", child, {"role": "workflow-builder",
+                                                  "result": f"Built part {k + 1}: 4 nodes, connected and saved."}))
+        out.append(ev("tool-result", root, {"toolCallId": delegate, "result": {"ok": True, "part": k + 1}}))
+        out.append(tasks(k + 1, k + 1))
+        out += [ev("text-delta", root, {"text": t}, f"r{r}-3-{k}") for t in tokens.take(between_n)]
+    out += [ev("text-delta", root, {"text": t}, f"r{r}-4") for t in tokens.take(final_n, fence=True)]
+    out.append(tasks(agents + 1, None))
+    out.append(ev("run-finish", root, {"status": "completed"}))
+    # pad or trim the final answer so the run has exactly ``budget`` events
+    while len(out) < budget:
+        out.insert(-2, ev("text-delta", root, {"text": " done"}, f"r{r}-4"))
+    while len(out) > budget:
+        index = max(i for i, e in enumerate(out) if e["type"] == "text-delta")
+        del out[index]
+    return out
+
+
+# --------------------------------------------------------------------------- the client double
+
+
+def _stream_client_class() -> type:
+    from instance_ai_tui.client.base import Client, ClientError, ConnectionState, StreamItem
+    from instance_ai_tui.protocol.api import ThreadInfo, ThreadMessages, ThreadStatus
+    from instance_ai_tui.protocol.events import parse_event
+
+    class StreamClient(Client):
+        """One thread whose whole log is the recorded stream; read-only."""
+
+        mode = "embedded"
+        model_name = "recorded stream"
+
+        def __init__(self, lines: list[str] | None = None, parsed: list[Any] | None = None) -> None:
+            super().__init__()
+            self.lines = lines
+            self.parsed = parsed
+            self.count = len(lines if lines is not None else parsed or [])
+            self.first_pulled: float | None = None
+            self.done_at: float | None = None
+            self.done = asyncio.Event()
+            from datetime import datetime, timezone
+
+            now = datetime.now(timezone.utc)
+            self.info = ThreadInfo(id=THREAD, title="", created_at=now, updated_at=now)
+
+        async def open(self) -> None:
+            self._set_state(ConnectionState.EMBEDDED)
+
+        async def close(self) -> None:
+            self._set_state(ConnectionState.OFFLINE)
+
+        async def list_threads(self) -> list[ThreadInfo]:
+            return [self.info]
+
+        async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+            raise ClientError("the benchmark client is read-only")
+
+        async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+            raise ClientError("the benchmark client is read-only")
+
+        async def delete_thread(self, thread_id: str) -> None:
+            raise ClientError("the benchmark client is read-only")
+
+        async def send(self, thread_id: str, text: str) -> str:
+            raise ClientError("the benchmark client is read-only")
+
+        async def cancel(self, thread_id: str) -> None:
+            return None
+
+        async def confirm(self, request_id: str, body: Any) -> Any:
+            raise ClientError("the benchmark client is read-only")
+
+        async def messages(self, thread_id: str) -> ThreadMessages:
+            return ThreadMessages(thread_id=thread_id, messages=[], next_event_id=1)
+
+        async def status(self, thread_id: str) -> ThreadStatus:
+            return ThreadStatus()
+
+        async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+            start = max(0, after or 0)
+            self.first_pulled = time.perf_counter()
+            if self.lines is not None:
+                for index in range(start, len(self.lines)):
+                    yield StreamItem(index + 1, parse_event(self.lines[index]))
+            else:
+                assert self.parsed is not None
+                for index in range(start, len(self.parsed)):
+                    yield StreamItem(index + 1, self.parsed[index])
+            self.done_at = time.perf_counter()  # the app asked for the item after the last one
+            self.done.set()
+            await asyncio.Event().wait()  # live: nothing more comes
+
+    return StreamClient
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: float) -> dict[str, Any]:
+    from instance_ai_tui.config import Settings, UiSettings
+    from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.tui.app import InstanceAiApp
+
+    lines = [json.dumps(event, separators=(",", ":")) for event in events]
+    client_class = _stream_client_class()
+    client = client_class(parsed=[parse_event(line) for line in lines]) if preparsed else client_class(lines=lines)
+    frame_times: list[float] = []
+
+    class BenchApp(InstanceAiApp):
+        async def _frame(self) -> None:  # the app's frame projection, timed from outside
+            frame_times.append(time.perf_counter())
+            await super()._frame()
+
+    settings = Settings(ui=UiSettings(theme="textual-dark"))
+    app = BenchApp(client, settings, watch_themes=False, persist_theme=False)
+    rss_before = _rss_mb()
+    ticks: list[float] = []
+    stop = asyncio.Event()
+
+    async def heartbeat() -> None:
+        loop_time = time.perf_counter
+        previous = loop_time()
+        while not stop.is_set():
+            await asyncio.sleep(0.005)
+            now = loop_time()
+            ticks.append(now - previous)
+            previous = now
+
+    async with app.run_test(size=SIZE) as pilot:
+        beat = asyncio.create_task(heartbeat())
+        await app.wait_until_ready(timeout=timeout)
+        await asyncio.wait_for(client.done.wait(), timeout)
+        ingest_done = client.done_at
+        await app.wait_until_rendered(timeout=timeout, events=len(events))
+        rendered_at = time.perf_counter()
+        stop.set()
+        await beat
+        await pilot.pause()
+        stats = app.stats
+        conversation = app.conversation
+        assistant_messages = sum(1 for m in conversation.messages if m.reducer is not None) if conversation else 0
+        widgets = len(list(app.screen.query("*")))
+
+    assert client.first_pulled is not None and ingest_done is not None
+    ingest_seconds = ingest_done - client.first_pulled
+    gaps = [b - a for a, b in zip(frame_times, frame_times[1:])]
+    stalls = sorted(ticks)
+    return {
+        "events": len(events),
+        "events_ingested": stats.events,
+        "assistant_messages": assistant_messages,
+        "mounted_widgets_at_end": widgets,
+        "ingest_seconds": round(ingest_seconds, 4),
+        "events_per_second": round(len(events) / ingest_seconds),
+        "max_loop_stall_ms": round(max(ticks) * 1000, 1) if ticks else None,
+        "p99_loop_stall_ms": round(stalls[int(len(stalls) * 0.99) - 1] * 1000, 1) if stalls else None,
+        "max_frame_gap_ms": round(max(gaps) * 1000, 1) if gaps else None,
+        "slowest_frame_ms": round(stats.slowest_frame * 1000, 1),
+        "frames": stats.frames,
+        "busy_frames": stats.busy_frames,
+        "time_to_final_render_s": round(rendered_at - ingest_done, 3),
+        "total_s": round(rendered_at - client.first_pulled, 3),
+        "rss_before_app_mb": round(rss_before, 1),
+        "peak_rss_mb": round(_rss_mb(), 1),
+        "parsing": "up front" if preparsed else "in the client, per event",
+    }
+
+
+_ANSI = re.compile(rb"\x1b\[[0-9;?<>=$ ]*[A-Za-z~]|\x1b[()][A-Z0-9]|\x1b[=>NOM78c]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
+_MARKERS = (b"Message Instance AI", b"Search threads")
+
+
+def _cold_start_once(timeout: float = 20.0) -> float | None:
+    """Seconds from exec to the first frame of ``python -m instance_ai_tui`` in a pty."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    with tempfile.TemporaryDirectory(prefix="instance-ai-cold-") as tmp:
+        env = {
+            **os.environ,
+            "TERM": "xterm-256color",
+            "XDG_CONFIG_HOME": f"{tmp}/config",
+            "XDG_DATA_HOME": f"{tmp}/data",
+            "INSTANCE_AI_CONFIG": f"{tmp}/config/config.toml",
+            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
+        for name in ("TEXTUAL_THEME", "INSTANCE_AI_MODEL", "OPENAI_API_KEY", "INSTANCE_AI_DB"):
+            env.pop(name, None)
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "instance_ai_tui", "--model", "demo", "--db", f"{tmp}/cold.sqlite3"],
+            stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp, close_fds=True, start_new_session=True,
+        )
+        os.close(slave)
+        output, first = b"", None
+        try:
+            while time.perf_counter() - started < timeout and process.poll() is None:
+                ready, _, _ = select.select([master], [], [], 0.01)
+                if not ready:
+                    continue
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:
+                    break
+                output += data
+                if first is None:
+                    plain = _ANSI.sub(b"", output)
+                    if any(marker in plain for marker in _MARKERS):
+                        first = time.perf_counter() - started
+                        os.write(master, b"\x11")  # ctrl+q
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        finally:
+            os.close(master)
+    return first
+
+
+def _import_seconds() -> float:
+    code = "import time; t = time.perf_counter(); import instance_ai_tui.tui.app; print(time.perf_counter() - t)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    return float(result.stdout.strip())
+
+
+def measure_cold_start(runs: int) -> dict[str, Any]:
+    if not sys.platform.startswith("linux"):
+        return {"skipped": "the pseudo-terminal measurement needs Linux"}
+    times = [t for t in (_cold_start_once() for _ in range(runs)) if t is not None]
+    imports = [_import_seconds() for _ in range(runs)]
+    return {
+        "first_frame_s_min": round(min(times), 3) if times else None,
+        "first_frame_s_median": round(statistics.median(times), 3) if times else None,
+        "runs": runs,
+        "runs_with_a_frame": len(times),
+        "import_tui_app_s_median": round(statistics.median(imports), 3),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--subagents", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--parse-in-client", action="store_true", help="parse each event inside Client.events()")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--no-cold-start", action="store_true")
+    parser.add_argument("--cold-start-runs", type=int, default=3)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="instance-ai-bench-") as tmp:
+        os.environ["XDG_CONFIG_HOME"] = f"{tmp}/config"  # no user config or themes in the run
+        os.environ["XDG_DATA_HOME"] = f"{tmp}/data"
+        os.environ["INSTANCE_AI_CONFIG"] = f"{tmp}/config/config.toml"
+        os.environ.pop("TEXTUAL_THEME", None)
+        events = make_events(args.events, args.subagents, args.runs)
+        result: dict[str, Any] = {
+            "benchmark": "tui_ingest",
+            "event_mix": dict(Counter(e["type"] for e in events).most_common()),
+            "subagents": args.subagents,
+            "runs": args.runs,
+        }
+        result.update(asyncio.run(run_ingest(events, preparsed=not args.parse_in_client, timeout=args.timeout)))
+    if not args.no_cold_start:
+        result["cold_start"] = measure_cold_start(args.cold_start_runs)
+    import textual
+
+    result["targets"] = TARGETS
+    cold = result.get("cold_start", {}).get("first_frame_s_median")
+    result["meets_targets"] = {
+        "events_per_second": result["events_per_second"] >= TARGETS["events_per_second"],
+        "max_loop_stall_ms": (result["max_loop_stall_ms"] or 0) < TARGETS["max_loop_stall_ms"],
+        "cold_start_s": None if cold is None else cold < TARGETS["cold_start_s"],
+    }
+    result["environment"] = {
+        "python": platform.python_version(),
+        "textual": textual.__version__,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

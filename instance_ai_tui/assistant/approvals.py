@@ -1,0 +1,47 @@
+"""Tool approvals: which tools ask first, how their card reads, and "always allow" per thread.
+
+A tool built with ``approval(severity, message)`` suspends for approval unless the user chose
+"always allow" for it in this thread (confirm with ``scope: "session"``). The allowance is kept
+in the store's settings under ``thread:<id>`` / ``always_allow`` so it survives restarts and is
+deleted with the thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..runtime.tools import ToolContext
+from ..store.base import Store
+from .context import EXTRA_KEY, AgentScope
+
+SEVERITIES = ("destructive", "warning", "info")
+ALWAYS_ALLOW_KEY = "always_allow"
+
+
+def approval(severity: str, message: Callable[[Any], str]) -> dict[str, Any]:
+    """Keyword arguments for ``Tool(...)``: ask before running, with this card."""
+    if severity not in SEVERITIES:
+        raise ValueError(f"severity must be one of {SEVERITIES}")
+
+    def needs_approval(args: Any, ctx: ToolContext) -> bool:
+        scope = ctx.extra.get(EXTRA_KEY)
+        return not (isinstance(scope, AgentScope) and scope.run.allows(ctx.tool_name))
+
+    return {"needs_approval": needs_approval, "approval_message": message, "metadata": {"severity": severity}}
+
+
+def _scope(thread_id: str) -> str:
+    return f"thread:{thread_id}"
+
+
+async def load_allowances(store: Store, thread_id: str) -> set[str]:
+    value = await store.get_setting(_scope(thread_id), ALWAYS_ALLOW_KEY)
+    return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+async def remember_allowance(store: Store, thread_id: str, tool_name: str, allowances: set[str]) -> None:
+    """Add ``tool_name`` to the thread's always-allowed tools (in memory and in the store)."""
+    allowances.add(tool_name)
+    stored = await load_allowances(store, thread_id)
+    stored.add(tool_name)
+    await store.set_setting(_scope(thread_id), ALWAYS_ALLOW_KEY, sorted(stored))

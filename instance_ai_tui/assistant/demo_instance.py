@@ -1,0 +1,190 @@
+"""A small in-memory n8n instance for the offline demo: a node catalogue, workflows, executions.
+
+It implements ``N8nBackend`` (the same calls as the public API client) plus the node catalogue
+and a simulated ``run``, so the demo's builder sub-agent has real tools to call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from copy import deepcopy
+from datetime import UTC, datetime
+from typing import Any
+
+from .n8n_client import N8nApiError, summarise_workflow
+
+NODE_CATALOGUE: tuple[dict[str, str], ...] = (
+    {"type": "n8n-nodes-base.scheduleTrigger", "displayName": "Schedule Trigger", "group": "trigger",
+     "description": "Starts the workflow at fixed times or intervals"},
+    {"type": "n8n-nodes-base.manualTrigger", "displayName": "Manual Trigger", "group": "trigger",
+     "description": "Starts the workflow when you click Execute"},
+    {"type": "n8n-nodes-base.webhook", "displayName": "Webhook", "group": "trigger",
+     "description": "Starts the workflow when an HTTP request arrives"},
+    {"type": "n8n-nodes-base.httpRequest", "displayName": "HTTP Request", "group": "transform",
+     "description": "Calls any HTTP API"},
+    {"type": "n8n-nodes-base.openWeatherMap", "displayName": "OpenWeatherMap", "group": "input",
+     "description": "Gets current weather and forecasts"},
+    {"type": "n8n-nodes-base.slack", "displayName": "Slack", "group": "output",
+     "description": "Sends messages to Slack channels and users"},
+    {"type": "n8n-nodes-base.gmail", "displayName": "Gmail", "group": "output",
+     "description": "Sends and reads Gmail messages"},
+    {"type": "n8n-nodes-base.telegram", "displayName": "Telegram", "group": "output",
+     "description": "Sends Telegram messages"},
+    {"type": "n8n-nodes-base.googleSheets", "displayName": "Google Sheets", "group": "input",
+     "description": "Reads and appends rows in Google Sheets"},
+    {"type": "n8n-nodes-base.set", "displayName": "Edit Fields (Set)", "group": "transform",
+     "description": "Adds, renames or removes fields"},
+    {"type": "n8n-nodes-base.if", "displayName": "If", "group": "transform",
+     "description": "Routes items by a condition"},
+    {"type": "n8n-nodes-base.code", "displayName": "Code", "group": "transform",
+     "description": "Runs JavaScript or Python on the items"},
+    {"type": "n8n-nodes-base.rssFeedRead", "displayName": "RSS Read", "group": "input",
+     "description": "Reads items of an RSS feed"},
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class DemoN8n:
+    """An in-memory n8n: safe to change, reset on restart."""
+
+    label = "demo n8n (in memory)"
+
+    def __init__(self) -> None:
+        self._workflows: dict[str, dict[str, Any]] = {}
+        self._executions: dict[str, dict[str, Any]] = {}
+        self._wf_ids = itertools.count(101)
+        self._exec_ids = itertools.count(9001)
+        self._lock = asyncio.Lock()
+        self._seed()
+
+    def _seed(self) -> None:
+        for name, active, nodes in (
+            ("Daily sales report", True, ["n8n-nodes-base.scheduleTrigger", "n8n-nodes-base.googleSheets", "n8n-nodes-base.gmail"]),
+            ("Lead intake", True, ["n8n-nodes-base.webhook", "n8n-nodes-base.set", "n8n-nodes-base.slack"]),
+            ("RSS digest", False, ["n8n-nodes-base.scheduleTrigger", "n8n-nodes-base.rssFeedRead", "n8n-nodes-base.telegram"]),
+        ):
+            wf = self._make(name, [self._node(t, i) for i, t in enumerate(nodes)])
+            wf["active"] = active
+            self._workflows[wf["id"]] = wf
+
+    # ----------------------------------------------------------------- helpers
+    @staticmethod
+    def _node(node_type: str, index: int, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+        display = next((n["displayName"] for n in NODE_CATALOGUE if n["type"] == node_type), node_type.rsplit(".", 1)[-1])
+        return {"id": f"node-{index + 1}", "name": display, "type": node_type, "typeVersion": 1,
+                "position": [240 + 220 * index, 300], "parameters": parameters or {}}
+
+    def _make(self, name: str, nodes: list[dict[str, Any]], connections: dict[str, Any] | None = None) -> dict[str, Any]:
+        if connections is None:
+            connections = {
+                a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in zip(nodes, nodes[1:])
+            }
+        stamp = _now()
+        return {"id": f"wf-{next(self._wf_ids)}", "name": name, "active": False, "nodes": nodes,
+                "connections": connections, "settings": {}, "createdAt": stamp, "updatedAt": stamp}
+
+    def _get(self, workflow_id: str) -> dict[str, Any]:
+        wf = self._workflows.get(str(workflow_id))
+        if wf is None:
+            raise N8nApiError(f"workflow {workflow_id} not found", 404)
+        return wf
+
+    # ----------------------------------------------------------------- node catalogue
+    async def list_nodes(self, query: str | None = None) -> list[dict[str, str]]:
+        words = [w for w in (query or "").lower().split() if w]
+        if not words:
+            return [dict(n) for n in NODE_CATALOGUE]
+        hits = [n for n in NODE_CATALOGUE
+                if any(w in f"{n['type']} {n['displayName']} {n['description']}".lower() for w in words)]
+        return [dict(n) for n in hits]
+
+    # ----------------------------------------------------------------- N8nBackend
+    async def list_workflows(self, active: bool | None = None, name: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        rows = [w for w in self._workflows.values()
+                if (active is None or w["active"] == active) and (not name or name.lower() in w["name"].lower())]
+        return [summarise_workflow(w) for w in rows[: max(1, limit)]]
+
+    async def get_workflow(self, workflow_id: str) -> dict[str, Any]:
+        return deepcopy(self._get(workflow_id))
+
+    async def create_workflow(self, workflow: dict[str, Any]) -> dict[str, Any]:
+        name = str(workflow.get("name") or "").strip()
+        if not name:
+            raise N8nApiError("a workflow needs a name")
+        raw_nodes = workflow.get("nodes") or []
+        nodes = []
+        for i, node in enumerate(raw_nodes):
+            if isinstance(node, str):
+                nodes.append(self._node(node, i))
+            elif isinstance(node, dict) and node.get("type"):
+                nodes.append({**self._node(str(node["type"]), i), **node})
+            else:
+                raise N8nApiError(f"node {i + 1} needs a 'type'")
+        unknown = [n["type"] for n in nodes if not any(c["type"] == n["type"] for c in NODE_CATALOGUE)]
+        if unknown:
+            raise N8nApiError(f"unknown node type(s): {', '.join(unknown)}; use list-nodes to find the right type")
+        async with self._lock:
+            wf = self._make(name, nodes, workflow.get("connections"))
+            self._workflows[wf["id"]] = wf
+        return deepcopy(wf)
+
+    async def update_workflow(self, workflow_id: str, workflow: dict[str, Any]) -> dict[str, Any]:
+        async with self._lock:
+            wf = self._get(workflow_id)
+            for key in ("name", "nodes", "connections", "settings"):
+                if key in workflow:
+                    wf[key] = deepcopy(workflow[key])
+            wf["updatedAt"] = _now()
+            return deepcopy(wf)
+
+    async def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        async with self._lock:
+            wf = self._get(workflow_id)
+            if not any("Trigger" in n.get("type", "") or n.get("type", "").endswith("webhook") for n in wf["nodes"]):
+                raise N8nApiError(f"workflow {workflow_id} has no trigger node, so it cannot be activated", 400)
+            wf["active"] = True
+            wf["updatedAt"] = _now()
+            return summarise_workflow(wf)
+
+    async def deactivate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        async with self._lock:
+            wf = self._get(workflow_id)
+            wf["active"] = False
+            wf["updatedAt"] = _now()
+            return summarise_workflow(wf)
+
+    async def delete_workflow(self, workflow_id: str) -> dict[str, Any]:
+        async with self._lock:
+            wf = self._get(workflow_id)
+            del self._workflows[wf["id"]]
+            return summarise_workflow(wf)
+
+    async def run_workflow(self, workflow_id: str) -> dict[str, Any]:
+        """Simulate one execution: every node 'runs'; a node without required setup fails."""
+        wf = self._get(workflow_id)
+        node_results = {n["name"]: {"status": "success", "items": 1} for n in wf["nodes"]}
+        execution = {"id": f"exec-{next(self._exec_ids)}", "workflowId": wf["id"], "status": "success",
+                     "mode": "manual", "startedAt": _now(), "stoppedAt": _now(), "data": {"nodes": node_results}}
+        self._executions[execution["id"]] = execution
+        return {k: v for k, v in execution.items() if k != "data"}
+
+    async def list_executions(self, workflow_id: str | None = None, status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        rows = [e for e in self._executions.values()
+                if (not workflow_id or e["workflowId"] == workflow_id) and (not status or e["status"] == status)]
+        return [{k: v for k, v in e.items() if k != "data"} for e in rows[-max(1, limit):]]
+
+    async def get_execution(self, execution_id: str, include_data: bool = False) -> dict[str, Any]:
+        execution = self._executions.get(str(execution_id))
+        if execution is None:
+            raise N8nApiError(f"execution {execution_id} not found", 404)
+        out = deepcopy(execution)
+        if not include_data:
+            out.pop("data", None)
+        return out
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,85 @@
+"""The messages endpoint: a thread's conversation as ``InstanceAiMessage`` objects with agent trees.
+
+Every run gives a user message (the text it was started with) and an assistant message whose
+``content``/``reasoning`` are the root agent's and whose ``agentTree`` is the run's snapshot
+(finished runs) or its events folded now (active or suspended runs, ``isStreaming`` true).
+
+``nextEventId`` is consistent with the trees: snapshots are read first, then the last event id
+``L``, then unfinished runs are folded from their events up to ``L``. A client that sets its
+cursor to ``nextEventId - 1 = L`` receives exactly the events the trees do not contain.
+Pending confirmations that expired are marked ``expired`` on their tool call.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from ..protocol.api import InstanceAiMessage, ThreadMessages
+from ..protocol.reducer import build_agent_tree
+from ..protocol.tree import AgentNode
+from ..store.base import RunRecord, Store
+from .confirmations import PendingConfirmation
+from .run_manager import RunManager
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _mark_expired(tree: AgentNode, expired_calls: set[str]) -> None:
+    if not expired_calls:
+        return
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for call in node.tool_calls:
+            if call.tool_call_id in expired_calls and call.confirmation is not None:
+                call.confirmation.expired = True
+        stack.extend(node.children)
+
+
+def _expired_calls(record: RunRecord, now: float) -> set[str]:
+    out: set[str] = set()
+    for raw in (record.data.get("confirmations") or {}).values():
+        try:
+            pending = PendingConfirmation.model_validate(raw)
+        except ValueError:
+            continue
+        if pending.expired(now):
+            out.add(pending.tool_call_id)
+    return out
+
+
+async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> ThreadMessages:
+    snapshots = await store.get_snapshots(thread_id)
+    last_id = await store.last_event_id(thread_id)
+    runs = await store.list_runs(thread_id=thread_id)
+    now = time.time()
+    messages: list[InstanceAiMessage] = []
+    for record in runs:
+        data = record.data
+        started = _aware(record.started_at)
+        messages.append(InstanceAiMessage(
+            id=str(data.get("messageId") or f"{record.run_id}-user"), run_id=record.run_id,
+            message_group_id=record.message_group_id, role="user", created_at=started,
+            content=str(data.get("userMessage") or ""),
+        ))
+        unfinished = record.status in ("active", "suspended")
+        snapshot = snapshots.get(record.run_id)
+        if snapshot is not None and not unfinished:
+            tree = AgentNode.model_validate(snapshot)
+        else:
+            events = await manager.run_events(thread_id, record.run_id, data.get("firstEventId"), upto=last_id)
+            if not events:
+                continue
+            tree = build_agent_tree([e.json for e in events])
+        if record.status == "suspended":
+            _mark_expired(tree, _expired_calls(record, now))
+        messages.append(InstanceAiMessage(
+            id=record.message_group_id or record.run_id, run_id=record.run_id,
+            message_group_id=record.message_group_id, run_ids=[record.run_id], role="assistant",
+            created_at=_aware(record.finished_at or record.started_at), content=tree.text_content,
+            reasoning=tree.reasoning, is_streaming=unfinished, agent_tree=tree,
+        ))
+    return ThreadMessages(thread_id=thread_id, messages=messages, next_event_id=last_id + 1)
+

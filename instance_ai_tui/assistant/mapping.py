@@ -1,0 +1,160 @@
+"""Runtime stream chunks -> protocol events, for one agent (the orchestrator or a sub-agent).
+
+``ChunkMapper.handle(chunk)`` emits, through the run's ``RunEmitter``:
+
+* ``text-delta`` / ``reasoning-delta`` with the chunk's ``responseId``,
+* ``tool-call`` before a tool runs, with a ``status`` "Running <tool>…" (cleared with "" once
+  no call of this agent is in flight),
+* ``tool-result`` or ``tool-error`` when a call settles,
+* for a suspended call: nothing yet; the suspension is collected in ``suspensions`` and the run
+  manager turns it into a ``confirmation-request`` (a sub-agent's suspension travels up through
+  its ``delegate`` call first).
+
+Tools that publish their own events (``plan``'s ``tasks-update``, ``delegate``'s
+``agent-spawned``) first ``await mapper.announced(tool_call_id)``: the runtime queues the
+``tool-call`` chunk before running the tool, but this mapper may not have emitted it yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runtime.chunks import (
+    ErrorChunk,
+    FinishChunk,
+    ReasoningDeltaChunk,
+    StreamChunk,
+    TextDeltaChunk,
+    ToolCallChunk,
+    ToolCallSuspendedChunk,
+    ToolResultChunk,
+)
+from .emitter import RunEmitter
+
+#: how long a tool waits for its tool-call event before publishing anyway (a safety net only)
+ANNOUNCE_TIMEOUT = 5.0
+
+
+@dataclass(slots=True)
+class Suspension:
+    """A suspended tool call of one agent, waiting for the user."""
+
+    agent_id: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    kind: str  # "approval" | "suspend"
+    payload: Any
+    response_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agentId": self.agent_id, "toolCallId": self.tool_call_id, "toolName": self.tool_name,
+                "args": self.args, "kind": self.kind, "payload": self.payload, "responseId": self.response_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Suspension:
+        return cls(agent_id=data["agentId"], tool_call_id=data["toolCallId"], tool_name=data["toolName"],
+                   args=dict(data.get("args") or {}), kind=data.get("kind", "suspend"), payload=data.get("payload"),
+                   response_id=data.get("responseId", ""))
+
+
+@dataclass
+class ChunkMapper:
+    """Maps the chunks of one agent's run to events under ``agent_id``."""
+
+    emitter: RunEmitter
+    agent_id: str
+    #: tool names -> display status ("Running list-files…"); None disables status events
+    status_events: bool = True
+    suspensions: list[Suspension] = field(default_factory=list)
+    finish: FinishChunk | None = None
+    error: ErrorChunk | None = None
+    text_parts: list[str] = field(default_factory=list)
+    _announced: dict[str, asyncio.Event] = field(default_factory=dict)
+    _in_flight: dict[str, str] = field(default_factory=dict)
+    _status_shown: bool = False
+
+    def _gate(self, tool_call_id: str) -> asyncio.Event:
+        gate = self._announced.get(tool_call_id)
+        if gate is None:
+            gate = self._announced[tool_call_id] = asyncio.Event()
+        return gate
+
+    async def announced(self, tool_call_id: str) -> None:
+        """Wait until this call's ``tool-call`` event has been emitted."""
+        try:
+            await asyncio.wait_for(self._gate(tool_call_id).wait(), ANNOUNCE_TIMEOUT)
+        except asyncio.TimeoutError:
+            pass
+
+    def mark_announced(self, tool_call_id: str) -> None:
+        """For a resumed call: its ``tool-call`` went out before the suspension."""
+        self._gate(tool_call_id).set()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def handle(self, chunk: StreamChunk) -> None:
+        emit = self.emitter.emit
+        if isinstance(chunk, TextDeltaChunk):
+            if chunk.delta:
+                self.text_parts.append(chunk.delta)
+                emit("text-delta", self.agent_id, {"text": chunk.delta}, chunk.response_id)
+        elif isinstance(chunk, ReasoningDeltaChunk):
+            if chunk.delta:
+                emit("reasoning-delta", self.agent_id, {"text": chunk.delta}, chunk.response_id)
+        elif isinstance(chunk, ToolCallChunk):
+            emit("tool-call", self.agent_id,
+                 {"toolCallId": chunk.tool_call_id, "toolName": chunk.tool_name, "args": chunk.args},
+                 chunk.response_id)
+            self._in_flight[chunk.tool_call_id] = chunk.tool_name
+            self._show_status()
+            self._gate(chunk.tool_call_id).set()
+        elif isinstance(chunk, ToolResultChunk):
+            if chunk.is_error or chunk.skipped:
+                error = chunk.error or chunk.model_output.strip("[]") or "the tool failed"
+                emit("tool-error", self.agent_id, {"toolCallId": chunk.tool_call_id, "error": error}, chunk.response_id)
+            else:
+                emit("tool-result", self.agent_id, {"toolCallId": chunk.tool_call_id, "result": chunk.result},
+                     chunk.response_id)
+            self._in_flight.pop(chunk.tool_call_id, None)
+            self._show_status()
+        elif isinstance(chunk, ToolCallSuspendedChunk):
+            self._in_flight.pop(chunk.tool_call_id, None)
+            self.suspensions.append(Suspension(
+                agent_id=self.agent_id, tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name,
+                args=dict(chunk.args or {}), kind=chunk.kind, payload=chunk.suspend_payload,
+                response_id=chunk.response_id,
+            ))
+            self._show_status()
+        elif isinstance(chunk, FinishChunk):
+            self.finish = chunk
+            self._clear_status()
+        elif isinstance(chunk, ErrorChunk):
+            self.error = chunk
+            self._clear_status()
+        # MessageChunk and ToolCallDeltaChunk carry nothing the protocol needs
+
+    def _show_status(self) -> None:
+        if not self.status_events:
+            return
+        if self._in_flight:
+            names = sorted(set(self._in_flight.values()))
+            label = names[0] if len(names) == 1 else f"{len(self._in_flight)} tools"
+            self.emitter.emit("status", self.agent_id, {"message": f"Running {label}…"})
+            self._status_shown = True
+        else:
+            self._clear_status()
+
+    def _clear_status(self) -> None:
+        if self._status_shown:
+            self.emitter.emit("status", self.agent_id, {"message": ""})
+            self._status_shown = False
+
+    async def consume(self, stream: Any) -> None:
+        """Map every chunk of ``stream`` (an ``AgentStream``)."""
+        async for chunk in stream:
+            self.handle(chunk)

@@ -1,0 +1,542 @@
+"""The run manager: one run per thread, from ``run-start`` to ``run-finish``.
+
+* ``start`` refuses a thread that has a run active or suspended (``RunActive``), records the run
+  (``runs`` table, status ``active``), emits ``run-start`` (payload ``messageId``,
+  ``messageGroupId``, ``userMessage``) and drives the orchestrator's stream in a task.
+* The orchestrator's agentId is ``orchestrator-<runId>`` (released n8n's convention), so every
+  run's tree has a distinct root id; sub-agents have their own ids with ``parentId``.
+* A run whose orchestrator suspends becomes ``suspended``: one ``confirmation-request`` per
+  suspended call (a sub-agent's call included), no ``run-finish``. The checkpoint lives in the
+  store, so ``confirm`` works after a restart too; it resumes the same run (no new ``run-start``).
+* ``cancel`` is idempotent: it aborts the orchestrator (which aborts its sub-agents), waits for
+  them to stop, then ends the run with ``run-finish {cancelled, user_cancelled}``; a suspended
+  run is ended the same way. Cancelling a finished run does nothing.
+* A failed run ends with an ``error`` event and ``run-finish {error, reason}``.
+* After ``run-finish`` the run's events are folded into its agent tree, stored as a snapshot.
+* ``sweep`` (at start): runs a crash left ``active`` get ``tool-interrupted`` for their in-flight
+  tool calls and ``run-finish {interrupted, crash_interrupted}``. ``shutdown`` ends active runs
+  with ``run-finish {cancelled, service_shutdown}`` and keeps suspended ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ..bus.base import EventBus
+from ..protocol.api import ConfirmBody, ConfirmResponse
+from ..protocol.reducer import build_agent_tree
+from ..runtime.agent import Agent, AgentStream
+from ..runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, RuntimeApiError
+from ..runtime.memory import generate_title, is_substantial
+from ..runtime.messages import Message
+from ..runtime.model import ModelAdapter
+from ..store.base import RunRecord, Store, StoredEvent
+from .approvals import load_allowances, remember_allowance
+from .confirmations import (
+    DEFAULT_TTL_SECONDS,
+    PendingConfirmation,
+    always_allow,
+    approval_decision,
+    build_request,
+    card_fields,
+    check_fits,
+    resume_data,
+)
+from .context import AgentScope, RunContext, Services
+from .emitter import RunEmitter
+from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
+from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
+from .mapping import ChunkMapper, Suspension
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_TOOL = "Interrupted by a process restart — effect unverified; verify before retrying."
+FAILED_REASON = "I hit an error before I could finish that response. Please try again."
+BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
+
+RunStatus = Literal["active", "suspended"]
+
+
+@dataclass
+class ActiveRun:
+    """A run of this process that has not finished (running or waiting for the user)."""
+
+    ctx: RunContext
+    message_id: str
+    user_text: str
+    record: RunRecord
+    status: RunStatus = "active"
+    stream: AgentStream | None = None
+    task: asyncio.Task[None] | None = None
+    confirmations: dict[str, PendingConfirmation] = field(default_factory=dict)
+    cancel_reason: str | None = None
+    title_task: asyncio.Task[None] | None = None
+    finished: asyncio.Future[str] | None = None
+    finishing: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def thread_id(self) -> str:
+        return self.ctx.thread_id
+
+
+@dataclass
+class ManagerOptions:
+    confirmation_ttl: float = DEFAULT_TTL_SECONDS
+    generate_titles: bool = True
+    title_timeout: float = 15.0
+    owner: str | None = None
+
+
+class RunManager:
+    """Runs of every thread of one assistant service."""
+
+    def __init__(self, store: Store, bus: EventBus, services: Services, orchestrator: Agent, *,
+                 title_model: ModelAdapter | None = None, options: ManagerOptions | None = None) -> None:
+        self.store = store
+        self.bus = bus
+        self.services = services
+        self.orchestrator = orchestrator
+        self.title_model = title_model
+        self.options = options or ManagerOptions()
+        self._runs: dict[str, ActiveRun] = {}
+        self._by_request: dict[str, str] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ----------------------------------------------------------------- queries
+    def live(self, thread_id: str) -> ActiveRun | None:
+        return self._runs.get(thread_id)
+
+    def live_runs(self) -> list[ActiveRun]:
+        return list(self._runs.values())
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = asyncio.Lock()
+        return lock
+
+    # ----------------------------------------------------------------- start
+    async def start(self, thread_id: str, text: str) -> str:
+        if not text or not text.strip():
+            raise InvalidRequest("the message must not be empty")
+        async with self._lock(thread_id):
+            await self._refuse_if_busy(thread_id)
+            if await self.store.get_thread(thread_id) is None:
+                await self.store.create_thread(thread_id)
+            run_id, group_id, message_id = new_run_id(), new_message_group_id(), new_message_id()
+            ctx = RunContext(
+                thread_id=thread_id, run_id=run_id, message_group_id=group_id, orchestrator_id=orchestrator_id(run_id),
+                emitter=RunEmitter(self.bus, thread_id, run_id), services=self.services,
+                allowances=await load_allowances(self.store, thread_id),
+            )
+            record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
+                               owner=self.options.owner, started_at=datetime.now(UTC),
+                               data={"messageId": message_id, "userMessage": text})
+            await self.store.upsert_run(record)
+            run = ActiveRun(ctx, message_id, text, record)
+            run.finished = asyncio.get_running_loop().create_future()
+            self._runs[thread_id] = run
+            ctx.emitter.emit("run-start", ctx.orchestrator_id,
+                             {"messageId": message_id, "messageGroupId": group_id, "userMessage": text})
+            await self._start_title(run)
+            scope = self._scope(run)
+            stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id, run_id=run_id,
+                                              extra=scope.extra())
+            self._drive(run, scope, stream)
+            return run_id
+
+    async def _refuse_if_busy(self, thread_id: str) -> None:
+        run = self._runs.get(thread_id)
+        if run is not None and run.finishing and run.finished is not None:
+            await asyncio.shield(run.finished)  # ending right now: wait for run-finish
+            run = self._runs.get(thread_id)
+        if run is not None:
+            if run.status == "suspended" and run.confirmations and all(c.expired() for c in run.confirmations.values()):
+                await self._end_suspended(run, "cancelled", "timeout")
+            else:
+                raise RunActive(BUSY_MESSAGE)
+        for record in await self.store.list_runs(thread_id=thread_id, status=["active", "suspended"]):
+            # left by another process that is still running it (or by one we have not swept)
+            raise RunActive(BUSY_MESSAGE + f" (run {record.run_id})")
+
+    def _scope(self, run: ActiveRun) -> AgentScope:
+        mapper = ChunkMapper(run.ctx.emitter, run.ctx.orchestrator_id)
+        return AgentScope(run.ctx, run.ctx.orchestrator_id, "orchestrator", mapper)
+
+    def _drive(self, run: ActiveRun, scope: AgentScope, stream: AgentStream) -> None:
+        run.status = "active"
+        run.stream = stream
+        run.task = asyncio.get_running_loop().create_task(self._follow(run, scope, stream), name=f"run-{run.run_id}")
+
+    async def _follow(self, run: ActiveRun, scope: AgentScope, stream: AgentStream) -> None:
+        mapper = scope.mapper
+        try:
+            async for chunk in stream:
+                mapper.handle(chunk)
+            result = await stream.result()
+        except asyncio.CancelledError:
+            stream.abort()
+            await self._finish(run, "cancelled", run.cancel_reason or "service_shutdown")
+            raise
+        except Exception as exc:  # a bug of ours: the run still ends properly
+            log.exception("run %s: following the orchestrator failed", run.run_id)
+            run.ctx.emitter.emit("error", run.ctx.orchestrator_id, {"content": f"Internal error: {exc}"})
+            await self._finish(run, "error", FAILED_REASON)
+            return
+        try:
+            if result.status == "suspended" and mapper.suspensions:
+                await self._suspend(run, mapper.suspensions)
+            elif result.status == "success":
+                await self._finish(run, "completed")
+            elif result.status == "cancelled":
+                await self._finish(run, "cancelled", run.cancel_reason or "user_cancelled")
+            else:
+                error = result.error or "the run failed"
+                payload: dict[str, Any] = {"content": error}
+                if result.status_code is not None:
+                    payload["statusCode"] = result.status_code
+                run.ctx.emitter.emit("error", run.ctx.orchestrator_id, payload)
+                await self._finish(run, "error", _friendly(error, result.status_code))
+        except Exception:
+            log.exception("run %s: ending the run failed", run.run_id)
+
+    # ----------------------------------------------------------------- titles
+    async def _start_title(self, run: ActiveRun) -> None:
+        if not self.options.generate_titles or self.title_model is None or not is_substantial(run.user_text):
+            return
+        thread = await self.store.get_thread(run.thread_id)
+        if thread is None or thread.title:
+            return
+        model = self.title_model
+
+        async def job() -> None:
+            try:
+                title, _usage = await generate_title(model, run.user_text)
+            except Exception as exc:
+                log.warning("title generation for thread %s failed: %s", run.thread_id, exc)
+                return
+            if not title:
+                return
+            current = await self.store.get_thread(run.thread_id)
+            if current is None or current.title:
+                return
+            await self.store.update_thread(run.thread_id, title=title)
+            run.ctx.emitter.emit("thread-title-updated", run.ctx.orchestrator_id, {"title": title})
+
+        run.title_task = asyncio.get_running_loop().create_task(job(), name=f"title-{run.run_id}")
+
+    async def _await_title(self, run: ActiveRun) -> None:
+        task, run.title_task = run.title_task, None
+        if task is None:
+            return
+        if task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self.options.title_timeout)
+        except asyncio.TimeoutError:
+            task.cancel()
+        except Exception:
+            pass
+
+    # ----------------------------------------------------------------- suspension
+    async def _suspend(self, run: ActiveRun, suspensions: list[Suspension]) -> None:
+        tools = {t.name: t for t in self.orchestrator.tools}
+        now = time.time()
+        for suspension in suspensions:
+            payload = suspension.payload if isinstance(suspension.payload, dict) else {}
+            target = payload.get("target") or {}
+            card = card_fields(suspension, tools)
+            pending = PendingConfirmation(
+                request_id=new_request_id(), thread_id=run.thread_id, run_id=run.run_id,
+                agent_id=target.get("agentId") or suspension.agent_id,
+                tool_call_id=target.get("toolCallId") or suspension.tool_call_id,
+                tool_name=target.get("toolName") or suspension.tool_name,
+                input_type=str(card.get("inputType") or "approval"),
+                resume_tool_call_id=suspension.tool_call_id,
+                resume_kind="approval" if suspension.kind == "approval" else "suspend",
+                sub_run_id=(payload.get("delegate") or {}).get("subRunId"),
+                created_at=now, expires_at=now + self.options.confirmation_ttl,
+            )
+            run.confirmations[pending.request_id] = pending
+            self._by_request[pending.request_id] = run.thread_id
+            response_id = suspension.response_id if pending.agent_id == suspension.agent_id else None
+            run.ctx.emitter.emit("confirmation-request", pending.agent_id, build_request(pending, suspension, card),
+                                 response_id or None)
+        run.status = "suspended"
+        run.stream = None
+        await run.ctx.emitter.flush()
+        await self._save_record(run, "suspended")
+
+    async def _save_record(self, run: ActiveRun, status: str, finished: bool = False) -> None:
+        record = run.record
+        record.status = status
+        record.data = {
+            **record.data,
+            "confirmations": {rid: c.model_dump(mode="json") for rid, c in run.confirmations.items()},
+            "tasks": run.ctx.tasks,
+        }
+        if run.ctx.emitter.first_id is not None:
+            record.data["firstEventId"] = run.ctx.emitter.first_id
+        if finished:
+            record.finished_at = datetime.now(UTC)
+        await self.store.upsert_run(record)
+
+    # ----------------------------------------------------------------- confirm
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        thread_id = self._by_request.get(request_id)
+        run = self._runs.get(thread_id) if thread_id else None
+        if run is None or request_id not in run.confirmations:
+            raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered, cancelled or unknown)")
+        async with self._lock(run.thread_id):
+            if run.task is not None and not run.task.done():
+                # another answer resumed the run; it suspends again (or ends) before this one applies
+                await asyncio.shield(run.task)
+            if self._runs.get(run.thread_id) is not run or request_id not in run.confirmations:
+                raise ConfirmationNotFound(f"confirmation {request_id!r} is no longer pending (the run ended)")
+            pending = run.confirmations[request_id]
+            if pending.expired():
+                run.confirmations.pop(request_id, None)
+                self._by_request.pop(request_id, None)
+                if not run.confirmations or all(c.expired() for c in run.confirmations.values()):
+                    await self._end_suspended(run, "cancelled", "timeout")
+                else:
+                    await self._save_record(run, "suspended")
+                raise ConfirmationExpired(f"confirmation {request_id!r} expired")
+            check_fits(body, pending)
+            data = resume_data(body)
+            if always_allow(body):
+                await remember_allowance(self.store, run.thread_id, pending.tool_name, run.ctx.allowances)
+            scope = self._scope(run)
+            scope.mapper.mark_announced(pending.resume_tool_call_id)
+            try:
+                if pending.resume_kind == "approval":
+                    decision = approval_decision(data)
+                    stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, decision,
+                                                            extra=scope.extra())
+                else:
+                    stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, data,
+                                                            extra=scope.extra())
+            except InvalidResumeData as exc:
+                raise InvalidRequest(str(exc)) from None
+            except ResumeConflict:
+                raise ConfirmationNotFound(f"confirmation {request_id!r} was already answered") from None
+            except CheckpointNotFound as exc:
+                await self._end_suspended(run, "error", "The paused run could not be resumed (its state is gone).")
+                raise ConfirmationExpired(f"confirmation {request_id!r} can no longer be resumed: {exc}") from None
+            except RuntimeApiError as exc:
+                raise ConfirmationNotFound(f"confirmation {request_id!r} cannot be resumed: {exc}") from None
+            run.confirmations.pop(request_id, None)
+            self._by_request.pop(request_id, None)
+            await self._save_record(run, "active")
+            self._drive(run, scope, stream)
+            return ConfirmResponse(ok=True, run_id=run.run_id)
+
+    # ----------------------------------------------------------------- cancel / finish
+    async def cancel(self, thread_id: str, reason: str = "user_cancelled") -> bool:
+        """End the thread's run as cancelled; False when nothing was running (idempotent)."""
+        run = self._runs.get(thread_id)
+        if run is None:
+            return False
+        run.cancel_reason = run.cancel_reason or reason
+        while self._runs.get(thread_id) is run:
+            task = run.task
+            if task is not None and not task.done():
+                if run.stream is not None:
+                    run.stream.abort()
+                try:
+                    await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    if task.done():
+                        continue
+                    raise
+                except Exception:
+                    pass
+                continue
+            async with self._lock(thread_id):
+                if self._runs.get(thread_id) is not run:
+                    break
+                if run.task is not None and not run.task.done():
+                    continue  # a confirm resumed it meanwhile: abort that
+                if run.status == "suspended":
+                    await self._end_suspended(run, "cancelled", run.cancel_reason or reason)
+                break
+        assert run.finished is not None
+        return run.finished.done() and run.finished.result() == "cancelled"
+
+    async def _end_suspended(self, run: ActiveRun, status: str, reason: str) -> None:
+        """Finish a suspended run: close its pending calls and checkpoints, then ``run-finish``."""
+        emitter = run.ctx.emitter
+        for pending in run.confirmations.values():
+            self._by_request.pop(pending.request_id, None)
+            emitter.emit("tool-error", pending.agent_id, {"toolCallId": pending.tool_call_id,
+                                                          "error": _cancelled_text(reason)})
+            if pending.agent_id != run.ctx.orchestrator_id:
+                emitter.emit("agent-completed", pending.agent_id, {"role": "", "result": "", "status": "cancelled",
+                                                                   "error": _cancelled_text(reason)})
+                emitter.emit("tool-error", run.ctx.orchestrator_id, {"toolCallId": pending.resume_tool_call_id,
+                                                                     "error": _cancelled_text(reason)})
+            if pending.sub_run_id:
+                await self._complete_checkpoint(pending.sub_run_id)
+        run.confirmations.clear()
+        await self._complete_checkpoint(run.run_id)
+        await self._finish(run, status, reason)
+
+    async def _complete_checkpoint(self, run_id: str) -> None:
+        try:
+            await self.services.checkpoints.complete(run_id)
+        except Exception as exc:
+            log.warning("completing checkpoint %s failed: %s", run_id, exc)
+
+    async def _finish(self, run: ActiveRun, status: str, reason: str | None = None) -> None:
+        """End the run: its record and snapshot are saved first, then ``run-finish`` is published
+        (so whoever sees ``run-finish`` finds the run finished), then the thread is free."""
+        if run.finishing:
+            return
+        run.finishing = True
+        try:
+            if status == "completed":
+                await self._await_title(run)
+            elif run.title_task is not None:
+                run.title_task.cancel()
+            emitter = run.ctx.emitter
+            await emitter.flush()
+            finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason)
+            for request_id in list(run.confirmations):
+                self._by_request.pop(request_id, None)
+            run.confirmations.clear()
+            for task in list(run.ctx.background.values()):
+                if task.status == "running":
+                    run.ctx.background[task.agent_id] = task.model_copy(update={"status": "cancelled"})
+            try:
+                await self._save_record(run, status, finished=True)
+                await self.save_snapshot(run.thread_id, run.run_id, run.record.data.get("firstEventId"), finish_event)
+            except Exception:
+                log.exception("run %s: recording the finished run failed", run.run_id)
+            await emitter.finish(finish_event)
+        finally:
+            if self._runs.get(run.thread_id) is run:
+                del self._runs[run.thread_id]
+            if run.finished is not None and not run.finished.done():
+                run.finished.set_result(status)
+
+    async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,
+                            last: dict[str, Any] | None = None) -> None:
+        """Fold the run's stored events (and ``last``, its not yet published ``run-finish``)."""
+        events: list[Any] = [e.json for e in await self.run_events(thread_id, run_id, first_id)]
+        if last is not None:
+            events.append(last)
+        tree = build_agent_tree(events)
+        await self.store.save_snapshot(thread_id, run_id, tree.to_wire())
+
+    async def run_events(self, thread_id: str, run_id: str, first_id: int | None = None,
+                         upto: int | None = None) -> list[StoredEvent]:
+        after = max(0, (first_id or 1) - 1)
+        out: list[StoredEvent] = []
+        async for event in self.store.iter_events(thread_id, after=after):
+            if upto is not None and event.id > upto:
+                break
+            if event.run_id == run_id:
+                out.append(event)
+        return out
+
+    # ----------------------------------------------------------------- restart
+    async def recover(self) -> None:
+        """At start: sweep runs a crash left active; reload suspended runs."""
+        for record in await self.store.list_runs(status=["active"]):
+            try:
+                await self._sweep(record)
+            except Exception:
+                log.exception("sweeping run %s failed", record.run_id)
+        for record in await self.store.list_runs(status=["suspended"]):
+            if record.thread_id in self._runs:
+                continue
+            try:
+                await self._reload(record)
+            except Exception:
+                log.exception("reloading suspended run %s failed", record.run_id)
+
+    async def _sweep(self, record: RunRecord) -> None:
+        emitter = RunEmitter(self.bus, record.thread_id, record.run_id)
+        root = orchestrator_id(record.run_id)
+        events = await self.run_events(record.thread_id, record.run_id, record.data.get("firstEventId"))
+        open_calls: dict[str, str] = {}
+        open_agents: dict[str, str] = {}
+        for event in events:
+            data = event.data()
+            payload = data.get("payload") or {}
+            kind = data.get("type")
+            if kind == "tool-call":
+                open_calls[payload.get("toolCallId", "")] = data.get("agentId", root)
+            elif kind in ("tool-result", "tool-error", "tool-interrupted"):
+                open_calls.pop(payload.get("toolCallId", ""), None)
+            elif kind == "agent-spawned":
+                open_agents[data.get("agentId", "")] = payload.get("role", "")
+            elif kind == "agent-completed":
+                open_agents.pop(data.get("agentId", ""), None)
+        for call_id, agent_id in open_calls.items():
+            emitter.emit("tool-interrupted", agent_id, {"toolCallId": call_id, "error": INTERRUPTED_TOOL})
+        for agent_id, role in open_agents.items():
+            emitter.emit("agent-completed", agent_id, {"role": role, "result": "", "status": "cancelled",
+                                                        "error": "interrupted by a process restart"})
+        await emitter.flush()
+        finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted")
+        await self._complete_checkpoint(record.run_id)
+        for checkpoint in await self.services.checkpoints.list(thread_id=record.thread_id):
+            if checkpoint.run_id.startswith(f"{record.run_id}-"):
+                await self._complete_checkpoint(checkpoint.run_id)
+        record.status = "interrupted"
+        record.finished_at = datetime.now(UTC)
+        await self.store.upsert_run(record)
+        await self.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"), finish_event)
+        await emitter.finish(finish_event)
+
+    async def _reload(self, record: RunRecord) -> None:
+        ctx = RunContext(
+            thread_id=record.thread_id, run_id=record.run_id,
+            message_group_id=record.message_group_id or record.run_id, orchestrator_id=orchestrator_id(record.run_id),
+            emitter=RunEmitter(self.bus, record.thread_id, record.run_id), services=self.services,
+            allowances=await load_allowances(self.store, record.thread_id),
+            tasks=list(record.data.get("tasks") or []),
+        )
+        if record.data.get("firstEventId") is not None:
+            ctx.emitter.first_id = int(record.data["firstEventId"])
+        run = ActiveRun(ctx, str(record.data.get("messageId", "")), str(record.data.get("userMessage", "")), record,
+                        status="suspended")
+        run.finished = asyncio.get_running_loop().create_future()
+        for request_id, raw in (record.data.get("confirmations") or {}).items():
+            pending = PendingConfirmation.model_validate(raw)
+            run.confirmations[request_id] = pending
+            self._by_request[request_id] = record.thread_id
+        self._runs[record.thread_id] = run
+
+    async def shutdown(self) -> None:
+        """End every active run with ``run-finish {cancelled, service_shutdown}``."""
+        active = [r for r in self._runs.values() if r.status == "active"]
+        await asyncio.gather(*(self.cancel(r.thread_id, "service_shutdown") for r in active), return_exceptions=True)
+
+
+def _cancelled_text(reason: str) -> str:
+    return {"user_cancelled": "Cancelled by the user", "service_shutdown": "Cancelled: the service stopped",
+            "timeout": "Expired without an answer"}.get(reason, f"Cancelled ({reason})")
+
+
+def _friendly(error: str, status_code: int | None) -> str:
+    low = error.lower()
+    if status_code in (401, 403) or "api key" in low:
+        return "The model provider refused the credentials. Check the API key."
+    if status_code == 429 or "rate limit" in low:
+        return "The model provider is rate-limiting requests. Please try again in a moment."
+    if "timed out" in low or "timeout" in low:
+        return "The model did not answer in time. Please try again."
+    if status_code is not None and status_code >= 500 or "connect" in low or "unavailable" in low:
+        return "LLM provider unavailable. Please try again."
+    return FAILED_REASON

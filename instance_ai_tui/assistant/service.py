@@ -1,0 +1,235 @@
+"""``InstanceAI``: the assistant service (``AssistantService``) on a ``Store`` and an ``EventBus``.
+
+    store = SqliteStore(path); bus = InProcessBus(store)
+    ai = InstanceAI(store, bus, model="demo", workspace_root=Path.cwd())
+    await ai.start()                      # opens the store, sweeps crashed runs, reloads suspended ones
+    run_id = await ai.send("thread-1", "every morning send the weather to Slack")
+    async for event in ai.events("thread-1"):  # StoredEvent: .id, .type, .data()
+        ...
+    await ai.shutdown()                   # active runs end with run-finish {cancelled, service_shutdown}
+
+The model is a ``ModelAdapter``, or a name: ``None`` / ``"demo"`` -> the offline demo model
+(labelled "demo (offline)"), anything else -> ``OpenAIModel`` with ``settings.model`` (or the
+``OPENAI_*`` environment). n8n tools use ``n8n`` if given, else the public API when
+``settings.n8n_url`` and ``settings.n8n_api_key`` are set, else (demo model only) an in-memory
+demo instance. File tools are there when a workspace root is given (or ``settings.workspace_root``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+from ..bus.base import EventBus
+from ..config import Settings
+from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..runtime.checkpoints import StoreCheckpointStore
+from ..runtime.model import ModelAdapter
+from ..store.base import Store, StoredEvent, ThreadRecord
+from ..store.base import ThreadNotFound as StoreThreadNotFound
+from .confirmations import DEFAULT_TTL_SECONDS
+from .context import Services
+from .demo_instance import DemoN8n
+from .errors import InvalidRequest, ThreadNotFound
+from .history import thread_messages
+from .ids import new_thread_id
+from .models import select_model
+from .n8n_client import N8nBackend, N8nPublicApi
+from .orchestrator import build_orchestrator
+from .run_manager import ManagerOptions, RunManager
+from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+_THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
+
+
+@dataclass
+class AssistantOptions:
+    max_sub_agents: int = 3
+    sub_agent_max_iterations: int = 12
+    orchestrator_max_iterations: int = 30
+    history_messages: int = 40
+    #: seconds a confirmation waits for an answer (then it expires)
+    confirmation_ttl: float = DEFAULT_TTL_SECONDS
+    generate_titles: bool = True
+    title_timeout: float = 15.0
+    #: seconds between streamed pieces of the demo model (0 = as fast as possible)
+    demo_delay: float = 0.0
+    #: ``shutdown()`` also closes the bus and the store
+    close_storage: bool = True
+
+
+def check_thread_id(thread_id: str) -> str:
+    if not isinstance(thread_id, str) or not _THREAD_ID.match(thread_id):
+        raise InvalidRequest("a thread id is 1-128 characters of letters, digits and _ . : @ -")
+    return thread_id
+
+
+def _thread_info(record: ThreadRecord) -> ThreadInfo:
+    return ThreadInfo(id=record.id, title=record.title, created_at=record.created_at, updated_at=record.updated_at,
+                      metadata=record.metadata)
+
+
+class InstanceAI:
+    """The Instance AI assistant (implements ``assistant.service_api.AssistantService``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        *,
+        model: ModelAdapter | str | None = None,
+        settings: Settings | None = None,
+        workspace_root: Path | str | None = None,
+        n8n: N8nBackend | None = None,
+        title_model: ModelAdapter | None = None,
+        options: AssistantOptions | None = None,
+        model_label: str | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.settings = settings or Settings()
+        self.options = options or AssistantOptions()
+        self._owned: list[object] = []
+        if isinstance(model, str) or model is None:
+            choice = select_model(model, self.settings.model, demo_delay=self.options.demo_delay)
+            adapter, label, is_demo = choice.model, choice.label, choice.is_demo
+            if not is_demo:
+                self._owned.append(adapter)
+        else:
+            adapter, label, is_demo = model, model.name, False
+        #: label of the model for the UI
+        self.model_label: str = model_label or label
+        self.model = adapter
+        root = workspace_root if workspace_root is not None else self.settings.workspace_root
+        workspace = Workspace(root) if root is not None else None
+        backend = n8n if n8n is not None else self._n8n_backend(is_demo)
+        self.n8n = backend
+        services = Services(
+            model=adapter,
+            checkpoints=StoreCheckpointStore(store),
+            workspace=workspace,
+            n8n=backend,
+            sub_agent_max_iterations=self.options.sub_agent_max_iterations,
+        )
+        services.sub_agent_limit = asyncio.Semaphore(self.options.max_sub_agents)
+        self.services = services
+        self.orchestrator = build_orchestrator(services, store, max_iterations=self.options.orchestrator_max_iterations,
+                                               history_messages=self.options.history_messages)
+        titles = title_model if title_model is not None else (adapter if self.options.generate_titles else None)
+        self.runs = RunManager(
+            store, bus, services, self.orchestrator, title_model=titles,
+            options=ManagerOptions(confirmation_ttl=self.options.confirmation_ttl,
+                                   generate_titles=self.options.generate_titles,
+                                   title_timeout=self.options.title_timeout, owner=f"instance-ai-{uuid.uuid4().hex[:8]}"),
+        )
+        self._started = False
+
+    def _n8n_backend(self, is_demo: bool) -> N8nBackend | None:
+        url, key = self.settings.n8n_url, self.settings.n8n_api_key
+        if url and key is not None and key.get_secret_value():
+            backend = N8nPublicApi(url, key)
+            self._owned.append(backend)
+            return backend
+        return DemoN8n() if is_demo else None
+
+    # ----------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        if self._started:
+            return
+        await self.store.open()
+        await self.runs.recover()
+        self._started = True
+
+    async def shutdown(self) -> None:
+        await self.runs.shutdown()
+        for owned in self._owned:
+            close = getattr(owned, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("closing %r failed: %s", owned, exc)
+        self._owned.clear()
+        if self.options.close_storage:
+            await self.bus.close()
+            await self.store.close()
+        self._started = False
+
+    # ----------------------------------------------------------------- threads
+    async def list_threads(self, search: str | None = None) -> list[ThreadInfo]:
+        return [_thread_info(r) for r in await self.store.list_threads(search=search or None)]
+
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+        thread_id = check_thread_id(thread_id) if thread_id is not None else new_thread_id()
+        if len(title) > 255:
+            raise InvalidRequest("a title is at most 255 characters")
+        existing = await self.store.get_thread(thread_id)
+        if existing is not None and not title:
+            return _thread_info(existing)
+        return _thread_info(await self.store.create_thread(thread_id, title=title.strip()))
+
+    async def get_thread(self, thread_id: str) -> ThreadInfo:
+        record = await self.store.get_thread(check_thread_id(thread_id))
+        if record is None:
+            raise ThreadNotFound(f"thread {thread_id!r} not found")
+        return _thread_info(record)
+
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        check_thread_id(thread_id)
+        title = (title or "").strip()
+        if not title or len(title) > 255:
+            raise InvalidRequest("a title is 1-255 characters")
+        try:
+            return _thread_info(await self.store.update_thread(thread_id, title=title))
+        except StoreThreadNotFound:
+            raise ThreadNotFound(f"thread {thread_id!r} not found") from None
+
+    async def delete_thread(self, thread_id: str) -> None:
+        check_thread_id(thread_id)
+        if await self.store.get_thread(thread_id) is None:
+            raise ThreadNotFound(f"thread {thread_id!r} not found")
+        await self.runs.cancel(thread_id)
+        await self.store.delete_thread(thread_id)
+
+    # ----------------------------------------------------------------- runs
+    async def send(self, thread_id: str, text: str) -> str:
+        check_thread_id(thread_id)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidRequest("the message must not be empty")
+        return await self.runs.start(thread_id, text)
+
+    async def cancel(self, thread_id: str) -> bool:
+        check_thread_id(thread_id)
+        if self.runs.live(thread_id) is None and await self.store.get_thread(thread_id) is None:
+            raise ThreadNotFound(f"thread {thread_id!r} not found")
+        return await self.runs.cancel(thread_id)
+
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        return await self.runs.confirm(request_id, body)
+
+    def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+        check_thread_id(thread_id)
+        return self.bus.subscribe(thread_id, after=max(0, int(after)))
+
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        await self.get_thread(thread_id)
+        return await thread_messages(self.store, self.runs, thread_id)
+
+    async def status(self, thread_id: str) -> ThreadStatus:
+        run = self.runs.live(thread_id)
+        if run is None:
+            await self.get_thread(thread_id)
+            return ThreadStatus()
+        return ThreadStatus(
+            has_active_run=run.status == "active",
+            is_suspended=run.status == "suspended",
+            run_id=run.run_id,
+            background_tasks=list(run.ctx.background.values()),
+        )

@@ -1,0 +1,138 @@
+"""n8n tools on an ``N8nBackend`` (the public API, or the demo's in-memory instance).
+
+Reading is free; changing live behaviour asks first: ``update-workflow``, ``activate-workflow``
+and ``deactivate-workflow`` are ``warning`` approvals, ``delete-workflow`` is ``destructive``.
+Failures become tool errors with the backend's message (never the API key).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ...runtime.tools import Tool, ToolContext, ToolError
+from ..approvals import approval
+from ..n8n_client import N8nApiError, N8nBackend
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ListWorkflowsArgs(_Args):
+    active: bool | None = Field(None, description="Only active (true) or inactive (false) workflows")
+    name: str | None = Field(None, description="Only workflows whose name contains this text")
+    limit: int = Field(50, ge=1, le=250)
+
+
+class WorkflowIdArgs(_Args):
+    workflow_id: str = Field(description="The workflow's id")
+
+
+class CreateWorkflowArgs(_Args):
+    name: str = Field(min_length=1, description="Name of the new workflow")
+    nodes: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="Nodes: objects with at least a 'type' (and 'name', 'parameters')")
+    connections: dict[str, Any] | None = Field(None, description="n8n connections; omitted = nodes connected in order")
+
+
+class UpdateWorkflowArgs(_Args):
+    workflow_id: str
+    name: str | None = None
+    nodes: list[dict[str, Any]] | None = None
+    connections: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None
+
+
+class ListExecutionsArgs(_Args):
+    workflow_id: str | None = None
+    status: str | None = Field(None, description="success | error | waiting | running | canceled")
+    limit: int = Field(20, ge=1, le=250)
+
+
+class GetExecutionArgs(_Args):
+    execution_id: str
+    include_data: bool = Field(False, description="Include the node outputs (large)")
+
+
+class ListNodesArgs(_Args):
+    query: str | None = Field(None, description="Words to search the node catalogue for")
+
+
+async def _call(awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except N8nApiError as exc:
+        raise ToolError(exc.message) from None
+
+
+def n8n_tools(backend: N8nBackend) -> list[Tool]:
+    """The n8n tool set on ``backend`` (plus ``list-nodes`` and ``run-workflow`` when it has them)."""
+
+    async def list_workflows(args: ListWorkflowsArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.list_workflows(active=args.active, name=args.name, limit=args.limit))
+
+    async def get_workflow(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.get_workflow(args.workflow_id))
+
+    async def create_workflow(args: CreateWorkflowArgs, ctx: ToolContext) -> Any:
+        body: dict[str, Any] = {"name": args.name, "nodes": args.nodes}
+        if args.connections is not None:
+            body["connections"] = args.connections
+        return await _call(backend.create_workflow(body))
+
+    async def update_workflow(args: UpdateWorkflowArgs, ctx: ToolContext) -> Any:
+        changes = args.model_dump(exclude={"workflow_id"}, exclude_none=True)
+        if not changes:
+            raise ToolError("nothing to update: give name, nodes, connections or settings")
+        return await _call(backend.update_workflow(args.workflow_id, changes))
+
+    async def activate(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.activate_workflow(args.workflow_id))
+
+    async def deactivate(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.deactivate_workflow(args.workflow_id))
+
+    async def delete(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.delete_workflow(args.workflow_id))
+
+    async def list_executions(args: ListExecutionsArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.list_executions(workflow_id=args.workflow_id, status=args.status, limit=args.limit))
+
+    async def get_execution(args: GetExecutionArgs, ctx: ToolContext) -> Any:
+        return await _call(backend.get_execution(args.execution_id, include_data=args.include_data))
+
+    tools = [
+        Tool("list-workflows", f"List the workflows of {backend.label}.", ListWorkflowsArgs, list_workflows),
+        Tool("get-workflow", "Get one workflow with its nodes and connections.", WorkflowIdArgs, get_workflow),
+        Tool("create-workflow", "Create a new (inactive) workflow.", CreateWorkflowArgs, create_workflow),
+        Tool("update-workflow", "Change a workflow's name, nodes, connections or settings. Asks the user first.",
+             UpdateWorkflowArgs, update_workflow,
+             **approval("warning", lambda a: f"Update workflow {a.workflow_id}?")),
+        Tool("activate-workflow", "Activate a workflow so it runs on its trigger. Asks the user first.",
+             WorkflowIdArgs, activate,
+             **approval("warning", lambda a: f"Activate workflow {a.workflow_id}? It will start running on its trigger.")),
+        Tool("deactivate-workflow", "Deactivate a workflow. Asks the user first.", WorkflowIdArgs, deactivate,
+             **approval("warning", lambda a: f"Deactivate workflow {a.workflow_id}? Its trigger stops firing.")),
+        Tool("delete-workflow", "Delete a workflow permanently. Asks the user first.", WorkflowIdArgs, delete,
+             **approval("destructive", lambda a: f"Delete workflow {a.workflow_id}? This cannot be undone.")),
+        Tool("list-executions", "List recent executions, optionally of one workflow.", ListExecutionsArgs,
+             list_executions),
+        Tool("get-execution", "Get one execution (with node outputs when includeData).", GetExecutionArgs,
+             get_execution),
+    ]
+    list_nodes = getattr(backend, "list_nodes", None)
+    if list_nodes is not None:
+        async def nodes(args: ListNodesArgs, ctx: ToolContext) -> Any:
+            return await _call(list_nodes(args.query))
+
+        tools.append(Tool("list-nodes", "Search the node catalogue (node types and what they do).", ListNodesArgs, nodes))
+    run_workflow = getattr(backend, "run_workflow", None)
+    if run_workflow is not None:
+        async def run(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
+            return await _call(run_workflow(args.workflow_id))
+
+        tools.append(Tool("run-workflow", "Run a workflow once (manual execution).", WorkflowIdArgs, run))
+    return tools

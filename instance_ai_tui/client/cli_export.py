@@ -1,0 +1,64 @@
+"""``instance-ai export THREAD --format md|json [-o FILE]``: a thread as Markdown or JSON.
+
+The export is built from the thread's history (agent trees included) folded by
+``protocol.conversation.Conversation``; ``protocol.transcript`` redacts secrets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .factory import add_connection_arguments
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread", help="thread id")
+    parser.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
+    parser.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    add_connection_arguments(parser, model=False)
+
+
+def main(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .base import ClientError
+    from .factory import settings_from_args
+
+    try:
+        text = asyncio.run(export_thread(settings_from_args(args), args.thread, args.format))
+    except ClientError as exc:
+        print(f"instance-ai export: {exc}", file=sys.stderr)
+        return 1
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"instance-ai export: cannot write {args.output}: {exc}", file=sys.stderr)
+        return 1
+    print(f"exported {args.thread} to {args.output}", file=sys.stderr)
+    return 0
+
+
+async def export_thread(settings: object, thread_id: str, fmt: str) -> str:
+    """The thread ``thread_id`` as Markdown (``md``) or JSON (``json``)."""
+    from ..protocol.conversation import Conversation
+    from ..protocol.transcript import to_json, to_markdown
+    from .factory import open_client
+
+    client = await open_client(settings)  # type: ignore[arg-type]
+    try:
+        history = await client.messages(thread_id)
+        title = next((t.title for t in await client.list_threads() if t.id == thread_id), None)
+    finally:
+        await client.close()
+    conversation = Conversation(thread_id)
+    conversation.load_history(history)
+    if title:
+        conversation.title = title
+    if fmt == "json":
+        return to_json(conversation).rstrip("\n") + "\n"
+    return to_markdown(conversation)

@@ -1,0 +1,320 @@
+"""``instance-ai run "message"``: send one message headless and stream the answer.
+
+The answer text goes to stdout as it streams; tool calls, sub-agents, tasks and errors go
+to stderr. With ``--json`` stdout carries every protocol event of the run as one JSON object
+per line and nothing else. Confirmations are answered by ``--approve all`` (approve; for
+questions pick the first option), ``--approve none`` (deny), or by asking on the terminal
+(the default when stdin is a terminal; otherwise deny). Exit status: 0 when the run
+completes, 1 when it ends otherwise (error, cancelled, interrupted) or on an error, 130
+after Ctrl-C (which cancels the run first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .factory import add_connection_arguments
+
+if TYPE_CHECKING:
+    from ..protocol.api import ConfirmBody
+    from ..protocol.events import ConfirmationPayload, Event
+    from .base import Client
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("message", help="the message to send")
+    parser.add_argument("--thread", help="thread id (created if new; default: a new thread)")
+    parser.add_argument("--json", action="store_true", help="print every protocol event as one JSON line")
+    parser.add_argument(
+        "--approve",
+        choices=("all", "none", "ask"),
+        help="answer confirmations: all = approve, none = deny, ask = prompt (default: ask on a terminal, else deny)",
+    )
+    parser.add_argument("--timeout", type=float, help="give up (and cancel the run) after this many seconds")
+    add_connection_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .base import ClientError
+    from .factory import settings_from_args
+
+    policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
+    try:
+        settings = settings_from_args(args)
+        return asyncio.run(_main(settings, args, policy))
+    except ClientError as exc:
+        print(f"instance-ai run: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _main(settings: Any, args: argparse.Namespace, policy: str) -> int:
+    import asyncio
+    import signal
+
+    from .factory import open_client
+
+    client = await open_client(settings)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    interrupted = False
+
+    def on_sigint() -> None:
+        nonlocal interrupted
+        interrupted = True
+        if task is not None:
+            task.cancel()
+
+    runner = HeadlessRun(client, args.thread, args.message, json_mode=args.json, policy=policy)
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):
+        pass
+    try:
+        if args.timeout:
+            return await asyncio.wait_for(runner.run(), args.timeout)
+        return await runner.run()
+    except asyncio.TimeoutError:
+        print(f"instance-ai run: no answer within {args.timeout} s; cancelling the run", file=sys.stderr)
+        await runner.cancel()
+        return 1
+    except asyncio.CancelledError:
+        if not interrupted:
+            raise
+        loop.remove_signal_handler(signal.SIGINT)
+        print("\ninstance-ai run: interrupted; cancelling the run", file=sys.stderr)
+        await runner.cancel()
+        return 130
+    finally:
+        await client.close()
+
+
+class HeadlessRun:
+    """One message: make sure the thread exists, send, fold the events, answer confirmations."""
+
+    def __init__(
+        self,
+        client: Client,
+        thread_id: str | None,
+        message: str,
+        *,
+        json_mode: bool,
+        policy: str,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        import uuid
+
+        self.client = client
+        self.thread_id = thread_id or str(uuid.uuid4())
+        self.message = message
+        self.json_mode = json_mode
+        self.policy = policy
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.run_id: str | None = None
+        self._printed = ""
+        self._tool_names: dict[str, str] = {}
+        self._roles: dict[str, str] = {}
+        self._answered: set[str] = set()
+
+    async def cancel(self) -> None:
+        import asyncio
+
+        from .base import ClientError
+
+        if self.run_id is None:
+            return
+        try:
+            await asyncio.wait_for(self.client.cancel(self.thread_id), 10)
+        except (ClientError, asyncio.TimeoutError) as exc:
+            print(f"instance-ai run: could not cancel: {exc}", file=self.err)
+
+    async def run(self) -> int:
+        from ..protocol.conversation import Conversation
+        from .base import NotFoundError
+
+        try:
+            history = await self.client.messages(self.thread_id)
+            cursor = history.next_event_id - 1
+        except NotFoundError:
+            await self.client.create_thread(self.thread_id)
+            cursor = 0
+        self.run_id = await self.client.send(self.thread_id, self.message)
+        if not self.json_mode:
+            print(f"[thread {self.thread_id} · run {self.run_id}]", file=self.err)
+        conversation = Conversation(self.thread_id)
+        runs = {self.run_id}
+        async for item in self.client.events(self.thread_id, after=cursor):
+            if item.run_sync is not None:
+                conversation.apply(item.id, item.run_sync)
+                if item.run_sync.run_id in runs or set(item.run_sync.run_ids) & runs:
+                    self._emit_json({"type": "run-sync", "payload": item.run_sync.to_wire()})
+                continue
+            event = item.event
+            if event is None or event.run_id not in runs:
+                continue
+            conversation.apply(item.id, event)
+            self._emit_json(event.to_wire())
+            if not self.json_mode:
+                self._show(event, conversation)
+            if event.type == "confirmation-request":
+                follow_up = await self._answer(event.payload)  # type: ignore[union-attr]
+                if follow_up and follow_up not in runs:
+                    runs.add(follow_up)
+                    self.run_id = follow_up
+            elif event.type == "run-finish" and event.run_id == self.run_id:
+                return self._finish(event)
+        return 1  # the stream cannot end without a run-finish; a remote client raises instead
+
+    # ----------------------------------------------------------------- output
+    def _emit_json(self, data: dict[str, Any]) -> None:
+        if self.json_mode:
+            import json
+
+            self.out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self.out.flush()
+
+    def _note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def _show(self, event: Event, conversation: Any) -> None:
+        from ..protocol.text_render import summarize_result, task_glyph
+
+        kind, payload = event.type, getattr(event, "payload", None)
+        if kind in ("text-delta", "text-block", "run-finish"):
+            message = conversation.message_for_run(event.run_id)
+            text = message.content if message is not None else ""
+            if text.startswith(self._printed) and len(text) > len(self._printed):
+                self.out.write(text[len(self._printed) :])
+                self.out.flush()
+                self._printed = text
+            return
+        agent = self._roles.get(event.agent_id, "")
+        who = f"{agent}: " if agent else ""
+        if kind == "agent-spawned":
+            self._roles[event.agent_id] = payload.role or "sub-agent"
+            self._note(f"▶ sub-agent {payload.role or event.agent_id}")
+        elif kind == "agent-completed":
+            outcome = payload.error or summarize_result(payload.result, 100)
+            self._note(f"◀ {payload.role or agent or event.agent_id}: {outcome}")
+        elif kind == "tool-call":
+            self._tool_names[payload.tool_call_id] = payload.tool_name
+            self._note(f"⚙ {who}{payload.tool_name} {summarize_result(payload.args, 100)}")
+        elif kind == "tool-result":
+            name = self._tool_names.get(payload.tool_call_id, "tool")
+            self._note(f"  ✓ {name} → {summarize_result(payload.result, 100)}")
+        elif kind in ("tool-error", "tool-interrupted"):
+            name = self._tool_names.get(payload.tool_call_id, "tool")
+            self._note(f"  ✗ {name}: {payload.error}")
+        elif kind == "tasks-update":
+            for task in payload.tasks.tasks:
+                self._note(f"  {task_glyph(task.status)} {task.description}")
+        elif kind == "error":
+            self._note(f"error: {payload.content}")
+        elif kind == "thread-title-updated":
+            self._note(f"[title: {payload.title}]")
+
+    def _finish(self, event: Any) -> int:
+        status, reason = event.payload.status, event.payload.reason
+        if not self.json_mode:
+            if self._printed and not self._printed.endswith("\n"):
+                self.out.write("\n")
+                self.out.flush()
+            if status != "completed":
+                self._note(f"run {status}" + (f": {reason}" if reason else ""))
+        return 0 if status == "completed" else 1
+
+    # ----------------------------------------------------------------- confirmations
+    async def _answer(self, request: ConfirmationPayload) -> str | None:
+        if request.request_id in self._answered:
+            return None
+        self._answered.add(request.request_id)
+        if self.policy == "ask":
+            body = await self._ask(request)
+        else:
+            body = auto_answer(request, approve=self.policy == "all")
+        if not self.json_mode:
+            self._note(f"  ? {request.message} → {describe_answer(body)}")
+        response = await self.client.confirm(request.request_id, body)
+        return response.run_id
+
+    async def _ask(self, request: ConfirmationPayload) -> ConfirmBody:
+        import asyncio
+
+        from ..protocol.api import ApprovalConfirm, QuestionAnswer, QuestionsConfirm
+
+        def prompt(text: str) -> str:
+            self.err.write(text)
+            self.err.flush()
+            try:
+                return input()
+            except EOFError:
+                return ""
+
+        if request.effective_input_type == "questions" and request.questions:
+            if request.intro_message:
+                self._note(request.intro_message)
+            answers = []
+            for question in request.questions:
+                options = question.options or []
+                listing = "".join(f"\n    {i}. {option}" for i, option in enumerate(options, 1))
+                raw = (await asyncio.to_thread(prompt, f"  {question.question}{listing}\n  > ")).strip()
+                if raw.isdigit() and 1 <= int(raw) <= len(options):
+                    answers.append(QuestionAnswer(question_id=question.id, selected_options=[options[int(raw) - 1]]))
+                elif raw:
+                    answers.append(QuestionAnswer(question_id=question.id, custom_text=raw))
+                else:
+                    answers.append(QuestionAnswer(question_id=question.id, skipped=True))
+            return QuestionsConfirm(answers=answers)
+        args = _summary(request.args)
+        raw = await asyncio.to_thread(
+            prompt, f"  [{request.severity}] {request.message}\n  {request.tool_name} {args}\n  approve? [y/N] "
+        )
+        return ApprovalConfirm(approved=raw.strip().lower() in ("y", "yes"))
+
+
+def _summary(args: dict[str, Any]) -> str:
+    from ..protocol.text_render import summarize_result
+
+    return summarize_result(args, 120) if args else ""
+
+
+def auto_answer(request: ConfirmationPayload, *, approve: bool) -> ConfirmBody:
+    """The body ``--approve all`` (``approve``) or ``--approve none`` sends for a confirmation."""
+    from ..protocol.api import (
+        ApprovalConfirm,
+        DomainAccessApproveConfirm,
+        DomainAccessDenyConfirm,
+        QuestionAnswer,
+        QuestionsConfirm,
+        ResourceDecisionConfirm,
+    )
+
+    kind = request.effective_input_type
+    if kind == "questions" and request.questions:
+        answers = []
+        for question in request.questions:
+            if approve and question.options:
+                answers.append(QuestionAnswer(question_id=question.id, selected_options=[question.options[0]]))
+            else:
+                answers.append(QuestionAnswer(question_id=question.id, skipped=True))
+        return QuestionsConfirm(answers=answers)
+    if kind == "resource-decision" or request.resource_decision is not None:
+        return ResourceDecisionConfirm(resource_decision="allowOnce" if approve else "denyOnce")
+    if request.domain_access is not None:
+        return DomainAccessApproveConfirm(domain_access_action="allow_once") if approve else DomainAccessDenyConfirm()
+    return ApprovalConfirm(approved=approve)
+
+
+def describe_answer(body: Any) -> str:
+    kind = getattr(body, "kind", "")
+    if kind == "approval":
+        return "approved" if body.approved else "denied"
+    if kind == "questions":
+        parts = [", ".join(a.selected_options) or a.custom_text or "skipped" for a in body.answers]
+        return "answered: " + "; ".join(parts)
+    return kind

@@ -1,0 +1,153 @@
+"""``EmbeddedClient``: the assistant in this process (SQLite store, in-process bus), no HTTP.
+
+Give it ``Settings`` (it builds, starts and shuts down its own ``InstanceAI``) or a ready
+``AssistantService`` (the caller starts and shuts it down). Assistant errors become the
+client errors of ``client.base`` (409 -> ``RunActiveError``, 404 -> ``NotFoundError``, ...),
+so callers handle the embedded and the remote client the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, AsyncIterator, Iterator
+
+from ..assistant.errors import AssistantError
+from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.events import EventParseError, UnknownEvent, parse_event
+from ..store.base import ThreadNotFound as StoreThreadNotFound
+from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+
+if TYPE_CHECKING:
+    from ..assistant.service_api import AssistantService
+    from ..config import Settings
+
+
+def client_error(exc: AssistantError) -> ClientError:
+    """The client error for an assistant error (same classes as the HTTP statuses map to)."""
+    if exc.status == 409:
+        return RunActiveError(exc.message, 409)
+    if exc.status == 404:
+        return NotFoundError(exc.message, 404)
+    return ClientError(exc.message, exc.status)
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except AssistantError as exc:
+        raise client_error(exc) from None
+    except StoreThreadNotFound as exc:
+        raise NotFoundError(f"thread not found: {exc}", 404) from None
+
+
+class EmbeddedClient(Client):
+    """Runs ``InstanceAI`` in process."""
+
+    mode = "embedded"
+
+    def __init__(self, source: Settings | AssistantService | None = None) -> None:
+        super().__init__()
+        from ..assistant.service_api import AssistantService
+
+        if isinstance(source, AssistantService):
+            self._service: AssistantService | None = source
+            self._settings: Settings | None = None
+            self._owns_service = False
+        else:
+            from ..config import load_settings
+
+            self._service = None
+            self._settings = source if source is not None else load_settings()
+            self._owns_service = True
+        self._opened = False
+
+    @property
+    def service(self) -> AssistantService:
+        if self._service is None:
+            raise ClientError("the embedded client is not open yet (call open() or use 'async with')")
+        return self._service
+
+    async def open(self) -> None:
+        if self._opened:
+            return
+        if self._service is None:
+            assert self._settings is not None
+            from ..assistant.service import build_service
+
+            self._service = build_service(self._settings)
+        if self._owns_service:
+            with _translated():
+                await self._service.start()
+        self.model_name = self._service.model_label
+        self._opened = True
+        self._set_state(ConnectionState.EMBEDDED)
+
+    async def close(self) -> None:
+        if not self._opened:
+            return
+        self._opened = False
+        if self._owns_service and self._service is not None:
+            await self._service.shutdown()
+            self._service = None
+        self._set_state(ConnectionState.OFFLINE, "closed")
+
+    # ----------------------------------------------------------------- threads
+    async def list_threads(self) -> list[ThreadInfo]:
+        with _translated():
+            return await self.service.list_threads()
+
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+        with _translated():
+            return await self.service.create_thread(thread_id, title)
+
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        with _translated():
+            return await self.service.rename_thread(thread_id, title)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        with _translated():
+            await self.service.delete_thread(thread_id)
+
+    # ----------------------------------------------------------------- runs
+    async def send(self, thread_id: str, text: str) -> str:
+        with _translated():
+            return await self.service.send(thread_id, text)
+
+    async def cancel(self, thread_id: str) -> None:
+        with _translated():
+            await self.service.get_thread(thread_id)
+            await self.service.cancel(thread_id)
+
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        with _translated():
+            return await self.service.confirm(request_id, body)
+
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        with _translated():
+            return await self.service.messages(thread_id)
+
+    async def status(self, thread_id: str) -> ThreadStatus:
+        with _translated():
+            return await self.service.status(thread_id)
+
+    async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        service = self.service
+        with _translated():
+            await service.get_thread(thread_id)
+        source = service.events(thread_id, after=after or 0)
+        try:
+            with _translated():
+                async for stored in source:
+                    try:
+                        event = parse_event(stored.data())
+                    except (EventParseError, ValueError) as exc:
+                        self._diagnose(f"skipped stored event {stored.id}: {exc}")
+                        continue
+                    if isinstance(event, UnknownEvent):
+                        self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
+                    yield StreamItem(id=stored.id, event=event)
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()

@@ -1,0 +1,602 @@
+"""The local gateway: lets a remote n8n's agent read files in one folder the user chose.
+
+It plays the part of n8n's ``@n8n/computer-use`` daemon (reference §7), read-only:
+
+1. pair: ``POST /rest/instance-ai/gateway/create-link`` with the user's session gives a
+   pairing token (or use a gateway key given by the user);
+2. ``POST gateway/init`` (header ``X-Gateway-Key``) with the folder and the MCP tool list
+   ``read_file``, ``list_files``, ``search_files``; a pairing token is exchanged for a session key;
+3. consume ``GET gateway/events`` (SSE): each ``filesystem-request`` frame is a tool call,
+   answered with ``POST gateway/response/:requestId`` and an MCP result
+   ``{content: [{type: "text", text}], isError?}``; ``gateway-disconnect`` ends the session.
+   A dropped stream is reconnected (backoff + jitter); a server that forgot the gateway gets
+   ``init`` again.
+
+Every path is confined to the folder: ``..``, absolute paths and symlinks that lead outside
+are refused. Resource decisions (§7.5): a read of a file outside the ``allow`` globs, or larger
+than ``confirm_reads_over`` bytes, answers ``GATEWAY_CONFIRMATION_REQUIRED::{json}``; n8n asks
+the user and calls again with ``_confirmation`` = ``denyOnce`` / ``allowOnce`` /
+``allowForSession``.
+
+Run it alone: ``python -m instance_ai_tui.client.gateway --url URL --email E --dir FOLDER``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fnmatch
+import json
+import os
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from .base import AuthError, ClientError, ConnectionState
+from .n8n_auth import N8nSession
+from .sse import SseStatusError, reconnecting_sse
+
+CONFIRMATION_PREFIX = "GATEWAY_CONFIRMATION_REQUIRED::"
+DECISIONS = ("denyOnce", "allowOnce", "allowForSession")
+TOOL_GROUP = "filesystemRead"
+_READ_ONLY = {"category": "filesystem", "readOnlyHint": True, "destructiveHint": False,
+              "idempotentHint": True, "openWorldHint": False}
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "read_file",
+        "description": "Read a text file in the shared folder. Paths are relative to the folder.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path relative to the shared folder"},
+                "startLine": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)"},
+                "maxLines": {"type": "integer", "minimum": 1, "description": "How many lines to return"},
+            },
+            "required": ["path"],
+        },
+        "annotations": _READ_ONLY,
+    },
+    {
+        "name": "list_files",
+        "description": "List the files and folders in a folder of the shared folder.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Folder relative to the shared folder (default: its root)"},
+                "recursive": {"type": "boolean", "description": "Also list sub-folders (default false)"},
+                "maxEntries": {"type": "integer", "minimum": 1, "maximum": 5000},
+            },
+        },
+        "annotations": _READ_ONLY,
+    },
+    {
+        "name": "search_files",
+        "description": "Search the text of the files in the shared folder; returns path:line: text matches.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Text to find (a regular expression if regex is true)"},
+                "path": {"type": "string", "description": "Folder to search in (default: the shared folder)"},
+                "glob": {"type": "string", "description": "Only files whose name matches, e.g. *.md"},
+                "regex": {"type": "boolean"},
+                "caseSensitive": {"type": "boolean"},
+                "maxResults": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+            "required": ["query"],
+        },
+        "annotations": _READ_ONLY,
+    },
+]
+
+
+class GatewayError(ClientError):
+    """The gateway cannot (or may no longer) serve: refused key, disabled feature, ..."""
+
+
+class ToolFailure(Exception):
+    """A tool call the user or the agent got wrong: sent back as an ``isError`` result."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What may be read without asking. ``allow=None``: every file under the folder."""
+
+    allow: tuple[str, ...] | None = None
+    confirm_reads_over: int | None = None
+    max_read_bytes: int = 256 * 1024
+    max_search_file_bytes: int = 2 * 1024 * 1024
+
+
+def _text(text: str, *, error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if error:
+        result["isError"] = True
+    return result
+
+
+class FolderTools:
+    """The three read-only tools, confined to ``root``. Blocking file work runs in threads."""
+
+    def __init__(self, root: Path | str, policy: Policy | None = None) -> None:
+        self.root = Path(root).expanduser().resolve(strict=True)
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"{self.root} is not a folder")
+        self.policy = policy or Policy()
+        self._session_allowed: set[str] = set()
+
+    @staticmethod
+    def definitions() -> list[dict[str, Any]]:
+        return [dict(tool) for tool in TOOLS]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run one tool call; always returns an MCP result (errors as ``isError``)."""
+        args = dict(arguments) if isinstance(arguments, dict) else {}
+        decision = args.pop("_confirmation", None)
+        try:
+            if decision is not None and decision not in DECISIONS:
+                raise ToolFailure(f"unknown _confirmation {decision!r}; expected one of {', '.join(DECISIONS)}")
+            if name == "read_file":
+                return await self._read_file(args, decision)
+            if name == "list_files":
+                return await asyncio.to_thread(self._list_files, args)
+            if name == "search_files":
+                return await asyncio.to_thread(self._search_files, args)
+            raise ToolFailure(f"unknown tool {name!r}; this gateway offers {', '.join(t['name'] for t in TOOLS)}")
+        except ToolFailure as exc:
+            return _text(str(exc), error=True)
+        except OSError as exc:
+            return _text(f"{exc.strerror or exc}: {self._display(exc.filename)}", error=True)
+
+    # ------------------------------------------------------------------ confinement
+    def resolve(self, path: Any, *, default: str | None = None) -> Path:
+        """The real path of ``path`` (relative to the folder). Refuses anything that leads outside."""
+        if path is None and default is not None:
+            path = default
+        if not isinstance(path, str) or not path.strip():
+            raise ToolFailure("path must be a non-empty string")
+        if "\x00" in path:
+            raise ToolFailure("path must not contain NUL characters")
+        candidate = Path(path).expanduser()
+        resolved = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
+        if not self.inside(resolved):
+            raise ToolFailure(f"{path!r} is outside the shared folder; only files under it can be read")
+        return resolved
+
+    def inside(self, resolved: Path) -> bool:
+        return resolved == self.root or self.root in resolved.parents
+
+    def relative(self, resolved: Path) -> str:
+        return resolved.relative_to(self.root).as_posix() or "."
+
+    def _display(self, filename: Any) -> str:
+        if not filename:
+            return ""
+        try:
+            return self.relative(Path(filename).resolve())
+        except ValueError:
+            return "(outside the shared folder)"
+
+    def allowed(self, rel: str) -> bool:
+        patterns = self.policy.allow
+        if patterns is None or rel in self._session_allowed:
+            return True
+        return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, p.rstrip("/") + "/*") for p in patterns)
+
+    # ------------------------------------------------------------------ tools
+    async def _read_file(self, args: dict[str, Any], decision: str | None) -> dict[str, Any]:
+        target = self.resolve(args.get("path"))
+        if not target.is_file():
+            raise ToolFailure(f"{self.relative(target)} is not a file" if target.exists()
+                              else f"no such file: {args.get('path')}")
+        rel = self.relative(target)
+        size = (await asyncio.to_thread(target.stat)).st_size
+        reasons = []
+        if not self.allowed(rel):
+            reasons.append("it is not in the gateway's allow-list")
+        limit = self.policy.confirm_reads_over
+        if limit is not None and size > limit and rel not in self._session_allowed:
+            reasons.append(f"it is large ({size} bytes)")
+        if reasons:
+            if decision is None:
+                request = {"toolGroup": TOOL_GROUP, "resource": rel,
+                           "description": f"Read file {rel}: " + " and ".join(reasons),
+                           "options": list(DECISIONS)}
+                return _text(CONFIRMATION_PREFIX + json.dumps(request), error=True)
+            if decision == "denyOnce":
+                raise ToolFailure(f"User denied access to {rel}")
+            if decision == "allowForSession":
+                self._session_allowed.add(rel)
+        start, count = _positive(args.get("startLine"), "startLine"), _positive(args.get("maxLines"), "maxLines")
+        return await asyncio.to_thread(self._read_text, target, rel, start, count)
+
+    def _read_text(self, target: Path, rel: str, start: int | None, count: int | None) -> dict[str, Any]:
+        cap = self.policy.max_read_bytes
+        with target.open("rb") as handle:
+            data = handle.read(cap + 1)
+        if b"\x00" in data[:8192]:
+            raise ToolFailure(f"{rel} is a binary file ({target.stat().st_size} bytes); only text can be read")
+        truncated = len(data) > cap
+        text = data[:cap].decode("utf-8", errors="replace")
+        if start is not None or count is not None:
+            lines = text.splitlines(keepends=True)
+            first = (start or 1) - 1
+            text = "".join(lines[first : first + count if count is not None else None])
+        if truncated:
+            text += f"\n[... truncated: {rel} is larger than {cap} bytes; use startLine/maxLines]"
+        return _text(text)
+
+    def _walk(self, top: Path, recursive: bool) -> list[tuple[Path, bool]]:
+        """``(path, is_dir)`` under ``top`` in a stable order; escaping symlinks are left out."""
+        out: list[tuple[Path, bool]] = []
+        for current, dirs, files in os.walk(top, followlinks=False):
+            dirs.sort()
+            here = Path(current)
+            kept_dirs = []
+            for name in dirs:
+                path = here / name
+                if path.is_symlink():
+                    real = path.resolve()
+                    if not self.inside(real):
+                        continue
+                    out.append((path, True))  # listed, never descended into (no cycles)
+                    continue
+                kept_dirs.append(name)
+                out.append((path, True))
+            dirs[:] = kept_dirs if recursive else []
+            for name in sorted(files):
+                path = here / name
+                if path.is_symlink() and not self.inside(path.resolve()):
+                    continue
+                out.append((path, False))
+            if not recursive:
+                break
+        return out
+
+    def _list_files(self, args: dict[str, Any]) -> dict[str, Any]:
+        top = self.resolve(args.get("path"), default=".")
+        if not top.is_dir():
+            raise ToolFailure(f"{self.relative(top)} is not a folder")
+        limit = _positive(args.get("maxEntries"), "maxEntries") or 500
+        entries = self._walk(top, bool(args.get("recursive")))
+        lines = []
+        for path, is_dir in entries[:limit]:
+            shown = path.relative_to(self.root).as_posix()
+            if is_dir:
+                lines.append(shown + "/")
+            else:
+                try:
+                    lines.append(f"{shown} ({path.stat().st_size} bytes)")
+                except OSError:
+                    lines.append(shown)
+        if len(entries) > limit:
+            lines.append(f"[... {len(entries) - limit} more entries; raise maxEntries or list a sub-folder]")
+        return _text("\n".join(lines) if lines else f"{self.relative(top)} is empty")
+
+    def _search_files(self, args: dict[str, Any]) -> dict[str, Any]:
+        query = args.get("query")
+        if not isinstance(query, str) or not query:
+            raise ToolFailure("query must be a non-empty string")
+        top = self.resolve(args.get("path"), default=".")
+        if not top.is_dir():
+            raise ToolFailure(f"{self.relative(top)} is not a folder")
+        flags = 0 if args.get("caseSensitive") else re.IGNORECASE
+        try:
+            pattern = re.compile(query if args.get("regex") else re.escape(query), flags)
+        except re.error as exc:
+            raise ToolFailure(f"invalid regular expression: {exc}") from None
+        glob = args.get("glob") if isinstance(args.get("glob"), str) else None
+        limit = _positive(args.get("maxResults"), "maxResults") or 100
+        matches: list[str] = []
+        skipped = 0
+        for path, is_dir in self._walk(top, True):
+            if is_dir or (glob and not fnmatch.fnmatch(path.name, glob)):
+                continue
+            rel = self.relative(path.resolve())
+            if not self.allowed(rel):
+                skipped += 1
+                continue
+            try:
+                if path.stat().st_size > self.policy.max_search_file_bytes:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if b"\x00" in data[:8192]:
+                continue
+            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if pattern.search(line):
+                    matches.append(f"{path.relative_to(self.root).as_posix()}:{number}: {line.strip()[:300]}")
+                    if len(matches) >= limit:
+                        break
+            if len(matches) >= limit:
+                matches.append(f"[... stopped at {limit} matches]")
+                break
+        if skipped:
+            matches.append(f"[{skipped} files outside the allow-list were not searched; read them by name to ask]")
+        return _text("\n".join(matches) if matches else f"no matches for {query!r}")
+
+
+def _positive(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolFailure(f"{name} must be a positive integer")
+    return value
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+class LocalGateway:
+    """Serves ``root`` to the n8n at ``base_url``. ``start()`` runs it in the background.
+
+    Authenticate with ``key`` (a pairing token, session key or the static
+    ``N8N_INSTANCE_AI_GATEWAY_API_KEY``) or with ``session`` (a logged-in ``N8nSession``: a
+    pairing token is then created for you).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        root: Path | str,
+        *,
+        key: str | None = None,
+        session: N8nSession | None = None,
+        allow: list[str] | tuple[str, ...] | None = None,
+        confirm_reads_over: int | None = None,
+        host_identifier: str | None = None,
+        http: httpx.AsyncClient | None = None,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        keepalive_timeout: float = 45.0,
+        log: Callable[[str], None] | None = None,
+        set_state: Callable[[ConnectionState, str], None] | None = None,
+    ) -> None:
+        if key is None and session is None:
+            raise GatewayError("the local gateway needs a gateway key or a logged-in n8n session")
+        self.base_url = base_url.rstrip("/")
+        policy = Policy(allow=tuple(allow) if allow is not None else None, confirm_reads_over=confirm_reads_over)
+        self.tools = FolderTools(root, policy)
+        self._key = key
+        self._session = session
+        self.host_identifier = host_identifier or platform.node() or "instance-ai"
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=30.0)
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._keepalive_timeout = keepalive_timeout
+        self._log = log or (lambda message: None)
+        self._set_state = set_state or (lambda state, detail: None)
+        self._task: asyncio.Task[None] | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+        self.handled = 0
+        self.ended_by_server = False
+
+    def __repr__(self) -> str:
+        return f"LocalGateway({self.base_url!r}, root={str(self.tools.root)!r})"
+
+    @property
+    def api(self) -> str:
+        return self.base_url + "/rest/instance-ai/gateway"
+
+    # ------------------------------------------------------------------ handshake
+    async def pair(self) -> str:
+        """``create-link`` with the session: returns (and adopts) a fresh pairing token."""
+        if self._session is None:
+            raise GatewayError("pairing needs a logged-in n8n session")
+        data = await self._post("/create-link", None, headers=self._session.headers())
+        token = data.get("token") if isinstance(data, dict) else None
+        if not isinstance(token, str) or not token:
+            raise GatewayError("n8n did not return a gateway pairing token")
+        self._key = token
+        return token
+
+    async def init(self) -> None:
+        """Announce the folder and the tools; exchanges a pairing token for a session key."""
+        if self._key is None:
+            await self.pair()
+        body = {
+            "rootPath": str(self.tools.root),
+            "tools": self.tools.definitions(),
+            "hostIdentifier": self.host_identifier,
+            "toolCategories": [{"name": "filesystem", "enabled": True, "writeAccess": False}],
+        }
+        data = await self._post("/init", body, headers=self._key_headers())
+        session_key = data.get("sessionKey") if isinstance(data, dict) else None
+        if isinstance(session_key, str) and session_key:
+            self._key = session_key
+        self._log(f"gateway ready: {self.tools.root} shared with {self.base_url}")
+
+    def _key_headers(self) -> dict[str, str]:
+        assert self._key is not None
+        return {"X-Gateway-Key": self._key}
+
+    async def _post(self, path: str, body: Any, *, headers: dict[str, str]) -> Any:
+        try:
+            response = await self._http.post(self.api + path, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise GatewayError(f"cannot reach n8n at {self.base_url}: {type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise _gateway_error(response.status_code, response.text, path)
+        try:
+            return response.json().get("data")
+        except (ValueError, AttributeError):
+            raise GatewayError(f"{self.api}{path} did not answer like n8n") from None
+
+    # ------------------------------------------------------------------ serving
+    async def start(self) -> None:
+        """Pair if needed, init, then serve in a background task."""
+        await self.init()
+        self._task = asyncio.create_task(self.serve(initialized=True), name="local-gateway")
+
+    async def wait(self) -> None:
+        """Until the server ends the session (or ``stop()``); re-raises a fatal error."""
+        if self._task is not None:
+            await self._task
+
+    async def serve(self, *, initialized: bool = False) -> None:
+        """Consume the request stream until ``gateway-disconnect`` (reconnecting on drops)."""
+        if not initialized:
+            await self.init()
+        reinits = 0
+        while True:
+            stream = reconnecting_sse(
+                self._http,
+                self.api + "/events",
+                headers=self._key_headers(),
+                set_state=self._set_state,
+                initial_backoff=self._initial_backoff,
+                max_backoff=self._max_backoff,
+                keepalive_timeout=self._keepalive_timeout,
+            )
+            try:
+                async for frame in stream:
+                    reinits = 0
+                    if self._dispatch(frame.data):
+                        self.ended_by_server = True
+                        self._log("n8n ended the gateway session")
+                        self._set_state(ConnectionState.OFFLINE, "disconnected by n8n")
+                        return
+            except SseStatusError as exc:
+                if exc.status == 403 and "not initialized" in exc.body.lower() and reinits < 3:
+                    reinits += 1  # n8n's grace timer dropped us: announce ourselves again
+                    self._log("n8n forgot the gateway; initializing again")
+                    await self.init()
+                    continue
+                raise _gateway_error(exc.status, exc.body, "/events") from None
+            finally:
+                await stream.aclose()
+
+    def _dispatch(self, data: str) -> bool:
+        """Handle one frame; ``True`` when the server ends the session."""
+        try:
+            message = json.loads(data)
+        except ValueError:
+            self._log(f"skipped a gateway frame that is not JSON: {data[:80]!r}")
+            return False
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "gateway-disconnect":
+            return True
+        payload = message.get("payload") if isinstance(message, dict) else None
+        if kind != "filesystem-request" or not isinstance(payload, dict):
+            self._log(f"skipped a gateway frame of type {kind!r}")
+            return False
+        request_id = payload.get("requestId")
+        call = payload.get("toolCall") or {}
+        if not isinstance(request_id, str) or not isinstance(call, dict):
+            self._log("skipped a filesystem-request without requestId/toolCall")
+            return False
+        task = asyncio.create_task(self._handle(request_id, str(call.get("name", "")), call.get("arguments") or {}))
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+        return False
+
+    async def _handle(self, request_id: str, name: str, arguments: dict[str, Any]) -> None:
+        shown = arguments.get("path") or arguments.get("query") or ""
+        self._log(f"{name} {shown}".rstrip())
+        try:
+            body: dict[str, Any] = {"result": await self.tools.call(name, arguments)}
+        except Exception as exc:  # noqa: BLE001 - a bug in a tool must still answer the request
+            body = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            response = await self._http.post(f"{self.api}/response/{request_id}", json=body,
+                                             headers=self._key_headers())
+        except httpx.HTTPError as exc:
+            self._log(f"could not answer {request_id}: {type(exc).__name__}")
+            return
+        if response.status_code == 404:
+            self._log(f"n8n no longer waits for {request_id} (timed out?)")
+        elif response.status_code >= 400:
+            self._log(f"n8n refused the answer to {request_id}: HTTP {response.status_code}")
+        else:
+            self.handled += 1
+
+    async def stop(self, *, disconnect: bool = True) -> None:
+        """Stop serving; ``disconnect`` also ends the session on the server."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        for task in list(self._handlers):
+            task.cancel()
+        if disconnect and self._key is not None and not self.ended_by_server:
+            try:
+                await self._http.post(self.api + "/disconnect", headers=self._key_headers())
+            except httpx.HTTPError:
+                pass
+        if self._own_http:
+            await self._http.aclose()
+
+
+def _gateway_error(status: int, body: str, path: str) -> ClientError:
+    try:
+        message = json.loads(body).get("message") or body[:200]
+    except (ValueError, AttributeError):
+        message = body[:200]
+    if status in (401, 403):
+        if path == "/create-link" and status == 401:
+            return AuthError(f"n8n refused to pair a gateway: log in again ({message})", status)
+        return GatewayError(f"n8n refused the local gateway ({status}): {message}", status)
+    return GatewayError(f"gateway {path} failed ({status}): {message}", status)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m instance_ai_tui.client.gateway",
+        description="Share one local folder (read-only) with an n8n instance's AI agent.",
+    )
+    parser.add_argument("--url", required=True, help="n8n base URL, e.g. http://127.0.0.1:5678")
+    parser.add_argument("--dir", required=True, type=Path, help="the folder to share")
+    parser.add_argument("--key", help="gateway key: a pairing token from n8n, or N8N_INSTANCE_AI_GATEWAY_API_KEY")
+    parser.add_argument("--email", help="log in as this n8n user and pair (password: N8N_PASSWORD or prompt)")
+    parser.add_argument("--allow", action="append", metavar="GLOB",
+                        help="files readable without asking (repeatable); others need the user's decision")
+    parser.add_argument("--confirm-reads-over", type=int, metavar="BYTES", help="ask before reading larger files")
+    return parser
+
+
+async def _amain(args: argparse.Namespace) -> int:
+    from .n8n_auth import load_browser_id, login, resolve_credentials
+
+    session: N8nSession | None = None
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        if args.key is None:
+            credentials = await asyncio.to_thread(resolve_credentials, args.email, None)
+            if credentials is None:
+                print("gateway: give --key, or --email with N8N_PASSWORD or a terminal to type it", file=sys.stderr)
+                return 2
+            session = N8nSession(browser_id=await asyncio.to_thread(load_browser_id))
+            await login(http, args.url, session, credentials)
+        gateway = LocalGateway(args.url, args.dir, key=args.key, session=session, allow=args.allow,
+                               confirm_reads_over=args.confirm_reads_over, http=http,
+                               log=lambda message: print(f"gateway: {message}", file=sys.stderr, flush=True))
+        await gateway.start()
+        try:
+            await gateway.wait()
+        finally:
+            await gateway.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(_amain(args))
+    except KeyboardInterrupt:
+        return 130
+    except (ClientError, OSError) as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

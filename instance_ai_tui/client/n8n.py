@@ -1,0 +1,435 @@
+"""``N8nClient``: the ``Client`` for a real n8n (2.35 or newer) with its Instance AI module.
+
+n8n's dialect differs from our server's (reference ``n8n-instance-ai-wire-protocol.md``):
+
+* routes live under ``/rest/instance-ai``; JSON answers are wrapped in ``{"data": ...}`` and
+  errors are ``{"code", "message"}`` (401 = session, 403 = scope/disabled, 409 = busy thread);
+* auth is a session cookie from ``POST /rest/login``, bound to a ``browser-id`` header that
+  must go on every request (``n8n_auth``);
+* a thread must be created (``POST /threads`` with the personal project id) before chatting,
+  and thread ids are UUIDs;
+* the event stream has deltas without ids, ``text-block``/``reasoning-block`` facts on replay
+  and ``event: run-sync`` control frames that replace a live message group's tree: they come
+  out of ``events()`` as ``StreamItem(id=None, ...)`` / ``StreamItem(run_sync=...)``;
+* confirm bodies are keyed on ``kind``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
+
+import httpx
+from pydantic import SecretStr, ValidationError
+
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    SendMessageRequest,
+    ThreadInfo,
+    ThreadMessages,
+    ThreadStatus,
+    parse_confirm_body,
+)
+from ..protocol.events import EventParseError, parse_event
+from ..protocol.tree import RunSyncPayload
+from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from .n8n_auth import Credentials, N8nSession, load_browser_id, login, resolve_credentials
+from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
+
+if TYPE_CHECKING:
+    from .gateway import LocalGateway
+
+THREAD_SOURCE = "assistant_page"
+HISTORY_LIMIT = 100
+
+
+class N8nClient(Client):
+    """Talks to ``base_url`` (e.g. ``http://127.0.0.1:5678``) as the n8n browser UI does."""
+
+    mode = "n8n"
+
+    def __init__(
+        self,
+        base_url: str,
+        email: str | None = None,
+        password: str | SecretStr | None = None,
+        *,
+        browser_id: str | None = None,
+        auth_cookie: str | SecretStr | None = None,
+        config_dir: Path | None = None,
+        interactive: bool | None = None,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+        keepalive_timeout: float = 45.0,
+        initial_backoff: float = 0.25,
+        max_backoff: float = 10.0,
+        max_attempts: int | None = None,
+        time_zone: str | None = None,
+    ) -> None:
+        """``email``/``password`` default to ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt when
+        ``interactive`` (default: stdin is a terminal). ``auth_cookie`` reuses an existing
+        ``n8n-auth`` session instead. ``browser_id`` defaults to the id saved in ``config_dir``."""
+        super().__init__()
+        self.base_url = base_url.rstrip("/")
+        self._email = email
+        self._password = SecretStr(password) if isinstance(password, str) else password
+        self._config_dir = config_dir
+        self._interactive = interactive
+        cookie = SecretStr(auth_cookie) if isinstance(auth_cookie, str) else auth_cookie
+        self._session = N8nSession(browser_id=browser_id or "", cookie=cookie)
+        self._credentials: Credentials | None = None
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self._keepalive_timeout = keepalive_timeout
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._max_attempts = max_attempts
+        self._time_zone = time_zone if time_zone is not None else _local_time_zone()
+        self._project_id: str | None = None
+        self._known_threads: set[str] = set()
+        self._open_lock = asyncio.Lock()
+        self._opened = False
+
+    def __repr__(self) -> str:
+        return f"N8nClient({self.base_url!r}, email={self._email!r})"
+
+    # ------------------------------------------------------------------ detection
+    @staticmethod
+    async def detect(http: httpx.AsyncClient, base_url: str) -> bool:
+        """Whether ``base_url`` is an n8n instance: its public ``GET /rest/settings`` answers
+        ``{"data": {"versionCli": ...}}``. Never raises; any failure means "no"."""
+        try:
+            response = await http.get(base_url.rstrip("/") + "/rest/settings", timeout=10.0)
+            if response.status_code != 200:
+                return False
+            body = response.json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        data = body.get("data") if isinstance(body, dict) else None
+        return isinstance(data, dict) and isinstance(data.get("versionCli"), str)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def session(self) -> N8nSession:
+        """The browser id and auth cookie (for the local gateway's pairing call)."""
+        return self._session
+
+    @property
+    def project_id(self) -> str | None:
+        return self._project_id
+
+    async def open(self) -> None:
+        async with self._open_lock:
+            if self._opened:
+                return
+            self._set_state(ConnectionState.CONNECTING, self.base_url)
+            try:
+                if not self._session.browser_id:
+                    self._session.browser_id = await asyncio.to_thread(load_browser_id, self._config_dir)
+                if not self._session.logged_in:
+                    await self._login()
+                project = await self._request("GET", "/rest/projects/personal")
+                if not isinstance(project, dict) or not isinstance(project.get("id"), str):
+                    raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.35 or newer?")
+                self._project_id = project["id"]
+                await self._load_model_name()
+            except ClientError as exc:
+                self._set_state(ConnectionState.OFFLINE, str(exc))
+                raise
+            self._opened = True
+            self._set_state(ConnectionState.CONNECTED, self.base_url)
+
+    async def close(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+        self._opened = False
+        self._set_state(ConnectionState.OFFLINE, "closed")
+
+    async def _login(self) -> None:
+        if self._credentials is None:
+            self._credentials = await asyncio.to_thread(
+                resolve_credentials, self._email, self._password, interactive=self._interactive
+            )
+        if self._credentials is None:
+            raise AuthError(
+                "n8n needs an email and password: pass --email (the password is asked for), "
+                "or set N8N_EMAIL and N8N_PASSWORD"
+            )
+        await login(self._http, self.base_url, self._session, self._credentials)
+
+    def _can_login(self) -> bool:
+        return self._credentials is not None or bool(self._email or os.environ.get("N8N_EMAIL"))
+
+    async def _load_model_name(self) -> None:
+        """Best effort: the admin settings name the model (members get 403, which is fine)."""
+        try:
+            settings = await self._request("GET", "/rest/instance-ai/settings")
+        except ClientError:
+            return
+        if not isinstance(settings, dict):
+            return
+        env_model = ((settings.get("envManaged") or {}).get("model") or {}) if isinstance(
+            settings.get("envManaged"), dict) else {}
+        name = settings.get("modelName") or (env_model.get("model") if isinstance(env_model, dict) else None)
+        if isinstance(name, str) and name:
+            self.model_name = name
+
+    # ------------------------------------------------------------------ HTTP
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        relogin: bool = True,
+    ) -> Any:
+        """One REST call; returns the unwrapped ``data``. Logs in again once on a 401."""
+        url = self.base_url + path
+        try:
+            response = await self._http.request(method, url, json=json, params=params, headers=self._session.headers())
+        except httpx.HTTPError as exc:
+            self._set_state(ConnectionState.OFFLINE, f"cannot reach {self.base_url}")
+            raise ClientError(f"cannot reach n8n at {self.base_url}: {type(exc).__name__} {exc}".rstrip()) from None
+        self._session.absorb(response)
+        if response.status_code == 401 and relogin and self._can_login():
+            self._session.cookie = None
+            await self._login()
+            return await self._request(method, path, json=json, params=params, relogin=False)
+        if response.status_code >= 400:
+            raise _error_for(response, method, path)
+        try:
+            body = response.json()
+        except ValueError:
+            raise ClientError(f"{url} did not answer with JSON; is {self.base_url} an n8n instance?") from None
+        if not isinstance(body, dict) or "data" not in body:
+            raise ClientError(f"{url} did not answer like n8n (no data envelope); is it n8n 2.35 or newer?")
+        return body["data"]
+
+    async def _ai(self, method: str, path: str, **kwargs: Any) -> Any:
+        await self.open()
+        return await self._request(method, "/rest/instance-ai" + path, **kwargs)
+
+    # ------------------------------------------------------------------ threads
+    async def list_threads(self) -> list[ThreadInfo]:
+        data = await self._ai("GET", "/threads")
+        threads = data.get("threads", []) if isinstance(data, dict) else []
+        return [_model(ThreadInfo, item, "thread") for item in threads]
+
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+        tid = _thread_uuid(thread_id) if thread_id else str(uuid.uuid4())
+        await self.open()
+        data = await self._ai(
+            "POST", "/threads", json={"threadId": tid, "projectId": self._project_id, "source": THREAD_SOURCE}
+        )
+        self._known_threads.add(tid)
+        info = _model(ThreadInfo, data.get("thread") if isinstance(data, dict) else None, "thread")
+        if title.strip():
+            info = await self.rename_thread(tid, title)
+        return info
+
+    async def _ensure_thread(self, thread_id: str) -> str:
+        tid = _thread_uuid(thread_id)
+        if tid not in self._known_threads:
+            await self.create_thread(tid)
+        return tid
+
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        if not title.strip():
+            raise ClientError("a thread title must not be empty")
+        data = await self._ai("PATCH", f"/threads/{_thread_uuid(thread_id)}", json={"title": title.strip()[:255]})
+        return _model(ThreadInfo, data.get("thread") if isinstance(data, dict) else None, "thread")
+
+    async def delete_thread(self, thread_id: str) -> None:
+        tid = _thread_uuid(thread_id)
+        await self._ai("DELETE", f"/threads/{tid}")
+        self._known_threads.discard(tid)
+
+    # ------------------------------------------------------------------ runs
+    async def send(self, thread_id: str, text: str) -> str:
+        try:
+            body = SendMessageRequest(message=text, time_zone=self._time_zone).to_wire()
+        except ValidationError:
+            raise ClientError("the message is empty") from None
+        tid = await self._ensure_thread(thread_id)
+        data = await self._ai("POST", f"/chat/{tid}", json=body)
+        run_id = data.get("runId") if isinstance(data, dict) else None
+        if not isinstance(run_id, str):
+            raise ClientError(f"n8n accepted the message but returned no runId: {data!r}")
+        return run_id
+
+    async def cancel(self, thread_id: str) -> None:
+        try:
+            await self._ai("POST", f"/chat/{_thread_uuid(thread_id)}/cancel")
+        except NotFoundError:
+            return  # no such thread: nothing runs
+
+    async def confirm(self, request_id: str, body: ConfirmBody | Mapping[str, Any]) -> ConfirmResponse:
+        """Answer a confirmation; a bare seed-style ``{"approved": bool}`` becomes ``kind: approval``."""
+        if isinstance(body, Mapping):
+            try:
+                body = parse_confirm_body(dict(body))
+            except ValidationError as exc:
+                raise ClientError(f"not a valid confirmation answer: {exc.errors()[0].get('msg')}") from None
+        data = await self._ai("POST", f"/confirm/{request_id}", json=body.to_wire())
+        return _model(ConfirmResponse, data, "confirmation answer")
+
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        tid = _thread_uuid(thread_id)
+        try:
+            data = await self._ai("GET", f"/threads/{tid}/messages", params={"limit": str(HISTORY_LIMIT)})
+        except NotFoundError:
+            return ThreadMessages(thread_id=tid)  # a thread not created yet has no history
+        self._known_threads.add(tid)
+        return _model(ThreadMessages, data, "thread history")
+
+    async def status(self, thread_id: str) -> ThreadStatus:
+        data = await self._ai("GET", f"/threads/{_thread_uuid(thread_id)}/status")
+        return _model(ThreadStatus, data, "thread status")
+
+    # ------------------------------------------------------------------ events
+    async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """Replay after ``after`` (None: everything), then live; reconnects and resumes from the
+        highest id seen. Deltas and ``run-sync`` frames come with ``id=None``."""
+        tid = _thread_uuid(thread_id)
+        await self.open()
+        cursor = after
+        relogged = False
+        url = f"{self.base_url}/rest/instance-ai/events/{tid}"
+        while True:
+            stream = reconnecting_sse(
+                self._http,
+                url,
+                headers=self._session.headers(),
+                last_event_id=cursor,
+                set_state=self._set_state,
+                initial_backoff=self._initial_backoff,
+                max_backoff=self._max_backoff,
+                keepalive_timeout=self._keepalive_timeout,
+                max_attempts=self._max_attempts,
+            )
+            try:
+                async for frame in stream:
+                    item = self._item(frame)
+                    if frame.id is not None:
+                        cursor = frame.id if cursor is None else max(cursor, frame.id)
+                    if item is not None:
+                        yield item
+            except SseStatusError as exc:
+                if exc.status == 401 and not relogged and self._can_login():
+                    relogged = True
+                    self._session.cookie = None
+                    await self._login()
+                    continue
+                raise _sse_error(exc, tid) from None
+            except SseGaveUp as exc:
+                raise ClientError(str(exc)) from None
+            finally:
+                await stream.aclose()
+            return
+
+    def _item(self, frame: SseFrame) -> StreamItem | None:
+        if frame.event == "run-sync":
+            try:
+                return StreamItem(id=None, run_sync=RunSyncPayload.model_validate_json(frame.data))
+            except ValidationError as exc:
+                self._diagnose(f"skipped a run-sync frame that does not parse: {exc.errors()[0].get('msg')}")
+                return None
+        if frame.event not in ("", "message"):
+            self._diagnose(f"skipped an SSE frame of unknown event type {frame.event!r}")
+            return None
+        try:
+            return StreamItem(id=frame.id, event=parse_event(frame.data))
+        except EventParseError as exc:
+            self._diagnose(f"skipped an SSE frame (id {frame.raw_id}): {exc}")
+            return None
+
+    # ------------------------------------------------------------------ local gateway
+    async def start_gateway(self, root: Path | str, **options: Any) -> LocalGateway:
+        """Pair a local gateway with this session and start serving ``root`` (see ``gateway``)."""
+        from .gateway import LocalGateway
+
+        await self.open()
+        gateway = LocalGateway(self.base_url, root, session=self._session, **options)
+        await gateway.start()
+        return gateway
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _thread_uuid(thread_id: str) -> str:
+    try:
+        return str(uuid.UUID(thread_id))
+    except (ValueError, AttributeError, TypeError):
+        raise ClientError(f"n8n thread ids are UUIDs; {thread_id!r} is not one") from None
+
+
+def _model(cls: Any, data: Any, what: str) -> Any:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ClientError(f"n8n sent a {what} this client cannot read ({where}: {first.get('msg')})") from None
+
+
+def _error_for(response: httpx.Response, method: str, path: str) -> ClientError:
+    """Map n8n's ``{code, message}`` (or a raw Zod issue, or Express's HTML) to a client error."""
+    status = response.status_code
+    message = ""
+    is_json = True
+    try:
+        body = response.json()
+    except ValueError:
+        body, is_json = None, False
+    if isinstance(body, dict):
+        message = str(body.get("message") or "")
+        if isinstance(body.get("path"), list) and body["path"]:  # a Zod issue
+            message = f"{'.'.join(str(p) for p in body['path'])}: {message}"
+        meta = body.get("meta")
+        if isinstance(meta, dict) and meta.get("reason"):
+            message = f"{message} ({meta['reason']}, limit {meta.get('limit')})"
+    where = f"{method} {path}"
+    if status == 401:
+        return AuthError(f"n8n refused the session (401 {message or 'Unauthorized'}); log in again", status)
+    if status == 403:
+        return AuthError(f"n8n refused {where}: {message or 'forbidden'}", status)
+    if status == 404:
+        if not is_json and path.startswith("/rest/instance-ai"):
+            return NotFoundError(
+                f"{where}: not found; does this n8n have Instance AI (n8n 2.35 or newer, module enabled)?", status
+            )
+        return NotFoundError(message or f"{where}: not found", status)
+    if status == 409:
+        return RunActiveError(message or "A run is already active for this thread", status)
+    if status == 429:
+        return ClientError(f"n8n refused to start a run: {message or 'too many requests'}", status)
+    if status >= 500:
+        return ClientError(f"n8n server error ({status}) on {where}: {message or response.reason_phrase}", status)
+    return ClientError(f"n8n rejected {where} ({status}): {message or response.text[:200]}", status)
+
+
+def _sse_error(exc: SseStatusError, thread_id: str) -> ClientError:
+    request = httpx.Request("GET", f"/rest/instance-ai/events/{thread_id}")
+    response = httpx.Response(exc.status, content=exc.body.encode(), request=request)
+    if exc.status == 200:
+        return ClientError(str(exc))
+    return _error_for(response, "GET", f"/rest/instance-ai/events/{thread_id}")
+
+
+def _local_time_zone() -> str | None:
+    """The IANA zone name of this machine, when cheaply known (n8n drops invalid values)."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if "/" in tz and not tz.startswith("/"):
+        return tz
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        return None
+    marker = "zoneinfo/"
+    return target.split(marker, 1)[1] if marker in target else None

@@ -1,0 +1,189 @@
+"""Signing in to a real n8n: the ``browser-id`` header, ``POST /rest/login`` and the auth cookie.
+
+n8n binds its ``n8n-auth`` JWT cookie to a hash of the ``browser-id`` header sent at login;
+every later request must carry the same header (reference §1.1). The cookie is marked
+``Secure``, so httpx's cookie jar will not send it over plain ``http://``: we keep it
+ourselves and send it as an explicit ``Cookie`` header.
+
+The browser id is not a secret (it only ties a cookie to this client), so it is kept in a
+small file in the config dir. The password and the cookie are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+import uuid
+from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
+from typing import Callable, Mapping
+
+import httpx
+from pydantic import SecretStr
+
+from .base import AuthError, ClientError
+
+AUTH_COOKIE = "n8n-auth"
+BROWSER_ID_FILE = "n8n-browser-id"
+ENV_EMAIL = "N8N_EMAIL"
+ENV_PASSWORD = "N8N_PASSWORD"
+
+
+def browser_id_path(config_dir: Path | None = None) -> Path:
+    if config_dir is None:
+        from ..config import config_dir as default_config_dir
+
+        config_dir = default_config_dir()
+    return config_dir / BROWSER_ID_FILE
+
+
+def load_browser_id(config_dir: Path | None = None) -> str:
+    """The stable browser id of this installation; generated and saved on first use.
+
+    A file that cannot be written (read-only home) still gives a working id for this process.
+    """
+    path = browser_id_path(config_dir)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        uuid.UUID(text)
+        return text
+    except (OSError, ValueError):
+        pass
+    new_id = str(uuid.uuid4())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new_id + "\n", encoding="utf-8")
+    except OSError:
+        pass
+    return new_id
+
+
+def auth_cookie_from(response: httpx.Response) -> str | None:
+    """The ``n8n-auth`` value set by ``response``, parsed from the raw ``Set-Cookie`` headers.
+
+    Returns ``""`` when the server clears the cookie (logout), ``None`` when it does not set it.
+    """
+    for header in response.headers.get_list("set-cookie"):
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header)
+        except CookieError:
+            continue
+        morsel = jar.get(AUTH_COOKIE)
+        if morsel is not None:
+            return morsel.value
+    return None
+
+
+@dataclass
+class Credentials:
+    email: str
+    password: SecretStr
+
+    def __repr__(self) -> str:  # never show the password, even in a traceback
+        return f"Credentials(email={self.email!r}, password=***)"
+
+
+def resolve_credentials(
+    email: str | None,
+    password: str | SecretStr | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    interactive: bool | None = None,
+    prompt: Callable[[str], str] = getpass.getpass,
+    ask_email: Callable[[str], str] = input,
+) -> Credentials | None:
+    """Email and password from the arguments, then ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt.
+
+    ``interactive=None`` prompts only when stdin is a terminal. Returns ``None`` when nothing
+    is known and prompting is not possible (the caller may still have a cookie).
+    Blocking (it may prompt): call it in a thread from async code.
+    """
+    env = os.environ if env is None else env
+    email = email or env.get(ENV_EMAIL) or None
+    secret = password.get_secret_value() if isinstance(password, SecretStr) else password
+    secret = secret or env.get(ENV_PASSWORD) or None
+    if interactive is None:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    if email is None and interactive:
+        email = ask_email("n8n email: ").strip() or None
+    if email is None:
+        return None
+    if secret is None and interactive:
+        secret = prompt(f"n8n password for {email}: ") or None
+    if secret is None:
+        return None
+    return Credentials(email=email, password=SecretStr(secret))
+
+
+@dataclass
+class N8nSession:
+    """What authenticates us to n8n: the browser id and, once logged in, the auth cookie."""
+
+    browser_id: str
+    cookie: SecretStr | None = None
+    user: dict[str, object] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        out = {"browser-id": self.browser_id}
+        if self.cookie is not None and self.cookie.get_secret_value():
+            out["Cookie"] = f"{AUTH_COOKIE}={self.cookie.get_secret_value()}"
+        return out
+
+    @property
+    def logged_in(self) -> bool:
+        return self.cookie is not None and bool(self.cookie.get_secret_value())
+
+    def absorb(self, response: httpx.Response) -> None:
+        """Pick up a refreshed (or cleared) auth cookie from any response."""
+        value = auth_cookie_from(response)
+        if value is not None:
+            self.cookie = SecretStr(value) if value else None
+
+    def __repr__(self) -> str:
+        return f"N8nSession(browser_id={self.browser_id!r}, logged_in={self.logged_in})"
+
+
+async def login(http: httpx.AsyncClient, base_url: str, session: N8nSession, credentials: Credentials) -> None:
+    """``POST /rest/login``; stores the auth cookie in ``session``. Raises ``AuthError`` when refused."""
+    url = base_url.rstrip("/") + "/rest/login"
+    body = {"emailOrLdapLoginId": credentials.email, "password": credentials.password.get_secret_value()}
+    try:
+        response = await http.post(url, json=body, headers={"browser-id": session.browser_id})
+    except httpx.HTTPError as exc:
+        raise ClientError(f"cannot reach n8n at {base_url}: {exc}") from None
+    if response.status_code in (401, 403):
+        detail = _message(response)
+        if "mfa" in detail.lower():
+            raise AuthError(
+                f"n8n asks for a two-factor code for {credentials.email}; MFA logins are not supported, "
+                "use an account without MFA",
+                response.status_code,
+            )
+        raise AuthError(f"n8n refused the login for {credentials.email}: {detail or 'wrong email or password'}",
+                        response.status_code)
+    if response.status_code == 429:
+        raise ClientError("n8n refused the login: too many attempts, wait a minute", 429)
+    if response.status_code >= 400:
+        raise ClientError(f"n8n login failed ({response.status_code}): {_message(response)}", response.status_code)
+    cookie = auth_cookie_from(response)
+    if not cookie:
+        raise AuthError(f"n8n accepted the login but set no {AUTH_COOKIE} cookie; is {base_url} really n8n?")
+    session.cookie = SecretStr(cookie)
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        data = None
+    session.user = data if isinstance(data, dict) else {}
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return response.text[:200]

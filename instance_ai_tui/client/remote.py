@@ -1,0 +1,276 @@
+"""``RemoteClient``: our own ``instance-ai serve`` over HTTP and SSE.
+
+Requests go through one ``httpx.AsyncClient`` with the Bearer token; the event stream uses
+``client.sse.reconnecting_sse`` (backoff with jitter, ``Last-Event-ID`` resume, keep-alive
+timeout), so ``events()`` survives dropped connections and server restarts without losing or
+repeating an event. ``open()`` probes ``/instance-ai/health`` so that a wrong URL is reported
+as such instead of as a confusing 404 later.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Mapping
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    CreateThreadRequest,
+    SendMessageResponse,
+    ThreadInfo,
+    ThreadList,
+    ThreadMessages,
+    ThreadStatus,
+)
+from ..protocol.events import EventParseError, UnknownEvent, parse_event
+from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
+
+API_PREFIX = "/instance-ai"
+
+
+def normalise_base_url(url: str) -> str:
+    """``http://host:port`` from what a user typed (trailing ``/`` or ``/instance-ai`` removed)."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ClientError(f"invalid server URL {url!r}: it must start with http:// or https://")
+    if url.endswith(API_PREFIX):
+        url = url[: -len(API_PREFIX)]
+    return url
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+        if isinstance(message, str) and message:
+            return message
+    return str(body)[:300]
+
+
+def status_error(status: int, message: str, what: str = "") -> ClientError:
+    """The client error for an HTTP error status (``what`` names the request for context)."""
+    prefix = f"{what}: " if what else ""
+    if status in (401, 403):
+        hint = "the server refused the token" if status == 403 else "the server needs a valid token (--token)"
+        return AuthError(f"{prefix}{message} ({hint})", status)
+    if status == 404:
+        return NotFoundError(f"{prefix}{message}", status)
+    if status == 409:
+        return RunActiveError(f"{prefix}{message}", status)
+    if status >= 500:
+        return ClientError(f"{prefix}server error {status}: {message}", status)
+    return ClientError(f"{prefix}{message}", status)
+
+
+class RemoteClient(Client):
+    """Client of our server at ``base_url`` (``http://127.0.0.1:5680``)."""
+
+    mode = "remote"
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        http: httpx.AsyncClient | None = None,
+        request_timeout: float = 30.0,
+        keepalive_timeout: float = 45.0,
+        initial_backoff: float = 0.25,
+        max_backoff: float = 10.0,
+        max_reconnect_attempts: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.base_url = normalise_base_url(base_url)
+        self._api = self.base_url + API_PREFIX
+        self._token = token
+        self._http = http
+        self._owns_http = http is None
+        self._request_timeout = request_timeout
+        self._sse_options: dict[str, Any] = {
+            "keepalive_timeout": keepalive_timeout,
+            "initial_backoff": initial_backoff,
+            "max_backoff": max_backoff,
+            "max_attempts": max_reconnect_attempts,
+        }
+        self._opened = False
+        self.server_version = ""
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"RemoteClient({self.base_url!r}, token={'***' if self._token else None})"
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self._request_timeout)
+        return self._http
+
+    async def open(self) -> None:
+        if self._opened:
+            return
+        self._set_state(ConnectionState.CONNECTING)
+        try:
+            response = await self._client().get(f"{self._api}/health", headers=self._headers)
+        except httpx.HTTPError as exc:
+            self._set_state(ConnectionState.OFFLINE, str(exc) or type(exc).__name__)
+            raise ClientError(f"cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+        body: Any = None
+        try:
+            body = response.json()
+        except ValueError:
+            pass
+        if response.status_code != 200 or not isinstance(body, dict) or body.get("service") != "instance-ai":
+            self._set_state(ConnectionState.OFFLINE, "not an Instance AI server")
+            raise ClientError(
+                f"{self.base_url} is not an Instance AI server (GET {API_PREFIX}/health answered "
+                f"{response.status_code}); for a real n8n instance use the n8n dialect (--email)"
+            )
+        if body.get("authRequired") and not self._token:
+            self._set_state(ConnectionState.OFFLINE, "token required")
+            raise AuthError(f"{self.base_url} requires a token: pass --token or set remote.token", 401)
+        self.model_name = str(body.get("model") or "")
+        self.server_version = str(body.get("version") or "")
+        self._opened = True
+        self._set_state(ConnectionState.CONNECTED)
+
+    async def close(self) -> None:
+        if self._http is not None and self._owns_http:
+            await self._http.aclose()
+            self._http = None
+        self._opened = False
+        self._set_state(ConnectionState.OFFLINE, "closed")
+
+    # ----------------------------------------------------------------- requests
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        what: str = "",
+    ) -> Any:
+        try:
+            response = await self._client().request(
+                method, f"{self._api}{path}", json=json, params=params, headers=self._headers
+            )
+        except httpx.HTTPError as exc:
+            raise ClientError(f"{what or method + ' ' + path}: cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise status_error(response.status_code, _error_message(response), what)
+        try:
+            return response.json()
+        except ValueError:
+            raise ClientError(f"{what}: the server answered with something that is not JSON") from None
+
+    @staticmethod
+    def _parse(model: type[BaseModel], data: Any, what: str) -> Any:
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise ClientError(f"{what}: unexpected answer from the server ({exc.errors()[0]['msg']})") from None
+
+    @staticmethod
+    def _quote(value: str) -> str:
+        from urllib.parse import quote
+
+        return quote(value, safe="")
+
+    # ----------------------------------------------------------------- threads
+    async def list_threads(self) -> list[ThreadInfo]:
+        data = await self._request("GET", "/threads", what="list threads")
+        return self._parse(ThreadList, data, "list threads").threads
+
+    async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+        body = CreateThreadRequest(thread_id=thread_id, title=title or None).to_wire()
+        data = await self._request("POST", "/threads", json=body, what="create thread")
+        return self._parse(ThreadInfo, data, "create thread")
+
+    async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        data = await self._request(
+            "PATCH", f"/threads/{self._quote(thread_id)}", json={"title": title}, what="rename thread"
+        )
+        return self._parse(ThreadInfo, data, "rename thread")
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self._request("DELETE", f"/threads/{self._quote(thread_id)}", what="delete thread")
+
+    # ----------------------------------------------------------------- runs
+    async def send(self, thread_id: str, text: str) -> str:
+        data = await self._request("POST", f"/chat/{self._quote(thread_id)}", json={"message": text}, what="send")
+        return self._parse(SendMessageResponse, data, "send").run_id
+
+    async def cancel(self, thread_id: str) -> None:
+        await self._request("POST", f"/chat/{self._quote(thread_id)}/cancel", what="cancel")
+
+    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        data = await self._request(
+            "POST", f"/confirm/{self._quote(request_id)}", json=body.to_wire(), what="confirm"
+        )
+        return self._parse(ConfirmResponse, data, "confirm")
+
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/messages", what="messages")
+        return self._parse(ThreadMessages, data, "messages")
+
+    async def status(self, thread_id: str) -> ThreadStatus:
+        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
+        return self._parse(ThreadStatus, data, "status")
+
+    # ----------------------------------------------------------------- events
+    def frame_item(self, frame: SseFrame) -> StreamItem | None:
+        """The stream item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
+        if frame.event not in ("", "message"):
+            self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
+            return None
+        try:
+            event = parse_event(frame.data)
+        except EventParseError as exc:
+            self._diagnose(f"skipped malformed frame (id {frame.raw_id}): {exc}")
+            return None
+        if isinstance(event, UnknownEvent):
+            self._diagnose(f"unknown event type {event.type!r} (id {frame.raw_id}) kept as is")
+        return StreamItem(id=frame.id, event=event)
+
+    async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        url = f"{self._api}/events/{self._quote(thread_id)}"
+        frames = reconnecting_sse(
+            self._client(),
+            url,
+            headers=self._headers,
+            last_event_id=after,
+            set_state=self._set_state,
+            **self._sse_options,
+        )
+        try:
+            async for frame in frames:
+                item = self.frame_item(frame)
+                if item is not None:
+                    yield item
+        except SseStatusError as exc:
+            raise status_error(exc.status, _sse_error_message(exc), f"events of {thread_id}") from None
+        except SseGaveUp as exc:
+            raise ClientError(str(exc)) from None
+        finally:
+            await frames.aclose()
+
+
+def _sse_error_message(exc: SseStatusError) -> str:
+    import json
+
+    try:
+        body = json.loads(exc.body)
+    except ValueError:
+        return exc.body.strip()[:300] or str(exc)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return str(exc)

@@ -1,0 +1,159 @@
+"""A reconnecting Server-Sent Events reader on ``httpx`` (shared by every remote dialect).
+
+Usage::
+
+    async for frame in reconnecting_sse(http, url, last_event_id=cursor, set_state=on_state):
+        ...  # frame.id (int | None), frame.event ("" = default "message"), frame.data (str)
+
+What it does, so that callers only see a clean stream of frames:
+
+* **Resume.** Every (re)connection sends ``Last-Event-ID: <last id seen>`` (the ``last_event_id``
+  argument for the first connection, then the highest integer ``id:`` received). A frame whose
+  id is ``<=`` the last id seen is dropped, so a server that replays a little too much never
+  produces a duplicate. Frames without an ``id:`` line (n8n deltas and control frames) are
+  passed through unchanged and never move the cursor. ``SseFrame.id`` is the frame's *own* id
+  (unlike a browser's ``lastEventId``, it does not carry over to later frames).
+* **Reconnect.** A dropped connection, a stream the server ends, a network error, a 5xx, 408 or
+  429 answer all lead to a new attempt after an exponential backoff with jitter
+  (``initial_backoff * 2**n``, capped at ``max_backoff``, each delay drawn from its upper half;
+  a server's ``retry:`` field replaces ``initial_backoff``). ``max_attempts`` consecutive failed
+  attempts (default: unlimited) end the stream with ``SseGaveUp``.
+* **Keep-alive timeout.** If no byte (not even a ``: ping`` comment) arrives for
+  ``keepalive_timeout`` seconds, the connection is considered dead and is replaced.
+* **Fatal answers.** Any other 4xx (e.g. 400 bad cursor, 401/403 auth, 404 unknown thread), or a
+  200 that is not ``text/event-stream``, raises ``SseStatusError`` carrying the status and body
+  text, and is not retried: the caller maps it to a user-facing error.
+* **Connection state.** ``set_state(state, detail)`` is called with ``ConnectionState``
+  values: ``CONNECTING`` before the first attempt, ``CONNECTED`` once a stream is open,
+  ``RECONNECTING`` with detail ``"attempt N"`` while retrying, and ``OFFLINE`` with the reason
+  when giving up or on a fatal answer.
+
+Frames are parsed by ``protocol.sse.SSEParser`` (WHATWG event-stream rules); an unterminated
+frame at the end of a connection is discarded, its event comes again after the reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Mapping
+
+import httpx
+
+from ..protocol.sse import SSEParser, frame_id
+from .base import ConnectionState
+
+StateSetter = Callable[[ConnectionState, str], None]
+
+#: statuses that are worth retrying (everything else below 500 is final)
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+@dataclass(frozen=True, slots=True)
+class SseFrame:
+    """One dispatched SSE frame. ``id`` is the frame's own integer id, or ``None``."""
+
+    data: str
+    event: str = ""
+    id: int | None = None
+    raw_id: str | None = None
+
+
+class SseStatusError(Exception):
+    """The server answered with a status (or content type) that retrying will not fix."""
+
+    def __init__(self, status: int, body: str, message: str | None = None) -> None:
+        super().__init__(message or f"HTTP {status}: {body[:200]}")
+        self.status = status
+        self.body = body
+
+
+class SseGaveUp(ConnectionError):
+    """``max_attempts`` consecutive attempts to (re)connect failed."""
+
+
+def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Random | None = None) -> float:
+    """The delay before retry number ``attempt`` (1-based): upper-half jitter of an exponential."""
+    ceiling = min(maximum, initial * (2 ** max(0, attempt - 1)))
+    return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+
+def _noop_state(state: ConnectionState, detail: str) -> None:
+    return None
+
+
+async def reconnecting_sse(
+    http: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+    last_event_id: int | None = None,
+    set_state: StateSetter | None = None,
+    initial_backoff: float = 0.25,
+    max_backoff: float = 10.0,
+    keepalive_timeout: float = 45.0,
+    connect_timeout: float = 10.0,
+    max_attempts: int | None = None,
+) -> AsyncIterator[SseFrame]:
+    """Frames of the SSE stream at ``url``, reconnecting for ever (see the module docstring).
+
+    ``params`` go on every request unchanged; the cursor travels in the ``Last-Event-ID``
+    header. Close the generator (``aclose()``, or leaving ``async for``) to stop.
+    """
+    notify = set_state or _noop_state
+    cursor = last_event_id
+    failures = 0
+    ever_connected = False
+    server_retry: float | None = None
+    timeout = httpx.Timeout(connect=connect_timeout, read=keepalive_timeout, write=connect_timeout, pool=connect_timeout)
+    notify(ConnectionState.CONNECTING, "")
+    while True:
+        request_headers = {"Accept": "text/event-stream", "Cache-Control": "no-store", **(headers or {})}
+        if cursor is not None:
+            request_headers["Last-Event-ID"] = str(cursor)
+        reason = ""
+        try:
+            async with http.stream("GET", url, headers=request_headers, params=params, timeout=timeout) as response:
+                status = response.status_code
+                if status != 200:
+                    body = (await response.aread()).decode("utf-8", "replace")
+                    if status >= 500 or status in RETRYABLE_STATUSES:
+                        reason = f"HTTP {status}"
+                    else:
+                        notify(ConnectionState.OFFLINE, f"HTTP {status}")
+                        raise SseStatusError(status, body)
+                else:
+                    content_type = response.headers.get("content-type", "")
+                    if "text/event-stream" not in content_type:
+                        notify(ConnectionState.OFFLINE, "not an event stream")
+                        raise SseStatusError(
+                            status, "", f"expected an event stream from {url}, got content type {content_type!r}"
+                        )
+                    failures = 0
+                    ever_connected = True
+                    notify(ConnectionState.CONNECTED, "")
+                    parser = SSEParser()
+                    async for chunk in response.aiter_bytes():
+                        for parsed in parser.feed(chunk):
+                            event_id = frame_id(parsed.id)
+                            if event_id is not None:
+                                if cursor is not None and event_id <= cursor:
+                                    continue
+                                cursor = event_id
+                            event = "" if parsed.event == "message" else parsed.event
+                            yield SseFrame(data=parsed.data, event=event, id=event_id, raw_id=parsed.id)
+                        if parser.retry is not None:
+                            server_retry = parser.retry / 1000
+                    reason = "stream ended"
+        except httpx.TimeoutException:
+            reason = "keep-alive timeout" if ever_connected else "connect timeout"
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            reason = type(exc).__name__
+        failures += 1
+        if max_attempts is not None and failures > max_attempts:
+            notify(ConnectionState.OFFLINE, reason)
+            raise SseGaveUp(f"cannot reach {url} after {max_attempts} attempts ({reason})")
+        notify(ConnectionState.RECONNECTING, f"attempt {failures}")
+        await asyncio.sleep(backoff_delay(failures, server_retry or initial_backoff, max_backoff))

@@ -1,0 +1,555 @@
+"""One thread's conversation as the UI sees it (n8n's frontend wrapper, reference section 6.2).
+
+``Conversation`` keeps the ordered messages of a thread: user messages and assistant
+messages, each assistant message owning the ``RunReducer`` of its message group. Events
+are routed by ``runId`` -> message group (``run-start``'s ``payload.messageGroupId``, or
+the run id); follow-up runs of a group fold into the same message. ``run-sync`` frames
+replace a group's tree, history loads adopt the stored trees, and live events keep
+folding into them.
+
+User text carried by ``run-start``: if the payload has ``userMessage`` (a string, or an
+object with ``content`` or ``text`` and optionally ``id``) the conversation shows it as
+the user message before the assistant message, unless the same text was already added
+locally with ``add_user_message``. ``payload.userMessageId`` names it if present. Neither
+field is part of n8n's protocol; our server may send them, n8n does not.
+
+Event ids: ``apply(id, event)`` drops every event whose id is ``<= cursor`` (already
+seen) and advances ``cursor`` to the largest id seen; events without id always apply.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from pydantic import BaseModel
+
+from .api import InstanceAiMessage, ThreadMessages
+from .events import (
+    AgentSpawnedEvent,
+    Event,
+    EventParseError,
+    RunFinishEvent,
+    RunStartEvent,
+    TaskList,
+    TasksUpdateEvent,
+    ThreadTitleUpdatedEvent,
+    UnknownEvent,
+    parse_event,
+)
+from .reducer import ReducerChanges, RunReducer
+from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
+
+__all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
+
+_HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
+#: event types that never touch a message's tree (no placeholder message for them)
+_NO_TREE_TYPES = frozenset({"thread-title-updated", "filesystem-request", "preferences-applied"})
+_CONFIRMATION_TYPES = frozenset(
+    {"confirmation-request", "tool-result", "tool-error", "tool-interrupted", "agent-completed", "run-finish", "run-start"}
+)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _when(ts: float | None) -> datetime:
+    if ts is not None:
+        try:
+            return datetime.fromtimestamp(float(ts) / 1000.0, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            pass
+    return _now()
+
+
+class ConversationMessage:
+    """A user or assistant message. An assistant message's text is its root agent's."""
+
+    __slots__ = (
+        "id",
+        "role",
+        "run_id",
+        "message_group_id",
+        "run_ids",
+        "created_at",
+        "reducer",
+        "is_streaming",
+        "local",
+        "_content",
+        "_reasoning",
+        "dirty",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        role: str,
+        *,
+        created_at: datetime | None = None,
+        content: str = "",
+        reducer: RunReducer | None = None,
+        run_id: str | None = None,
+        message_group_id: str | None = None,
+    ) -> None:
+        self.id = id
+        self.role = role
+        self.run_id = run_id
+        self.message_group_id = message_group_id
+        self.run_ids: list[str] = [run_id] if run_id else []
+        self.created_at = created_at or _now()
+        self.reducer = reducer
+        self.is_streaming = False
+        #: a user message typed here and not yet confirmed by the server
+        self.local = False
+        self._content = content
+        self._reasoning = ""
+        self.dirty = False
+
+    @property
+    def content(self) -> str:
+        """The text: the root agent's ``textContent`` for assistant messages."""
+        return self.reducer.text() if self.reducer is not None else self._content
+
+    @property
+    def reasoning(self) -> str:
+        return self.reducer.reasoning() if self.reducer is not None else self._reasoning
+
+    def tree(self) -> AgentNode | None:
+        return self.reducer.tree() if self.reducer is not None else None
+
+    def to_message(self) -> InstanceAiMessage:
+        """As the messages endpoint returns it (``InstanceAiMessage``)."""
+        return InstanceAiMessage.model_validate(self.to_wire())
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.run_id:
+            out["runId"] = self.run_id
+        if self.message_group_id:
+            out["messageGroupId"] = self.message_group_id
+        if self.run_ids:
+            out["runIds"] = list(self.run_ids)
+        out["role"] = self.role
+        out["createdAt"] = self.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        out["content"] = self.content
+        out["reasoning"] = self.reasoning
+        out["isStreaming"] = self.is_streaming
+        if self.reducer is not None:
+            out["agentTree"] = self.reducer.tree_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PendingConfirmation:
+    """A tool call waiting for the user's answer."""
+
+    message_id: str
+    run_id: str | None
+    agent_id: str
+    tool_call: ToolCallState
+    confirmation: Confirmation
+
+    @property
+    def request_id(self) -> str:
+        return self.confirmation.request_id
+
+    @property
+    def input_type(self) -> str:
+        return self.confirmation.effective_input_type
+
+    @property
+    def is_plan_review(self) -> bool:
+        """Plan reviews are drawn inline in the timeline, not in the confirmation panel."""
+        return self.input_type == "plan-review"
+
+
+@dataclass(slots=True)
+class ConversationChanges:
+    """What changed since the last ``Conversation.drain_changes``.
+
+    ``reset``: everything (history loaded); redraw all messages. ``added``: ids of new
+    messages, in order. ``messages``: per existing message id, its reducer's changes
+    (``ReducerChanges.reset`` when its tree was replaced, e.g. by ``run-sync``).
+    """
+
+    reset: bool = False
+    added: list[str] = field(default_factory=list)
+    messages: dict[str, ReducerChanges] = field(default_factory=dict)
+    streaming: bool = False
+    title: bool = False
+    tasks: bool = False
+    confirmations: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.reset or self.added or self.messages or self.streaming or self.title or self.tasks or self.confirmations
+        )
+
+
+class Conversation:
+    """The messages of one thread, folded from history, events and run-sync frames."""
+
+    def __init__(self, thread_id: str = "") -> None:
+        self.thread_id = thread_id
+        self.messages: list[ConversationMessage] = []
+        #: largest event id seen; events with an id <= cursor are dropped
+        self.cursor = 0
+        self.active_run_id: str | None = None
+        self.title: str | None = None
+        self.latest_tasks: TaskList | None = None
+        self.archived_workflow_ids: list[str] = []
+        self.diagnostics: deque[str] = deque(maxlen=100)
+        self._by_group: dict[str, ConversationMessage] = {}
+        self._group_of_run: dict[str, str] = {}
+        self._resolved: set[str] = set()
+        self._local_seq = 0
+        self._hot_run: str | None = None
+        self._hot_msg: ConversationMessage | None = None
+        self._dirty: list[ConversationMessage] = []
+        self._added: list[str] = []
+        self._reset = False
+        self._streaming_changed = False
+        self._title_changed = False
+        self._tasks_changed = False
+        self._confirmations_changed = False
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def is_streaming(self) -> bool:
+        """A run of this thread is active (between its ``run-start`` and ``run-finish``)."""
+        return self.active_run_id is not None
+
+    def message(self, message_id: str) -> ConversationMessage | None:
+        for msg in self.messages:
+            if msg.id == message_id:
+                return msg
+        return None
+
+    def message_for_run(self, run_id: str) -> ConversationMessage | None:
+        return self._by_group.get(self._group_of_run.get(run_id, run_id))
+
+    def to_messages(self) -> list[InstanceAiMessage]:
+        return [msg.to_message() for msg in self.messages]
+
+    def pending_confirmations(self, *, include_expired: bool = False) -> list[PendingConfirmation]:
+        """Tool calls with a confirmation that are still loading, not answered
+        (``confirmationStatus`` not approved/denied) and not resolved locally."""
+        pending: list[PendingConfirmation] = []
+        for msg in self.messages:
+            if msg.reducer is None:
+                continue
+            for agent_id, call in msg.reducer.confirmation_calls():
+                conf = call.confirmation
+                if conf is None or not call.is_loading or call.confirmation_status in ("approved", "denied"):
+                    continue
+                if conf.request_id in self._resolved or (conf.expired and not include_expired):
+                    continue
+                pending.append(PendingConfirmation(msg.id, msg.run_id, agent_id, call, conf))
+        return pending
+
+    def mark_confirmation_resolved(self, request_id: str, approved: bool | None = None) -> bool:
+        """Record that the user answered ``request_id`` here (it leaves
+        ``pending_confirmations``). With ``approved``, also set the call's
+        ``confirmationStatus``. Returns whether a call with that request was found."""
+        self._resolved.add(request_id)
+        self._confirmations_changed = True
+        for msg in self.messages:
+            if msg.reducer is None:
+                continue
+            for _agent_id, call in msg.reducer.confirmation_calls():
+                if call.confirmation is not None and call.confirmation.request_id == request_id:
+                    if approved is not None:
+                        msg.reducer.set_confirmation_status(call.tool_call_id, "approved" if approved else "denied")
+                        self._mark(msg)
+                    return True
+        return False
+
+    # ----------------------------------------------------------------- local input
+    def add_user_message(self, text: str) -> ConversationMessage:
+        """Show the user's message at once, before the server confirms the run."""
+        self._local_seq += 1
+        msg = ConversationMessage(f"local-{self._local_seq}", "user", content=text)
+        msg.local = True
+        self._append(msg)
+        return msg
+
+    # ----------------------------------------------------------------- history
+    def load_history(self, history: ThreadMessages) -> None:
+        """Replace the messages with a history page; the cursor becomes ``nextEventId - 1``."""
+        self.messages = []
+        self._by_group = {}
+        self._group_of_run = {}
+        self._invalidate_hot()
+        self.active_run_id = None
+        for item in history.messages:
+            if item.role == "assistant":
+                self._adopt_history_message(item)
+            else:
+                msg = ConversationMessage(item.id, "user", created_at=item.created_at, content=item.content)
+                self.messages.append(msg)
+        self.cursor = max(0, history.next_event_id - 1)
+        self._reset = True
+        self._added.clear()
+        self._dirty.clear()
+        self._confirmations_changed = True
+        self._streaming_changed = True
+
+    def _adopt_history_message(self, item: InstanceAiMessage) -> None:
+        group = item.message_group_id or item.run_id or item.id
+        run_ids = list(item.run_ids or ([item.run_id] if item.run_id else []))
+        tree = item.agent_tree
+        if tree is None:
+            root_id = f"orchestrator-{item.run_id}" if item.run_id else "agent-001"
+            tree = AgentNode(agent_id=root_id, text_content=item.content, reasoning=item.reasoning, status="completed")
+        reducer = RunReducer.from_tree(tree, aliases=[f"orchestrator-{r}" for r in run_ids])
+        reducer.drain_changes()
+        msg = ConversationMessage(
+            item.id,
+            "assistant",
+            created_at=item.created_at,
+            reducer=reducer,
+            run_id=item.run_id,
+            message_group_id=group,
+        )
+        msg.run_ids = run_ids
+        msg.is_streaming = item.is_streaming
+        self.messages.append(msg)
+        self._by_group[group] = msg
+        for run_id in run_ids:
+            self._group_of_run[run_id] = group
+
+    # ----------------------------------------------------------------- events
+    def apply(self, id: int | None, event: Event | RunSyncPayload | dict[str, Any] | str | bytes) -> bool:
+        """Fold one frame. Returns ``False`` if it was dropped (a duplicate id, or input
+        that is not an event; the latter is recorded in ``diagnostics``). Never raises."""
+        try:
+            if id is not None:
+                if id <= self.cursor:
+                    return False
+                self.cursor = id
+            if type(event) is dict:
+                if event.get("type") in _HOT_TYPES:
+                    run_id = event.get("runId", "")
+                    if run_id == self._hot_run and self._hot_msg is not None:
+                        msg = self._hot_msg
+                    elif type(run_id) is str:
+                        msg = self._by_group.get(self._group_of_run.get(run_id, run_id))
+                        if msg is not None and msg.reducer is not None:
+                            self._hot_run, self._hot_msg = run_id, msg
+                    else:
+                        msg = None
+                    if msg is not None and msg.reducer is not None:
+                        msg.reducer.apply(event)
+                        if not msg.dirty:
+                            self._mark(msg)
+                        return True
+                if event.get("type") == "run-sync":
+                    self.apply_run_sync(RunSyncPayload.model_validate(event.get("payload", event)))
+                    return True
+                event = parse_event(event)
+            elif isinstance(event, RunSyncPayload):
+                self.apply_run_sync(event)
+                return True
+            elif not isinstance(event, BaseModel):
+                event = parse_event(event)
+            self._apply_event(event)  # type: ignore[arg-type]
+            return True
+        except EventParseError as exc:
+            self.diagnostics.append(str(exc))
+            return False
+        except Exception as exc:  # noqa: BLE001 - folding must never raise
+            self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
+            return False
+
+    def apply_all(self, frames: Iterable[tuple[int | None, Any]]) -> Conversation:
+        for frame_id, event in frames:
+            self.apply(frame_id, event)
+        return self
+
+    def _apply_event(self, event: Event) -> None:
+        kind = event.type
+        if kind == "run-start":
+            self._on_run_start(event)  # type: ignore[arg-type]
+            return
+        if kind == "thread-title-updated":
+            assert isinstance(event, ThreadTitleUpdatedEvent)
+            self.title = event.payload.title
+            self._title_changed = True
+            return
+        if kind in _NO_TREE_TYPES or isinstance(event, UnknownEvent):
+            return
+        msg = self.message_for_run(event.run_id)
+        if msg is None or msg.reducer is None:
+            msg = self._placeholder(event)
+        msg.reducer.apply(event)  # type: ignore[union-attr]
+        self._mark(msg)
+        if kind in _CONFIRMATION_TYPES:
+            self._confirmations_changed = True
+        if kind == "tasks-update":
+            assert isinstance(event, TasksUpdateEvent)
+            self.latest_tasks = event.payload.tasks
+            self._tasks_changed = True
+        elif kind == "run-finish":
+            assert isinstance(event, RunFinishEvent)
+            self._on_run_finish(event, msg)
+
+    def _on_run_start(self, event: RunStartEvent) -> None:
+        run_id = event.run_id
+        group = event.payload.message_group_id or run_id
+        self._group_of_run[run_id] = group
+        self._invalidate_hot()
+        msg = self._by_group.get(group)
+        if msg is not None and msg.reducer is not None:
+            msg.reducer.apply(event)
+            msg.run_id = run_id
+            if run_id not in msg.run_ids:
+                msg.run_ids.append(run_id)
+            self._mark(msg)
+        else:
+            self._user_message_from(event)
+            reducer = RunReducer(event.agent_id)
+            reducer.apply(event)
+            msg = ConversationMessage(
+                run_id,
+                "assistant",
+                created_at=_when(event.ts),
+                reducer=reducer,
+                run_id=run_id,
+                message_group_id=group,
+            )
+            self._by_group[group] = msg
+            self._append(msg)
+        msg.is_streaming = True
+        self.active_run_id = run_id
+        self._streaming_changed = True
+        self._confirmations_changed = True
+
+    def _user_message_from(self, event: RunStartEvent) -> None:
+        extra = event.payload.model_extra or {}
+        raw = extra.get("userMessage")
+        message_id = extra.get("userMessageId")
+        if isinstance(raw, dict):
+            message_id = raw.get("id", message_id)
+            raw = raw.get("content", raw.get("text"))
+        if not isinstance(raw, str) or not raw:
+            return
+        for msg in reversed(self.messages):
+            if msg.role == "assistant":
+                break
+            if msg.local and msg.content == raw:
+                msg.local = False
+                return
+        msg = ConversationMessage(
+            str(message_id) if message_id else f"user-{event.run_id}", "user", created_at=_when(event.ts), content=raw
+        )
+        self._append(msg)
+
+    def _placeholder(self, event: Event) -> ConversationMessage:
+        """A message for events of a run whose ``run-start`` was missed (e.g. reconnect)."""
+        run_id = event.run_id
+        group = self._group_of_run.get(run_id, run_id)
+        self._group_of_run[run_id] = group
+        self._invalidate_hot()
+        root_id = event.payload.parent_id if isinstance(event, AgentSpawnedEvent) else event.agent_id
+        msg = ConversationMessage(
+            group,
+            "assistant",
+            created_at=_when(event.ts),
+            reducer=RunReducer(root_id or "agent-001"),
+            run_id=run_id,
+            message_group_id=group,
+        )
+        msg.is_streaming = True
+        self._by_group[group] = msg
+        self._append(msg)
+        self.diagnostics.append(f"{event.type} for run {run_id!r} without run-start: placeholder message")
+        return msg
+
+    def _on_run_finish(self, event: RunFinishEvent, msg: ConversationMessage) -> None:
+        for workflow_id in event.payload.archived_workflow_ids or ():
+            if workflow_id not in self.archived_workflow_ids:
+                self.archived_workflow_ids.append(workflow_id)
+        run_id = event.run_id
+        if run_id == self.active_run_id or run_id == msg.run_id:
+            msg.is_streaming = False
+            self._streaming_changed = True
+        if run_id == self.active_run_id:
+            self.active_run_id = None
+
+    # ----------------------------------------------------------------- run-sync
+    def apply_run_sync(self, sync: RunSyncPayload | dict[str, Any]) -> None:
+        """Replace the tree of a live message group with the server's snapshot."""
+        if not isinstance(sync, RunSyncPayload):
+            sync = RunSyncPayload.model_validate(sync)
+        run_id = sync.run_id
+        group = sync.message_group_id or self._group_of_run.get(run_id, run_id)
+        msg = self._by_group.get(group) or self.message_for_run(run_id)
+        run_ids = list(dict.fromkeys([*sync.run_ids, run_id] if run_id else sync.run_ids))
+        aliases = [f"orchestrator-{r}" for r in run_ids]
+        if msg is None:
+            msg = ConversationMessage(group, "assistant", run_id=run_id, message_group_id=group)
+            self._append(msg)
+        else:
+            self._mark(msg)
+        if sync.agent_tree is not None:
+            msg.reducer = RunReducer.from_tree(sync.agent_tree, aliases=aliases)
+        elif msg.reducer is None:
+            msg.reducer = RunReducer(aliases[0] if aliases else "agent-001")
+        msg.run_id = run_id or msg.run_id
+        msg.message_group_id = group
+        msg.run_ids = run_ids or msg.run_ids
+        self._by_group[group] = msg
+        for rid in run_ids:
+            self._group_of_run[rid] = group
+        self._invalidate_hot()
+        msg.is_streaming = sync.status in ("active", "suspended")
+        if msg.is_streaming and run_id:
+            self.active_run_id = run_id
+        self._streaming_changed = True
+        self._confirmations_changed = True
+
+    # ----------------------------------------------------------------- change tracking
+    def drain_changes(self) -> ConversationChanges:
+        changes = ConversationChanges(
+            reset=self._reset,
+            added=self._added,
+            streaming=self._streaming_changed,
+            title=self._title_changed,
+            tasks=self._tasks_changed,
+            confirmations=self._confirmations_changed,
+        )
+        self._added = []
+        self._reset = self._streaming_changed = self._title_changed = False
+        self._tasks_changed = self._confirmations_changed = False
+        added = set(changes.added)
+        for msg in self._dirty:
+            msg.dirty = False
+            if msg.reducer is None:
+                continue
+            reducer_changes = msg.reducer.drain_changes()
+            if msg.id not in added and not changes.reset and not reducer_changes.empty:
+                changes.messages[msg.id] = reducer_changes
+        self._dirty.clear()
+        if changes.reset:
+            for msg in self.messages:
+                if msg.reducer is not None:
+                    msg.reducer.drain_changes()
+        return changes
+
+    def _mark(self, msg: ConversationMessage) -> None:
+        if not msg.dirty:
+            msg.dirty = True
+            self._dirty.append(msg)
+
+    def _append(self, msg: ConversationMessage) -> None:
+        self.messages.append(msg)
+        self._added.append(msg.id)
+        self._mark(msg)
+
+    def _invalidate_hot(self) -> None:
+        self._hot_run = None
+        self._hot_msg = None

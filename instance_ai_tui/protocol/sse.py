@@ -1,0 +1,226 @@
+"""Server-Sent Events: an incremental frame parser and a decoder to protocol items.
+
+``SSEParser`` follows the WHATWG event-stream rules: lines end with ``\\r\\n``, ``\\r`` or
+``\\n`` (also when split across chunks), a leading BOM is dropped, ``:`` lines are
+comments (counted), ``data:`` lines join with ``\\n``, an ``id`` containing NUL is
+ignored, ``retry`` must be all digits, a blank line dispatches the frame and a frame
+without ``data`` is not dispatched. Bytes are decoded as UTF-8 incrementally, so a
+multi-byte character may be split between chunks.
+
+``EventStreamDecoder`` turns frames into ``(id, item)`` pairs where ``item`` is an
+``Event`` (or its raw dict with ``raw_events=True``, for the reducer's fast path) or, for
+``event: run-sync`` frames, a ``RunSyncPayload``. Bad frames never raise: they are
+skipped and described in ``diagnostics``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterable, Union
+
+from pydantic import ValidationError
+
+from .events import Event, EventParseError, parse_event
+from .tree import RunSyncPayload
+
+__all__ = ["EventStreamDecoder", "SSEFrame", "SSEParser", "StreamItemData", "frame_id", "iter_sse_items"]
+
+
+@dataclass(frozen=True, slots=True)
+class SSEFrame:
+    """One dispatched frame. ``id`` is the id given in this frame (``None`` if it had no
+    ``id:`` line); ``retry`` likewise."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEParser:
+    """Feed chunks (``str`` or ``bytes``) and get the frames they complete."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buf = ""
+        self._started = False
+        self._pending_cr = False
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        #: the last id seen in the stream (the spec's "last event ID"); persists across frames
+        self.last_event_id = ""
+        #: the last valid ``retry`` value seen
+        self.retry: int | None = None
+        #: number of comment lines (``:`` ...) seen, e.g. keep-alive pings
+        self.comments = 0
+
+    def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[SSEFrame]:
+        text = chunk if isinstance(chunk, str) else self._decoder.decode(bytes(chunk))
+        return self._feed_text(text)
+
+    def close(self, *, dispatch_incomplete: bool = False) -> list[SSEFrame]:
+        """End of stream. Per the spec a frame not ended by a blank line is discarded;
+        ``dispatch_incomplete=True`` dispatches it instead (for truncated captures)."""
+        frames = self._feed_text(self._decoder.decode(b"", final=True))
+        if self._buf:
+            line, self._buf = self._buf, ""
+            self._line(line, frames)
+        if dispatch_incomplete:
+            self._dispatch(frames)
+        else:
+            self._data, self._event, self._id, self._retry = [], "", None, None
+        return frames
+
+    def _feed_text(self, text: str) -> list[SSEFrame]:
+        frames: list[SSEFrame] = []
+        if not text:
+            return frames
+        if not self._started:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._pending_cr:
+            self._pending_cr = False
+            if text.startswith("\n"):
+                text = text[1:]
+        if not text:
+            return frames
+        buf = self._buf + text
+        trailing_cr = buf.endswith("\r")
+        if trailing_cr:
+            buf = buf[:-1]
+        if "\r" in buf:
+            buf = buf.replace("\r\n", "\n").replace("\r", "\n")
+        if trailing_cr:
+            # a CR at the end of the chunk ends a line now; a LF at the start of the
+            # next chunk belongs to it
+            buf += "\n"
+            self._pending_cr = True
+        lines = buf.split("\n")
+        self._buf = lines.pop()
+        for line in lines:
+            self._line(line, frames)
+        return frames
+
+    def _line(self, line: str, frames: list[SSEFrame]) -> None:
+        if not line:
+            self._dispatch(frames)
+            return
+        if line[0] == ":":
+            self.comments += 1
+            return
+        name, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\x00" not in value:
+                self._id = value
+                self.last_event_id = value
+        elif name == "retry":
+            if value and value.isascii() and value.isdigit():
+                self._retry = int(value)
+                self.retry = self._retry
+        # any other field name is ignored
+
+    def _dispatch(self, frames: list[SSEFrame]) -> None:
+        if self._data:
+            frames.append(SSEFrame("\n".join(self._data), self._event or "message", self._id, self._retry))
+        self._data, self._event, self._id, self._retry = [], "", None, None
+
+
+#: what a decoded frame carries
+StreamItemData = Union[Event, RunSyncPayload, dict[str, Any]]
+
+_KEEPALIVE_EVENTS = frozenset({"ping", "heartbeat", "keepalive", "keep-alive"})
+
+
+def frame_id(value: str | None) -> int | None:
+    """A frame's id as the integer the protocol uses, or ``None`` (absent or not a number)."""
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    return int(value)
+
+
+class EventStreamDecoder:
+    """SSE text/bytes -> ``(id, Event | RunSyncPayload)`` (or ``(id, dict)`` with ``raw_events``)."""
+
+    def __init__(self, *, raw_events: bool = False, max_diagnostics: int = 200) -> None:
+        self.parser = SSEParser()
+        self.raw_events = raw_events
+        self.diagnostics: deque[str] = deque(maxlen=max_diagnostics)
+        self.diagnostic_count = 0
+        self.frames = 0
+
+    def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[tuple[int | None, StreamItemData]]:
+        return self._decode_all(self.parser.feed(chunk))
+
+    def close(self, *, dispatch_incomplete: bool = False) -> list[tuple[int | None, StreamItemData]]:
+        return self._decode_all(self.parser.close(dispatch_incomplete=dispatch_incomplete))
+
+    def _decode_all(self, frames: list[SSEFrame]) -> list[tuple[int | None, StreamItemData]]:
+        out: list[tuple[int | None, StreamItemData]] = []
+        for frame in frames:
+            item = self.decode(frame)
+            if item is not None:
+                out.append(item)
+        return out
+
+    def _diag(self, message: str) -> None:
+        self.diagnostic_count += 1
+        self.diagnostics.append(message)
+
+    def decode(self, frame: SSEFrame) -> tuple[int | None, StreamItemData] | None:
+        """One frame -> ``(id, item)``, or ``None`` (skipped; see ``diagnostics``)."""
+        self.frames += 1
+        where = f"frame {self.frames}" + (f" (id {frame.id})" if frame.id is not None else "")
+        event_id = frame_id(frame.id)
+        if frame.id is not None and event_id is None and frame.id != "":
+            self._diag(f"{where}: id {frame.id!r} is not a non-negative integer; ignored")
+        if frame.event in _KEEPALIVE_EVENTS:
+            return None
+        try:
+            data = json.loads(frame.data)
+        except ValueError as exc:
+            self._diag(f"{where}: data is not JSON ({exc}): {frame.data[:80]!r}")
+            return None
+        if frame.event == "run-sync":
+            try:
+                return event_id, RunSyncPayload.model_validate(data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first.get("loc", ()))
+                self._diag(f"{where}: invalid run-sync frame: {loc}: {first.get('msg')}")
+                return None
+        if isinstance(data, dict) and "type" not in data and frame.event not in ("message", ""):
+            data = {"type": frame.event, **data}
+        if self.raw_events:
+            if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not data["type"]:
+                self._diag(f"{where}: not an event object: {frame.data[:80]!r}")
+                return None
+            return event_id, data
+        try:
+            return event_id, parse_event(data)
+        except EventParseError as exc:
+            self._diag(f"{where}: {exc}")
+            return None
+
+
+def iter_sse_items(
+    chunks: Iterable[str | bytes], decoder: EventStreamDecoder | None = None, *, dispatch_incomplete: bool = False
+) -> list[tuple[int | None, StreamItemData]]:
+    """Decode a whole stream given as chunks (convenience for files and tests)."""
+    decoder = decoder or EventStreamDecoder()
+    items: list[tuple[int | None, StreamItemData]] = []
+    for chunk in chunks:
+        items.extend(decoder.feed(chunk))
+    items.extend(decoder.close(dispatch_incomplete=dispatch_incomplete))
+    return items

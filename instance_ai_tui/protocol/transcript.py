@@ -1,0 +1,190 @@
+"""Export a thread as Markdown or JSON.
+
+Secrets never leave: values under secret-looking keys (``apiKey``, ``token``,
+``password``, ``authorization``, ...) and strings that look like credentials
+(``sk-...``, ``Bearer ...``, JWTs) are replaced by ``[redacted]`` in tool arguments,
+results and confirmations, everywhere in the exported data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Sequence
+
+from .api import InstanceAiMessage
+from .conversation import Conversation
+from .events import TaskStatus
+from .text_render import summarize_result, task_glyph
+from .tree import AgentNode, ToolCallState
+
+__all__ = ["REDACTED", "redact", "to_json", "to_markdown"]
+
+REDACTED = "[redacted]"
+
+_SECRET_KEY = re.compile(
+    r"(api[-_]?key|apikey|token|secret|password|passwd|passphrase|authorization|auth[-_]?header|cookie|"
+    r"private[-_]?key|access[-_]?key|client[-_]?secret|credential[-_]?data|session[-_]?key|x-gateway-key)",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"(\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._\-+/=]{12,}|"
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}|\bgw_[A-Za-z0-9]{24,}|\bsess_[A-Za-z0-9]{24,})"
+)
+#: keys of our own models that contain a secret-looking word but hold none
+_SAFE_KEYS = frozenset({"tokens", "tokenCount", "inputTokens", "outputTokens", "totalTokens", "credentialType"})
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with secrets replaced by ``[redacted]``."""
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if (
+                isinstance(key, str)
+                and key not in _SAFE_KEYS
+                and _SECRET_KEY.search(key)
+                and isinstance(item, (str, dict, list))
+                and item
+            ):
+                out[key] = REDACTED
+            else:
+                out[key] = redact(item)
+        return out
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    if isinstance(value, str):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    return value
+
+
+def _messages(source: Conversation | Sequence[InstanceAiMessage]) -> list[InstanceAiMessage]:
+    return source.to_messages() if isinstance(source, Conversation) else list(source)
+
+
+def to_json(
+    source: Conversation | Sequence[InstanceAiMessage],
+    *,
+    thread_id: str | None = None,
+    title: str | None = None,
+    indent: int | None = 2,
+) -> str:
+    """``{"threadId", "title", "messages": [InstanceAiMessage...]}`` with secrets redacted."""
+    if isinstance(source, Conversation):
+        thread_id = thread_id if thread_id is not None else source.thread_id
+        title = title if title is not None else source.title
+    data = {
+        "threadId": thread_id or "",
+        "title": title or "",
+        "messages": [message.to_wire() for message in _messages(source)],
+    }
+    return json.dumps(redact(data), indent=indent, ensure_ascii=False)
+
+
+def _fence(text: str, lang: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.strip("\n").split("\n"))
+
+
+def _tool_md(call: ToolCallState) -> list[str]:
+    state = "error" if call.error is not None else "running" if call.is_loading else "done"
+    lines = [f"**🔧 {call.tool_name or '?'}** ({state})", ""]
+    if call.args:
+        lines += ["Arguments:", "", _fence(json.dumps(redact(call.args), indent=2, ensure_ascii=False, default=str), "json"), ""]
+    if call.confirmation is not None:
+        conf = call.confirmation
+        status = call.confirmation_status or ("expired" if conf.expired else "pending")
+        lines += [f"⚠ Approval ({conf.effective_input_type}, {status}): {redact(conf.message)}", ""]
+    if call.error is not None:
+        lines += [f"Error: {redact(call.error)}", ""]
+    elif not call.is_loading and call.result is not None:
+        result = redact(call.result)
+        text = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False, default=str)
+        if len(text) > 2000:
+            text = text[:2000] + f"\n… ({len(text) - 2000} more characters; summary: {summarize_result(result)})"
+        lines += ["Result:", "", _fence(text, "" if isinstance(result, str) else "json"), ""]
+    return lines
+
+
+def _agent_md(node: AgentNode, depth: int) -> list[str]:
+    lines: list[str] = []
+    calls = {call.tool_call_id: call for call in node.tool_calls}
+    children = {child.agent_id: child for child in node.children}
+    seen_calls: set[str] = set()
+    seen_children: set[str] = set()
+    if not any(e.type == "reasoning" for e in node.timeline) and node.reasoning.strip():
+        lines += [_quote("💭 " + node.reasoning), ""]
+    for entry in node.timeline:
+        if entry.type == "text":
+            content = redact(getattr(entry, "content", ""))
+            if content.strip():
+                lines += [content.strip("\n"), ""]
+        elif entry.type == "reasoning":
+            content = redact(getattr(entry, "content", ""))
+            if content.strip():
+                lines += [_quote("💭 " + content), ""]
+        elif entry.type == "tool-call":
+            call = calls.get(getattr(entry, "tool_call_id", ""))
+            if call is not None:
+                seen_calls.add(call.tool_call_id)
+                lines += _tool_md(call)
+        elif entry.type == "child":
+            child = children.get(getattr(entry, "agent_id", ""))
+            if child is not None and child.agent_id not in seen_children:
+                seen_children.add(child.agent_id)
+                lines += _child_md(child, depth)
+    for call in node.tool_calls:
+        if call.tool_call_id not in seen_calls:
+            lines += _tool_md(call)
+    for child in node.children:
+        if child.agent_id not in seen_children:
+            lines += _child_md(child, depth)
+    if not any(e.type == "text" for e in node.timeline) and node.text_content.strip():
+        lines += [redact(node.text_content).strip("\n"), ""]
+    if node.tasks is not None and node.tasks.tasks:
+        done = sum(1 for t in node.tasks.tasks if t.status == TaskStatus.DONE)
+        lines += [f"**📋 Tasks {done}/{len(node.tasks.tasks)}**", ""]
+        lines += [f"- {task_glyph(t.status)} {t.description}" for t in node.tasks.tasks]
+        lines.append("")
+    if node.status == "cancelled":
+        reason = f" ({node.cancellation_reason})" if node.cancellation_reason else ""
+        lines += [f"_⊘ Cancelled{reason}_", ""]
+    if node.error:
+        lines += [f"_❌ Error: {redact(node.error)}_", ""]
+    return lines
+
+
+def _child_md(child: AgentNode, depth: int) -> list[str]:
+    level = "#" * min(6, depth + 3)
+    heading = f"{level} 🤖 Sub-agent: {child.role or 'agent'}"
+    if child.title:
+        heading += f" — {child.title}"
+    lines = [heading + f" ({child.status})", ""]
+    lines += _agent_md(child, depth + 1)
+    if child.result:
+        lines += [f"✅ {redact(child.result)}", ""]
+    return lines
+
+
+def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: str | None = None) -> str:
+    """The thread as Markdown: user turns, then each answer's timeline in order
+    (reasoning quoted, tool calls with arguments and results, sub-agents as sections)."""
+    if isinstance(source, Conversation) and title is None:
+        title = source.title
+    lines = [f"# {title or 'Instance AI conversation'}", ""]
+    for message in _messages(source):
+        stamp = message.created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        if message.role == "user":
+            lines += [f"## 👤 User · {stamp}", "", redact(message.content).strip("\n"), ""]
+            continue
+        lines += [f"## 🤖 Assistant · {stamp}", ""]
+        if message.agent_tree is not None:
+            lines += _agent_md(message.agent_tree, 0)
+        elif message.content.strip():
+            lines += [redact(message.content).strip("\n"), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,183 @@
+"""The typed chunks ``Agent.stream()`` yields.
+
+Every chunk has ``type`` (the wire-style name), ``run_id`` and ``response_id``: one id per model
+response (one loop iteration), shared by the text, reasoning and tool chunks of that response and
+by the results of its tool calls. Order within one response::
+
+    reasoning-delta* text-delta* tool-call-delta*  (interleaved as the model streams)
+    message (the assistant message)  tool-call* (each complete call, before execution)
+    tool-result* / tool-call-suspended* (in call order)  message* (the tool messages)
+
+then the next response, and finally exactly one ``finish`` (success, max iterations, suspended
+with reason ``tool-calls``) or one ``error`` (failure or abort; ``cancelled`` tells which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel
+
+from .usage import SubAgentUsage, Usage
+
+FinishReason = Literal["stop", "max-iterations", "length", "content-filter", "tool-calls", "error", "other"]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(slots=True)
+class _Chunk:
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict of the chunk."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "exception"}
+
+
+@dataclass(slots=True)
+class TextDeltaChunk(_Chunk):
+    run_id: str
+    response_id: str
+    delta: str
+    type: Literal["text-delta"] = "text-delta"
+
+
+@dataclass(slots=True)
+class ReasoningDeltaChunk(_Chunk):
+    run_id: str
+    response_id: str
+    delta: str
+    type: Literal["reasoning-delta"] = "reasoning-delta"
+
+
+@dataclass(slots=True)
+class ToolCallDeltaChunk(_Chunk):
+    """A fragment of a tool call being streamed. ``start`` is True on the call's first fragment
+    (which carries ``tool_name``); ``args_delta`` is the new piece of JSON argument text."""
+
+    run_id: str
+    response_id: str
+    index: int
+    tool_call_id: str
+    tool_name: str
+    args_delta: str
+    start: bool = False
+    type: Literal["tool-call-delta"] = "tool-call-delta"
+
+
+@dataclass(slots=True)
+class ToolCallChunk(_Chunk):
+    """A complete tool call, before it runs. ``args_error`` is set when the arguments were not
+    valid JSON (the call then gets an error result the model can correct)."""
+
+    run_id: str
+    response_id: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    args_error: str | None = None
+    type: Literal["tool-call"] = "tool-call"
+
+
+@dataclass(slots=True)
+class ToolResultChunk(_Chunk):
+    """The settled outcome of a tool call: ``result`` on success, ``error`` (and ``is_error``) on
+    failure. ``skipped`` marks calls settled without running (abort). ``model_output`` is the text
+    the model sees."""
+
+    run_id: str
+    response_id: str
+    tool_call_id: str
+    tool_name: str
+    result: Any = None
+    error: str | None = None
+    is_error: bool = False
+    skipped: bool = False
+    model_output: str = ""
+    type: Literal["tool-result"] = "tool-result"
+
+
+@dataclass(slots=True)
+class MessageChunk(_Chunk):
+    """A complete message added to the run (assistant message or tool message), as a dict of
+    ``runtime.messages.Message``."""
+
+    run_id: str
+    response_id: str
+    message: dict[str, Any]
+    type: Literal["message"] = "message"
+
+
+@dataclass(slots=True)
+class ToolCallSuspendedChunk(_Chunk):
+    """A tool call waiting for the caller: ``kind`` is ``approval`` (resume with approve/deny) or
+    ``suspend`` (resume with data matching ``resume_schema``)."""
+
+    run_id: str
+    response_id: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    suspend_payload: Any
+    resume_schema: dict[str, Any] | None
+    kind: Literal["approval", "suspend"] = "suspend"
+    type: Literal["tool-call-suspended"] = "tool-call-suspended"
+
+
+@dataclass(slots=True)
+class FinishChunk(_Chunk):
+    """The run ended (or suspended, with ``finish_reason='tool-calls'`` and ``suspended`` True).
+
+    ``usage`` is this agent's own usage (with cost when the price is known); ``sub_agent_usage``
+    lists sub-agent runs made through ``Agent.as_tool``; ``total_usage`` sums both."""
+
+    run_id: str
+    response_id: str
+    finish_reason: FinishReason
+    usage: Usage
+    total_usage: Usage
+    model: str
+    sub_agent_usage: list[SubAgentUsage] = field(default_factory=list)
+    suspended: bool = False
+    type: Literal["finish"] = "finish"
+
+    @property
+    def cost(self) -> float | None:
+        return self.usage.cost
+
+    @property
+    def total_cost(self) -> float | None:
+        return self.total_usage.cost
+
+
+@dataclass(slots=True)
+class ErrorChunk(_Chunk):
+    """The run failed (``cancelled`` False) or was aborted (``cancelled`` True). Always last."""
+
+    run_id: str
+    response_id: str
+    error: str
+    cancelled: bool = False
+    status_code: int | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+    type: Literal["error"] = "error"
+
+
+StreamChunk = Union[
+    TextDeltaChunk,
+    ReasoningDeltaChunk,
+    ToolCallDeltaChunk,
+    ToolCallChunk,
+    ToolResultChunk,
+    MessageChunk,
+    ToolCallSuspendedChunk,
+    FinishChunk,
+    ErrorChunk,
+]

@@ -1,0 +1,193 @@
+"""The model adapter interface: one streamed chat completion in, typed model chunks out.
+
+An adapter takes a ``ModelRequest`` (messages in the OpenAI chat format, tool definitions in the
+OpenAI ``tools`` format, extra parameters) and yields, in order:
+
+* ``ModelTextDelta`` / ``ModelReasoningDelta`` as text arrives,
+* ``ModelToolCallDelta`` fragments of tool calls, keyed by ``index`` (``id`` and ``name`` are set on
+  the first fragment of an index only; ``arguments`` is the new piece of the JSON argument text),
+* at most one ``ModelUsage``,
+* exactly one ``ModelFinish`` last, carrying the assembled tool calls (``ModelToolCall``) and the
+  finish reason (``stop`` | ``tool_calls`` | ``length`` | ``content_filter`` | ...).
+
+Failures raise ``ModelError`` (``ModelTimeout`` for first-token / idle timeouts). When the
+``cancel`` event is set the adapter closes its HTTP stream at once and raises ``ModelCancelled``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
+
+import asyncio
+import uuid
+
+from .usage import Usage
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One model call: OpenAI-format ``messages`` and ``tools``, plus extra request ``params``."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ...
+
+    def tool_names(self) -> list[str]:
+        return [t.get("function", {}).get("name", "") for t in self.tools]
+
+    def last_user_text(self) -> str:
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return content_text(message.get("content"))
+        return ""
+
+
+def content_text(content: Any) -> str:
+    """The text of an OpenAI ``content`` value (string or list of parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
+
+
+@dataclass(slots=True, frozen=True)
+class ModelTextDelta:
+    text: str
+    type: str = "text"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelReasoningDelta:
+    text: str
+    type: str = "reasoning"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelToolCallDelta:
+    """A fragment of tool call ``index``. ``id``/``name`` only on the first fragment of an index."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    type: str = "tool-call-delta"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelUsage:
+    usage: Usage
+    type: str = "usage"
+
+
+@dataclass(slots=True, frozen=True)
+class ModelToolCall:
+    """An assembled tool call. ``arguments`` is the raw JSON text the model sent (may be invalid)."""
+
+    index: int
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(slots=True, frozen=True)
+class ModelFinish:
+    reason: str
+    tool_calls: tuple[ModelToolCall, ...] = ()
+    model: str | None = None
+    type: str = "finish"
+
+
+ModelChunk = Union[ModelTextDelta, ModelReasoningDelta, ModelToolCallDelta, ModelUsage, ModelFinish]
+
+
+class ModelError(Exception):
+    """A model call failed. ``status_code`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = retryable
+
+
+class ModelTimeout(ModelError):
+    """No first token within ``first_token_timeout``, or silence longer than ``idle_timeout``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+class ModelCancelled(ModelError):
+    """The ``cancel`` event was set while the model was streaming."""
+
+    def __init__(self, message: str = "model call cancelled") -> None:
+        super().__init__(message)
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """Anything that streams a chat completion as ``ModelChunk`` values."""
+
+    name: str
+
+    def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[ModelChunk]: ...
+
+
+class ToolCallAccumulator:
+    """Assembles tool-call fragments by index.
+
+    Handles servers that repeat ``id`` and ``name`` on every fragment (llama.cpp): a repeated
+    name is not appended again. A call without an id gets a generated one on its first fragment. ``feed`` returns the normalised delta
+    (``id``/``name`` set only on the first fragment of an index) or None when nothing is new.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def feed(self, index: int, id: str | None, name: str | None, arguments: str | None) -> ModelToolCallDelta | None:
+        call = self._calls.get(index)
+        first = call is None
+        if call is None:
+            call = {"id": id or f"call_{uuid.uuid4().hex[:24]}", "name": "", "args": []}
+            self._calls[index] = call
+        new_name: str | None = None
+        if name:
+            current = call["name"]
+            if not current:
+                call["name"] = name
+                new_name = name
+            elif name != current and not current.endswith(name) and not name.startswith(current):
+                # a genuinely split name ("get_", "weather"): append the piece
+                call["name"] = current + name
+                new_name = name
+            elif name.startswith(current) and name != current:
+                # a server sending the growing full name each time
+                call["name"] = name
+                new_name = name[len(current):]
+        if arguments:
+            call["args"].append(arguments)
+        if not first and not new_name and not arguments:
+            return None
+        return ModelToolCallDelta(
+            index=index,
+            id=call["id"] if first else None,
+            name=new_name if (first or new_name) else None,
+            arguments=arguments or "",
+        )
+
+    def finish(self) -> tuple[ModelToolCall, ...]:
+        return tuple(
+            ModelToolCall(index=i, id=c["id"], name=c["name"], arguments="".join(c["args"]))
+            for i, c in sorted(self._calls.items())
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def id_of(self, index: int) -> str:
+        call = self._calls.get(index)
+        return call["id"] if call else ""

@@ -1,0 +1,333 @@
+"""The model adapter on the official ``openai`` package (chat completions, streamed).
+
+Works against any OpenAI-compatible base URL (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server,
+OpenRouter). What it smooths over:
+
+* tool-call fragments are assembled by ``index``; servers that repeat ``id`` and ``name`` in every
+  fragment (llama.cpp) do not produce doubled names;
+* reasoning comes from the ``reasoning_content`` or ``reasoning`` extra fields of a delta, or from
+  inline ``<think>...</think>`` blocks in the content (tags may be split across chunks);
+* a ``stop`` finish reason with tool calls present is reported as ``tool_calls``;
+* the first chunk must arrive within ``first_token_timeout`` and later chunks within
+  ``idle_timeout`` of each other, else ``ModelTimeout``;
+* setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, AsyncIterator, Awaitable, Mapping, TypeVar
+
+from .model import (
+    ModelCancelled,
+    ModelChunk,
+    ModelError,
+    ModelFinish,
+    ModelReasoningDelta,
+    ModelRequest,
+    ModelTextDelta,
+    ModelTimeout,
+    ModelUsage,
+    ToolCallAccumulator,
+)
+from .usage import Price, PriceTable, Usage
+
+T = TypeVar("T")
+
+_FINISH_REASONS = {"stop", "tool_calls", "length", "content_filter", "function_call"}
+
+
+class ThinkSplitter:
+    """Splits content into text and reasoning on ``<think>``/``</think>`` tags, across chunks."""
+
+    OPEN = "<think>"
+    CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self.in_think = False
+        self._buffer = ""
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        """Returns ``(is_reasoning, piece)`` pairs; a possible partial tag at the end is held back."""
+        self._buffer += text
+        out: list[tuple[bool, str]] = []
+        while self._buffer:
+            tag = self.CLOSE if self.in_think else self.OPEN
+            pos = self._buffer.find(tag)
+            if pos >= 0:
+                if pos:
+                    out.append((self.in_think, self._buffer[:pos]))
+                self._buffer = self._buffer[pos + len(tag) :]
+                self.in_think = not self.in_think
+                continue
+            keep = 0
+            for n in range(min(len(tag) - 1, len(self._buffer)), 0, -1):
+                if tag.startswith(self._buffer[-n:]):
+                    keep = n
+                    break
+            emit = self._buffer[: len(self._buffer) - keep]
+            if emit:
+                out.append((self.in_think, emit))
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            break
+        return out
+
+    def flush(self) -> list[tuple[bool, str]]:
+        rest, self._buffer = self._buffer, ""
+        return [(self.in_think, rest)] if rest else []
+
+
+def usage_from_openai(raw: Any) -> Usage:
+    """Convert an OpenAI ``CompletionUsage`` (or a dict of one) to ``Usage``."""
+    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw or {})
+    prompt = int(data.get("prompt_tokens") or 0)
+    completion = int(data.get("completion_tokens") or 0)
+    prompt_details = data.get("prompt_tokens_details") or {}
+    completion_details = data.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=completion,
+        total_tokens=int(data.get("total_tokens") or prompt + completion),
+        cached_input_tokens=int(prompt_details.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        requests=1,
+    )
+
+
+class OpenAIModel:
+    """A ``ModelAdapter`` for an OpenAI-compatible chat-completions endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        first_token_timeout: float | None = 60.0,
+        idle_timeout: float | None = 60.0,
+        prices: PriceTable | Mapping[str, Price | Mapping[str, float]] | None = None,
+        max_retries: int = 2,
+        strict_tools: bool | None = None,
+        replay_reasoning: bool = False,
+        default_params: dict[str, Any] | None = None,
+        client: Any = None,
+    ) -> None:
+        import httpx
+        import openai
+
+        self.name = model
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url is None:
+                raise ValueError(
+                    "no API key for the OpenAI API: set OPENAI_API_KEY (or model.api_key in the config file), "
+                    "or set OPENAI_BASE_URL for a local OpenAI-compatible server"
+                )
+            key = "no-key"  # local servers accept any key; the client insists on one
+        self.first_token_timeout = first_token_timeout
+        self.idle_timeout = idle_timeout
+        self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
+        official = self.base_url is None or "api.openai.com" in self.base_url
+        #: whether tool schemas may be sent with ``strict: true``
+        self.supports_strict_tools = official if strict_tools is None else strict_tools
+        #: echo reasoning back as ``reasoning_content`` on assistant tool-call turns (Kimi, DeepSeek)
+        self.replay_reasoning = replay_reasoning
+        self.default_params = dict(default_params or {})
+        self._client = client or openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=max_retries,
+            timeout=httpx.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OpenAIModel:
+        """Build from ``config.ModelSettings`` (env already merged in by ``load_settings``)."""
+        if not settings.name or settings.name == "demo":
+            raise ValueError("no model name configured (set INSTANCE_AI_MODEL or model.name in the config file)")
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        return cls(
+            settings.name,
+            base_url=settings.base_url,
+            api_key=key,
+            first_token_timeout=settings.first_token_timeout,
+            idle_timeout=settings.idle_timeout,
+            prices=settings.prices,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # -- the stream ------------------------------------------------------------------------------
+
+    async def _race(self, aw: Awaitable[T], timeout: float | None, cancel_task: asyncio.Future[Any] | None,
+                    what: str) -> T:
+        """Await ``aw`` unless the cancel event fires or ``timeout`` passes first."""
+        if cancel_task is None and timeout is None:
+            return await aw
+        task = asyncio.ensure_future(aw)
+        waiters: set[asyncio.Future[Any]] = {task}
+        if cancel_task is not None:
+            waiters.add(cancel_task)
+        try:
+            done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+            raise
+        if task in done:
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except BaseException:
+            pass
+        if cancel_task is not None and cancel_task in done:
+            raise ModelCancelled()
+        raise ModelTimeout(f"model {self.model!r}: {what} (no data for {timeout:g} s)")
+
+    def _error(self, exc: Exception) -> ModelError:
+        import openai
+
+        where = self.base_url or "https://api.openai.com/v1"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelTimeout(f"model {self.model!r}: request to {where} timed out")
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelError(f"cannot reach the model server at {where}: {exc}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            message = exc.message
+            body = exc.body
+            if isinstance(body, dict):
+                inner = body.get("error", body)
+                if isinstance(inner, dict) and inner.get("message"):
+                    message = str(inner["message"])
+                elif isinstance(inner, str):
+                    message = inner
+            status = exc.status_code
+            return ModelError(
+                f"model server returned HTTP {status} for {self.model!r}: {message}",
+                status_code=status,
+                retryable=status in (408, 409, 429) or status >= 500,
+            )
+        if isinstance(exc, openai.APIError):
+            return ModelError(f"model {self.model!r} failed: {exc.message}")
+        return ModelError(f"model {self.model!r} failed: {exc}")
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = request.tools
+            if request.tool_choice is not None:
+                params["tool_choice"] = request.tool_choice
+        params.update(self.default_params)
+        params.update(request.params)
+        return params
+
+    async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[ModelChunk]:
+        import openai
+
+        if cancel is not None and cancel.is_set():
+            raise ModelCancelled()
+        params = self._params(request)
+        extra_body = {k: params.pop(k) for k in list(params) if k not in _KNOWN_PARAMS}
+        if extra_body:
+            params["extra_body"] = extra_body
+        cancel_task = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        loop = asyncio.get_running_loop()
+        deadline = None if self.first_token_timeout is None else loop.time() + self.first_token_timeout
+        stream = None
+        try:
+            try:
+                stream = await self._race(
+                    self._client.chat.completions.create(**params),
+                    self.first_token_timeout,
+                    cancel_task,
+                    "no response",
+                )
+            except openai.OpenAIError as exc:
+                raise self._error(exc) from exc
+            iterator = stream.__aiter__()
+            tools = ToolCallAccumulator()
+            think = ThinkSplitter()
+            finish_reason: str | None = None
+            usage: Usage | None = None
+            model_name: str | None = None
+            got_token = False
+            while True:
+                if got_token or deadline is None:
+                    timeout, what = self.idle_timeout, "stream stalled"
+                else:
+                    timeout, what = max(0.0, deadline - loop.time()), "no first token"
+                try:
+                    chunk = await self._race(iterator.__anext__(), timeout, cancel_task, what)
+                except StopAsyncIteration:
+                    break
+                except openai.OpenAIError as exc:
+                    raise self._error(exc) from exc
+                model_name = model_name or getattr(chunk, "model", None)
+                if getattr(chunk, "usage", None):
+                    usage = usage_from_openai(chunk.usage)
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                if delta is not None:
+                    extra = delta.model_extra or {}
+                    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+                    if isinstance(reasoning, str) and reasoning:
+                        got_token = True
+                        yield ModelReasoningDelta(reasoning)
+                    if delta.content:
+                        got_token = True
+                        for is_reasoning, piece in think.feed(delta.content):
+                            yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
+                    if delta.tool_calls:
+                        got_token = True
+                        for position, tc in enumerate(delta.tool_calls):
+                            fn = tc.function
+                            out = tools.feed(
+                                tc.index if tc.index is not None else position,
+                                tc.id,
+                                fn.name if fn is not None else None,
+                                fn.arguments if fn is not None else None,
+                            )
+                            if out is not None:
+                                yield out
+                if choice.finish_reason:
+                    got_token = True
+                    finish_reason = choice.finish_reason
+            for is_reasoning, piece in think.flush():
+                yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
+            if usage is not None:
+                yield ModelUsage(self.prices.priced(self.model, usage))
+            calls = tools.finish()
+            reason = finish_reason or "stop"
+            if calls and reason in ("stop", "function_call"):
+                reason = "tool_calls"
+            yield ModelFinish(reason=reason, tool_calls=calls, model=model_name or self.model)
+        finally:
+            if cancel_task is not None:
+                cancel_task.cancel()
+            if stream is not None:
+                try:
+                    await asyncio.shield(stream.close())
+                except BaseException:
+                    pass
+
+
+_KNOWN_PARAMS = {
+    "model", "messages", "stream", "stream_options", "tools", "tool_choice", "temperature", "top_p",
+    "max_tokens", "max_completion_tokens", "stop", "seed", "n", "presence_penalty", "frequency_penalty",
+    "logit_bias", "logprobs", "top_logprobs", "user", "response_format", "parallel_tool_calls",
+    "reasoning_effort", "metadata", "store", "service_tier", "modalities", "prediction", "audio",
+    "web_search_options", "prompt_cache_key", "safety_identifier", "verbosity", "extra_body", "extra_headers",
+    "extra_query", "timeout",
+}

@@ -1,0 +1,417 @@
+"""The ASGI app that speaks the streaming protocol over HTTP and SSE (Starlette).
+
+``create_app(service)`` exposes an ``AssistantService`` under ``/instance-ai/...``:
+
+====================================  ===========================================================
+``POST chat/{threadId}``              ``{message}`` -> ``{runId}``; 409 while a run is active
+``POST chat/{threadId}/cancel``       ``{ok: true}`` (idempotent)
+``GET  events/{threadId}``            SSE: replay after ``Last-Event-ID`` / ``?lastEventId=``, live
+``POST confirm/{requestId}``          seed ``{approved}`` or a ``kind`` body -> ``{ok, runId?}``
+``GET  threads``                      ``{threads, total, hasMore}`` (``?search=``)
+``POST threads``                      ``{threadId?, title?}`` -> thread (201 created, 200 existing)
+``PATCH/DELETE threads/{threadId}``   rename (``{title}``) / delete
+``GET  threads/{threadId}/messages``  ``{threadId, messages, nextEventId}``
+``GET  threads/{threadId}/status``    ``{hasActiveRun, isSuspended, runId?, backgroundTasks}``
+``GET  health``                       ``{service: "instance-ai", version, model, authRequired}``
+``GET  openapi.json``                 the OpenAPI 3.1 document
+====================================  ===========================================================
+
+Errors are JSON ``{code, message}`` with ``code`` equal to the HTTP status: 400 for invalid
+input, 401 without a valid token, 404 for unknown threads and requests, 409 when busy, 413
+for bodies over ``max_body_bytes``. With a ``token`` every route but ``health`` and
+``openapi.json`` needs ``Authorization: Bearer <token>`` (or ``?token=`` for EventSource
+clients, which cannot set headers). The lifespan starts the service (crash sweep) and shuts
+it down gracefully: active runs end with ``run-finish`` cancelled, then SSE streams end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import re
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..assistant.errors import AssistantError
+from ..assistant.service_api import AssistantService
+from ..protocol.api import (
+    CreateThreadRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    ThreadList,
+    UpdateThreadRequest,
+    parse_confirm_body,
+)
+from ..store.base import ThreadNotFound as StoreThreadNotFound
+from .openapi import build_openapi
+from .sse import SSE_HEADERS, SSE_MEDIA_TYPE, EventStream, StreamHub
+
+log = logging.getLogger("instance_ai_tui.server")
+
+PREFIX = "/instance-ai"
+SERVICE_NAME = "instance-ai"
+#: ids in paths: printable, no slash, at most 200 characters
+_ID_RE = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
+_PUBLIC_PATHS = frozenset({f"{PREFIX}/health", f"{PREFIX}/openapi.json"})
+
+
+class ApiError(Exception):
+    """An error answer: ``{code: status, message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"code": status, "message": message}, status_code=status, headers=headers)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "__root__")
+    message = str(first.get("msg", "invalid value"))
+    more = len(exc.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
+    return f"{where}: {message}{suffix}" if where else f"{message}{suffix}"
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("instance-ai-tui")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+# --------------------------------------------------------------------------- middleware
+
+
+class GuardMiddleware:
+    """Bearer-token check (when configured) and an access log that never prints query strings."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+
+    def _authorised(self, scope: Scope) -> bool:
+        assert self.token is not None
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token):
+                    return True
+        query = scope.get("query_string", b"")
+        if b"token=" in query:
+            from urllib.parse import parse_qs
+
+            for candidate in parse_qs(query.decode("latin-1")).get("token", []):
+                if hmac.compare_digest(candidate.encode("latin-1"), self.token):
+                    return True
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status_box = [0]
+
+        async def send_logged(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+                log.info("%s %s -> %s", scope["method"], scope["path"], message["status"])
+            await send(message)
+
+        if self.token is not None and scope["path"] not in _PUBLIC_PATHS and not self._authorised(scope):
+            response = error_response(
+                401, "missing or invalid token: send 'Authorization: Bearer <token>'", {"WWW-Authenticate": "Bearer"}
+            )
+            await response(scope, receive, send_logged)
+            return
+        try:
+            await self.app(scope, receive, send_logged)
+        finally:
+            log.debug("%s %s done in %.1f ms", scope["method"], scope["path"], (time.perf_counter() - started) * 1000)
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class InstanceAIApi:
+    """The route handlers, bound to one service."""
+
+    def __init__(self, service: AssistantService, hub: StreamHub, *, ping_interval: float, max_body_bytes: int) -> None:
+        self.service = service
+        self.hub = hub
+        self.ping_interval = ping_interval
+        self.max_body_bytes = max_body_bytes
+
+    # ----------------------------------------------------------------- helpers
+    @staticmethod
+    def _path_id(request: Request, name: str) -> str:
+        value = request.path_params[name]
+        if not _ID_RE.match(value):
+            raise ApiError(400, f"invalid {name}: use 1-200 letters, digits or ._:@~+=-")
+        return value
+
+    async def _json(self, request: Request, *, required: bool = True) -> Any:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise ApiError(413, f"request body too large (limit {self.max_body_bytes} bytes)")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                raise ApiError(413, f"request body too large (limit {self.max_body_bytes} bytes)")
+        if not body.strip():
+            if required:
+                raise ApiError(400, "a JSON body is required")
+            return None
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise ApiError(400, f"the body is not valid JSON: {str(exc)[:200]}") from None
+
+    @staticmethod
+    def _model(model: type[BaseModel], data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ApiError(400, "the body must be a JSON object")
+        return model.model_validate(data)
+
+    @staticmethod
+    def _ok(model: BaseModel | dict[str, Any], status: int = 200) -> JSONResponse:
+        payload = model.to_wire() if hasattr(model, "to_wire") else model  # type: ignore[union-attr]
+        return JSONResponse(payload, status_code=status)
+
+    async def _thread(self, request: Request) -> str:
+        thread_id = self._path_id(request, "threadId")
+        await self.service.get_thread(thread_id)  # ThreadNotFound -> 404
+        return thread_id
+
+    # ----------------------------------------------------------------- routes
+    async def health(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "service": SERVICE_NAME,
+                "version": _package_version(),
+                "model": self.service.model_label,
+                "authRequired": request.app.state.auth_required,
+            }
+        )
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(request.app.state.openapi)
+
+    async def send(self, request: Request) -> Response:
+        thread_id = self._path_id(request, "threadId")
+        body: SendMessageRequest = self._model(SendMessageRequest, await self._json(request))
+        if not body.message.strip():
+            raise ApiError(400, "message: must not be empty")
+        run_id = await self.service.send(thread_id, body.message)
+        return self._ok(SendMessageResponse(run_id=run_id))
+
+    async def cancel(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        await self.service.cancel(thread_id)
+        return JSONResponse({"ok": True})
+
+    async def confirm(self, request: Request) -> Response:
+        request_id = self._path_id(request, "requestId")
+        data = await self._json(request)
+        if not isinstance(data, dict):
+            raise ApiError(400, "the body must be a JSON object")
+        body = parse_confirm_body(data)
+        return self._ok(await self.service.confirm(request_id, body))
+
+    async def events(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        cursor = self._cursor(request)
+        source = self.service.events(thread_id, after=cursor)
+        stream = EventStream(source, ping_interval=self.ping_interval, hub=self.hub)
+        return StreamingResponse(stream, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
+
+    @staticmethod
+    def _cursor(request: Request) -> int:
+        header = request.headers.get("last-event-id", "").strip()
+        if header.isascii() and header.isdigit():
+            return int(header)
+        query = request.query_params.get("lastEventId")
+        if query is None:
+            return 0
+        query = query.strip()
+        if not (query.isascii() and query.isdigit()) or len(query) > 18:
+            raise ApiError(400, "lastEventId must be a non-negative integer")
+        return int(query)
+
+    async def list_threads(self, request: Request) -> Response:
+        search = request.query_params.get("search") or None
+        threads = await self.service.list_threads(search)
+        return self._ok(ThreadList(threads=threads, total=len(threads), has_more=False))
+
+    async def create_thread(self, request: Request) -> Response:
+        data = await self._json(request, required=False)
+        body: CreateThreadRequest = self._model(CreateThreadRequest, {} if data is None else data)
+        if body.thread_id is not None:
+            if not _ID_RE.match(body.thread_id):
+                raise ApiError(400, "threadId: use 1-200 letters, digits or ._:@~+=-")
+            with contextlib.suppress(AssistantError, StoreThreadNotFound):
+                existing = await self.service.get_thread(body.thread_id)
+                return self._ok(existing)
+        if body.title is not None and len(body.title) > 255:
+            raise ApiError(400, "title: at most 255 characters")
+        created = await self.service.create_thread(body.thread_id, body.title or "")
+        return self._ok(created, status=201)
+
+    async def update_thread(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        body: UpdateThreadRequest = self._model(UpdateThreadRequest, await self._json(request))
+        if body.metadata is not None:
+            raise ApiError(400, "metadata cannot be changed over this API; send {title}")
+        if body.title is None or not body.title.strip():
+            raise ApiError(400, "title: required and not blank")
+        return self._ok(await self.service.rename_thread(thread_id, body.title))
+
+    async def delete_thread(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        await self.service.delete_thread(thread_id)
+        return JSONResponse({"ok": True})
+
+    async def messages(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        return self._ok(await self.service.messages(thread_id))
+
+    async def status(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        return self._ok(await self.service.status(thread_id))
+
+    def routes(self) -> list[Route]:
+        p = PREFIX
+        return [
+            Route(f"{p}/health", self.health, methods=["GET"]),
+            Route(f"{p}/openapi.json", self.openapi, methods=["GET"]),
+            Route(f"{p}/chat/{{threadId}}", self.send, methods=["POST"]),
+            Route(f"{p}/chat/{{threadId}}/cancel", self.cancel, methods=["POST"]),
+            Route(f"{p}/confirm/{{requestId}}", self.confirm, methods=["POST"]),
+            Route(f"{p}/events/{{threadId}}", self.events, methods=["GET"]),
+            Route(f"{p}/threads", self.list_threads, methods=["GET"]),
+            Route(f"{p}/threads", self.create_thread, methods=["POST"]),
+            Route(f"{p}/threads/{{threadId}}", self.update_thread, methods=["PATCH"]),
+            Route(f"{p}/threads/{{threadId}}", self.delete_thread, methods=["DELETE"]),
+            Route(f"{p}/threads/{{threadId}}/messages", self.messages, methods=["GET"]),
+            Route(f"{p}/threads/{{threadId}}/status", self.status, methods=["GET"]),
+        ]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.message)
+
+
+async def _assistant_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AssistantError)
+    return error_response(exc.status, exc.message)
+
+
+async def _store_not_found(request: Request, exc: Exception) -> Response:
+    return error_response(404, "thread not found")
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ValidationError)
+    return error_response(400, _validation_message(exc))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(404, f"no such route: {request.method} {request.url.path}")
+    if exc.status_code == 405:
+        return error_response(405, f"method {request.method} not allowed on {request.url.path}", dict(exc.headers or {}))
+    return error_response(exc.status_code, str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal server error (this is a bug; the server log has the details)")
+
+
+# --------------------------------------------------------------------------- factory
+
+
+ShutdownHook = Callable[[], Awaitable[None]]
+
+
+def create_app(
+    service: AssistantService,
+    *,
+    token: str | None = None,
+    ping_interval: float = 15.0,
+    max_body_bytes: int = 1_000_000,
+    manage_service: bool = True,
+) -> Starlette:
+    """The ASGI app for ``service``.
+
+    With ``manage_service`` the app's lifespan calls ``service.start()`` and, on shutdown,
+    ``service.shutdown()``. ``app.state.shutdown_gracefully()`` (idempotent) ends active runs
+    and then the open SSE streams; the ``serve`` runner calls it before uvicorn waits for
+    connections to close, so streams deliver the final ``run-finish`` and end cleanly.
+    """
+    hub = StreamHub()
+    api = InstanceAIApi(service, hub, ping_interval=ping_interval, max_body_bytes=max_body_bytes)
+    shut = {"done": False}
+
+    async def shutdown_gracefully() -> None:
+        if shut["done"]:
+            return
+        shut["done"] = True
+        try:
+            if manage_service:
+                await service.shutdown()
+        finally:
+            hub.close_all()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_service:
+            await service.start()
+        try:
+            yield
+        finally:
+            await shutdown_gracefully()
+
+    app = Starlette(
+        routes=api.routes(),
+        exception_handlers={
+            ApiError: _api_error,
+            AssistantError: _assistant_error,
+            StoreThreadNotFound: _store_not_found,
+            ValidationError: _validation_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+        middleware=[Middleware(GuardMiddleware, token=token)],
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.state.hub = hub
+    app.state.auth_required = token is not None
+    app.state.openapi = build_openapi(_package_version())
+    app.state.shutdown_gracefully = shutdown_gracefully
+    return app

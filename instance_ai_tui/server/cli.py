@@ -1,0 +1,81 @@
+"""``instance-ai serve``: the HTTP/SSE server on uvicorn.
+
+Binds 127.0.0.1 by default. Any other host needs a token (``--token`` or ``INSTANCE_AI_TOKEN``);
+the server refuses to start without one. SIGTERM and SIGINT shut down gracefully: active runs
+end with ``run-finish {cancelled, service_shutdown}``, SSE streams get it and close, suspended
+runs stay in the database and can be confirmed after the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_PORT = 5680
+TOKEN_ENV = "INSTANCE_AI_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
+    parser.add_argument("--token", help=f"require 'Authorization: Bearer <token>' (or set {TOKEN_ENV})")
+    parser.add_argument("--db", type=Path, help="SQLite file (default: the platform data dir)")
+    parser.add_argument("--model", help="model name ('demo' = the offline demo model)")
+    parser.add_argument("--workspace", type=Path, help="folder the agent's file tools may use")
+    parser.add_argument("--ping-interval", type=float, default=15.0, help="seconds between SSE keep-alive comments")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(args.host) and not token:
+        print(
+            f"instance-ai serve: refusing to listen on {args.host} without a token; "
+            f"pass --token or set {TOKEN_ENV} (or bind 127.0.0.1)",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"instance-ai serve: invalid port {args.port}", file=sys.stderr)
+        return 2
+
+    import asyncio
+    import logging
+
+    from ..assistant.service import build_service
+    from ..config import load_settings
+    from .app import create_app
+    from .runner import make_server
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, object] = {}
+    if args.model:
+        overrides["model"] = {"name": args.model}
+    if args.db:
+        overrides["db_path"] = args.db
+    if args.workspace:
+        overrides["workspace_root"] = args.workspace
+    settings = load_settings(overrides)
+    service = build_service(settings)
+    app = create_app(service, token=token, ping_interval=args.ping_interval)
+    server = make_server(app, args.host, args.port, log_level=args.log_level)
+    print(
+        f"instance-ai serve: http://{args.host}:{args.port}/instance-ai  model: {service.model_label}  "
+        f"db: {settings.resolved_db_path}{'  (token required)' if token else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
+    asyncio.run(server.serve())
+    return 0

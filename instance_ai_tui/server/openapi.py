@@ -1,0 +1,211 @@
+"""The OpenAPI 3.1 document of the server, written from the pydantic wire models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    CreateThreadRequest,
+    ErrorBody,
+    SendMessageRequest,
+    SendMessageResponse,
+    ThreadInfo,
+    ThreadList,
+    ThreadMessages,
+    ThreadStatus,
+    UpdateThreadRequest,
+)
+
+_REF = "#/components/schemas/{model}"
+
+_ID_PARAM_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9._:@~+=-]{1,200}$", "minLength": 1, "maxLength": 200}
+
+
+def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    inputs: list[tuple[str, Any, TypeAdapter[Any]]] = [
+        ("SendMessageRequest", "validation", TypeAdapter(SendMessageRequest)),
+        ("SendMessageResponse", "serialization", TypeAdapter(SendMessageResponse)),
+        ("ConfirmBody", "validation", TypeAdapter(ConfirmBody)),
+        ("ConfirmResponse", "serialization", TypeAdapter(ConfirmResponse)),
+        ("CreateThreadRequest", "validation", TypeAdapter(CreateThreadRequest)),
+        ("UpdateThreadRequest", "validation", TypeAdapter(UpdateThreadRequest)),
+        ("ThreadInfo", "serialization", TypeAdapter(ThreadInfo)),
+        ("ThreadList", "serialization", TypeAdapter(ThreadList)),
+        ("ThreadMessages", "serialization", TypeAdapter(ThreadMessages)),
+        ("ThreadStatus", "serialization", TypeAdapter(ThreadStatus)),
+        ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
+    ]
+    mapping, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
+    refs = {key[0]: value for key, value in mapping.items()}
+    return refs, dict(defs.get("$defs", {}))
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": _REF.format(model=name)}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def build_openapi(version: str) -> dict[str, Any]:
+    refs, schemas = _component_schemas()
+    # The seed's bare {approved} (no kind) is an approval too.
+    schemas["SeedApproval"] = {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+        "required": ["approved"],
+        "additionalProperties": False,
+    }
+    schemas["ConfirmRequest"] = {"anyOf": [_ref("SeedApproval"), refs["ConfirmBody"]]}
+    schemas["Ok"] = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    schemas["Health"] = {
+        "type": "object",
+        "properties": {
+            "service": {"const": "instance-ai"},
+            "version": {"type": "string"},
+            "model": {"type": "string"},
+            "authRequired": {"type": "boolean"},
+        },
+        "required": ["service", "version", "model", "authRequired"],
+    }
+    error = _json(refs["ErrorBody"])
+
+    def responses(ok: dict[str, Any], *codes: int, status: str = "200") -> dict[str, Any]:
+        out: dict[str, Any] = {status: {"description": "OK", **ok}}
+        for code in codes:
+            out[str(code)] = {"description": _ERROR_TEXT[code], **error}
+        if "401" not in out:
+            out["401"] = {"description": _ERROR_TEXT[401], **error}
+        return out
+
+    def body(ref: dict[str, Any], required: bool = True) -> dict[str, Any]:
+        return {"required": required, **_json(ref)}
+
+    thread_param = [{"name": "threadId", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}]
+    request_param = [{"name": "requestId", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}]
+    p = "/instance-ai"
+    paths: dict[str, Any] = {
+        f"{p}/health": {
+            "get": {
+                "operationId": "health",
+                "summary": "Identify the server (no token needed)",
+                "responses": {"200": {"description": "OK", **_json(_ref("Health"))}},
+            }
+        },
+        f"{p}/chat/{{threadId}}": {
+            "post": {
+                "operationId": "sendMessage",
+                "summary": "Start a run in the thread (created if new)",
+                "parameters": thread_param,
+                "requestBody": body(refs["SendMessageRequest"]),
+                "responses": responses(_json(refs["SendMessageResponse"]), 400, 409, 413),
+            }
+        },
+        f"{p}/chat/{{threadId}}/cancel": {
+            "post": {
+                "operationId": "cancelRun",
+                "summary": "Cancel the thread's active run (idempotent)",
+                "parameters": thread_param,
+                "responses": responses(_json(_ref("Ok")), 400, 404),
+            }
+        },
+        f"{p}/confirm/{{requestId}}": {
+            "post": {
+                "operationId": "confirm",
+                "summary": "Answer a confirmation request",
+                "parameters": request_param,
+                "requestBody": body(_ref("ConfirmRequest")),
+                "responses": responses(_json(refs["ConfirmResponse"]), 400, 404, 413),
+            }
+        },
+        f"{p}/events/{{threadId}}": {
+            "get": {
+                "operationId": "events",
+                "summary": "The thread's event stream (SSE): replay after the cursor, then live",
+                "parameters": thread_param
+                + [
+                    {"name": "lastEventId", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
+                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                ],
+                "responses": responses(
+                    {"content": {"text/event-stream": {"schema": {"type": "string"}}}}, 400, 404
+                ),
+            }
+        },
+        f"{p}/threads": {
+            "get": {
+                "operationId": "listThreads",
+                "summary": "List threads, newest first",
+                "parameters": [{"name": "search", "in": "query", "required": False, "schema": {"type": "string"}}],
+                "responses": responses(_json(refs["ThreadList"])),
+            },
+            "post": {
+                "operationId": "createThread",
+                "summary": "Create a thread (returns the existing one with 200 if the id is taken)",
+                "requestBody": body(refs["CreateThreadRequest"], required=False),
+                "responses": {
+                    **responses(_json(refs["ThreadInfo"]), 400, 413, status="201"),
+                    "200": {"description": "Existing thread", **_json(refs["ThreadInfo"])},
+                },
+            },
+        },
+        f"{p}/threads/{{threadId}}": {
+            "patch": {
+                "operationId": "renameThread",
+                "summary": "Rename a thread",
+                "parameters": thread_param,
+                "requestBody": body(refs["UpdateThreadRequest"]),
+                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 413),
+            },
+            "delete": {
+                "operationId": "deleteThread",
+                "summary": "Delete a thread and its history",
+                "parameters": thread_param,
+                "responses": responses(_json(_ref("Ok")), 400, 404),
+            },
+        },
+        f"{p}/threads/{{threadId}}/messages": {
+            "get": {
+                "operationId": "threadMessages",
+                "summary": "History with agent trees and the SSE cursor (nextEventId)",
+                "parameters": thread_param,
+                "responses": responses(_json(refs["ThreadMessages"]), 400, 404),
+            }
+        },
+        f"{p}/threads/{{threadId}}/status": {
+            "get": {
+                "operationId": "threadStatus",
+                "summary": "Whether a run is active or suspended, and background tasks",
+                "parameters": thread_param,
+                "responses": responses(_json(refs["ThreadStatus"]), 400, 404),
+            }
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Instance AI",
+            "version": version,
+            "description": "The Instance AI streaming protocol: chat, SSE events, confirmations, threads.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    }
+
+
+_ERROR_TEXT = {
+    400: "Invalid input",
+    401: "Missing or invalid token",
+    404: "Unknown thread or request",
+    409: "A run is already active in the thread",
+    413: "Body too large",
+}

@@ -1,0 +1,136 @@
+"""The SQLite schema of ``SqliteStore`` as an ordered list of migrations.
+
+``MIGRATIONS[i]`` upgrades a database from version ``i`` to ``i + 1``. The version lives in the
+one-row table ``schema_version``. ``migrate`` applies every missing step in ONE transaction, so
+a database is either fully upgraded or left as it was. Never edit a released step: append one.
+
+Timestamps are ISO-8601 text in UTC with microseconds (``2024-05-01T12:00:00.000000+00:00``),
+so they sort as text. JSON columns hold compact JSON text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+from .errors import StoreError
+
+# Each step is a sequence of SQL statements (no parameters).
+MIGRATIONS: list[Sequence[str]] = [
+    # 1: threads, their event log, their messages, small settings.
+    (
+        """CREATE TABLE threads (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX threads_by_updated ON threads(updated_at)",
+        # Clustered on (thread_id, id): a thread's log is one contiguous, ordered range.
+        """CREATE TABLE events (
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            id INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            json TEXT NOT NULL,
+            PRIMARY KEY (thread_id, id)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE messages (
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            run_id TEXT,
+            created_at TEXT NOT NULL,
+            data TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (thread_id, id)
+        )""",
+        "CREATE UNIQUE INDEX messages_by_seq ON messages(thread_id, seq)",
+        """CREATE TABLE settings (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (scope, key)
+        )""",
+    ),
+    # 2: run state: checkpoints (compare-and-set by version), runs, agent-tree snapshots.
+    (
+        """CREATE TABLE checkpoints (
+            run_id TEXT PRIMARY KEY,
+            thread_id TEXT,
+            status TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT
+        )""",
+        "CREATE INDEX checkpoints_by_thread ON checkpoints(thread_id)",
+        "CREATE INDEX checkpoints_by_status ON checkpoints(status)",
+        "CREATE INDEX checkpoints_by_expiry ON checkpoints(expires_at) WHERE expires_at IS NOT NULL",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            message_group_id TEXT,
+            owner TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            data TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX runs_by_thread ON runs(thread_id, started_at)",
+        "CREATE INDEX runs_by_status ON runs(status)",
+        """CREATE TABLE snapshots (
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            run_id TEXT NOT NULL,
+            tree TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (thread_id, run_id)
+        )""",
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaError(StoreError):
+    """The database cannot be used by this version of the app."""
+
+
+def current_version(db: sqlite3.Connection) -> int:
+    """The schema version of the database (0 for a new, empty file)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone():
+        return 0
+    row = db.execute("SELECT version FROM schema_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> tuple[int, int]:
+    """Bring the database to ``target``; returns (version before, version after).
+
+    Blocking: call it on the connection's own thread. ``db`` must be in autocommit mode
+    (``isolation_level=None``). All steps run in one ``BEGIN IMMEDIATE`` transaction (DDL is
+    transactional in SQLite), so a failure leaves the file as it was.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        before = current_version(db)
+        if before > len(MIGRATIONS):
+            raise SchemaError(
+                f"the database has schema version {before}, newer than this app supports "
+                f"({len(MIGRATIONS)}); upgrade instance-ai or use another database file"
+            )
+        if before < target:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            for step in MIGRATIONS[before:target]:
+                for statement in step:
+                    db.execute(statement)
+            db.execute("DELETE FROM schema_version")
+            db.execute("INSERT INTO schema_version (version) VALUES (?)", (target,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return before, max(before, target)

@@ -1,0 +1,1114 @@
+"""A local HTTP server that behaves like n8n 2.41's Instance AI module, for tests.
+
+It speaks the *released* wire dialect (reference: ``n8n-instance-ai-wire-protocol.md``), not
+the seed's: ``POST /rest/login`` sets a ``Secure; HttpOnly`` ``n8n-auth`` cookie bound to the
+``browser-id`` header, every JSON answer is wrapped in ``{data}``, errors are ``{code, message}``,
+threads must be created with a project id before chatting, deltas carry no ids and are
+coalesced into ``text-block``/``reasoning-block`` facts that only appear on replay, a
+reconnecting stream gets the replay, then one ``event: run-sync`` frame per live message
+group, then a synthetic delta with the open segment's text, then live frames and ``: ping``.
+Runs follow a script (a list of steps); a confirmation suspends the run (no ``run-finish``)
+until ``POST /confirm/:requestId`` with a ``kind`` body. The local-gateway routes (§7) are here
+too, so a gateway daemon can be tested end to end.
+
+Usage::
+
+    fake = FakeN8n()
+    await fake.start()          # uvicorn on 127.0.0.1, a free port
+    ... fake.base_url ...
+    await fake.stop()
+
+``python -m instance_ai_tui.testing.fake_n8n --port 5678`` serves it for manual trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Awaitable, Callable, Union
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..protocol.events import EPHEMERAL_TYPES
+
+GATEWAY_CONFIRMATION_PREFIX = "GATEWAY_CONFIRMATION_REQUIRED::"
+ORCHESTRATOR = "$orchestrator"  # placeholder in scripted payloads/agents: this run's orchestrator id
+SOURCES = frozenset(
+    {
+        "website-template", "template-view", "canvas_action_button", "canvas_choice_prompt", "node_error_view",
+        "credential_edit", "credentials_list", "agent_builder_page", "agent_preview", "assistant_page",
+        "workflow_list_auto", "workflow_list_button", "evals", "playwright",
+    }
+)  # fmt: skip
+SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+# --------------------------------------------------------------------------- script steps
+
+
+@dataclass
+class Say:
+    """Stream ``text`` as deltas (one per word) in segment ``response_id``."""
+
+    text: str
+    response_id: str
+    reasoning: bool = False
+    agent: str = ORCHESTRATOR
+
+
+@dataclass
+class Emit:
+    """Publish one event as is (``$orchestrator`` in the agent or a payload value is replaced)."""
+
+    type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    agent: str = ORCHESTRATOR
+    response_id: str | None = None
+
+
+@dataclass
+class Pause:
+    seconds: float
+
+
+@dataclass
+class ToolCall:
+    """``tool-input-start`` -> ``tool-call`` -> ``tool-result`` (or ``tool-error``)."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+    agent: str = ORCHESTRATOR
+
+
+#: answer(body) -> (tool result, steps to run next)
+Answer = Callable[[dict[str, Any]], tuple[Any, list["Step"]]]
+
+
+@dataclass
+class Confirm:
+    """A tool call that suspends the run with a ``confirmation-request`` until answered."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    request: dict[str, Any]  # extra payload: message, severity, inputType, questions, approvalDetails, ...
+    answer: Answer
+    agent: str = ORCHESTRATOR
+
+
+@dataclass
+class GatewayCall:
+    """A tool call answered by the connected local gateway (with resource decisions, §7.5)."""
+
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+    agent: str = ORCHESTRATOR
+
+
+@dataclass
+class FollowUp:
+    """After this run finishes, start another run in the same message group."""
+
+    steps: list["Step"]
+
+
+@dataclass
+class Fail:
+    """End the run with an ``error`` event and ``run-finish {status: error}``."""
+
+    content: str = "Something went wrong before I could finish that response. Please try again."
+
+
+Step = Union[Say, Emit, Pause, ToolCall, Confirm, GatewayCall, FollowUp, Fail]
+Script = Callable[[str], list[Step]]
+
+
+def approval(
+    tool_call_id: str,
+    tool_name: str,
+    args: dict[str, Any],
+    *,
+    message: str,
+    approved_result: Any,
+    then_approved: list[Step] | None = None,
+    then_denied: list[Step] | None = None,
+    **extra: Any,
+) -> Confirm:
+    """An approval card (``kind: approval``); a denial gives n8n's ``{denied: true}`` result."""
+
+    def answer(body: dict[str, Any]) -> tuple[Any, list[Step]]:
+        if body.get("kind") == "approval" and body.get("approved") is True:
+            return approved_result, list(then_approved or [])
+        return {"success": False, "denied": True, "reason": "User denied the action"}, list(then_denied or [])
+
+    request = {"severity": "warning", "message": message, **extra}
+    return Confirm(tool_call_id, tool_name, args, request, answer)
+
+
+def default_script(message: str) -> list[Step]:
+    """What the fake agent does with a message.
+
+    * mentions "archive": list workflows (read tool), then archive one (approval card);
+    * mentions "plan": a nested ``tasks-update`` and a follow-up run in the same message group;
+    * anything else: reasoning, a read tool call and a two-segment answer.
+    """
+    text = message.lower()
+    listing = ToolCall(
+        "call_list_1",
+        "workflows",
+        {"action": "list"},
+        result={"workflows": [{"id": "wf1", "name": "Daily report"}, {"id": "wf2", "name": "Old sync"}]},
+    )
+    if "archive" in text:
+        return [
+            Say("Let me look at your workflows first.", "resp-1"),
+            listing,
+            approval(
+                "call_archive_1",
+                "workflows",
+                {"action": "delete", "workflowId": "wf2"},
+                message='Archive workflow "Old sync"?',
+                approved_result={"success": True, "archived": "wf2"},
+                approvalDetails={"action": "archive-workflow", "name": "Old sync", "id": "wf2"},
+                resourceName="Old sync",
+                then_approved=[Say("Done: Old sync is archived.", "resp-2")],
+                then_denied=[Say("OK, I left Old sync alone.", "resp-2")],
+            ),
+        ]
+    if "plan" in text:
+        tasks = [
+            {"id": "t1", "description": "Inspect workflows", "status": "in_progress"},
+            {"id": "t2", "description": "Write summary", "status": "todo"},
+        ]
+        done = [{**tasks[0], "status": "done"}, {**tasks[1], "status": "in_progress"}]
+        return [
+            Emit("tasks-update", {"tasks": {"tasks": tasks}}),
+            Say("Here is the plan.", "resp-1"),
+            FollowUp(
+                [
+                    Emit("tasks-update", {"tasks": {"tasks": done}}),
+                    Say("Follow-up: the summary is written.", "resp-f1"),
+                ]
+            ),
+        ]
+    return [
+        Say("The user wants an overview.", "resp-0", reasoning=True),
+        Say("Let me check.", "resp-1"),
+        listing,
+        Say("You have 2 workflows: Daily report and Old sync.", "resp-2"),
+    ]
+
+
+# --------------------------------------------------------------------------- state
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+
+
+def _error(status: int, message: str, **extra: Any) -> _HttpError:
+    return _HttpError(status, {"code": status, "message": message, **extra})
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _nanoid(n: int = 21) -> str:
+    return secrets.token_urlsafe(n)[:n]
+
+
+@dataclass
+class _Segment:
+    kind: str  # "text" | "reasoning"
+    response_id: str | None
+    text: str = ""
+
+
+@dataclass
+class _Run:
+    run_id: str
+    group_id: str
+    thread_id: str
+    status: str = "active"  # active | suspended | finished
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Group:
+    group_id: str
+    run_ids: list[str]
+    user_message_id: str
+    created_at: str
+
+
+@dataclass
+class _Thread:
+    id: str
+    owner: str
+    project_id: str | None = None
+    created: bool = False  # False: only subscribed to / chatted without POST /threads
+    title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=_now_iso)
+    updated_at: str = field(default_factory=_now_iso)
+    log: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    segments: dict[tuple[str, str], _Segment] = field(default_factory=dict)
+    subscribers: set[asyncio.Queue[str | None]] = field(default_factory=set)
+    run: _Run | None = None  # the live run (active or suspended)
+    groups: list[_Group] = field(default_factory=list)
+    user_messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs_started: int = 0
+
+    @property
+    def max_seq(self) -> int:
+        return self.log[-1][0] if self.log else 0
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "resourceId": self.owner,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "metadata": self.metadata,
+        }
+
+
+@dataclass
+class _PendingConfirm:
+    thread_id: str
+    owner: str
+    future: asyncio.Future[dict[str, Any]]
+
+
+@dataclass
+class _GatewayState:
+    owner: str
+    root_path: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    host_identifier: str | None = None
+    tool_categories: list[dict[str, Any]] = field(default_factory=list)
+    connected_at: str | None = None
+    queue: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    pending: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    streams: int = 0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    query: str
+
+
+# --------------------------------------------------------------------------- server
+
+
+class FakeN8n:
+    """The fake server. Tweak ``script``, ``ping_interval`` etc. before or between runs."""
+
+    def __init__(
+        self,
+        *,
+        email: str = "owner@example.com",
+        password: str = "Passw0rd!Passw0rd",
+        script: Script = default_script,
+        ping_interval: float = 15.0,
+        step_delay: float = 0.0,
+        gateway_static_key: str | None = None,
+        version: str = "2.41.1",
+    ) -> None:
+        self.email = email
+        self.password = password
+        self.script = script
+        self.ping_interval = ping_interval
+        self.step_delay = step_delay
+        self.gateway_static_key = gateway_static_key
+        self.version = version
+        self.user_id = str(uuid.uuid4())
+        self.project_id = _nanoid(16)
+        self.requests: list[RecordedRequest] = []
+        self.logins = 0
+        self._tokens: dict[str, str | None] = {}  # auth cookie -> browser id it is bound to
+        self._threads: dict[str, _Thread] = {}
+        self._confirms: dict[str, _PendingConfirm] = {}
+        self._pairing: dict[str, str] = {}
+        self._session_keys: dict[str, str] = {}
+        self._gateways: dict[str, _GatewayState] = {}
+        self._server: Any = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self.port = 0
+        routes = [
+            Route("/rest/login", self._login, methods=["POST"]),
+            Route("/rest/settings", self._settings, methods=["GET"]),
+            Route("/rest/projects/personal", self._personal_project, methods=["GET"]),
+            Route("/rest/instance-ai/threads", self._threads_route, methods=["GET", "POST"]),
+            Route("/rest/instance-ai/threads/{tid}", self._thread_route, methods=["GET", "PATCH", "DELETE"]),
+            Route("/rest/instance-ai/threads/{tid}/messages", self._messages, methods=["GET"]),
+            Route("/rest/instance-ai/threads/{tid}/status", self._status, methods=["GET"]),
+            Route("/rest/instance-ai/chat/{tid}", self._chat, methods=["POST"]),
+            Route("/rest/instance-ai/chat/{tid}/cancel", self._cancel, methods=["POST"]),
+            Route("/rest/instance-ai/confirm/{rid}", self._confirm, methods=["POST"]),
+            Route("/rest/instance-ai/events/{tid}", self._events, methods=["GET"]),
+            Route("/rest/instance-ai/gateway/create-link", self._gw_create_link, methods=["POST"]),
+            Route("/rest/instance-ai/gateway/init", self._gw_init, methods=["POST"]),
+            Route("/rest/instance-ai/gateway/events", self._gw_events, methods=["GET"]),
+            Route("/rest/instance-ai/gateway/response/{rid}", self._gw_response, methods=["POST"]),
+            Route("/rest/instance-ai/gateway/disconnect", self._gw_disconnect, methods=["POST"]),
+            Route("/rest/instance-ai/gateway/status", self._gw_status, methods=["GET"]),
+        ]
+        self._app = Starlette(routes=routes, exception_handlers={_HttpError: self._on_http_error})
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            self.requests.append(
+                RecordedRequest(scope["method"], scope["path"], headers, scope.get("query_string", b"").decode())
+            )
+        await self._app(scope, receive, send)
+
+    async def start(self, port: int = 0) -> str:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(64)
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._serve_task.done():
+                self._serve_task.result()
+            await asyncio.sleep(0.01)
+        return self.base_url
+
+    async def stop(self) -> None:
+        tasks = [t.run.task for t in self._threads.values() if t.run is not None and t.run.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        self.drop_streams()
+        for gateway in self._gateways.values():
+            gateway.queue.put_nowait(None)
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._serve_task is not None:
+            await self._serve_task
+            self._serve_task = None
+
+    async def __aenter__(self) -> FakeN8n:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------ test hooks
+    def drop_streams(self, thread_id: str | None = None) -> None:
+        """End the open event streams (of one thread, or all): clients must reconnect."""
+        for thread in self._threads.values():
+            if thread_id is None or thread.id == thread_id:
+                for queue in list(thread.subscribers):
+                    queue.put_nowait(None)
+
+    def events_of(self, thread_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """The persisted log of a thread (including text-blocks)."""
+        return list(self._threads[thread_id].log)
+
+    def invalidate_sessions(self) -> None:
+        """Forget every issued auth cookie (as if the JWT secret rotated)."""
+        self._tokens.clear()
+
+    def requests_to(self, path_prefix: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.startswith(path_prefix)]
+
+    # ------------------------------------------------------------------ helpers
+    async def _on_http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _HttpError)
+        return JSONResponse(exc.body, status_code=exc.status)
+
+    def _user(self, request: Request, *, check_browser_id: bool = True) -> str:
+        token = request.cookies.get("n8n-auth")
+        if token is None or token not in self._tokens:
+            raise _HttpError(401, {"status": "error", "message": "Unauthorized"})
+        bound = self._tokens[token]
+        if check_browser_id and bound is not None and request.headers.get("browser-id") != bound:
+            raise _HttpError(401, {"status": "error", "message": "Unauthorized"})
+        return self.user_id
+
+    @staticmethod
+    def _ok(data: Any) -> JSONResponse:
+        return JSONResponse({"data": data})
+
+    @staticmethod
+    async def _json(request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise _error(400, "Request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise _HttpError(400, {"code": "invalid_type", "path": [], "message": "Expected object"})
+        return body
+
+    def _owned_thread(self, tid: str, user: str, *, allow_missing: bool = False) -> _Thread | None:
+        thread = self._threads.get(tid)
+        if thread is None or not thread.created:
+            if allow_missing:
+                return thread
+            raise _error(404, "Thread not found")
+        if thread.owner != user:
+            raise _error(403, "Not authorized for this thread")
+        return thread
+
+    # ------------------------------------------------------------------ auth and misc routes
+    async def _login(self, request: Request) -> Response:
+        body = await self._json(request)
+        if body.get("emailOrLdapLoginId") != self.email or body.get("password") != self.password:
+            raise _error(401, "Wrong username or password. Do you have caps lock on?")
+        self.logins += 1
+        token = secrets.token_urlsafe(32)
+        self._tokens[token] = request.headers.get("browser-id")
+        response = self._ok({"id": self.user_id, "email": self.email, "firstName": "Test", "role": "global:owner"})
+        response.set_cookie("n8n-auth", token, httponly=True, secure=True, samesite="lax", max_age=7 * 86400)
+        return response
+
+    async def _settings(self, request: Request) -> Response:
+        return self._ok(
+            {
+                "versionCli": self.version,
+                "instanceId": "fake-n8n",
+                "authCookie": {"secure": True},
+                "userManagement": {"showSetupOnFirstLoad": False},
+            }
+        )
+
+    async def _personal_project(self, request: Request) -> Response:
+        self._user(request)
+        return self._ok({"id": self.project_id, "name": "Test Owner <owner@example.com>", "type": "personal"})
+
+    # ------------------------------------------------------------------ threads
+    async def _threads_route(self, request: Request) -> Response:
+        user = self._user(request)
+        if request.method == "GET":
+            mine = [t for t in self._threads.values() if t.created and t.owner == user]
+            mine.sort(key=lambda t: t.updated_at, reverse=True)
+            return self._ok({"threads": [t.info() for t in mine], "total": len(mine), "page": 0, "hasMore": False})
+        body = await self._json(request)
+        tid = body.get("threadId") or str(uuid.uuid4())
+        try:
+            tid = str(uuid.UUID(str(tid)))
+        except ValueError:
+            raise _HttpError(400, {"code": "invalid_string", "path": ["threadId"], "message": "Invalid uuid"}) from None
+        if not isinstance(body.get("projectId"), str):
+            raise _HttpError(400, {"code": "invalid_type", "path": ["projectId"], "message": "Required"})
+        if body.get("source") not in SOURCES:
+            raise _HttpError(400, {"code": "invalid_enum_value", "path": ["source"], "message": "Invalid enum value"})
+        if body["projectId"] != self.project_id:
+            raise _error(403, "You do not have access to this project")
+        thread = self._threads.get(tid)
+        if thread is not None and thread.created:
+            if thread.owner != user:
+                raise _error(403, "Not authorized for this thread")
+            return self._ok({"thread": thread.info(), "created": False})
+        if thread is None:
+            thread = self._threads[tid] = _Thread(id=tid, owner=user)
+        thread.created, thread.project_id = True, body["projectId"]
+        thread.metadata = {"source": body["source"], "origin": body.get("origin", "internal")}
+        return self._ok({"thread": thread.info(), "created": True})
+
+    async def _thread_route(self, request: Request) -> Response:
+        user = self._user(request)
+        thread = self._owned_thread(request.path_params["tid"], user)
+        assert thread is not None
+        if request.method == "GET":
+            return self._ok({"thread": thread.info()})
+        if request.method == "DELETE":
+            if thread.run is not None and thread.run.task is not None:
+                thread.run.task.cancel()
+            self.drop_streams(thread.id)
+            del self._threads[thread.id]
+            return self._ok({"ok": True})
+        body = await self._json(request)
+        if "title" in body:
+            title = body["title"].strip() if isinstance(body["title"], str) else ""
+            if not 1 <= len(title) <= 255:
+                raise _HttpError(400, {"code": "too_small", "path": ["title"], "message": "Invalid title"})
+            thread.title = title
+            thread.metadata = {**thread.metadata, "titleRefined": True}
+        if isinstance(body.get("metadata"), dict):
+            thread.metadata = {**thread.metadata, **body["metadata"]}
+        thread.updated_at = _now_iso()
+        return self._ok({"thread": thread.info()})
+
+    async def _messages(self, request: Request) -> Response:
+        user = self._user(request)
+        thread = self._owned_thread(request.path_params["tid"], user)
+        assert thread is not None
+        limit = request.query_params.get("limit", "50")
+        if not limit.isdigit() or not 1 <= int(limit) <= 200:
+            raise _HttpError(400, {"code": "too_big", "path": ["limit"], "message": "Invalid limit"})
+        messages: list[dict[str, Any]] = []
+        live_group = thread.run.group_id if thread.run is not None and thread.run.status == "active" else None
+        for group in thread.groups:
+            user_message = thread.user_messages.get(group.user_message_id)
+            if user_message is not None:
+                messages.append(user_message)
+            if group.group_id == live_group:
+                continue
+            tree = self._fold(thread, group.run_ids)
+            messages.append(
+                {
+                    "id": group.group_id,
+                    "runId": group.run_ids[-1],
+                    "messageGroupId": group.group_id,
+                    "runIds": list(group.run_ids),
+                    "role": "assistant",
+                    "createdAt": group.created_at,
+                    "content": tree.get("textContent", ""),
+                    "reasoning": tree.get("reasoning", ""),
+                    "isStreaming": False,
+                    "agentTree": tree,
+                }
+            )
+        messages = messages[-int(limit) :]
+        return self._ok(
+            {"threadId": thread.id, "projectId": thread.project_id, "messages": messages, "nextEventId": thread.max_seq + 1}
+        )
+
+    async def _status(self, request: Request) -> Response:
+        user = self._user(request)
+        thread = self._owned_thread(request.path_params["tid"], user, allow_missing=True)
+        run = thread.run if thread is not None else None
+        data: dict[str, Any] = {
+            "hasActiveRun": run is not None and run.status == "active",
+            "isSuspended": run is not None and run.status == "suspended",
+            "backgroundTasks": [],
+        }
+        if run is not None:
+            data["runId"] = run.run_id
+        return self._ok(data)
+
+    # ------------------------------------------------------------------ runs
+    async def _chat(self, request: Request) -> Response:
+        user = self._user(request)
+        tid = request.path_params["tid"]
+        thread = self._owned_thread(tid, user, allow_missing=True)
+        body = await self._json(request)
+        message = body.get("message", "")
+        if not isinstance(message, str) or not message.strip():
+            raise _error(400, "Message must not be empty")
+        if thread is None:
+            thread = self._threads[tid] = _Thread(id=tid, owner=user)
+        if thread.run is not None:
+            raise _error(409, "A run is already active for this thread")
+        run_id = f"run_{_nanoid()}"
+        group = _Group(f"mg_{_nanoid()}", [run_id], f"msg_{_nanoid()}", _now_iso())
+        thread.groups.append(group)
+        thread.user_messages[group.user_message_id] = {
+            "id": group.user_message_id,
+            "role": "user",
+            "createdAt": group.created_at,
+            "content": message,
+            "reasoning": "",
+            "isStreaming": False,
+        }
+        thread.updated_at = _now_iso()
+        steps: list[Step] = [Fail()] if not thread.created else list(self.script(message))
+        run = _Run(run_id, group.group_id, thread.id)
+        thread.run = run
+        run.task = asyncio.create_task(self._drive(thread, run, group, steps, message))
+        return self._ok({"runId": run_id})
+
+    async def _cancel(self, request: Request) -> Response:
+        user = self._user(request)
+        thread = self._owned_thread(request.path_params["tid"], user)
+        assert thread is not None
+        run = thread.run
+        if run is not None and run.task is not None and not run.task.done():
+            run.task.cancel()
+            await asyncio.wait([run.task], timeout=5)
+        return self._ok({"ok": True})
+
+    async def _confirm(self, request: Request) -> Response:
+        user = self._user(request)
+        body = await self._json(request)
+        if not isinstance(body.get("kind"), str):
+            raise _HttpError(
+                400,
+                {
+                    "code": "invalid_union_discriminator",
+                    "options": ["approval", "questions", "resourceDecision"],
+                    "path": ["kind"],
+                    "message": "Invalid discriminator value. Expected 'approval' | 'planDeny' | ...",
+                },
+            )
+        pending = self._confirms.get(request.path_params["rid"])
+        if pending is None or pending.owner != user or pending.future.done():
+            raise _error(404, "Confirmation request not found or not authorized")
+        del self._confirms[request.path_params["rid"]]
+        pending.future.set_result(body)
+        thread = self._threads.get(pending.thread_id)
+        run_id = thread.run.run_id if thread is not None and thread.run is not None else None
+        return self._ok({"ok": True, "runId": run_id} if run_id else {"ok": True})
+
+    async def _drive(self, thread: _Thread, run: _Run, group: _Group, steps: list[Step], message: str) -> None:
+        """Run a scripted run and its follow-ups; always ends with ``run-finish``."""
+        while True:
+            thread.runs_started += 1
+            self._publish(thread, run, {"type": "run-start", "userId": thread.owner,
+                                        "payload": {"messageId": f"msg_{_nanoid()}", "messageGroupId": group.group_id}})
+            follow_ups: list[FollowUp] = []
+            finish: dict[str, Any] = {"status": "completed"}
+            try:
+                await self._steps(thread, run, steps, follow_ups)
+            except asyncio.CancelledError:
+                finish = {"status": "cancelled", "reason": "user_cancelled"}
+                follow_ups = []
+            except _RunFailed as exc:
+                self._publish(thread, run, {"type": "error", "payload": {"content": exc.content}})
+                finish = {"status": "error", "reason": exc.content}
+                follow_ups = []
+            for rid in [rid for rid, p in self._confirms.items() if p.thread_id == thread.id]:
+                self._confirms.pop(rid).future.cancel()
+            self._publish(thread, run, {"type": "run-finish", "payload": finish})
+            run.status = "finished"
+            if thread.run is run:
+                thread.run = None
+            if not thread.title and thread.created and finish["status"] == "completed":
+                thread.title = message.strip()[:60]
+                self._publish(thread, None, {"type": "thread-title-updated", "runId": "", "agentId": "orchestrator",
+                                             "payload": {"title": thread.title}})
+            if not follow_ups or thread.id not in self._threads:
+                return
+            steps = [s for f in follow_ups for s in f.steps]
+            run = _Run(f"run_{_nanoid()}", group.group_id, thread.id)
+            group.run_ids.append(run.run_id)
+            thread.run = run
+            run.task = asyncio.current_task()  # type: ignore[assignment]
+
+    async def _steps(self, thread: _Thread, run: _Run, steps: list[Step], follow_ups: list[FollowUp]) -> None:
+        queue = list(steps)
+        while queue:
+            step = queue.pop(0)
+            if self.step_delay:
+                await asyncio.sleep(self.step_delay)
+            if isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
+            elif isinstance(step, Say):
+                kind = "reasoning-delta" if step.reasoning else "text-delta"
+                words = step.text.split(" ")
+                for i, word in enumerate(words):
+                    piece = word if i == len(words) - 1 else word + " "
+                    self._publish(thread, run, {"type": kind, "agentId": step.agent, "responseId": step.response_id,
+                                                "payload": {"text": piece}})
+                    await asyncio.sleep(0)
+            elif isinstance(step, Emit):
+                event: dict[str, Any] = {"type": step.type, "agentId": step.agent, "payload": dict(step.payload)}
+                if step.response_id is not None:
+                    event["responseId"] = step.response_id
+                self._publish(thread, run, event)
+            elif isinstance(step, ToolCall):
+                self._tool_start(thread, run, step.agent, step.tool_call_id, step.tool_name, step.args)
+                if step.error is not None:
+                    self._publish(thread, run, {"type": "tool-error", "agentId": step.agent,
+                                                "payload": {"toolCallId": step.tool_call_id, "error": step.error}})
+                else:
+                    self._publish(thread, run, {"type": "tool-result", "agentId": step.agent,
+                                                "payload": {"toolCallId": step.tool_call_id, "result": step.result}})
+            elif isinstance(step, Confirm):
+                self._tool_start(thread, run, step.agent, step.tool_call_id, step.tool_name, step.args)
+                body = await self._suspend(thread, run, step.agent, step.tool_call_id, step.tool_name, step.args,
+                                           step.request)
+                result, more = step.answer(body)
+                self._publish(thread, run, {"type": "tool-result", "agentId": step.agent,
+                                            "payload": {"toolCallId": step.tool_call_id, "result": result}})
+                queue[:0] = more
+            elif isinstance(step, GatewayCall):
+                await self._gateway_step(thread, run, step)
+            elif isinstance(step, FollowUp):
+                follow_ups.append(step)
+            elif isinstance(step, Fail):
+                raise _RunFailed(step.content)
+
+    def _tool_start(self, thread: _Thread, run: _Run, agent: str, call_id: str, name: str, args: dict[str, Any]) -> None:
+        self._publish(thread, run, {"type": "tool-input-start", "agentId": agent,
+                                    "payload": {"toolCallId": call_id, "toolName": name}})
+        self._publish(thread, run, {"type": "tool-call", "agentId": agent,
+                                    "payload": {"toolCallId": call_id, "toolName": name, "args": args}})
+
+    async def _suspend(self, thread: _Thread, run: _Run, agent: str, call_id: str, name: str, args: dict[str, Any],
+                       request: dict[str, Any]) -> dict[str, Any]:
+        request_id = f"req_{_nanoid()}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._confirms[request_id] = _PendingConfirm(thread.id, thread.owner, future)
+        run.status = "suspended"
+        payload = {"requestId": request_id, "toolCallId": call_id, "toolName": name, "args": args, **request,
+                   "inputThreadId": thread.id}
+        self._publish(thread, run, {"type": "confirmation-request", "agentId": agent, "payload": payload})
+        try:
+            return await future
+        finally:
+            run.status = "active"
+
+    async def _gateway_step(self, thread: _Thread, run: _Run, step: GatewayCall) -> None:
+        self._tool_start(thread, run, step.agent, step.tool_call_id, step.name, step.arguments)
+        arguments = {k: v for k, v in step.arguments.items() if k != "_confirmation"}
+        while True:
+            try:
+                result = await self.gateway_call(step.name, arguments)
+            except (RuntimeError, TimeoutError) as exc:
+                self._publish(thread, run, {"type": "tool-error", "agentId": step.agent,
+                                            "payload": {"toolCallId": step.tool_call_id, "error": str(exc)}})
+                return
+            needed = _confirmation_required(result)
+            if needed is None:
+                break
+            body = await self._suspend(
+                thread, run, step.agent, step.tool_call_id, step.name, step.arguments,
+                {"severity": "warning", "message": needed.get("description", "Allow access?"),
+                 "inputType": "resource-decision", "resourceDecision": needed},
+            )
+            decision = body.get("resourceDecision") if body.get("kind") == "resourceDecision" else "denyOnce"
+            arguments = {**arguments, "_confirmation": decision}
+        self._publish(thread, run, {"type": "tool-result", "agentId": step.agent,
+                                    "payload": {"toolCallId": step.tool_call_id, "result": result}})
+
+    # ------------------------------------------------------------------ the event log
+    def _publish(self, thread: _Thread, run: _Run | None, event: dict[str, Any]) -> None:
+        """Persist (durable types, with coalesced blocks first) and fan out to live streams."""
+        run_id = run.run_id if run is not None else event.get("runId", "")
+        orchestrator = f"orchestrator-{run_id}"
+        event = {"type": event["type"], "runId": run_id, "agentId": event.get("agentId", ORCHESTRATOR), **event}
+        event["runId"] = run_id
+        if event["agentId"] == ORCHESTRATOR:
+            event["agentId"] = orchestrator
+        event["payload"] = {k: orchestrator if v == ORCHESTRATOR else v for k, v in event.get("payload", {}).items()}
+        event.setdefault("ts", int(time.time() * 1000))
+        kind = event["type"]
+        key = (run_id, event["agentId"])
+        if kind in ("text-delta", "reasoning-delta"):
+            seg_kind = "text" if kind == "text-delta" else "reasoning"
+            segment = thread.segments.get(key)
+            if segment is not None and (segment.kind != seg_kind or segment.response_id != event.get("responseId")):
+                self._flush(thread, key)
+                segment = None
+            if segment is None:
+                segment = thread.segments[key] = _Segment(seg_kind, event.get("responseId"))
+            segment.text += event["payload"].get("text", "")
+            self._fan_out(thread, None, event)
+            return
+        if kind in EPHEMERAL_TYPES:
+            self._fan_out(thread, None, event)
+            return
+        if kind == "run-finish":
+            for open_key in [k for k in thread.segments if k[0] == run_id]:
+                self._flush(thread, open_key)
+        elif key in thread.segments:
+            self._flush(thread, key)
+        seq = thread.max_seq + 1
+        thread.log.append((seq, event))
+        self._fan_out(thread, seq, event)
+
+    def _flush(self, thread: _Thread, key: tuple[str, str]) -> None:
+        segment = thread.segments.pop(key)
+        block: dict[str, Any] = {
+            "type": "text-block" if segment.kind == "text" else "reasoning-block",
+            "runId": key[0],
+            "agentId": key[1],
+            "payload": {"text": segment.text},
+            "ts": int(time.time() * 1000),
+        }
+        if segment.response_id is not None:
+            block["responseId"] = segment.response_id
+        thread.log.append((thread.max_seq + 1, block))  # replay only: never sent live
+
+    @staticmethod
+    def _frame(seq: int | None, event: dict[str, Any]) -> str:
+        data = json.dumps(event, separators=(",", ":"))
+        return f"id: {seq}\ndata: {data}\n\n" if seq is not None else f"data: {data}\n\n"
+
+    def _fan_out(self, thread: _Thread, seq: int | None, event: dict[str, Any]) -> None:
+        frame = self._frame(seq, event)
+        for queue in thread.subscribers:
+            queue.put_nowait(frame)
+
+    def _fold(self, thread: _Thread, run_ids: list[str]) -> dict[str, Any]:
+        from ..protocol.reducer import RunReducer
+
+        wanted = set(run_ids)
+        events = [json.loads(json.dumps(event)) for _seq, event in thread.log if event.get("runId") in wanted]
+        return json.loads(json.dumps(RunReducer().apply_all(events).tree_dict()))
+
+    def _bootstrap(self, thread: _Thread, cursor: int) -> list[str]:
+        frames = [self._frame(seq, event) for seq, event in thread.log if seq > cursor]
+        run = thread.run
+        if run is not None and run.status in ("active", "suspended"):
+            group = next(g for g in thread.groups if g.group_id == run.group_id)
+            sync = {
+                "runId": run.run_id,
+                "messageGroupId": group.group_id,
+                "runIds": list(group.run_ids),
+                "agentTree": self._fold(thread, group.run_ids),
+                "status": run.status,
+                "backgroundTasks": [],
+            }
+            frames.append(f"event: run-sync\ndata: {json.dumps(sync, separators=(',', ':'))}\n\n")
+            for (run_id, agent_id), segment in thread.segments.items():
+                if run_id in group.run_ids and segment.text:
+                    synthetic = {
+                        "type": "text-delta" if segment.kind == "text" else "reasoning-delta",
+                        "runId": run_id,
+                        "agentId": agent_id,
+                        "payload": {"text": segment.text},
+                    }
+                    if segment.response_id is not None:
+                        synthetic["responseId"] = segment.response_id
+                    frames.append(self._frame(None, synthetic))
+        return frames
+
+    async def _events(self, request: Request) -> Response:
+        user = self._user(request, check_browser_id=False)  # EventSource cannot set headers
+        tid = request.path_params["tid"]
+        thread = self._threads.get(tid)
+        if thread is not None and thread.owner != user:
+            raise _error(403, "Not authorized for this thread")
+        raw = request.headers.get("last-event-id")
+        if raw is None or not raw.isdigit():
+            raw = request.query_params.get("lastEventId")
+            if raw is not None and not raw.isdigit():
+                raise _HttpError(400, {"code": "invalid_string", "path": ["lastEventId"], "message": "Invalid"})
+        cursor = int(raw) if raw is not None else 0
+        if thread is None:
+            thread = self._threads[tid] = _Thread(id=tid, owner=user)
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        frames = self._bootstrap(thread, cursor)
+        thread.subscribers.add(queue)
+        return StreamingResponse(self._stream(thread.subscribers, queue, frames), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    async def _stream(self, owners: set[asyncio.Queue[str | None]], queue: asyncio.Queue[str | None],
+                      frames: list[str]) -> AsyncIterator[str]:
+        try:
+            for frame in frames:
+                yield frame
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), self.ping_interval)
+                except asyncio.TimeoutError:
+                    yield ": ping\n\n"
+                    continue
+                if item is None:
+                    return
+                yield item
+        finally:
+            owners.discard(queue)
+
+    # ------------------------------------------------------------------ local gateway (§7)
+    def _gateway_owner(self, request: Request, *, session_only: bool = False) -> tuple[str, str]:
+        key = request.headers.get("x-gateway-key", "")
+        if not 1 <= len(key) <= 256:
+            raise _error(401, "Missing or invalid X-Gateway-Key header")
+        if key in self._session_keys:
+            return self._session_keys[key], key
+        if self.gateway_static_key is not None and key == self.gateway_static_key:
+            return "env-gateway", key
+        if not session_only and key in self._pairing:
+            return self._pairing[key], key
+        raise _error(401, "Invalid or expired gateway key")
+
+    async def _gw_create_link(self, request: Request) -> Response:
+        user = self._user(request)
+        token = next((t for t, owner in self._pairing.items() if owner == user), None) or f"gw_{_nanoid(32)}"
+        self._pairing[token] = user
+        return self._ok({"token": token, "command": f"npx @n8n/computer-use {self.base_url} {token}",
+                         "expiresAt": None, "ttlSeconds": 300})
+
+    async def _gw_init(self, request: Request) -> Response:
+        owner, key = self._gateway_owner(request)
+        body = await self._json(request)
+        if not isinstance(body.get("rootPath"), str):
+            raise _HttpError(400, {"code": "invalid_type", "path": ["rootPath"], "message": "Required"})
+        tools = body.get("tools", [])
+        for i, tool in enumerate(tools if isinstance(tools, list) else [None]):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) \
+                    or not isinstance(tool.get("inputSchema"), dict):
+                raise _HttpError(400, {"code": "invalid_type", "path": ["tools", i], "message": "Invalid tool"})
+        state = self._gateways.get(owner)
+        if state is None:
+            state = self._gateways[owner] = _GatewayState(owner=owner)
+        state.root_path, state.tools = body["rootPath"], tools
+        state.host_identifier = body.get("hostIdentifier")
+        state.tool_categories = body.get("toolCategories", [])
+        state.connected_at = _now_iso()
+        data: dict[str, Any] = {"ok": True}
+        if key in self._pairing:
+            del self._pairing[key]
+            session_key = f"sess_{_nanoid(32)}"
+            self._session_keys[session_key] = owner
+            data["sessionKey"] = session_key
+        return self._ok(data)
+
+    async def _gw_events(self, request: Request) -> Response:
+        owner, _key = self._gateway_owner(request, session_only=True)
+        state = self._gateways.get(owner)
+        if state is None or state.connected_at is None:
+            raise _error(403, "Local gateway not initialized")
+        state.streams += 1
+        holder: set[asyncio.Queue[str | None]] = {state.queue}
+        return StreamingResponse(self._stream(holder, state.queue, []), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+
+    async def _gw_response(self, request: Request) -> Response:
+        owner, _key = self._gateway_owner(request, session_only=True)
+        state = self._gateways.get(owner)
+        body = await self._json(request)
+        future = state.pending.pop(request.path_params["rid"], None) if state is not None else None
+        if future is None or future.done():
+            raise _error(404, "Gateway request not found")
+        if isinstance(body.get("error"), str):
+            future.set_exception(RuntimeError(body["error"]))
+        else:
+            result = body.get("result")
+            future.set_result(result if isinstance(result, dict) else {"content": []})
+        return self._ok({"ok": True})
+
+    async def _gw_disconnect(self, request: Request) -> Response:
+        owner, key = self._gateway_owner(request, session_only=True)
+        self._session_keys.pop(key, None)
+        state = self._gateways.pop(owner, None)
+        if state is not None:
+            for future in state.pending.values():
+                future.set_exception(RuntimeError("Local gateway disconnected"))
+            state.queue.put_nowait(None)
+        return self._ok({"ok": True})
+
+    async def _gw_status(self, request: Request) -> Response:
+        user = self._user(request)
+        state = self._gateways.get(user)
+        return self._ok({
+            "connected": state is not None and state.connected_at is not None,
+            "connectedAt": state.connected_at if state else None,
+            "directory": state.root_path if state else None,
+            "hostIdentifier": state.host_identifier if state else None,
+            "toolCategories": state.tool_categories if state else [],
+        })
+
+    def gateway(self, owner: str | None = None) -> _GatewayState | None:
+        """The gateway registered by ``owner`` (default: the test user)."""
+        return self._gateways.get(owner or self.user_id)
+
+    async def gateway_call(self, name: str, arguments: dict[str, Any], *, owner: str | None = None,
+                           timeout: float = 60.0) -> dict[str, Any]:
+        """Send a ``filesystem-request`` to the connected gateway and wait for its MCP result."""
+        state = self._gateways.get(owner or self.user_id) or next(iter(self._gateways.values()), None)
+        if state is None:
+            raise RuntimeError("Local gateway is not connected")
+        request_id = f"gw_{_nanoid()}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        state.pending[request_id] = future
+        frame = {"type": "filesystem-request",
+                 "payload": {"requestId": request_id, "toolCall": {"name": name, "arguments": arguments}}}
+        state.queue.put_nowait(f"data: {json.dumps(frame)}\n\n")
+        try:
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            state.pending.pop(request_id, None)
+
+    def drop_gateway_stream(self, owner: str | None = None) -> None:
+        """End the gateway's event stream without ending its session (it should reconnect)."""
+        state = self.gateway(owner)
+        if state is not None:
+            state.queue.put_nowait(None)
+
+    def forget_gateway(self, owner: str | None = None) -> None:
+        """Drop the gateway as n8n's grace timer does (its session key stays valid): the
+        next ``gateway/events`` answers 403 "Local gateway not initialized"."""
+        state = self._gateways.pop(owner or self.user_id, None)
+        if state is not None:
+            state.queue.put_nowait(None)
+
+    def send_gateway_disconnect(self, owner: str | None = None) -> None:
+        state = self.gateway(owner)
+        if state is not None:
+            state.queue.put_nowait('data: {"type":"gateway-disconnect"}\n\n')
+            state.queue.put_nowait(None)
+
+
+class _RunFailed(Exception):
+    def __init__(self, content: str) -> None:
+        super().__init__(content)
+        self.content = content
+
+
+def _confirmation_required(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision request in a gateway result that asks for one (§7.5), else ``None``."""
+    if not result.get("isError"):
+        return None
+    for item in result.get("content") or []:
+        text = item.get("text") if isinstance(item, dict) else None
+        if not isinstance(text, str):
+            continue
+        if text.startswith("{"):
+            try:
+                text = json.loads(text).get("error", text)
+            except (ValueError, AttributeError):
+                pass
+        if isinstance(text, str) and text.startswith(GATEWAY_CONFIRMATION_PREFIX):
+            try:
+                data = json.loads(text[len(GATEWAY_CONFIRMATION_PREFIX) :])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve the fake n8n Instance AI server on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=5678)
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        fake = FakeN8n(step_delay=0.05)
+        await fake.start(args.port)
+        print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password})", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await fake.stop()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,960 @@
+"""``InstanceAiApp``: the Textual app. It only talks to a ``Client``.
+
+Data flow (DESIGN.md, "Performance architecture")::
+
+    client.events()  --ingest worker-->  Conversation (reducer model)   no widget work
+                                              |  drain_changes()
+    frame timer (25 Hz)  --one batch_update-->  widgets (only what changed)
+
+Opening a thread (start, switch, restore): ``client.messages()`` then
+``client.events(thread, after=nextEventId - 1)``, in that order, so nothing shows twice.
+
+Headless use (benchmarks, screenshots, tests)::
+
+    app = InstanceAiApp(client, settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()            # first thread opened
+        await app.send_message("hello")         # what Enter in the prompt does
+        await app.wait_until_rendered()         # ingest idle, frame drained, markdown parsed
+        app.stats                               # events ingested, frames, slowest frame
+
+``wait_until_rendered`` is the "rendering caught up" signal: no event left undrained in the
+model, the last frame projected nothing new and every streamed Markdown block has parsed
+what it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..client.base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from ..protocol.api import ApprovalConfirm, PlanDenyConfirm, ThreadInfo
+from ..protocol.conversation import Conversation, PendingConfirmation
+from . import keymap, themes
+from .agent_info import agent_info
+from .confirmations import ConfirmationAnswered, ConfirmCard
+from .conversation_view import ConversationView
+from .help_screen import HelpScreen, help_markdown
+from .prompt import PromptInput
+from .status_line import StatusInfo, StatusLine
+from .tasks_panel import TasksPanel
+from .thread_list import ThreadList
+from .turns import Frame, UserMessage
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+FRAME_HZ = 25
+#: the ingest worker yields to the event loop at least this often (seconds)
+INGEST_SLICE = 0.008
+
+
+@dataclass
+class IngestStats:
+    """Counters for benchmarks and tests."""
+
+    events: int = 0
+    frames: int = 0
+    busy_frames: int = 0
+    slowest_frame: float = 0.0
+    first_event_at: float | None = None
+    last_event_at: float | None = None
+    frame_times: list[float] = field(default_factory=list)
+
+    def record_frame(self, seconds: float) -> None:
+        self.busy_frames += 1
+        self.slowest_frame = max(self.slowest_frame, seconds)
+        if len(self.frame_times) < 100_000:
+            self.frame_times.append(seconds)
+
+
+def is_demo(client: Client, settings: Settings) -> bool:
+    label = (client.model_name or "").lower()
+    if "demo" in label:
+        return True
+    return client.mode == "embedded" and not client.model_name and settings.model.name in (None, "demo")
+
+
+class InstanceAiApp(App[None]):
+    """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Instance AI"
+    BINDINGS = keymap.bindings("app")
+    PAUSE_GC_ON_SCROLL = True
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        client: Client,
+        settings: Settings,
+        *,
+        thread_id: str | None = None,
+        redis_chat: str | None = None,
+        watch_themes: bool = True,
+        persist_theme: bool = True,
+        close_client: bool = True,
+    ) -> None:
+        super().__init__()
+        self.client = client
+        self.settings = settings
+        self.initial_thread_id = thread_id
+        self.redis_chat = redis_chat
+        self._watch_themes = watch_themes
+        self._persist_theme = persist_theme
+        self._close_client = close_client
+        self.conversation: Conversation | None = None
+        self.thread_id: str | None = None
+        self.pending: set[str] = set()
+        self._pending_by_id: dict[str, PendingConfirmation] = {}
+        self.status_info = StatusInfo(model=client.model_name, demo=is_demo(client, settings))
+        self.stats = IngestStats()
+        self.keys = self._load_keymap()
+        self.theme_manager: themes.ThemeManager | None = None
+        self._frame_timer: Any = None
+        self._frame_no = 0
+        self._last_frame_empty = True
+        self._ready_event = asyncio.Event()
+        self._ingest_task: asyncio.Task[None] | None = None
+        self._ingesting = False
+        self._ingest_waiting = False
+        self._cancelling = False
+        self._status_source: tuple[str, str] | None = None
+        self._user_toggled_tasks = False
+        self._remove_state_listener: Any = None
+        self._last_error: str | None = None
+        self._pending_focus: list[str] = []
+        self.view = ConversationView(self.pending, id="conversation")
+        self.badge = Static("", id="new-output", markup=False)
+        self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, /help for commands)", id="prompt")
+        self.status_line = StatusLine(self.status_info, id="status")
+        self.tasks_panel = TasksPanel(id="tasks")
+        self.thread_list = ThreadList(id="threads")
+
+    # ------------------------------------------------------------------ setup
+    def _load_keymap(self) -> keymap.KeyMap:
+        """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
+        self._keymap_error: str | None = None
+        try:
+            return keymap.KeyMap.from_settings(self.settings.ui)
+        except keymap.KeyMapError as exc:
+            self._keymap_error = str(exc)
+            return keymap.KeyMap(enter_sends=self.settings.ui.enter_sends)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return themes.app_variable_defaults(self.current_theme)
+
+    def compose(self) -> ComposeResult:
+        yield self.thread_list
+        with Vertical(id="main"):
+            if self.status_info.demo:
+                yield Static(
+                    Content.assemble(
+                        (" DEMO MODE ", "bold $background on $warning"),
+                        "  offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
+                    ),
+                    id="demo-banner",
+                    markup=False,
+                )
+            yield self.view
+            yield self.badge
+            yield self.prompt
+            yield self.status_line
+        yield self.tasks_panel
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
+        self.theme_manager.install(self.settings.ui.theme)
+        self.set_keymap(self.keys.textual_keymap())
+        if self._keymap_error:
+            self.notify(self._keymap_error + "\nUsing the default keys.", severity="error", timeout=15)
+        self.badge.display = False
+        tasks = self.tasks_panel
+        tasks.display = False
+        self.thread_list.display = self.size.width >= 120
+        self.prompt.focus()
+        self._remove_state_listener = self.client.add_state_listener(self._on_connection_state)
+        self._on_connection_state(self.client.state, self.client.state_detail)
+        self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
+        self._boot()
+
+    @work(group="boot", exit_on_error=False)
+    async def _boot(self) -> None:
+        try:
+            await self.client.open()
+        except ClientError as exc:
+            self._show_error(f"Cannot connect: {exc}")
+            self._set_connection("offline", str(exc))
+            self._ready_event.set()
+            return
+        self.status_info.model = self.client.model_name or self.status_info.model
+        self.status_info.demo = is_demo(self.client, self.settings)
+        threads: list[ThreadInfo] = []
+        try:
+            threads = await self.client.list_threads()
+        except ClientError as exc:
+            self._show_error(f"Cannot list threads: {exc}")
+        self.thread_list.set_threads(threads)
+        self._load_redis_sessions()
+        target = self.initial_thread_id
+        if target is None and threads:
+            target = max(threads, key=lambda t: t.updated_at).id
+        await self.open_thread(target)
+        self._ready_event.set()
+        await asyncio.to_thread(_warm_up)
+
+    def _load_redis_sessions(self) -> None:
+        """``--redis-chat``: the Redis chat sessions section is wired by the Redis integration."""
+        hook = getattr(self, "load_redis_sessions", None)
+        if self.redis_chat and callable(hook):
+            hook(self.redis_chat)
+
+    async def on_unmount(self) -> None:
+        if self._remove_state_listener is not None:
+            self._remove_state_listener()
+        if self.theme_manager is not None:
+            self.theme_manager.stop()
+        self._stop_ingest()
+        if self._close_client:
+            try:
+                await self.client.close()
+            except (ClientError, OSError) as exc:
+                self.log.error(f"closing the client failed: {exc}")
+
+    # ------------------------------------------------------------------ connection state
+    def _on_connection_state(self, state: ConnectionState, detail: str) -> None:
+        self._set_connection(state.value, detail)
+
+    def _set_connection(self, state: str, detail: str) -> None:
+        self.status_info.connection = state
+        self.status_info.connection_detail = detail
+
+    def _show_error(self, message: str) -> None:
+        self._last_error = message
+        self.notify(message, severity="error", timeout=10)
+
+    # ------------------------------------------------------------------ threads
+    async def open_thread(self, thread_id: str | None) -> None:
+        """Show ``thread_id`` (``None``: a new, not yet created thread).
+
+        History first, then the event stream from ``nextEventId - 1``; nothing shows twice.
+        """
+        self._stop_ingest()
+        conversation = Conversation(thread_id or "")
+        self.conversation = conversation
+        self.thread_id = thread_id
+        self._pending_by_id = {}
+        self.pending.clear()
+        self._cancelling = False
+        self._status_source = None
+        self.status_info.message = ""
+        view = self.view
+        thread_list = self.thread_list
+        thread_list.active_thread_id = thread_id
+        if thread_id is None:
+            view.load(conversation)
+            view.set_placeholder(self._welcome())
+            self._after_open(conversation)
+            return
+        view.set_placeholder(Content.styled("Loading…", "italic $text-muted"))
+        try:
+            history = await self.client.messages(thread_id)
+        except NotFoundError:
+            history = None
+        except ClientError as exc:
+            self._show_error(f"Cannot load the thread: {exc}")
+            return
+        if self.conversation is not conversation:
+            return  # switched again meanwhile
+        if history is not None:
+            conversation.load_history(history)
+        info = thread_list.thread(thread_id)
+        conversation.title = info.title if info is not None and info.title else conversation.title
+        conversation.drain_changes()
+        view.load(conversation)
+        view.set_placeholder(self._welcome())
+        self._after_open(conversation)
+        try:
+            status = await self.client.status(thread_id)
+        except ClientError:
+            status = None
+        if status is not None and status.is_suspended and not conversation.is_streaming:
+            self.status_info.run_state = "awaiting approval"
+        self._start_ingest(conversation, thread_id, conversation.cursor)
+
+    def _after_open(self, conversation: Conversation) -> None:
+        self.status_info.thread_title = conversation.title or ""
+        self._refresh_pending(Frame(self.pending))
+        self._update_tasks(conversation)
+        self._update_run_state()
+        self.sub_title = conversation.title or ("New thread" if not conversation.thread_id else "")
+
+    def _welcome(self) -> Content:
+        lines = [
+            ("Ask Instance AI to build or change a workflow, e.g.\n", "bold"),
+            "  “every morning send the weather forecast to Slack”\n\n",
+            ("Enter sends · Shift+Enter new line · Esc cancels a run · F1 help · Ctrl+P commands", "$text-muted"),
+        ]
+        if self.status_info.demo:
+            lines.append(("\nDemo mode: an offline model with canned behaviour, no real n8n.", "$text-warning"))
+        return Content.assemble(*lines)
+
+    # ------------------------------------------------------------------ ingest
+    def _start_ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
+        self._stop_ingest()
+        self._ingest_task = asyncio.create_task(self._ingest(conversation, thread_id, after), name="ingest")
+
+    def _stop_ingest(self) -> None:
+        task, self._ingest_task = self._ingest_task, None
+        if task is not None and not task.done():
+            task.cancel()
+        self._ingesting = False
+
+    async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
+        """Fold every stream item into the model. No widget work happens here.
+
+        ``_ingest_waiting`` is true only while the stream itself has nothing to give (the
+        flag is visible to other tasks only when ``anext`` really suspended).
+        """
+        stats = self.stats
+        apply = conversation.apply
+        apply_sync = conversation.apply_run_sync
+        clock = time.perf_counter
+        slice_end = clock() + INGEST_SLICE
+        stream = aiter(self.client.events(thread_id, after=after))
+        self._ingesting = True
+        try:
+            while True:
+                self._ingest_waiting = True
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    self._ingest_waiting = False
+                event = item.event
+                if event is not None:
+                    apply(item.id, event)
+                    if event.type == "run-finish":
+                        self._note_run_finish(event)
+                elif item.run_sync is not None:
+                    apply_sync(item.run_sync)
+                stats.events += 1
+                if stats.events & 63 == 0:
+                    now = clock()
+                    stats.last_event_at = now
+                    if now >= slice_end:
+                        await asyncio.sleep(0)
+                        slice_end = clock() + INGEST_SLICE
+                        if self.conversation is not conversation:
+                            return
+                if stats.first_event_at is None:
+                    stats.first_event_at = clock()
+        except asyncio.CancelledError:
+            raise
+        except ClientError as exc:
+            if self.conversation is conversation:
+                self._show_error(f"The event stream stopped: {exc}")
+        finally:
+            stats.last_event_at = clock()
+            if self.conversation is conversation:
+                self._ingesting = False
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except (RuntimeError, ClientError):
+                    pass
+
+    def _note_run_finish(self, event: Any) -> None:
+        """Tokens and cost, when the backend reports them on ``run-finish`` (``payload.usage``)."""
+        extra = getattr(event.payload, "model_extra", None) or {}
+        usage = extra.get("usage")
+        if isinstance(usage, dict):
+            info = self.status_info
+            info.input_tokens += int(usage.get("inputTokens", usage.get("input_tokens", 0)) or 0)
+            info.output_tokens += int(usage.get("outputTokens", usage.get("output_tokens", 0)) or 0)
+            cost = usage.get("cost")
+            if isinstance(cost, (int, float)):
+                info.cost = (info.cost or 0.0) + float(cost)
+        if getattr(event.payload, "status", "") == "error":
+            self._last_error = getattr(event.payload, "reason", None) or "the run failed"
+
+    # ------------------------------------------------------------------ the frame
+    async def _frame(self) -> None:
+        """Project what changed in the model onto the widgets, in one batched update."""
+        self._frame_no += 1
+        self.stats.frames += 1
+        conversation = self.conversation
+        view = self.view
+        if conversation is None or not view.is_attached:
+            return
+        started = time.perf_counter()
+        changes = conversation.drain_changes()
+        if changes.empty:
+            self._last_frame_empty = True
+            if self._frame_no % 3 == 0:
+                view.ticks()
+                self._update_run_state()
+                self.status_line.refresh_info(tick=True)
+            return
+        self._last_frame_empty = False
+        frame = Frame(self.pending)
+        with self.batch_update():
+            if changes.confirmations or changes.reset:
+                self._refresh_pending(frame)
+            grew = view.apply(changes, frame)
+            if changes.tasks or changes.reset:
+                self._update_tasks(conversation)
+            if changes.title and conversation.title:
+                self._update_title(conversation)
+            if changes.messages:
+                self._update_status_message(conversation, changes)
+            if changes.streaming:
+                self._on_streaming_changed(conversation)
+            self._update_run_state()
+            self.status_line.refresh_info(tick=True)
+            if grew and not view.following:
+                self._show_new_output_badge()
+        await frame.run()
+        self._focus_new_cards(frame)
+        self.stats.record_frame(time.perf_counter() - started)
+
+    def _refresh_pending(self, frame: Frame) -> None:
+        conversation = self.conversation
+        if conversation is None:
+            return
+        new = {p.request_id: p for p in conversation.pending_confirmations()}
+        old = self._pending_by_id
+        changed = set(new) ^ set(old)
+        self._pending_by_id = new
+        self.pending.clear()
+        self.pending.update(new)
+        self._pending_focus.extend(rid for rid in new if rid not in old)
+        if changed:
+            view = self.view
+            frame.new_cards.extend(view.refresh_pending(changed))
+        self.refresh_bindings()
+
+    def _focus_new_cards(self, frame: Frame) -> None:
+        """Bring a newly pending card into view; focus it unless the user is typing."""
+        if not self._pending_focus:
+            return
+        wanted = [rid for rid in self._pending_focus if rid in self.pending]
+        self._pending_focus = []
+        if not wanted:
+            return
+        prompt = self.prompt
+        typing = self.focused is prompt and bool(prompt.text.strip())
+        busy_elsewhere = isinstance(self.focused, ConfirmCard) or (
+            self.focused is not None and self.focused is not prompt and _inside_card(self.focused)
+        )
+        if typing or busy_elsewhere:
+            self.notify("The agent needs your answer — press Ctrl+G to go to it.", timeout=5)
+            return
+        self.call_after_refresh(self.go_to_pending, wanted[0], True)
+
+    def _update_tasks(self, conversation: Conversation) -> None:
+        panel = self.tasks_panel
+        tasks = conversation.latest_tasks
+        panel.set_tasks(tasks)
+        if not self._user_toggled_tasks:
+            panel.display = bool(tasks is not None and tasks.tasks and self.settings.ui.show_tasks)
+
+    def _update_title(self, conversation: Conversation) -> None:
+        title = conversation.title or ""
+        self.status_info.thread_title = title
+        self.sub_title = title
+        if self.thread_id is not None:
+            self.thread_list.update_title(self.thread_id, title)
+
+    def _update_status_message(self, conversation: Conversation, changes: Any) -> None:
+        info = self.status_info
+        for message_id, reducer_changes in changes.messages.items():
+            if not reducer_changes.agents:
+                continue
+            msg = conversation.message(message_id) if len(reducer_changes.agents) else None
+            if msg is None or msg.reducer is None:
+                continue
+            for agent_id in reducer_changes.agents:
+                agent = agent_info(msg.reducer, agent_id)
+                if agent is None:
+                    continue
+                if agent.status_message:
+                    info.message = agent.status_message
+                    self._status_source = (message_id, agent_id)
+                elif self._status_source == (message_id, agent_id):
+                    info.message = ""
+                    self._status_source = None
+
+    def _on_streaming_changed(self, conversation: Conversation) -> None:
+        if not conversation.is_streaming:
+            self._cancelling = False
+            self.status_info.message = ""
+            self._status_source = None
+            self._refresh_threads()
+        self.refresh_bindings()
+
+    def _update_run_state(self) -> None:
+        conversation = self.conversation
+        info = self.status_info
+        if conversation is None:
+            return
+        if self.pending:
+            state = "awaiting approval"
+        elif conversation.is_streaming:
+            state = "cancelling" if self._cancelling else "running"
+        elif info.run_state == "awaiting approval" and not conversation.messages:
+            state = info.run_state
+        else:
+            last = next((m for m in reversed(conversation.messages) if m.reducer is not None), None)
+            state = "error" if last is not None and last.reducer is not None and last.reducer.status == "error" else "idle"
+        info.run_state = state
+
+    def _show_new_output_badge(self) -> None:
+        badge = self.badge
+        if not badge.display:
+            badge.update(Content.styled("↓ new output below — press End (or click here) to follow", "bold $text-accent"))
+            badge.display = True
+
+    @on(ConversationView.Followed)
+    def _followed(self) -> None:
+        self.badge.display = False
+
+    def on_click(self, event: Any) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.id == "new-output":
+            self.view.follow()
+
+    @on(PromptInput.JumpToEnd)
+    def _jump_to_end(self) -> None:
+        self.view.follow()
+
+    # ------------------------------------------------------------------ sending
+    @on(PromptInput.Submitted)
+    def _submitted(self, event: PromptInput.Submitted) -> None:
+        text = event.text
+        if text.startswith("/") and self.run_slash_command(text):
+            return
+        self.send_message_in_background(text)
+
+    @work(group="send", exit_on_error=False)
+    async def send_message_in_background(self, text: str) -> None:
+        await self.send_message(text)
+
+    async def send_message(self, text: str) -> str | None:
+        """Send ``text`` in the current thread (creating it first if it is new). Returns the runId."""
+        conversation = self.conversation
+        if conversation is None or not text.strip():
+            return None
+        if conversation.is_streaming:
+            self.notify(
+                "The agent is still working on your previous message — wait, or press Esc to cancel it.",
+                severity="warning",
+            )
+            self.prompt.load_text(text)
+            return None
+        thread_id = self.thread_id
+        if thread_id is None:
+            try:
+                info = await self.client.create_thread(title="")
+            except ClientError as exc:
+                self._show_error(f"Cannot create a thread: {exc}")
+                self.prompt.load_text(text)
+                return None
+            thread_id = info.id
+            self.thread_id = thread_id
+            conversation.thread_id = thread_id
+            thread_list = self.thread_list
+            thread_list.upsert_thread(info)
+            thread_list.active_thread_id = thread_id
+            self._start_ingest(conversation, thread_id, conversation.cursor)
+        message = conversation.add_user_message(text)
+        try:
+            run_id = await self.client.send(thread_id, text)
+        except RunActiveError:
+            self._mark_unsent(message.id, "the agent is still working on the previous message")
+            self.prompt.load_text(text)
+            return None
+        except ClientError as exc:
+            self._mark_unsent(message.id, str(exc))
+            self.prompt.load_text(text)
+            return None
+        self._last_error = None
+        return run_id
+
+    def _mark_unsent(self, message_id: str, reason: str) -> None:
+        self.notify(f"Not sent: {reason}", severity="error", timeout=8)
+
+        def mark() -> None:
+            widget = self.view.turns.get(message_id)
+            if isinstance(widget, UserMessage):
+                widget.add_class("-unsent")
+                widget.update(Content.assemble(widget.text, ("\n✗ not sent: " + reason, "$text-error")))
+
+        self.call_after_refresh(mark)
+
+    # ------------------------------------------------------------------ confirmations
+    @on(ConfirmationAnswered)
+    def _answered(self, event: ConfirmationAnswered) -> None:
+        event.stop()
+        self._send_confirmation(event.card, event.request_id, event.body, event.summary)
+
+    @work(group="confirm", exit_on_error=False)
+    async def _send_confirmation(self, card: ConfirmCard, request_id: str, body: Any, summary: str) -> None:
+        try:
+            await self.client.confirm(request_id, body)
+        except ClientError as exc:
+            self._show_error(f"Could not send your answer: {exc}")
+            card.reopen()
+            return
+        approved: bool | None = None
+        if isinstance(body, ApprovalConfirm):
+            approved = body.approved
+        elif isinstance(body, PlanDenyConfirm):
+            approved = False
+        if self.conversation is not None:
+            self.conversation.mark_confirmation_resolved(request_id, approved)
+        card.settle(summary)
+        prompt = self.prompt
+        if self.focused is None or _inside_card(self.focused) or self.focused is card:
+            remaining = [rid for rid in self.pending if rid != request_id]
+            if remaining:
+                self.call_after_refresh(self.go_to_pending, remaining[0])
+            else:
+                prompt.focus()
+
+    def go_to_pending(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
+        """Scroll to a pending card (the first one by default) and focus it.
+
+        ``restart_grace``: the app moved focus by itself, so the card's key grace period
+        starts now (the user may have been typing a moment ago).
+        """
+        view = self.view
+        ids = [request_id] if request_id else list(self._pending_by_id)
+        for rid in ids:
+            pending = self._pending_by_id.get(rid)
+            if pending is None:
+                continue
+            card = self._find_card(pending)
+            if card is None and pending.message_id not in view.turns:
+                # an older message is not mounted: mount everything up to it
+                while pending.message_id not in view.turns and view.load_older():
+                    pass
+                card = self._find_card(pending)
+            if card is not None and card.card is not None:
+                view.release_anchor()
+                if restart_grace:
+                    card.card.restart_grace()
+                card.card.focus_default()
+                card.scroll_visible(animate=False, top=False)
+                return True
+        return False
+
+    def _find_card(self, pending: PendingConfirmation) -> Any:
+        view = self.view
+        for turn in view.assistant_turns():
+            card = turn.cards.get(pending.tool_call.tool_call_id)
+            if card is not None:
+                return card
+        return None
+
+    def action_next_pending_card(self) -> None:
+        if not self.pending:
+            self.notify("Nothing is waiting for your answer.", timeout=3)
+            return
+        ids = list(self._pending_by_id)
+        focused = self.focused
+        current = None
+        node = focused
+        while node is not None:
+            if isinstance(node, ConfirmCard):
+                current = node.request_id
+                break
+            node = node.parent
+        if current in ids:
+            ids = ids[ids.index(current) + 1 :] + ids[: ids.index(current) + 1]
+        for rid in ids:
+            if self.go_to_pending(rid):
+                return
+        self.notify("The pending card is not visible yet; try again in a moment.", timeout=3)
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            return self.conversation is not None and self.conversation.is_streaming
+        if action == "next_pending_card":
+            return bool(self.pending) or None
+        return True
+
+    def action_cancel_run(self) -> None:
+        if self.conversation is None or not self.conversation.is_streaming or self.thread_id is None:
+            return
+        self._cancelling = True
+        self._update_run_state()
+        self.status_line.refresh_info()
+        self._cancel(self.thread_id)
+
+    @work(group="cancel", exit_on_error=False)
+    async def _cancel(self, thread_id: str) -> None:
+        try:
+            await self.client.cancel(thread_id)
+        except ClientError as exc:
+            self._cancelling = False
+            self._show_error(f"Could not cancel: {exc}")
+
+    def action_new_thread(self) -> None:
+        self._open_in_background(None)
+
+    @work(group="open", exclusive=True, exit_on_error=False)
+    async def _open_in_background(self, thread_id: str | None) -> None:
+        await self.open_thread(thread_id)
+        self.prompt.focus()
+
+    def action_toggle_threads(self) -> None:
+        threads = self.thread_list
+        threads.display = not threads.display
+        if threads.display:
+            threads.focus_list()
+        else:
+            self.prompt.focus()
+
+    def show_threads(self) -> None:
+        threads = self.thread_list
+        threads.display = True
+        threads.focus_search()
+
+    def action_toggle_tasks(self) -> None:
+        panel = self.tasks_panel
+        self._user_toggled_tasks = True
+        panel.display = not panel.display
+
+    def action_focus_input(self) -> None:
+        self.prompt.focus()
+
+    def action_theme_picker(self) -> None:
+        self.search_themes()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(help_markdown(self.keys, self.focused)))
+
+    def show_full_help(self) -> None:
+        self.push_screen(HelpScreen(help_markdown(self.keys, self.focused, everything=True)))
+
+    def action_export(self) -> None:
+        self.export_thread(None)
+
+    @work(group="export", exit_on_error=False)
+    async def export_thread(self, path: str | None) -> Path | None:
+        """Write the thread as Markdown (secrets redacted) and say where."""
+        conversation = self.conversation
+        if conversation is None or not conversation.messages:
+            self.notify("Nothing to export yet.", severity="warning")
+            return None
+        from ..protocol.transcript import to_markdown
+
+        text = to_markdown(conversation, title=conversation.title or None)
+        name = conversation.thread_id or "thread"
+        target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"
+        try:
+            await asyncio.to_thread(_write_text, target, text)
+        except OSError as exc:
+            self._show_error(f"Cannot write {target}: {exc}")
+            return None
+        self.notify(f"Exported the thread to {target}", timeout=6)
+        return target
+
+    def copy_last_answer(self) -> None:
+        view = self.view
+        turns = view.assistant_turns()
+        if not turns:
+            self.notify("No answer to copy yet.", severity="warning")
+            return
+        self.copy_to_clipboard(turns[-1].answer_text())
+        self.notify("Copied the last answer to the clipboard.", timeout=2)
+
+    # ------------------------------------------------------------------ slash commands
+    def run_slash_command(self, text: str) -> bool:
+        """Run ``/command args``. Returns False if it is not a command (then it is sent)."""
+        name, _, arg = text[1:].strip().partition(" ")
+        arg = arg.strip()
+        commands = {
+            "new": lambda: self.action_new_thread(),
+            "threads": lambda: self.show_threads(),
+            "theme": lambda: self._slash_theme(arg),
+            "export": lambda: self.export_thread(arg or None),
+            "help": lambda: self.show_full_help(),
+            "quit": lambda: self.exit(),
+            "exit": lambda: self.exit(),
+        }
+        command = commands.get(name.lower())
+        if command is None:
+            if name and " " not in text.split("\n")[0][: len(name) + 1] and name.isalpha():
+                self.notify(
+                    f"Unknown command /{name}. Commands: /new /threads /theme /export /help /quit", severity="warning"
+                )
+                self.prompt.load_text(text)
+                return True
+            return False
+        command()
+        return True
+
+    def _slash_theme(self, name: str) -> None:
+        if not name:
+            self.search_themes()
+            return
+        if self.theme_manager is not None:
+            applied = self.theme_manager.apply(name)
+            if applied == name:
+                self.notify(f"Theme: {name}", timeout=2)
+        else:
+            self.theme = name
+
+    # ------------------------------------------------------------------ thread list
+    @on(ThreadList.Selected)
+    def _thread_selected(self, event: ThreadList.Selected) -> None:
+        event.stop()
+        if event.thread_id != self.thread_id:
+            self._open_in_background(event.thread_id)
+        else:
+            self.prompt.focus()
+
+    @on(ThreadList.NewRequested)
+    def _thread_new(self, event: ThreadList.NewRequested) -> None:
+        event.stop()
+        self.action_new_thread()
+
+    @on(ThreadList.RenameRequested)
+    def _thread_rename(self, event: ThreadList.RenameRequested) -> None:
+        event.stop()
+        self._rename(event.thread_id, event.title)
+
+    @work(group="threads", exit_on_error=False)
+    async def _rename(self, thread_id: str, title: str) -> None:
+        try:
+            info = await self.client.rename_thread(thread_id, title)
+        except ClientError as exc:
+            self._show_error(f"Cannot rename: {exc}")
+            return
+        self.thread_list.update_title(thread_id, info.title)
+        if thread_id == self.thread_id and self.conversation is not None:
+            self.conversation.title = info.title
+            self._update_title(self.conversation)
+
+    @on(ThreadList.DeleteRequested)
+    def _thread_delete(self, event: ThreadList.DeleteRequested) -> None:
+        event.stop()
+        self._delete(event.thread_id)
+
+    @work(group="threads", exit_on_error=False)
+    async def _delete(self, thread_id: str) -> None:
+        try:
+            await self.client.delete_thread(thread_id)
+        except ClientError as exc:
+            self._show_error(f"Cannot delete: {exc}")
+            return
+        thread_list = self.thread_list
+        thread_list.remove_thread(thread_id)
+        if thread_id == self.thread_id:
+            await self.open_thread(None)
+
+    @work(group="refresh-threads", exclusive=True, exit_on_error=False)
+    async def _refresh_threads(self) -> None:
+        try:
+            threads = await self.client.list_threads()
+        except ClientError:
+            return
+        thread_list = self.thread_list
+        for info in threads:
+            thread_list.upsert_thread(info)
+
+    # ------------------------------------------------------------------ command palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("New thread", "Start a new conversation", self.action_new_thread)
+        yield SystemCommand("Threads", "Show and search the thread list", self.show_threads)
+        yield SystemCommand("Toggle task list", "Show or hide the task checklist", self.action_toggle_tasks)
+        yield SystemCommand("Export thread", "Write the thread as Markdown", self.action_export)
+        yield SystemCommand("Copy last answer", "Copy the agent's last answer", self.copy_last_answer)
+        yield SystemCommand("Help", "Every key and slash command", self.show_full_help)
+        if self.pending:
+            yield SystemCommand("Go to pending approval", "Jump to the card waiting for you", self.action_next_pending_card)
+        if self.conversation is not None and self.conversation.is_streaming:
+            yield SystemCommand("Cancel run", "Stop the agent", self.action_cancel_run)
+        yield SystemCommand(
+            "Jump to newest output", "Scroll to the bottom and follow", self.view.follow
+        )
+
+    # ------------------------------------------------------------------ headless hooks
+    async def wait_until_ready(self, timeout: float = 10.0) -> None:
+        """Until the first thread is open (or the connection failed)."""
+        await asyncio.wait_for(self._ready_event.wait(), timeout)
+
+    @property
+    def ingest_idle(self) -> bool:
+        """The ingest worker is waiting for the stream's next item (or none runs)."""
+        task = self._ingest_task
+        return task is None or task.done() or self._ingest_waiting
+
+    @property
+    def rendered(self) -> bool:
+        """The last frame projected nothing new and every Markdown block has parsed its text."""
+        return self._last_frame_empty and self.view.settled
+
+    async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
+        """Wait until rendering caught up (and, with ``events``, that many were ingested).
+
+        Returns the seconds waited. Raises ``TimeoutError``.
+        """
+        started = time.perf_counter()
+        deadline = started + timeout
+        while True:
+            enough = events is None or self.stats.events >= events
+            if enough and self.ingest_idle and self.rendered and not self._model_dirty():
+                return time.perf_counter() - started
+            if time.perf_counter() > deadline:
+                raise TimeoutError(
+                    f"rendering did not catch up in {timeout} s (events={self.stats.events}, "
+                    f"frame empty={self._last_frame_empty})"
+                )
+            await asyncio.sleep(1 / FRAME_HZ / 2)
+
+    def _model_dirty(self) -> bool:
+        conversation = self.conversation
+        return bool(conversation is not None and getattr(conversation, "_dirty", None))
+
+
+def _warm_up() -> None:
+    """Import what the first tool card and Markdown block need, off the event loop."""
+    from textual.highlight import highlight
+
+    highlight("{}", language="json")
+
+
+def _inside_card(node: Any) -> bool:
+    while node is not None:
+        if isinstance(node, ConfirmCard):
+            return True
+        node = node.parent
+    return False
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "thread"
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,57 @@
+"""``instance-ai`` with no sub-command: the TUI.
+
+``add_arguments`` adds the top-level flags (connection, model, database, workspace, theme,
+Redis chat sessions); ``main`` builds the client through ``client.factory`` and runs the
+app. Nothing heavy is imported at module level: ``instance-ai --help`` and the other
+sub-commands must not pay for Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..client.factory import add_connection_arguments
+
+    add_connection_arguments(parser)
+    ui = parser.add_argument_group("interface")
+    ui.add_argument("--theme", help="theme name (built-in or from a themes folder); saved as your choice")
+    ui.add_argument("--thread", dest="tui_thread", metavar="ID", help="open this thread at start")
+    ui.add_argument(
+        "--redis-chat",
+        metavar="URL",
+        help="also list the n8n chat sessions kept in this Redis (redis://host:6379/0)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..client.base import ClientError
+    from ..client.factory import build_client, detect_dialect, settings_from_args
+
+    settings = settings_from_args(args)
+    if getattr(args, "theme", None):
+        settings.ui.theme = args.theme
+    remote = settings.remote
+    dialect = remote.dialect or ("n8n" if remote.email else None)
+    try:
+        if remote.url and dialect is None:
+            import asyncio
+
+            dialect = asyncio.run(detect_dialect(remote.url))
+        client = build_client(settings, dialect)
+    except ClientError as exc:
+        print(f"instance-ai: {exc}", file=sys.stderr)
+        return 2
+
+    from .app import InstanceAiApp
+
+    app = InstanceAiApp(
+        client,
+        settings,
+        thread_id=getattr(args, "tui_thread", None),
+        redis_chat=getattr(args, "redis_chat", None),
+    )
+    app.run()  # the app opens the client at start and closes it when it quits
+    return int(app.return_code or 0)

@@ -1,0 +1,540 @@
+"""Confirmation cards, shown inline on the tool call they gate.
+
+* ``ApprovalCard`` — approve (``y``/Enter), deny (``n``), always allow in this thread (``a``);
+  also used for domain-access, resource-decision and ``continue`` requests.
+* ``TextCard`` — ``inputType: text``: a text field, Enter sends, Esc declines.
+* ``QuestionsCard`` — ``inputType: questions``: a wizard, one question at a time; digits
+  pick options (toggle for multi-select), the last number is a free-text "other", ``s``
+  skips, Left goes back; a review page before submit.
+* ``PlanReviewCard`` — ``inputType: plan-review``: the plan; approve, request changes with
+  feedback, or reject.
+
+Every card ignores keys for ``GRACE_SECONDS`` after it appears, so text being typed when a
+card pops up cannot answer it. A card answers by posting ``ConfirmationAnswered``; the app
+sends it through ``Client.confirm``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Button, Input, Static
+
+from ..protocol.api import (
+    ApprovalConfirm,
+    ConfirmBody,
+    DomainAccessApproveConfirm,
+    DomainAccessDenyConfirm,
+    PlanDenyConfirm,
+    QuestionAnswer,
+    QuestionsConfirm,
+    ResourceDecisionConfirm,
+)
+from ..protocol.tree import Confirmation, ToolCallState
+from . import keymap
+from .themes import SEVERITY
+from .tasks_panel import render_tasks
+
+GRACE_SECONDS = 0.5
+
+
+
+class ConfirmationAnswered(Message):
+    """A card was answered; the app sends ``body`` to ``Client.confirm(request_id, …)``."""
+
+    def __init__(self, card: ConfirmCard, request_id: str, body: ConfirmBody, summary: str) -> None:
+        super().__init__()
+        self.card = card
+        self.request_id = request_id
+        self.body = body
+        self.summary = summary
+
+
+def short_json(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ConfirmCard(Vertical, can_focus=True):
+    """Base of every card: severity class, grace period, one-shot answer."""
+
+    KEY_SCOPE = "card"
+
+    DEFAULT_CSS = """
+    ConfirmCard {
+        height: auto;
+        margin: 0 0 0 2;
+        padding: 0 1;
+        border-left: thick $warning;
+        background: $warning 10%;
+        &.-destructive { border-left: thick $error; background: $error 10%; }
+        &.-info { border-left: thick $primary; background: $primary 8%; }
+        &:focus { background-tint: $foreground 6%; }
+        &.-answered { opacity: 70%; }
+        .card-title { text-style: bold; }
+        .card-keys { color: $text-muted; }
+        .card-buttons { height: auto; margin-top: 1; }
+        .card-buttons Button { margin-right: 1; }
+        Input { margin: 1 0 0 0; }
+    }
+    """
+
+    def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
+        super().__init__(classes=f"-{confirmation.severity}")
+        self.tool = tool
+        self.confirmation = confirmation
+        self.request_id = confirmation.request_id
+        self.shown_at = time.monotonic()
+        self.answered = False
+        self.outcome = Static("", classes="card-outcome", markup=False)
+        self.outcome.display = False
+
+    def on_mount(self) -> None:
+        self.shown_at = time.monotonic()
+        self.mount(self.outcome)
+
+    def restart_grace(self) -> None:
+        """The card was just brought to the user's eyes (focused for them): keys wait again."""
+        self.shown_at = time.monotonic()
+
+    @property
+    def in_grace(self) -> bool:
+        return time.monotonic() - self.shown_at < GRACE_SECONDS
+
+    def answer(self, body: ConfirmBody, summary: str) -> bool:
+        """Post the answer once. Returns False (and does nothing) during the grace period."""
+        if self.answered or self.in_grace:
+            return False
+        self.answered = True
+        self.add_class("-answered")
+        self.outcome.update(Content.styled(f"→ {summary} — sending…", "italic $text-muted"))
+        self.outcome.display = True
+        self.post_message(ConfirmationAnswered(self, self.request_id, body, summary))
+        return True
+
+    def settle(self, summary: str) -> None:
+        """The answer was accepted: say so until the tool call finishes."""
+        self.outcome.update(Content.styled(f"→ {summary}", "italic $text-muted"))
+
+    def reopen(self) -> None:
+        """The confirm call failed: let the user answer again."""
+        self.answered = False
+        self.remove_class("-answered")
+        self.outcome.display = False
+
+    def title(self) -> Content:
+        mark = SEVERITY.get(self.confirmation.severity, SEVERITY["warning"])
+        return Content.assemble(
+            (f"{mark.glyph} {mark.label.upper()}", f"bold ${mark.variable}"),
+            "  ",
+            self.confirmation.message or "Confirmation required",
+        )
+
+    def focus_default(self) -> None:
+        self.focus()
+
+
+class ApprovalCard(ConfirmCard):
+    HELP = """
+## Approval
+
+The agent wants to run this tool. **y**/**Enter** approve · **n** deny ·
+**a** always allow this tool for the rest of the thread. Keys are ignored for half a
+second after the card appears.
+"""
+
+    BINDINGS = keymap.bindings("card")
+
+    def compose(self) -> ComposeResult:
+        c = self.confirmation
+        yield Static(self.title(), classes="card-title", markup=False)
+        details = f"{self.tool.tool_name} {short_json(self.tool.args)}" if self.tool.tool_name else ""
+        if c.domain_access is not None:
+            details = f"access {c.domain_access.host or c.domain_access.url}"
+        elif c.resource_decision is not None:
+            rd = c.resource_decision
+            details = f"{rd.tool_group}: {rd.resource} {rd.description}".strip()
+        if details:
+            yield Static(details, markup=False, classes="card-details")
+        with Horizontal(classes="card-buttons"):
+            yield Button("y Approve", id="approve", variant="success", compact=True)
+            yield Button("n Deny", id="deny", variant="error", compact=True)
+            if self._supports_always():
+                yield Button("a Always", id="always", variant="primary", compact=True, tooltip="Always allow in this thread")
+
+    def _supports_always(self) -> bool:
+        c = self.confirmation
+        return c.effective_input_type in ("approval", "resource-decision") or c.domain_access is not None
+
+    def _body(self, verdict: str) -> ConfirmBody:
+        c = self.confirmation
+        if c.domain_access is not None:
+            if verdict == "deny":
+                return DomainAccessDenyConfirm()
+            action = "allow_domain" if verdict == "always" else "allow_once"
+            return DomainAccessApproveConfirm(domain_access_action=action)
+        if c.effective_input_type == "resource-decision":
+            decision = {"approve": "allowOnce", "deny": "denyOnce", "always": "allowForSession"}[verdict]
+            return ResourceDecisionConfirm(resource_decision=decision)  # type: ignore[arg-type]
+        if verdict == "always":
+            return ApprovalConfirm(approved=True, scope="session")
+        return ApprovalConfirm(approved=verdict == "approve")
+
+    def action_approve(self) -> None:
+        self.answer(self._body("approve"), "approved")
+
+    def action_deny(self) -> None:
+        self.answer(self._body("deny"), "denied")
+
+    def action_always_allow(self) -> None:
+        if self._supports_always():
+            self.answer(self._body("always"), "always allowed")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        {"approve": self.action_approve, "deny": self.action_deny, "always": self.action_always_allow}[event.button.id or "deny"]()
+
+
+class TextCard(ConfirmCard):
+    HELP = """
+## The agent asks for text
+
+Type the answer and press **Enter** to send it; **Esc** declines.
+"""
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title(), classes="card-title", markup=False)
+        if self.confirmation.intro_message:
+            yield Static(self.confirmation.intro_message, markup=False)
+        yield Input(placeholder="Your answer — Enter sends, Esc declines", id="answer")
+
+    def focus_default(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Changed)
+    def _typed_during_grace(self, event: Input.Changed) -> None:
+        if self.in_grace and event.value:
+            event.input.value = ""
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.answer(ApprovalConfirm(approved=True, user_input=event.value), f"answered: {event.value}")
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            self.answer(ApprovalConfirm(approved=False), "declined")
+
+
+class QuestionsCard(ConfirmCard):
+    """A wizard over ``confirmation.questions``; ``page == len(questions)`` is the review page."""
+
+    HELP = """
+## Questions
+
+One question at a time. **1–9** pick an option (multi-select: toggle, then **Enter**);
+the last number types your own answer. **s** skips, **Left**/**Backspace** goes back,
+**Enter** continues. The review page: **Enter**/**y** submits, **Left** goes back,
+**x** declines to answer.
+"""
+
+    def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
+        super().__init__(tool, confirmation)
+        self.questions = list(confirmation.questions or [])
+        self.page = 0
+        self.selected: dict[str, list[str]] = {q.id: [] for q in self.questions}
+        self.custom: dict[str, str] = {}
+        self.skipped: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title(), classes="card-title", markup=False)
+        if self.confirmation.intro_message:
+            yield Static(self.confirmation.intro_message, markup=False)
+        yield Static(id="question", markup=False)
+        yield Input(placeholder="Type your answer, Enter to continue, Esc to cancel", id="other")
+        yield Static(id="keys", classes="card-keys", markup=False)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._render_page()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def on_review(self) -> bool:
+        return self.page >= len(self.questions)
+
+    def _options(self, index: int) -> list[str]:
+        return list(self.questions[index].options or [])
+
+    def answers(self) -> list[QuestionAnswer]:
+        out: list[QuestionAnswer] = []
+        for q in self.questions:
+            if q.id in self.skipped:
+                out.append(QuestionAnswer(question_id=q.id, selected_options=[], skipped=True))
+            else:
+                out.append(
+                    QuestionAnswer(
+                        question_id=q.id,
+                        selected_options=list(self.selected.get(q.id, [])),
+                        custom_text=self.custom.get(q.id) or None,
+                    )
+                )
+        return out
+
+    def _answer_text(self, qid: str) -> str:
+        if qid in self.skipped:
+            return "(skipped)"
+        parts = list(self.selected.get(qid, []))
+        if self.custom.get(qid):
+            parts.append(f"“{self.custom[qid]}”")
+        return ", ".join(parts) if parts else "(no answer)"
+
+    # ------------------------------------------------------------------ rendering
+    def _render_page(self) -> None:
+        other = self.query_one("#other", Input)
+        question = self.query_one("#question", Static)
+        keys = self.query_one("#keys", Static)
+        if self.on_review:
+            lines: list[tuple[str, str] | str] = [("Review your answers\n", "bold")]
+            for i, q in enumerate(self.questions, 1):
+                lines.append(f"{i}. {q.question}\n   → ")
+                lines.append((self._answer_text(q.id) + "\n", "$text-accent"))
+            question.update(Content.assemble(*lines))
+            keys.update("Enter/y submit · ← back · x decline")
+            other.display = False
+            return
+        q = self.questions[self.page]
+        opts = self._options(self.page)
+        parts: list[tuple[str, str] | str] = [
+            (f"Question {self.page + 1}/{len(self.questions)}", "$text-muted"),
+            ("  (choose several)" if q.type == "multi" else "", "$text-muted"),
+            "\n",
+            (q.question + "\n", "bold"),
+        ]
+        chosen = self.selected.get(q.id, [])
+        for n, option in enumerate(opts, 1):
+            mark = ("[x] " if option in chosen else "[ ] ") if q.type == "multi" else ("● " if option in chosen else "○ ")
+            parts.append((f" {n}. ", "$text-accent"))
+            parts.append(mark + option + "\n")
+        if opts:
+            custom = self.custom.get(q.id)
+            parts.append((f" {len(opts) + 1}. ", "$text-accent"))
+            parts.append(f"Other… {('“' + custom + '”') if custom else ''}\n")
+        question.update(Content.assemble(*parts))
+        free_text = q.type == "text" or not opts
+        other.display = free_text or q.id in self.custom
+        if free_text:
+            other.value = self.custom.get(q.id, "")
+        back = " · ← back" if self.page else ""
+        if free_text:
+            keys.update(f"type the answer, Enter continue · Esc leave the field · s skip{back}")
+        elif q.type == "multi":
+            keys.update(f"1–{len(opts) + 1} toggle · Enter continue · s skip{back}")
+        else:
+            keys.update(f"1–{len(opts) + 1} choose · s skip{back}")
+
+    def focus_default(self) -> None:
+        if not self.on_review and self._needs_text(self.page):
+            self.query_one("#other", Input).focus()
+        else:
+            self.focus()
+
+    def _needs_text(self, index: int) -> bool:
+        q = self.questions[index]
+        return q.type == "text" or not q.options
+
+    # ------------------------------------------------------------------ navigation
+    def goto(self, page: int) -> None:
+        self.page = max(0, min(page, len(self.questions)))
+        self._render_page()
+        self.focus_default()
+
+    def next_page(self) -> None:
+        self.goto(self.page + 1)
+
+    def choose(self, number: int) -> None:
+        """Pick option ``number`` (1-based) on the current question."""
+        if self.on_review:
+            return
+        q = self.questions[self.page]
+        opts = self._options(self.page)
+        if not opts or number < 1 or number > len(opts) + 1:
+            return
+        self.skipped.discard(q.id)
+        if number == len(opts) + 1:
+            other = self.query_one("#other", Input)
+            other.display = True
+            other.value = self.custom.get(q.id, "")
+            other.focus()
+            return
+        option = opts[number - 1]
+        chosen = self.selected.setdefault(q.id, [])
+        if q.type == "multi":
+            if option in chosen:
+                chosen.remove(option)
+            else:
+                chosen.append(option)
+            self._render_page()
+        else:
+            chosen[:] = [option]
+            self.custom.pop(q.id, None)
+            self.next_page()
+
+    def submit(self) -> None:
+        self.answer(QuestionsConfirm(answers=self.answers()), "answered")
+
+    def on_key(self, event: events.Key) -> None:
+        focused = self.screen.focused
+        if isinstance(focused, Input):
+            if event.key == "escape":
+                event.stop()
+                if not self.on_review and not self._needs_text(self.page):
+                    focused.display = bool(self.custom.get(self.questions[self.page].id))
+                self.focus()
+            return
+        if self.in_grace or self.answered:
+            if event.key not in ("tab", "shift+tab"):
+                event.stop()
+                event.prevent_default()
+            return
+        key = event.key
+        handled = True
+        if key.isdigit() and key != "0":
+            self.choose(int(key))
+        elif key in ("left", "backspace"):
+            if self.page:
+                self.goto(self.page - 1)
+        elif key == "right":
+            self.next_page()
+        elif key == "s" and not self.on_review:
+            self.skipped.add(self.questions[self.page].id)
+            self.next_page()
+        elif key in ("enter", "y") and self.on_review:
+            self.submit()
+        elif key == "enter":
+            self.next_page()
+        elif key == "x" and self.on_review:
+            self.answer(ApprovalConfirm(approved=False), "declined")
+        else:
+            handled = False
+        if handled:
+            event.stop()
+            event.prevent_default()
+
+    @on(Input.Changed, "#other")
+    def _typed_during_grace(self, event: Input.Changed) -> None:
+        if self.in_grace and event.value:
+            event.input.value = ""
+
+    @on(Input.Submitted, "#other")
+    def _other_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.in_grace or self.on_review:
+            return
+        q = self.questions[self.page]
+        text = event.value.strip()
+        if text:
+            self.custom[q.id] = text
+            self.skipped.discard(q.id)
+            if q.type == "single":
+                self.selected[q.id] = []
+        else:
+            self.custom.pop(q.id, None)
+        self.next_page()
+
+
+class PlanReviewCard(ConfirmCard):
+    HELP = """
+## Plan review
+
+**y**/**Enter** approve the plan · **r** request changes (type feedback, Enter sends) ·
+**n**/**x** reject the plan outright.
+"""
+
+    #: approve (y/Enter) approves the plan, deny (n) rejects it; ``r`` asks for changes
+    BINDINGS = [
+        *keymap.bindings("card"),
+        Binding("r", "request_changes", "Request changes", id="request-changes"),
+        Binding("x", "deny", "Reject plan", id="reject-plan", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        c = self.confirmation
+        yield Static(Content.assemble(("📋 Plan review  ", "bold"), c.message or ""), markup=False)
+        if c.intro_message:
+            yield Static(c.intro_message, markup=False)
+        if c.tasks is not None and c.tasks.tasks:
+            yield Static(render_tasks(c.tasks), markup=False, classes="plan-tasks")
+        elif c.plan_items:
+            yield Static("\n".join(f"○ {p.title or p.id}" for p in c.plan_items), markup=False, classes="plan-tasks")
+        feedback = Input(placeholder="What should change? Enter sends, Esc cancels", id="feedback")
+        feedback.display = False
+        yield feedback
+        with Horizontal(classes="card-buttons"):
+            yield Button("y Approve", id="approve", variant="success", compact=True)
+            yield Button("r Changes", id="changes", variant="primary", compact=True, tooltip="Request changes")
+            yield Button("n Reject", id="reject", variant="error", compact=True)
+
+    def action_approve(self) -> None:
+        self.answer(ApprovalConfirm(approved=True), "plan approved")
+
+    def action_request_changes(self) -> None:
+        if self.in_grace or self.answered:
+            return
+        feedback = self.query_one("#feedback", Input)
+        feedback.display = True
+        feedback.focus()
+
+    def action_deny(self) -> None:
+        self.answer(PlanDenyConfirm(), "plan rejected")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action != "always_allow"
+
+    @on(Input.Submitted, "#feedback")
+    def _feedback(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            self.notify("Type what should change, or press Esc.", severity="warning")
+            return
+        self.answer(ApprovalConfirm(approved=False, user_input=text), "changes requested")
+
+    def on_key(self, event: events.Key) -> None:
+        focused = self.screen.focused
+        if event.key == "escape" and isinstance(focused, Input) and focused.id == "feedback":
+            event.stop()
+            focused.display = False
+            self.focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        {"approve": self.action_approve, "changes": self.action_request_changes, "reject": self.action_deny}[
+            event.button.id or "reject"
+        ]()
+
+
+def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:
+    """The card for a confirmation's ``inputType``."""
+    kind = confirmation.effective_input_type
+    if kind == "questions" and confirmation.questions:
+        return QuestionsCard(tool, confirmation)
+    if kind == "plan-review":
+        return PlanReviewCard(tool, confirmation)
+    if kind == "text":
+        return TextCard(tool, confirmation)
+    return ApprovalCard(tool, confirmation)

@@ -1,0 +1,282 @@
+"""The scrolling conversation: a bounded window over the thread's messages.
+
+Only the newest ``TAIL`` messages are mounted when a thread opens; scrolling to the top
+(or Enter/click on the "earlier messages" line) mounts ``BATCH`` older ones. While the
+user follows the bottom, messages beyond ``MAX_MOUNTED`` are unmounted from the top again.
+
+The view is anchored to the bottom. When the user scrolls up while output streams,
+``following`` turns false and the app shows a "new output below" badge; End (or scrolling
+back down) re-anchors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from . import keymap
+from .turns import AssistantTurn, Frame, UserMessage
+
+if TYPE_CHECKING:
+    from ..protocol.conversation import Conversation, ConversationChanges, ConversationMessage
+
+
+class OlderLine(Static, can_focus=True):
+    BINDINGS = [Binding("enter,space", "load", "Load earlier", id="load-earlier")]
+
+    def action_load(self) -> None:
+        self.post_message(ConversationView.LoadOlder())
+
+    def on_click(self) -> None:
+        self.post_message(ConversationView.LoadOlder())
+
+
+class ConversationView(VerticalScroll):
+    HELP = """
+## Conversation
+
+**End** jumps to the newest output and follows it again · **Home** goes to the top and
+loads earlier messages · **Tab** moves between blocks; on a block **Enter** expands it and
+**c** copies it.
+"""
+
+    KEY_SCOPE = "conversation"
+    BINDINGS = keymap.bindings("conversation")
+
+    DEFAULT_CSS = """
+    ConversationView {
+        height: 1fr;
+        layout: stream;
+        padding: 0 1;
+        scrollbar-gutter: stable;
+    }
+    """
+
+    TAIL = 12
+    BATCH = 10
+    MAX_MOUNTED = 40
+
+    class LoadOlder(Message):
+        """Mount older messages."""
+
+    class Empty(Message):
+        """Nothing to show (new thread)."""
+
+    def __init__(self, pending: set[str], *, id: str | None = None) -> None:
+        super().__init__(id=id, can_focus=False)
+        self.pending = pending
+        self.conversation: Conversation | None = None
+        self.turns: dict[str, Widget] = {}
+        self.first_index = 0
+        self.following = True
+        self.older = OlderLine("", classes="older-line", markup=False)
+        self.older.display = False
+        self.placeholder = Static("", classes="conversation-empty", markup=False)
+        self._loading_older = False
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self.older
+        yield self.placeholder
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # ------------------------------------------------------------------ building
+    def _widget_for(self, msg: ConversationMessage) -> Widget | None:
+        if msg.role == "user":
+            return UserMessage(msg.id, msg.content)
+        if msg.reducer is not None:
+            return AssistantTurn(msg, self.pending)
+        return None
+
+    def set_placeholder(self, text: str | Content) -> None:
+        self.placeholder.update(text)
+
+    def load(self, conversation: Conversation) -> None:
+        """Show ``conversation`` from scratch: mount its newest messages."""
+        for widget in self.turns.values():
+            getattr(widget, "detach", lambda: None)()
+        to_remove = [w for w in self.children if w is not self.older and w is not self.placeholder]
+        if to_remove:
+            self.remove_children(to_remove)
+        self.turns = {}
+        self.conversation = conversation
+        messages = conversation.messages
+        self.first_index = max(0, len(messages) - self.TAIL)
+        widgets: list[Widget] = []
+        for msg in messages[self.first_index :]:
+            widget = self._widget_for(msg)
+            if widget is not None:
+                self.turns[msg.id] = widget
+                widgets.append(widget)
+        self.placeholder.display = not messages
+        self._update_older()
+        if widgets:
+            self.mount_all(widgets)
+        self.following = True
+        self.anchor()
+
+    def _update_older(self) -> None:
+        hidden = self.first_index
+        self.older.display = hidden > 0
+        if hidden:
+            self.older.update(
+                Content.styled(
+                    f"▲ {hidden} earlier message{'s' if hidden != 1 else ''} — scroll up, Home, or Enter here to load",
+                    "italic $text-muted",
+                )
+            )
+
+    # ------------------------------------------------------------------ projection
+    def apply(self, changes: ConversationChanges, frame: Frame) -> bool:
+        """Project one batch of model changes. Returns True if content was added or grew."""
+        conversation = self.conversation
+        if conversation is None:
+            return False
+        if changes.reset:
+            self.load(conversation)
+            return True
+        grew = False
+        if changes.added:
+            added = set(changes.added)
+            widgets: list[Widget] = []
+            for msg in conversation.messages[self.first_index :]:
+                if msg.id in added and msg.id not in self.turns:
+                    widget = self._widget_for(msg)
+                    if widget is not None:
+                        self.turns[msg.id] = widget
+                        widgets.append(widget)
+            if widgets:
+                self.placeholder.display = False
+                self.mount_all(widgets)
+                grew = True
+        for message_id, reducer_changes in changes.messages.items():
+            widget = self.turns.get(message_id)
+            if isinstance(widget, AssistantTurn):
+                widget.apply(reducer_changes, frame)
+                grew = True
+        if changes.streaming:
+            for widget in self.turns.values():
+                if isinstance(widget, AssistantTurn):
+                    widget.sync_live()
+        if self.following:
+            self._prune()
+        return grew
+
+    def refresh_pending(self, changed: set[str]) -> list:
+        cards = []
+        for widget in self.turns.values():
+            if isinstance(widget, AssistantTurn):
+                cards.extend(widget.refresh_pending(changed))
+        return cards
+
+    def _prune(self) -> None:
+        if self.conversation is None or len(self.turns) <= self.MAX_MOUNTED:
+            return
+        messages = self.conversation.messages
+        excess = len(self.turns) - self.MAX_MOUNTED
+        doomed: list[Widget] = []
+        index = self.first_index
+        while excess > 0 and index < len(messages):
+            widget = self.turns.pop(messages[index].id, None)
+            if widget is not None:
+                getattr(widget, "detach", lambda: None)()
+                doomed.append(widget)
+                excess -= 1
+            index += 1
+        self.first_index = index
+        if doomed:
+            self.remove_children(doomed)
+        self._update_older()
+
+    def load_older(self) -> bool:
+        """Mount up to ``BATCH`` older messages above the current first one."""
+        if self.conversation is None or self.first_index == 0:
+            return False
+        messages = self.conversation.messages
+        new_first = max(0, self.first_index - self.BATCH)
+        anchor_widget = next((self.turns[m.id] for m in messages[self.first_index :] if m.id in self.turns), None)
+        widgets: list[Widget] = []
+        for msg in messages[new_first : self.first_index]:
+            widget = self._widget_for(msg)
+            if widget is not None:
+                self.turns[msg.id] = widget
+                widgets.append(widget)
+        self.first_index = new_first
+        self._update_older()
+        if widgets:
+            self.mount_all(widgets, after=self.older)
+        if anchor_widget is not None:
+            self.call_after_refresh(self.scroll_to_widget, anchor_widget, animate=False, top=True)
+        return True
+
+    def ticks(self) -> None:
+        for widget in self.turns.values():
+            if isinstance(widget, AssistantTurn) and widget.live:
+                widget.tick()
+
+    @property
+    def settled(self) -> bool:
+        return all(getattr(w, "settled", True) for w in self.turns.values())
+
+    def assistant_turns(self) -> list[AssistantTurn]:
+        return [w for w in self.turns.values() if isinstance(w, AssistantTurn)]
+
+    # ------------------------------------------------------------------ following
+    def release_anchor(self) -> None:
+        super().release_anchor()
+        self.following = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value >= self.max_scroll_y and not self.following:
+            self.following = True
+            self.post_message(self.Followed())
+        if new_value <= 0 and old_value > 0 and self.first_index > 0 and not self._loading_older:
+            self._loading_older = True
+            self.call_later(self._load_older_later)
+
+    def _load_older_later(self) -> None:
+        self._loading_older = False
+        self.load_older()
+
+    class Followed(Message):
+        """The user is at the bottom again."""
+
+    def action_scroll_to_end(self) -> None:
+        self.follow()
+
+    def action_copy_block(self) -> None:
+        """Copy the focused block (message, text, reasoning, tool result, sub-agent result)."""
+        node = self.screen.focused
+        while node is not None and node is not self:
+            copy_text = getattr(node, "copy_text", None)
+            if callable(copy_text):
+                text, what = copy_text()
+                self.app.copy_to_clipboard(text)
+                self.notify(f"Copied {what} to the clipboard.", timeout=2)
+                return
+            node = node.parent
+        self.notify("Focus a block first (Tab), then press the copy key.", severity="warning", timeout=3)
+
+    def follow(self) -> None:
+        self.following = True
+        self.anchor()
+        self.scroll_end(animate=False, immediate=True)
+        self.post_message(self.Followed())
+
+    def action_load_older(self) -> None:
+        self.release_anchor()
+        self.scroll_home(animate=False)
+        self.load_older()
+
+    def on_conversation_view_load_older(self, event: LoadOlder) -> None:
+        event.stop()
+        self.release_anchor()
+        self.load_older()

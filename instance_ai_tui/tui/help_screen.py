@@ -1,0 +1,91 @@
+"""F1 help: the keys of the focused part of the screen (and its HELP text); ``/help``: all keys.
+
+The key table comes from the key map (``keymap.KeyMap.help_markdown``), so it shows the
+user's remapped keys; the widget's own ``HELP`` Markdown describes the keys particular to it.
+"""
+
+from __future__ import annotations
+
+from inspect import cleandoc
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.dom import DOMNode
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+from . import keymap
+
+SLASH_HELP = """
+## Slash commands
+
+| Command | What it does |
+|---|---|
+| `/new` | start a new thread |
+| `/threads` | show the thread list and search it |
+| `/theme [name]` | pick a theme (or switch to `name`) |
+| `/export [file]` | write the thread as Markdown (default: `<thread>.md` in the current folder) |
+| `/help` | this help |
+| `/quit` | quit |
+"""
+
+
+def widget_help(node: DOMNode | None) -> str:
+    """The ``HELP`` text of ``node`` or its nearest ancestor that has one."""
+    current = node
+    while current is not None:
+        text = getattr(type(current), "HELP", None)
+        if isinstance(text, str) and text.strip():
+            return cleandoc(text)
+        current = current.parent
+    return ""
+
+
+def help_markdown(km: keymap.KeyMap, focused: DOMNode | None, *, everything: bool = False) -> str:
+    parts: list[str] = ["# Help"]
+    if everything:
+        parts.append("## Keys")
+        parts.append(km.help_markdown())
+        parts.append(SLASH_HELP)
+        parts.append(
+            "Remap any key in the config file: `[ui.keys]` with the id from the table, "
+            'e.g. `approve = "y,ctrl+y"`.'
+        )
+    else:
+        text = widget_help(focused)
+        if text:
+            parts.append(text)
+        parts.append("## Keys here")
+        parts.append(km.help_markdown(keymap.scopes_for(focused)))
+        parts.append("Type `/help` in the prompt for every key and the slash commands.")
+    return "\n\n".join(parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90%;
+        max-width: 110;
+        height: 85%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape,f1,q", "dismiss_help", "Close", id="help.close"),
+    ]
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__()
+        self.markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(self.markdown)
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,402 @@
+"""The key map: every binding of the app, with a stable id, remappable from the config file.
+
+Registry
+--------
+``KEYS``: one ``KeySpec(id, action, keys, description, scope, show, priority)`` per
+binding. ``scope`` says where it works: ``app`` (anywhere), ``conversation`` (the
+transcript has focus), ``input`` (the message input), ``card`` (a confirmation card),
+``thread_list`` (the thread sidebar). ``action`` is the Textual action the binding runs
+on the widget that declares it (``action_<name>``), ``keys`` its default key(s),
+comma-separated, in Textual's notation (``ctrl+n``, ``f1``, ``shift+enter``).
+
+====================  ===================  ==============  ======================
+id                    default keys         scope           action
+====================  ===================  ==============  ======================
+quit                  ctrl+q               app             quit
+help                  f1                   app             help
+command-palette       ctrl+p               app             command_palette
+new-thread            ctrl+n               app             new_thread
+toggle-threads        ctrl+b               app             toggle_threads
+toggle-tasks          ctrl+t               app             toggle_tasks
+focus-input           ctrl+l               app             focus_input
+next-pending-card     ctrl+g               app             next_pending_card
+cancel-run            escape               app             cancel_run
+theme-picker          f9                   app             theme_picker
+export                ctrl+s               app             export
+send                  enter                input           send
+newline               shift+enter,ctrl+j   input           newline
+scroll-to-end         end                  conversation    scroll_to_end
+load-older            home                 conversation    load_older
+copy-block            c                    conversation    copy_block
+approve               y,enter              card            approve
+deny                  n                    card            deny
+always-allow          a                    card            always_allow
+search-threads        slash                thread_list     search_threads
+rename-thread         f2,r                 thread_list     rename_thread
+delete-thread         delete,d             thread_list     delete_thread
+====================  ===================  ==============  ======================
+
+With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
+(send: shift+enter,ctrl+j; newline: enter). Input-scope bindings are ``priority`` so that
+they run before ``TextArea`` consumes Enter.
+
+Use
+---
+In widget classes (default keys, ids attached)::
+
+    class Conversation(VerticalScroll):
+        KEY_SCOPE = "conversation"
+        BINDINGS = keymap.bindings("conversation")
+
+In the app (user remaps from ``settings.ui.keys``, e.g. ``{"approve": "y,ctrl+y"}``)::
+
+    self.keymap = keymap.KeyMap.from_settings(settings.ui)    # raises KeyMapError
+    self.set_keymap(self.keymap.textual_keymap())               # Textual swaps the keys
+
+``KeyMap(overrides=None, *, enter_sends=True)`` validates every override: an unknown id,
+a malformed key (``ctrl+``, ``crtl+x``, ``f99``), or two ids of one scope on the same key
+raise ``KeyMapError`` whose message lists every problem (``KeyMapError.problems``).
+Methods: ``keys(id) -> tuple[str, ...]`` (effective), ``matches(id, key) -> bool`` (for
+widgets that dispatch in ``_on_key``), ``textual_keymap() -> dict[str, str]`` (ids whose
+keys differ from the class defaults), ``help_rows(scopes) -> list[HelpRow]`` and
+``help_markdown(scopes) -> str`` (a Markdown table for the F1 help of the focused widget).
+
+``scopes_for(widget) -> list[str]``: the scopes active for a focused widget, innermost
+first, collected from ``KEY_SCOPE`` class attributes of the widget and its ancestors, with
+``app`` last. F1 help: ``km.help_markdown(scopes_for(app.focused))``.
+
+``normalize_keys(text) -> str`` validates and canonicalises a key string (raises
+``ValueError``); ``display_keys(keys) -> str`` renders it for people (``Ctrl+N``, ``F2``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+
+from textual.binding import Binding
+from textual.keys import Keys, _character_to_key
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+
+__all__ = [
+    "HelpRow",
+    "KEYS",
+    "KeyMap",
+    "KeyMapError",
+    "KeySpec",
+    "SCOPES",
+    "Scope",
+    "bindings",
+    "display_keys",
+    "normalize_keys",
+    "scopes_for",
+    "spec",
+]
+
+Scope = Literal["app", "conversation", "input", "card", "thread_list"]
+SCOPES: tuple[Scope, ...] = ("app", "conversation", "input", "card", "thread_list")
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    id: str
+    action: str
+    keys: str
+    description: str
+    scope: Scope
+    show: bool = True
+    priority: bool = False
+
+
+KEYS: tuple[KeySpec, ...] = (
+    KeySpec("quit", "quit", "ctrl+q", "Quit", "app", priority=True),
+    KeySpec("help", "help", "f1", "Help for the focused part", "app"),
+    KeySpec("command-palette", "command_palette", "ctrl+p", "Command palette", "app", show=False, priority=True),
+    KeySpec("new-thread", "new_thread", "ctrl+n", "New thread", "app"),
+    KeySpec("toggle-threads", "toggle_threads", "ctrl+b", "Show/hide threads", "app"),
+    KeySpec("toggle-tasks", "toggle_tasks", "ctrl+t", "Show/hide tasks", "app"),
+    KeySpec("focus-input", "focus_input", "ctrl+l", "Focus the message input", "app", show=False),
+    KeySpec("next-pending-card", "next_pending_card", "ctrl+g", "Go to the next pending approval", "app"),
+    KeySpec("cancel-run", "cancel_run", "escape", "Cancel the running agent", "app"),
+    KeySpec("theme-picker", "theme_picker", "f9", "Choose a theme", "app", show=False),
+    KeySpec("export", "export", "ctrl+s", "Export the thread", "app", show=False),
+    KeySpec("send", "send", "enter", "Send the message", "input", priority=True),
+    KeySpec("newline", "newline", "shift+enter,ctrl+j", "New line", "input", show=False, priority=True),
+    KeySpec("scroll-to-end", "scroll_to_end", "end", "Jump to the latest output", "conversation"),
+    KeySpec("load-older", "load_older", "home", "Load older turns", "conversation", show=False),
+    KeySpec("copy-block", "copy_block", "c", "Copy the focused block", "conversation"),
+    KeySpec("approve", "approve", "y,enter", "Approve", "card"),
+    KeySpec("deny", "deny", "n", "Deny", "card"),
+    KeySpec("always-allow", "always_allow", "a", "Always allow in this thread", "card"),
+    KeySpec("search-threads", "search_threads", "slash", "Search threads", "thread_list"),
+    KeySpec("rename-thread", "rename_thread", "f2,r", "Rename thread", "thread_list"),
+    KeySpec("delete-thread", "delete_thread", "delete,d", "Delete thread", "thread_list"),
+)
+
+_BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}
+_ENTER_SWAPPED = {"send": "shift+enter,ctrl+j", "newline": "enter"}
+
+
+def spec(binding_id: str) -> KeySpec:
+    """The registry entry of ``binding_id`` (``KeyError`` if unknown)."""
+    return _BY_ID[binding_id]
+
+
+def bindings(scope: Scope, *, enter_sends: bool = True) -> list[Binding]:
+    """Textual ``Binding``s (with ids, default keys) of one scope, for ``BINDINGS``."""
+    if scope not in SCOPES:
+        raise ValueError(f"unknown key scope {scope!r}; scopes: {', '.join(SCOPES)}")
+    out = []
+    for item in KEYS:
+        if item.scope != scope:
+            continue
+        keys = _ENTER_SWAPPED.get(item.id, item.keys) if not enter_sends else item.keys
+        out.append(
+            Binding(
+                keys,
+                item.action,
+                item.description,
+                show=item.show,
+                priority=item.priority,
+                id=item.id,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- key strings
+
+_MODIFIERS = ("alt", "ctrl", "hyper", "meta", "shift", "super")
+_NAMED_KEYS: frozenset[str] = frozenset(
+    {
+        name
+        for key in Keys
+        for name in [key.value.rpartition("+")[2]]
+        if not name.startswith("<") and len(name) > 1
+    }
+    | {_character_to_key(chr(code)) for code in range(0x21, 0x7F)}
+    | {"space", "tab", "enter", "escape", "backspace", "delete", "insert", "newline"}
+)
+
+
+def _normalize_one(key: str) -> str:
+    raw = key
+    key = key.strip()
+    if not key:
+        raise ValueError("empty key")
+    if key == "+":
+        return "plus"
+    *modifiers, name = key.split("+")
+    if name == "" and modifiers and modifiers[-1] == "":  # "ctrl++"
+        modifiers, name = modifiers[:-1], "plus"
+    if not name:
+        raise ValueError(f"{raw.strip()!r}: missing the key after '+'")
+    mods = []
+    for modifier in modifiers:
+        modifier = modifier.strip().lower()
+        if modifier not in _MODIFIERS:
+            raise ValueError(
+                f"{raw.strip()!r}: unknown modifier {modifier!r} (use {', '.join(_MODIFIERS)})"
+            )
+        if modifier not in mods:
+            mods.append(modifier)
+    name = name.strip()
+    if len(name) == 1:
+        if not name.isprintable() or name.isspace():
+            raise ValueError(f"{raw.strip()!r}: not a key")
+        if name.isalnum():
+            # "N" alone is shift+n as Textual reports it; with modifiers keys are lower case
+            name = name.lower() if mods else name
+        else:
+            name = _character_to_key(name)
+    else:
+        lowered = name.lower()
+        if lowered not in _NAMED_KEYS:
+            raise ValueError(f"{raw.strip()!r}: unknown key name {name!r}")
+        name = lowered
+    return "+".join([*sorted(mods), name])
+
+
+def normalize_keys(text: str) -> str:
+    """Validate and canonicalise ``"Ctrl+N, f2"`` -> ``"ctrl+n,f2"``. Raises ``ValueError``."""
+    if not isinstance(text, str):
+        raise ValueError(f"keys must be a string like 'ctrl+n' or 'f2,r', not {type(text).__name__}")
+    parts = text.split(",")
+    if text.strip() == "":
+        raise ValueError("no key given")
+    out: list[str] = []
+    for part in parts:
+        if part.strip() == "" and len(parts) > 1:
+            # "a,,b" or a trailing comma; a literal comma key is written "comma"
+            raise ValueError(f"{text!r}: empty key between commas (write 'comma' for the , key)")
+        normalized = _normalize_one(part)
+        if normalized not in out:
+            out.append(normalized)
+    return ",".join(out)
+
+
+_DISPLAY_NAMES = {
+    "escape": "Esc",
+    "enter": "Enter",
+    "delete": "Del",
+    "backspace": "Backspace",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "space": "Space",
+    "tab": "Tab",
+    "home": "Home",
+    "end": "End",
+    "insert": "Ins",
+    "up": "↑",
+    "down": "↓",
+    "left": "←",
+    "right": "→",
+}
+
+
+def _display_one(key: str) -> str:
+    *modifiers, name = key.split("+")
+    if name in _DISPLAY_NAMES:
+        shown = _DISPLAY_NAMES[name]
+    elif len(name) > 1 and name[0] == "f" and name[1:].isdigit():
+        shown = name.upper()
+    elif len(name) == 1:
+        shown = name.upper() if modifiers else name
+    else:
+        from textual.keys import format_key
+
+        shown = format_key(name)
+    return "+".join([*(m.capitalize() for m in modifiers), shown])
+
+
+def display_keys(keys: str | Iterable[str]) -> str:
+    """``"ctrl+n,f2"`` -> ``"Ctrl+N / F2"``."""
+    items = keys.split(",") if isinstance(keys, str) else list(keys)
+    return " / ".join(_display_one(key.strip()) for key in items if key.strip())
+
+
+# --------------------------------------------------------------------------- the key map
+
+
+class KeyMapError(ValueError):
+    """The user's key map is invalid; ``problems`` lists each problem in words."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            "invalid [ui.keys] in the config file:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HelpRow:
+    id: str
+    keys: str  # for display, e.g. "Ctrl+N"
+    description: str
+    scope: Scope
+
+
+class KeyMap:
+    """Effective keys of every binding: registry defaults plus the user's overrides."""
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None, *, enter_sends: bool = True) -> None:
+        self.enter_sends = enter_sends
+        defaults = {
+            item.id: (_ENTER_SWAPPED.get(item.id, item.keys) if not enter_sends else item.keys)
+            for item in KEYS
+        }
+        self._class_defaults = {item.id: item.keys for item in KEYS}
+        problems: list[str] = []
+        effective = dict(defaults)
+        for binding_id, keys in (overrides or {}).items():
+            if binding_id not in _BY_ID:
+                close = [known for known in _BY_ID if binding_id.replace("_", "-") == known]
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"unknown binding id {binding_id!r}{hint}; known ids: {', '.join(_BY_ID)}")
+                continue
+            try:
+                effective[binding_id] = normalize_keys(keys)
+            except ValueError as exc:
+                problems.append(f"{binding_id}: {exc}")
+        problems.extend(self._clashes(effective))
+        if problems:
+            raise KeyMapError(problems)
+        self._keys = effective
+
+    @classmethod
+    def from_settings(cls, ui: Any) -> KeyMap:
+        """From ``config.UiSettings`` (``keys`` and ``enter_sends``)."""
+        return cls(dict(ui.keys), enter_sends=bool(ui.enter_sends))
+
+    @staticmethod
+    def _clashes(effective: Mapping[str, str]) -> list[str]:
+        problems = []
+        for scope in SCOPES:
+            seen: dict[str, str] = {}
+            for item in KEYS:
+                if item.scope != scope:
+                    continue
+                for key in effective[item.id].split(","):
+                    if key in seen and seen[key] != item.id:
+                        problems.append(
+                            f"{key!r} is bound to both {seen[key]!r} and {item.id!r} (scope {scope})"
+                        )
+                    seen.setdefault(key, item.id)
+        return problems
+
+    def keys(self, binding_id: str) -> tuple[str, ...]:
+        """Effective keys of ``binding_id`` (``KeyError`` if unknown)."""
+        return tuple(self._keys[binding_id].split(","))
+
+    def matches(self, binding_id: str, key: str) -> bool:
+        """Is ``key`` (a Textual ``events.Key.key``) one of ``binding_id``'s keys?"""
+        return key in self._keys[binding_id].split(",")
+
+    def textual_keymap(self) -> dict[str, str]:
+        """For ``App.set_keymap``: ids whose keys differ from the ``BINDINGS`` defaults."""
+        return {
+            binding_id: keys
+            for binding_id, keys in self._keys.items()
+            if keys != self._class_defaults[binding_id]
+        }
+
+    def help_rows(self, scopes: Iterable[str] = SCOPES) -> list[HelpRow]:
+        """Rows for the help screen, in ``scopes`` order, then registry order."""
+        rows = []
+        for scope in scopes:
+            for item in KEYS:
+                if item.scope == scope:
+                    rows.append(HelpRow(item.id, display_keys(self._keys[item.id]), item.description, item.scope))
+        return rows
+
+    def help_markdown(self, scopes: Iterable[str] = SCOPES) -> str:
+        """A Markdown table of ``help_rows(scopes)`` for the F1 help."""
+        titles = {
+            "app": "Anywhere",
+            "conversation": "Conversation",
+            "input": "Message input",
+            "card": "Confirmation card",
+            "thread_list": "Threads",
+        }
+        lines = ["| Key | Action | Where | Id |", "|---|---|---|---|"]
+        for row in self.help_rows(scopes):
+            keys = row.keys.replace("|", "\\|")
+            lines.append(f"| {keys} | {row.description} | {titles[row.scope]} | `{row.id}` |")
+        return "\n".join(lines)
+
+
+def scopes_for(node: DOMNode | None) -> list[str]:
+    """Scopes active when ``node`` has focus: ``KEY_SCOPE`` of it and its ancestors, then ``app``."""
+    scopes: list[str] = []
+    current = node
+    while current is not None:
+        scope = getattr(type(current), "KEY_SCOPE", None)
+        if isinstance(scope, str) and scope in SCOPES and scope not in scopes:
+            scopes.append(scope)
+        current = current.parent
+    if "app" in scopes:
+        scopes.remove("app")
+    scopes.append("app")
+    return scopes

@@ -1,0 +1,122 @@
+"""The multi-line prompt.
+
+Its keys come from the key map (scope ``input``): ``send`` (Enter) and ``newline``
+(Shift+Enter, and Ctrl+J for terminals that cannot tell Shift+Enter from Enter); with
+``ui.enter_sends = false`` the app's key map swaps them. Both are priority bindings, so they
+run before ``TextArea`` would insert the Enter itself. Up/Down on the first/last line walk
+the history of sent prompts; End in an empty prompt jumps the conversation to the newest
+output.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+from . import keymap
+
+
+class PromptInput(TextArea):
+    """Where the user types. Posts ``PromptInput.Submitted`` with the text."""
+
+    KEY_SCOPE = "input"
+    BINDINGS = keymap.bindings("input")
+
+    HELP = """
+## Prompt
+
+Type a message for the agent. **Enter** sends, **Shift+Enter** (or Alt+Enter, Ctrl+J)
+starts a new line — swapped when `ui.enter_sends = false`.
+**Up/Down** on the first/last line recall earlier prompts.
+
+Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, `/quit`.
+"""
+
+    DEFAULT_CSS = """
+    PromptInput {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        border: tall $border-blurred;
+        padding: 0 1;
+        &:focus { border: tall $border; }
+    }
+    """
+
+    class JumpToEnd(Message):
+        """End pressed in an empty prompt."""
+
+    class Submitted(Message):
+        def __init__(self, prompt: PromptInput, text: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.text = text
+
+        @property
+        def control(self) -> PromptInput:
+            return self.prompt
+
+    def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
+        super().__init__(
+            "",
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            highlight_cursor_line=False,
+            placeholder=placeholder,
+        )
+        self.sent_history: list[str] = []
+        self._history_index: int | None = None
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        if key in ("up", "down") and self._walk_history(key):
+            event.stop()
+            event.prevent_default()
+            return
+        if key == "end" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.JumpToEnd())
+        # anything else: TextArea's own key handler runs next (handlers run along the MRO)
+
+    def action_send(self) -> None:
+        self.submit()
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self._replace_via_keyboard("\n", start, end)
+
+    def submit(self) -> None:
+        text = self.text
+        if not text.strip():
+            return
+        if not self.sent_history or self.sent_history[-1] != text:
+            self.sent_history.append(text)
+        self._history_index = None
+        self.clear()
+        self.post_message(self.Submitted(self, text))
+
+    def _walk_history(self, key: str) -> bool:
+        """Recall history when the cursor is on the first (up) / last (down) line."""
+        if not self.sent_history:
+            return False
+        row, _ = self.cursor_location
+        if key == "up":
+            if row != 0 or (self.text and self._history_index is None):
+                return False
+            index = len(self.sent_history) - 1 if self._history_index is None else max(0, self._history_index - 1)
+        else:
+            if self._history_index is None or row != self.document.line_count - 1:
+                return False
+            index = self._history_index + 1
+            if index >= len(self.sent_history):
+                self._history_index = None
+                self.clear()
+                return True
+        self._history_index = index
+        self.load_text(self.sent_history[index])
+        self.move_cursor(self.document.end)
+        return True

@@ -1,0 +1,147 @@
+"""The one-line status bar under the prompt.
+
+It shows, left to right: the connection state (embedded / connected / reconnecting n /
+offline), the run state with a spinner, the transient ``status`` message of the agent, the
+model name (with a clear ``DEMO`` badge for the offline demo model) and the thread's tokens
+and cost when they are known. Every state has a word as well as a colour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.content import Content
+from textual.widgets import Static
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+@dataclass(slots=True)
+class StatusInfo:
+    """Everything the status line shows. The app mutates it; the line renders it."""
+
+    connection: str = "offline"
+    connection_detail: str = ""
+    run_state: str = "idle"  # idle | running | awaiting approval | cancelling | error
+    message: str = ""
+    model: str = ""
+    demo: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    thread_title: str = ""
+
+    def signature(self) -> tuple[object, ...]:
+        return (
+            self.connection,
+            self.connection_detail,
+            self.run_state,
+            self.message,
+            self.model,
+            self.demo,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost,
+            self.thread_title,
+        )
+
+
+def format_tokens(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 10_000:
+        return f"{count // 1000}k"
+    if count >= 1000:
+        return f"{count / 1000:.1f}k"
+    return str(count)
+
+
+_CONNECTION_STYLE = {
+    "embedded": "$text-success",
+    "connected": "$text-success",
+    "connecting": "$text-warning",
+    "reconnecting": "$text-warning",
+    "offline": "$text-error",
+}
+_RUN_STYLE = {
+    "idle": "$text-muted",
+    "running": "$text-accent",
+    "awaiting approval": "$text-warning",
+    "cancelling": "$text-warning",
+    "error": "$text-error",
+}
+
+
+def render_status(info: StatusInfo, frame: int = 0) -> Content:
+    """The status line as styled content (pure: used by tests and the widget)."""
+    sep = ("  │  ", "$text-muted")
+    parts: list[tuple[str, str] | str] = []
+    conn = info.connection
+    label = conn
+    if conn == "reconnecting" and info.connection_detail:
+        label = f"reconnecting {info.connection_detail}"
+    elif conn == "offline" and info.connection_detail:
+        label = f"offline: {info.connection_detail}"
+    parts.append(("● ", _CONNECTION_STYLE.get(conn, "")))
+    parts.append(label)
+    parts.append(sep)
+    run = info.run_state
+    glyph = SPINNER[frame % len(SPINNER)] if run in ("running", "cancelling") else {
+        "idle": "○",
+        "awaiting approval": "⏸",
+        "error": "✗",
+    }.get(run, "•")
+    parts.append((f"{glyph} {run}", _RUN_STYLE.get(run, "")))
+    if info.message:
+        parts.append(sep)
+        parts.append((info.message, "italic"))
+    parts.append(sep)
+    if info.demo:
+        parts.append((" DEMO ", "bold $background on $warning"))
+        parts.append(" ")
+    parts.append((info.model or "no model", "$text-secondary"))
+    if info.input_tokens or info.output_tokens:
+        parts.append(sep)
+        tokens = f"{format_tokens(info.input_tokens)} in · {format_tokens(info.output_tokens)} out"
+        if info.cost is not None:
+            tokens += f" · ${info.cost:.4f}" if info.cost < 1 else f" · ${info.cost:.2f}"
+        parts.append(tokens)
+    return Content.assemble(*parts)
+
+
+class StatusLine(Static):
+    """Docked one-line status; ``refresh_info`` re-renders only when something changed."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $foreground;
+    }
+    """
+
+    def __init__(self, info: StatusInfo, **kwargs: object) -> None:
+        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+        self.info = info
+        self._last: tuple[object, ...] | None = None
+        self._frame = 0
+
+    def on_mount(self) -> None:
+        self.refresh_info(force=True)
+
+    def refresh_info(self, *, force: bool = False, tick: bool = False) -> None:
+        """Re-render if the info changed (or a spinner frame is due when ``tick``)."""
+        spinning = self.info.run_state in ("running", "cancelling")
+        if tick and spinning:
+            self._frame += 1
+        signature = (*self.info.signature(), self._frame if spinning else 0)
+        if not force and signature == self._last:
+            return
+        self._last = signature
+        self.update(render_status(self.info, self._frame), layout=False)
+
+    @property
+    def plain(self) -> str:
+        """The text currently shown (for tests and screen readers)."""
+        return render_status(self.info, self._frame).plain

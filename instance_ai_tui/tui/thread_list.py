@@ -1,0 +1,534 @@
+"""The thread sidebar: titles newest first, live title updates, search, new/rename/delete.
+
+Widget
+------
+``ThreadList(threads=(), *, clock=None, id=None, classes=None)`` - a ``Vertical`` holding a
+search ``Input`` (``#thread-search``) over an ``OptionList`` (``#thread-options``, line
+virtualised, cheap for thousands of threads). ``KEY_SCOPE = "thread_list"``; its bindings
+come from ``keymap.bindings("thread_list")`` (search-threads ``/``, rename-thread ``F2``/``r``,
+delete-thread ``Del``/``d``). ``clock`` returns "now" for the age column (tests pin it).
+
+Data (call these from the app; none of them does I/O):
+
+- ``set_threads(threads)``: the main section (``source="local"``, no header).
+- ``set_section(source, threads, *, title=None, read_only=False)``: another section, e.g.
+  ``set_section("redis", sessions, title="Redis sessions", read_only=True)``. Sections keep
+  the order they were first set in; each shows a header when there is more than one.
+  Read-only items are marked ⊡ and cannot be renamed or deleted.
+- ``remove_section(source)``.
+- ``upsert_thread(thread, source="local")``: add or replace one (e.g. after ``create_thread``
+  or when ``updated_at`` moved); the list re-sorts newest first.
+- ``update_title(thread_id, title) -> bool``: live ``thread-title-updated``.
+- ``remove_thread(thread_id, source=None) -> bool``: after a successful delete.
+- ``active_thread_id`` (reactive ``str | None``): the open thread, marked ▸ and bold.
+- ``filter_text`` / ``set_filter(text)``: the search (every word must occur in the title or id,
+  case-insensitive). ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
+  ``focus_list()``, ``thread(thread_id) -> ThreadInfo | None``.
+
+Messages (``control`` is the ``ThreadList``):
+
+- ``ThreadList.Selected(thread_id, source)``: Enter or click on a thread. ``active_thread_id``
+  is set at once; the app then switches.
+- ``ThreadList.NewRequested()``: the "+ New thread" row.
+- ``ThreadList.RenameRequested(thread_id, title, source)``: after the rename dialog
+  (``RenameThreadScreen``, non-empty, at most 255 characters, changed). The list is not
+  changed: call ``update_title`` when the rename succeeded.
+- ``ThreadList.DeleteRequested(thread_id, source)``: after the confirmation dialog
+  (``ConfirmDeleteScreen``, ``y``/Enter on Delete). Call ``remove_thread`` when done.
+
+Keys inside the search box: typing filters, Down goes to the list, Enter opens the
+highlighted thread, Esc clears the search (or, when empty, goes to the list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from ..protocol.api import ThreadInfo
+from . import keymap
+from .themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
+
+__all__ = ["ConfirmDeleteScreen", "RenameThreadScreen", "ThreadList", "format_age"]
+
+LOCAL = "local"
+MAX_TITLE = 255
+_NEW_OPTION = "new-thread"
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def format_age(moment: datetime, now: datetime) -> str:
+    """Short age: ``now``, ``5m``, ``3h``, ``2d``, ``Mar 04`` (this year), ``2024-03-04``."""
+    moment, now = _aware(moment), _aware(now)
+    seconds = (now - moment).total_seconds()
+    if seconds < 60:
+        return "now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h"
+    if seconds < 7 * 86400:
+        return f"{int(seconds // 86400)}d"
+    if moment.year == now.year:
+        return moment.strftime("%b %d")
+    return moment.strftime("%Y-%m-%d")
+
+
+def _title_of(thread: ThreadInfo) -> str:
+    return thread.title.strip() or "Untitled thread"
+
+
+@dataclass
+class _Section:
+    source: str
+    title: str | None
+    read_only: bool
+    threads: dict[str, ThreadInfo] = field(default_factory=dict)
+
+    def ordered(self) -> list[ThreadInfo]:
+        return sorted(
+            self.threads.values(),
+            key=lambda t: (_aware(t.updated_at), _aware(t.created_at)),
+            reverse=True,
+        )
+
+
+class _SearchInput(Input):
+    BINDINGS = [
+        Binding("down", "leave_to_list", "Go to the list", show=False),
+        Binding("escape", "clear_or_leave", "Clear the search", show=False),
+    ]
+
+    def action_leave_to_list(self) -> None:
+        parent = self.parent
+        if isinstance(parent, ThreadList):
+            parent.focus_list()
+
+    def action_clear_or_leave(self) -> None:
+        if self.value:
+            self.value = ""
+        else:
+            self.action_leave_to_list()
+
+
+class RenameThreadScreen(ModalScreen[str | None]):
+    """Asks for a new title. Dismisses with the stripped title, or ``None`` when cancelled."""
+
+    DEFAULT_CSS = """
+    RenameThreadScreen { align: center middle; }
+    RenameThreadScreen > Vertical {
+        width: 60; height: auto; padding: 1 2;
+        border: round $primary; background: $surface;
+    }
+    RenameThreadScreen #rename-error { color: $text-error; height: auto; }
+    RenameThreadScreen .hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+
+    def __init__(self, current: str) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Rename thread")
+            yield Input(value=self.current, id="rename-input", placeholder="Thread title")
+            yield Label("", id="rename-error")
+            yield Label("Enter to save · Esc to cancel", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#rename-input", Input).focus()
+
+    @on(Input.Submitted, "#rename-input")
+    def _submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        title = event.value.strip()
+        error = self.query_one("#rename-error", Label)
+        if not title:
+            error.update("✗ The title must not be empty.")
+            return
+        if len(title) > MAX_TITLE:
+            error.update(f"✗ The title is {len(title)} characters long; at most {MAX_TITLE} fit.")
+            return
+        self.dismiss(title)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmDeleteScreen(ModalScreen[bool]):
+    """Asks "Delete thread …?". ``y``/Enter on Delete confirms; ``n``/Esc cancels."""
+
+    DEFAULT_CSS = """
+    ConfirmDeleteScreen { align: center middle; }
+    ConfirmDeleteScreen > Vertical {
+        width: 60; height: auto; padding: 1 2;
+        border: round $error; background: $surface;
+    }
+    ConfirmDeleteScreen Horizontal { height: auto; margin-top: 1; }
+    ConfirmDeleteScreen Button { margin-right: 2; }
+    """
+    BINDINGS = [
+        Binding("y", "confirm", "Delete", show=False),
+        Binding("n,escape", "cancel", "Cancel", show=False),
+    ]
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.thread_title = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text.assemble("‼ Delete thread ", (self.thread_title, "bold"), "?"))
+            yield Label("Its messages and events are removed. This cannot be undone.")
+            with Horizontal():
+                yield Button("Delete (y)", variant="error", id="confirm-delete")
+                yield Button("Cancel (n)", id="cancel-delete")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel-delete", Button).focus()
+
+    @on(Button.Pressed, "#confirm-delete")
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#cancel-delete")
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ThreadList(Vertical):
+    """The thread sidebar. See the module docstring for the API."""
+
+    KEY_SCOPE = "thread_list"
+    BINDINGS = keymap.bindings("thread_list")
+
+    DEFAULT_CSS = """
+    ThreadList { width: 34; height: 1fr; }
+    ThreadList > #thread-search { margin: 0 0 1 0; }
+    ThreadList > #thread-options { height: 1fr; border: none; padding: 0; }
+    """
+
+    active_thread_id: reactive[str | None] = reactive(None, init=False)
+
+    class Selected(Message):
+        def __init__(self, thread_list: ThreadList, thread_id: str, source: str) -> None:
+            super().__init__()
+            self.thread_list = thread_list
+            self.thread_id = thread_id
+            self.source = source
+
+        @property
+        def control(self) -> ThreadList:
+            return self.thread_list
+
+    class NewRequested(Message):
+        def __init__(self, thread_list: ThreadList) -> None:
+            super().__init__()
+            self.thread_list = thread_list
+
+        @property
+        def control(self) -> ThreadList:
+            return self.thread_list
+
+    class RenameRequested(Message):
+        def __init__(self, thread_list: ThreadList, thread_id: str, title: str, source: str) -> None:
+            super().__init__()
+            self.thread_list = thread_list
+            self.thread_id = thread_id
+            self.title = title
+            self.source = source
+
+        @property
+        def control(self) -> ThreadList:
+            return self.thread_list
+
+    class DeleteRequested(Message):
+        def __init__(self, thread_list: ThreadList, thread_id: str, source: str) -> None:
+            super().__init__()
+            self.thread_list = thread_list
+            self.thread_id = thread_id
+            self.source = source
+
+        @property
+        def control(self) -> ThreadList:
+            return self.thread_list
+
+    def __init__(
+        self,
+        threads: Iterable[ThreadInfo] = (),
+        *,
+        clock: Callable[[], datetime] | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._sections: dict[str, _Section] = {LOCAL: _Section(LOCAL, None, False)}
+        self._targets: dict[str, tuple[str, str]] = {}  # option id -> (source, thread id)
+        self._filter = ""
+        self._ready = False  # children composed and mounted
+        for thread in threads:
+            self._sections[LOCAL].threads[thread.id] = thread
+
+    def compose(self) -> ComposeResult:
+        yield _SearchInput(placeholder="Search threads  /", id="thread-search")
+        yield OptionList(id="thread-options")
+
+    def on_mount(self) -> None:
+        self._ready = True
+        self._rebuild()
+
+    # ----------------------------------------------------------------- data
+    def set_threads(self, threads: Iterable[ThreadInfo]) -> None:
+        self.set_section(LOCAL, threads)
+
+    def set_section(
+        self,
+        source: str,
+        threads: Iterable[ThreadInfo],
+        *,
+        title: str | None = None,
+        read_only: bool = False,
+    ) -> None:
+        section = self._sections.get(source)
+        if section is None:
+            section = self._sections[source] = _Section(source, title, read_only)
+        else:
+            section.title = title if title is not None else section.title
+            section.read_only = read_only
+        section.threads = {thread.id: thread for thread in threads}
+        self._rebuild()
+
+    def remove_section(self, source: str) -> None:
+        if source == LOCAL:
+            self._sections[LOCAL].threads.clear()
+        else:
+            self._sections.pop(source, None)
+        self._rebuild()
+
+    def upsert_thread(self, thread: ThreadInfo, source: str = LOCAL) -> None:
+        section = self._sections.get(source)
+        if section is None:
+            section = self._sections[source] = _Section(source, source, False)
+        section.threads[thread.id] = thread
+        self._rebuild()
+
+    def update_title(self, thread_id: str, title: str) -> bool:
+        changed = False
+        for section in self._sections.values():
+            thread = section.threads.get(thread_id)
+            if thread is not None and thread.title != title:
+                section.threads[thread_id] = thread.model_copy(update={"title": title})
+                changed = True
+        if changed:
+            self._rebuild()
+        return changed
+
+    def remove_thread(self, thread_id: str, source: str | None = None) -> bool:
+        removed = False
+        for key, section in self._sections.items():
+            if (source is None or key == source) and section.threads.pop(thread_id, None) is not None:
+                removed = True
+        if removed:
+            if self.active_thread_id == thread_id:
+                self.active_thread_id = None
+            self._rebuild()
+        return removed
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        for section in self._sections.values():
+            if thread_id in section.threads:
+                return section.threads[thread_id]
+        return None
+
+    # ----------------------------------------------------------------- search
+    @property
+    def filter_text(self) -> str:
+        return self._filter
+
+    def set_filter(self, text: str) -> None:
+        if self._ready:
+            search = self.query_one("#thread-search", Input)
+            if search.value != text:
+                search.value = text  # fires Input.Changed -> _on_search_changed
+                return
+        self._filter = text
+        self._rebuild(highlight_first=True)
+
+    def _matches(self, thread: ThreadInfo) -> bool:
+        words = self._filter.lower().split()
+        if not words:
+            return True
+        haystack = f"{thread.title.lower()} {thread.id.lower()}"
+        return all(word in haystack for word in words)
+
+    def visible_thread_ids(self) -> list[str]:
+        return [thread_id for _source, thread_id in self._targets.values()]
+
+    @property
+    def highlighted_thread_id(self) -> str | None:
+        if not self._ready:
+            return None
+        option = self.query_one("#thread-options", OptionList).highlighted_option
+        if option is None or option.id not in self._targets:
+            return None
+        return self._targets[option.id][1]
+
+    def focus_search(self) -> None:
+        self.query_one("#thread-search", Input).focus()
+
+    def focus_list(self) -> None:
+        self.query_one("#thread-options", OptionList).focus()
+
+    # ----------------------------------------------------------------- rendering
+    def _prompt(self, thread: ThreadInfo, section: _Section, now: datetime) -> Table:
+        active = thread.id == self.active_thread_id
+        title = Text(no_wrap=True, overflow="ellipsis")
+        title.append(f"{GLYPH_ACTIVE} " if active else "  ", style="bold" if active else "")
+        title.append(_title_of(thread), style="bold" if active else "")
+        if section.read_only:
+            title.append(f" {GLYPH_READ_ONLY}", style="dim")
+        grid = Table.grid(expand=True, padding=(0, 0, 0, 1))
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(justify="right", no_wrap=True, style="dim")
+        grid.add_row(title, format_age(thread.updated_at, now))
+        return grid
+
+    def _rebuild(self, *, highlight_first: bool = False) -> None:
+        if not self._ready:
+            return
+        options_widget = self.query_one("#thread-options", OptionList)
+        keep = None if highlight_first else self.highlighted_thread_id
+        now = self._clock()
+        options: list[Option] = [Option(Text("+ New thread", style="bold"), id=_NEW_OPTION)]
+        self._targets = {}
+        sections = [s for s in self._sections.values() if s.threads or s.source != LOCAL]
+        show_headers = len(sections) > 1 or any(s.source != LOCAL for s in sections)
+        total_visible = 0
+        for section in sections:
+            visible = [thread for thread in section.ordered() if self._matches(thread)]
+            if show_headers:
+                header = section.title or ("Threads" if section.source == LOCAL else section.source)
+                suffix = " (read-only)" if section.read_only else ""
+                options.append(Option(Text(f"{header}{suffix}", style="bold underline"), disabled=True))
+            for thread in visible:
+                option_id = f"t{len(self._targets)}"
+                self._targets[option_id] = (section.source, thread.id)
+                options.append(Option(self._prompt(thread, section, now), id=option_id))
+            total_visible += len(visible)
+        if total_visible == 0:
+            message = f"No threads match {self._filter!r}" if self._filter.strip() else "No threads yet"
+            options.append(Option(Text(message, style="dim italic"), disabled=True))
+        options_widget.set_options(options)
+        target = keep if keep is not None and keep in self.visible_thread_ids() else None
+        if target is None and (highlight_first or keep is None):
+            target = self.active_thread_id if not self._filter and self.active_thread_id else None
+            if target is None and self._targets:
+                target = next(iter(self._targets.values()))[1]
+        if target is not None:
+            for option_id, (_source, thread_id) in self._targets.items():
+                if thread_id == target:
+                    options_widget.highlighted = options_widget.get_option_index(option_id)
+                    break
+        elif not self._targets:
+            options_widget.highlighted = 0  # the "New thread" row
+
+    def watch_active_thread_id(self, _old: str | None, _new: str | None) -> None:
+        self._rebuild()
+
+    # ----------------------------------------------------------------- events
+    @on(Input.Changed, "#thread-search")
+    def _on_search_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._filter = event.value
+        self._rebuild(highlight_first=True)
+
+    @on(Input.Submitted, "#thread-search")
+    def _on_search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        thread_id = self.highlighted_thread_id
+        if thread_id is not None:
+            self._select(thread_id)
+
+    @on(OptionList.OptionSelected, "#thread-options")
+    def _on_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        option_id = event.option.id
+        if option_id == _NEW_OPTION:
+            self.post_message(self.NewRequested(self))
+        elif option_id in self._targets:
+            self._select(self._targets[option_id][1])
+
+    def _select(self, thread_id: str) -> None:
+        source = self._source_of(thread_id)
+        self.active_thread_id = thread_id
+        self.post_message(self.Selected(self, thread_id, source))
+
+    def _source_of(self, thread_id: str) -> str:
+        for option_id, (source, target) in self._targets.items():
+            if target == thread_id:
+                return source
+        for key, section in self._sections.items():
+            if thread_id in section.threads:
+                return key
+        return LOCAL
+
+    def _editable_target(self, verb: str) -> tuple[str, str] | None:
+        option = self.query_one("#thread-options", OptionList).highlighted_option
+        if option is None or option.id not in self._targets:
+            self.notify(f"Highlight a thread to {verb} it.", severity="warning")
+            return None
+        source, thread_id = self._targets[option.id]
+        if self._sections[source].read_only:
+            self.notify(f"{self._sections[source].title or source} are read-only.", severity="warning")
+            return None
+        return source, thread_id
+
+    # ----------------------------------------------------------------- actions
+    def action_search_threads(self) -> None:
+        self.focus_search()
+
+    def action_rename_thread(self) -> None:
+        target = self._editable_target("rename")
+        if target is None:
+            return
+        source, thread_id = target
+        thread = self.thread(thread_id)
+        current = thread.title if thread is not None else ""
+
+        def done(title: str | None) -> None:
+            if title is not None and title != current:
+                self.post_message(self.RenameRequested(self, thread_id, title, source))
+
+        self.app.push_screen(RenameThreadScreen(current), done)
+
+    def action_delete_thread(self) -> None:
+        target = self._editable_target("delete")
+        if target is None:
+            return
+        source, thread_id = target
+        thread = self.thread(thread_id)
+        title = _title_of(thread) if thread is not None else thread_id
+
+        def done(confirmed: bool | None) -> None:
+            if confirmed:
+                self.post_message(self.DeleteRequested(self, thread_id, source))
+
+        self.app.push_screen(ConfirmDeleteScreen(title), done)

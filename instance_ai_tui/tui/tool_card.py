@@ -1,0 +1,320 @@
+"""A tool call as a card: a one-line header and, when expanded, args and result.
+
+The header shows a status glyph (spinner while running, ✔ done, ✗ failed, ⏸ awaiting
+approval, ⊘ interrupted) *and* a word, the tool name, a short form of the arguments or the
+result, and the duration. The body is only mounted while the card is expanded; results are
+pretty-printed JSON with syntax highlighting, folded after ``FOLD_LINES`` lines.
+
+Expansion follows the state until the user toggles it: expanded while running and when it
+fails or waits for approval, collapsed once it succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from ..protocol.tree import ToolCallState
+from .confirmations import ConfirmCard, build_card, short_json
+from .status_line import SPINNER
+from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
+
+FOLD_LINES = 14
+
+
+def pretty(value: Any) -> tuple[str, str]:
+    """``(text, language)`` for a result or args: JSON if it is (or parses as) JSON."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") :
+            try:
+                value = json.loads(stripped)
+            except ValueError:
+                return value, "text"
+        else:
+            return value, "text"
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str), "json"
+    except (TypeError, ValueError):
+        return str(value), "text"
+
+
+def highlighted(text: str, language: str) -> Content:
+    if language != "json":
+        return Content(text)
+    from textual.highlight import highlight  # pygments: only when a body is shown
+
+    return highlight(text, language="json")
+
+
+def result_summary(value: Any, limit: int = 70) -> str:
+    """A few words about a result for the header."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        line = value.strip().splitlines()[0] if value.strip() else ""
+        return line if len(line) <= limit else line[: limit - 1] + "…"
+    if isinstance(value, list):
+        return f"{len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        for key, val in value.items():
+            if isinstance(val, list):
+                return f"{len(val)} {key}"
+        return short_json(value, limit)
+    return short_json(value, limit)
+
+
+def duration(started: str | None, completed: str | None) -> str:
+    if not started or not completed:
+        return ""
+    try:
+        seconds = (datetime.fromisoformat(completed) - datetime.fromisoformat(started)).total_seconds()
+    except ValueError:
+        return ""
+    if seconds < 0:
+        return ""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def tool_state(tc: ToolCallState, confirmation_pending: bool) -> str:
+    """running | awaiting | done | failed | interrupted"""
+    if tc.error is not None or (tc.confirmation_status == "denied" and not tc.is_loading):
+        return "interrupted" if tc.interrupted else "failed"
+    if tc.is_loading:
+        return "awaiting" if confirmation_pending else "running"
+    return "done"
+
+
+_STATE_MARK = {
+    "awaiting": TOOL_STATUS["waiting"],
+    "done": TOOL_STATUS["done"],
+    "failed": TOOL_STATUS["failed"],
+    "interrupted": TOOL_STATUS["cancelled"],
+}
+
+
+class ToolCallCard(Vertical, can_focus=True):
+    """One card per tool call id; ``sync`` projects the model onto it."""
+
+    HELP = """
+## Tool call
+
+**Enter**/**Space** expand or collapse · **f** unfold a long result · **c** copy the result
+(or error) to the clipboard.
+"""
+
+    BINDINGS = [
+        Binding("enter,space", "toggle", "Expand", id="toggle-block"),
+        Binding("f", "unfold", "Unfold", id="unfold-result"),
+    ]
+
+    DEFAULT_CSS = """
+    ToolCallCard {
+        height: auto;
+        padding: 0 0 0 1;
+        & > .tool-header { height: auto; }
+        & > .tool-body { height: auto; padding: 0 1 0 2; color: $text; background: $boost; }
+        & > .tool-error { height: auto; padding: 0 1 0 2; color: $text-error; }
+        &:focus { background-tint: $foreground 5%; }
+        &.-failed > .tool-header { color: $text-error; }
+    }
+    """
+
+    def __init__(self, tc: ToolCallState) -> None:
+        super().__init__()
+        self.tool_call_id = tc.tool_call_id
+        self.tc = tc
+        self._signature: tuple[object, ...] | None = None
+        self._user_expanded: bool | None = None
+        self._unfolded = False
+        self._frame = 0
+        self.state = "running"
+        self.card: ConfirmCard | None = None
+        self._body_rendered: tuple[object, ...] | None = None
+        self._pending = False
+        self.index = -1
+        self.header = Static("", classes="tool-header", markup=False)
+        self.body: Static | None = None
+        self._started = False
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self.header
+
+    def on_mount(self) -> None:
+        self._started = True
+        self.sync(self.tc, self._pending, force=True)
+
+    def set_live(self, live: bool) -> None:
+        """Cards follow their own state, not the timeline position."""
+
+    def detach(self) -> None:
+        """Nothing to release."""
+
+    # ------------------------------------------------------------------ projection
+    @property
+    def expanded(self) -> bool:
+        if self._user_expanded is not None:
+            return self._user_expanded
+        return self.state in ("running", "awaiting", "failed")
+
+    def sync(self, tc: ToolCallState, confirmation_pending: bool, *, force: bool = False) -> bool:
+        """Update from the model. Returns True if anything changed."""
+        self.tc = tc
+        self._pending = confirmation_pending
+        conf = tc.confirmation
+        signature = (
+            tc.is_loading,
+            tc.error,
+            id(tc.result),
+            tc.result is None,
+            len(tc.args),
+            conf.request_id if conf else None,
+            conf.expired if conf else None,
+            tc.confirmation_status,
+            confirmation_pending,
+        )
+        if not force and signature == self._signature:
+            return False
+        self._signature = signature
+        if not self._started:
+            return True
+        self.state = tool_state(tc, confirmation_pending)
+        self.set_class(self.state == "failed", "-failed")
+        self._render_header()
+        self._sync_body()
+        self._sync_card(confirmation_pending)
+        return True
+
+    def tick(self) -> None:
+        """Advance the spinner (called by the app's frame timer while running)."""
+        if self.state == "running" and self._started:
+            self._frame += 1
+            self._render_header()
+
+    def _render_header(self) -> None:
+        tc = self.tc
+        if self.state == "running":
+            glyph, style = SPINNER[self._frame % len(SPINNER)], "$tool-running"
+        else:
+            mark = _STATE_MARK[self.state]
+            glyph, style = mark.glyph, f"${mark.variable}"
+        arrow = f"{GLYPH_EXPANDED if self.expanded else GLYPH_COLLAPSED} "
+        parts: list[tuple[str, str] | str] = [
+            (arrow, "$text-muted"),
+            (f"{glyph} ", style),
+            (tc.tool_name or "tool", "bold"),
+        ]
+        if self.state == "done":
+            summary = result_summary(tc.result)
+            if summary:
+                parts.append(("  → ", "$text-muted"))
+                parts.append(summary)
+        elif self.state in ("failed", "interrupted"):
+            parts.append((f"  {self.state}: ", style))
+            parts.append((result_summary(tc.error or "denied"), style))
+        elif self.state == "awaiting":
+            parts.append(("  waiting for approval", "$tool-waiting"))
+        elif tc.args:
+            parts.append(("  " + short_json(tc.args, 60), "$text-muted"))
+        took = duration(tc.started_at, tc.completed_at)
+        if took:
+            parts.append((f"  {took}", "$text-muted"))
+        self.header.update(Content.assemble(*parts), layout=False)
+
+    def _body_content(self) -> Content:
+        tc = self.tc
+        parts: list[Content | tuple[str, str] | str] = []
+        if tc.args:
+            text, language = pretty(tc.args)
+            parts += [("args\n", "$text-muted italic"), highlighted(text, language)]
+        if tc.error is not None:
+            if parts:
+                parts.append("\n")
+            parts += [("error\n", "$text-error italic"), (tc.error or "(no message)", "$text-error")]
+        elif tc.result is not None:
+            text, language = pretty(tc.result)
+            lines = text.splitlines()
+            folded = len(lines) > FOLD_LINES and not self._unfolded
+            if folded:
+                text = "\n".join(lines[:FOLD_LINES])
+            if parts:
+                parts.append("\n")
+            parts += [("result\n", "$text-muted italic"), highlighted(text, language)]
+            if folded:
+                parts.append((f"\n… {len(lines) - FOLD_LINES} more lines (f to unfold)", "$text-muted italic"))
+        return Content.assemble(*parts) if parts else Content("")
+
+    def _sync_body(self) -> None:
+        tc = self.tc
+        if not self.expanded or not (tc.args or tc.result is not None or tc.error is not None):
+            if self.body is not None:
+                self.body.remove()
+                self.body = None
+            self._body_rendered = None
+            return
+        key = (self._signature, self._unfolded)
+        if key == self._body_rendered and self.body is not None:
+            return
+        self._body_rendered = key
+        content = self._body_content()
+        if self.body is not None:
+            self.body.update(content)
+        else:
+            self.body = Static(content, classes="tool-body", markup=False)
+            self.mount(self.body, after=self.header)
+
+    def _sync_card(self, pending: bool) -> None:
+        conf = self.tc.confirmation
+        if pending and conf is not None:
+            if self.card is None or self.card.request_id != conf.request_id:
+                if self.card is not None:
+                    self.card.remove()
+                self.card = build_card(self.tc, conf)
+                self.mount(self.card)
+        elif self.card is not None and not self.card.answered:
+            self.card.remove()
+            self.card = None
+        elif self.card is not None and not self.tc.is_loading:
+            self.card.remove()
+            self.card = None
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle(self) -> None:
+        self._user_expanded = not self.expanded
+        self._render_header()
+        self._sync_body()
+
+    def action_unfold(self) -> None:
+        self._unfolded = not self._unfolded
+        self._user_expanded = True
+        self._render_header()
+        self._sync_body()
+
+    def copy_text(self) -> tuple[str, str]:
+        """(text, what) for the copy-block key: the error, else the result, else the args."""
+        tc = self.tc
+        if tc.error is not None:
+            text = tc.error
+        elif tc.result is not None:
+            text = pretty(tc.result)[0]
+        else:
+            text = pretty(tc.args)[0]
+        return text, f"the {tc_part(tc)} of {tc.tool_name or 'the tool call'}"
+
+    def on_click(self, event: object) -> None:
+        # a click on the header toggles; clicks inside the card's widgets are theirs
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.has_class("tool-header"):
+            self.action_toggle()
+
+
+def tc_part(tc: ToolCallState) -> str:
+    if tc.error is not None:
+        return "error"
+    return "result" if tc.result is not None else "arguments"

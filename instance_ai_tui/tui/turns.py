@@ -1,0 +1,723 @@
+"""Conversation turns: the user's messages and the assistant's live agent activity tree.
+
+An ``AssistantTurn`` draws one message group's ``RunReducer`` as the seed's "Frontend
+Rendering" tree: the orchestrator's timeline in order — text segments as streamed
+Markdown (one ``MarkdownStream`` per segment), reasoning dimmed and collapsible, tool calls
+as cards, sub-agents as collapsible sections with their own timelines.
+
+Nothing here reads events. ``AssistantTurn.apply(changes, frame)`` projects a
+``ReducerChanges`` (what changed since the last frame) onto the widgets, touching only
+what changed; the app calls it from its frame timer inside one batched update.
+
+The number of mounted widgets is bounded: each agent section mounts at most the last
+``AgentSection.WINDOW`` entries of its timeline (older ones on demand), reasoning and
+sub-agent bodies are only mounted while expanded, and a completed sub-agent collapses to
+its summary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from ..protocol.reducer import ReducerChanges, RunReducer
+from .agent_info import AgentInfo, agent_info
+from .status_line import SPINNER
+from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
+from .tool_card import ToolCallCard
+
+if TYPE_CHECKING:
+    from ..protocol.conversation import ConversationMessage
+
+
+class Frame:
+    """What one projection tick collects: markdown to flush, cards that appeared."""
+
+    __slots__ = ("flush", "pending", "new_cards", "spin")
+
+    def __init__(self, pending: set[str] | None = None) -> None:
+        self.flush: dict[int, LiveMarkdown] = {}
+        #: request ids waiting for the user's answer
+        self.pending: set[str] = pending if pending is not None else set()
+        self.new_cards: list[ToolCallCard] = []
+        self.spin = False
+
+    def add_flush(self, markdown: LiveMarkdown) -> None:
+        self.flush[id(markdown)] = markdown
+
+    async def run(self) -> None:
+        for markdown in list(self.flush.values()):
+            await markdown.flush()
+        self.flush.clear()
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+class LiveMarkdown(Markdown, can_focus=True):
+    """Markdown whose content grows through a ``MarkdownStream`` while it is live.
+
+    ``set_target(text)`` records what the model says the content is; ``flush()`` (awaited
+    by the frame) writes the new tail to the stream, or replaces the document when the
+    text changed other than by appending (a replayed ``text-block``).
+    """
+
+    def __init__(self, content: str = "", *, classes: str | None = None) -> None:
+        super().__init__(content, classes=classes, open_links=False)
+        self._target = content
+        self._written = content
+        self._ready = False
+        self._stream: MarkdownStream | None = None
+        #: fragments written through the stream (tests and benchmarks read it)
+        self.stream_writes = 0
+
+    def on_mount(self) -> None:
+        # runs before Markdown's own mount handler parses the initial text: become ready after it
+        self.call_later(self._become_ready)
+
+    async def _become_ready(self) -> None:
+        self._ready = True
+        if self._target != self._written:
+            await self.flush()
+
+    @property
+    def target(self) -> str:
+        return self._target
+
+    def set_target(self, content: str) -> bool:
+        if content is self._target:
+            return False
+        self._target = content
+        return True
+
+    async def flush(self) -> None:
+        if not self._ready or not self.is_attached:
+            return
+        target, written = self._target, self._written
+        if target == written:
+            return
+        self._written = target
+        if len(target) > len(written) and target.startswith(written):
+            if self._stream is None:
+                self._stream = Markdown.get_stream(self)
+            self.stream_writes += 1
+            await self._stream.write(target[len(written) :])
+        else:
+            await self._stop_stream()
+            self.update(target)
+
+    async def _stop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.stop()
+
+    def finish(self) -> None:
+        """The segment is final: stop its stream (in the background)."""
+        if self._stream is not None:
+            self.call_later(self._stop_stream)
+
+    @property
+    def settled(self) -> bool:
+        """Everything set has been handed to the widget and parsed."""
+        return self._ready and self.source == self._target and not self.lock.is_locked and self._stream_idle()
+
+    def _stream_idle(self) -> bool:
+        stream = self._stream
+        return stream is None or not getattr(stream, "_pending", None)
+
+    def copy_text(self) -> tuple[str, str]:
+        """(text, what) for the copy-block key."""
+        return self._target, "the text"
+
+
+# --------------------------------------------------------------------------- timeline entries
+
+
+class TextBlock(LiveMarkdown):
+    HELP = """
+## Agent text
+
+**c** copies this text to the clipboard.
+"""
+
+    def __init__(self, content: str, *, index: int) -> None:
+        super().__init__(content, classes="text-block")
+        self.index = index
+
+    def set_live(self, live: bool) -> None:
+        if not live:
+            self.finish()
+
+    def detach(self) -> None:
+        self.finish()
+
+
+class ReasoningBlock(Vertical, can_focus=True):
+    """Dimmed reasoning; expanded while it is being streamed, collapsed once the agent
+    moves on (unless the user toggled it). The body is only mounted while expanded."""
+
+    HELP = """
+## Reasoning
+
+**Enter**/**Space** expand or collapse · **c** copy the reasoning.
+"""
+
+    BINDINGS = [Binding("enter,space", "toggle", "Expand", id="toggle-block")]
+
+    def __init__(self, content: str, *, index: int, live: bool) -> None:
+        super().__init__(classes="reasoning")
+        self.index = index
+        self.content = content
+        self.live = live
+        self._user_expanded: bool | None = None
+        self._body: LiveMarkdown | None = None
+        self.header = Static("", classes="reasoning-header", markup=False)
+        self._started = False
+
+    def on_mount(self) -> None:
+        self._started = True
+
+    @property
+    def expanded(self) -> bool:
+        return self._user_expanded if self._user_expanded is not None else self.live
+
+    def compose(self) -> ComposeResult:
+        self.header.update(self._header())
+        yield self.header
+        if self.expanded:
+            self._body = LiveMarkdown(self.content, classes="reasoning-body")
+            yield self._body
+
+    def _header(self) -> Content:
+        arrow = GLYPH_EXPANDED if self.expanded else GLYPH_COLLAPSED
+        if self.live:
+            return Content.assemble((f"{arrow} ∴ ", "$reasoning-text"), ("Thinking…", "italic $reasoning-text"))
+        words = len(self.content.split()) if len(self.content) < 20_000 else len(self.content) // 6
+        return Content.assemble(
+            (f"{arrow} ∴ ", "$reasoning-text"), (f"Reasoning · {words} words", "italic $reasoning-text")
+        )
+
+    def _sync(self, frame: Frame | None) -> None:
+        if not self._started:
+            return
+        self.header.update(self._header(), layout=False)
+        if self.expanded:
+            if self._body is None:
+                self._body = LiveMarkdown(self.content, classes="reasoning-body")
+                self.mount(self._body)
+            elif self._body.set_target(self.content):
+                if frame is not None:
+                    frame.add_flush(self._body)
+                else:
+                    self.call_later(self._body.flush)
+        elif self._body is not None:
+            self._body.finish()
+            self._body.remove()
+            self._body = None
+
+    def set_content(self, content: str, frame: Frame) -> None:
+        """New reasoning text; only drawn while expanded (the header counts words otherwise)."""
+        self.content = content
+        if self._body is not None and self._body.set_target(content):
+            frame.add_flush(self._body)
+
+    def set_live(self, live: bool) -> None:
+        if live == self.live:
+            return
+        self.live = live
+        self._sync(None)
+
+    def action_toggle(self) -> None:
+        self._user_expanded = not self.expanded
+        self._sync(None)
+
+    def copy_text(self) -> tuple[str, str]:
+        return self.content, "the reasoning"
+
+    def on_click(self) -> None:
+        self.action_toggle()
+
+    def detach(self) -> None:
+        if self._body is not None:
+            self._body.finish()
+
+    @property
+    def settled(self) -> bool:
+        return self._body is None or self._body.settled
+
+
+class SubAgentSection(Vertical, can_focus=True):
+    """A sub-agent: a header (role, status, summary) and, while expanded, its timeline."""
+
+    HELP = """
+## Sub-agent
+
+**Enter**/**Space** expand or collapse · **c** copy the sub-agent's result.
+A sub-agent collapses to its summary when it completes.
+"""
+
+    BINDINGS = [Binding("enter,space", "toggle", "Expand", id="toggle-block")]
+
+    def __init__(self, turn: AssistantTurn, info: AgentInfo, *, index: int) -> None:
+        super().__init__(classes="subagent")
+        self.turn = turn
+        self.info = info
+        self.index = index
+        self.agent_id = info.agent_id
+        self._user_expanded: bool | None = None
+        self.body: AgentSection | None = None
+        self._frame = 0
+        self.header = Static("", classes="subagent-header", markup=False)
+        self._started = False
+
+    def on_mount(self) -> None:
+        self._started = True
+        self._sync()
+
+    @property
+    def expanded(self) -> bool:
+        if self._user_expanded is not None:
+            return self._user_expanded
+        return self.info.status == "active"
+
+    def compose(self) -> ComposeResult:
+        self.header.update(self._header())
+        yield self.header
+        if self.expanded:
+            self.body = AgentSection(self.turn, self.agent_id, active=self.info.status == "active")
+            yield self.body
+
+    def _header(self) -> Content:
+        info = self.info
+        arrow = GLYPH_EXPANDED if self.expanded else GLYPH_COLLAPSED
+        status = info.status
+        if status == "active":
+            glyph, style, word = SPINNER[self._frame % len(SPINNER)], "$tool-running", "working"
+        else:
+            mark = {"completed": TOOL_STATUS["done"], "cancelled": TOOL_STATUS["cancelled"]}.get(
+                status, TOOL_STATUS["failed"]
+            )
+            glyph, style, word = mark.glyph, f"${mark.variable}", mark.label
+        parts: list[tuple[str, str] | str] = [
+            (f"{arrow} ", "$text-muted"),
+            ("◆ ", "$subagent-border"),
+            (info.label, "bold $text-secondary"),
+            (f"  {glyph} {word}", style),
+        ]
+        if status == "active" and info.status_message:
+            parts.append((f"  {info.status_message}", "italic $text-muted"))
+        summary = info.error if status == "error" and info.error else info.result
+        if summary and status != "active":
+            line = summary.strip().splitlines()[0] if summary.strip() else ""
+            if len(line) > 90:
+                line = line[:89] + "…"
+            parts.append(("  → ", "$text-muted"))
+            parts.append((line, "$text-error" if status == "error" else ""))
+        return Content.assemble(*parts)
+
+    def refresh_info(self, info: AgentInfo) -> None:
+        self.info = info
+        self._sync()
+
+    def tick(self) -> None:
+        if self.info.status == "active" and self._started:
+            self._frame += 1
+            self.header.update(self._header(), layout=False)
+
+    def _sync(self) -> None:
+        if not self._started:
+            return
+        self.header.update(self._header(), layout=False)
+        if self.expanded and self.body is None:
+            self.body = AgentSection(self.turn, self.agent_id, active=self.info.status == "active")
+            self.mount(self.body)
+        elif not self.expanded and self.body is not None:
+            self.body.detach()
+            self.body.remove()
+            self.body = None
+        elif self.body is not None:
+            self.body.set_active(self.info.status == "active")
+
+    def action_toggle(self) -> None:
+        self._user_expanded = not self.expanded
+        self._sync()
+
+    def copy_text(self) -> tuple[str, str]:
+        return self.info.result or self.info.error or "", f"the result of {self.info.label}"
+
+    def on_click(self, event: Any) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.has_class("subagent-header"):
+            event.stop()
+            self.action_toggle()
+
+    def detach(self) -> None:
+        if self.body is not None:
+            self.body.detach()
+
+    def set_live(self, live: bool) -> None:
+        """Liveness of a sub-agent comes from its own status."""
+
+
+class MoreLine(Static, can_focus=True):
+    """'… N earlier steps' at the top of a windowed timeline; Enter/click shows more."""
+
+    BINDINGS = [Binding("enter,space", "more", "Show earlier", id="show-earlier")]
+
+    def __init__(self, section: AgentSection) -> None:
+        super().__init__("", classes="more-line", markup=False)
+        self.section = section
+
+    def set_count(self, hidden: int) -> None:
+        self.update(Content.styled(f"… {hidden} earlier step{'s' if hidden != 1 else ''} (Enter or click to show)", "italic $text-muted"))
+
+    def action_more(self) -> None:
+        self.section.show_earlier()
+
+    def on_click(self) -> None:
+        self.section.show_earlier()
+
+
+class AgentSection(Vertical):
+    """The timeline of one agent, windowed to its last ``WINDOW`` entries."""
+
+    WINDOW = 60
+
+    DEFAULT_CSS = """
+    AgentSection { height: auto; }
+    """
+
+    def __init__(self, turn: AssistantTurn, agent_id: str, *, active: bool) -> None:
+        super().__init__(classes="agent-section")
+        self.turn = turn
+        self.agent_id = agent_id
+        self.active = active
+        self.entries: dict[int, Widget] = {}
+        self.first = 0
+        self.length = 0
+        self.window = self.WINDOW
+        self.more = MoreLine(self)
+
+    @property
+    def reducer(self) -> RunReducer:
+        return self.turn.reducer
+
+    def compose(self) -> ComposeResult:
+        self.turn.sections[self.agent_id] = self
+        self.length = self.reducer.timeline_length(self.agent_id)
+        self.first = max(0, self.length - self.window)
+        self.more.display = self.first > 0
+        self.more.set_count(self.first)
+        yield self.more
+        for index in range(self.first, self.length):
+            widget = self._make(index)
+            if widget is not None:
+                yield widget
+
+    # ------------------------------------------------------------------ entries
+    def _live(self, index: int) -> bool:
+        return self.active and self.turn.live and index == self.length - 1
+
+    def _make(self, index: int) -> Widget | None:
+        entry = self.reducer.timeline_entry(self.agent_id, index)
+        if entry is None:
+            return None
+        kind = entry.get("type")
+        widget: Widget | None
+        if kind == "text":
+            widget = TextBlock(str(entry.get("content", "")), index=index)
+        elif kind == "reasoning":
+            widget = ReasoningBlock(str(entry.get("content", "")), index=index, live=self._live(index))
+        elif kind == "tool-call":
+            tc = self.reducer.tool_call(str(entry.get("toolCallId", "")))
+            if tc is None:
+                return None
+            card = ToolCallCard(tc)
+            card.index = index  # type: ignore[attr-defined]
+            conf = tc.confirmation
+            card._pending = conf is not None and conf.request_id in self.turn.pending
+            self.turn.cards[tc.tool_call_id] = card
+            widget = card
+        elif kind == "child":
+            info = agent_info(self.reducer, str(entry.get("agentId", "")))
+            if info is None:
+                return None
+            widget = SubAgentSection(self.turn, info, index=index)
+            self.turn.subagents[info.agent_id] = widget
+        else:
+            return None
+        self.entries[index] = widget
+        return widget
+
+    def append_entries(self, frame: Frame) -> None:
+        """Mount the entries added to the timeline since the last frame."""
+        new_length = self.reducer.timeline_length(self.agent_id)
+        if new_length <= self.length:
+            return
+        previous_last = self.entries.get(self.length - 1)
+        old_length = self.length
+        self.length = new_length
+        if previous_last is not None:
+            previous_last.set_live(False)  # type: ignore[attr-defined]
+        widgets = [w for w in (self._make(i) for i in range(max(old_length, self.first), new_length)) if w is not None]
+        for widget in widgets:
+            if isinstance(widget, ToolCallCard):
+                frame.new_cards.append(widget)
+        if widgets:
+            self.mount_all(widgets)
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep at most ``window`` entries mounted (drop the oldest)."""
+        excess = (self.length - self.first) - self.window
+        if excess <= 0:
+            return
+        doomed: list[Widget] = []
+        for index in range(self.first, self.first + excess):
+            widget = self.entries.pop(index, None)
+            if widget is not None:
+                self._forget(widget)
+                doomed.append(widget)
+        self.first += excess
+        if doomed:
+            self.remove_children(doomed)
+        self.more.display = True
+        self.more.set_count(self.first)
+
+    def show_earlier(self) -> None:
+        """Mount up to ``WINDOW`` more of the older entries (above the current ones)."""
+        if self.first == 0:
+            return
+        self.window += self.WINDOW
+        new_first = max(0, self.length - self.window)
+        widgets = [w for w in (self._make(i) for i in range(new_first, self.first)) if w is not None]
+        self.first = new_first
+        if widgets:
+            self.mount_all(widgets, after=self.more)
+        self.more.display = self.first > 0
+        self.more.set_count(self.first)
+
+    def set_segment(self, index: int, text: str, frame: Frame) -> None:
+        """The whole current content of a text/reasoning entry."""
+        widget = self.entries.get(index)
+        if isinstance(widget, TextBlock):
+            if widget.set_target(text):
+                frame.add_flush(widget)
+        elif isinstance(widget, ReasoningBlock):
+            widget.set_content(text, frame)
+
+    def set_active(self, active: bool) -> None:
+        if active == self.active:
+            return
+        self.active = active
+        if not active:
+            self.end_live()
+
+    def end_live(self) -> None:
+        last = self.entries.get(self.length - 1)
+        if last is not None:
+            last.set_live(False)  # type: ignore[attr-defined]
+
+    def _forget(self, widget: Widget) -> None:
+        if isinstance(widget, ToolCallCard):
+            self.turn.cards.pop(widget.tool_call_id, None)
+        elif isinstance(widget, SubAgentSection):
+            self.turn.subagents.pop(widget.agent_id, None)
+        detach = getattr(widget, "detach", None)
+        if detach is not None:
+            detach()
+
+    def detach(self) -> None:
+        """This section is about to be removed: unregister it and everything in it."""
+        if self.turn.sections.get(self.agent_id) is self:
+            del self.turn.sections[self.agent_id]
+        for widget in self.entries.values():
+            self._forget(widget)
+        self.entries.clear()
+
+    def markdown_blocks(self) -> list[LiveMarkdown]:
+        out: list[LiveMarkdown] = []
+        for widget in self.entries.values():
+            if isinstance(widget, LiveMarkdown):
+                out.append(widget)
+            elif isinstance(widget, ReasoningBlock) and widget._body is not None:
+                out.append(widget._body)
+        return out
+
+
+# --------------------------------------------------------------------------- turns
+
+
+class UserMessage(Static, can_focus=True):
+    HELP = """
+## Your message
+
+**c** copies it to the clipboard.
+"""
+
+    def __init__(self, message_id: str, text: str) -> None:
+        super().__init__(text, classes="user-message", markup=False)
+        self.message_id = message_id
+        self.text = text
+
+    def copy_text(self) -> tuple[str, str]:
+        return self.text, "your message"
+
+    def apply(self, changes: ReducerChanges, frame: Frame) -> None:
+        """User messages do not change."""
+
+    @property
+    def settled(self) -> bool:
+        return True
+
+    def detach(self) -> None:
+        """Nothing to release."""
+
+
+class AssistantTurn(Vertical):
+    """One assistant message (message group): its agent tree, projected incrementally."""
+
+    DEFAULT_CSS = """
+    AssistantTurn { height: auto; }
+    """
+
+    def __init__(self, message: ConversationMessage, pending: set[str]) -> None:
+        super().__init__(classes="assistant-turn")
+        self.message = message
+        self.message_id = message.id
+        assert message.reducer is not None
+        self.reducer: RunReducer = message.reducer
+        self.pending = pending
+        self.sections: dict[str, AgentSection] = {}
+        self.cards: dict[str, ToolCallCard] = {}
+        self.subagents: dict[str, SubAgentSection] = {}
+        self.root: AgentSection | None = None
+        self.footer = Static("", classes="turn-footer", markup=False)
+        self._footer_state: tuple[object, ...] | None = None
+        self._started = False
+
+    @property
+    def live(self) -> bool:
+        return self.message.is_streaming
+
+    def compose(self) -> ComposeResult:
+        self.root = AgentSection(self, self.reducer.root_id, active=True)
+        yield self.root
+        yield self.footer
+
+    def on_mount(self) -> None:
+        self._started = True
+        self._render_footer()
+
+    def rebuild(self) -> None:
+        """The tree was replaced (run-sync): draw it again from the reducer."""
+        self.reducer = self.message.reducer or self.reducer
+        for section in list(self.sections.values()):
+            section.detach()
+        self.sections.clear()
+        self.cards.clear()
+        self.subagents.clear()
+        self.remove_children()
+        self.root = AgentSection(self, self.reducer.root_id, active=True)
+        self.footer = Static("", classes="turn-footer", markup=False)
+        self._footer_state = None
+        self.mount_all([self.root, self.footer])
+        self.call_after_refresh(self._render_footer)
+
+    def apply(self, changes: ReducerChanges, frame: Frame) -> None:
+        if self.message.reducer is not self.reducer or changes.reset:
+            self.rebuild()
+            return
+        reducer = self.reducer
+        for agent_id in changes.timeline_appends:
+            section = self.sections.get(agent_id)
+            if section is not None:
+                section.append_entries(frame)
+        for seg in changes.segments:
+            section = self.sections.get(seg.agent_id)
+            if section is not None and seg.index in section.entries:
+                # absolute content, so a section composed after the drain cannot double text
+                section.set_segment(seg.index, reducer.segment_text(seg.agent_id, seg.index), frame)
+        for call_id in changes.tool_calls:
+            card = self.cards.get(call_id)
+            if card is not None:
+                tc = reducer.tool_call(call_id)
+                if tc is not None:
+                    conf = tc.confirmation
+                    if card.sync(tc, conf is not None and conf.request_id in self.pending) and conf is not None:
+                        frame.new_cards.append(card)
+        for agent_id in changes.agents:
+            sub = self.subagents.get(agent_id)
+            if sub is not None:
+                info = agent_info(reducer, agent_id)
+                if info is not None:
+                    sub.refresh_info(info)
+        if changes.run_status or changes.agents:
+            self.sync_live()
+
+    def sync_live(self) -> None:
+        """Run started/finished: (un)mark the live blocks and redraw the footer."""
+        if self.root is not None:
+            self.root.set_active(self.live)
+            if self.live:
+                self.root.active = True
+        if not self.live:
+            for section in list(self.sections.values()):
+                section.end_live()
+        self._render_footer()
+
+    def refresh_pending(self, changed: set[str]) -> list[ToolCallCard]:
+        """Re-sync the cards of tool calls whose confirmation state changed."""
+        touched: list[ToolCallCard] = []
+        for card in list(self.cards.values()):
+            conf = card.tc.confirmation
+            if conf is not None and conf.request_id in changed:
+                tc = self.reducer.tool_call(card.tool_call_id) or card.tc
+                card.sync(tc, conf.request_id in self.pending)
+                touched.append(card)
+        return touched
+
+    def _render_footer(self) -> None:
+        if not self._started:
+            return
+        info = agent_info(self.reducer, self.reducer.root_id)
+        status = self.reducer.status
+        state = (status, self.live, info.error if info else None, info.cancellation_reason if info else None)
+        if state == self._footer_state:
+            return
+        self._footer_state = state
+        text: Content | None = None
+        if status == "cancelled":
+            reason = f" ({info.cancellation_reason})" if info and info.cancellation_reason else ""
+            text = Content.styled(f"⊘ Cancelled{reason}", "$text-warning italic")
+        elif status == "error":
+            detail = f": {info.error}" if info and info.error else ""
+            text = Content.styled(f"✗ The run failed{detail}", "$text-error")
+        self.footer.display = text is not None
+        if text is not None:
+            self.footer.update(text)
+
+    def tick(self) -> None:
+        for card in self.cards.values():
+            if card.state == "running":
+                card.tick()
+        for sub in self.subagents.values():
+            sub.tick()
+
+    def detach(self) -> None:
+        for section in list(self.sections.values()):
+            section.detach()
+
+    @property
+    def settled(self) -> bool:
+        return all(md.settled for section in self.sections.values() for md in section.markdown_blocks())
+
+    def answer_text(self) -> str:
+        return self.reducer.text()

@@ -1,0 +1,142 @@
+"""Abort: the HTTP stream closes at once, tools are cancelled, history keeps no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pydantic import BaseModel
+
+from instance_ai_tui.runtime import (
+    Agent,
+    ErrorChunk,
+    StoreMemory,
+    TextDeltaChunk,
+    Tool,
+    ToolContext,
+    ToolResultChunk,
+)
+from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
+from instance_ai_tui.runtime.memory import record_to_message
+from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+
+
+async def test_abort_mid_stream_closes_the_http_stream_within_100ms(server, make_model):
+    server.set_script([
+        MockResponse(text="one two three four five six", hang_after_chunks=4),
+        MockResponse(text="Back again."),
+    ])
+    agent = Agent("main", "x", make_model())
+    errors: list[str] = []
+    agent.on("Error", lambda e: errors.append(e.data["message"]))
+    stream = agent.stream("talk")
+    chunks = []
+    aborted_at = 0.0
+    async for chunk in stream:
+        chunks.append(chunk)
+        if sum(isinstance(c, TextDeltaChunk) for c in chunks) == 3:
+            aborted_at = time.monotonic()
+            agent.abort()
+    disconnected_at = await server.wait_disconnect(0, timeout=2)
+    assert disconnected_at - aborted_at < 0.1, f"HTTP stream closed {disconnected_at - aborted_at:.3f} s after abort"
+    last = chunks[-1]
+    assert isinstance(last, ErrorChunk) and last.cancelled and last.error == "aborted"
+    result = await stream.result()
+    assert result.status == "cancelled" and result.finish_reason == "error" and errors == []
+    assert agent.get_state()["status"] == "cancelled"
+    # the same agent can run again
+    again = await agent.generate("hello")
+    assert again.status == "success" and again.text == "Back again."
+
+
+class Wait(BaseModel):
+    name: str
+    seconds: float
+
+
+async def test_abort_cancels_running_tools_and_settles_every_call(server, make_model, store):
+    events: list[str] = []
+
+    async def wait(args: Wait, ctx: ToolContext) -> str:
+        events.append(f"start {args.name}")
+        try:
+            await asyncio.sleep(args.seconds)
+        except asyncio.CancelledError:
+            events.append(f"cancelled {args.name}")
+            raise
+        events.append(f"end {args.name}")
+        return "ok"
+
+    server.set_script([
+        MockResponse(tool_calls=[MockToolCall(name="wait", arguments={"name": n, "seconds": s}, id=f"c_{n}")
+                                 for n, s in (("fast", 0.0), ("slow", 30), ("later", 0))], prompt_tokens=50,
+                     completion_tokens=20),
+        MockResponse(text="fresh run"),
+    ])
+    memory = StoreMemory(store)
+    agent = Agent("main", "x", make_model(), [Tool("wait", "Wait.", Wait, wait)], memory=memory,
+                  tool_call_concurrency=2)
+    stream = agent.stream("go", thread_id="t1")
+    chunks = []
+    async for chunk in stream:
+        chunks.append(chunk)
+        if isinstance(chunk, ToolResultChunk) and chunk.tool_call_id == "c_fast":
+            while "start slow" not in events:
+                await asyncio.sleep(0.001)
+            started = time.monotonic()
+            agent.abort()
+    result = await stream.result()
+    assert time.monotonic() - started < 0.1
+    assert sorted(events) == ["cancelled slow", "end fast", "start fast", "start slow"]  # "later" never started
+    assert result.status == "cancelled" and isinstance(chunks[-1], ErrorChunk) and chunks[-1].cancelled
+    skipped = {c.tool_call_id: c.skipped for c in chunks if isinstance(c, ToolResultChunk)}
+    assert skipped == {"c_fast": False, "c_slow": True, "c_later": True}
+    # usage of the aborted run is kept
+    assert result.usage.input_tokens == 50 and result.usage.requests == 1
+    # the stored turn has every call answered, in call order: nothing for the stripper to remove
+    stored = [record_to_message(r) for r in await store.list_messages("t1")]
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "tool"]
+    assert [m.tool_call_id for m in stored if m.role == "tool"] == ["c_fast", "c_slow", "c_later"]
+    assert strip_orphaned_tool_messages(stored) == stored
+    assert stored[3].content == "[Skipped: run was aborted]" and stored[3].skipped
+    # the next run on the thread sends a valid history
+    again = await agent.generate("and now?", thread_id="t1")
+    assert again.status == "success" and again.text == "fresh run"
+    roles = [m["role"] for m in server.requests[1].body["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "tool", "user"]
+
+
+async def test_external_cancel_signal(server, make_model):
+    server.set_script([MockResponse(text="a b c d e f", chunk_delay=0.2)])
+    agent = Agent("main", "x", make_model())
+    cancel = asyncio.Event()
+
+    async def later() -> None:
+        await server.wait_for_chunks(0, 2)
+        cancel.set()
+
+    task = asyncio.ensure_future(later())
+    result = await agent.generate("go", cancel=cancel)
+    await task
+    assert result.status == "cancelled" and result.error == "aborted"
+    await server.wait_disconnect(0, timeout=1)
+
+
+async def test_abort_reaches_a_sub_agent(server, make_model):
+    def script(body: dict) -> MockResponse:
+        if body["messages"][0]["content"] == "parent":
+            return MockResponse.call("researcher", {"input": "dig"})
+        return MockResponse(text="digging deeper and deeper", hang_after_chunks=2)
+
+    server.set_script(script)
+    child = Agent("researcher", "child", make_model())
+    parent = Agent("parent", "parent", make_model(), [child.as_tool("Research something.")])
+    stream = parent.stream("go")
+    await server.wait_for_chunks(1, 2)
+    started = time.monotonic()
+    parent.abort()
+    result = await stream.result()
+    disconnected = await server.wait_disconnect(1, timeout=1)
+    assert disconnected - started < 0.1
+    assert result.status == "cancelled"
+    assert child.get_state()["status"] == "cancelled"

@@ -1,0 +1,238 @@
+"""The OpenAI adapter through the real openai client against the local wire-format server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from instance_ai_tui.runtime import (
+    Agent,
+    ModelError,
+    ModelFinish,
+    ModelReasoningDelta,
+    ModelRequest,
+    ModelTextDelta,
+    ModelTimeout,
+    ModelToolCallDelta,
+    ModelUsage,
+    PriceTable,
+    Tool,
+    ToolContext,
+)
+from instance_ai_tui.runtime.model import ToolCallAccumulator
+from instance_ai_tui.runtime.openai_model import ThinkSplitter
+from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+
+
+async def collect(model, messages=None, **kw):
+    request = ModelRequest(messages=messages or [{"role": "user", "content": "hi"}], **kw)
+    return [c async for c in model.stream(request)]
+
+
+async def test_text_streams_in_pieces_with_usage(server, make_model):
+    server.set_script([MockResponse(text="Hello there, how are you?", prompt_tokens=11, completion_tokens=6)])
+    chunks = await collect(make_model())
+    texts = [c.text for c in chunks if isinstance(c, ModelTextDelta)]
+    assert len(texts) == 5 and "".join(texts) == "Hello there, how are you?"
+    usage = next(c.usage for c in chunks if isinstance(c, ModelUsage))
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens, usage.requests) == (11, 6, 17, 1)
+    assert isinstance(chunks[-1], ModelFinish) and chunks[-1].reason == "stop"
+    body = server.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_from_extra_fields(server, make_model, field):
+    server.set_script([MockResponse(reasoning="First I think. Then I answer.", reasoning_field=field, text="42")])
+    chunks = await collect(make_model())
+    reasoning = "".join(c.text for c in chunks if isinstance(c, ModelReasoningDelta))
+    assert reasoning == "First I think. Then I answer."
+    assert "".join(c.text for c in chunks if isinstance(c, ModelTextDelta)) == "42"
+
+
+async def test_inline_think_blocks_split_across_chunks(server, make_model):
+    # words_per_chunk=1 puts "<think>plan" and "</think>The" in separate SSE chunks
+    server.set_script([MockResponse(text="<think>plan the answer</think>The answer is 7.", words_per_chunk=1)])
+    chunks = await collect(make_model())
+    assert "".join(c.text for c in chunks if isinstance(c, ModelReasoningDelta)) == "plan the answer"
+    assert "".join(c.text for c in chunks if isinstance(c, ModelTextDelta)) == "The answer is 7."
+
+
+def test_think_splitter_tags_cut_anywhere():
+    text = "a<think>b c</think>d<think>e</think>"
+    for cut in range(1, len(text)):
+        s = ThinkSplitter()
+        out = s.feed(text[:cut]) + s.feed(text[cut:]) + s.flush()
+        reasoning = "".join(p for r, p in out if r)
+        plain = "".join(p for r, p in out if not r)
+        assert (reasoning, plain) == ("b ce", "ad"), cut
+
+
+def test_accumulator_handles_repeated_and_split_names():
+    acc = ToolCallAccumulator()
+    acc.feed(0, "c1", "get_weather", '{"ci')
+    acc.feed(0, "c1", "get_weather", 'ty": "Paris"}')
+    acc.feed(1, None, "get_", "")
+    acc.feed(1, None, "time", "{}")
+    calls = acc.finish()
+    assert calls[0].name == "get_weather" and calls[0].arguments == '{"city": "Paris"}' and calls[0].id == "c1"
+    assert calls[1].name == "get_time" and calls[1].id.startswith("call_")
+
+
+@pytest.mark.parametrize("llama", [False, True])
+async def test_parallel_tool_call_fragments_assembled_by_index(server, make_model, llama):
+    server.set_script([MockResponse(tool_calls=[
+        MockToolCall(name="get_weather", arguments={"city": "Paris"}, id="call_a"),
+        MockToolCall(name="get_weather", arguments={"city": "Berlin, Germany"}, id="call_b"),
+    ], llama_cpp_style=llama, args_chunk_size=4)])
+    chunks = await collect(make_model(), tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {}}}])
+    finish = chunks[-1]
+    assert isinstance(finish, ModelFinish) and finish.reason == "tool_calls"
+    assert [(c.id, c.name, c.arguments) for c in finish.tool_calls] == [
+        ("call_a", "get_weather", '{"city": "Paris"}'),
+        ("call_b", "get_weather", '{"city": "Berlin, Germany"}'),
+    ]
+    deltas = [c for c in chunks if isinstance(c, ModelToolCallDelta)]
+    # the name appears once per call even when the server repeats it in every fragment
+    assert [d.name for d in deltas if d.name] == ["get_weather", "get_weather"]
+    assert len(deltas) > 4
+
+
+async def test_usage_with_cached_and_reasoning_tokens_and_price(server, make_model):
+    server.set_script([MockResponse(text="ok", prompt_tokens=1000, completion_tokens=500, cached_tokens=400,
+                                    reasoning_tokens=200)])
+    model = make_model(model="my-local-model", prices={"my-local-model": {"input": 1.0, "output": 2.0, "cached_input": 0.5}})
+    usage = next(c.usage for c in await collect(model) if isinstance(c, ModelUsage))
+    assert usage.cached_input_tokens == 400 and usage.reasoning_tokens == 200
+    assert usage.cost == pytest.approx((600 * 1.0 + 400 * 0.5 + 500 * 2.0) / 1e6)
+
+
+async def test_http_error_becomes_model_error_with_status(server, make_model):
+    server.set_script([MockResponse(status=429, error="Rate limit exceeded")])
+    with pytest.raises(ModelError) as info:
+        await collect(make_model())
+    assert info.value.status_code == 429 and "Rate limit exceeded" in str(info.value) and info.value.retryable
+
+
+async def test_error_in_the_middle_of_the_stream(server, make_model):
+    server.set_script([MockResponse(text="one two three four", error_after_chunks=2, error="upstream broke")])
+    with pytest.raises(ModelError, match="upstream broke"):
+        await collect(make_model())
+
+
+async def test_first_token_timeout(server, make_model):
+    server.set_script([MockResponse(text="late", first_chunk_delay=2.0)])
+    start = time.monotonic()
+    with pytest.raises(ModelTimeout, match="no response"):
+        await collect(make_model(first_token_timeout=0.3))
+    assert time.monotonic() - start < 1.5
+    await server.wait_disconnect(0)
+
+
+async def test_idle_timeout_between_chunks(server, make_model):
+    server.set_script([MockResponse(text="a b c d", hang_after_chunks=2)])
+    start = time.monotonic()
+    with pytest.raises(ModelTimeout, match="stalled"):
+        await collect(make_model(idle_timeout=0.3))
+    assert time.monotonic() - start < 1.5
+    await server.wait_disconnect(0)
+
+
+async def test_unreachable_server_is_a_clear_error():
+    from instance_ai_tui.runtime.openai_model import OpenAIModel
+
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0)
+    with pytest.raises(ModelError, match="cannot reach the model server"):
+        await collect(model)
+
+
+def test_missing_api_key_for_openai_is_a_clear_error(monkeypatch):
+    from instance_ai_tui.runtime.openai_model import OpenAIModel
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        OpenAIModel("gpt-4o-mini")
+
+
+def test_from_settings_uses_config_and_env(tmp_path):
+    from instance_ai_tui.config import load_settings
+    from instance_ai_tui.runtime.openai_model import OpenAIModel
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[model]\nname = "qwen"\nidle_timeout = 7\n[model.prices.qwen]\ninput = 1\noutput = 3\n')
+    settings = load_settings(path=cfg, env={"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "k"})
+    model = OpenAIModel.from_settings(settings.model)
+    assert model.name == "qwen" and model.base_url == "http://127.0.0.1:1/v1" and model.idle_timeout == 7
+    assert model.prices.get("qwen").output == 3 and model.prices.get("gpt-4o") is not None
+    assert not model.supports_strict_tools
+
+
+class Nothing(BaseModel):
+    pass
+
+
+class Lookup(BaseModel):
+    key: str
+
+
+async def test_agent_tool_turn_sends_empty_string_content_and_repairs_null_args(server, make_model):
+    """llama.cpp rejects ``content: null`` on an assistant tool-call turn; the server here does too."""
+    seen: list[dict] = []
+
+    async def now(args: Nothing, ctx: ToolContext) -> str:
+        seen.append(args.model_dump())
+        return "12:00"
+
+    server.set_script([
+        MockResponse(tool_calls=[MockToolCall(name="now", arguments="null"), MockToolCall(name="now", arguments="")],
+                     llama_cpp_style=True),
+        MockResponse(text="It is noon."),
+    ])
+    agent = Agent("a", "Be brief.", make_model(), [Tool("now", "The time.", Nothing, now)])
+    result = await agent.generate("time?")
+    assert result.status == "success", result.error
+    assert result.text == "It is noon." and seen == [{}, {}]
+    assistant = server.requests[1].body["messages"][2]
+    assert assistant["role"] == "assistant" and assistant["content"] == "" and len(assistant["tool_calls"]) == 2
+
+
+async def test_bad_json_arguments_become_a_tool_error_the_model_corrects(server, make_model):
+    calls: list[str] = []
+
+    async def lookup(args: Lookup, ctx: ToolContext) -> str:
+        calls.append(args.key)
+        return f"value of {args.key}"
+
+    server.set_script([
+        MockResponse.call("lookup", '{"key": "a"'),  # truncated JSON
+        MockResponse.call("lookup", {"key": "a"}),
+        MockResponse(text="done"),
+    ])
+    agent = Agent("a", "x", make_model(), [Tool("lookup", "Look up.", Lookup, lookup)])
+    result = await agent.generate("go")
+    assert result.status == "success" and calls == ["a"]
+    error_message = server.requests[1].body["messages"][-1]
+    assert error_message["role"] == "tool" and "not valid JSON" in error_message["content"]
+    # the broken call is replayed with valid JSON so strict servers accept the history
+    assert server.requests[1].body["messages"][-2]["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+async def test_strict_tool_schema_only_where_supported(server, make_model):
+    server.set_script([MockResponse(text="a"), MockResponse(text="b")])
+    tool = Tool("lookup", "Look up.", Lookup, lambda a, c: "x")
+    await Agent("a", "x", make_model(strict_tools=True), [tool]).generate("go")
+    await Agent("a", "x", make_model(), [tool]).generate("go")
+    strict_fn = server.requests[0].body["tools"][0]["function"]
+    plain_fn = server.requests[1].body["tools"][0]["function"]
+    assert strict_fn["strict"] is True and strict_fn["parameters"]["additionalProperties"] is False
+    assert "strict" not in plain_fn
+
+
+def test_price_table_extend_and_prefix_lookup():
+    table = PriceTable({"custom": {"input": 3, "output": 4}})
+    assert table.get("openrouter/custom").input == 3
+    assert table.get("openai/gpt-4o-mini") is not None and table.get("unknown") is None

@@ -1,0 +1,99 @@
+"""Serve our app with a real uvicorn on 127.0.0.1 (in process), or as an ``instance-ai serve`` subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator, Sequence
+
+import httpx
+from starlette.applications import Starlette
+
+from instance_ai_tui.server.runner import make_server
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def serve_app(app: Starlette, port: int | None = None) -> AsyncIterator[str]:
+    """Run ``app`` (lifespan on) until the block ends; yields the base URL."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port or 0))
+    port = sock.getsockname()[1]
+    server = make_server(app, "127.0.0.1", port)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    for _ in range(500):
+        if server.started or task.done():
+            break
+        await asyncio.sleep(0.01)
+    if task.done():
+        task.result()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+        sock.close()
+
+
+class ServeProcess:
+    """``python -m instance_ai_tui serve`` in a subprocess, on a fixed port (so it can restart)."""
+
+    def __init__(self, db: Path, port: int | None = None, extra: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
+        self.db = db
+        self.port = port or free_port()
+        self.extra = list(extra)
+        self.env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = db.parent / f"serve-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, timeout: float = 20.0) -> None:
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "instance_ai_tui", "serve", "--port", str(self.port), "--db", str(self.db),
+             "--model", "demo", *self.extra],
+            stdout=log, stderr=log, env=self.env, cwd=str(REPO),
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient() as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"serve exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
+                try:
+                    if (await http.get(f"{self.url}/instance-ai/health", timeout=1)).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"serve did not start: {self.log_path.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful shutdown, like a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def terminate(self, timeout: float = 15.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)

@@ -1,0 +1,444 @@
+"""Pilot tests of every interaction, driven through the real app and a recorded client."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.protocol.api import (
+    ApprovalConfirm,
+    PlanDenyConfirm,
+    QuestionsConfirm,
+    ThreadMessages,
+)
+from instance_ai_tui.protocol.conversation import Conversation
+from instance_ai_tui.protocol.events import parse_event
+from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
+from instance_ai_tui.tui.help_screen import HelpScreen
+from instance_ai_tui.tui.recorded import RecordedClient
+from instance_ai_tui.tui.tool_card import ToolCallCard
+from instance_ai_tui.tui.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
+
+from .scripts import (
+    ANSWER,
+    SIZE,
+    approval_run,
+    endless_run,
+    ev,
+    make_app,
+    plan_run,
+    questions_run,
+    recorded,
+    simple_run,
+    subagent_run,
+    text_deltas,
+)
+
+
+async def until(predicate: Any, pilot: Any, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.02)
+
+
+async def send(pilot: Any, app: Any, text: str) -> None:
+    app.prompt.focus()
+    app.prompt.load_text(text)
+    await pilot.press("enter")
+
+
+def turns(app: Any) -> list[AssistantTurn]:
+    return app.view.assistant_turns()
+
+
+def root_text(app: Any) -> str:
+    turn = turns(app)[-1]
+    blocks = [w for w in turn.root.entries.values() if isinstance(w, TextBlock)]
+    return "".join(b.source for b in blocks)
+
+
+def confirm_calls(client: RecordedClient) -> list[tuple[str, Any]]:
+    return [args for name, args in client.calls if name == "confirm"]
+
+
+async def pending_card(app: Any, pilot: Any, kind: type) -> Any:
+    await until(lambda: isinstance(app.focused, kind) or (app.focused is not None and isinstance(app.focused.parent, kind)), pilot)
+    card = app.focused if isinstance(app.focused, kind) else app.focused.parent
+    return card
+
+
+# --------------------------------------------------------------------------- send and stream
+
+
+async def test_send_streams_the_agent_activity_tree() -> None:
+    client = recorded([simple_run()], delay=0.02)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        # the user's message shows at once, then the turn streams in through a MarkdownStream
+        await until(lambda: any(isinstance(w, UserMessage) for w in app.view.turns.values()), pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        block = next(w for w in turns(app)[-1].root.entries.values() if isinstance(w, TextBlock))
+        assert block.stream_writes >= 2, "the answer was not streamed through a MarkdownStream"
+        assert ("send", (app.thread_id, "list my workflows")) in client.calls
+        assert root_text(app) == ANSWER
+        turn = turns(app)[-1]
+        card = turn.cards["tc1"]
+        assert card.state == "done"
+        assert "1 workflows" in card.header.visual.plain if hasattr(card.header.visual, "plain") else True
+        reasoning = [w for w in turn.root.entries.values() if isinstance(w, ReasoningBlock)]
+        assert reasoning and not reasoning[0].expanded  # collapsed once the answer started
+        assert app.status_info.run_state == "idle"
+        assert app.prompt.text == ""
+
+
+async def test_second_message_while_running_is_not_sent() -> None:
+    client = recorded([endless_run()], delay=0.01)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "go")
+        await until(lambda: app.conversation.is_streaming, pilot)
+        await send(pilot, app, "and another thing")
+        await pilot.pause(0.1)
+        assert [c for c in client.calls if c[0] == "send"] == [("send", (app.thread_id, "go"))]
+        assert app.prompt.text == "and another thing"  # kept for later
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+@pytest.mark.parametrize("key", ["y", "enter"])
+async def test_approve_after_the_grace_period(key: str) -> None:
+    client = recorded([approval_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "archive the old digest")
+        card = await pending_card(app, pilot, ApprovalCard)
+        assert card.has_class("-destructive")
+        card.restart_grace()  # as if it had just appeared (a loaded CI machine is slow to focus)
+        await pilot.press(key)  # within the grace period: ignored
+        await pilot.pause(0.05)
+        assert confirm_calls(client) == []
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press(key)
+        await until(lambda: confirm_calls(client), pilot)
+        assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=True))]
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        tool = turns(app)[-1].cards["tc9"]
+        assert tool.state == "done" and tool.card is None
+        assert app.pending == set()
+        assert app.focused is app.prompt
+
+
+async def test_deny_turns_the_call_into_an_error() -> None:
+    client = recorded([approval_run("warning")])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "archive it")
+        card = await pending_card(app, pilot, ApprovalCard)
+        assert card.has_class("-warning")
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("n")
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=False))]
+        assert turns(app)[-1].cards["tc9"].state == "failed"
+
+
+async def test_always_allow_sends_session_scope() -> None:
+    client = recorded([approval_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "archive it")
+        await pending_card(app, pilot, ApprovalCard)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("a")
+        await until(lambda: confirm_calls(client), pilot)
+        assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=True, scope="session"))]
+
+
+async def test_pending_card_reachable_when_scrolled_away_and_typing() -> None:
+    client = recorded([approval_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text("x")  # the card appears while the user is typing: no focus steal
+        await app.send_message("archive it")
+        await until(lambda: bool(app.pending), pilot)
+        await pilot.pause(0.2)
+        assert app.focused is app.prompt
+        app.view.scroll_home(animate=False)
+        await pilot.press("ctrl+g")
+        await until(lambda: isinstance(app.focused, ApprovalCard), pilot)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("y")
+        await until(lambda: confirm_calls(client), pilot)
+
+
+# --------------------------------------------------------------------------- questions and plans
+
+
+async def test_questions_wizard_one_question_at_a_time() -> None:
+    client = recorded([questions_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "build a weather workflow")
+        card: QuestionsCard = await pending_card(app, pilot, QuestionsCard)
+        await pilot.pause(GRACE_SECONDS)
+        assert card.page == 0
+        await pilot.press("3")  # "Other…" on a single-choice question: free text
+        await pilot.press(*"7am", "enter")
+        assert card.page == 1 and card.custom["when"] == "7am"
+        await pilot.press("left")  # back: the answer is kept, then choose an option instead
+        assert card.page == 0
+        await pilot.press("2")
+        assert card.page == 1 and card.selected["when"] == ["noon"] and "when" not in card.custom
+        await pilot.press("1", "3", "1", "2", "enter")  # multi-select toggles
+        assert sorted(card.selected["where"]) == ["#dev", "#ops"]
+        assert card.page == 2
+        await pilot.press(*"Weather bot", "enter")
+        assert card.on_review
+        await pilot.press("enter")
+        await until(lambda: confirm_calls(client), pilot)
+        request_id, body = confirm_calls(client)[0]
+        assert request_id == "cr-q" and isinstance(body, QuestionsConfirm)
+        answers = {a.question_id: a for a in body.answers}
+        assert answers["when"].selected_options == ["noon"]
+        assert sorted(answers["where"].selected_options) == ["#dev", "#ops"]
+        assert answers["name"].custom_text == "Weather bot"
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (("y",), ApprovalConfirm(approved=True)),
+        (("n",), PlanDenyConfirm()),
+        (("r", *"fewer steps", "enter"), ApprovalConfirm(approved=False, user_input="fewer steps")),
+    ],
+    ids=["approve", "reject", "request-changes"],
+)
+async def test_plan_review(keys: tuple[str, ...], expected: Any) -> None:
+    client = recorded([plan_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "plan it")
+        card = await pending_card(app, pilot, PlanReviewCard)
+        assert "Build the workflow" in str(card.query(".plan-tasks").first().visual)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press(*keys)
+        await until(lambda: confirm_calls(client), pilot)
+        assert confirm_calls(client) == [("cr-p", expected)]
+
+
+# --------------------------------------------------------------------------- cancel
+
+
+async def test_escape_cancels_the_active_run() -> None:
+    client = recorded([endless_run()], delay=0.01)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "write a lot")
+        await until(lambda: app.conversation.is_streaming, pilot)
+        await pilot.press("escape")
+        await until(lambda: ("cancel", app.thread_id) in client.calls, pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        turn = turns(app)[-1]
+        assert turn.footer.display and "Cancelled" in str(turn.footer.visual)
+        assert app.status_info.run_state == "idle"
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def _log(run: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
+    return [{**e, "runId": run_id} for e in run]
+
+
+async def test_switch_thread_shows_that_thread_only() -> None:
+    client = RecordedClient(
+        {"older": _log(subagent_run(), "r-old"), "newer": _log(simple_run(), "r-new")},
+        titles={"older": "Weather workflow", "newer": "List workflows"},
+    )
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        assert app.thread_id == "newer"  # newest first
+        assert [t.message_id for t in turns(app)] == ["r-new"]
+        app.thread_list.focus_list()
+        assert app.thread_list.visible_thread_ids()[:2] == ["newer", "older"]
+        app.thread_list.post_message(app.thread_list.Selected(app.thread_list, "older", "local"))
+        await until(lambda: app.thread_id == "older", pilot)
+        await app.wait_until_rendered()
+        assert [t.message_id for t in turns(app)] == ["r-old"]
+        turn = turns(app)[0]
+        assert "a2" in turn.subagents and not turn.subagents["a2"].expanded  # completed: collapsed
+        assert app.tasks_panel.display and "2/2 done" in str(app.tasks_panel.title_line.visual)
+        app.thread_list.post_message(app.thread_list.Selected(app.thread_list, "newer", "local"))
+        await until(lambda: app.thread_id == "newer", pilot)
+        await app.wait_until_rendered()
+        assert [t.message_id for t in turns(app)] == ["r-new"]  # no duplicates after switching back
+        assert root_text(app) == ANSWER
+
+
+class HistoryClient(RecordedClient):
+    """Serves the first ``split`` events as history (folded), the rest from the stream."""
+
+    def __init__(self, events: list[dict[str, Any]], split: int) -> None:
+        super().__init__({"t": events}, titles={"t": "Restored"})
+        self.split = split
+        self.order: list[tuple[str, Any]] = []
+
+    async def messages(self, thread_id: str) -> ThreadMessages:
+        self.order.append(("messages", thread_id))
+        folded = Conversation(thread_id)
+        for n, raw in enumerate(self._threads[thread_id].log[: self.split], 1):
+            folded.apply(n, raw)
+        return ThreadMessages(thread_id=thread_id, messages=folded.to_messages(), next_event_id=self.split + 1)
+
+    def events(self, thread_id: str, after: int | None = None) -> Any:
+        self.order.append(("events", after))
+        return super().events(thread_id, after)
+
+
+async def test_restore_loads_history_then_streams_from_next_event_id() -> None:
+    events = _log(subagent_run(), "r1")
+    client = HistoryClient(events, split=7)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        assert client.order == [("messages", "t"), ("events", 7)]
+        turn = turns(app)[0]
+        assert len(turns(app)) == 1
+        assert root_text(app) == "Done! Your workflow runs daily at 8am."
+        assert set(turn.cards) >= {"p1", "tc2"}
+        assert app.stats.events == len(events) - 7
+
+
+async def test_long_thread_mounts_the_tail_and_loads_older_on_demand() -> None:
+    log: list[dict[str, Any]] = []
+    for n in range(30):
+        run = [ev("run-start", messageId=f"m{n}"), *text_deltas(f"Answer number {n}."), ev("run-finish", status="completed")]
+        log += _log(run, f"r{n}")
+    client = RecordedClient({"t": log}, titles={"t": "Long"})
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        view = app.view
+        assert len(view.turns) == view.TAIL and view.first_index == 30 - view.TAIL
+        assert view.older.display
+        view.focus()
+        await pilot.press("home")
+        await until(lambda: view.first_index == 30 - view.TAIL - view.BATCH, pilot)
+        assert len(view.turns) == view.TAIL + view.BATCH
+        assert [t.message_id for t in turns(app)][:2] == ["r8", "r9"]
+
+
+async def test_search_threads() -> None:
+    client = RecordedClient(
+        {"a": _log(simple_run(), "ra"), "b": _log(simple_run(), "rb"), "c": _log(simple_run(), "rc")},
+        titles={"a": "Weather to Slack", "b": "Daily digest", "c": "Slack cleanup"},
+    )
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "/threads")
+        await until(lambda: app.focused is not None and app.focused.id == "thread-search", pilot)
+        await pilot.press(*"slack")
+        await until(lambda: sorted(app.thread_list.visible_thread_ids()) == ["a", "c"], pilot)
+
+
+# --------------------------------------------------------------------------- themes, copy, help, export
+
+
+async def test_theme_switch_by_slash_command() -> None:
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "/theme nord")
+        await until(lambda: app.theme == "nord", pilot)
+        await send(pilot, app, "/theme ansi-dark")
+        await until(lambda: app.theme == "ansi-dark", pilot)
+
+
+async def test_copy_tool_result_and_message() -> None:
+    client = recorded([simple_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        await app.wait_until_rendered()
+        card: ToolCallCard = turns(app)[-1].cards["tc1"]
+        card.focus()
+        await pilot.press("c")
+        assert '"Weather to Slack"' in app.clipboard and '"workflows"' in app.clipboard
+        message = next(w for w in app.view.turns.values() if isinstance(w, UserMessage))
+        message.focus()
+        await pilot.press("c")
+        assert app.clipboard == "list my workflows"
+
+
+async def test_f1_shows_keys_of_the_focused_widget() -> None:
+    app = make_app(recorded([approval_run()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        assert "Send the message" in app.screen.markdown and "Approve" not in app.screen.markdown
+        await pilot.press("escape")
+        await send(pilot, app, "archive it")
+        await pending_card(app, pilot, ApprovalCard)
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        assert "Always allow in this thread" in app.screen.markdown
+
+
+async def test_export_writes_markdown(tmp_path: Path) -> None:
+    client = recorded([simple_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        target = tmp_path / "out.md"
+        await send(pilot, app, f"/export {target}")
+        await until(target.exists, pilot)
+        text = target.read_text()
+        assert "list my workflows" in text and "Weather to Slack" in text
+
+
+async def test_new_output_badge_and_end_key() -> None:
+    long_answer = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
+    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40), ev("run-finish", status="completed")]], delay=0.01)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "talk")
+        await until(lambda: app.view.max_scroll_y > 5, pilot)
+        app.view.scroll_up(animate=False)
+        app.view.scroll_home(animate=False)
+        await until(lambda: app.badge.display, pilot)
+        app.prompt.focus()
+        await pilot.press("end")
+        await until(lambda: not app.badge.display and app.view.following, pilot)

@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+from textual.widgets import Static
+
+from instance_ai_tui.config import UiSettings
+from instance_ai_tui.tui import keymap
+from instance_ai_tui.tui.keymap import KEYS, KeyMap, KeyMapError, bindings, display_keys, normalize_keys, scopes_for
+
+REQUIRED_IDS = {
+    "send", "newline", "cancel-run", "new-thread", "toggle-threads", "toggle-tasks", "focus-input",
+    "next-pending-card", "approve", "deny", "always-allow", "copy-block", "command-palette", "help",
+    "quit", "scroll-to-end", "load-older", "search-threads", "rename-thread", "delete-thread",
+    "theme-picker", "export",
+}
+
+
+def test_registry_has_every_required_id_once() -> None:
+    ids = [item.id for item in KEYS]
+    assert len(ids) == len(set(ids))
+    assert REQUIRED_IDS <= set(ids)
+    for item in KEYS:
+        assert normalize_keys(item.keys) == item.keys, item.id  # defaults are canonical
+        assert item.description and item.scope in keymap.SCOPES
+
+
+def test_defaults_have_no_clash() -> None:
+    KeyMap()  # raises on a clash
+    KeyMap(enter_sends=False)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("Ctrl+N", "ctrl+n"),
+        ("f2, r", "f2,r"),
+        ("shift+ctrl+a", "ctrl+shift+a"),
+        ("/", "slash"),
+        ("?", "question_mark"),
+        ("ctrl++", "ctrl+plus"),
+        ("N", "N"),
+        ("y,y", "y"),
+        ("PageDown", "pagedown"),
+    ],
+)
+def test_normalize_keys(given: str, expected: str) -> None:
+    assert normalize_keys(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("", "no key given"),
+        ("ctrl+", "missing the key after '+'"),
+        ("crtl+x", "unknown modifier 'crtl'"),
+        ("f99", "unknown key name 'f99'"),
+        ("a,,b", "empty key between commas"),
+        ("enterr", "unknown key name 'enterr'"),
+    ],
+)
+def test_malformed_keys(given: str, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        normalize_keys(given)
+    assert message in str(info.value)
+
+
+def test_user_errors_are_collected_with_clear_messages() -> None:
+    with pytest.raises(KeyMapError) as info:
+        KeyMap({"aprove": "x", "cancel_run": "f5", "deny": "ctrl+", "always-allow": "y"})
+    problems = info.value.problems
+    assert problems[0].startswith("unknown binding id 'aprove'")
+    assert "did you mean 'cancel-run'?" in problems[1]
+    assert problems[2] == "deny: 'ctrl+': missing the key after '+'"
+    assert problems[3] == "'y' is bound to both 'approve' and 'always-allow' (scope card)"
+    assert "[ui.keys]" in str(info.value)
+
+
+def test_non_string_keys_value() -> None:
+    with pytest.raises(KeyMapError, match="keys must be a string"):
+        KeyMap({"quit": 3})
+
+
+def test_remaps_and_enter_sends() -> None:
+    km = KeyMap.from_settings(UiSettings(keys={"approve": "Y, ctrl+y", "quit": "ctrl+q"}, enter_sends=False))
+    assert km.keys("approve") == ("Y", "ctrl+y")
+    assert km.matches("send", "ctrl+j") and not km.matches("send", "enter")
+    assert km.matches("newline", "enter")
+    # only what differs from the BINDINGS defaults goes to App.set_keymap
+    assert km.textual_keymap() == {"approve": "Y,ctrl+y", "send": "shift+enter,ctrl+j", "newline": "enter"}
+    # a swap of two keys within one scope is fine
+    KeyMap({"approve": "n", "deny": "y"})
+
+
+def test_bindings_carry_ids_and_flags() -> None:
+    card = {b.id: b for b in bindings("card")}
+    assert set(card) == {"approve", "deny", "always-allow"}
+    assert card["approve"].key == "y,enter" and card["approve"].action == "approve"
+    send = {b.id: b for b in bindings("input")}["send"]
+    assert send.priority is True and send.key == "enter"
+    assert {b.id: b for b in bindings("input", enter_sends=False)}["send"].key == "shift+enter,ctrl+j"
+    with pytest.raises(ValueError, match="unknown key scope"):
+        bindings("nowhere")  # type: ignore[arg-type]
+
+
+def test_help_rows_and_markdown() -> None:
+    km = KeyMap({"delete-thread": "ctrl+d"})
+    rows = km.help_rows(["thread_list", "app"])
+    assert rows[0].scope == "thread_list"
+    assert {r.id: r.keys for r in rows}["delete-thread"] == "Ctrl+D"
+    assert {r.id: r.keys for r in rows}["rename-thread"] == "F2 / r"
+    assert rows[-1].scope == "app"
+    md = km.help_markdown(["card"])
+    assert "| y / Enter | Approve | Confirmation card | `approve` |" in md
+    assert display_keys("shift+enter,ctrl+j") == "Shift+Enter / Ctrl+J"
+
+
+class Card(Static, can_focus=True):
+    KEY_SCOPE = "card"
+    BINDINGS = bindings("card")
+
+    def action_approve(self) -> None:
+        self.app.log_lines.append("approve")  # type: ignore[attr-defined]
+
+    def action_deny(self) -> None:
+        self.app.log_lines.append("deny")  # type: ignore[attr-defined]
+
+    def action_always_allow(self) -> None:
+        self.app.log_lines.append("always")  # type: ignore[attr-defined]
+
+
+class Column(Widget):
+    KEY_SCOPE = "conversation"
+
+    def compose(self) -> ComposeResult:
+        yield Card("card")
+
+
+class KeysApp(App[None]):
+    def __init__(self, km: KeyMap) -> None:
+        super().__init__()
+        self.km = km
+        self.log_lines: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Column()
+
+    def on_mount(self) -> None:
+        self.set_keymap(self.km.textual_keymap())
+        self.query_one(Card).focus()
+
+
+async def test_remap_takes_effect_in_a_textual_app() -> None:
+    app = KeysApp(KeyMap({"approve": "ctrl+y", "deny": "x"}))
+    async with app.run_test() as pilot:
+        await pilot.press("y", "n", "ctrl+y", "x", "a")
+        assert app.log_lines == ["approve", "deny", "always"]
+        assert scopes_for(app.focused) == ["card", "conversation", "app"]
+        assert scopes_for(None) == ["app"]
