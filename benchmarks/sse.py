@@ -94,17 +94,21 @@ def serve(port: int, db: Path) -> None:
                 ]
                 await service.bus.publish_many(THREAD, events)
         else:
+            # a paced producer: each event is published at its due time without waiting for the
+            # previous one to be persisted (the bus keeps the order and commits in groups)
+            pending = []
             for i in range(count):
                 delay = started + i / rate - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 event = {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": text}, "ts": time.monotonic()}
-                await service.bus.publish(THREAD, event)
+                pending.append(asyncio.ensure_future(service.bus.publish(THREAD, event)))
+            await asyncio.gather(*pending)
         return JSONResponse({"published": count, "seconds": time.monotonic() - started,
                              "lastId": await service.bus.last_id(THREAD)})
 
     async def last(request: Request) -> JSONResponse:
-        return JSONResponse({"lastId": await service.bus.last_id(THREAD)})
+        return JSONResponse({"lastId": await service.bus.last_id(THREAD), "cpu": time.process_time()})
 
     app.router.routes.append(Route("/bench/publish", publish, methods=["POST"]))
     app.router.routes.append(Route("/bench/last", last, methods=["GET"]))
@@ -177,6 +181,8 @@ async def measure(base: str, events: int, subscribers: int, rate: float, seconds
         # 2) 200 subscribers on one thread at ``rate`` events/s
         count = int(rate * seconds)
         start_id = (await http.get("/bench/last")).json()["lastId"]
+        server_cpu = (await http.get("/bench/last")).json()["cpu"]
+        client_cpu = time.process_time()
         subs = [Subscriber() for _ in range(subscribers)]
         tasks = [asyncio.create_task(s.run(http, url, start_id, count, record=True)) for s in subs]
         await asyncio.gather(*(s.ready.wait() for s in subs))
@@ -187,6 +193,8 @@ async def measure(base: str, events: int, subscribers: int, rate: float, seconds
         for task in pending:
             task.cancel()
         wall = time.monotonic() - wall
+        server_cpu = (await http.get("/bench/last")).json()["cpu"] - server_cpu
+        client_cpu = time.process_time() - client_cpu
         latencies = [lat for s in subs for lat in s.latencies]
         fanout = {
             "subscribers": subscribers,
@@ -198,6 +206,9 @@ async def measure(base: str, events: int, subscribers: int, rate: float, seconds
             "expected": count * subscribers,
             "complete_subscribers": len(done),
             "frames_per_s": round(sum(s.received for s in subs) / wall),
+            "wall_seconds": round(wall, 2),
+            "server_cpu_seconds": round(server_cpu, 2),
+            "client_cpu_seconds": round(client_cpu, 2),
             "latency_ms": {
                 "p50": round(statistics.median(latencies) * 1000, 2) if latencies else None,
                 "p99": round(_percentile(latencies, 0.99) * 1000, 2) if latencies else None,

@@ -283,7 +283,12 @@ async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: 
     client = client_class(parsed=[parse_event(line) for line in lines]) if preparsed else client_class(lines=lines)
     frame_times: list[float] = []
 
+    import instance_ai_tui.tui.app as app_module
+
     class BenchApp(InstanceAiApp):
+        # CSS_PATH is resolved next to the class's module: point it back at the app's
+        CSS_PATH = str(Path(app_module.__file__).with_name(str(InstanceAiApp.CSS_PATH)))
+
         async def _frame(self) -> None:  # the app's frame projection, timed from outside
             frame_times.append(time.perf_counter())
             await super()._frame()

@@ -160,6 +160,7 @@ async def check(url: str, email: str, password: str, thread_id: str, jsonl: Path
                     "Cookie": client.session.headers()["Cookie"], "browser-id": str(uuid.uuid4())})
                 report(other_id.status_code == 401, "the cookie is refused with another browser-id (401)",
                        other_id.status_code)
+            report(bool(client.model_name), "the model label for the status line", client.model_name)
             threads = await client.list_threads()
             report(any(t.id == thread_id for t in threads), "the thread is listed", f"{len(threads)} thread(s)")
             history = await client.messages(thread_id)

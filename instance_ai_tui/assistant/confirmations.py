@@ -73,6 +73,9 @@ class PendingConfirmation(BaseModel):
     sub_run_id: str | None = None
     created_at: float = Field(default_factory=lambda: time.time())
     expires_at: float | None = None
+    #: the ``confirmation-request`` payload (published again if a crash kept it from the log)
+    request: dict[str, Any] = Field(default_factory=dict)
+    response_id: str | None = None
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and (now or time.time()) >= self.expires_at

@@ -71,8 +71,8 @@ class Step:
 
     @property
     def failed(self) -> bool:
-        text = (self.result or "").lower()
-        return text.startswith(("error", "tool error", "denied", "the user denied")) or '"error"' in text[:40] or "denied" in text[:80]
+        """The runtime shows failed and denied calls to the model as "Error: ..."."""
+        return (self.result or "").lstrip().lower().startswith("error")
 
 
 @dataclass(slots=True)
@@ -105,9 +105,9 @@ def read_turn(request: ModelRequest) -> Turn:
                 steps.append(step)
                 by_id[call.get("id", "")] = step
         elif m.get("role") == "tool":
-            step = by_id.get(m.get("tool_call_id", ""))
-            if step is not None:
-                step.result = content_text(m.get("content"))
+            answered = by_id.get(m.get("tool_call_id", ""))
+            if answered is not None:
+                answered.result = content_text(m.get("content"))
     return Turn(system=system, user_text=user_text.strip(), steps=steps, tools=request.tool_names())
 
 
@@ -317,7 +317,7 @@ def _build(turn: Turn) -> ScriptedResponse:
             ],
         }, reasoning="The request does not say what the workflow should connect, so I'll ask.")
     if asked and asked[-1].result:
-        goal = apply_answers(goal, asked[-1].result)
+        goal = apply_answers(goal, _answer_text(asked[-1]))
     can_activate = "activate-workflow" in turn.tools and goal.trigger is not None
     plans = turn.calls("plan")
     delegates = turn.calls("delegate")
@@ -370,6 +370,14 @@ def _final_text(goal: Goal, workflow_id: str, activated: bool, can_activate: boo
     if goal.destinations:
         lines.append(f"\n> Remember to connect your {goal.destinations[0][1]} credential before the first run.")
     return "\n".join(lines)
+
+
+def _answer_text(step: Step) -> str:
+    """The user's answers of an ask-user call (not the questions, which contain other words)."""
+    data = step.result_json()
+    if isinstance(data, dict) and isinstance(data.get("answers"), list):
+        return " ".join(str(a.get("answer", "")) for a in data["answers"] if isinstance(a, dict))
+    return ""
 
 
 def _workflow_id(text: str) -> str | None:

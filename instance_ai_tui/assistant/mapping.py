@@ -49,16 +49,6 @@ class Suspension:
     payload: Any
     response_id: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"agentId": self.agent_id, "toolCallId": self.tool_call_id, "toolName": self.tool_name,
-                "args": self.args, "kind": self.kind, "payload": self.payload, "responseId": self.response_id}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Suspension:
-        return cls(agent_id=data["agentId"], tool_call_id=data["toolCallId"], tool_name=data["toolName"],
-                   args=dict(data.get("args") or {}), kind=data.get("kind", "suspend"), payload=data.get("payload"),
-                   response_id=data.get("responseId", ""))
-
 
 @dataclass
 class ChunkMapper:
@@ -66,12 +56,11 @@ class ChunkMapper:
 
     emitter: RunEmitter
     agent_id: str
-    #: tool names -> display status ("Running list-files…"); None disables status events
+    #: emit ``status`` events ("Running list-files…", cleared with "") while tools run
     status_events: bool = True
     suspensions: list[Suspension] = field(default_factory=list)
     finish: FinishChunk | None = None
     error: ErrorChunk | None = None
-    text_parts: list[str] = field(default_factory=list)
     _announced: dict[str, asyncio.Event] = field(default_factory=dict)
     _in_flight: dict[str, str] = field(default_factory=dict)
     _status_shown: bool = False
@@ -93,15 +82,10 @@ class ChunkMapper:
         """For a resumed call: its ``tool-call`` went out before the suspension."""
         self._gate(tool_call_id).set()
 
-    @property
-    def text(self) -> str:
-        return "".join(self.text_parts)
-
     def handle(self, chunk: StreamChunk) -> None:
         emit = self.emitter.emit
         if isinstance(chunk, TextDeltaChunk):
             if chunk.delta:
-                self.text_parts.append(chunk.delta)
                 emit("text-delta", self.agent_id, {"text": chunk.delta}, chunk.response_id)
         elif isinstance(chunk, ReasoningDeltaChunk):
             if chunk.delta:
@@ -153,8 +137,3 @@ class ChunkMapper:
         if self._status_shown:
             self.emitter.emit("status", self.agent_id, {"message": ""})
             self._status_shown = False
-
-    async def consume(self, stream: Any) -> None:
-        """Map every chunk of ``stream`` (an ``AgentStream``)."""
-        async for chunk in stream:
-            self.handle(chunk)

@@ -27,7 +27,7 @@ def select_model(name: str | None = None, settings: ModelSettings | None = None,
     Raises ``ValueError`` with a clear message when the OpenAI model cannot be built."""
     settings = settings or ModelSettings()
     chosen = name if name is not None else settings.name
-    if is_demo_name(chosen):
+    if chosen is None or is_demo_name(chosen):
         return ModelChoice(demo_model(delay=demo_delay), DEMO_LABEL, True)
     from ..runtime.openai_model import OpenAIModel  # imports openai: only when a real model is used
 

@@ -159,7 +159,7 @@ class N8nPublicApi:
 
 def summarise_workflow(workflow: dict[str, Any]) -> dict[str, Any]:
     """The fields worth showing in a list (the full workflow JSON is large)."""
-    out = {k: workflow.get(k) for k in ("id", "name", "active", "createdAt", "updatedAt") if k in workflow}
+    out: dict[str, Any] = {k: workflow.get(k) for k in ("id", "name", "active", "createdAt", "updatedAt") if k in workflow}
     nodes = workflow.get("nodes")
     if isinstance(nodes, list):
         out["nodeCount"] = len(nodes)

@@ -147,6 +147,8 @@ class RunManager:
             self._runs[thread_id] = run
             ctx.emitter.emit("run-start", ctx.orchestrator_id,
                              {"messageId": message_id, "messageGroupId": group_id, "userMessage": text})
+            await ctx.emitter.flush()  # run-start is stored before send() returns
+            await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
             await self._start_title(run)
             scope = self._scope(run)
             stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id, run_id=run_id,
@@ -193,7 +195,8 @@ class RunManager:
             await self._finish(run, "error", FAILED_REASON)
             return
         try:
-            if result.status == "suspended" and mapper.suspensions:
+            if result.status == "suspended" and (mapper.suspensions or run.confirmations):
+                # new suspensions, or (after one of several answers) the others still waiting
                 await self._suspend(run, mapper.suspensions)
             elif result.status == "success":
                 await self._finish(run, "completed")
@@ -249,8 +252,11 @@ class RunManager:
 
     # ----------------------------------------------------------------- suspension
     async def _suspend(self, run: ActiveRun, suspensions: list[Suspension]) -> None:
+        """Record the confirmations with the run first, then publish them: a crash in between
+        leaves a suspended run whose missing requests are published again on reload."""
         tools = {t.name: t for t in self.orchestrator.tools}
         now = time.time()
+        fresh: list[PendingConfirmation] = []
         for suspension in suspensions:
             payload = suspension.payload if isinstance(suspension.payload, dict) else {}
             target = payload.get("target") or {}
@@ -265,16 +271,23 @@ class RunManager:
                 resume_kind="approval" if suspension.kind == "approval" else "suspend",
                 sub_run_id=(payload.get("delegate") or {}).get("subRunId"),
                 created_at=now, expires_at=now + self.options.confirmation_ttl,
+                response_id=suspension.response_id if not target else None,
             )
+            pending.request = build_request(pending, suspension, card)
             run.confirmations[pending.request_id] = pending
             self._by_request[pending.request_id] = run.thread_id
-            response_id = suspension.response_id if pending.agent_id == suspension.agent_id else None
-            run.ctx.emitter.emit("confirmation-request", pending.agent_id, build_request(pending, suspension, card),
-                                 response_id or None)
+            fresh.append(pending)
         run.status = "suspended"
         run.stream = None
         await run.ctx.emitter.flush()
         await self._save_record(run, "suspended")
+        for pending in fresh:
+            self._publish_request(run, pending)
+        await run.ctx.emitter.flush()
+
+    @staticmethod
+    def _publish_request(run: ActiveRun, pending: PendingConfirmation) -> None:
+        run.ctx.emitter.emit("confirmation-request", pending.agent_id, pending.request, pending.response_id or None)
 
     async def _save_record(self, run: ActiveRun, status: str, finished: bool = False) -> None:
         record = run.record
@@ -517,6 +530,15 @@ class RunManager:
             run.confirmations[request_id] = pending
             self._by_request[request_id] = record.thread_id
         self._runs[record.thread_id] = run
+        published = {
+            (e.data().get("payload") or {}).get("requestId")
+            for e in await self.run_events(record.thread_id, record.run_id, record.data.get("firstEventId"))
+            if e.type == "confirmation-request"
+        }
+        for pending in run.confirmations.values():
+            if pending.request_id not in published and pending.request:
+                self._publish_request(run, pending)  # the process died between recording and publishing
+        await ctx.emitter.flush()
 
     async def shutdown(self) -> None:
         """End every active run with ``run-finish {cancelled, service_shutdown}``."""

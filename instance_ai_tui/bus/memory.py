@@ -23,7 +23,6 @@ import asyncio
 import json
 import logging
 from collections import deque
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
@@ -200,6 +199,7 @@ class InProcessBus:
             raise BusClosed("the event bus is closed")
         channel = self._channel(thread_id)
         subscriber = _Subscriber(self.queue_size)
+        channel.subscribers[subscriber] = None
         last = after
         try:
             catch_up = True
@@ -209,12 +209,14 @@ class InProcessBus:
                     # everything delivered after lands in the buffer (duplicates are skipped).
                     subscriber.restart()
                     catch_up = False
-                    async with aclosing(self.store.iter_events(thread_id, after=last)) as stored:
+                    stored = self.store.iter_events(thread_id, after=last)
+                    try:
                         async for event in stored:
                             if event.id > last:
                                 last = event.id
                                 yield event
-                    channel.subscribers[subscriber] = None
+                    finally:
+                        await _close(stored)
                     continue
                 if not subscriber.batches:
                     if subscriber.closed:
@@ -227,7 +229,7 @@ class InProcessBus:
                     if event.id <= last:
                         continue
                     if event.id != last + 1:
-                        async for missing in self._fill_gap(thread_id, last, event.id):
+                        for missing in await self._read_gap(thread_id, last, event.id):
                             last = missing.id
                             yield missing
                     last = event.id
@@ -239,22 +241,24 @@ class InProcessBus:
             channel.subscribers.pop(subscriber, None)
             self._release(channel)
 
-    async def _fill_gap(self, thread_id: str, last: int, upto: int) -> AsyncIterator[StoredEvent]:
-        """Yield the stored events last+1 .. upto-1 (another writer on this thread made them)."""
+    async def _read_gap(self, thread_id: str, last: int, upto: int) -> list[StoredEvent]:
+        """The stored events last+1 .. upto-1 (another writer on this thread made them; they
+        are committed before ``upto`` in every store we have, but wait a little if not)."""
         self.stats.gap_fills += 1
         loop = asyncio.get_running_loop()
         deadline = loop.time() + GAP_WAIT_SECONDS
         delay = 0.001
-        while last < upto - 1:
+        found: list[StoredEvent] = []
+        while True:
             for event in await self.store.read_events(thread_id, after=last, limit=upto - 1 - last):
-                if event.id > last:
+                if last < event.id < upto:
+                    found.append(event)
                     last = event.id
-                    yield event
             if last >= upto - 1:
-                return
+                return found
             if loop.time() >= deadline:
                 log.warning("thread %s: events %d..%d never appeared in the store", thread_id, last + 1, upto - 1)
-                return
+                return found
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.1)
 
@@ -295,6 +299,12 @@ class InProcessBus:
     def _release(self, channel: _Channel) -> None:
         if channel.idle() and self._channels.get(channel.thread_id) is channel:
             del self._channels[channel.thread_id]
+
+
+async def _close(iterator: AsyncIterator[Any]) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _to_new_event(event: dict[str, Any]) -> NewEvent:

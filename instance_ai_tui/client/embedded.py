@@ -9,7 +9,7 @@ so callers handle the embedded and the remote client the same way.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
 
 from ..assistant.errors import AssistantError
 from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
@@ -46,8 +46,10 @@ class EmbeddedClient(Client):
 
     mode = "embedded"
 
-    def __init__(self, source: Settings | AssistantService | None = None) -> None:
+    def __init__(self, source: Settings | AssistantService | None = None, **service_options: Any) -> None:
+        """``service_options`` go to ``server.service_factory.build_service`` (e.g. ``demo_delay``)."""
         super().__init__()
+        self._service_options = service_options
         from ..assistant.service_api import AssistantService
 
         if isinstance(source, AssistantService):
@@ -73,9 +75,12 @@ class EmbeddedClient(Client):
             return
         if self._service is None:
             assert self._settings is not None
-            from ..assistant.service import build_service
+            from ..server.service_factory import build_service
 
-            self._service = build_service(self._settings)
+            try:
+                self._service = build_service(self._settings, **self._service_options)
+            except ValueError as exc:
+                raise ClientError(f"cannot start the assistant: {exc}") from None
         if self._owns_service:
             with _translated():
                 await self._service.start()

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from .gateway import LocalGateway
 
 THREAD_SOURCE = "assistant_page"
+#: keys of n8n's ``/rest/settings`` data, public part and full part
+_N8N_SETTINGS_KEYS = ("settingsMode", "authCookie", "userManagement", "versionCli")
 HISTORY_LIMIT = 100
 
 
@@ -100,8 +102,10 @@ class N8nClient(Client):
     # ------------------------------------------------------------------ detection
     @staticmethod
     async def detect(http: httpx.AsyncClient, base_url: str) -> bool:
-        """Whether ``base_url`` is an n8n instance: its public ``GET /rest/settings`` answers
-        ``{"data": {"versionCli": ...}}``. Never raises; any failure means "no"."""
+        """Whether ``base_url`` is an n8n instance: its ``GET /rest/settings`` answers
+        ``{"data": {...}}`` with n8n's keys (before login n8n 2.41 gives only the public part:
+        ``settingsMode: "public"``, ``authCookie``, ``userManagement``; after login also
+        ``versionCli``). Never raises; any failure means "no"."""
         try:
             response = await http.get(base_url.rstrip("/") + "/rest/settings", timeout=10.0)
             if response.status_code != 200:
@@ -110,7 +114,7 @@ class N8nClient(Client):
         except (httpx.HTTPError, ValueError):
             return False
         data = body.get("data") if isinstance(body, dict) else None
-        return isinstance(data, dict) and isinstance(data.get("versionCli"), str)
+        return isinstance(data, dict) and any(key in data for key in _N8N_SETTINGS_KEYS)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -165,18 +169,19 @@ class N8nClient(Client):
         return self._credentials is not None or bool(self._email or os.environ.get("N8N_EMAIL"))
 
     async def _load_model_name(self) -> None:
-        """Best effort: the admin settings name the model (members get 403, which is fine)."""
+        """Best effort: the admin settings name the model (members get 403, which is fine).
+        An env-configured model is not named there (``envManaged.model.*`` are booleans)."""
         try:
             settings = await self._request("GET", "/rest/instance-ai/settings")
         except ClientError:
             return
         if not isinstance(settings, dict):
             return
-        env_model = ((settings.get("envManaged") or {}).get("model") or {}) if isinstance(
-            settings.get("envManaged"), dict) else {}
-        name = settings.get("modelName") or (env_model.get("model") if isinstance(env_model, dict) else None)
+        name = settings.get("modelName")
         if isinstance(name, str) and name:
             self.model_name = name
+        elif settings.get("modelEnvConfigured") is True:
+            self.model_name = "n8n (model set by its environment)"
 
     # ------------------------------------------------------------------ HTTP
     async def _request(

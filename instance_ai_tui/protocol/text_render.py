@@ -188,6 +188,8 @@ class _Builder:
             head += f" {arrow} error: {_shorten(call.error, self.result_limit)}"
         elif call.is_loading:
             head += f" {self.icon('running')}"
+        elif call.result is None:
+            head += f" {arrow} (no result)"
         else:
             head += f" {arrow} {summarize_result(call.result, self.result_limit)}"
         children: list[_Line] = []

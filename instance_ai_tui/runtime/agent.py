@@ -118,6 +118,7 @@ class _Run:
         self.result: RunResult | None = None
         self.checkpointed = False
         self.aborting = False
+        self.started = False
         self.tools: dict[str, Tool] = {}
 
     def emit(self, chunk: StreamChunk) -> None:
@@ -207,7 +208,8 @@ class AgentStream:
                 self._done = True
         if self._run.task is not None:
             await self._run.task
-        assert self._run.result is not None
+        if self._run.result is None:
+            raise RuntimeError(f"run {self._run.run_id} ended without a result")
         return self._run.result
 
     def abort(self) -> None:
@@ -412,6 +414,7 @@ class Agent:
         return AgentStream(run)
 
     async def _guard(self, run: _Run, cancel: asyncio.Event | None, body: Any) -> None:
+        run.started = True
         watcher: asyncio.Task[Any] | None = None
         if cancel is not None:
             async def watch() -> None:
@@ -424,15 +427,18 @@ class Agent:
         finally:
             if watcher is not None:
                 watcher.cancel()
-            self._runs.pop(run.run_id, None)
+            if self._runs.get(run.run_id) is run:
+                del self._runs[run.run_id]
             run.queue.put_nowait(_END)
 
     def _abort_run(self, run: _Run) -> None:
-        if run.aborting or run.result is not None:
+        if run.aborting or run.status != "running":
             return
         run.aborting = True
         run.cancel.set()
-        if run.task is not None and not run.task.done():
+        # a task cancelled before its first step would skip all cleanup: the loop sees the
+        # event at its next check instead
+        if run.started and run.task is not None and not run.task.done():
             run.task.cancel()
 
     def _tool_table(self, thread_id: str | None) -> dict[str, Tool]:
@@ -460,6 +466,7 @@ class Agent:
                     history: list[Message]) -> None:
         try:
             await self._event(run, AgentEvent.AGENT_START)
+            self._check_cancel(run)
             if resume is None:
                 await self._prepare(run, input_messages or [], history)
             else:
@@ -658,7 +665,7 @@ class Agent:
             result = await tool.invoke(args, ctx)
         except ToolSuspend as suspend:
             try:
-                payload = tool.check_suspend_payload(suspend.payload)
+                payload = _jsonable(tool.check_suspend_payload(suspend.payload))
             except ValidationError as exc:
                 fail(f"the tool suspended with an invalid payload: {validation_message(exc)}")
                 return
@@ -723,8 +730,8 @@ class Agent:
         for m in messages:
             run.emit(MessageChunk(run.run_id, m.response_id or run.rid(), m.model_dump(mode="json", exclude_none=True)))
         run.batch = []
-        if turn_end:
-            assistant = next((m for m in reversed(run.list.response_delta()) if m.role == "assistant"), None)
+        if turn_end and self._hub.has(AgentEvent.TURN_END):
+            assistant = next((m for m in reversed(run.list.messages) if m.role == "assistant"), None)
             await self._event(run, AgentEvent.TURN_END, message=assistant,
                               tool_results=[m.model_dump(mode="json") for m in messages])
 

@@ -128,11 +128,17 @@ def strip_orphaned_tool_messages(messages: Sequence[Message]) -> list[Message]:
     """
     called: set[str] = set()
     answered: set[str] = set()
+    clean = True
     for m in messages:
         if m.role == "assistant" and m.tool_calls:
             called.update(tc.id for tc in m.tool_calls)
-        elif m.role == "tool" and m.tool_call_id in called:
-            answered.add(m.tool_call_id)
+        elif m.role == "tool":
+            if m.tool_call_id in called and m.tool_call_id not in answered:
+                answered.add(m.tool_call_id)
+            else:
+                clean = False
+    if clean and len(answered) == len(called):
+        return list(messages)
     out: list[Message] = []
     used: set[str] = set()
     for m in messages:
@@ -162,6 +168,40 @@ class MessageList:
         self.input_ids: set[str] = set()
         self.response_ids: set[str] = set()
         self._last_created_at = 0
+        # message id -> (message, replay_reasoning, wire dict); valid while the object is the same
+        self._wire_cache: dict[str, tuple[Message, bool, dict[str, Any] | None]] = {}
+        # incremental fast path of for_llm(): the wire dicts of every message, valid while the
+        # list has no unanswered call, no stray result and no replaced message
+        self._wire: list[dict[str, Any]] = []
+        self._wire_replay = False
+        self._open_calls: set[str] = set()
+        self._answered: set[str] = set()
+        self._dirty = False
+
+    def _track(self, m: Message) -> None:
+        if m.role == "assistant" and m.tool_calls:
+            for tc in m.tool_calls:
+                if tc.id in self._open_calls or tc.id in self._answered:
+                    self._dirty = True
+                self._open_calls.add(tc.id)
+        elif m.role == "tool":
+            if m.tool_call_id in self._open_calls:
+                self._open_calls.discard(m.tool_call_id)
+                self._answered.add(m.tool_call_id)  # type: ignore[arg-type]
+            else:
+                self._dirty = True
+        if not self._dirty:
+            wire = self._to_wire(m, self._wire_replay)
+            if wire is not None:
+                self._wire.append(wire)
+
+    def _to_wire(self, m: Message, replay: bool) -> dict[str, Any] | None:
+        hit = self._wire_cache.get(m.id)
+        if hit is not None and hit[0] is m and hit[1] == replay:
+            return hit[2]
+        wire = m.to_openai(replay_reasoning=replay)
+        self._wire_cache[m.id] = (m, replay, wire)
+        return wire
 
     # -- adding ----------------------------------------------------------------------------
 
@@ -176,6 +216,7 @@ class MessageList:
         self._last_created_at = max(self._last_created_at, message.created_at)
         self._index[message.id] = len(self._messages)
         self._messages.append(message)
+        self._track(message)
         return message
 
     def add_history(self, messages: Iterable[Message]) -> None:
@@ -204,6 +245,7 @@ class MessageList:
         i = self._index[message.id]
         message.created_at = self._messages[i].created_at
         self._messages[i] = message
+        self._dirty = True
 
     def get(self, message_id: str) -> Message | None:
         i = self._index.get(message_id)
@@ -226,13 +268,20 @@ class MessageList:
         replay_reasoning: bool = False,
     ) -> list[dict[str, Any]]:
         """The model's context: one system message (instructions + extra blocks such as working
-        memory), then every non-custom message with orphaned tool calls stripped."""
+        memory), then every non-custom message with orphaned tool calls stripped. The dicts are
+        cached per message: treat them as read-only."""
         out: list[dict[str, Any]] = []
         system = "\n\n".join(part for part in [instructions or "", *system_blocks] if part)
         if system:
             out.append({"role": "system", "content": system})
+        if not self._dirty and replay_reasoning != self._wire_replay:
+            self._wire_replay = replay_reasoning
+            self._wire = [w for w in (self._to_wire(m, replay_reasoning) for m in self._messages) if w is not None]
+        if not self._dirty and not self._open_calls:
+            out.extend(self._wire)
+            return out
         for m in strip_orphaned_tool_messages(self._messages):
-            wire = m.to_openai(replay_reasoning=replay_reasoning)
+            wire = self._to_wire(m, replay_reasoning)
             if wire is not None:
                 out.append(wire)
         return out
@@ -263,6 +312,7 @@ class MessageList:
             m = Message.model_validate(raw)
             lst._index[m.id] = len(lst._messages)
             lst._messages.append(m)
+            lst._track(m)
             lst._last_created_at = max(lst._last_created_at, m.created_at)
         lst.history_ids = set(data.get("historyIds", []))
         lst.input_ids = set(data.get("inputIds", []))

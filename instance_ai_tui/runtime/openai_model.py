@@ -16,6 +16,7 @@ OpenRouter). What it smooths over:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from typing import Any, AsyncIterator, Awaitable, Mapping, TypeVar
 
@@ -95,6 +96,54 @@ def usage_from_openai(raw: Any) -> Usage:
     )
 
 
+class _Guard:
+    """Awaits under a timeout and aborts the await when the cancel event fires.
+
+    No task per await: the event's waiter cancels the task that is awaiting inside the adapter
+    (only while it is inside), and the cancellation is turned into ``ModelCancelled``."""
+
+    def __init__(self, model: str, cancel: asyncio.Event | None) -> None:
+        self.model = model
+        self.fired = cancel is not None and cancel.is_set()
+        self._inside: asyncio.Task[Any] | None = None
+        self._waiter: asyncio.Future[Any] | None = None
+        if cancel is not None and not self.fired:
+            self._waiter = asyncio.ensure_future(cancel.wait())
+            self._waiter.add_done_callback(self._on_cancel)
+
+    def _on_cancel(self, fut: asyncio.Future[Any]) -> None:
+        if fut.cancelled():
+            return
+        self.fired = True
+        if self._inside is not None:
+            self._inside.cancel()
+
+    async def wait(self, aw: Awaitable[T], timeout: float | None, what: str) -> T:
+        if self.fired:
+            if inspect.iscoroutine(aw):
+                aw.close()
+            raise ModelCancelled()
+        task = self._inside = asyncio.current_task()
+        try:
+            if timeout is None:
+                return await aw
+            async with asyncio.timeout(timeout):
+                return await aw
+        except TimeoutError:
+            raise ModelTimeout(f"model {self.model!r}: {what} (no data for {timeout:g} s)") from None
+        except asyncio.CancelledError:
+            if self.fired and task is not None:
+                task.uncancel()
+                raise ModelCancelled() from None
+            raise
+        finally:
+            self._inside = None
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
+
+
 class OpenAIModel:
     """A ``ModelAdapter`` for an OpenAI-compatible chat-completions endpoint."""
 
@@ -113,7 +162,6 @@ class OpenAIModel:
         default_params: dict[str, Any] | None = None,
         client: Any = None,
     ) -> None:
-        import httpx
         import openai
 
         self.name = model
@@ -140,7 +188,8 @@ class OpenAIModel:
             api_key=key,
             base_url=self.base_url,
             max_retries=max_retries,
-            timeout=httpx.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
+            # no read timeout: first-token and idle timeouts are ours (see stream())
+            timeout=openai.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
         )
 
     @classmethod
@@ -162,32 +211,6 @@ class OpenAIModel:
         await self._client.close()
 
     # -- the stream ------------------------------------------------------------------------------
-
-    async def _race(self, aw: Awaitable[T], timeout: float | None, cancel_task: asyncio.Future[Any] | None,
-                    what: str) -> T:
-        """Await ``aw`` unless the cancel event fires or ``timeout`` passes first."""
-        if cancel_task is None and timeout is None:
-            return await aw
-        task = asyncio.ensure_future(aw)
-        waiters: set[asyncio.Future[Any]] = {task}
-        if cancel_task is not None:
-            waiters.add(cancel_task)
-        try:
-            done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-            raise
-        if task in done:
-            return task.result()
-        task.cancel()
-        try:
-            await task
-        except BaseException:
-            pass
-        if cancel_task is not None and cancel_task in done:
-            raise ModelCancelled()
-        raise ModelTimeout(f"model {self.model!r}: {what} (no data for {timeout:g} s)")
 
     def _error(self, exc: Exception) -> ModelError:
         import openai
@@ -240,17 +263,14 @@ class OpenAIModel:
         extra_body = {k: params.pop(k) for k in list(params) if k not in _KNOWN_PARAMS}
         if extra_body:
             params["extra_body"] = extra_body
-        cancel_task = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        guard = _Guard(self.model, cancel)
         loop = asyncio.get_running_loop()
         deadline = None if self.first_token_timeout is None else loop.time() + self.first_token_timeout
         stream = None
         try:
             try:
-                stream = await self._race(
-                    self._client.chat.completions.create(**params),
-                    self.first_token_timeout,
-                    cancel_task,
-                    "no response",
+                stream = await guard.wait(
+                    self._client.chat.completions.create(**params), self.first_token_timeout, "no response"
                 )
             except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
@@ -267,7 +287,7 @@ class OpenAIModel:
                 else:
                     timeout, what = max(0.0, deadline - loop.time()), "no first token"
                 try:
-                    chunk = await self._race(iterator.__anext__(), timeout, cancel_task, what)
+                    chunk = await guard.wait(iterator.__anext__(), timeout, what)
                 except StopAsyncIteration:
                     break
                 except openai.OpenAIError as exc:
@@ -314,8 +334,7 @@ class OpenAIModel:
                 reason = "tool_calls"
             yield ModelFinish(reason=reason, tool_calls=calls, model=model_name or self.model)
         finally:
-            if cancel_task is not None:
-                cancel_task.cancel()
+            guard.close()
             if stream is not None:
                 try:
                     await asyncio.shield(stream.close())

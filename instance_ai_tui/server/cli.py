@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name ('demo' = the offline demo model)")
     parser.add_argument("--workspace", type=Path, help="folder the agent's file tools may use")
     parser.add_argument("--ping-interval", type=float, default=15.0, help="seconds between SSE keep-alive comments")
+    parser.add_argument(
+        "--demo-delay", type=float, default=0.0, help="seconds between the demo model's streamed pieces (default: 0)"
+    )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -54,10 +57,10 @@ def main(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from ..assistant.service import build_service
     from ..config import load_settings
     from .app import create_app
     from .runner import make_server
+    from .service_factory import build_service
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides: dict[str, object] = {}
@@ -68,7 +71,11 @@ def main(args: argparse.Namespace) -> int:
     if args.workspace:
         overrides["workspace_root"] = args.workspace
     settings = load_settings(overrides)
-    service = build_service(settings)
+    try:
+        service = build_service(settings, demo_delay=args.demo_delay)
+    except ValueError as exc:
+        print(f"instance-ai serve: {exc}", file=sys.stderr)
+        return 2
     app = create_app(service, token=token, ping_interval=args.ping_interval)
     server = make_server(app, args.host, args.port, log_level=args.log_level)
     print(

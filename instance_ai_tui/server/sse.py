@@ -1,10 +1,10 @@
 """The SSE side of the server: one ``EventStream`` per ``GET events/:threadId`` connection.
 
 A pump task moves stored events from the service's iterator (replay, then live) into a small
-bounded queue; the response body drains the queue, writing every frame that is ready in one
-chunk (``id: N`` + ``data: <wire JSON>``). When the queue is full the pump stops pulling, so a
-slow client pushes back on the bus, which then resumes it from storage instead of buffering
-without bound. A ``: ping`` comment goes out every ``ping_interval`` seconds. ``StreamHub``
+bounded buffer; the response body drains it, writing every frame that is ready in one chunk
+(``id: N`` + ``data: <wire JSON>``). When the buffer is full the pump stops pulling, so a slow
+client pushes back on the bus, which then resumes it from storage instead of buffering without
+bound. A ``: ping`` comment goes out every ``ping_interval`` seconds. ``StreamHub``
 tracks the open streams so that a graceful shutdown can let them flush the last events (the
 ``run-finish`` of cancelled runs) and then end them.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict, deque
 from typing import AsyncIterator
 
 from ..store.base import StoredEvent
@@ -27,9 +28,6 @@ SSE_HEADERS = {
 SSE_MEDIA_TYPE = "text/event-stream"
 
 _PING = b": ping\n\n"
-_END = object()
-#: frames written in one chunk at most
-_MAX_BATCH = 256
 
 
 def encode_frame(event_id: int, data: str) -> bytes:
@@ -43,7 +41,12 @@ def encode_frame(event_id: int, data: str) -> bytes:
 
 
 class EventStream:
-    """The body of one SSE response (an async iterator of byte chunks)."""
+    """The body of one SSE response (an async iterator of byte chunks).
+
+    The pump appends encoded frames to a deque and wakes the writer; the writer sends every
+    frame that is waiting in one chunk. Plain futures instead of ``asyncio.Queue`` keep the
+    per-frame cost small when hundreds of subscribers follow one thread.
+    """
 
     def __init__(
         self,
@@ -51,79 +54,91 @@ class EventStream:
         *,
         ping_interval: float,
         hub: StreamHub,
-        queue_size: int = 512,
+        max_pending: int = 512,
         close_grace: float = 0.25,
     ) -> None:
         self._source = source
         self._ping_interval = ping_interval
         self._hub = hub
-        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=queue_size)
+        self._max_pending = max_pending
         self._close_grace = close_grace
-        self._closing = False
+        self._frames: deque[bytes] = deque()
+        self._ended = False
+        self._ping_due = False
+        self._closing_deadline: float | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._space: asyncio.Future[None] | None = None
         self._pump_task: asyncio.Task[None] | None = None
-        self._ping_handle: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def close(self) -> None:
         """Ask the stream to write what is still arriving and then end (graceful shutdown)."""
-        self._closing = True
-        self._offer(None)
-
-    def _offer(self, item: object) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except asyncio.QueueFull:
-            pass  # the stream is busy anyway: the ping or wake-up is not needed
-
-    def _schedule_ping(self) -> None:
         loop = asyncio.get_running_loop()
-        self._ping_handle = loop.call_later(self._ping_interval, self._ping)
+        if self._closing_deadline is None:
+            self._closing_deadline = loop.time() + self._close_grace
+            loop.call_later(self._close_grace, self._wake)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _ping(self) -> None:
-        self._offer(_PING)
-        self._schedule_ping()
+        self._ping_due = True
+        self._wake()
+        self._timer = asyncio.get_running_loop().call_later(self._ping_interval, self._ping)
 
     async def _pump(self) -> None:
+        frames, loop = self._frames, asyncio.get_running_loop()
         try:
             async for event in self._source:
-                await self._queue.put(encode_frame(event.id, event.json))
+                frames.append(self._hub.frame(event))
+                self._wake()
+                if len(frames) >= self._max_pending:
+                    self._space = loop.create_future()
+                    await self._space
         except Exception:  # a broken source ends this stream only; the client reconnects
             log.exception("event source failed")
-        await self._queue.put(_END)
-
-    async def _next(self) -> object:
-        if not self._closing:
-            return await self._queue.get()
-        try:
-            return await asyncio.wait_for(self._queue.get(), self._close_grace)
-        except asyncio.TimeoutError:
-            return _END
+        finally:
+            self._ended = True
+            self._wake()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
         self._hub.add(self)
-        self._pump_task = asyncio.create_task(self._pump(), name="sse-pump")
-        self._schedule_ping()
+        self._pump_task = loop.create_task(self._pump(), name="sse-pump")
+        self._timer = loop.call_later(self._ping_interval, self._ping)
+        frames = self._frames
         try:
             # A comment first, so the client sees the stream open at once even with no history.
             yield b": connected\n\n"
             while True:
-                item = await self._next()
-                chunks: list[bytes] = []
-                while True:
-                    if item is _END:
-                        if chunks:
-                            yield b"".join(chunks)
-                        return
-                    if isinstance(item, bytes) and (item is not _PING or not chunks):
-                        chunks.append(item)
-                    if self._queue.empty() or len(chunks) >= _MAX_BATCH:
-                        break
-                    item = self._queue.get_nowait()
-                if chunks:
-                    yield b"".join(chunks)
+                if frames:
+                    chunk = b"".join(frames)
+                    frames.clear()
+                    self._ping_due = False
+                    space = self._space
+                    if space is not None and not space.done():
+                        space.set_result(None)
+                    yield chunk
+                    continue
+                if self._ended:
+                    return
+                if self._closing_deadline is not None and loop.time() >= self._closing_deadline:
+                    return
+                if self._ping_due:
+                    self._ping_due = False
+                    yield _PING
+                    continue
+                self._waiter = loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
         finally:
             self._hub.discard(self)
-            if self._ping_handle is not None:
-                self._ping_handle.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
             self._pump_task.cancel()
             try:
                 await self._pump_task
@@ -140,9 +155,25 @@ class EventStream:
 class StreamHub:
     """The open event streams of one app."""
 
-    def __init__(self) -> None:
+    def __init__(self, frame_cache_size: int = 4096) -> None:
         self._streams: set[EventStream] = set()
         self.closing = False
+        self._frames: OrderedDict[tuple[str, int, str], bytes] = OrderedDict()
+        self._frame_cache_size = frame_cache_size
+
+    def frame(self, event: StoredEvent) -> bytes:
+        """The encoded frame of ``event``, shared by every stream that sends it (bounded cache).
+
+        The key includes the JSON text (the same ``str`` object for every live subscriber, so
+        the lookup is cheap) so that a recreated thread's reused ids never hit a stale frame.
+        """
+        key = (event.thread_id, event.id, event.json)
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = self._frames[key] = encode_frame(event.id, event.json)
+            if len(self._frames) > self._frame_cache_size:
+                self._frames.popitem(last=False)
+        return frame
 
     def add(self, stream: EventStream) -> None:
         self._streams.add(stream)

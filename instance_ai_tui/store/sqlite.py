@@ -124,7 +124,8 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     one trip per statement halves the latency of a commit. It is not public aiosqlite API, so
     ``tests/store`` pins it.
     """
-    return await conn._execute(lambda: fn(conn._conn))
+    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    return result
 
 
 def _check_thread_id(thread_id: str) -> None:
@@ -300,11 +301,10 @@ class SqliteStore:
 
     # -- the writer (group commit) ---------------------------------------------------------
 
-    def _submit(self, request: _Request) -> asyncio.Future[Any]:
+    def _submit(self, request: _Request) -> None:
         self._check_open()
         self._queue.append(request)
         self._wake_writer()
-        return request.future
 
     def _wake_writer(self) -> None:
         waiter = self._wakeup
@@ -313,7 +313,8 @@ class SqliteStore:
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        return await self._submit(_Write(fn, future))
+        self._submit(_Write(fn, future))
+        return await future
 
     async def _write_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -387,7 +388,7 @@ class SqliteStore:
             rows: list[tuple[str, int, str, str, str]] = []
             results: list[Any] = []
             for request in batch:
-                if type(request) is _Append:
+                if isinstance(request, _Append):
                     results.append(self._assign_ids(db, request, rows))
                 else:
                     if rows:  # keep the order of writes within the batch
@@ -522,7 +523,8 @@ class SqliteStore:
         if not events:
             return []
         future: asyncio.Future[list[StoredEvent]] = asyncio.get_running_loop().create_future()
-        return await self._submit(_Append(thread_id, events, future))
+        self._submit(_Append(thread_id, events, future))
+        return await future
 
     async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         rows = await self._read(_SELECT_EVENTS, (thread_id, after, -1 if limit is None else max(0, limit)))

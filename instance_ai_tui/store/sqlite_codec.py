@@ -31,7 +31,11 @@ def to_text_or_none(value: datetime | None) -> str | None:
     return None if value is None else to_text(value)
 
 
-def from_text(value: str | None) -> datetime | None:
+def from_text(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def from_text_or_none(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
@@ -89,7 +93,7 @@ def checkpoint_record(row: Any) -> CheckpointRecord:
         state=json.loads(row[4]),
         created_at=from_text(row[5]),
         updated_at=from_text(row[6]),
-        expires_at=from_text(row[7]),
+        expires_at=from_text_or_none(row[7]),
     )
 
 
@@ -101,6 +105,6 @@ def run_record(row: Any) -> RunRecord:
         message_group_id=row[3],
         owner=row[4],
         started_at=from_text(row[5]),
-        finished_at=from_text(row[6]),
+        finished_at=from_text_or_none(row[6]),
         data=json.loads(row[7]),
     )

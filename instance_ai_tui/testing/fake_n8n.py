@@ -361,6 +361,7 @@ class FakeN8n:
             Route("/rest/login", self._login, methods=["POST"]),
             Route("/rest/settings", self._settings, methods=["GET"]),
             Route("/rest/projects/personal", self._personal_project, methods=["GET"]),
+            Route("/rest/instance-ai/settings", self._instance_ai_settings, methods=["GET"]),
             Route("/rest/instance-ai/threads", self._threads_route, methods=["GET", "POST"]),
             Route("/rest/instance-ai/threads/{tid}", self._thread_route, methods=["GET", "PATCH", "DELETE"]),
             Route("/rest/instance-ai/threads/{tid}/messages", self._messages, methods=["GET"]),
@@ -500,14 +501,21 @@ class FakeN8n:
         return response
 
     async def _settings(self, request: Request) -> Response:
-        return self._ok(
-            {
-                "versionCli": self.version,
-                "instanceId": "fake-n8n",
-                "authCookie": {"secure": True},
-                "userManagement": {"showSetupOnFirstLoad": False},
-            }
-        )
+        public = {
+            "settingsMode": "public",
+            "userManagement": {"authenticationMethod": "email", "showSetupOnFirstLoad": False},
+            "authCookie": {"secure": True},
+        }
+        try:
+            self._user(request)
+        except _HttpError:
+            return self._ok(public)
+        return self._ok({**public, "settingsMode": "full", "versionCli": self.version, "instanceId": "fake-n8n"})
+
+    async def _instance_ai_settings(self, request: Request) -> Response:
+        self._user(request)
+        return self._ok({"enabled": True, "modelName": None, "modelEnvConfigured": True,
+                         "envManaged": {"model": {"provider": True, "apiKey": True, "baseUrl": True, "model": True}}})
 
     async def _personal_project(self, request: Request) -> Response:
         self._user(request)
@@ -659,16 +667,9 @@ class FakeN8n:
     async def _confirm(self, request: Request) -> Response:
         user = self._user(request)
         body = await self._json(request)
-        if not isinstance(body.get("kind"), str):
-            raise _HttpError(
-                400,
-                {
-                    "code": "invalid_union_discriminator",
-                    "options": ["approval", "questions", "resourceDecision"],
-                    "path": ["kind"],
-                    "message": "Invalid discriminator value. Expected 'approval' | 'planDeny' | ...",
-                },
-            )
+        if not isinstance(body.get("kind"), str):  # n8n 2.41.1 answers this one as {code, message}
+            raise _error(400, "Invalid discriminator value. Expected 'approval' | 'questions' | 'planDeny' | "
+                              "'resourceDecision' | ...")
         pending = self._confirms.get(request.path_params["rid"])
         if pending is None or pending.owner != user or pending.future.done():
             raise _error(404, "Confirmation request not found or not authorized")

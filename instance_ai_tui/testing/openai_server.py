@@ -107,7 +107,7 @@ class Rule(BaseModel):
         if self.last_role is not None and last.get("role") != self.last_role:
             return False
         if self.contains is not None:
-            user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+            user: dict[str, Any] = next((m for m in reversed(messages) if m.get("role") == "user"), {})
             if self.contains.lower() not in _text(user.get("content")).lower():
                 return False
         if self.tool_result_contains is not None:
@@ -390,9 +390,9 @@ class MockOpenAIServer:
         if callable(script):
             out = script(body)
             if inspect.isawaitable(out):
-                out = await out
+                return await out
             return out
-        items = list(script)
+        items: list[Any] = list(script)
         if items and isinstance(items[0], Rule):
             for rule in items:
                 if rule.matches(body):
@@ -400,9 +400,9 @@ class MockOpenAIServer:
             raise LookupError("no rule matches this request")
         if self._position >= len(items):
             raise LookupError(f"the script has no response left for request {len(self.requests)}")
-        out = items[self._position]
+        response: MockResponse = items[self._position]
         self._position += 1
-        return out
+        return response
 
     async def wait_for_requests(self, count: int, timeout: float = 5.0) -> RecordedRequest:
         """Wait until ``count`` chat requests arrived; returns the latest."""

@@ -405,6 +405,8 @@ class InstanceAiApp(App[None]):
         changes = conversation.drain_changes()
         if changes.empty:
             self._last_frame_empty = True
+            if self._pending_focus:
+                self._focus_new_cards()
             if self._frame_no % 3 == 0:
                 view.ticks()
                 self._update_run_state()
@@ -429,7 +431,7 @@ class InstanceAiApp(App[None]):
             if grew and not view.following:
                 self._show_new_output_badge()
         await frame.run()
-        self._focus_new_cards(frame)
+        self._focus_new_cards()
         self.stats.record_frame(time.perf_counter() - started)
 
     def _refresh_pending(self, frame: Frame) -> None:
@@ -448,23 +450,25 @@ class InstanceAiApp(App[None]):
             frame.new_cards.extend(view.refresh_pending(changed))
         self.refresh_bindings()
 
-    def _focus_new_cards(self, frame: Frame) -> None:
-        """Bring a newly pending card into view; focus it unless the user is typing."""
+    def _focus_new_cards(self) -> None:
+        """Bring a newly pending card into view; focus it unless the user is typing.
+
+        A card whose widget is not mounted yet stays queued for the next frame.
+        """
         if not self._pending_focus:
             return
         wanted = [rid for rid in self._pending_focus if rid in self.pending]
-        self._pending_focus = []
         if not wanted:
+            self._pending_focus = []
             return
         prompt = self.prompt
         typing = self.focused is prompt and bool(prompt.text.strip())
-        busy_elsewhere = isinstance(self.focused, ConfirmCard) or (
-            self.focused is not None and self.focused is not prompt and _inside_card(self.focused)
-        )
-        if typing or busy_elsewhere:
+        if typing or (self.focused is not None and _inside_card(self.focused)):
+            self._pending_focus = []
             self.notify("The agent needs your answer — press Ctrl+G to go to it.", timeout=5)
             return
-        self.call_after_refresh(self.go_to_pending, wanted[0], True)
+        if self.go_to_pending(wanted[0], restart_grace=True):
+            self._pending_focus = []
 
     def _update_tasks(self, conversation: Conversation) -> None:
         panel = self.tasks_panel

@@ -96,6 +96,7 @@ class ConfirmCard(Vertical, can_focus=True):
         self.confirmation = confirmation
         self.request_id = confirmation.request_id
         self.shown_at = time.monotonic()
+        self._grace_restarted = False
         self.answered = False
         self.outcome = Static("", classes="card-outcome", markup=False)
         self.outcome.display = False
@@ -105,8 +106,12 @@ class ConfirmCard(Vertical, can_focus=True):
         self.mount(self.outcome)
 
     def restart_grace(self) -> None:
-        """The card was just brought to the user's eyes (focused for them): keys wait again."""
-        self.shown_at = time.monotonic()
+        """The card was just brought to the user's eyes (focused for them): keys wait again.
+
+        Only the first time: after that the user has seen it."""
+        if not self._grace_restarted:
+            self._grace_restarted = True
+            self.shown_at = time.monotonic()
 
     @property
     def in_grace(self) -> bool:

@@ -11,6 +11,7 @@ back down) re-anchors.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding
@@ -69,7 +70,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         """Nothing to show (new thread)."""
 
     def __init__(self, pending: set[str], *, id: str | None = None) -> None:
-        super().__init__(id=id, can_focus=False)
+        super().__init__(id=id)
         self.pending = pending
         self.conversation: Conversation | None = None
         self.turns: dict[str, Widget] = {}
@@ -79,6 +80,8 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self.older.display = False
         self.placeholder = Static("", classes="conversation-empty", markup=False)
         self._loading_older = False
+        #: no automatic "load older" before this time (right after a load or a jump)
+        self._quiet_until = 0.0
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self.older
@@ -144,18 +147,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             return True
         grew = False
         if changes.added:
-            added = set(changes.added)
-            widgets: list[Widget] = []
-            for msg in conversation.messages[self.first_index :]:
-                if msg.id in added and msg.id not in self.turns:
-                    widget = self._widget_for(msg)
-                    if widget is not None:
-                        self.turns[msg.id] = widget
-                        widgets.append(widget)
-            if widgets:
-                self.placeholder.display = False
-                self.mount_all(widgets)
-                grew = True
+            grew = self._mount_added(conversation, set(changes.added))
         for message_id, reducer_changes in changes.messages.items():
             widget = self.turns.get(message_id)
             if isinstance(widget, AssistantTurn):
@@ -176,20 +168,40 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
                 cards.extend(widget.refresh_pending(changed))
         return cards
 
+    def _mount_added(self, conversation: Conversation, added: set[str]) -> bool:
+        """Mount new messages (they are at the end). While following, keep the window
+        bounded: beyond ``MAX_MOUNTED`` the oldest are unmounted (down to
+        ``MAX_MOUNTED - BATCH``) and new ones that would fall out at once are never mounted."""
+        messages = conversation.messages
+        if self.following and len(messages) - self.first_index > self.MAX_MOUNTED:
+            self._unmount_before(len(messages) - (self.MAX_MOUNTED - self.BATCH))
+        widgets: list[Widget] = []
+        for msg in messages[self.first_index :]:
+            if msg.id in added and msg.id not in self.turns:
+                widget = self._widget_for(msg)
+                if widget is not None:
+                    self.turns[msg.id] = widget
+                    widgets.append(widget)
+        if widgets:
+            self.placeholder.display = False
+            self.mount_all(widgets)
+        return bool(widgets)
+
     def _prune(self) -> None:
         if self.conversation is None or len(self.turns) <= self.MAX_MOUNTED:
             return
-        messages = self.conversation.messages
-        excess = len(self.turns) - self.MAX_MOUNTED
+        self._unmount_before(len(self.conversation.messages) - (self.MAX_MOUNTED - self.BATCH))
+
+    def _unmount_before(self, index: int) -> None:
+        """Unmount the messages before position ``index``; they can be loaded again."""
+        if self.conversation is None or index <= self.first_index:
+            return
         doomed: list[Widget] = []
-        index = self.first_index
-        while excess > 0 and index < len(messages):
-            widget = self.turns.pop(messages[index].id, None)
+        for msg in self.conversation.messages[self.first_index : index]:
+            widget = self.turns.pop(msg.id, None)
             if widget is not None:
                 getattr(widget, "detach", lambda: None)()
                 doomed.append(widget)
-                excess -= 1
-            index += 1
         self.first_index = index
         if doomed:
             self.remove_children(doomed)
@@ -199,6 +211,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         """Mount up to ``BATCH`` older messages above the current first one."""
         if self.conversation is None or self.first_index == 0:
             return False
+        self._quiet_until = time.monotonic() + 0.4
         messages = self.conversation.messages
         new_first = max(0, self.first_index - self.BATCH)
         anchor_widget = next((self.turns[m.id] for m in messages[self.first_index :] if m.id in self.turns), None)
@@ -213,8 +226,13 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         if widgets:
             self.mount_all(widgets, after=self.older)
         if anchor_widget is not None:
-            self.call_after_refresh(self.scroll_to_widget, anchor_widget, animate=False, top=True)
+            self.call_after_refresh(self._keep_in_view, anchor_widget)
         return True
+
+    def _keep_in_view(self, widget: Widget) -> None:
+        """After mounting older messages, keep the previously first one where it was."""
+        self._quiet_until = time.monotonic() + 0.4
+        self.scroll_to_widget(widget, animate=False, top=True, immediate=True)
 
     def ticks(self) -> None:
         for widget in self.turns.values():
@@ -226,7 +244,8 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         return all(getattr(w, "settled", True) for w in self.turns.values())
 
     def assistant_turns(self) -> list[AssistantTurn]:
-        return [w for w in self.turns.values() if isinstance(w, AssistantTurn)]
+        """The mounted assistant turns, top to bottom."""
+        return [w for w in self.children if isinstance(w, AssistantTurn)]
 
     # ------------------------------------------------------------------ following
     def release_anchor(self) -> None:
@@ -238,7 +257,14 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         if new_value >= self.max_scroll_y and not self.following:
             self.following = True
             self.post_message(self.Followed())
-        if new_value <= 0 and old_value > 0 and self.first_index > 0 and not self._loading_older:
+        if (
+            new_value <= 0
+            and old_value > 0
+            and not self.following  # the user scrolled up (a relayout does not count)
+            and self.first_index > 0
+            and not self._loading_older
+            and time.monotonic() >= self._quiet_until
+        ):
             self._loading_older = True
             self.call_later(self._load_older_later)
 
@@ -272,9 +298,14 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self.post_message(self.Followed())
 
     def action_load_older(self) -> None:
+        """Home: load the previous batch and show the top."""
         self.release_anchor()
-        self.scroll_home(animate=False)
         self.load_older()
+        self.call_after_refresh(self._scroll_home_quietly)
+
+    def _scroll_home_quietly(self) -> None:
+        self._quiet_until = time.monotonic() + 0.4
+        self.scroll_home(animate=False, immediate=True)
 
     def on_conversation_view_load_older(self, event: LoadOlder) -> None:
         event.stop()

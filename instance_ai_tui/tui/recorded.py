@@ -69,8 +69,10 @@ class RecordedClient(Client):
         self._thread_seq = itertools.count(1)
         self._waiting: dict[str, asyncio.Future[ConfirmBody]] = {}
         self.calls: list[tuple[str, Any]] = []
-        for n, (thread_id, events) in enumerate((logs or {}).items()):
-            thread = self._new_thread(thread_id, (titles or {}).get(thread_id, ""), n)
+        items = list((logs or {}).items())
+        for n, (thread_id, events) in enumerate(items):
+            # later threads are newer
+            thread = self._new_thread(thread_id, (titles or {}).get(thread_id, ""), len(items) - n)
             thread.log = [_event(e) for e in events]
 
     # ----------------------------------------------------------------- lifecycle
@@ -84,9 +86,10 @@ class RecordedClient(Client):
         self._set_state(ConnectionState.OFFLINE)
 
     # ----------------------------------------------------------------- threads
-    def _new_thread(self, thread_id: str, title: str, age: int = 0) -> _Thread:
+    def _new_thread(self, thread_id: str, title: str, age: float = 0) -> _Thread:
+        """``age``: seconds before now of its creation (the thread list sorts by it)."""
         now = datetime.now(timezone.utc)
-        stamp = now.replace(microsecond=0) if age == 0 else now.fromtimestamp(now.timestamp() - age, timezone.utc)
+        stamp = datetime.fromtimestamp(now.timestamp() - age, timezone.utc)
         info = ThreadInfo(id=thread_id, title=title, created_at=stamp, updated_at=stamp)
         thread = _Thread(info)
         self._threads[thread_id] = thread

@@ -267,3 +267,32 @@ async def test_parallel_sub_agents_are_bounded(make_ai: Any) -> None:
     assert {e["payload"]["role"] for e in spawned} == {"worker 0", "worker 1", "worker 2"}
     assert peak == 2  # parallel, but never more than the limit
     assert events[-1]["payload"]["status"] == "completed"
+
+
+async def test_two_approvals_in_one_response(make_ai: Any, workspace: Path) -> None:
+    model = ScriptedModel([
+        ScriptedResponse(tool_calls=[ScriptedToolCall("write-file", {"path": "one.md", "content": "1"}),
+                                     ScriptedToolCall("write-file", {"path": "two.md", "content": "2"})]),
+        "Both handled.",
+    ])
+    ai = await make_ai(model, workspace_root=workspace)
+    await ai.send("two", "write two files")
+    first = await collect(ai, "two", until=("confirmation-request",))
+    second_request = (await collect(ai, "two", after=first[-1]["id"], until=("confirmation-request",)))[-1]
+    requests = [first[-1]["payload"], second_request["payload"]]
+    assert {r["args"]["path"] for r in requests} == {"one.md", "two.md"}
+    await answer(ai, requests[0]["requestId"], {"approved": True})
+    import asyncio
+
+    for _ in range(100):  # the run settles the first call and waits for the second again
+        status = await ai.status("two")
+        if status.is_suspended:
+            break
+        await asyncio.sleep(0.01)
+    assert status.is_suspended
+    assert "run-finish" not in types([e.data() for e in await ai.store.read_events("two")])
+    await answer(ai, requests[1]["requestId"], {"approved": False})
+    events = await collect(ai, "two")
+    assert events[-1]["payload"]["status"] == "completed"
+    assert (workspace / f"{requests[0]['args']['path']}").exists()
+    assert not (workspace / f"{requests[1]['args']['path']}").exists()

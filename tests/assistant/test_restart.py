@@ -115,3 +115,30 @@ async def _stored_run(path: Path, run_id: str) -> RunRecord:
         return record
     finally:
         await store.close()
+
+
+async def test_request_recorded_but_not_published_is_published_on_reload(make_ai: Any, workspace: Path,
+                                                                          monkeypatch: Any) -> None:
+    from instance_ai_tui.assistant.run_manager import RunManager
+
+    original = RunManager.__dict__["_publish_request"]
+    monkeypatch.setattr(RunManager, "_publish_request", staticmethod(lambda run, pending: None))  # "dies" here
+    ai = await make_ai(ScriptedModel([WRITE]), workspace_root=workspace)
+    run_id = await ai.send("lost", "write r.md")
+    for _ in range(200):
+        if (await ai.status("lost")).is_suspended:
+            break
+        import asyncio
+
+        await asyncio.sleep(0.01)
+    before = [e.data() for e in await ai.store.read_events("lost")]
+    assert "confirmation-request" not in types(before)
+    await ai.shutdown()
+    monkeypatch.setattr(RunManager, "_publish_request", original)
+    ai2 = await make_ai(ScriptedModel(["Written."]), workspace_root=workspace)
+    request = (await collect(ai2, "lost", after=len(before), until=("confirmation-request",)))[-1]
+    assert request["runId"] == run_id and request["payload"]["toolName"] == "write-file"
+    await answer(ai2, request["payload"]["requestId"], {"approved": True})
+    rest = await collect(ai2, "lost", after=request["id"])
+    assert rest[-1]["payload"] == {"status": "completed"}
+    assert (workspace / "r.md").read_text() == "R"

@@ -277,3 +277,31 @@ async def test_shutdown_cancels_active_runs(make_ai: Any) -> None:
     assert last["type"] == "run-finish" and last["payload"] == {"status": "cancelled", "reason": "service_shutdown"}
     assert (await ai.store.get_run(run_id)).status == "cancelled"
     await asyncio.sleep(0)
+
+
+async def test_failing_sub_agent_is_a_tool_error_for_the_orchestrator(make_ai: Any) -> None:
+    def script(request: Any) -> ScriptedResponse:
+        if "delegate" in request.tool_names():
+            if request.messages[-1]["role"] == "user":
+                return ScriptedResponse.call("delegate", {"role": "debugger", "instructions": "look", "tools": []})
+            return ScriptedResponse(text="The debugger failed, sorry.")
+        return ScriptedResponse(error=ModelError("sub-agent model broke"))
+
+    ai = await make_ai(ScriptedModel(script))
+    run_id = await ai.send("sf", "debug it")
+    events = await collect(ai, "sf")
+    completed = of_type(events, "agent-completed")[0]
+    assert completed["payload"]["status"] == "error" and "sub-agent model broke" in completed["payload"]["error"]
+    delegate_error = of_type(events, "tool-error")[-1]
+    assert delegate_error["agentId"] == f"orchestrator-{run_id}"
+    assert "the debugger failed: sub-agent model broke" in delegate_error["payload"]["error"]
+    assert events[-1]["payload"] == {"status": "completed"}
+    assert "".join(e["payload"]["text"] for e in of_type(events, "text-delta")) == "The debugger failed, sorry."
+
+
+async def test_instance_ai_implements_the_service_protocol(make_ai: Any) -> None:
+    from instance_ai_tui.assistant.service_api import AssistantService
+
+    ai = await make_ai(ScriptedModel([]))
+    assert isinstance(ai, AssistantService)
+    assert ai.model_label == "scripted"

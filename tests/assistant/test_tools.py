@@ -120,3 +120,35 @@ async def test_run_through_openai_wire_format(make_ai: Any, workspace: Path) -> 
     agent_requests = [r.body for r in server.requests if r.body.get("tools")]
     assert {t["function"]["name"] for t in agent_requests[0]["tools"]} >= {"plan", "delegate", "ask-user", "list-files"}
     assert agent_requests[1]["messages"][-1]["role"] == "tool"
+
+
+async def test_n8n_write_tools_with_stored_allowances(make_ai: Any) -> None:
+    app, state = make_fake_n8n()
+    async with serve(app) as url:
+        settings = Settings(n8n_url=url, n8n_api_key=SecretStr(API_KEY))
+        model = ScriptedModel([
+            ScriptedResponse(tool_calls=[
+                ScriptedToolCall("create-workflow", {"name": "Fresh", "nodes": [{"type": "n8n-nodes-base.manualTrigger"}]}),
+                ScriptedToolCall("update-workflow", {"workflowId": "w1", "name": "Weather to Slack v2"}),
+                ScriptedToolCall("activate-workflow", {"workflowId": "w1"}),
+            ]),
+            ScriptedResponse.call("deactivate-workflow", {"workflowId": "w1"}),
+            ScriptedResponse.call("update-workflow", {"workflowId": "w1"}),
+            "All changed.",
+        ])
+        ai = await make_ai(model, settings=settings)
+        # "always allow" chosen earlier in this thread (kept in the store)
+        await ai.store.create_thread("w")
+        await ai.store.set_setting("thread:w", "always_allow",
+                                   ["update-workflow", "activate-workflow", "deactivate-workflow"])
+        await ai.send("w", "change my workflows")
+        events = await collect(ai, "w")
+    assert "confirmation-request" not in types(events)
+    by_call = {e["payload"]["toolCallId"]: (e["type"], e["payload"].get("result", e["payload"].get("error")))
+               for e in events if e["type"] in ("tool-result", "tool-error")}
+    outcomes = [by_call[e["payload"]["toolCallId"]] for e in of_type(events, "tool-call")]  # in call order
+    assert outcomes[0][1]["name"] == "Fresh" and outcomes[0][1]["settings"] == {}
+    assert outcomes[1][0] == "tool-result" and outcomes[2][0] == "tool-result"
+    assert outcomes[3][1]["active"] is False and outcomes[3][1]["name"] == "Weather to Slack v2"
+    assert outcomes[4] == ("tool-error", "nothing to update: give name, nodes, connections or settings")
+    assert state["workflows"]["w1"]["name"] == "Weather to Slack v2"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from pathlib import Path
 from typing import AsyncIterator
@@ -208,3 +209,35 @@ async def test_folder_tools_policy_and_errors(shared: Path) -> None:
     assert text_of(regex) == "notes.txt:2: line two\nnotes.txt:3: line three"
     exact = await open_tools.call("search_files", {"query": "LINE", "caseSensitive": True})
     assert text_of(exact) == "no matches for 'LINE'"
+
+
+async def test_the_gateway_command_serves_until_n8n_disconnects(
+    fake: FakeN8n, client: N8nClient, shared: Path
+) -> None:
+    await client.open()
+    async with httpx.AsyncClient() as http:
+        link = await http.post(fake.base_url + "/rest/instance-ai/gateway/create-link", headers=client.session.headers())
+    token = link.json()["data"]["token"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "instance_ai_tui.client.gateway", "--url", fake.base_url, "--key", token,
+        "--dir", str(shared), "--allow", "docs/*",
+        cwd=str(Path(__file__).resolve().parents[2]), stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        for _ in range(200):
+            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
+                break
+            await asyncio.sleep(0.05)
+        result = await fake.gateway_call("read_file", {"path": "docs/readme.md"}, timeout=10)
+        assert text_of(result).startswith("# Project")
+        asked = await fake.gateway_call("read_file", {"path": "notes.txt"}, timeout=10)
+        assert text_of(asked).startswith(CONFIRMATION_PREFIX)
+        fake.send_gateway_disconnect()
+        assert await asyncio.wait_for(process.wait(), 15) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    log = (await process.stderr.read()).decode()
+    assert "gateway ready" in log and "read_file docs/readme.md" in log and "ended the gateway session" in log

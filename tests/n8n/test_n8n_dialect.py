@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -153,6 +155,7 @@ async def test_credentials_from_the_environment(fake: FakeN8n, tmp_path: Path, m
     c = make_client(fake, tmp_path, email=None, password=None)
     await c.open()
     assert c.project_id == fake.project_id
+    assert c.model_name == "n8n (model set by its environment)"
     await c.close()
 
 
@@ -254,13 +257,17 @@ async def test_full_run_with_an_approval_round_trip(fake: FakeN8n, client: N8nCl
         with pytest.raises(RunActiveError, match="already active"):
             await client.send(tid, "are you there?")
 
-        answer = await client.confirm(payload.request_id, {"approved": True})  # the seed's body
+        async with httpx.AsyncClient() as http:  # n8n itself refuses the seed's bare body
+            bare = await http.post(fake.base_url + f"/rest/instance-ai/confirm/{payload.request_id}",
+                                   json={"approved": True}, headers=client.session.headers())
+        assert bare.status_code == 400 and "discriminator" in bare.json()["message"]
+        answer = await client.confirm(payload.request_id, {"approved": True})  # converted to kind: approval
         assert answer.ok and answer.run_id == run_id
         finish = await stream.until(is_type("run-finish"))
         await stream.until(is_type("thread-title-updated"))
 
     confirm_requests = fake.requests_to("/rest/instance-ai/confirm/")
-    assert len(confirm_requests) == 1
+    assert len(confirm_requests) == 2  # the bare one refused, ours accepted
     starts = [i for i in stream.items if i.event is not None and i.event.type == "run-start"]
     assert len(starts) == 1 and finish.event is not None and finish.event.run_id == run_id
     title = stream.items[-1].event
@@ -457,3 +464,26 @@ async def test_unknown_types_pass_through_and_bad_frames_are_skipped(fake: FakeN
     assert client._item(SseFrame(data="{}", event="something-else")) is None
     assert len(client.diagnostics) == 3 and "id 7" in client.diagnostics[0]
 
+
+
+async def test_headless_run_with_email_uses_the_n8n_dialect(fake: FakeN8n, tmp_path: Path) -> None:
+    env = {**os.environ, "N8N_PASSWORD": fake.password, "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("N8N_EMAIL", None)
+    tid = str(uuid.uuid4())
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "instance_ai_tui", "run", "--url", fake.base_url, "--email", fake.email,
+        "--json", "--approve", "all", "--thread", tid, "archive the old workflow",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, stdin=asyncio.subprocess.DEVNULL,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    lines = [json.loads(line) for line in out.decode().splitlines()]
+    types = [line["type"] for line in lines]
+    assert types[0] == "run-start" and types[-1] == "run-finish" and "confirmation-request" in types
+    archive = next(line for line in lines if line["type"] == "tool-result"
+                   and line["payload"]["toolCallId"] == "call_archive_1")
+    assert archive["payload"]["result"] == {"success": True, "archived": "wf2"}
+    assert fake.password not in out.decode() + err.decode()
+    browser_id = (tmp_path / "cfg" / "instance-ai" / BROWSER_ID_FILE).read_text().strip()
+    assert {r.headers.get("browser-id") for r in fake.requests} == {browser_id}

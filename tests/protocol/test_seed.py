@@ -144,10 +144,10 @@ def test_autonomous_loop_listing_gives_the_drawn_tree(autonomous_listing: list[d
             "├── 🔧 run-workflow → exec-456",
             "├── 🔧 get-execution → error",
             "├── 🤖 Sub-Agent B (execution debugger)",
-            "│   ├── 🔧 get-execution → done",
+            "│   ├── 🔧 get-execution → (no result)",
             '│   ├── 💭 "The HTTP node returned 401..."',
             '│   └── ✅ "Missing API key header"',
-            "├── 🔧 plan update → done",
+            "├── 🔧 plan update → (no result)",
             "└── 💬 Done! I created a workflow...",
         ]
     )

@@ -19,14 +19,20 @@ async def server() -> AsyncIterator[MockOpenAIServer]:
 
 
 @pytest.fixture
-def make_model(server: MockOpenAIServer) -> Callable[..., OpenAIModel]:
+async def make_model(server: MockOpenAIServer) -> AsyncIterator[Callable[..., OpenAIModel]]:
+    made: list[OpenAIModel] = []
+
     def make(**kw: object) -> OpenAIModel:
         options: dict[str, object] = {"api_key": "test-key", "max_retries": 0, "first_token_timeout": 5.0,
                                       "idle_timeout": 5.0}
         options.update(kw)
-        return OpenAIModel(str(options.pop("model", "gpt-4o-mini")), base_url=server.base_url, **options)  # type: ignore[arg-type]
+        model = OpenAIModel(str(options.pop("model", "gpt-4o-mini")), base_url=server.base_url, **options)  # type: ignore[arg-type]
+        made.append(model)
+        return model
 
-    return make
+    yield make
+    for model in made:
+        await model.aclose()
 
 
 @pytest.fixture

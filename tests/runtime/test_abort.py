@@ -140,3 +140,38 @@ async def test_abort_reaches_a_sub_agent(server, make_model):
     assert disconnected - started < 0.1
     assert result.status == "cancelled"
     assert child.get_state()["status"] == "cancelled"
+
+
+async def test_abort_right_after_start_and_at_any_point(server, make_model):
+    from instance_ai_tui.runtime import ScriptedModel, ScriptedResponse, ScriptedToolCall
+
+    agent = Agent("main", "x", ScriptedModel(["never sent"]))
+    stream = agent.stream("hi")
+    stream.abort()  # before the task ran at all
+    chunks = [c async for c in stream]
+    assert len(chunks) == 1 and isinstance(chunks[0], ErrorChunk) and chunks[0].cancelled
+    assert (await stream.result()).status == "cancelled"
+
+    @__import__("instance_ai_tui.runtime", fromlist=["tool"]).tool
+    async def slow(n: int) -> int:
+        "Slow."
+        await asyncio.sleep(0.002)
+        return n
+
+    # abort after every possible number of chunks: every run ends cancelled or done, never hangs
+    for k in range(12):
+        script = [ScriptedResponse(text="a b", tool_calls=[ScriptedToolCall("slow", {"n": 1})]), "c d e"]
+        agent = Agent("main", "x", ScriptedModel(script, delay=0.001), [slow])
+        stream = agent.stream("go")
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            if len(chunks) == k:
+                stream.abort()
+        result = await asyncio.wait_for(stream.result(), 2)
+        assert result.status == ("cancelled" if isinstance(chunks[-1], ErrorChunk) else "success")
+        if 1 <= k <= 6:
+            assert result.status == "cancelled", k
+        roles = [m.role for m in result.messages]
+        calls = sum(len(m.tool_calls or []) for m in result.messages)
+        assert roles.count("tool") == calls  # no orphans whatever the moment

@@ -179,3 +179,18 @@ async def test_reopen_keeps_data_and_ids_continue(db_path: Path) -> None:
         assert [e.id for e in await store.append_events("t", [delta("d"), delta("e")])] == [4, 5]
         assert await store.last_event_id("t") == 5
         assert await store.get_setting("thread:t", "k") == [1, 2]
+
+
+async def test_sqlite_runs_on_the_connection_threads_not_the_loop(store: SqliteStore) -> None:
+    import threading
+
+    from instance_ai_tui.store.sqlite import _on_thread
+
+    assert store._writer is not None and store._reader is not None
+    loop_thread = threading.get_ident()
+    writer_thread = await _on_thread(store._writer, lambda db: threading.get_ident())
+    reader_thread = await _on_thread(store._reader, lambda db: threading.get_ident())
+    assert len({loop_thread, writer_thread, reader_thread}) == 3
+    seen: list[int] = []
+    await store._write(lambda db: seen.append(threading.get_ident()))
+    assert seen == [writer_thread]  # every write runs on the writer's thread

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ async def test_approve_after_the_grace_period(key: str) -> None:
         await send(pilot, app, "archive the old digest")
         card = await pending_card(app, pilot, ApprovalCard)
         assert card.has_class("-destructive")
-        card.restart_grace()  # as if it had just appeared (a loaded CI machine is slow to focus)
+        card.shown_at = time.monotonic()  # as if it had just appeared (a loaded machine is slow to focus)
         await pilot.press(key)  # within the grace period: ignored
         await pilot.pause(0.05)
         assert confirm_calls(client) == []
@@ -339,7 +340,7 @@ async def test_long_thread_mounts_the_tail_and_loads_older_on_demand() -> None:
     for n in range(30):
         run = [ev("run-start", messageId=f"m{n}"), *text_deltas(f"Answer number {n}."), ev("run-finish", status="completed")]
         log += _log(run, f"r{n}")
-    client = RecordedClient({"t": log}, titles={"t": "Long"})
+    client = HistoryClient(log, split=len(log))
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
@@ -352,6 +353,20 @@ async def test_long_thread_mounts_the_tail_and_loads_older_on_demand() -> None:
         await until(lambda: view.first_index == 30 - view.TAIL - view.BATCH, pilot)
         assert len(view.turns) == view.TAIL + view.BATCH
         assert [t.message_id for t in turns(app)][:2] == ["r8", "r9"]
+
+
+async def test_a_replayed_stream_keeps_the_mounted_window_bounded() -> None:
+    log: list[dict[str, Any]] = []
+    for n in range(60):
+        run = [ev("run-start", messageId=f"m{n}"), *text_deltas(f"Answer {n}."), ev("run-finish", status="completed")]
+        log += _log(run, f"r{n}")
+    app = make_app(RecordedClient({"t": log}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        view = app.view
+        assert len(view.turns) <= view.MAX_MOUNTED
+        assert turns(app)[-1].message_id == "r59" and view.first_index > 0
 
 
 async def test_search_threads() -> None:

@@ -1,0 +1,113 @@
+"""The offline demo model reacts to what the user typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.assistant.demo import classify, understand
+from instance_ai_tui.assistant.models import select_model
+from instance_ai_tui.runtime.scripted import ScriptedModel
+
+from .conftest import answer, collect, of_type, types
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("hello", "greeting"),
+        ("Hi there!", "greeting"),
+        ("what is n8n?", "question"),
+        ("list my workflows", "list-workflows"),
+        ("show me the files in the workspace", "files"),
+        ("write a note: call Bob", "write-note"),
+        ("every morning send the weather to Slack", "build"),
+        ("post RSS headlines to Telegram daily", "build"),
+    ],
+)
+def test_classify(text: str, kind: str) -> None:
+    assert classify(text) == kind
+
+
+def test_understand_derives_the_workflow_from_the_words() -> None:
+    weather = understand("every morning send the weather to Slack")
+    assert weather.name == "Weather to Slack"
+    assert weather.node_types == ["n8n-nodes-base.scheduleTrigger", "n8n-nodes-base.openWeatherMap",
+                                  "n8n-nodes-base.slack"]
+    rss = understand('build "Morning news" that posts RSS headlines to Telegram via webhook')
+    assert rss.name == "Morning news"
+    assert rss.node_types == ["n8n-nodes-base.webhook", "n8n-nodes-base.rssFeedRead", "n8n-nodes-base.telegram"]
+    assert understand("build me a workflow").vague
+
+
+def test_select_model() -> None:
+    for name in (None, "demo", " Demo "):
+        choice = select_model(name)
+        assert choice.is_demo and choice.label == "demo (offline)" and isinstance(choice.model, ScriptedModel)
+
+
+async def test_greeting_is_brief(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("g", "hello")
+    events = await collect(ai, "g")
+    assert "tool-call" not in types(events)
+    text = "".join(e["payload"]["text"] for e in of_type(events, "text-delta"))
+    assert text.startswith("Hello!") and "offline demo" in text
+
+
+async def test_list_workflows(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("l", "list my workflows")
+    events = await collect(ai, "l")
+    assert [e["payload"]["toolName"] for e in of_type(events, "tool-call")] == ["list-workflows"]
+    text = "".join(e["payload"]["text"] for e in of_type(events, "text-delta"))
+    assert "You have 3 workflows" in text and "Daily sales report" in text
+
+
+async def test_different_requests_build_different_workflows(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("rss", "post RSS headlines to Telegram every evening")
+    first = await collect(ai, "rss", until=("confirmation-request",))
+    create = next(e for e in first if e["type"] == "tool-call" and e["payload"]["toolName"] == "create-workflow")
+    assert create["payload"]["args"]["name"] == "RSS to Telegram"
+    assert [n["type"] for n in create["payload"]["args"]["nodes"]] == [
+        "n8n-nodes-base.scheduleTrigger", "n8n-nodes-base.rssFeedRead", "n8n-nodes-base.telegram"]
+    await answer(ai, first[-1]["payload"]["requestId"], {"approved": False})
+    rest = await collect(ai, "rss", after=first[-1]["id"])
+    final = "".join(e["payload"]["text"] for e in of_type(rest, "text-delta"))
+    assert "**RSS to Telegram**" in final and "inactive" in final
+    assert of_type(rest, "tasks-update")[-1]["payload"]["tasks"][-1]["status"] == "cancelled"
+
+
+async def test_vague_request_asks_first(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("v", "build me a workflow please")
+    first = await collect(ai, "v", until=("confirmation-request",))
+    request = first[-1]["payload"]
+    assert request["toolName"] == "ask-user" and request["inputType"] == "questions"
+    assert [q["id"] for q in request["questions"]] == ["trigger", "destination"]
+    await answer(ai, request["requestId"], {"kind": "questions", "answers": [
+        {"questionId": "trigger", "selectedOptions": ["Webhook"]},
+        {"questionId": "destination", "selectedOptions": ["Email"]},
+    ]})
+    second = await collect(ai, "v", after=first[-1]["id"], until=("confirmation-request", "run-finish"))
+    create = next(e for e in second if e["type"] == "tool-call" and e["payload"]["toolName"] == "create-workflow")
+    types_ = [n["type"] for n in create["payload"]["args"]["nodes"]]
+    assert types_[0] == "n8n-nodes-base.webhook" and types_[-1] == "n8n-nodes-base.gmail"
+
+
+async def test_files_and_notes(make_ai: Any, workspace: Path) -> None:
+    ai = await make_ai("demo", workspace_root=workspace)
+    await ai.send("f", "show me the files in my workspace")
+    events = await collect(ai, "f")
+    assert [e["payload"]["toolName"] for e in of_type(events, "tool-call")] == ["list-files", "read-file"]
+    text = "".join(e["payload"]["text"] for e in of_type(events, "text-delta"))
+    assert "`README.md`" in text and "Demo project" in text
+    await ai.send("f", "write a note: call Bob tomorrow")
+    request = (await collect(ai, "f", after=events[-1]["id"], until=("confirmation-request",)))[-1]
+    assert request["payload"]["toolName"] == "write-file"
+    await answer(ai, request["payload"]["requestId"], {"approved": True})
+    await collect(ai, "f", after=request["id"])
+    assert "call Bob tomorrow" in (workspace / "notes/instance-ai-note.md").read_text()
