@@ -178,7 +178,7 @@ async def bench_adapter(chunks: int) -> dict[str, Any]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--chunks", type=int, default=20000)
+    parser.add_argument("--chunks", type=int, default=10000)
     args = parser.parse_args()
     out = {
         "python": platform.python_version(),

@@ -159,6 +159,9 @@ class N8nClient(Client):
                 resolve_credentials, self._email, self._password, interactive=self._interactive
             )
         if self._credentials is None:
+            email = self._email or os.environ.get("N8N_EMAIL")
+            if email:
+                raise AuthError(f"no n8n password for {email}: set N8N_PASSWORD, or run on a terminal to be asked")
             raise AuthError(
                 "n8n needs an email and password: pass --email (the password is asked for), "
                 "or set N8N_EMAIL and N8N_PASSWORD"

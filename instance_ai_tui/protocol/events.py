@@ -311,7 +311,7 @@ class EventBase(WireModel):
     agent_id: str = ""
     user_id: str | None = None
     response_id: str | None = None
-    ts: float | None = None
+    ts: int | float | None = None
 
 
 class RunStartEvent(EventBase):

@@ -61,8 +61,8 @@ log = logging.getLogger("instance_ai_tui.server")
 
 PREFIX = "/instance-ai"
 SERVICE_NAME = "instance-ai"
-#: ids in paths: printable, no slash, at most 200 characters
-_ID_RE = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
+#: ids in paths (the assistant's rule for thread ids): letters, digits and ._:@-, at most 128
+_ID_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 _PUBLIC_PATHS = frozenset({f"{PREFIX}/health", f"{PREFIX}/openapi.json"})
 
 
@@ -165,7 +165,7 @@ class InstanceAIApi:
     def _path_id(request: Request, name: str) -> str:
         value = request.path_params[name]
         if not _ID_RE.match(value):
-            raise ApiError(400, f"invalid {name}: use 1-200 letters, digits or ._:@~+=-")
+            raise ApiError(400, f"invalid {name}: use 1-128 letters, digits or ._:@-")
         return value
 
     async def _json(self, request: Request, *, required: bool = True) -> Any:
@@ -267,7 +267,7 @@ class InstanceAIApi:
         body: CreateThreadRequest = self._model(CreateThreadRequest, {} if data is None else data)
         if body.thread_id is not None:
             if not _ID_RE.match(body.thread_id):
-                raise ApiError(400, "threadId: use 1-200 letters, digits or ._:@~+=-")
+                raise ApiError(400, "threadId: use 1-128 letters, digits or ._:@-")
             with contextlib.suppress(AssistantError, StoreThreadNotFound):
                 existing = await self.service.get_thread(body.thread_id)
                 return self._ok(existing)

@@ -22,7 +22,7 @@ from ..protocol.api import (
 
 _REF = "#/components/schemas/{model}"
 
-_ID_PARAM_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9._:@~+=-]{1,200}$", "minLength": 1, "maxLength": 200}
+_ID_PARAM_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9._:@-]{1,128}$", "minLength": 1, "maxLength": 128}
 
 
 def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:

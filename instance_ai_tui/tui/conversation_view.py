@@ -245,7 +245,11 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 
     def assistant_turns(self) -> list[AssistantTurn]:
         """The mounted assistant turns, top to bottom."""
-        return [w for w in self.children if isinstance(w, AssistantTurn)]
+        if self.conversation is None:
+            return []
+        turns = self.turns
+        widgets = (turns.get(m.id) for m in self.conversation.messages[self.first_index :])
+        return [w for w in widgets if isinstance(w, AssistantTurn)]
 
     # ------------------------------------------------------------------ following
     def release_anchor(self) -> None:

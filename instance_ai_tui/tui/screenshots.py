@@ -14,7 +14,8 @@ read nor changed. Then, like a user would:
    builder sub-agent, tool calls and the approval card appear -> ``approval-card.svg``;
 2. approves with ``y`` and waits for the answer -> ``conversation-subagents.svg`` (the
    sub-agent section expanded) and ``task-checklist.svg`` (the checklist panel);
-3. opens a new thread and asks the vague "Build me a workflow": the agent asks questions
+3. has two short exchanges in new threads ("Hello!", "Which workflows do I have?"), then
+   opens another and asks the vague "Build me a workflow": the agent asks questions
    -> ``questions-wizard.svg``;
 4. focuses the thread sidebar -> ``thread-list.svg``;
 5. goes back to the first thread in two other themes -> ``theme-instance-light.svg`` and
@@ -56,6 +57,7 @@ SHOTS: tuple[str, ...] = (
 
 BUILD_REQUEST = "Every morning at 8, send the weather forecast for Berlin to Slack"
 VAGUE_REQUEST = "Build me a workflow"
+SHORT_REQUESTS = ("Hello!", "Which workflows do I have?")
 #: the app ignores keys for 0.5 s after a card appears (no accidental approvals)
 CARD_GRACE = 0.6
 
@@ -111,6 +113,7 @@ async def take_screenshots(
             ui=UiSettings(theme="instance-dark"),
         )
         client = EmbeddedClient(settings)
+        await client.open()  # fails here, with the reason, if a part of the assistant is missing
         app = InstanceAiApp(client, settings, watch_themes=False, persist_theme=False)
 
         async with app.run_test(size=size) as pilot:
@@ -151,6 +154,7 @@ async def take_screenshots(
             await settle()
             first_thread = app.thread_id
             _expand_subagents(app)
+            app.view.follow()
             await settle()
             shot("conversation-subagents")
             if not app.tasks_panel.display:
@@ -159,15 +163,28 @@ async def take_screenshots(
             await settle()
             shot("task-checklist")
 
+            # two short threads, so the sidebar has something to show
+            for request in SHORT_REQUESTS:
+                await _new_thread(app, timeout)
+                await app.send_message(request)
+                await _wait_for("a thread", lambda: app.thread_id is not None, timeout)
+                current = app.conversation
+                await _wait_for(
+                    f"the answer to {request!r}",
+                    lambda: current is not None and bool(current.messages) and not current.is_streaming,
+                    timeout,
+                )
+                await settle()
+
             # 3. a vague request in a new thread: the agent asks questions
-            app.action_new_thread()
-            await _wait_for("a new thread", lambda: app.thread_id is None, timeout)
+            await _new_thread(app, timeout)
             await settle()
             await app.send_message(VAGUE_REQUEST)
             await _wait_for("the questions", lambda: bool(app.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)
             app.go_to_pending()
+            app.view.follow()  # the whole card, at the bottom
             await settle()
             shot("questions-wizard")
 
@@ -183,12 +200,19 @@ async def take_screenshots(
                 await app.open_thread(first_thread)
                 await settle()
                 _expand_subagents(app)
+                app.view.follow()
             for theme in ("instance-light", "instance-ansi"):
                 app.theme = theme
                 app.prompt.focus()
                 await settle()
                 shot(f"theme-{theme}")
     return written
+
+
+async def _new_thread(app: Any, timeout: float) -> None:
+    """What Ctrl+N does, then wait until the empty thread is shown."""
+    app.action_new_thread()
+    await _wait_for("a new thread", lambda: app.thread_id is None, timeout)
 
 
 def _expand_subagents(app: Any) -> None:
@@ -198,9 +222,6 @@ def _expand_subagents(app: Any) -> None:
     for section in app.query(SubAgentSection):
         if not section.expanded:
             section.action_toggle()
-    sections = list(app.query(SubAgentSection))
-    if sections:
-        sections[0].scroll_visible(animate=False, top=True)
 
 
 def _to_png(paths: Sequence[Path]) -> None:
@@ -235,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--png", action="store_true", help="also write PNGs with rsvg-convert")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per step (default 60)")
     args = parser.parse_args(argv)
+    from ..client.base import ClientError
+
     try:
         written = asyncio.run(take_screenshots(args.out, size=args.size, only=args.only, timeout=args.timeout))
     except StepTimeout as exc:
@@ -242,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ImportError as exc:
         print(f"screenshots: a part of the app is missing ({exc})", file=sys.stderr)
+        return 2
+    except ClientError as exc:
+        print(f"screenshots: the embedded assistant did not start: {exc}", file=sys.stderr)
         return 2
     if args.png:
         _to_png(written)

@@ -37,6 +37,11 @@ Integration (in the app)
       removed file is re-read, re-registered and, if it is the current theme, re-applied).
       ``check_for_changes()`` is one poll step (used by the watcher and by tests).
     - ``available_themes() -> list[str]``: sorted names of every registered theme.
+    - While an ANSI theme (``ansi: true``) is active the app has the class ``-ansi-theme``
+      (``ANSI_CLASS``). ANSI colours cannot be blended, so a rule such as
+      ``background: $warning 15%`` paints solid ``ansi_yellow`` under them and text in
+      ``$text-warning`` disappears; give such widgets an override, e.g.
+      ``App.-ansi-theme #demo-banner { background: transparent; }``.
     - ``file_themes``: name -> ``LoadedTheme`` (theme, path, parsed file) of file themes.
 
 Theme files
@@ -99,6 +104,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
 __all__ = [
+    "ANSI_CLASS",
     "APP_VARIABLES",
     "APP_VARIABLE_SOURCES",
     "DEFAULT_THEME",
@@ -126,6 +132,9 @@ __all__ = [
 ]
 
 DEFAULT_THEME = "textual-dark"
+#: app class present while an ANSI theme is active (ANSI colours cannot be blended, so
+#: ``background: $warning 15%`` is solid there; override such rules under ``App.-ansi-theme``)
+ANSI_CLASS = "-ansi-theme"
 
 # --------------------------------------------------------------------------- glyphs
 
@@ -574,6 +583,7 @@ class ThemeManager:
         self._shadowed: dict[str, Theme] = {}  # built-ins replaced by a file theme of that name
         self._stamps: dict[Path, tuple[int, int]] = {}
         self._started = False
+        self._subscribed = False
         self._persisted: str | None = None
         self._wanted: str | None = None
         self._write_lock = threading.Lock()
@@ -721,8 +731,11 @@ class ThemeManager:
             return
         self._started = True
         self._persisted = self.app.theme  # the theme in place now came from the config
-        if self.persist:
-            self.app.theme_changed_signal.subscribe(self.app, self._on_theme_changed)
+        self.app.set_class(self.app.current_theme.ansi, ANSI_CLASS)
+        if not self._subscribed:
+            # never unsubscribed: ``Signal.unsubscribe(app)`` would drop the app's other callbacks
+            self._subscribed = True
+            self.app.theme_changed_signal.subscribe(self.app, self._on_theme_changed, immediate=True)
         if self.watch:
             self.app.run_worker(
                 self._watch_loop(), name="theme-watcher", group="theme-watcher",
@@ -733,8 +746,6 @@ class ThemeManager:
         if not self._started:
             return
         self._started = False
-        if self.persist:
-            self.app.theme_changed_signal.unsubscribe(self.app)
         self.app.workers.cancel_group(self.app, "theme-watcher")
 
     async def _watch_loop(self) -> None:
@@ -782,8 +793,11 @@ class ThemeManager:
         self.app.theme_changed_signal.publish(theme)
 
     def _on_theme_changed(self, theme: Theme) -> None:
+        if not self._started or theme.name != self.app.theme:
+            return
+        self.app.set_class(theme.ansi, ANSI_CLASS)
         name = theme.name
-        if name == self._persisted or name != self.app.theme:
+        if not self.persist or name == self._persisted:
             return
         self._persisted = name
         self._wanted = name

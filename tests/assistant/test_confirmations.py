@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from instance_ai_tui.assistant.demo_instance import DemoN8n
 from instance_ai_tui.assistant.errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest
 from instance_ai_tui.assistant.service import AssistantOptions
+from instance_ai_tui.protocol.api import parse_confirm_body
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 
@@ -154,8 +156,6 @@ async def test_plan_review(make_ai: Any, body: dict[str, Any], expected: dict[st
 
 
 async def test_unknown_and_expired_confirmations(make_ai: Any, workspace: Path) -> None:
-    from instance_ai_tui.protocol.api import parse_confirm_body
-
     ai = await make_ai(ScriptedModel([WRITE, "never"]), workspace_root=workspace,
                        options=AssistantOptions(generate_titles=False, confirmation_ttl=0.2))
     with pytest.raises(ConfirmationNotFound):
@@ -164,8 +164,6 @@ async def test_unknown_and_expired_confirmations(make_ai: Any, workspace: Path) 
     request = (await collect(ai, "x", until=("confirmation-request",)))[-1]
     history_before = await ai.messages("x")
     assert history_before.messages[1].agent_tree.tool_calls[0].confirmation.expired is None
-    import asyncio
-
     await asyncio.sleep(0.3)
     history = await ai.messages("x")
     assert history.messages[1].agent_tree.tool_calls[0].confirmation.expired is True
@@ -239,8 +237,6 @@ async def test_sub_agent_approval_travels_up(make_ai: Any, workspace: Path, appr
 
 
 async def test_parallel_sub_agents_are_bounded(make_ai: Any) -> None:
-    import asyncio
-
     running = 0
     peak = 0
 
@@ -282,8 +278,6 @@ async def test_two_approvals_in_one_response(make_ai: Any, workspace: Path) -> N
     requests = [first[-1]["payload"], second_request["payload"]]
     assert {r["args"]["path"] for r in requests} == {"one.md", "two.md"}
     await answer(ai, requests[0]["requestId"], {"approved": True})
-    import asyncio
-
     for _ in range(100):  # the run settles the first call and waits for the second again
         status = await ai.status("two")
         if status.is_suspended:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,6 @@ async def test_request_recorded_but_not_published_is_published_on_reload(make_ai
     for _ in range(200):
         if (await ai.status("lost")).is_suspended:
             break
-        import asyncio
-
         await asyncio.sleep(0.01)
     before = [e.data() for e in await ai.store.read_events("lost")]
     assert "confirmation-request" not in types(before)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from typing import Any
 
 import pytest
@@ -129,8 +130,6 @@ async def test_second_send_is_refused_while_active_or_suspended(make_ai: Any) ->
     model = ScriptedModel([ScriptedResponse(text="slow answer " * 5, delay=0.05),
                            ScriptedResponse.call("write-file", {"path": "x.txt", "content": "x"}),
                            "never reached"])
-    import tempfile
-
     ai = await make_ai(model, workspace_root=tempfile.mkdtemp())
     await ai.send("busy", "first")
     with pytest.raises(RunActive) as err:

@@ -146,6 +146,10 @@ async def test_wrong_password_and_missing_credentials_are_clear(
     with pytest.raises(AuthError, match="N8N_EMAIL"):
         await anonymous.open()
     await anonymous.close()
+    no_password = make_client(fake, tmp_path, password=None)
+    with pytest.raises(AuthError, match="no n8n password for owner@example.com: set N8N_PASSWORD"):
+        await no_password.open()
+    await no_password.close()
     assert "nope" not in repr(bad) and "Passw0rd" not in repr(anonymous.session)
 
 

@@ -1,9 +1,9 @@
 """Hypothesis strategies: random event streams, valid, malformed and unknown mixed.
 
-Hypothesis draws one integer per event (a draw costs ~0.2 ms here, and an event built
-from nested strategies costs dozens of draws); ``decode_event`` turns the integer into an
-event deterministically. Shrinking still works: smaller integers give earlier, simpler
-choices, and the failing stream is reported with ``note``.
+Hypothesis draws the bytes of a stream (a draw costs ~0.2 ms here, and an event built
+from nested strategies costs dozens of draws); ``decode_event`` turns each two bytes into
+an event deterministically. Shrinking still works (fewer and smaller bytes), and the
+failing stream is reported with ``note``.
 
 Ids come from small pools so that events meet: results find their calls, blocks meet
 open segments with the same response id, follow-up run-starts alias the root, sub-agents
@@ -214,14 +214,18 @@ def decode_event(seed: int) -> Any:
     return _valid(d)
 
 
-events = st.integers(0, 2**32).map(decode_event)
-event_streams = st.lists(st.integers(0, 2**32), min_size=0, max_size=40).map(
-    lambda seeds: [decode_event(seed) for seed in seeds]
-)
+def _decode_stream(raw: bytes) -> list[Any]:
+    return [decode_event(int.from_bytes(raw[i : i + 2], "big")) for i in range(0, len(raw) - 1, 2)]
+
+
+events = st.integers(0, 2**16 - 1).map(decode_event)
+#: one binary draw per stream, two bytes per event (a draw per event would cost ~0.2 ms)
+event_streams = st.binary(max_size=80).map(_decode_stream)
+
 RUN_START = {"type": "run-start", "runId": "r1", "agentId": "orchestrator-r1", "payload": {"messageId": "m"}}
 
-#: longer streams (8-40 events) for the properties that need events to meet; most
+#: longer streams (8-60 events) for the properties that need events to meet; most
 #: begin with the first run's run-start, as a real stream does
-long_event_streams = st.tuples(st.integers(0, 3), st.lists(st.integers(0, 2**32), min_size=8, max_size=40)).map(
-    lambda drawn: ([dict(RUN_START)] if drawn[0] else []) + [decode_event(seed) for seed in drawn[1]]
+long_event_streams = st.tuples(st.integers(0, 3), st.binary(min_size=16, max_size=120)).map(
+    lambda drawn: ([dict(RUN_START)] if drawn[0] else []) + _decode_stream(drawn[1])
 )

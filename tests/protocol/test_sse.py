@@ -136,7 +136,7 @@ def serialise(frames: list[tuple[list[str], str | None, str | None]], newline: s
     return "".join(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(frames=frames_strategy, newline=st.sampled_from(["\n", "\r\n", "\r"]), comments=st.booleans(), cuts=st.lists(st.integers(0, 10_000), max_size=6), as_bytes=st.booleans())
 def test_any_chunking_of_a_stream_gives_the_same_frames(
     frames: list[tuple[list[str], str | None, str | None]], newline: str, comments: bool, cuts: list[int], as_bytes: bool
@@ -151,7 +151,7 @@ def test_any_chunking_of_a_stream_gives_the_same_frames(
     assert parser.comments == (len(frames) if comments else 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(chunks=st.lists(st.one_of(st.binary(max_size=40), st.text(max_size=40)), max_size=8))
 def test_garbage_never_raises(chunks: list[bytes | str]) -> None:
     decoder = EventStreamDecoder()

@@ -334,3 +334,26 @@ async def test_install_with_builtin_reads_files_in_the_background(tmp_path: Path
         assert app.get_theme("textual-dark").primary == "#123456"
         assert app.theme_variables["tool-failed"] == "#abcdef"  # the override was re-applied
         assert any("bad.yaml" in note for note in app.notes)
+
+
+async def test_ansi_class_follows_the_theme_and_other_subscribers_survive_stop(tmp_path: Path) -> None:
+    app = ThemedApp()
+    seen: list[str] = []
+    async with app.run_test() as pilot:
+        app.theme_changed_signal.subscribe(app, lambda theme: seen.append(theme.name))
+        manager = ThemeManager(app, dirs=[REPO_THEMES], config_path=tmp_path / "c.toml", watch=False)
+        manager.install("instance-dark")
+        await pilot.pause()
+        assert not app.has_class(themes.ANSI_CLASS)
+        app.theme = "instance-ansi"
+        await pilot.pause()
+        assert app.has_class(themes.ANSI_CLASS)
+        app.theme = "instance-light"
+        await pilot.pause()
+        assert not app.has_class(themes.ANSI_CLASS)
+        manager.stop()
+        app.theme = "nord"
+        await pilot.pause()
+        assert seen[-1] == "nord"  # the app's own subscription is still there
+        await manager.wait_persisted()
+        assert tomllib.loads((tmp_path / "c.toml").read_text())["ui"]["theme"] == "instance-light"  # stopped

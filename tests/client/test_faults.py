@@ -1,0 +1,182 @@
+"""Fault tests of RemoteClient: server killed and restarted, a proxy cutting the stream, bad frames."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import httpx
+
+from instance_ai_tui.client.base import ConnectionState, StreamItem
+from instance_ai_tui.client.remote import RemoteClient
+from instance_ai_tui.protocol.api import ApprovalConfirm
+from instance_ai_tui.protocol.events import UnknownEvent
+from instance_ai_tui.protocol.tree import AgentNode
+from instance_ai_tui.server.app import create_app
+from instance_ai_tui.server.service_factory import build_service
+
+from server.live import ServeProcess, serve_app
+
+from .conftest import demo_settings, read_run
+from .raw_servers import HEALTH, CuttingProxy, RawRequest, RawServer, sse_head
+
+FAST = {"initial_backoff": 0.05, "max_backoff": 0.3}
+
+
+def shape(node: AgentNode) -> dict[str, Any]:
+    """A tree without ids and timestamps, to compare two runs of the same script."""
+    return {
+        "role": node.role,
+        "status": node.status,
+        "text": node.text_content,
+        "reasoning": node.reasoning,
+        "tools": [
+            (c.tool_name, c.args, c.result, c.error, c.is_loading, c.confirmation_status) for c in node.tool_calls
+        ],
+        "timeline": [entry.type for entry in node.timeline],
+        "tasks": node.tasks.to_wire() if node.tasks is not None else None,
+        "children": [shape(child) for child in node.children],
+    }
+
+
+async def approved_run(client: RemoteClient, thread: str, on_request: Any = None) -> tuple[str, list[StreamItem]]:
+    run_id = await client.send(thread, "write a note: buy milk")
+
+    async def on_item(item: StreamItem) -> None:
+        if item.event is not None and item.event.type == "confirmation-request":
+            if on_request is not None:
+                await on_request()
+            await client.confirm(item.event.payload.request_id, ApprovalConfirm(approved=True))
+
+    return run_id, await read_run(client, thread, run_id, on_item=on_item, timeout=60)
+
+
+async def test_server_killed_and_restarted_mid_run(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    server = ServeProcess(tmp_path / "fault.sqlite3", extra=["--workspace", str(workspace)])
+    await server.start()
+    try:
+        async with RemoteClient(server.url, **FAST) as client:
+            states: list[ConnectionState] = []
+            client.add_state_listener(lambda state, detail: states.append(state))
+
+            async def crash_and_restart() -> None:
+                server.kill()
+                await asyncio.sleep(0.3)  # the stream notices and starts reconnecting
+                await server.start()
+
+            run_id, items = await approved_run(client, "crashed", crash_and_restart)
+            assert ConnectionState.RECONNECTING in states and states[-1] == ConnectionState.CONNECTED
+            assert [item.id for item in items] == list(range(1, len(items) + 1))
+            (workspace / "notes" / "instance-ai-note.md").unlink()  # the reference run starts from the same files
+            _, reference = await approved_run(client, "reference")
+            crashed_tree = (await client.messages("crashed")).messages[-1].agent_tree
+            reference_tree = (await client.messages("reference")).messages[-1].agent_tree
+        assert crashed_tree is not None and reference_tree is not None
+        assert shape(crashed_tree) == shape(reference_tree)
+        assert items[-1].event.payload.status == "completed" and items[-1].event.run_id == run_id
+    finally:
+        server.kill()
+
+
+async def test_proxy_cutting_the_stream_20_times_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    settings = demo_settings(tmp_path)
+    app = create_app(build_service(settings, demo_delay=0.002), ping_interval=1.0)
+    async with serve_app(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+        async with CuttingProxy(port, cuts=20, min_bytes=150, max_bytes=2500, seed=20) as proxy:
+            async with RemoteClient(f"http://127.0.0.1:{proxy.port}", initial_backoff=0.01, max_backoff=0.05) as client:
+                run_id = await client.send("cut", "every morning send the weather to Slack")
+
+                async def on_item(item: StreamItem) -> None:
+                    if item.event is not None and item.event.type == "confirmation-request":
+                        await client.confirm(item.event.payload.request_id, ApprovalConfirm(approved=True))
+
+                items = await read_run(client, "cut", run_id, on_item=on_item, timeout=60)
+            assert proxy.cuts_done == 20
+        async with RemoteClient(url) as direct:
+            replay = await read_run(direct, "cut", run_id)
+    assert [item.id for item in items] == list(range(1, len(items) + 1))
+    assert [(i.id, i.event.to_wire()) for i in items] == [(i.id, i.event.to_wire()) for i in replay]
+
+
+async def test_malformed_frames_and_unknown_types_are_skipped_with_a_diagnostic() -> None:
+    async def handler(request: RawRequest) -> AsyncIterator[bytes]:
+        if request.path.endswith("/health"):
+            yield HEALTH
+            return
+        yield sse_head()
+        if request.headers.get("last-event-id") is None:
+            yield b'id: 1\ndata: {"type":"run-start","runId":"r","agentId":"a","payload":{"messageId":"m"}}\n\n'
+            yield b"id: 2\ndata: {not json\n\n"
+            yield b"id: 3\ndata: [1, 2]\n\n"
+            yield b'id: 4\ndata: {"runId":"r"}\n\n'
+            yield b'id: 5\ndata: {"type":"tool-call","runId":"r","payload":"oops"}\n\n'
+            yield b'id: 6\ndata: {"type":"brand-new","runId":"r","agentId":"a","payload":{"x":1}}\n\n'
+            yield b'event: surprise\ndata: {"type":"text-delta"}\n\n'
+            yield b"retry: nonsense\nid: abc\n: comment\n\n"
+            yield b'id: 7\ndata: {"type":"text-delta","runId":"r","agentId":"a","payload":{"text":"hi"}}\n\n'
+            yield b"id: 8\ndata: {\"type\":\"run-fin"  # cut in the middle of a frame
+        else:
+            yield b'id: 8\ndata: {"type":"run-finish","runId":"r","agentId":"a","payload":{"status":"completed"}}\n\n'
+            await asyncio.sleep(5)
+
+    async with RawServer(handler) as server:
+        async with RemoteClient(server.url, **FAST) as client:
+            items = await read_run(client, "t", "r", after=None, timeout=10)
+    assert [item.id for item in items] == [1, 6, 7, 8]
+    assert isinstance(items[1].event, UnknownEvent) and items[1].event.payload == {"x": 1}
+    assert items[2].event.payload.text == "hi" and items[3].event.type == "run-finish"
+    diagnostics = "\n".join(client.diagnostics)
+    assert len(client.diagnostics) == 6, diagnostics
+    for needle in ("id 2", "id 3", "id 4", "id 5", "brand-new", "surprise"):
+        assert needle in diagnostics
+    assert server.requests[-1].headers["last-event-id"] == "7"
+
+
+async def test_remote_errors_are_clear(tmp_path: Path) -> None:
+    async def not_ours(request: RawRequest) -> AsyncIterator[bytes]:
+        yield b"HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\ncontent-length: 9\r\nconnection: close\r\n\r\nNot Found"
+
+    async with RawServer(not_ours) as server:
+        url = server.url
+        client = RemoteClient(url)
+        try:
+            await client.open()
+        except Exception as exc:  # noqa: BLE001 - the message is what is tested
+            assert "is not an Instance AI server" in str(exc)
+        else:
+            raise AssertionError("open() accepted a server that is not ours")
+        finally:
+            await client.close()
+    closed = RemoteClient(url)  # the port is closed now
+    try:
+        await closed.open()
+    except Exception as exc:  # noqa: BLE001
+        assert "cannot reach" in str(exc) and closed.state == ConnectionState.OFFLINE
+    finally:
+        await closed.close()
+
+    settings = demo_settings(tmp_path)
+    app = create_app(build_service(settings), token="t0ken")
+    async with serve_app(app) as url:
+        for token, needle in ((None, "requires a token"), ("wrong", "token")):
+            remote = RemoteClient(url, token)
+            try:
+                await remote.open()
+                await remote.list_threads()
+            except Exception as exc:  # noqa: BLE001
+                assert needle in str(exc) and getattr(exc, "status", None) == 401
+                assert "t0ken" not in str(exc) and "wrong" not in repr(remote)
+            else:
+                raise AssertionError("a bad token was accepted")
+            finally:
+                await remote.close()
+        async with RemoteClient(url, "t0ken") as good:
+            assert await good.list_threads() == []
+            await good.create_thread("x")
+            assert [t.id for t in await good.list_threads()] == ["x"]
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"{url}/instance-ai/threads")).status_code == 401
