@@ -88,9 +88,9 @@ async def bench_loop(rounds: int) -> dict[str, Any]:
         "total_s": round(total, 4),
         "model_s": round(model_seconds, 4),
         "overhead_per_round_trip_us": round((total - model_seconds) / rounds * 1e6, 1),
-        "note": "grows with history length (the whole context is rebuilt per call); "
-        "see overhead_first_50_rounds_us for a short conversation",
         "overhead_first_50_rounds_us": await _short(policy_rounds=50),
+        "note": "best of several runs; model time (ScriptedModel) excluded; the model context is built "
+        "incrementally (no per-call rebuild of the history)",
     }
 
 

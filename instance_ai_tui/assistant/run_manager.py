@@ -115,9 +115,6 @@ class RunManager:
     def live(self, thread_id: str) -> ActiveRun | None:
         return self._runs.get(thread_id)
 
-    def live_runs(self) -> list[ActiveRun]:
-        return list(self._runs.values())
-
     def _lock(self, thread_id: str) -> asyncio.Lock:
         lock = self._locks.get(thread_id)
         if lock is None:
@@ -145,14 +142,20 @@ class RunManager:
             run = ActiveRun(ctx, message_id, text, record)
             run.finished = asyncio.get_running_loop().create_future()
             self._runs[thread_id] = run
-            ctx.emitter.emit("run-start", ctx.orchestrator_id,
-                             {"messageId": message_id, "messageGroupId": group_id, "userMessage": text})
-            await ctx.emitter.flush()  # run-start is stored before send() returns
-            await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
-            await self._start_title(run)
-            scope = self._scope(run)
-            stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id, run_id=run_id,
-                                              extra=scope.extra())
+            try:
+                ctx.emitter.emit("run-start", ctx.orchestrator_id,
+                                 {"messageId": message_id, "messageGroupId": group_id, "userMessage": text})
+                await ctx.emitter.flush()  # run-start is stored before send() returns
+                await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
+                await self._start_title(run)
+                scope = self._scope(run)
+                stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id,
+                                                  run_id=run_id, extra=scope.extra())
+            except BaseException:
+                log.exception("run %s: starting failed", run_id)
+                ctx.emitter.emit("error", ctx.orchestrator_id, {"content": "The run could not be started."})
+                await self._finish(run, "error", FAILED_REASON)
+                raise
             self._drive(run, scope, stream)
             return run_id
 
@@ -539,6 +542,24 @@ class RunManager:
             if pending.request_id not in published and pending.request:
                 self._publish_request(run, pending)  # the process died between recording and publishing
         await ctx.emitter.flush()
+
+    async def expire(self) -> int:
+        """End suspended runs whose every confirmation expired (``run-finish {cancelled, timeout}``)
+        and drop expired checkpoints. Returns how many runs were ended."""
+        ended = 0
+        for run in list(self._runs.values()):
+            if run.status != "suspended" or not run.confirmations:
+                continue
+            if all(c.expired() for c in run.confirmations.values()):
+                async with self._lock(run.thread_id):
+                    if self._runs.get(run.thread_id) is run and run.status == "suspended":
+                        await self._end_suspended(run, "cancelled", "timeout")
+                        ended += 1
+        try:
+            await self.services.checkpoints.sweep()
+        except Exception as exc:
+            log.warning("sweeping expired checkpoints failed: %s", exc)
+        return ended
 
     async def shutdown(self) -> None:
         """End every active run with ``run-finish {cancelled, service_shutdown}``."""

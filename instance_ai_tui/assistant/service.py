@@ -61,6 +61,8 @@ class AssistantOptions:
     title_timeout: float = 15.0
     #: seconds between streamed pieces of the demo model (0 = as fast as possible)
     demo_delay: float = 0.0
+    #: seconds between sweeps that end runs whose confirmations all expired (0 = no sweeper)
+    sweep_interval: float = 60.0
     #: ``shutdown()`` also closes the bus and the store
     close_storage: bool = True
 
@@ -130,6 +132,7 @@ class InstanceAI:
                                    title_timeout=self.options.title_timeout, owner=f"instance-ai-{uuid.uuid4().hex[:8]}"),
         )
         self._started = False
+        self._sweeper: asyncio.Task[None] | None = None
 
     def _n8n_backend(self, is_demo: bool) -> N8nBackend | None:
         url, key = self.settings.n8n_url, self.settings.n8n_api_key
@@ -145,9 +148,26 @@ class InstanceAI:
             return
         await self.store.open()
         await self.runs.recover()
+        if self.options.sweep_interval > 0:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="instance-ai-sweeper")
         self._started = True
 
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.sweep_interval)
+            try:
+                await self.runs.expire()
+            except Exception:
+                log.exception("the expiry sweep failed")
+
     async def shutdown(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except asyncio.CancelledError:
+                pass
+            self._sweeper = None
         await self.runs.shutdown()
         for owned in self._owned:
             close = getattr(owned, "aclose", None)

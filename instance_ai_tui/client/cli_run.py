@@ -49,6 +49,11 @@ def main(args: argparse.Namespace) -> int:
     except ClientError as exc:
         print(f"instance-ai run: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 async def _main(settings: Any, args: argparse.Namespace, policy: str) -> int:

@@ -334,6 +334,7 @@ class Conversation:
             if type(event) is dict:
                 if event.get("type") in _HOT_TYPES:
                     run_id = event.get("runId", "")
+                    msg: ConversationMessage | None
                     if run_id == self._hot_run and self._hot_msg is not None:
                         msg = self._hot_msg
                     elif type(run_id) is str:

@@ -528,6 +528,25 @@ class RunReducer:
         node = self._agents.get(agent_id)
         return AgentNode.model_validate(self._agent_dict(node)) if node is not None else None
 
+    def agent_fields(self, agent_id: str) -> dict[str, Any] | None:
+        """An agent's own fields in wire form (``agentId``, ``role``, ``status``,
+        ``statusMessage``, ``title``, ``result``, ``error``, ``tasks``, ...) without its
+        text, tool calls, children or timeline. Cheap: meant for every UI frame."""
+        node = self._agents.get(agent_id)
+        if node is None:
+            return None
+        out: dict[str, Any] = {"agentId": node.id, "role": node.role}
+        out.update(node.fields)
+        out["status"] = node.status
+        if node.status_message:
+            out["statusMessage"] = node.status_message
+        return out
+
+    def child_ids(self, agent_id: str) -> list[str]:
+        """Ids of an agent's direct sub-agents, in spawn order."""
+        node = self._agents.get(agent_id)
+        return [child.id for child in node.children] if node is not None else []
+
     def has_agent(self, agent_id: str) -> bool:
         return agent_id in self._agents
 

@@ -151,10 +151,10 @@ class _Builder:
                     continue  # the sub-agent it spawned is drawn instead, as in the seed
                 line.children.append(self.tool(call))
             elif kind == "child":
-                child = children.get(getattr(entry, "agent_id", ""))
-                if child is not None and child.agent_id not in shown_children:
-                    shown_children.add(child.agent_id)
-                    line.children.append(self.agent(child, names[child.agent_id]))
+                spawned = children.get(getattr(entry, "agent_id", ""))
+                if spawned is not None and spawned.agent_id not in shown_children:
+                    shown_children.add(spawned.agent_id)
+                    line.children.append(self.agent(spawned, names[spawned.agent_id]))
         # anything the timeline does not mention (flat history trees) still shows
         if not any(e.type == "reasoning" for e in timeline) and node.reasoning.strip():
             line.children.insert(0, self.reasoning(node.reasoning))

@@ -49,29 +49,24 @@ _UPSERT_MESSAGE = """
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
 local seq
 if existing then
-  seq = cjson.decode(existing)['seq']
+  seq = tonumber(cjson.decode(existing)['seq'])
 else
   seq = redis.call('INCR', KEYS[2])
 end
-local record = cjson.decode(ARGV[2])
-record['seq'] = seq
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(record))
+redis.call('HSET', KEYS[1], ARGV[1], '{"seq":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[2], 2))
 return seq
 """
 
 _CAS_CHECKPOINT = """
 local current = redis.call('GET', KEYS[1])
 if not current then return false end
-local record = cjson.decode(current)
-if tonumber(record['version']) ~= tonumber(ARGV[1]) then return false end
-record['version'] = record['version'] + 1
-record['status'] = ARGV[2]
-if ARGV[3] ~= '' then record['state'] = cjson.decode(ARGV[3]) end
-record['updated_at'] = ARGV[4]
-local out = cjson.encode(record)
-redis.call('SET', KEYS[1], out)
-return out
+if tonumber(cjson.decode(current)['version']) ~= tonumber(ARGV[1]) then return false end
+redis.call('SET', KEYS[1], ARGV[2])
+return ARGV[2]
 """
+
+#: The scripts never re-encode stored JSON with Lua's cjson: it turns ``[]`` into ``{}`` and
+#: rounds numbers to 14 digits. They only read a counter from it; Python writes the JSON.
 
 
 def _now() -> datetime:
@@ -249,7 +244,7 @@ class RedisStore:
         for message in messages:
             await self._upsert_message(
                 keys=[self.key("msgs", thread_id), self.key("msgseq", thread_id)],
-                args=[message.id, message.model_dump_json()],
+                args=[message.id, message.model_dump_json(exclude={"seq"})],
             )
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]:
@@ -277,10 +272,14 @@ class RedisStore:
     async def compare_and_set_checkpoint(
         self, run_id: str, expected_version: int, status: str, state: dict[str, Any] | None = None
     ) -> CheckpointRecord | None:
-        raw = await self._cas(
-            keys=[self.key("ckpt", run_id)],
-            args=[expected_version, status, json.dumps(state) if state is not None else "", _now().isoformat()],
-        )
+        current = await self.get_checkpoint(run_id)
+        if current is None or current.version != expected_version:
+            return None
+        update: dict[str, Any] = {"version": expected_version + 1, "status": status, "updated_at": _now()}
+        if state is not None:
+            update["state"] = state
+        updated = current.model_copy(update=update)
+        raw = await self._cas(keys=[self.key("ckpt", run_id)], args=[expected_version, updated.model_dump_json()])
         return CheckpointRecord.model_validate_json(raw) if raw else None
 
     async def list_checkpoints(self, status: str | None = None, thread_id: str | None = None) -> list[CheckpointRecord]:

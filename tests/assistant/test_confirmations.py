@@ -290,3 +290,14 @@ async def test_two_approvals_in_one_response(make_ai: Any, workspace: Path) -> N
     assert events[-1]["payload"]["status"] == "completed"
     assert (workspace / f"{requests[0]['args']['path']}").exists()
     assert not (workspace / f"{requests[1]['args']['path']}").exists()
+
+
+async def test_sweeper_ends_runs_whose_confirmations_expired(make_ai: Any, workspace: Path) -> None:
+    ai = await make_ai(ScriptedModel([WRITE]), workspace_root=workspace,
+                       options=AssistantOptions(generate_titles=False, confirmation_ttl=0.1, sweep_interval=0.05))
+    run_id = await ai.send("sw", "write")
+    request = (await collect(ai, "sw", until=("confirmation-request",)))[-1]
+    finish = (await collect(ai, "sw", after=request["id"], timeout=5))[-1]
+    assert finish["payload"] == {"status": "cancelled", "reason": "timeout"}
+    assert (await ai.store.get_run(run_id)).status == "cancelled"
+    assert not (await ai.status("sw")).is_suspended

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import httpx
+import pytest
 
-from instance_ai_tui.client.base import ConnectionState, StreamItem
+from instance_ai_tui.client.base import AuthError, ClientError, ConnectionState, StreamItem
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.events import UnknownEvent
@@ -142,41 +143,34 @@ async def test_remote_errors_are_clear(tmp_path: Path) -> None:
 
     async with RawServer(not_ours) as server:
         url = server.url
-        client = RemoteClient(url)
-        try:
-            await client.open()
-        except Exception as exc:  # noqa: BLE001 - the message is what is tested
-            assert "is not an Instance AI server" in str(exc)
-        else:
-            raise AssertionError("open() accepted a server that is not ours")
-        finally:
-            await client.close()
+        with pytest.raises(ClientError, match="is not an Instance AI server"):
+            async with RemoteClient(url):
+                pass
     closed = RemoteClient(url)  # the port is closed now
-    try:
+    with pytest.raises(ClientError, match="cannot reach"):
         await closed.open()
-    except Exception as exc:  # noqa: BLE001
-        assert "cannot reach" in str(exc) and closed.state == ConnectionState.OFFLINE
-    finally:
-        await closed.close()
+    assert closed.state == ConnectionState.OFFLINE
+    with pytest.raises(ClientError, match="http:// or https://"):
+        RemoteClient("localhost:5680")
 
     settings = demo_settings(tmp_path)
     app = create_app(build_service(settings), token="t0ken")
     async with serve_app(app) as url:
-        for token, needle in ((None, "requires a token"), ("wrong", "token")):
-            remote = RemoteClient(url, token)
-            try:
-                await remote.open()
+        with pytest.raises(AuthError, match="requires a token") as info:
+            async with RemoteClient(url):
+                pass
+        assert info.value.status == 401
+        remote = RemoteClient(url, "wrong")
+        async with remote:
+            with pytest.raises(AuthError) as info:
                 await remote.list_threads()
-            except Exception as exc:  # noqa: BLE001
-                assert needle in str(exc) and getattr(exc, "status", None) == 401
-                assert "t0ken" not in str(exc) and "wrong" not in repr(remote)
-            else:
-                raise AssertionError("a bad token was accepted")
-            finally:
-                await remote.close()
+        assert info.value.status == 401 and "wrong" not in str(info.value) and "wrong" not in repr(remote)
         async with RemoteClient(url, "t0ken") as good:
             assert await good.list_threads() == []
             await good.create_thread("x")
             assert [t.id for t in await good.list_threads()] == ["x"]
+            with pytest.raises(ClientError) as bad:
+                await good.send("x", "   ")
+            assert bad.value.status == 400 and "empty" in str(bad.value)
         async with httpx.AsyncClient() as http:
             assert (await http.get(f"{url}/instance-ai/threads")).status_code == 401

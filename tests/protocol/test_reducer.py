@@ -509,3 +509,19 @@ def test_drain_after_from_tree_is_a_reset_then_incremental() -> None:
     reducer.apply(n8n("text-delta", {"text": "b"}))
     (seg,) = reducer.drain_changes().segments
     assert seg.text == "b" and seg.index == 0
+
+
+def test_cheap_accessors() -> None:
+    reducer = fold(
+        [
+            n8n("run-start", {"messageId": "m"}),
+            n8n("agent-spawned", {"parentId": ROOT, "role": "builder", "tools": ["x"], "title": "T"}, agent="c1"),
+            n8n("agent-completed", {"role": "builder", "result": "done"}, agent="c1"),
+            n8n("status", {"message": "thinking"}),
+        ]
+    )
+    assert reducer.agent_fields("c1") == {"agentId": "c1", "role": "builder", "tools": ["x"], "title": "T", "status": "completed", "result": "done"}
+    assert reducer.agent_fields(ROOT) == {"agentId": ROOT, "role": "orchestrator", "status": "active", "statusMessage": "thinking"}
+    assert reducer.agent_fields("nope") is None
+    assert reducer.child_ids(ROOT) == ["c1"] and reducer.child_ids("c1") == []
+    assert reducer.tool_call("nope") is None and reducer.timeline_entry(ROOT, 5) is None and reducer.segment_text(ROOT, 0) == ""

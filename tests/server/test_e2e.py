@@ -174,3 +174,36 @@ async def test_cancel_race_and_messages_cursor(http: httpx.AsyncClient) -> None:
     assert all(e["runId"] == run2 for _, e in after)
     status = (await http.get("/threads/race/status")).json()
     assert status == {"hasActiveRun": False, "isSuspended": False, "backgroundTasks": []}
+
+
+async def test_simple_sequence_with_the_openai_wire_format_server(tmp_path: Path) -> None:
+    from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse, Rule
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# Hello\n", encoding="utf-8")
+    script = [
+        Rule(last_role="user", respond=MockResponse(reasoning="Let me look at the files...",
+                                                    tool_calls=[{"name": "list-files", "arguments": {}}])),
+        Rule(last_role="tool", respond=MockResponse(text="You have one file: README.md")),
+    ]
+    async with MockOpenAIServer(script) as model_server:
+        settings = Settings(
+            db_path=tmp_path / "openai.sqlite3",
+            workspace_root=workspace,
+            model=ModelSettings(name="gpt-mock", base_url=model_server.base_url, api_key="sk-test-not-real"),
+        )
+        app = create_app(build_service(settings, generate_titles=False))
+        async with serve_app(app) as url, httpx.AsyncClient(base_url=url + API, timeout=20) as http:
+            assert (await http.get("/health")).json()["model"] == "gpt-mock"
+            run_id = (await http.post("/chat/oa", json={"message": "what files do I have?"})).json()["runId"]
+            got = await frames(http, "oa", stop=finish_of(run_id))
+    kinds = [e["type"] for _, e in got]
+    compact = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1] and k != "status"]
+    assert compact == ["run-start", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
+    call = next(e for _, e in got if e["type"] == "tool-call")
+    assert call["payload"]["toolName"] == "list-files"
+    result = next(e for _, e in got if e["type"] == "tool-result")
+    assert "README.md" in json.dumps(result["payload"]["result"])
+    text = "".join(e["payload"]["text"] for _, e in got if e["type"] == "text-delta")
+    assert text == "You have one file: README.md" and got[-1][1]["payload"]["status"] == "completed"
