@@ -95,6 +95,12 @@ class RunEmitter:
             if self._queue and (self._pump is None or self._pump.done()):
                 self._pump = asyncio.get_running_loop().create_task(self._run_pump())
 
+    def close(self) -> None:
+        """Drop everything emitted from now on (and what is still queued)."""
+        self._closed = True
+        self.dropped += len(self._queue)
+        self._queue.clear()
+
     def run_finish(self, agent_id: str, status: str, reason: str | None = None, **extra: Any) -> dict[str, Any]:
         """The ``run-finish`` event dict (not emitted: see ``finish``)."""
         payload: dict[str, Any] = {"status": status}

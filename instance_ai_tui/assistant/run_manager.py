@@ -48,6 +48,7 @@ from .confirmations import (
     resume_data,
 )
 from .context import AgentScope, RunContext, Services
+from .coordination import LocalCoordinator, RunCoordinator
 from .emitter import RunEmitter
 from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
@@ -100,13 +101,17 @@ class RunManager:
     """Runs of every thread of one assistant service."""
 
     def __init__(self, store: Store, bus: EventBus, services: Services, orchestrator: Agent, *,
-                 title_model: ModelAdapter | None = None, options: ManagerOptions | None = None) -> None:
+                 title_model: ModelAdapter | None = None, options: ManagerOptions | None = None,
+                 coordinator: RunCoordinator | None = None) -> None:
         self.store = store
         self.bus = bus
         self.services = services
         self.orchestrator = orchestrator
         self.title_model = title_model
         self.options = options or ManagerOptions()
+        #: who else runs this store's threads (``assistant.coordination``); sets ``options.owner``
+        self.coordinator: RunCoordinator = coordinator or LocalCoordinator(self.options.owner)
+        self.options.owner = self.coordinator.instance_id
         self._runs: dict[str, ActiveRun] = {}
         self._by_request: dict[str, str] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -127,18 +132,23 @@ class RunManager:
             raise InvalidRequest("the message must not be empty")
         async with self._lock(thread_id):
             await self._refuse_if_busy(thread_id)
-            if await self.store.get_thread(thread_id) is None:
-                await self.store.create_thread(thread_id)
             run_id, group_id, message_id = new_run_id(), new_message_group_id(), new_message_id()
-            ctx = RunContext(
-                thread_id=thread_id, run_id=run_id, message_group_id=group_id, orchestrator_id=orchestrator_id(run_id),
-                emitter=RunEmitter(self.bus, thread_id, run_id), services=self.services,
-                allowances=await load_allowances(self.store, thread_id),
-            )
-            record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
-                               owner=self.options.owner, started_at=datetime.now(UTC),
-                               data={"messageId": message_id, "userMessage": text})
-            await self.store.upsert_run(record)
+            await self._hold_thread(thread_id, run_id)
+            try:
+                if await self.store.get_thread(thread_id) is None:
+                    await self.store.create_thread(thread_id)
+                ctx = RunContext(
+                    thread_id=thread_id, run_id=run_id, message_group_id=group_id,
+                    orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
+                    services=self.services, allowances=await load_allowances(self.store, thread_id),
+                )
+                record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
+                                   owner=self.options.owner, started_at=datetime.now(UTC),
+                                   data={"messageId": message_id, "userMessage": text})
+                await self.store.upsert_run(record)
+            except BaseException:
+                await self.coordinator.release(thread_id, run_id, finished=True)
+                raise
             run = ActiveRun(ctx, message_id, text, record)
             run.finished = asyncio.get_running_loop().create_future()
             self._runs[thread_id] = run
@@ -172,6 +182,17 @@ class RunManager:
         for record in await self.store.list_runs(thread_id=thread_id, status=["active", "suspended"]):
             # left by another process that is still running it (or by one we have not swept)
             raise RunActive(BUSY_MESSAGE + f" (run {record.run_id})")
+
+    async def _hold_thread(self, thread_id: str, run_id: str) -> None:
+        """Take the thread for a new run across processes (the coordinator's lock), then check
+        again that no run started or suspended meanwhile; ``RunActive`` otherwise."""
+        if not await self.coordinator.acquire(thread_id, run_id):
+            raise RunActive(BUSY_MESSAGE)
+        try:
+            await self._refuse_if_busy(thread_id)
+        except BaseException:
+            await self.coordinator.release(thread_id, run_id, finished=True)
+            raise
 
     def _scope(self, run: ActiveRun) -> AgentScope:
         mapper = ChunkMapper(run.ctx.emitter, run.ctx.orchestrator_id)
@@ -284,6 +305,7 @@ class RunManager:
         run.stream = None
         await run.ctx.emitter.flush()
         await self._save_record(run, "suspended")
+        await self.coordinator.release(run.thread_id, run.run_id, finished=False)  # the record keeps it busy
         for pending in fresh:
             self._publish_request(run, pending)
         await run.ctx.emitter.flush()
@@ -307,10 +329,13 @@ class RunManager:
         await self.store.upsert_run(record)
 
     # ----------------------------------------------------------------- confirm
-    async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+    async def confirm(self, request_id: str, body: ConfirmBody, *, route: bool = True) -> ConfirmResponse:
+        """Resume the run waiting for ``request_id``; with ``route``, one another process holds too."""
         thread_id = self._by_request.get(request_id)
         run = self._runs.get(thread_id) if thread_id else None
         if run is None or request_id not in run.confirmations:
+            if route:
+                return await self.coordinator.confirm_elsewhere(request_id, body)
             raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered, cancelled or unknown)")
         async with self._lock(run.thread_id):
             if run.task is not None and not run.task.done():
@@ -333,23 +358,29 @@ class RunManager:
                 await remember_allowance(self.store, run.thread_id, pending.tool_name, run.ctx.allowances)
             scope = self._scope(run)
             scope.mapper.mark_announced(pending.resume_tool_call_id)
+            if not await self.coordinator.acquire(run.thread_id, run.run_id):
+                raise RunActive(BUSY_MESSAGE)
             try:
-                if pending.resume_kind == "approval":
-                    decision = approval_decision(data)
-                    stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, decision,
-                                                            extra=scope.extra())
-                else:
-                    stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, data,
-                                                            extra=scope.extra())
-            except InvalidResumeData as exc:
-                raise InvalidRequest(str(exc)) from None
-            except ResumeConflict:
-                raise ConfirmationNotFound(f"confirmation {request_id!r} was already answered") from None
-            except CheckpointNotFound as exc:
-                await self._end_suspended(run, "error", "The paused run could not be resumed (its state is gone).")
-                raise ConfirmationExpired(f"confirmation {request_id!r} can no longer be resumed: {exc}") from None
-            except RuntimeApiError as exc:
-                raise ConfirmationNotFound(f"confirmation {request_id!r} cannot be resumed: {exc}") from None
+                try:
+                    if pending.resume_kind == "approval":
+                        decision = approval_decision(data)
+                        stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, decision,
+                                                                extra=scope.extra())
+                    else:
+                        stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, data,
+                                                                extra=scope.extra())
+                except InvalidResumeData as exc:
+                    raise InvalidRequest(str(exc)) from None
+                except ResumeConflict:
+                    raise ConfirmationNotFound(f"confirmation {request_id!r} was already answered") from None
+                except CheckpointNotFound as exc:
+                    await self._end_suspended(run, "error", "The paused run could not be resumed (its state is gone).")
+                    raise ConfirmationExpired(f"confirmation {request_id!r} can no longer be resumed: {exc}") from None
+                except RuntimeApiError as exc:
+                    raise ConfirmationNotFound(f"confirmation {request_id!r} cannot be resumed: {exc}") from None
+            except BaseException:
+                await self.coordinator.release(run.thread_id, run.run_id, finished=False)
+                raise
             run.confirmations.pop(request_id, None)
             self._by_request.pop(request_id, None)
             await self._save_record(run, "active")
@@ -357,11 +388,12 @@ class RunManager:
             return ConfirmResponse(ok=True, run_id=run.run_id)
 
     # ----------------------------------------------------------------- cancel / finish
-    async def cancel(self, thread_id: str, reason: str = "user_cancelled") -> bool:
-        """End the thread's run as cancelled; False when nothing was running (idempotent)."""
+    async def cancel(self, thread_id: str, reason: str = "user_cancelled", *, route: bool = True) -> bool:
+        """End the thread's run as cancelled; False when nothing was running (idempotent).
+        With ``route``, a run of another process is cancelled there."""
         run = self._runs.get(thread_id)
         if run is None:
-            return False
+            return await self.coordinator.cancel_elsewhere(thread_id, reason) if route else False
         run.cancel_reason = run.cancel_reason or reason
         while self._runs.get(thread_id) is run:
             task = run.task
@@ -441,6 +473,7 @@ class RunManager:
         finally:
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
+            await self.coordinator.release(run.thread_id, run.run_id, finished=True)
             if run.finished is not None and not run.finished.done():
                 run.finished.set_result(status)
 
@@ -466,17 +499,19 @@ class RunManager:
 
     # ----------------------------------------------------------------- restart
     async def recover(self) -> None:
-        """At start: sweep runs a crash left active; reload suspended runs."""
+        """At start: sweep runs a crash left active; reload suspended runs. With other processes
+        on the same store (``coordinator``), only the runs no live process owns."""
+        await self.coordinator.start(self)
         for record in await self.store.list_runs(status=["active"]):
             try:
-                await self._sweep(record)
+                await self.coordinator.recover(record)
             except Exception:
                 log.exception("sweeping run %s failed", record.run_id)
         for record in await self.store.list_runs(status=["suspended"]):
             if record.thread_id in self._runs:
                 continue
             try:
-                await self._reload(record)
+                await self.coordinator.recover(record)
             except Exception:
                 log.exception("reloading suspended run %s failed", record.run_id)
 
@@ -561,10 +596,51 @@ class RunManager:
             log.warning("sweeping expired checkpoints failed: %s", exc)
         return ended
 
+    # ----------------------------------------------------------------- other processes (assistant.coordination)
+    def live_runs(self) -> list[ActiveRun]:
+        return list(self._runs.values())
+
+    def has_request(self, request_id: str) -> bool:
+        return request_id in self._by_request
+
+    async def sweep_orphan(self, record: RunRecord) -> None:
+        """End a run its (crashed) owner left ``active``: ``run-finish {interrupted, crash_interrupted}``."""
+        await self._sweep(record)
+
+    async def adopt(self, record: RunRecord) -> None:
+        """Take over a suspended run whose owner is gone (or our own, after a restart)."""
+        if record.thread_id in self._runs:
+            return
+        if record.owner != self.options.owner:
+            record.owner = self.options.owner
+            await self.store.upsert_run(record)
+        await self._reload(record)
+
+    def abandon(self, thread_id: str, run_id: str) -> None:
+        """Another process took this run over (our lease expired): drop it here, publish nothing more."""
+        run = self._runs.get(thread_id)
+        if run is None or run.run_id != run_id:
+            return
+        run.finishing = True  # _finish does nothing now: the run's end is the other process's
+        run.ctx.emitter.close()
+        del self._runs[thread_id]
+        for request_id in run.confirmations:
+            self._by_request.pop(request_id, None)
+        if run.stream is not None:
+            run.stream.abort()
+        if run.task is not None and not run.task.done():
+            run.task.cancel()
+        if run.title_task is not None:
+            run.title_task.cancel()
+        if run.finished is not None and not run.finished.done():
+            run.finished.set_result("abandoned")
+
     async def shutdown(self) -> None:
         """End every active run with ``run-finish {cancelled, service_shutdown}``."""
         active = [r for r in self._runs.values() if r.status == "active"]
-        await asyncio.gather(*(self.cancel(r.thread_id, "service_shutdown") for r in active), return_exceptions=True)
+        await asyncio.gather(*(self.cancel(r.thread_id, "service_shutdown", route=False) for r in active),
+                             return_exceptions=True)
+        await self.coordinator.stop()
 
 
 def _cancelled_text(reason: str) -> str:

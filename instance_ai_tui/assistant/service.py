@@ -34,6 +34,7 @@ from ..store.base import Store, StoredEvent, ThreadRecord
 from ..store.base import ThreadNotFound as StoreThreadNotFound
 from .confirmations import DEFAULT_TTL_SECONDS
 from .context import Services
+from .coordination import RunCoordinator
 from .demo_instance import DemoN8n
 from .errors import InvalidRequest, ThreadNotFound
 from .history import thread_messages
@@ -93,6 +94,7 @@ class InstanceAI:
         title_model: ModelAdapter | None = None,
         options: AssistantOptions | None = None,
         model_label: str | None = None,
+        coordinator: RunCoordinator | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -130,6 +132,7 @@ class InstanceAI:
             options=ManagerOptions(confirmation_ttl=self.options.confirmation_ttl,
                                    generate_titles=self.options.generate_titles,
                                    title_timeout=self.options.title_timeout, owner=f"instance-ai-{uuid.uuid4().hex[:8]}"),
+            coordinator=coordinator,
         )
         self._started = False
         self._sweeper: asyncio.Task[None] | None = None
@@ -246,6 +249,10 @@ class InstanceAI:
         run = self.runs.live(thread_id)
         if run is None:
             await self.get_thread(thread_id)
+            for record in await self.store.list_runs(thread_id=thread_id, status=["active", "suspended"]):
+                # a run of another server process on the same store
+                return ThreadStatus(has_active_run=record.status == "active",
+                                    is_suspended=record.status == "suspended", run_id=record.run_id)
             return ThreadStatus()
         return ThreadStatus(
             has_active_run=run.status == "active",

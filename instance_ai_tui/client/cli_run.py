@@ -140,6 +140,7 @@ class HeadlessRun:
 
     async def run(self) -> int:
         from ..protocol.conversation import Conversation
+        from ..protocol.events import ConfirmationRequestEvent
         from .base import NotFoundError
 
         try:
@@ -166,8 +167,8 @@ class HeadlessRun:
             self._emit_json(event.to_wire())
             if not self.json_mode:
                 self._show(event, conversation)
-            if event.type == "confirmation-request":
-                follow_up = await self._answer(event.payload)  # type: ignore[union-attr]
+            if isinstance(event, ConfirmationRequestEvent):
+                follow_up = await self._answer(event.payload)
                 if follow_up and follow_up not in runs:
                     runs.add(follow_up)
                     self.run_id = follow_up
@@ -189,7 +190,8 @@ class HeadlessRun:
     def _show(self, event: Event, conversation: Any) -> None:
         from ..protocol.text_render import summarize_result, task_glyph
 
-        kind, payload = event.type, getattr(event, "payload", None)
+        kind = event.type
+        payload: Any = getattr(event, "payload", None)
         if kind in ("text-delta", "text-block", "run-finish"):
             message = conversation.message_for_run(event.run_id)
             text = message.content if message is not None else ""

@@ -121,7 +121,6 @@ class EmbeddedClient(Client):
 
     async def cancel(self, thread_id: str) -> None:
         with _translated():
-            await self.service.get_thread(thread_id)
             await self.service.cancel(thread_id)
 
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable, Mapping
+from typing import AsyncGenerator, Callable, Mapping
 
 import httpx
 
@@ -96,7 +96,7 @@ async def reconnecting_sse(
     keepalive_timeout: float = 45.0,
     connect_timeout: float = 10.0,
     max_attempts: int | None = None,
-) -> AsyncIterator[SseFrame]:
+) -> AsyncGenerator[SseFrame, None]:
     """Frames of the SSE stream at ``url``, reconnecting for ever (see the module docstring).
 
     ``params`` go on every request unchanged; the cursor travels in the ``Last-Event-ID``

@@ -41,7 +41,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..assistant.errors import AssistantError
 from ..assistant.service_api import AssistantService
@@ -130,7 +130,7 @@ class GuardMiddleware:
         started = time.perf_counter()
         status_box = [0]
 
-        async def send_logged(message: dict[str, Any]) -> None:
+        async def send_logged(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
                 log.info("%s %s -> %s", scope["method"], scope["path"], message["status"])
@@ -246,16 +246,20 @@ class InstanceAIApi:
 
     @staticmethod
     def _cursor(request: Request) -> int:
+        """``Last-Event-ID`` wins when it is a valid id; else ``?lastEventId=`` (400 if invalid); else 0."""
+
+        def valid(value: str) -> bool:
+            return value.isascii() and value.isdigit() and len(value) <= 18
+
         header = request.headers.get("last-event-id", "").strip()
-        if header.isascii() and header.isdigit():
+        if valid(header):
             return int(header)
         query = request.query_params.get("lastEventId")
         if query is None:
             return 0
-        query = query.strip()
-        if not (query.isascii() and query.isdigit()) or len(query) > 18:
+        if not valid(query.strip()):
             raise ApiError(400, "lastEventId must be a non-negative integer")
-        return int(query)
+        return int(query.strip())
 
     async def list_threads(self, request: Request) -> Response:
         search = request.query_params.get("search") or None

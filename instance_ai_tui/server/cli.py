@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--demo-delay", type=float, default=0.0, help="seconds between the demo model's streamed pieces (default: 0)"
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument("--redis", metavar="URL",
+                        help="share threads with other 'serve' processes through Redis, e.g. redis://127.0.0.1:6379/0 "
+                             "(or set INSTANCE_AI_REDIS_URL); replaces the SQLite file")
+    parser.add_argument("--instance-id", help="this process's name in logs and run ownership (with --redis; "
+                                              "default: hostname-pid-random)")
+    parser.add_argument("--lease-ms", type=int, default=15_000,
+                        help="with --redis: ms after which a crashed process's runs are taken over (default: 15000)")
 
 
 def is_loopback(host: str) -> bool:
@@ -71,8 +78,18 @@ def main(args: argparse.Namespace) -> int:
     if args.workspace:
         overrides["workspace_root"] = args.workspace
     settings = load_settings(overrides)
+    from .redis_service import build_redis_service, check_redis, redacted, resolve_redis_url
+
+    redis_url = resolve_redis_url(args.redis, settings)
+    if redis_url and (problem := check_redis(redis_url)):
+        print(f"instance-ai serve: {problem}", file=sys.stderr)
+        return 2
     try:
-        service = build_service(settings, demo_delay=args.demo_delay)
+        if redis_url:
+            service = build_redis_service(settings, redis_url, instance_id=args.instance_id, lease_ms=args.lease_ms,
+                                          demo_delay=args.demo_delay)
+        else:
+            service = build_service(settings, demo_delay=args.demo_delay)
     except ValueError as exc:
         print(f"instance-ai serve: {exc}", file=sys.stderr)
         return 2
@@ -80,7 +97,9 @@ def main(args: argparse.Namespace) -> int:
     server = make_server(app, args.host, args.port, log_level=args.log_level)
     print(
         f"instance-ai serve: http://{args.host}:{args.port}/instance-ai  model: {service.model_label}  "
-        f"db: {settings.resolved_db_path}{'  (token required)' if token else ''}",
+        + (f"redis: {redacted(redis_url)} (instance {service.runs.coordinator.instance_id})" if redis_url
+           else f"db: {settings.resolved_db_path}")
+        + ("  (token required)" if token else ""),
         file=sys.stderr,
         flush=True,
     )

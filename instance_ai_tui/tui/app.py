@@ -135,6 +135,8 @@ class InstanceAiApp(App[None]):
         self._remove_state_listener: Any = None
         self._last_error: str | None = None
         self._pending_focus: list[str] = []
+        #: agent sections with timeline entries left to mount (frame budget ran out)
+        self._behind: list[Any] = []
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, /help for commands)", id="prompt")
@@ -257,6 +259,7 @@ class InstanceAiApp(App[None]):
         self.thread_id = thread_id
         self._pending_by_id = {}
         self.pending.clear()
+        self._behind = []
         self._cancelling = False
         self._status_source = None
         self.status_info.message = ""
@@ -403,7 +406,9 @@ class InstanceAiApp(App[None]):
             return
         started = time.perf_counter()
         changes = conversation.drain_changes()
-        if changes.empty:
+        behind = [section for section in self._behind if section.is_attached]
+        self._behind = []
+        if changes.empty and not behind:
             self._last_frame_empty = True
             if self._pending_focus:
                 self._focus_new_cards()
@@ -417,7 +422,9 @@ class InstanceAiApp(App[None]):
         with self.batch_update():
             if changes.confirmations or changes.reset:
                 self._refresh_pending(frame)
-            grew = view.apply(changes, frame)
+            for section in behind:
+                section.append_entries(frame)
+            grew = view.apply(changes, frame) or bool(behind)
             if changes.tasks or changes.reset:
                 self._update_tasks(conversation)
             if changes.title and conversation.title:
@@ -430,6 +437,7 @@ class InstanceAiApp(App[None]):
             self.status_line.refresh_info(tick=True)
             if grew and not view.following:
                 self._show_new_output_badge()
+        self._behind = frame.behind
         await frame.run()
         self._focus_new_cards()
         self.stats.record_frame(time.perf_counter() - started)
@@ -446,9 +454,9 @@ class InstanceAiApp(App[None]):
         self.pending.update(new)
         self._pending_focus.extend(rid for rid in new if rid not in old)
         if changed:
-            view = self.view
-            frame.new_cards.extend(view.refresh_pending(changed))
-        self.refresh_bindings()
+            frame.new_cards.extend(self.view.refresh_pending(changed))
+            if bool(old) != bool(new):
+                self.refresh_bindings()  # the footer recomposes: only when "pending" flips
 
     def _focus_new_cards(self) -> None:
         """Bring a newly pending card into view; focus it unless the user is typing.
@@ -915,7 +923,7 @@ class InstanceAiApp(App[None]):
     @property
     def rendered(self) -> bool:
         """The last frame projected nothing new and every Markdown block has parsed its text."""
-        return self._last_frame_empty and self.view.settled
+        return self._last_frame_empty and not self._behind and self.view.settled
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
         """Wait until rendering caught up (and, with ``events``, that many were ingested).

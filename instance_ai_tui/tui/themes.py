@@ -43,6 +43,13 @@ Integration (in the app)
       ``$text-warning`` disappears; give such widgets an override, e.g.
       ``App.-ansi-theme #demo-banner { background: transparent; }``.
     - ``file_themes``: name -> ``LoadedTheme`` (theme, path, parsed file) of file themes.
+    - ``wait_loaded()`` / ``wait_persisted()``: await the background read / config write.
+
+Functions: ``load_theme_file(path) -> LoadedTheme`` (raises ``ThemeFileError`` naming the
+file and the problem), ``load_theme_dirs(dirs) -> (themes, errors)``, ``theme_dirs()``,
+``builtin_themes_dir()``, ``repo_themes_dir()``, ``user_themes_dir()``,
+``save_theme_choice(name, path=None)`` (blocking: writes ``ui.theme``, see
+``config_writer``), ``app_variable_defaults(theme)``.
 
 Theme files
 -----------
@@ -57,6 +64,7 @@ Schema (``ThemeFile``; unknown keys are errors)::
     ansi: false                    # true: colours are the terminal's ANSI palette (ansi_blue ...)
     primary: "#7aa2f7"             # required; the rest optional (Textual derives them)
     secondary/accent/foreground/background/surface/panel/boost/warning/error/success: ...
+    luminosity_spread: 0.15        # optional, as Textual's Theme; also text_alpha: 0.95
     app:                           # APP_VARIABLES; each "<colour>", "<colour> 50%" or "$<variable>"
       tool-failed: "$error"
     variables:                     # Textual component variables, passed through as is
@@ -88,6 +96,7 @@ glyph constants: ``GLYPH_EXPANDED`` ▾, ``GLYPH_COLLAPSED`` ▸, ``GLYPH_ACTIVE
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -275,109 +284,122 @@ def _check_color_value(value: str) -> str:
     return _check_color(value)
 
 
-class ThemeFile(BaseModel):
-    """One theme file (YAML), validated."""
+@functools.cache
+def _theme_file_model() -> type[BaseModel]:
+    """``ThemeFile``, built on first use: creating the pydantic model costs ~20 ms, which
+    the app's start-up should not pay when the theme in use is a built-in."""
 
-    model_config = ConfigDict(extra="forbid")
+    class ThemeFile(BaseModel):
+        """One theme file (YAML), validated."""
 
-    name: str
-    description: str = ""
-    author: str = ""
-    dark: bool = True
-    ansi: bool = False
-    primary: str
-    secondary: str | None = None
-    accent: str | None = None
-    foreground: str | None = None
-    background: str | None = None
-    surface: str | None = None
-    panel: str | None = None
-    boost: str | None = None
-    warning: str | None = None
-    error: str | None = None
-    success: str | None = None
-    luminosity_spread: float = Field(default=0.15, ge=0.0, le=1.0)
-    text_alpha: float = Field(default=0.95, ge=0.0, le=1.0)
-    app: dict[str, str] = Field(default_factory=dict)
-    variables: dict[str, str] = Field(default_factory=dict)
+        model_config = ConfigDict(extra="forbid")
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(
-                f"{value!r} is not a valid theme name (letters, digits, '-', '_' and '.'; "
-                "starting with a letter or digit)"
-            )
-        return value
+        name: str
+        description: str = ""
+        author: str = ""
+        dark: bool = True
+        ansi: bool = False
+        primary: str
+        secondary: str | None = None
+        accent: str | None = None
+        foreground: str | None = None
+        background: str | None = None
+        surface: str | None = None
+        panel: str | None = None
+        boost: str | None = None
+        warning: str | None = None
+        error: str | None = None
+        success: str | None = None
+        luminosity_spread: float = Field(default=0.15, ge=0.0, le=1.0)
+        text_alpha: float = Field(default=0.95, ge=0.0, le=1.0)
+        app: dict[str, str] = Field(default_factory=dict)
+        variables: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator(
-        "primary", "secondary", "accent", "foreground", "background", "surface",
-        "panel", "boost", "warning", "error", "success",
-    )
-    @classmethod
-    def _colors(cls, value: str | None) -> str | None:
-        return None if value is None else _check_color(value)
+        @field_validator("name")
+        @classmethod
+        def _name(cls, value: str) -> str:
+            if not _NAME.match(value):
+                raise ValueError(
+                    f"{value!r} is not a valid theme name (letters, digits, '-', '_' and '.'; "
+                    "starting with a letter or digit)"
+                )
+            return value
 
-    @field_validator("app")
-    @classmethod
-    def _app(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(APP_VARIABLES))
-        if unknown:
-            raise ValueError(
-                f"unknown app variable(s) {', '.join(unknown)}; known: {', '.join(APP_VARIABLES)}"
-            )
-        return {name: _check_color_value(str(color)) for name, color in value.items()}
-
-    @field_validator("variables")
-    @classmethod
-    def _variables(cls, value: dict[str, Any]) -> dict[str, str]:
-        return {str(name): str(item) for name, item in value.items()}
-
-    def to_theme(self) -> Theme:
-        """The Textual ``Theme``, with every app variable resolved to a concrete value."""
-        base = Theme(
-            name=self.name,
-            primary=self.primary,
-            secondary=self.secondary,
-            accent=self.accent,
-            foreground=self.foreground,
-            background=self.background,
-            surface=self.surface,
-            panel=self.panel,
-            boost=self.boost,
-            warning=self.warning,
-            error=self.error,
-            success=self.success,
-            dark=self.dark,
-            luminosity_spread=self.luminosity_spread,
-            text_alpha=self.text_alpha,
-            variables=dict(self.variables),
-            ansi=self.ansi,
+        @field_validator(
+            "primary", "secondary", "accent", "foreground", "background", "surface",
+            "panel", "boost", "warning", "error", "success",
         )
-        generated = _generated(base)
-        resolved: dict[str, str] = {}
-        for name, source in APP_VARIABLE_SOURCES.items():
-            value = self.app.get(name, f"${source}")
-            reference = _REFERENCE.match(value)
-            if reference:
-                target = reference.group("name")
-                if target in resolved:
-                    value = resolved[target]
-                elif target in generated:
-                    value = generated[target]
-                else:
-                    raise ValueError(f"app.{name}: unknown variable ${target}")
-            resolved[name] = value
-        extra: dict[str, str] = {}
-        if self.ansi:
-            # Textual's screen CSS reads these in ANSI mode (see its ansi-dark / ansi-light)
-            extra = {
-                "ansi-background": "ansi_black" if self.dark else "ansi_white",
-                "ansi-foreground": "ansi_white" if self.dark else "ansi_black",
-            }
-        base.variables = {**extra, **resolved, **self.variables}
-        return base
+        @classmethod
+        def _colors(cls, value: str | None) -> str | None:
+            return None if value is None else _check_color(value)
+
+        @field_validator("app")
+        @classmethod
+        def _app(cls, value: dict[str, str]) -> dict[str, str]:
+            unknown = sorted(set(value) - set(APP_VARIABLES))
+            if unknown:
+                raise ValueError(
+                    f"unknown app variable(s) {', '.join(unknown)}; known: {', '.join(APP_VARIABLES)}"
+                )
+            return {name: _check_color_value(str(color)) for name, color in value.items()}
+
+        @field_validator("variables")
+        @classmethod
+        def _variables(cls, value: dict[str, Any]) -> dict[str, str]:
+            return {str(name): str(item) for name, item in value.items()}
+
+        def to_theme(self) -> Theme:
+            """The Textual ``Theme``, with every app variable resolved to a concrete value."""
+            base = Theme(
+                name=self.name,
+                primary=self.primary,
+                secondary=self.secondary,
+                accent=self.accent,
+                foreground=self.foreground,
+                background=self.background,
+                surface=self.surface,
+                panel=self.panel,
+                boost=self.boost,
+                warning=self.warning,
+                error=self.error,
+                success=self.success,
+                dark=self.dark,
+                luminosity_spread=self.luminosity_spread,
+                text_alpha=self.text_alpha,
+                variables=dict(self.variables),
+                ansi=self.ansi,
+            )
+            generated = _generated(base)
+            resolved: dict[str, str] = {}
+            for name, source in APP_VARIABLE_SOURCES.items():
+                value = self.app.get(name, f"${source}")
+                reference = _REFERENCE.match(value)
+                if reference:
+                    target = reference.group("name")
+                    if target in resolved:
+                        value = resolved[target]
+                    elif target in generated:
+                        value = generated[target]
+                    else:
+                        raise ValueError(f"app.{name}: unknown variable ${target}")
+                resolved[name] = value
+            extra: dict[str, str] = {}
+            if self.ansi:
+                # Textual's screen CSS reads these in ANSI mode (see its ansi-dark / ansi-light)
+                extra = {
+                    "ansi-background": "ansi_black" if self.dark else "ansi_white",
+                    "ansi-foreground": "ansi_white" if self.dark else "ansi_black",
+                }
+            base.variables = {**extra, **resolved, **self.variables}
+            return base
+
+    return ThemeFile
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ThemeFile":
+        return _theme_file_model()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ThemeFileError(Exception):
@@ -402,7 +424,7 @@ class ThemeLoadError:
 class LoadedTheme:
     theme: Theme
     path: Path
-    source: ThemeFile
+    source: Any  # a ThemeFile
 
 
 def _format_validation(error: ValidationError) -> str:
@@ -439,7 +461,7 @@ def load_theme_file(path: Path) -> LoadedTheme:
     if not isinstance(data, dict):
         raise ThemeFileError(path, "a theme file must be a YAML mapping (name: ..., primary: ...)")
     try:
-        source = ThemeFile.model_validate(data)
+        source = _theme_file_model().model_validate(data)
         theme = source.to_theme()
     except ValidationError as exc:
         raise ThemeFileError(path, _format_validation(exc)) from None

@@ -5,8 +5,9 @@ approval, ⊘ interrupted) *and* a word, the tool name, a short form of the argu
 result, and the duration. The body is only mounted while the card is expanded; results are
 pretty-printed JSON with syntax highlighting, folded after ``FOLD_LINES`` lines.
 
-Expansion follows the state until the user toggles it: expanded while running and when it
-fails or waits for approval, collapsed once it succeeds.
+Expansion follows the state until the user toggles it: expanded when it fails or waits for
+approval; collapsed while running (the header shows the arguments) and once it succeeds
+(the header shows a summary of the result).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class ToolCallCard(Vertical, can_focus=True):
     def expanded(self) -> bool:
         if self._user_expanded is not None:
             return self._user_expanded
-        return self.state in ("running", "awaiting", "failed")
+        return self.state in ("awaiting", "failed")
 
     def sync(self, tc: ToolCallState, confirmation_pending: bool, *, force: bool = False) -> bool:
         """Update from the model. Returns True if anything changed."""

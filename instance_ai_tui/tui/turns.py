@@ -38,16 +38,22 @@ if TYPE_CHECKING:
 
 
 class Frame:
-    """What one projection tick collects: markdown to flush, cards that appeared."""
+    """What one projection tick collects: markdown to flush, cards that appeared, and a
+    budget of new timeline widgets (sections that run out of it catch up next frame)."""
 
-    __slots__ = ("flush", "pending", "new_cards", "spin")
+    __slots__ = ("flush", "pending", "new_cards", "budget", "behind")
 
-    def __init__(self, pending: set[str] | None = None) -> None:
+    #: timeline entries one frame may mount (keeps every frame short, whatever the event rate)
+    BUDGET = 8
+
+    def __init__(self, pending: set[str] | None = None, budget: int = BUDGET) -> None:
         self.flush: dict[int, LiveMarkdown] = {}
         #: request ids waiting for the user's answer
         self.pending: set[str] = pending if pending is not None else set()
         self.new_cards: list[ToolCallCard] = []
-        self.spin = False
+        self.budget = budget
+        #: sections with timeline entries still to mount
+        self.behind: list[AgentSection] = []
 
     def add_flush(self, markdown: LiveMarkdown) -> None:
         self.flush[id(markdown)] = markdown
@@ -388,7 +394,7 @@ class MoreLine(Static, can_focus=True):
 class AgentSection(Vertical):
     """The timeline of one agent, windowed to its last ``WINDOW`` entries."""
 
-    WINDOW = 60
+    WINDOW = 40
 
     DEFAULT_CSS = """
     AgentSection { height: auto; }
@@ -457,35 +463,40 @@ class AgentSection(Vertical):
         return widget
 
     def append_entries(self, frame: Frame) -> None:
-        """Mount the entries added to the timeline since the last frame."""
+        """Mount the entries added to the timeline since the last frame, within the frame's
+        budget; entries that would fall out of the window at once are never mounted."""
         new_length = self.reducer.timeline_length(self.agent_id)
         if new_length <= self.length:
             return
         previous_last = self.entries.get(self.length - 1)
-        old_length = self.length
-        self.length = new_length
         if previous_last is not None:
             previous_last.set_live(False)  # type: ignore[attr-defined]
-        widgets = [w for w in (self._make(i) for i in range(max(old_length, self.first), new_length)) if w is not None]
+        start = max(self.length, new_length - self.window)
+        stop = min(new_length, start + max(0, frame.budget))
+        self.length = stop
+        self._prune()
+        widgets = [w for w in (self._make(i) for i in range(start, stop)) if w is not None]
+        frame.budget -= stop - start
         for widget in widgets:
             if isinstance(widget, ToolCallCard):
                 frame.new_cards.append(widget)
         if widgets:
             self.mount_all(widgets)
-        self._prune()
+        if stop < new_length:
+            frame.behind.append(self)
 
     def _prune(self) -> None:
-        """Keep at most ``window`` entries mounted (drop the oldest)."""
-        excess = (self.length - self.first) - self.window
-        if excess <= 0:
+        """Keep at most ``window`` entries in the mounted range (drop the oldest)."""
+        new_first = max(self.first, self.length - self.window)
+        if new_first <= self.first:
             return
         doomed: list[Widget] = []
-        for index in range(self.first, self.first + excess):
+        for index in range(self.first, new_first):
             widget = self.entries.pop(index, None)
             if widget is not None:
                 self._forget(widget)
                 doomed.append(widget)
-        self.first += excess
+        self.first = new_first
         if doomed:
             self.remove_children(doomed)
         self.more.display = True

@@ -116,13 +116,17 @@ async def test_autonomous_loop_with_approval_status_and_409(http: httpx.AsyncCli
 
 
 async def test_reconnect_mid_run_gives_exactly_the_missing_events(http: httpx.AsyncClient) -> None:
-    run_id = (await http.post("/chat/re", json={"message": "list workflows and then show files"})).json()["runId"]
+    run_id = (await http.post("/chat/re", json={"message": "every morning send the weather to Slack"})).json()["runId"]
     part1 = await frames(http, "re", stop=lambda e, out: len(out) == 5)
+    assert (await http.get("/threads/re/status")).json()["hasActiveRun"] is True  # really mid-run
     part2 = await frames(http, "re", stop=lambda e, out: len(out) == 5, headers={"Last-Event-ID": "5"},
-                         params={"lastEventId": "1"})  # the header wins
-    part3 = await frames(http, "re", stop=finish_of(run_id), params={"lastEventId": "10"})
+                         params={"lastEventId": "1"})  # the header wins over the query
+    part3 = await frames(http, "re", stop=of_type("confirmation-request"), params={"lastEventId": "10"})
+    request = part3[-1][1]["payload"]
+    await http.post(f"/confirm/{request['requestId']}", json={"approved": True})
+    part4 = await frames(http, "re", stop=finish_of(run_id), headers={"Last-Event-ID": str(part3[-1][0])})
     full = await frames(http, "re", stop=finish_of(run_id))
-    assert part1 + part2 + part3 == full
+    assert part1 + part2 + part3 + part4 == full
     assert [i for i, _ in full] == list(range(1, len(full) + 1))
 
 

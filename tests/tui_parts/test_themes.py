@@ -357,3 +357,14 @@ async def test_ansi_class_follows_the_theme_and_other_subscribers_survive_stop(t
         assert seen[-1] == "nord"  # the app's own subscription is still there
         await manager.wait_persisted()
         assert tomllib.loads((tmp_path / "c.toml").read_text())["ui"]["theme"] == "instance-light"  # stopped
+
+
+def test_readme_example_theme_is_valid(tmp_path: Path) -> None:
+    import re
+
+    text = (REPO_THEMES / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"```yaml\n(.*?)```", text, re.S)
+    assert example is not None
+    theme = load_theme_file(write(tmp_path, "example.yaml", example.group(1))).theme
+    assert theme.name == "my-theme"
+    assert set(APP_VARIABLES) <= set(theme.variables)
