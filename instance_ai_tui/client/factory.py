@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Settings, load_settings
-from .base import Client, ClientError
+if TYPE_CHECKING:  # imported lazily: ``--help`` must not pay for the models
+    from ..config import Settings
+    from .base import Client
 
 DIALECTS = ("instance-ai", "n8n")
 TOKEN_ENV = "INSTANCE_AI_TOKEN"
@@ -40,6 +41,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, model: bool = T
 
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """Settings file, then environment, then the flags in ``args``."""
+    from ..config import load_settings
+
     env = dict(os.environ if env is None else env)
     remote: dict[str, Any] = {}
     if getattr(args, "url", None):
@@ -75,6 +78,8 @@ def build_client(settings: Settings, dialect: str | None = None) -> Client:
         password = remote.password.get_secret_value() if remote.password else None
         return N8nClient(remote.url, remote.email, password)
     if dialect != "instance-ai":
+        from .base import ClientError
+
         raise ClientError(f"unknown dialect {dialect!r}: use one of {', '.join(DIALECTS)}")
     from .remote import RemoteClient
 
@@ -86,6 +91,7 @@ async def detect_dialect(url: str, timeout: float = 10.0) -> str:
     """``"instance-ai"`` or ``"n8n"`` for the server at ``url``; ``ClientError`` if neither."""
     import httpx
 
+    from .base import ClientError
     from .remote import normalise_base_url
 
     base = normalise_base_url(url)

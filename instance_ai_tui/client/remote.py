@@ -9,7 +9,9 @@ as such instead of as a confusing 404 later.
 
 from __future__ import annotations
 
+import json
 from typing import Any, AsyncIterator, Mapping
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -159,12 +161,14 @@ class RemoteClient(Client):
         params: Mapping[str, str] | None = None,
         what: str = "",
     ) -> Any:
+        what = what or f"{method} {path}"
         try:
             response = await self._client().request(
                 method, f"{self._api}{path}", json=json, params=params, headers=self._headers
             )
         except httpx.HTTPError as exc:
-            raise ClientError(f"{what or method + ' ' + path}: cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+            reason = str(exc) or type(exc).__name__
+            raise ClientError(f"{what}: cannot reach {self.base_url}: {reason}") from None
         if response.status_code >= 400:
             raise status_error(response.status_code, _error_message(response), what)
         try:
@@ -181,8 +185,6 @@ class RemoteClient(Client):
 
     @staticmethod
     def _quote(value: str) -> str:
-        from urllib.parse import quote
-
         return quote(value, safe="")
 
     # ----------------------------------------------------------------- threads
@@ -265,8 +267,6 @@ class RemoteClient(Client):
 
 
 def _sse_error_message(exc: SseStatusError) -> str:
-    import json
-
     try:
         body = json.loads(exc.body)
     except ValueError:

@@ -32,7 +32,8 @@ import json
 import logging
 import re
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator
+from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -116,8 +117,6 @@ class GuardMiddleware:
                     return True
         query = scope.get("query_string", b"")
         if b"token=" in query:
-            from urllib.parse import parse_qs
-
             for candidate in parse_qs(query.decode("latin-1")).get("token", []):
                 if hmac.compare_digest(candidate.encode("latin-1"), self.token):
                     return True
@@ -128,12 +127,11 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status_box = [0]
 
         async def send_logged(message: Message) -> None:
             if message["type"] == "http.response.start":
-                status_box[0] = message["status"]
-                log.info("%s %s -> %s", scope["method"], scope["path"], message["status"])
+                elapsed = (time.perf_counter() - started) * 1000
+                log.info("%s %s -> %s (%.1f ms)", scope["method"], scope["path"], message["status"], elapsed)
             await send(message)
 
         if self.token is not None and scope["path"] not in _PUBLIC_PATHS and not self._authorised(scope):
@@ -142,10 +140,7 @@ class GuardMiddleware:
             )
             await response(scope, receive, send_logged)
             return
-        try:
-            await self.app(scope, receive, send_logged)
-        finally:
-            log.debug("%s %s done in %.1f ms", scope["method"], scope["path"], (time.perf_counter() - started) * 1000)
+        await self.app(scope, receive, send_logged)
 
 
 # --------------------------------------------------------------------------- the API
@@ -154,11 +149,14 @@ class GuardMiddleware:
 class InstanceAIApi:
     """The route handlers, bound to one service."""
 
-    def __init__(self, service: AssistantService, hub: StreamHub, *, ping_interval: float, max_body_bytes: int) -> None:
+    def __init__(
+        self, service: AssistantService, hub: StreamHub, *, ping_interval: float, max_body_bytes: int, flush_interval: float
+    ) -> None:
         self.service = service
         self.hub = hub
         self.ping_interval = ping_interval
         self.max_body_bytes = max_body_bytes
+        self.flush_interval = flush_interval
 
     # ----------------------------------------------------------------- helpers
     @staticmethod
@@ -207,7 +205,7 @@ class InstanceAIApi:
         return JSONResponse(
             {
                 "service": SERVICE_NAME,
-                "version": _package_version(),
+                "version": request.app.state.version,
                 "model": self.service.model_label,
                 "authRequired": request.app.state.auth_required,
             }
@@ -241,7 +239,7 @@ class InstanceAIApi:
         thread_id = await self._thread(request)
         cursor = self._cursor(request)
         source = self.service.events(thread_id, after=cursor)
-        stream = EventStream(source, ping_interval=self.ping_interval, hub=self.hub)
+        stream = EventStream(source, ping_interval=self.ping_interval, hub=self.hub, flush_interval=self.flush_interval)
         return StreamingResponse(stream, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
 
     @staticmethod
@@ -359,9 +357,6 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 # --------------------------------------------------------------------------- factory
 
 
-ShutdownHook = Callable[[], Awaitable[None]]
-
-
 def create_app(
     service: AssistantService,
     *,
@@ -369,16 +364,21 @@ def create_app(
     ping_interval: float = 15.0,
     max_body_bytes: int = 1_000_000,
     manage_service: bool = True,
+    flush_interval: float = 0.005,
 ) -> Starlette:
     """The ASGI app for ``service``.
 
+    ``flush_interval``: an SSE stream writes at most once per this many seconds; frames that
+    arrive meanwhile go out together (fewer writes and wake-ups with many subscribers).
     With ``manage_service`` the app's lifespan calls ``service.start()`` and, on shutdown,
     ``service.shutdown()``. ``app.state.shutdown_gracefully()`` (idempotent) ends active runs
     and then the open SSE streams; the ``serve`` runner calls it before uvicorn waits for
     connections to close, so streams deliver the final ``run-finish`` and end cleanly.
     """
     hub = StreamHub()
-    api = InstanceAIApi(service, hub, ping_interval=ping_interval, max_body_bytes=max_body_bytes)
+    api = InstanceAIApi(
+        service, hub, ping_interval=ping_interval, max_body_bytes=max_body_bytes, flush_interval=flush_interval
+    )
     shut = {"done": False}
 
     async def shutdown_gracefully() -> None:
@@ -416,6 +416,7 @@ def create_app(
     app.state.service = service
     app.state.hub = hub
     app.state.auth_required = token is not None
-    app.state.openapi = build_openapi(_package_version())
+    app.state.version = _package_version()
+    app.state.openapi = build_openapi(app.state.version)
     app.state.shutdown_gracefully = shutdown_gracefully
     return app

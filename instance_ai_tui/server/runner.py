@@ -20,11 +20,11 @@ class InstanceAIServer(uvicorn.Server):
 
     def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
         super().__init__(config)
-        self._app = app
+        self._instance_app = app
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         try:
-            await self._app.state.shutdown_gracefully()
+            await self._instance_app.state.shutdown_gracefully()
         except Exception:  # never block the shutdown itself
             logging.getLogger("instance_ai_tui.server").exception("graceful shutdown of the service failed")
         await super().shutdown(sockets)

@@ -71,3 +71,15 @@ def agent_info(reducer: RunReducer, agent_id: str) -> AgentInfo | None:
         goal=tree.goal,
         cancellation_reason=tree.cancellation_reason,
     )
+
+
+def reducer_root_field(reducer: RunReducer, name: str) -> Any:
+    """One wire-form field of the root agent (e.g. ``tasks``), or ``None``."""
+    agents = getattr(reducer, "_agents", None)
+    node = agents.get(reducer.root_id) if isinstance(agents, dict) else None
+    fields = getattr(node, "fields", None)
+    if isinstance(fields, dict):
+        return fields.get(name)
+    tree = reducer.tree()
+    value = getattr(tree, name.replace("Id", "_id"), None)
+    return value.to_wire() if hasattr(value, "to_wire") else value

@@ -26,6 +26,7 @@ what it was given.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from ..client.base import Client, ClientError, ConnectionState, NotFoundError, R
 from ..protocol.api import ApprovalConfirm, PlanDenyConfirm, ThreadInfo
 from ..protocol.conversation import Conversation, PendingConfirmation
 from . import keymap, themes
-from .agent_info import agent_info
+from .agent_info import agent_info, reducer_root_field
 from .confirmations import ConfirmationAnswered, ConfirmCard
 from .conversation_view import ConversationView
 from .help_screen import HelpScreen, help_markdown
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 FRAME_HZ = 25
+#: more events than this between two frames (with more still coming) is a flood
+FLOOD_EVENTS = 2000
 #: the ingest worker yields to the event loop at least this often (seconds)
 INGEST_SLICE = 0.008
 
@@ -135,8 +138,9 @@ class InstanceAiApp(App[None]):
         self._remove_state_listener: Any = None
         self._last_error: str | None = None
         self._pending_focus: list[str] = []
-        #: agent sections with timeline entries left to mount (frame budget ran out)
-        self._behind: list[Any] = []
+        self._events_at_frame = 0
+        self._catching_up = False
+        self._gc_held = False
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, /help for commands)", id="prompt")
@@ -190,6 +194,10 @@ class InstanceAiApp(App[None]):
         self._remove_state_listener = self.client.add_state_listener(self._on_connection_state)
         self._on_connection_state(self.client.state, self.client.state_detail)
         self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
+        # What exists now (modules, pydantic schemas, styles, widgets) lives as long as the
+        # app: keep it out of the cyclic collector's full passes, which otherwise stall the
+        # UI for 100+ ms each while a long stream is folded.
+        gc.freeze()
         self._boot()
 
     @work(group="boot", exit_on_error=False)
@@ -229,6 +237,7 @@ class InstanceAiApp(App[None]):
         if self.theme_manager is not None:
             self.theme_manager.stop()
         self._stop_ingest()
+        self._release_gc()
         if self._close_client:
             try:
                 await self.client.close()
@@ -259,7 +268,6 @@ class InstanceAiApp(App[None]):
         self.thread_id = thread_id
         self._pending_by_id = {}
         self.pending.clear()
-        self._behind = []
         self._cancelling = False
         self._status_source = None
         self.status_info.message = ""
@@ -405,9 +413,10 @@ class InstanceAiApp(App[None]):
         if conversation is None or not view.is_attached:
             return
         started = time.perf_counter()
+        if self._flooded():
+            return
         changes = conversation.drain_changes()
-        behind = [section for section in self._behind if section.is_attached]
-        self._behind = []
+        behind = view.behind
         if changes.empty and not behind:
             self._last_frame_empty = True
             if self._pending_focus:
@@ -422,9 +431,8 @@ class InstanceAiApp(App[None]):
         with self.batch_update():
             if changes.confirmations or changes.reset:
                 self._refresh_pending(frame)
-            for section in behind:
-                section.append_entries(frame)
-            grew = view.apply(changes, frame) or bool(behind)
+            grew = view.apply(changes, frame)
+            grew = view.catch_up(frame) or grew
             if changes.tasks or changes.reset:
                 self._update_tasks(conversation)
             if changes.title and conversation.title:
@@ -437,10 +445,37 @@ class InstanceAiApp(App[None]):
             self.status_line.refresh_info(tick=True)
             if grew and not view.following:
                 self._show_new_output_badge()
-        self._behind = frame.behind
         await frame.run()
         self._focus_new_cards()
         self.stats.record_frame(time.perf_counter() - started)
+
+    def _flooded(self) -> bool:
+        """During a flood of events (a replayed log, a burst after a reconnect) skip the
+        projection: the model keeps every change and one later frame projects the end
+        state, so no widget is mounted only to be pruned a moment later and the event loop
+        stays with the ingest. Live agent output (hundreds of events/s) is never a flood."""
+        backlog = self.stats.events - self._events_at_frame
+        self._events_at_frame = self.stats.events
+        flooding = backlog > FLOOD_EVENTS and not self.ingest_idle
+        if flooding:
+            if not self._catching_up and gc.isenabled():
+                # a flood allocates fast: hold the cyclic collector (reference counting
+                # still frees nearly everything) instead of letting it stall every few frames
+                gc.disable()
+                self._gc_held = True
+            self._catching_up = True
+            self.status_info.message = f"catching up… {self.stats.events:,} events"
+            self.status_line.refresh_info(tick=True)
+        elif self._catching_up:
+            self._catching_up = False
+            self.status_info.message = ""
+            self._release_gc()
+        return flooding
+
+    def _release_gc(self) -> None:
+        if self._gc_held:
+            self._gc_held = False
+            gc.enable()
 
     def _refresh_pending(self, frame: Frame) -> None:
         conversation = self.conversation
@@ -481,6 +516,8 @@ class InstanceAiApp(App[None]):
     def _update_tasks(self, conversation: Conversation) -> None:
         panel = self.tasks_panel
         tasks = conversation.latest_tasks
+        if tasks is None:
+            tasks = _tasks_from_history(conversation)
         panel.set_tasks(tasks)
         if not self._user_toggled_tasks:
             panel.display = bool(tasks is not None and tasks.tasks and self.settings.ui.show_tasks)
@@ -536,10 +573,18 @@ class InstanceAiApp(App[None]):
         info.run_state = state
 
     def _show_new_output_badge(self) -> None:
-        badge = self.badge
-        if not badge.display:
-            badge.update(Content.styled("↓ new output below — press End (or click here) to follow", "bold $text-accent"))
-            badge.display = True
+        """After layout: if the user is scrolled up and output landed below, say so."""
+
+        def check() -> None:
+            view = self.view
+            if view.following or view.scroll_y >= view.max_scroll_y - 1 or self.badge.display:
+                return
+            self.badge.update(
+                Content.styled("↓ new output below — press End (or click here) to follow", "bold $text-accent")
+            )
+            self.badge.display = True
+
+        self.call_after_refresh(check)
 
     @on(ConversationView.Followed)
     def _followed(self) -> None:
@@ -640,13 +685,13 @@ class InstanceAiApp(App[None]):
         if self.conversation is not None:
             self.conversation.mark_confirmation_resolved(request_id, approved)
         card.settle(summary)
-        prompt = self.prompt
         if self.focused is None or _inside_card(self.focused) or self.focused is card:
             remaining = [rid for rid in self.pending if rid != request_id]
             if remaining:
                 self.call_after_refresh(self.go_to_pending, remaining[0])
             else:
-                prompt.focus()
+                self.prompt.focus()
+                self.view.follow()  # back to following the agent's output
 
     def go_to_pending(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
         """Scroll to a pending card (the first one by default) and focus it.
@@ -708,7 +753,7 @@ class InstanceAiApp(App[None]):
         if action == "cancel_run":
             return self.conversation is not None and self.conversation.is_streaming
         if action == "next_pending_card":
-            return bool(self.pending) or None
+            return bool(self.pending)
         return True
 
     def action_cancel_run(self) -> None:
@@ -923,7 +968,7 @@ class InstanceAiApp(App[None]):
     @property
     def rendered(self) -> bool:
         """The last frame projected nothing new and every Markdown block has parsed its text."""
-        return self._last_frame_empty and not self._behind and self.view.settled
+        return self._last_frame_empty and not self._catching_up and self.view.settled
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
         """Wait until rendering caught up (and, with ``events``, that many were ingested).
@@ -946,6 +991,23 @@ class InstanceAiApp(App[None]):
     def _model_dirty(self) -> bool:
         conversation = self.conversation
         return bool(conversation is not None and getattr(conversation, "_dirty", None))
+
+
+def _tasks_from_history(conversation: Conversation) -> Any:
+    """The newest task list in the restored messages (their root agents' ``tasks``)."""
+    from ..protocol.events import TaskList
+
+    for msg in reversed(conversation.messages):
+        reducer = msg.reducer
+        if reducer is None:
+            continue
+        tasks = reducer_root_field(reducer, "tasks")
+        if tasks:
+            try:
+                return TaskList.model_validate(tasks)
+            except ValueError:
+                return None
+    return None
 
 
 def _warm_up() -> None:

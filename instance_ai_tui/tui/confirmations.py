@@ -105,6 +105,21 @@ class ConfirmCard(Vertical, can_focus=True):
         self.shown_at = time.monotonic()
         self.mount(self.outcome)
 
+    def reveal(self) -> None:
+        """Scroll the whole card into view once it is laid out."""
+        self.call_after_refresh(self.scroll_visible, animate=False)
+
+    def on_focus(self) -> None:
+        self.reveal()
+
+    def on_descendant_focus(self) -> None:
+        self.reveal()
+
+    def intro(self) -> str | None:
+        """The intro text, unless it only repeats the message."""
+        text = (self.confirmation.intro_message or "").strip()
+        return text if text and text != (self.confirmation.message or "").strip() else None
+
     def restart_grace(self) -> None:
         """The card was just brought to the user's eyes (focused for them): keys wait again.
 
@@ -221,8 +236,8 @@ Type the answer and press **Enter** to send it; **Esc** declines.
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
-        if self.confirmation.intro_message:
-            yield Static(self.confirmation.intro_message, markup=False)
+        if self.intro():
+            yield Static(self.intro() or "", markup=False)
         yield Input(placeholder="Your answer — Enter sends, Esc declines", id="answer")
 
     def focus_default(self) -> None:
@@ -266,8 +281,8 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
-        if self.confirmation.intro_message:
-            yield Static(self.confirmation.intro_message, markup=False)
+        if self.intro():
+            yield Static(self.intro() or "", markup=False)
         yield Static(id="question", markup=False)
         yield Input(placeholder="Type your answer, Enter to continue, Esc to cancel", id="other")
         yield Static(id="keys", classes="card-keys", markup=False)
@@ -366,6 +381,7 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         self.page = max(0, min(page, len(self.questions)))
         self._render_page()
         self.focus_default()
+        self.reveal()
 
     def next_page(self) -> None:
         self.goto(self.page + 1)
@@ -479,8 +495,8 @@ class PlanReviewCard(ConfirmCard):
     def compose(self) -> ComposeResult:
         c = self.confirmation
         yield Static(Content.assemble(("📋 Plan review  ", "bold"), c.message or ""), markup=False)
-        if c.intro_message:
-            yield Static(c.intro_message, markup=False)
+        if self.intro():
+            yield Static(self.intro() or "", markup=False)
         if c.tasks is not None and c.tasks.tasks:
             yield Static(render_tasks(c.tasks), markup=False, classes="plan-tasks")
         elif c.plan_items:

@@ -234,6 +234,17 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self._quiet_until = time.monotonic() + 0.4
         self.scroll_to_widget(widget, animate=False, top=True, immediate=True)
 
+    def catch_up(self, frame: Frame) -> bool:
+        """Let turns that are behind mount more (within the frame budget). True if any was."""
+        behind = [t for t in self.assistant_turns() if t.behind]
+        for turn in behind:
+            turn.catch_up(frame)
+        return bool(behind)
+
+    @property
+    def behind(self) -> bool:
+        return any(t.behind for t in self.assistant_turns())
+
     def ticks(self) -> None:
         for widget in self.turns.values():
             if isinstance(widget, AssistantTurn) and widget.live:

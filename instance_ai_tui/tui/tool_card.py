@@ -251,9 +251,17 @@ class ToolCallCard(Vertical, can_focus=True):
                 parts.append((f"\n… {len(lines) - FOLD_LINES} more lines (f to unfold)", "$text-muted italic"))
         return Content.assemble(*parts) if parts else Content("")
 
-    def _sync_body(self) -> None:
+    def _shows_body(self) -> bool:
         tc = self.tc
         if not self.expanded or not (tc.args or tc.result is not None or tc.error is not None):
+            return False
+        if self.state == "awaiting" and self._user_expanded is None and tc.confirmation is not None:
+            # a questions/plan/text card says it all; the arguments only repeat it
+            return tc.confirmation.effective_input_type == "approval"
+        return True
+
+    def _sync_body(self) -> None:
+        if not self._shows_body():
             if self.body is not None:
                 self.body.remove()
                 self.body = None

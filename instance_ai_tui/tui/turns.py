@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 
 class Frame:
     """What one projection tick collects: markdown to flush, cards that appeared, and a
-    budget of new timeline widgets (sections that run out of it catch up next frame)."""
+    budget of new timeline widgets (a section that runs out of it is "behind" and catches
+    up in the next frames)."""
 
-    __slots__ = ("flush", "pending", "new_cards", "budget", "behind")
+    __slots__ = ("flush", "pending", "new_cards", "budget")
 
     #: timeline entries one frame may mount (keeps every frame short, whatever the event rate)
     BUDGET = 8
@@ -52,8 +53,6 @@ class Frame:
         self.pending: set[str] = pending if pending is not None else set()
         self.new_cards: list[ToolCallCard] = []
         self.budget = budget
-        #: sections with timeline entries still to mount
-        self.behind: list[AgentSection] = []
 
     def add_flush(self, markdown: LiveMarkdown) -> None:
         self.flush[id(markdown)] = markdown
@@ -406,8 +405,10 @@ class AgentSection(Vertical):
         self.agent_id = agent_id
         self.active = active
         self.entries: dict[int, Widget] = {}
+        #: mounted range is [first, length); the window wants [target_first, timeline length)
         self.first = 0
         self.length = 0
+        self.target_first = 0
         self.window = self.WINDOW
         self.more = MoreLine(self)
 
@@ -416,16 +417,25 @@ class AgentSection(Vertical):
         return self.turn.reducer
 
     def compose(self) -> ComposeResult:
+        # the newest few entries at once; the rest of the window is back-filled over the
+        # next frames (within their budget), so opening a long thread never stalls
         self.turn.sections[self.agent_id] = self
         self.length = self.reducer.timeline_length(self.agent_id)
-        self.first = max(0, self.length - self.window)
-        self.more.display = self.first > 0
-        self.more.set_count(self.first)
+        self.target_first = max(0, self.length - self.window)
+        self.first = max(self.target_first, self.length - Frame.BUDGET)
+        if self.first > self.target_first:
+            self.turn.behind.add(self)
+        self._update_more()
         yield self.more
         for index in range(self.first, self.length):
             widget = self._make(index)
             if widget is not None:
                 yield widget
+
+    def _update_more(self) -> None:
+        self.more.display = self.first > 0
+        if self.first > 0:
+            self.more.set_count(self.first)
 
     # ------------------------------------------------------------------ entries
     def _live(self, index: int) -> bool:
@@ -446,7 +456,7 @@ class AgentSection(Vertical):
             if tc is None:
                 return None
             card = ToolCallCard(tc)
-            card.index = index  # type: ignore[attr-defined]
+            card.index = index
             conf = tc.confirmation
             card._pending = conf is not None and conf.request_id in self.turn.pending
             self.turn.cards[tc.tool_call_id] = card
@@ -462,6 +472,24 @@ class AgentSection(Vertical):
         self.entries[index] = widget
         return widget
 
+    def catch_up(self, frame: Frame) -> None:
+        """Mount what the timeline and the window want, within the frame's budget: new
+        entries first (the newest matter most), then older ones above."""
+        self.append_entries(frame)
+        if self.first > self.target_first and frame.budget > 0:
+            count = min(frame.budget, self.first - self.target_first)
+            new_first = self.first - count
+            widgets = [w for w in (self._make(i) for i in range(new_first, self.first)) if w is not None]
+            frame.budget -= count
+            self.first = new_first
+            if widgets:
+                self.mount_all(widgets, after=self.more)
+            self._update_more()
+        if self.first > self.target_first or self.length < self.reducer.timeline_length(self.agent_id):
+            self.turn.behind.add(self)
+        else:
+            self.turn.behind.discard(self)
+
     def append_entries(self, frame: Frame) -> None:
         """Mount the entries added to the timeline since the last frame, within the frame's
         budget; entries that would fall out of the window at once are never mounted."""
@@ -473,6 +501,9 @@ class AgentSection(Vertical):
             previous_last.set_live(False)  # type: ignore[attr-defined]
         start = max(self.length, new_length - self.window)
         stop = min(new_length, start + max(0, frame.budget))
+        if stop == start:
+            self.turn.behind.add(self)
+            return
         self.length = stop
         self._prune()
         widgets = [w for w in (self._make(i) for i in range(start, stop)) if w is not None]
@@ -483,11 +514,14 @@ class AgentSection(Vertical):
         if widgets:
             self.mount_all(widgets)
         if stop < new_length:
-            frame.behind.append(self)
+            self.turn.behind.add(self)
 
     def _prune(self) -> None:
         """Keep at most ``window`` entries in the mounted range (drop the oldest)."""
-        new_first = max(self.first, self.length - self.window)
+        self.target_first = max(self.target_first, self.length - self.window)
+        new_first = max(self.first, self.target_first)
+        if new_first > self.length:
+            new_first = self.length
         if new_first <= self.first:
             return
         doomed: list[Widget] = []
@@ -499,21 +533,15 @@ class AgentSection(Vertical):
         self.first = new_first
         if doomed:
             self.remove_children(doomed)
-        self.more.display = True
-        self.more.set_count(self.first)
+        self._update_more()
 
     def show_earlier(self) -> None:
-        """Mount up to ``WINDOW`` more of the older entries (above the current ones)."""
-        if self.first == 0:
+        """Widen the window by ``WINDOW`` older entries (mounted over the next frames)."""
+        if self.target_first == 0:
             return
         self.window += self.WINDOW
-        new_first = max(0, self.length - self.window)
-        widgets = [w for w in (self._make(i) for i in range(new_first, self.first)) if w is not None]
-        self.first = new_first
-        if widgets:
-            self.mount_all(widgets, after=self.more)
-        self.more.display = self.first > 0
-        self.more.set_count(self.first)
+        self.target_first = max(0, self.length - self.window)
+        self.turn.behind.add(self)
 
     def set_segment(self, index: int, text: str, frame: Frame) -> None:
         """The whole current content of a text/reasoning entry."""
@@ -549,6 +577,7 @@ class AgentSection(Vertical):
         """This section is about to be removed: unregister it and everything in it."""
         if self.turn.sections.get(self.agent_id) is self:
             del self.turn.sections[self.agent_id]
+        self.turn.behind.discard(self)
         for widget in self.entries.values():
             self._forget(widget)
         self.entries.clear()
@@ -609,6 +638,8 @@ class AssistantTurn(Vertical):
         self.sections: dict[str, AgentSection] = {}
         self.cards: dict[str, ToolCallCard] = {}
         self.subagents: dict[str, SubAgentSection] = {}
+        #: sections with entries left to mount (frame budget ran out, or back-fill)
+        self.behind: set[AgentSection] = set()
         self.root: AgentSection | None = None
         self.footer = Static("", classes="turn-footer", markup=False)
         self._footer_state: tuple[object, ...] | None = None
@@ -635,6 +666,7 @@ class AssistantTurn(Vertical):
         self.sections.clear()
         self.cards.clear()
         self.subagents.clear()
+        self.behind.clear()
         self.remove_children()
         self.root = AgentSection(self, self.reducer.root_id, active=True)
         self.footer = Static("", classes="turn-footer", markup=False)
@@ -650,7 +682,7 @@ class AssistantTurn(Vertical):
         for agent_id in changes.timeline_appends:
             section = self.sections.get(agent_id)
             if section is not None:
-                section.append_entries(frame)
+                section.catch_up(frame)
         for seg in changes.segments:
             section = self.sections.get(seg.agent_id)
             if section is not None and seg.index in section.entries:
@@ -715,6 +747,16 @@ class AssistantTurn(Vertical):
         if text is not None:
             self.footer.update(text)
 
+    def catch_up(self, frame: Frame) -> None:
+        """Give the frame's remaining budget to the sections that are behind."""
+        for section in list(self.behind):
+            if frame.budget <= 0:
+                return
+            if section.is_attached and self.sections.get(section.agent_id) is section:
+                section.catch_up(frame)
+            else:
+                self.behind.discard(section)
+
     def tick(self) -> None:
         for card in self.cards.values():
             if card.state == "running":
@@ -728,6 +770,8 @@ class AssistantTurn(Vertical):
 
     @property
     def settled(self) -> bool:
+        if self.behind:
+            return False
         return all(md.settled for section in self.sections.values() for md in section.markdown_blocks())
 
     def answer_text(self) -> str:

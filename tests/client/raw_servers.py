@@ -6,7 +6,7 @@ import asyncio
 import json
 import random
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator, Callable
 
 
 @dataclass
