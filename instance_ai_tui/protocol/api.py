@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
@@ -127,7 +128,9 @@ ConfirmBody = Annotated[
     Field(discriminator="kind"),
 ]
 
-_confirm_adapter: TypeAdapter[Any] = TypeAdapter(ConfirmBody)
+@functools.cache
+def _confirm_adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(ConfirmBody)
 
 
 def parse_confirm_body(data: Any) -> ConfirmBody:
@@ -137,7 +140,7 @@ def parse_confirm_body(data: Any) -> ConfirmBody:
     """
     if isinstance(data, dict) and "kind" not in data:
         data = {"kind": "approval", **data}
-    return _confirm_adapter.validate_python(data)
+    return _confirm_adapter().validate_python(data)
 
 
 class ConfirmResponse(WireModel):

@@ -20,6 +20,7 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         serialize_by_alias=True,
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -38,4 +39,5 @@ class StrictWireModel(WireModel):
         populate_by_name=True,
         extra="forbid",
         serialize_by_alias=True,
+        defer_build=True,
     )

@@ -9,6 +9,7 @@ for input that is not an event at all, so callers can record a diagnostic.
 
 from __future__ import annotations
 
+import functools
 import json
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Union
@@ -484,7 +485,10 @@ EVENT_TYPES: frozenset[str] = frozenset(
 #: Events n8n never persists nor gives an id (see the reference, section 2).
 EPHEMERAL_TYPES: frozenset[str] = frozenset({"text-delta", "reasoning-delta", "status", "filesystem-request"})
 
-_known_adapter: TypeAdapter[Any] = TypeAdapter(KnownEvent)
+@functools.cache
+def _known_adapter() -> TypeAdapter[Any]:
+    # Built on first use, not at import: keeps start-up fast.
+    return TypeAdapter(KnownEvent)
 
 
 def parse_event(data: Any) -> Event:
@@ -506,7 +510,7 @@ def parse_event(data: Any) -> Event:
         raise EventParseError("an event needs a string 'type'")
     try:
         if kind in EVENT_TYPES:
-            return _known_adapter.validate_python(data)
+            return _known_adapter().validate_python(data)
         return UnknownEvent.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
