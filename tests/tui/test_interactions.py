@@ -44,7 +44,7 @@ async def until(predicate: Any, pilot: Any, timeout: float = 5.0) -> None:
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
+            raise AssertionError(f"condition not reached in {timeout} s: {predicate.__code__.co_firstlineno}")
         await pilot.pause(0.02)
 
 
@@ -445,7 +445,7 @@ async def test_export_writes_markdown(tmp_path: Path) -> None:
 
 async def test_new_output_badge_and_end_key() -> None:
     long_answer = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
-    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40), ev("run-finish", status="completed")]], delay=0.01)
+    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40), ev("run-finish", status="completed")]], delay=0.02)
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
