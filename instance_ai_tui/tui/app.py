@@ -39,22 +39,22 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..client.base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
-from ..protocol.api import ApprovalConfirm, PlanDenyConfirm, ThreadInfo
-from ..protocol.conversation import Conversation, PendingConfirmation
+from ..client.base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError
 from . import keymap, themes
-from .agent_info import agent_info, reducer_root_field
-from .confirmations import ConfirmationAnswered, ConfirmCard
 from .conversation_view import ConversationView
-from .help_screen import HelpScreen, help_markdown
 from .prompt import PromptInput
 from .status_line import StatusInfo, StatusLine
 from .tasks_panel import TasksPanel
 from .thread_list import ThreadList
-from .turns import Frame, UserMessage
 
+# Imported when first needed, after the first frame (start-up time): the conversation model
+# (protocol.conversation / reducer), the turn widgets and cards (Markdown), the help screen.
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..protocol.api import ThreadInfo
+    from ..protocol.conversation import Conversation, PendingConfirmation
+    from .confirmations import ConfirmationAnswered, ConfirmCard
+    from .turns import Frame
 
 FRAME_HZ = 25
 #: more events than this between two frames (with more still coming) is a flood
@@ -198,10 +198,15 @@ class InstanceAiApp(App[None]):
         # app: keep it out of the cyclic collector's full passes, which otherwise stall the
         # UI for 100+ ms each while a long stream is folded.
         gc.freeze()
-        self._boot()
+        # paint the first frame before anything slow (opening the client imports the
+        # assistant for an embedded client, or connects for a remote one)
+        self.call_after_refresh(self._boot)
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
+        if self.client.mode == "embedded":
+            # the in-process assistant is a large import: do it off the event loop
+            await asyncio.to_thread(_preload_embedded)
         try:
             await self.client.open()
         except ClientError as exc:
@@ -262,6 +267,8 @@ class InstanceAiApp(App[None]):
 
         History first, then the event stream from ``nextEventId - 1``; nothing shows twice.
         """
+        from ..protocol.conversation import Conversation
+
         self._stop_ingest()
         conversation = Conversation(thread_id or "")
         self.conversation = conversation
@@ -306,6 +313,8 @@ class InstanceAiApp(App[None]):
         self._start_ingest(conversation, thread_id, conversation.cursor)
 
     def _after_open(self, conversation: Conversation) -> None:
+        from .turns import Frame
+
         self.status_info.thread_title = conversation.title or ""
         self._refresh_pending(Frame(self.pending))
         self._update_tasks(conversation)
@@ -427,6 +436,8 @@ class InstanceAiApp(App[None]):
                 self.status_line.refresh_info(tick=True)
             return
         self._last_frame_empty = False
+        from .turns import Frame
+
         frame = Frame(self.pending)
         with self.batch_update():
             if changes.confirmations or changes.reset:
@@ -538,6 +549,8 @@ class InstanceAiApp(App[None]):
             if msg is None or msg.reducer is None:
                 continue
             for agent_id in reducer_changes.agents:
+                from .agent_info import agent_info
+
                 agent = agent_info(msg.reducer, agent_id)
                 if agent is None:
                     continue
@@ -656,6 +669,8 @@ class InstanceAiApp(App[None]):
         self.notify(f"Not sent: {reason}", severity="error", timeout=8)
 
         def mark() -> None:
+            from .turns import UserMessage
+
             widget = self.view.turns.get(message_id)
             if isinstance(widget, UserMessage):
                 widget.add_class("-unsent")
@@ -664,13 +679,15 @@ class InstanceAiApp(App[None]):
         self.call_after_refresh(mark)
 
     # ------------------------------------------------------------------ confirmations
-    @on(ConfirmationAnswered)
-    def _answered(self, event: ConfirmationAnswered) -> None:
+    def on_confirmation_answered(self, event: ConfirmationAnswered) -> None:
+        """A card was answered (``confirmations.ConfirmationAnswered``)."""
         event.stop()
         self._send_confirmation(event.card, event.request_id, event.body, event.summary)
 
     @work(group="confirm", exit_on_error=False)
     async def _send_confirmation(self, card: ConfirmCard, request_id: str, body: Any, summary: str) -> None:
+        from ..protocol.api import ApprovalConfirm, PlanDenyConfirm
+
         try:
             await self.client.confirm(request_id, body)
         except ClientError as exc:
@@ -737,7 +754,7 @@ class InstanceAiApp(App[None]):
         current = None
         node = focused
         while node is not None:
-            if isinstance(node, ConfirmCard):
+            if _is_card(node):
                 current = node.request_id
                 break
             node = node.parent
@@ -805,9 +822,13 @@ class InstanceAiApp(App[None]):
         self.search_themes()
 
     def action_help(self) -> None:
+        from .help_screen import HelpScreen, help_markdown
+
         self.push_screen(HelpScreen(help_markdown(self.keys, self.focused)))
 
     def show_full_help(self) -> None:
+        from .help_screen import HelpScreen, help_markdown
+
         self.push_screen(HelpScreen(help_markdown(self.keys, self.focused, everything=True)))
 
     def action_export(self) -> None:
@@ -996,6 +1017,7 @@ class InstanceAiApp(App[None]):
 def _tasks_from_history(conversation: Conversation) -> Any:
     """The newest task list in the restored messages (their root agents' ``tasks``)."""
     from ..protocol.events import TaskList
+    from .agent_info import reducer_root_field
 
     for msg in reversed(conversation.messages):
         reducer = msg.reducer
@@ -1010,6 +1032,16 @@ def _tasks_from_history(conversation: Conversation) -> Any:
     return None
 
 
+def _preload_embedded() -> None:
+    import importlib
+
+    for name in ("instance_ai_tui.server.service_factory", "instance_ai_tui.assistant.service"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return
+
+
 def _warm_up() -> None:
     """Import what the first tool card and Markdown block need, off the event loop."""
     from textual.highlight import highlight
@@ -1017,9 +1049,14 @@ def _warm_up() -> None:
     highlight("{}", language="json")
 
 
+def _is_card(node: Any) -> bool:
+    """A confirmation card (duck-typed: the module is imported only when cards exist)."""
+    return getattr(type(node), "KEY_SCOPE", None) == "card"
+
+
 def _inside_card(node: Any) -> bool:
     while node is not None:
-        if isinstance(node, ConfirmCard):
+        if _is_card(node):
             return True
         node = node.parent
     return False

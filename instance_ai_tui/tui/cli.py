@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+#: seconds between the demo model's streamed pieces in the TUI (a lifelike pace)
+DEMO_DELAY = 0.02
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..client.factory import add_connection_arguments
@@ -40,7 +43,13 @@ def main(args: argparse.Namespace) -> int:
             import asyncio
 
             dialect = asyncio.run(detect_dialect(remote.url))
-        client = build_client(settings, dialect)
+        if not remote.url:
+            # embedded; the offline demo model (if that is the model) streams at a readable pace
+            from ..client.embedded import EmbeddedClient
+
+            client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
+        else:
+            client = build_client(settings, dialect)
     except ClientError as exc:
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2

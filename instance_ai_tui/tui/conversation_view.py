@@ -12,7 +12,7 @@ back down) re-anchors.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -22,10 +22,17 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from . import keymap
-from .turns import AssistantTurn, Frame, UserMessage
 
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation, ConversationChanges, ConversationMessage
+    from .turns import AssistantTurn, Frame
+
+
+def _turns() -> Any:
+    """The turn widgets' module (imported on first use: it pulls in Markdown and the cards)."""
+    from . import turns
+
+    return turns
 
 
 class OlderLine(Static, can_focus=True):
@@ -92,10 +99,11 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 
     # ------------------------------------------------------------------ building
     def _widget_for(self, msg: ConversationMessage) -> Widget | None:
+        turns = _turns()
         if msg.role == "user":
-            return UserMessage(msg.id, msg.content)
+            return turns.UserMessage(msg.id, msg.content)
         if msg.reducer is not None:
-            return AssistantTurn(msg, self.pending)
+            return turns.AssistantTurn(msg, self.pending)
         return None
 
     def set_placeholder(self, text: str | Content) -> None:
@@ -150,12 +158,12 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             grew = self._mount_added(conversation, set(changes.added))
         for message_id, reducer_changes in changes.messages.items():
             widget = self.turns.get(message_id)
-            if isinstance(widget, AssistantTurn):
+            if isinstance(widget, _turns().AssistantTurn):
                 widget.apply(reducer_changes, frame)
                 grew = True
         if changes.streaming:
             for widget in self.turns.values():
-                if isinstance(widget, AssistantTurn):
+                if isinstance(widget, _turns().AssistantTurn):
                     widget.sync_live()
         if self.following:
             self._prune()
@@ -164,7 +172,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
     def refresh_pending(self, changed: set[str]) -> list:
         cards = []
         for widget in self.turns.values():
-            if isinstance(widget, AssistantTurn):
+            if isinstance(widget, _turns().AssistantTurn):
                 cards.extend(widget.refresh_pending(changed))
         return cards
 
@@ -247,7 +255,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 
     def ticks(self) -> None:
         for widget in self.turns.values():
-            if isinstance(widget, AssistantTurn) and widget.live:
+            if isinstance(widget, _turns().AssistantTurn) and widget.live:
                 widget.tick()
 
     @property
@@ -260,7 +268,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             return []
         turns = self.turns
         widgets = (turns.get(m.id) for m in self.conversation.messages[self.first_index :])
-        return [w for w in widgets if isinstance(w, AssistantTurn)]
+        return [w for w in widgets if isinstance(w, _turns().AssistantTurn)]
 
     # ------------------------------------------------------------------ following
     def release_anchor(self) -> None:

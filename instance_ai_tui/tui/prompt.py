@@ -26,8 +26,9 @@ class PromptInput(TextArea):
     HELP = """
 ## Prompt
 
-Type a message for the agent. **Enter** sends, **Shift+Enter** (or Alt+Enter, Ctrl+J)
-starts a new line — swapped when `ui.enter_sends = false`.
+Type a message for the agent. **Enter** sends, **Shift+Enter** (or **Ctrl+J**) starts a
+new line — swapped when `ui.enter_sends = false`. **End** in an empty prompt jumps to the
+newest output.
 **Up/Down** on the first/last line recall earlier prompts.
 
 Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, `/quit`.

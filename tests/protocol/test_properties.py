@@ -6,6 +6,7 @@ Together these run 2,300 random event sequences (900 + 300 + 900 + 200).
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from typing import Any
 
@@ -25,6 +26,9 @@ def props(examples: int) -> settings:
         max_examples=examples,
         deadline=None,
         database=None,
+        # a fixed seed: CI runs the same 2,300 sequences every time, so the coverage
+        # counters below are stable (local exploration: set HYPOTHESIS_RANDOM=1)
+        derandomize=not os.environ.get("HYPOTHESIS_RANDOM"),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
 

@@ -41,8 +41,16 @@ async def make(redis_url: str, redis_client: Any) -> AsyncIterator[Make]:
 
     yield factory
     for ai in made:
-        with contextlib.suppress(Exception):
-            await ai.shutdown()
+        try:
+            await asyncio.wait_for(ai.shutdown(), 8)
+        except asyncio.TimeoutError:
+            import sys
+            print("HANG in shutdown of", ai.runs.coordinator.instance_id, file=sys.stderr)
+            for t in asyncio.all_tasks():
+                print("----", t.get_name(), file=sys.stderr); t.print_stack(limit=10, file=sys.stderr)
+            raise
+        except Exception:
+            pass
 
 
 def slow(words: int = 300) -> ScriptedModel:

@@ -1,0 +1,91 @@
+"""Snapshots (pytest-textual-snapshot) of the main screens at 120x40.
+
+Recorded runs make every screen deterministic: completed runs (no spinner), a card that
+waits (static glyph), fixed thread titles. Update with ``pytest --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from instance_ai_tui.config import Settings
+from instance_ai_tui.tui.confirmations import GRACE_SECONDS, QuestionsCard
+from instance_ai_tui.tui.recorded import RecordedClient
+
+from .scripts import SIZE, approval_run, ev, make_app, questions_run, simple_run, subagent_run
+
+
+def _log(run: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
+    return [{**e, "runId": run_id} for e in run]
+
+
+def _client(current: list[dict[str, Any]], title: str) -> RecordedClient:
+    return RecordedClient(
+        {
+            "older-1": _log(simple_run(), "r-a"),
+            "older-2": _log(simple_run(), "r-b"),
+            "current": _log(current, "r-c"),
+        },
+        titles={"older-1": "List my workflows", "older-2": "Daily digest", "current": title},
+    )
+
+
+async def _settle(pilot: Any) -> None:
+    app = pilot.app
+    await app.wait_until_ready()
+    await app.wait_until_rendered()
+    app.prompt.cursor_blink = False
+    for widget in app.query("Input"):
+        widget.cursor_blink = False
+    await pilot.pause(0.1)
+
+
+def test_conversation_with_subagent_and_tasks(snap_compare: Any) -> None:
+    app = make_app(_client(subagent_run(), "Weather to Slack"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
+
+
+def test_approval_card(snap_compare: Any) -> None:
+    run = approval_run()[:3]  # stop at the confirmation request: the card waits
+    app = make_app(_client(run, "Archive the old digest"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
+
+
+def test_questions_wizard_second_question(snap_compare: Any) -> None:
+    run = questions_run()[:3]
+    app = make_app(_client(run, "Build a weather workflow"))
+
+    async def before(pilot: Any) -> None:
+        await _settle(pilot)
+        card = pilot.app.query_one(QuestionsCard)
+        card.shown_at -= GRACE_SECONDS
+        card.focus()
+        await pilot.press("2")
+        await pilot.press("1", "3")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_light_theme_and_help(snap_compare: Any) -> None:
+    app = make_app(_client(simple_run(), "List my workflows"), Settings.model_validate({"ui": {"theme": "textual-light"}}))
+
+    async def before(pilot: Any) -> None:
+        await _settle(pilot)
+        await pilot.press("f1")
+        await asyncio.sleep(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_failed_tool_and_cancelled_run(snap_compare: Any) -> None:
+    run = [
+        ev("run-start", messageId="m1"),
+        ev("tool-call", toolCallId="t1", toolName="get-execution", args={"id": "exec-456"}),
+        ev("tool-error", toolCallId="t1", error="Execution exec-456 not found"),
+        ev("text-delta", text="The execution is gone; retrying with the latest one."),
+        ev("run-finish", status="cancelled", reason="user_cancelled"),
+    ]
+    app = make_app(_client(run, "Debug an execution"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
