@@ -6,10 +6,10 @@
   lease expired, e.g. a long stall) has been fenced out: it drops the run without publishing
   anything more. A suspended run holds no lock; its stored record keeps the thread busy.
 * **Cancel and confirm from any process.** The run manager asks the coordinator when it does not
-  hold the run or request itself. Cancel goes to the run's owner (``RunRecord.owner``), confirm
-  to every process (the one holding the request takes it); both over ``ControlChannel`` with an
-  ack and a reply. If the owner is gone (its instance key expired), a suspended run is adopted
-  (under the thread lock; the checkpoint claim is a compare-and-set anyway) and handled here.
+  hold the run or request itself. Both go to the run's owner (``RunRecord.owner``; a request is
+  found in the records of the unfinished runs) over ``ControlChannel``, with an ack and a reply.
+  If the owner is gone (its instance key expired), a suspended run is adopted (under the thread
+  lock; claiming its checkpoint is a compare-and-set anyway) and handled here.
 * **Crash sweep.** The runs not finished yet are listed in the ``{p}live`` hash (run id ->
   thread id). Every ``sweep_interval`` (and at start) a run left ``active`` whose thread lock is
   gone is ended like the crash sweep does (``tool-interrupted``, ``run-finish {interrupted,
@@ -302,19 +302,21 @@ class RedisCoordinator:
         return False
 
     async def confirm_elsewhere(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
-        reply = await self._ask({"op": "confirm", "request": request_id, "body": body.to_wire()})
-        if reply is not None:
-            return ConfirmResponse.model_validate(_unwrap(reply))
         record = await self._find_request(request_id)
         if record is None:
             raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered, cancelled or unknown)")
-        if record.owner == self.instance_id and self.runs.live(record.thread_id) is not None:
-            return await self.runs.confirm(request_id, body, route=False)
-        if not await self._orphaned(record):
-            raise RunOwnerUnavailable(f"the server process holding this confirmation ({record.owner}) did not answer; "
-                                      "try again")
-        if not self.runs.has_request(request_id) and not await self._under_lock(record, self.runs.adopt):
-            raise RunOwnerUnavailable("another server process is taking over this run; try again")
+        owner = record.owner
+        if owner and owner != self.instance_id and await self._instances.alive(owner):
+            reply = await self._ask({"op": "confirm", "request": request_id, "body": body.to_wire()}, target=owner)
+            if reply is not None:
+                return ConfirmResponse.model_validate(_unwrap(reply))
+            if await self._instances.alive(owner):
+                raise RunOwnerUnavailable(f"the server process holding this confirmation ({owner}) did not answer; "
+                                          "try again")
+            record = await self.store.get_run(record.run_id) or record
+        if not self.runs.has_request(request_id):
+            if record.status != "suspended" or not await self._under_lock(record, self.runs.adopt):
+                raise RunOwnerUnavailable("another server process is taking over this run; try again")
         return await self.runs.confirm(request_id, body, route=False)
 
     async def _find_request(self, request_id: str) -> RunRecord | None:
@@ -324,7 +326,7 @@ class RedisCoordinator:
                 return record
         return None
 
-    async def _ask(self, message: dict[str, Any], target: str | None = None) -> dict[str, Any] | None:
+    async def _ask(self, message: dict[str, Any], target: str) -> dict[str, Any] | None:
         try:
             return await self._control.request(message, target=target, ack_timeout=self.ack_timeout,
                                                reply_timeout=self.reply_timeout)
@@ -340,8 +342,6 @@ class RedisCoordinator:
                                                 route=False))
         if op == "confirm":
             request_id = str(message.get("request"))
-            if not self.runs.has_request(request_id):
-                return None
             try:
                 body = parse_confirm_body(message.get("body"))
             except ValidationError as exc:

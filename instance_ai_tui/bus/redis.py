@@ -1,7 +1,8 @@
 """``RedisBus``: the event bus across several server processes.
 
 ``publish`` appends to the durable log in Redis (``RedisStore``: a stream per thread with
-ids from an atomic counter), then announces the event on the thread's pub/sub channel.
+ids from an atomic counter) and announces the batch on the thread's pub/sub channel in the
+same Lua script (one message per batch, so channel order is id order).
 Each process keeps ONE pub/sub connection and fans events out to its local subscribers.
 
 Pub/sub loses messages (a slow connection, a reconnect), so nothing depends on it alone:
@@ -18,7 +19,7 @@ import logging
 from typing import Any, AsyncIterator, Sequence
 
 from ..store.base import NewEvent, StoredEvent
-from ..store.redis import RedisStore
+from ..store.redis import RedisStore, decode_records
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class RedisBus:
         self._pubsub: Any = None
         self._listener: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._subscribed = asyncio.Event()  # set when a channel is subscribed: wakes the listener
         self._closed = False
 
     def channel(self, thread_id: str) -> str:
@@ -52,14 +54,9 @@ class RedisBus:
         return (await self.publish_many(thread_id, [event]))[0]
 
     async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]:
-        stored = await self._store.append_events(thread_id, [NewEvent.from_dict(e) for e in events])
-        if stored:
-            pipe = self._redis.pipeline(transaction=False)
-            channel = self.channel(thread_id)
-            for event in stored:
-                pipe.publish(channel, f"{event.id}\t{event.type}\t{event.run_id}\t{event.json}")
-            await pipe.execute()
-        return stored
+        return await self._store.append_events(
+            thread_id, [NewEvent.from_dict(e) for e in events], publish=self.channel(thread_id)
+        )
 
     async def last_id(self, thread_id: str) -> int:
         return await self._store.last_event_id(thread_id)
@@ -76,8 +73,10 @@ class RedisBus:
         prefix = self._store.key("live", "")
         while not self._closed:
             try:
+                self._subscribed.clear()
                 if not self._pubsub.subscribed:
-                    await asyncio.sleep(0.05)
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._subscribed.wait(), 1.0)
                     continue
                 message = await self._pubsub.get_message(timeout=1.0)
             except asyncio.CancelledError:
@@ -89,24 +88,15 @@ class RedisBus:
             if not message or message.get("type") != "message":
                 continue
             thread_id = str(message["channel"])[len(prefix) :]
-            event = self._decode(thread_id, message["data"])
-            if event is None:
-                continue
+            events = decode_records(thread_id, message["data"])
             for sub in list(self._subs.get(thread_id, ())):
-                if sub.overflowed:
-                    continue
-                try:
-                    sub.queue.put_nowait(event)
-                except asyncio.QueueFull:
-                    sub.overflowed = True
-
-    @staticmethod
-    def _decode(thread_id: str, data: Any) -> StoredEvent | None:
-        text = data.decode() if isinstance(data, bytes) else str(data)
-        parts = text.split("\t", 3)
-        if len(parts) != 4 or not parts[0].isdigit():
-            return None
-        return StoredEvent(thread_id=thread_id, id=int(parts[0]), type=parts[1], run_id=parts[2], json=parts[3])
+                for event in events:
+                    if sub.overflowed:
+                        break
+                    try:
+                        sub.queue.put_nowait(event)
+                    except asyncio.QueueFull:
+                        sub.overflowed = True
 
     async def _join(self, thread_id: str) -> _Subscriber:
         sub = _Subscriber(self._queue_size)
@@ -115,6 +105,7 @@ class RedisBus:
             subs = self._subs.setdefault(thread_id, set())
             if not subs:
                 await self._pubsub.subscribe(self.channel(thread_id))
+                self._subscribed.set()
             subs.add(sub)
         return sub
 

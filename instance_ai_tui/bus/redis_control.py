@@ -7,14 +7,14 @@
   compare the whole value, so a holder whose lock expired (and was taken by someone else)
   can neither extend nor delete the new holder's lock.
 * ``InstanceRegistry``: a key per live process, refreshed by its heartbeat (``PX`` expiry).
-* ``ControlChannel``: request/ack/reply over pub/sub. A request goes to one process
-  (``ctl:<id>``) or to all (``ctl``); the process that takes it acks at once, runs it, and
-  replies on the sender's channel. No ack within ``ack_timeout`` means nobody has it (or its
-  owner is gone): the caller falls back to the store. Pub/sub is lossy, so a lost message
-  only ever costs a timeout, never a wrong answer.
+* ``ControlChannel``: request/ack/reply over pub/sub. A request goes to one process's inbox
+  (``ctl:<id>``); that process acks at once, runs it, and replies on the sender's inbox. No
+  receiver or no ack within ``ack_timeout`` means the process is gone or stuck: the caller
+  falls back to the store. Pub/sub is lossy, so a lost message only ever costs a timeout,
+  never a wrong answer.
 
 Key layout (``p`` = the store prefix): ``{p}lock:{thread}``, ``{p}fence:{thread}``,
-``{p}inst:{id}``; channels ``{p}ctl`` and ``{p}ctl:{id}``.
+``{p}inst:{id}``; channel ``{p}ctl:{id}`` per process.
 """
 
 from __future__ import annotations
@@ -122,8 +122,8 @@ class ControlTimeout(Exception):
     """A process took the request (acked) but did not reply in time."""
 
 
-#: ``handler(message)`` returns an awaitable result (a JSON-able dict) when this process takes
-#: the request, or None to leave it to another process.
+#: ``handler(message)`` returns an awaitable result (a JSON-able dict), or None to ignore the
+#: request (an operation this process does not know).
 Handler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | None"]
 
 
@@ -139,16 +139,12 @@ class ControlChannel:
         self._waiting: dict[str, tuple[asyncio.Future[None], asyncio.Future[dict[str, Any]]]] = {}
         self._closed = False
 
-    @property
-    def broadcast(self) -> str:
-        return f"{self._p}ctl"
-
     def inbox(self, instance_id: str) -> str:
         return f"{self._p}ctl:{instance_id}"
 
     async def start(self) -> None:
         self._pubsub = self._r.pubsub(ignore_subscribe_messages=True)
-        await self._pubsub.subscribe(self.broadcast, self.inbox(self.instance_id))
+        await self._pubsub.subscribe(self.inbox(self.instance_id))
         self._listener = asyncio.create_task(self._listen(), name="redis-control-listener")
 
     async def stop(self) -> None:
@@ -171,9 +167,10 @@ class ControlChannel:
     # ----------------------------------------------------------------- sending
 
     async def request(
-        self, message: dict[str, Any], *, target: str | None = None, ack_timeout: float, reply_timeout: float
+        self, message: dict[str, Any], *, target: str, ack_timeout: float, reply_timeout: float
     ) -> dict[str, Any] | None:
-        """Send ``message`` to ``target`` (or every process). The reply, or None if nobody took it."""
+        """Send ``message`` to process ``target``: its reply, or None when it did not take it (no
+        receiver, no ack in time). ``ControlTimeout`` when it acked but did not reply in time."""
         request_id = uuid.uuid4().hex
         loop = asyncio.get_running_loop()
         ack: asyncio.Future[None] = loop.create_future()
@@ -181,8 +178,7 @@ class ControlChannel:
         self._waiting[request_id] = (ack, result)
         try:
             envelope = {**message, "kind": "request", "id": request_id, "from": self.instance_id}
-            channel = self.inbox(target) if target else self.broadcast
-            receivers = await self._r.publish(channel, json.dumps(envelope))
+            receivers = await self._r.publish(self.inbox(target), json.dumps(envelope))
             if not receivers:
                 return None
             try:

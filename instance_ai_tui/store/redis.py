@@ -36,13 +36,39 @@ from .base import (
 )
 
 _APPEND = """
-local n = #ARGV / 3
+local n = (#ARGV - 1) / 3
 local last = redis.call('INCRBY', KEYS[2], n)
 local first = last - n + 1
+local frame = {}
 for i = 0, n - 1 do
-  redis.call('XADD', KEYS[1], '0-' .. (first + i), 't', ARGV[i*3+1], 'r', ARGV[i*3+2], 'j', ARGV[i*3+3])
+  local id = string.format('%d', first + i)
+  local t, r, j = ARGV[i*3+2], ARGV[i*3+3], ARGV[i*3+4]
+  redis.call('XADD', KEYS[1], '0-' .. id, 't', t, 'r', r, 'j', j)
+  if ARGV[1] ~= '' then frame[i + 1] = id .. '\t' .. t .. '\t' .. r .. '\t' .. j end
 end
+if ARGV[1] ~= '' then redis.call('PUBLISH', ARGV[1], table.concat(frame, '\0')) end
 return first
+"""
+
+#: A batch of the log as ONE string of records ``id TAB type TAB runId TAB json`` joined by NUL:
+#: one bulk reply instead of nine per entry (redis-py's RESP parser is the cost of a replay).
+_READ = """
+local entries
+if ARGV[2] == '' then
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+')
+else
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
+end
+local out = {}
+for i = 1, #entries do
+  local f = entries[i][2]
+  local t, r, j = '', '', '{}'
+  for k = 1, #f, 2 do
+    if f[k] == 't' then t = f[k + 1] elseif f[k] == 'r' then r = f[k + 1] elseif f[k] == 'j' then j = f[k + 1] end
+  end
+  out[i] = string.sub(entries[i][1], 3) .. '\t' .. t .. '\t' .. r .. '\t' .. j
+end
+return table.concat(out, '\0')
 """
 
 _UPSERT_MESSAGE = """
@@ -74,7 +100,27 @@ def _now() -> datetime:
 
 
 def _clean(value: str) -> str:
-    return value.replace("\x00", "")
+    """A type or run id as a record field: no NUL, no TAB."""
+    return value.replace("\x00", "").replace("\t", " ")
+
+
+def _clean_json(text: str) -> str:
+    # a raw NUL is never valid JSON; escaped it means the same and keeps records NUL-separated
+    return text.replace("\x00", "\\u0000") if "\x00" in text else text
+
+
+def decode_records(thread_id: str, blob: str | bytes) -> list[StoredEvent]:
+    """Events from ``id TAB type TAB runId TAB json`` records joined by NUL (log reads, live frames)."""
+    if isinstance(blob, bytes):
+        blob = blob.decode()
+    if not blob:
+        return []
+    out: list[StoredEvent] = []
+    for record in blob.split("\x00"):
+        parts = record.split("\t", 3)
+        if len(parts) == 4 and parts[0].isdigit():
+            out.append(StoredEvent(thread_id=thread_id, id=int(parts[0]), type=parts[1], run_id=parts[2], json=parts[3]))
+    return out
 
 
 class RedisStore:
@@ -84,6 +130,7 @@ class RedisStore:
         self._r = redis
         self._p = prefix
         self._append = redis.register_script(_APPEND)
+        self._read = redis.register_script(_READ)
         self._upsert_message = redis.register_script(_UPSERT_MESSAGE)
         self._cas = redis.register_script(_CAS_CHECKPOINT)
 
@@ -199,30 +246,33 @@ class RedisStore:
 
     # ----------------------------------------------------------------- events
 
-    async def append_events(self, thread_id: str, events: Sequence[NewEvent]) -> list[StoredEvent]:
+    async def append_events(
+        self, thread_id: str, events: Sequence[NewEvent], *, publish: str | None = None
+    ) -> list[StoredEvent]:
+        """Append to the log; with ``publish``, also announce the batch on that pub/sub channel
+        (one message of records, see ``decode_records``) in the same atomic script."""
         if not events:
             return []
-        args: list[str] = []
-        for event in events:
-            args += [_clean(event.type), _clean(event.run_id), event.json]
+        cleaned = [(_clean(e.type), _clean(e.run_id), _clean_json(e.json)) for e in events]
+        args: list[str] = [publish or ""]
+        for fields in cleaned:
+            args += fields
         first = int(await self._append(keys=[self.key("events", thread_id), self.key("seq", thread_id)], args=args))
         return [
-            StoredEvent(thread_id=thread_id, id=first + i, type=e.type, run_id=e.run_id, json=e.json)
-            for i, e in enumerate(events)
+            StoredEvent(thread_id=thread_id, id=first + i, type=t, run_id=r, json=j)
+            for i, (t, r, j) in enumerate(cleaned)
         ]
 
-    def _stored(self, thread_id: str, entry_id: str, fields: dict[str, str]) -> StoredEvent:
-        return StoredEvent(
-            thread_id=thread_id,
-            id=int(entry_id.split("-", 1)[1]),
-            type=fields.get("t", ""),
-            run_id=fields.get("r", ""),
-            json=fields.get("j", "{}"),
-        )
-
     async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        entries = await self._r.xrange(self.key("events", thread_id), min=f"(0-{after}", max="+", count=limit)
-        return [self._stored(thread_id, entry_id, fields) for entry_id, fields in entries]
+        if limit is None:  # page, so one script never builds a huge reply
+            out: list[StoredEvent] = []
+            async for event in self.iter_events(thread_id, after=after, batch=5000):
+                out.append(event)
+            return out
+        if limit <= 0:
+            return []
+        blob = await self._read(keys=[self.key("events", thread_id)], args=[f"(0-{after}", int(limit)])
+        return decode_records(thread_id, blob)
 
     async def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]:
         cursor = after

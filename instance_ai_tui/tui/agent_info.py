@@ -80,6 +80,5 @@ def reducer_root_field(reducer: RunReducer, name: str) -> Any:
     fields = getattr(node, "fields", None)
     if isinstance(fields, dict):
         return fields.get(name)
-    tree = reducer.tree()
-    value = getattr(tree, name.replace("Id", "_id"), None)
-    return value.to_wire() if hasattr(value, "to_wire") else value
+    value: Any = getattr(reducer.tree(), name, None)
+    return value.to_wire() if value is not None and hasattr(value, "to_wire") else value

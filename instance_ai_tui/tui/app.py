@@ -30,10 +30,11 @@ import gc
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from ..protocol.api import ThreadInfo
     from ..protocol.conversation import Conversation, PendingConfirmation
     from .confirmations import ConfirmationAnswered, ConfirmCard
+    from .redis_sessions import RedisSessionsView
     from .turns import Frame
 
 FRAME_HZ = 25
@@ -67,6 +69,8 @@ INGEST_SLICE = 0.008
 class IngestStats:
     """Counters for benchmarks and tests."""
 
+    #: ``time.perf_counter()`` when the first frame was painted (cold start)
+    first_frame_at: float | None = None
     events: int = 0
     frames: int = 0
     busy_frames: int = 0
@@ -94,7 +98,7 @@ class InstanceAiApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "Instance AI"
-    BINDINGS = keymap.bindings("app")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("app")]
     PAUSE_GC_ON_SCROLL = True
     ENABLE_COMMAND_PALETTE = True
 
@@ -105,6 +109,7 @@ class InstanceAiApp(App[None]):
         *,
         thread_id: str | None = None,
         redis_chat: str | None = None,
+        chat_webhook: str | None = None,
         watch_themes: bool = True,
         persist_theme: bool = True,
         close_client: bool = True,
@@ -114,6 +119,9 @@ class InstanceAiApp(App[None]):
         self.settings = settings
         self.initial_thread_id = thread_id
         self.redis_chat = redis_chat
+        self.chat_webhook = chat_webhook
+        #: the "Redis sessions" source (``tui.redis_sessions``), with ``redis_chat``
+        self.redis_sessions: RedisSessionsView | None = None
         self._watch_themes = watch_themes
         self._persist_theme = persist_theme
         self._close_client = close_client
@@ -198,9 +206,13 @@ class InstanceAiApp(App[None]):
         # app: keep it out of the cyclic collector's full passes, which otherwise stall the
         # UI for 100+ ms each while a long stream is folded.
         gc.freeze()
+        self.call_after_refresh(self._first_frame)
         # paint the first frame before anything slow (opening the client imports the
         # assistant for an embedded client, or connects for a remote one)
         self.call_after_refresh(self._boot)
+
+    def _first_frame(self) -> None:
+        self.stats.first_frame_at = time.perf_counter()
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
@@ -236,13 +248,22 @@ class InstanceAiApp(App[None]):
         if self.redis_chat and callable(hook):
             hook(self.redis_chat)
 
+    def load_redis_sessions(self, url: str) -> None:
+        """``--redis-chat``: list the n8n chat sessions of that Redis in the thread list."""
+        from .redis_sessions import RedisSessionsView
+
+        self.redis_sessions = RedisSessionsView.attach(self, url, self.chat_webhook)
+
     async def on_unmount(self) -> None:
+        if self.redis_sessions is not None:
+            await self.redis_sessions.close()
         if self._remove_state_listener is not None:
             self._remove_state_listener()
         if self.theme_manager is not None:
             self.theme_manager.stop()
         self._stop_ingest()
         self._release_gc()
+        gc.unfreeze()  # what was frozen at mount may be garbage now (tests run many apps)
         if self._close_client:
             try:
                 await self.client.close()
@@ -270,6 +291,8 @@ class InstanceAiApp(App[None]):
         from ..protocol.conversation import Conversation
 
         self._stop_ingest()
+        if self.redis_sessions is not None:
+            self.redis_sessions.current = None
         conversation = Conversation(thread_id or "")
         self.conversation = conversation
         self.thread_id = thread_id
@@ -322,7 +345,7 @@ class InstanceAiApp(App[None]):
         self.sub_title = conversation.title or ("New thread" if not conversation.thread_id else "")
 
     def _welcome(self) -> Content:
-        lines = [
+        lines: list[str | tuple[str, str]] = [
             ("Ask Instance AI to build or change a workflow, e.g.\n", "bold"),
             "  “every morning send the weather forecast to Slack”\n\n",
             ("Enter sends · Shift+Enter new line · Esc cancels a run · F1 help · Ctrl+P commands", "$text-muted"),
@@ -626,6 +649,9 @@ class InstanceAiApp(App[None]):
 
     async def send_message(self, text: str) -> str | None:
         """Send ``text`` in the current thread (creating it first if it is new). Returns the runId."""
+        if self.redis_sessions is not None and self.redis_sessions.current is not None:
+            await self.redis_sessions.send(text)  # continues the open Redis chat session
+            return None
         conversation = self.conversation
         if conversation is None or not text.strip():
             return None
@@ -729,11 +755,16 @@ class InstanceAiApp(App[None]):
                     pass
                 card = self._find_card(pending)
             if card is not None and card.card is not None:
-                view.release_anchor()
                 if restart_grace:
                     card.card.restart_grace()
-                card.card.focus_default()
-                card.scroll_visible(animate=False, top=False)
+                if restart_grace and view.following:
+                    # a new card at the bottom of the output: stay anchored, it is in view
+                    card.card.focus_default(scroll_visible=False)
+                    view.follow()
+                else:
+                    view.release_anchor()
+                    card.card.focus_default()
+                    card.card.reveal()
                 return True
         return False
 
@@ -752,7 +783,7 @@ class InstanceAiApp(App[None]):
         ids = list(self._pending_by_id)
         focused = self.focused
         current = None
-        node = focused
+        node: Any = focused
         while node is not None:
             if _is_card(node):
                 current = node.request_id
@@ -868,7 +899,7 @@ class InstanceAiApp(App[None]):
         """Run ``/command args``. Returns False if it is not a command (then it is sent)."""
         name, _, arg = text[1:].strip().partition(" ")
         arg = arg.strip()
-        commands = {
+        commands: dict[str, Callable[[], object]] = {
             "new": lambda: self.action_new_thread(),
             "threads": lambda: self.show_threads(),
             "theme": lambda: self._slash_theme(arg),
@@ -904,6 +935,9 @@ class InstanceAiApp(App[None]):
     @on(ThreadList.Selected)
     def _thread_selected(self, event: ThreadList.Selected) -> None:
         event.stop()
+        if event.source == "redis" and self.redis_sessions is not None:
+            self.redis_sessions.open_in_background(event.thread_id)
+            return
         if event.thread_id != self.thread_id:
             self._open_in_background(event.thread_id)
         else:
@@ -959,7 +993,7 @@ class InstanceAiApp(App[None]):
             thread_list.upsert_thread(info)
 
     # ------------------------------------------------------------------ command palette
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("New thread", "Start a new conversation", self.action_new_thread)
         yield SystemCommand("Threads", "Show and search the thread list", self.show_threads)

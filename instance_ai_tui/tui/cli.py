@@ -27,10 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="also list the n8n chat sessions kept in this Redis (redis://host:6379/0)",
     )
+    ui.add_argument(
+        "--chat-webhook",
+        metavar="URL",
+        help="with --redis-chat: continue a session through this n8n Chat Trigger webhook (same sessionId)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..client.base import ClientError
+    from ..client.base import Client, ClientError
     from ..client.factory import build_client, detect_dialect, settings_from_args
 
     settings = settings_from_args(args)
@@ -47,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
             # embedded; the offline demo model (if that is the model) streams at a readable pace
             from ..client.embedded import EmbeddedClient
 
-            client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
+            client: Client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
         else:
             client = build_client(settings, dialect)
     except ClientError as exc:
@@ -61,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
         settings,
         thread_id=getattr(args, "tui_thread", None),
         redis_chat=getattr(args, "redis_chat", None),
+        chat_webhook=getattr(args, "chat_webhook", None),
     )
     app.run()  # the app opens the client at start and closes it when it quits
     return int(app.return_code or 0)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -106,8 +106,18 @@ class ConfirmCard(Vertical, can_focus=True):
         self.mount(self.outcome)
 
     def reveal(self) -> None:
-        """Scroll the whole card into view once it is laid out."""
+        """Scroll the whole card into view once it is laid out (unless the conversation
+        follows the newest output, which already shows a new card at the bottom)."""
+        view = self._conversation()
+        if view is not None and getattr(view, "following", False):
+            return
         self.call_after_refresh(self.scroll_visible, animate=False)
+
+    def _conversation(self) -> Any:
+        node = self.parent
+        while node is not None and getattr(type(node), "KEY_SCOPE", None) != "conversation":
+            node = node.parent
+        return node
 
     def on_focus(self) -> None:
         self.reveal()
@@ -161,8 +171,8 @@ class ConfirmCard(Vertical, can_focus=True):
             self.confirmation.message or "Confirmation required",
         )
 
-    def focus_default(self) -> None:
-        self.focus()
+    def focus_default(self, scroll_visible: bool = True) -> None:
+        self.focus(scroll_visible=scroll_visible)
 
 
 class ApprovalCard(ConfirmCard):
@@ -174,12 +184,12 @@ The agent wants to run this tool. **y**/**Enter** approve · **n** deny ·
 second after the card appears.
 """
 
-    BINDINGS = keymap.bindings("card")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card")]
 
     def compose(self) -> ComposeResult:
         c = self.confirmation
         yield Static(self.title(), classes="card-title", markup=False)
-        details = f"{self.tool.tool_name} {short_json(self.tool.args)}" if self.tool.tool_name else ""
+        details = ""  # the tool card above shows the tool and its arguments
         if c.domain_access is not None:
             details = f"access {c.domain_access.host or c.domain_access.url}"
         elif c.resource_decision is not None:
@@ -202,8 +212,9 @@ second after the card appears.
         if c.domain_access is not None:
             if verdict == "deny":
                 return DomainAccessDenyConfirm()
-            action = "allow_domain" if verdict == "always" else "allow_once"
-            return DomainAccessApproveConfirm(domain_access_action=action)
+            if verdict == "always":
+                return DomainAccessApproveConfirm(domain_access_action="allow_domain")
+            return DomainAccessApproveConfirm(domain_access_action="allow_once")
         if c.effective_input_type == "resource-decision":
             decision = {"approve": "allowOnce", "deny": "denyOnce", "always": "allowForSession"}[verdict]
             return ResourceDecisionConfirm(resource_decision=decision)  # type: ignore[arg-type]
@@ -231,22 +242,43 @@ class TextCard(ConfirmCard):
     HELP = """
 ## The agent asks for text
 
-Type the answer and press **Enter** to send it; **Esc** declines.
+Type the answer and press **Enter** to send it; **Esc** declines. The field opens half a
+second after the card appears, so text typed for the prompt does not land in it.
 """
+
+    def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
+        super().__init__(tool, confirmation)
+        self.field = Input(placeholder="Your answer — Enter sends, Esc declines", id="answer", disabled=True)
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
         if self.intro():
             yield Static(self.intro() or "", markup=False)
-        yield Input(placeholder="Your answer — Enter sends, Esc declines", id="answer")
+        yield self.field
 
-    def focus_default(self) -> None:
-        self.query_one(Input).focus()
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._open_field_later()
 
-    @on(Input.Changed)
-    def _typed_during_grace(self, event: Input.Changed) -> None:
-        if self.in_grace and event.value:
-            event.input.value = ""
+    def _open_field_later(self) -> None:
+        if not self.is_attached:
+            return
+        remaining = GRACE_SECONDS - (time.monotonic() - self.shown_at)
+        if remaining > 0:
+            self.set_timer(remaining + 0.01, self._open_field_later)
+            return
+        field = self.field
+        if field.disabled and not self.answered:
+            field.disabled = False
+            if self.has_focus:
+                field.focus()
+
+    def focus_default(self, scroll_visible: bool = True) -> None:
+        field = self.field
+        if field.disabled:
+            self.focus(scroll_visible=scroll_visible)  # the field takes over after the grace period
+        else:
+            field.focus(scroll_visible=scroll_visible)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -366,11 +398,11 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         else:
             keys.update(f"1–{len(opts) + 1} choose · s skip{back}")
 
-    def focus_default(self) -> None:
+    def focus_default(self, scroll_visible: bool = True) -> None:
         if not self.on_review and self._needs_text(self.page):
-            self.query_one("#other", Input).focus()
+            self.query_one("#other", Input).focus(scroll_visible=scroll_visible)
         else:
-            self.focus()
+            self.focus(scroll_visible=scroll_visible)
 
     def _needs_text(self, index: int) -> bool:
         q = self.questions[index]

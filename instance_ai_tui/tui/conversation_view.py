@@ -1,8 +1,10 @@
 """The scrolling conversation: a bounded window over the thread's messages.
 
-Only the newest ``TAIL`` messages are mounted when a thread opens; scrolling to the top
-(or Enter/click on the "earlier messages" line) mounts ``BATCH`` older ones. While the
-user follows the bottom, messages beyond ``MAX_MOUNTED`` are unmounted from the top again.
+Only the newest messages are mounted when a thread opens: at most ``TAIL`` of them and no
+more than ``TAIL_COST`` (a cost per message that grows with its timeline, so one long agent
+turn counts like many short ones). Scrolling to the top (or Enter/click on the "earlier
+messages" line) mounts ``BATCH`` older ones. While the user follows the bottom, messages
+beyond ``MAX_MOUNTED`` / ``MAX_COST`` are unmounted from the top again.
 
 The view is anchored to the bottom. When the user scrolls up while output streams,
 ``following`` turns false and the app shows a "new output below" badge; End (or scrolling
@@ -12,9 +14,9 @@ back down) re-anchors.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -25,7 +27,16 @@ from . import keymap
 
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation, ConversationChanges, ConversationMessage
+    from .tool_card import ToolCallCard
     from .turns import AssistantTurn, Frame
+
+
+def message_cost(msg: ConversationMessage) -> int:
+    """Mounting cost of a message: about two units per timeline entry it would show."""
+    reducer = msg.reducer
+    if reducer is None:
+        return 1
+    return 2 + 2 * min(reducer.timeline_length(reducer.root_id), 40)
 
 
 def _turns() -> Any:
@@ -55,7 +66,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 """
 
     KEY_SCOPE = "conversation"
-    BINDINGS = keymap.bindings("conversation")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("conversation")]
 
     DEFAULT_CSS = """
     ConversationView {
@@ -67,8 +78,10 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
     """
 
     TAIL = 12
+    TAIL_COST = 60
     BATCH = 10
     MAX_MOUNTED = 40
+    MAX_COST = 160
 
     class LoadOlder(Message):
         """Mount older messages."""
@@ -99,11 +112,12 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 
     # ------------------------------------------------------------------ building
     def _widget_for(self, msg: ConversationMessage) -> Widget | None:
-        turns = _turns()
+        from .turns import AssistantTurn, UserMessage
+
         if msg.role == "user":
-            return turns.UserMessage(msg.id, msg.content)
+            return UserMessage(msg.id, msg.content)
         if msg.reducer is not None:
-            return turns.AssistantTurn(msg, self.pending)
+            return AssistantTurn(msg, self.pending)
         return None
 
     def set_placeholder(self, text: str | Content) -> None:
@@ -119,13 +133,13 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self.turns = {}
         self.conversation = conversation
         messages = conversation.messages
-        self.first_index = max(0, len(messages) - self.TAIL)
+        self.first_index = self._tail_start(len(messages), self.TAIL, self.TAIL_COST)
         widgets: list[Widget] = []
         for msg in messages[self.first_index :]:
-            widget = self._widget_for(msg)
-            if widget is not None:
-                self.turns[msg.id] = widget
-                widgets.append(widget)
+            made = self._widget_for(msg)
+            if made is not None:
+                self.turns[msg.id] = made
+                widgets.append(made)
         self.placeholder.display = not messages
         self._update_older()
         if widgets:
@@ -169,8 +183,8 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             self._prune()
         return grew
 
-    def refresh_pending(self, changed: set[str]) -> list:
-        cards = []
+    def refresh_pending(self, changed: set[str]) -> list[ToolCallCard]:
+        cards: list[ToolCallCard] = []
         for widget in self.turns.values():
             if isinstance(widget, _turns().AssistantTurn):
                 cards.extend(widget.refresh_pending(changed))
@@ -181,8 +195,15 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         bounded: beyond ``MAX_MOUNTED`` the oldest are unmounted (down to
         ``MAX_MOUNTED - BATCH``) and new ones that would fall out at once are never mounted."""
         messages = conversation.messages
-        if self.following and len(messages) - self.first_index > self.MAX_MOUNTED:
-            self._unmount_before(len(messages) - (self.MAX_MOUNTED - self.BATCH))
+        if self.following:
+            if len(added) > 2:
+                # a burst (a replayed log): like opening the thread, only the newest tail
+                keep_from = self._tail_start(len(messages), self.TAIL, self.TAIL_COST)
+            elif self._tail_start(len(messages), self.MAX_MOUNTED, self.MAX_COST) > self.first_index:
+                keep_from = self._tail_start(len(messages), self.MAX_MOUNTED - self.BATCH, self.MAX_COST // 2)
+            else:
+                keep_from = self.first_index
+            self._unmount_before(keep_from)
         widgets: list[Widget] = []
         for msg in messages[self.first_index :]:
             if msg.id in added and msg.id not in self.turns:
@@ -196,9 +217,24 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         return bool(widgets)
 
     def _prune(self) -> None:
-        if self.conversation is None or len(self.turns) <= self.MAX_MOUNTED:
+        if self.conversation is None:
             return
-        self._unmount_before(len(self.conversation.messages) - (self.MAX_MOUNTED - self.BATCH))
+        count = len(self.conversation.messages)
+        if self._tail_start(count, self.MAX_MOUNTED, self.MAX_COST) > self.first_index:
+            self._unmount_before(self._tail_start(count, self.MAX_MOUNTED - self.BATCH, self.MAX_COST // 2))
+
+    def _tail_start(self, end: int, count: int, cost: int) -> int:
+        """Index of the first message of the newest run of messages (before ``end``) that
+        fits in ``count`` messages and ``cost`` units; always at least the last two."""
+        assert self.conversation is not None
+        messages = self.conversation.messages
+        index, total = end, 0
+        while index > 0 and end - index < count:
+            total += message_cost(messages[index - 1])
+            if total > cost and end - index >= 2:
+                break
+            index -= 1
+        return index
 
     def _unmount_before(self, index: int) -> None:
         """Unmount the messages before position ``index``; they can be loaded again."""
@@ -303,7 +339,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
 
     def action_copy_block(self) -> None:
         """Copy the focused block (message, text, reasoning, tool result, sub-agent result)."""
-        node = self.screen.focused
+        node: Any = self.screen.focused
         while node is not None and node is not self:
             copy_text = getattr(node, "copy_text", None)
             if callable(copy_text):

@@ -10,7 +10,10 @@ output.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
+from textual.binding import BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -21,7 +24,7 @@ class PromptInput(TextArea):
     """Where the user types. Posts ``PromptInput.Submitted`` with the text."""
 
     KEY_SCOPE = "input"
-    BINDINGS = keymap.bindings("input")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("input")]
 
     HELP = """
 ## Prompt

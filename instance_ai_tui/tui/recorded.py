@@ -32,7 +32,17 @@ from ..protocol.api import (
     ThreadMessages,
     ThreadStatus,
 )
-from ..protocol.events import Event, parse_event
+from ..protocol.events import (
+    ConfirmationRequestEvent,
+    Event,
+    RunFinishEvent,
+    RunFinishPayload,
+    ToolErrorEvent,
+    ToolErrorPayload,
+    ThreadTitleUpdatedEvent,
+    ToolResultEvent,
+    parse_event,
+)
 
 
 def _event(value: Event | dict[str, Any]) -> Event:
@@ -126,8 +136,8 @@ class RecordedClient(Client):
     def _publish(self, thread: _Thread, event: Event) -> None:
         thread.log.append(event)
         thread.info = thread.info.model_copy(update={"updated_at": datetime.now(timezone.utc)})
-        if event.type == "thread-title-updated":
-            thread.info = thread.info.model_copy(update={"title": getattr(event.payload, "title", "")})
+        if isinstance(event, ThreadTitleUpdatedEvent):
+            thread.info = thread.info.model_copy(update={"title": event.payload.title})
         thread.changed.set()
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
@@ -165,17 +175,14 @@ class RecordedClient(Client):
         try:
             for n, raw in enumerate(script):
                 event = _event(raw).model_copy(update={"run_id": run_id})
-                if event.type in ("tool-result",) and getattr(event.payload, "tool_call_id", "") in denied:
-                    event = parse_event(
-                        {
-                            "type": "tool-error",
-                            "runId": run_id,
-                            "agentId": event.agent_id,
-                            "payload": {"toolCallId": event.payload.tool_call_id, "error": "Denied by the user"},
-                        }
+                if isinstance(event, ToolResultEvent) and event.payload.tool_call_id in denied:
+                    event = ToolErrorEvent(
+                        run_id=run_id,
+                        agent_id=event.agent_id,
+                        payload=ToolErrorPayload(tool_call_id=event.payload.tool_call_id, error="Denied by the user"),
                     )
                 self._publish(thread, event)
-                if event.type == "confirmation-request":
+                if isinstance(event, ConfirmationRequestEvent):
                     future: asyncio.Future[ConfirmBody] = asyncio.get_running_loop().create_future()
                     self._waiting[event.payload.request_id] = future
                     body = await future
@@ -186,17 +193,10 @@ class RecordedClient(Client):
                 elif n % 64 == 63:
                     await asyncio.sleep(0)
         except asyncio.CancelledError:
-            self._publish(
-                thread,
-                parse_event(
-                    {
-                        "type": "run-finish",
-                        "runId": run_id,
-                        "agentId": "agent-001",
-                        "payload": {"status": "cancelled", "reason": "user_cancelled"},
-                    }
-                ),
+            finish = RunFinishEvent(
+                run_id=run_id, agent_id="agent-001", payload=RunFinishPayload(status="cancelled", reason="user_cancelled")
             )
+            self._publish(thread, finish)
         finally:
             thread.run_id = None
 

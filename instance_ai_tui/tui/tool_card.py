@@ -111,7 +111,7 @@ class ToolCallCard(Vertical, can_focus=True):
 """
 
     BINDINGS = [
-        Binding("enter,space", "toggle", "Expand", id="toggle-block"),
+        Binding("enter,space", "toggle_block", "Expand", id="toggle-block"),
         Binding("f", "unfold", "Unfold", id="unfold-result"),
     ]
 
@@ -294,7 +294,7 @@ class ToolCallCard(Vertical, can_focus=True):
             self.card = None
 
     # ------------------------------------------------------------------ actions
-    def action_toggle(self) -> None:
+    def action_toggle_block(self) -> None:
         self._user_expanded = not self.expanded
         self._render_header()
         self._sync_body()
@@ -320,7 +320,7 @@ class ToolCallCard(Vertical, can_focus=True):
         # a click on the header toggles; clicks inside the card's widgets are theirs
         widget = getattr(event, "widget", None)
         if widget is not None and widget.has_class("tool-header"):
-            self.action_toggle()
+            self.action_toggle_block()
 
 
 def tc_part(tc: ToolCallState) -> str:

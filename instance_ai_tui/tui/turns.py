@@ -2,8 +2,9 @@
 
 An ``AssistantTurn`` draws one message group's ``RunReducer`` as the seed's "Frontend
 Rendering" tree: the orchestrator's timeline in order — text segments as streamed
-Markdown (one ``MarkdownStream`` per segment), reasoning dimmed and collapsible, tool calls
-as cards, sub-agents as collapsible sections with their own timelines.
+Markdown (``MarkdownStream``; a long segment in chunks, ``long_markdown``), reasoning
+dimmed and collapsible, tool calls as cards, sub-agents as collapsible sections with their
+own timelines.
 
 Nothing here reads events. ``AssistantTurn.apply(changes, frame)`` projects a
 ``ReducerChanges`` (what changed since the last frame) onto the widgets, touching only
@@ -24,11 +25,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widget import Widget
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from ..protocol.reducer import ReducerChanges, RunReducer
 from .agent_info import AgentInfo, agent_info
+from .long_markdown import ChunkedMarkdown
 from .status_line import SPINNER
 from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .tool_card import ToolCallCard
@@ -44,17 +45,18 @@ class Frame:
 
     __slots__ = ("flush", "pending", "new_cards", "budget")
 
-    #: timeline entries one frame may mount (keeps every frame short, whatever the event rate)
-    BUDGET = 8
+    #: budget units one frame may mount (``entry_cost``): keeps every frame short,
+    #: whatever the event rate
+    BUDGET = 6
 
     def __init__(self, pending: set[str] | None = None, budget: int = BUDGET) -> None:
-        self.flush: dict[int, LiveMarkdown] = {}
+        self.flush: dict[int, ChunkedMarkdown] = {}
         #: request ids waiting for the user's answer
         self.pending: set[str] = pending if pending is not None else set()
         self.new_cards: list[ToolCallCard] = []
         self.budget = budget
 
-    def add_flush(self, markdown: LiveMarkdown) -> None:
+    def add_flush(self, markdown: ChunkedMarkdown) -> None:
         self.flush[id(markdown)] = markdown
 
     async def run(self) -> None:
@@ -63,98 +65,24 @@ class Frame:
         self.flush.clear()
 
 
-# --------------------------------------------------------------------------- markdown
-
-
-class LiveMarkdown(Markdown, can_focus=True):
-    """Markdown whose content grows through a ``MarkdownStream`` while it is live.
-
-    ``set_target(text)`` records what the model says the content is; ``flush()`` (awaited
-    by the frame) writes the new tail to the stream, or replaces the document when the
-    text changed other than by appending (a replayed ``text-block``).
-    """
-
-    def __init__(self, content: str = "", *, classes: str | None = None) -> None:
-        super().__init__(content, classes=classes, open_links=False)
-        self._target = content
-        self._written = content
-        self._ready = False
-        self._stream: MarkdownStream | None = None
-        #: fragments written through the stream (tests and benchmarks read it)
-        self.stream_writes = 0
-
-    def on_mount(self) -> None:
-        # runs before Markdown's own mount handler parses the initial text: become ready after it
-        self.call_later(self._become_ready)
-
-    async def _become_ready(self) -> None:
-        self._ready = True
-        if self._target != self._written:
-            await self.flush()
-
-    @property
-    def target(self) -> str:
-        return self._target
-
-    def set_target(self, content: str) -> bool:
-        if content is self._target:
-            return False
-        self._target = content
-        return True
-
-    async def flush(self) -> None:
-        if not self._ready or not self.is_attached:
-            return
-        target, written = self._target, self._written
-        if target == written:
-            return
-        self._written = target
-        if len(target) > len(written) and target.startswith(written):
-            if self._stream is None:
-                self._stream = Markdown.get_stream(self)
-            self.stream_writes += 1
-            await self._stream.write(target[len(written) :])
-        else:
-            await self._stop_stream()
-            self.update(target)
-
-    async def _stop_stream(self) -> None:
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            await stream.stop()
-
-    def finish(self) -> None:
-        """The segment is final: stop its stream (in the background)."""
-        if self._stream is not None:
-            self.call_later(self._stop_stream)
-
-    @property
-    def settled(self) -> bool:
-        """Everything set has been handed to the widget and parsed."""
-        return self._ready and self.source == self._target and not self.lock.is_locked and self._stream_idle()
-
-    def _stream_idle(self) -> bool:
-        stream = self._stream
-        return stream is None or not getattr(stream, "_pending", None)
-
-    def copy_text(self) -> tuple[str, str]:
-        """(text, what) for the copy-block key."""
-        return self._target, "the text"
-
-
 # --------------------------------------------------------------------------- timeline entries
 
 
-class TextBlock(LiveMarkdown):
+class TextBlock(ChunkedMarkdown):
     HELP = """
 ## Agent text
 
-**c** copies this text to the clipboard.
+**c** copies this text to the clipboard. A long text shows its newest part; Enter on the
+"earlier characters" line above it shows more.
 """
 
     def __init__(self, content: str, *, index: int) -> None:
-        super().__init__(content, classes="text-block")
+        super().__init__(content, classes="text-block", chunk_classes="text-chunk")
         self.index = index
+
+    def copy_text(self) -> tuple[str, str]:
+        """(text, what) for the copy-block key."""
+        return self.target, "the text"
 
     def set_live(self, live: bool) -> None:
         if not live:
@@ -174,7 +102,7 @@ class ReasoningBlock(Vertical, can_focus=True):
 **Enter**/**Space** expand or collapse · **c** copy the reasoning.
 """
 
-    BINDINGS = [Binding("enter,space", "toggle", "Expand", id="toggle-block")]
+    BINDINGS = [Binding("enter,space", "toggle_block", "Expand", id="toggle-block")]
 
     def __init__(self, content: str, *, index: int, live: bool) -> None:
         super().__init__(classes="reasoning")
@@ -182,7 +110,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.content = content
         self.live = live
         self._user_expanded: bool | None = None
-        self._body: LiveMarkdown | None = None
+        self._body: ChunkedMarkdown | None = None
         self.header = Static("", classes="reasoning-header", markup=False)
         self._started = False
 
@@ -197,7 +125,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.header.update(self._header())
         yield self.header
         if self.expanded:
-            self._body = LiveMarkdown(self.content, classes="reasoning-body")
+            self._body = ChunkedMarkdown(self.content, classes="reasoning-body", chunk_classes="reasoning-chunk")
             yield self._body
 
     def _header(self) -> Content:
@@ -215,7 +143,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.header.update(self._header(), layout=False)
         if self.expanded:
             if self._body is None:
-                self._body = LiveMarkdown(self.content, classes="reasoning-body")
+                self._body = ChunkedMarkdown(self.content, classes="reasoning-body", chunk_classes="reasoning-chunk")
                 self.mount(self._body)
             elif self._body.set_target(self.content):
                 if frame is not None:
@@ -239,7 +167,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.live = live
         self._sync(None)
 
-    def action_toggle(self) -> None:
+    def action_toggle_block(self) -> None:
         self._user_expanded = not self.expanded
         self._sync(None)
 
@@ -247,7 +175,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         return self.content, "the reasoning"
 
     def on_click(self) -> None:
-        self.action_toggle()
+        self.action_toggle_block()
 
     def detach(self) -> None:
         if self._body is not None:
@@ -268,7 +196,7 @@ class SubAgentSection(Vertical, can_focus=True):
 A sub-agent collapses to its summary when it completes.
 """
 
-    BINDINGS = [Binding("enter,space", "toggle", "Expand", id="toggle-block")]
+    BINDINGS = [Binding("enter,space", "toggle_block", "Expand", id="toggle-block")]
 
     def __init__(self, turn: AssistantTurn, info: AgentInfo, *, index: int) -> None:
         super().__init__(classes="subagent")
@@ -350,7 +278,7 @@ A sub-agent collapses to its summary when it completes.
         elif self.body is not None:
             self.body.set_active(self.info.status == "active")
 
-    def action_toggle(self) -> None:
+    def action_toggle_block(self) -> None:
         self._user_expanded = not self.expanded
         self._sync()
 
@@ -361,7 +289,7 @@ A sub-agent collapses to its summary when it completes.
         widget = getattr(event, "widget", None)
         if widget is not None and widget.has_class("subagent-header"):
             event.stop()
-            self.action_toggle()
+            self.action_toggle_block()
 
     def detach(self) -> None:
         if self.body is not None:
@@ -388,6 +316,14 @@ class MoreLine(Static, can_focus=True):
 
     def on_click(self) -> None:
         self.section.show_earlier()
+
+
+def entry_cost(widget: Widget | None) -> int:
+    """Frame-budget units of a timeline entry: a text block mounts Markdown chunks (a
+    widget per paragraph, list item, ...), three units each; the others a line or two."""
+    if isinstance(widget, TextBlock):
+        return 3 * widget.mounted_chunk_count
+    return 1
 
 
 class AgentSection(Vertical):
@@ -422,15 +358,21 @@ class AgentSection(Vertical):
         self.turn.sections[self.agent_id] = self
         self.length = self.reducer.timeline_length(self.agent_id)
         self.target_first = max(0, self.length - self.window)
-        self.first = max(self.target_first, self.length - Frame.BUDGET)
+        widgets: list[Widget] = []
+        budget = Frame.BUDGET
+        index = self.length
+        while index > self.target_first and budget > 0:
+            index -= 1
+            widget = self._make(index)
+            budget -= entry_cost(widget)
+            if widget is not None:
+                widgets.append(widget)
+        self.first = index
         if self.first > self.target_first:
             self.turn.behind.add(self)
         self._update_more()
         yield self.more
-        for index in range(self.first, self.length):
-            widget = self._make(index)
-            if widget is not None:
-                yield widget
+        yield from reversed(widgets)
 
     def _update_more(self) -> None:
         self.more.display = self.first > 0
@@ -477,12 +419,17 @@ class AgentSection(Vertical):
         entries first (the newest matter most), then older ones above."""
         self.append_entries(frame)
         if self.first > self.target_first and frame.budget > 0:
-            count = min(frame.budget, self.first - self.target_first)
-            new_first = self.first - count
-            widgets = [w for w in (self._make(i) for i in range(new_first, self.first)) if w is not None]
-            frame.budget -= count
-            self.first = new_first
+            widgets: list[Widget] = []
+            index = self.first
+            while index > self.target_first and frame.budget > 0:
+                index -= 1
+                widget = self._make(index)
+                frame.budget -= entry_cost(widget)
+                if widget is not None:
+                    widgets.append(widget)
+            self.first = index
             if widgets:
+                widgets.reverse()
                 self.mount_all(widgets, after=self.more)
             self._update_more()
         if self.first > self.target_first or self.length < self.reducer.timeline_length(self.agent_id):
@@ -496,24 +443,29 @@ class AgentSection(Vertical):
         new_length = self.reducer.timeline_length(self.agent_id)
         if new_length <= self.length:
             return
+        if frame.budget <= 0:
+            self.turn.behind.add(self)
+            return
         previous_last = self.entries.get(self.length - 1)
         if previous_last is not None:
             previous_last.set_live(False)  # type: ignore[attr-defined]
-        start = max(self.length, new_length - self.window)
-        stop = min(new_length, start + max(0, frame.budget))
-        if stop == start:
-            self.turn.behind.add(self)
-            return
-        self.length = stop
+        index = max(self.length, new_length - self.window)
+        self.length = index
         self._prune()
-        widgets = [w for w in (self._make(i) for i in range(start, stop)) if w is not None]
-        frame.budget -= stop - start
-        for widget in widgets:
-            if isinstance(widget, ToolCallCard):
-                frame.new_cards.append(widget)
+        widgets: list[Widget] = []
+        while index < new_length and frame.budget > 0:
+            self.length = index + 1
+            widget = self._make(index)
+            frame.budget -= entry_cost(widget)
+            if widget is not None:
+                widgets.append(widget)
+                if isinstance(widget, ToolCallCard):
+                    frame.new_cards.append(widget)
+            index += 1
+        self._prune()
         if widgets:
             self.mount_all(widgets)
-        if stop < new_length:
+        if self.length < new_length:
             self.turn.behind.add(self)
 
     def _prune(self) -> None:
@@ -582,10 +534,10 @@ class AgentSection(Vertical):
             self._forget(widget)
         self.entries.clear()
 
-    def markdown_blocks(self) -> list[LiveMarkdown]:
-        out: list[LiveMarkdown] = []
+    def markdown_blocks(self) -> list[ChunkedMarkdown]:
+        out: list[ChunkedMarkdown] = []
         for widget in self.entries.values():
-            if isinstance(widget, LiveMarkdown):
+            if isinstance(widget, ChunkedMarkdown):
                 out.append(widget)
             elif isinstance(widget, ReasoningBlock) and widget._body is not None:
                 out.append(widget._body)

@@ -11,11 +11,11 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import pytest
 
 from instance_ai_tui.assistant.coordination import LocalCoordinator
-from instance_ai_tui.assistant.errors import ConfirmationNotFound, RunActive
+from instance_ai_tui.assistant.errors import ConfirmationNotFound, InvalidRequest, RunActive
 from instance_ai_tui.assistant.redis_coordinator import RedisCoordinator
 from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
 from instance_ai_tui.bus.redis import RedisBus
-from instance_ai_tui.bus.redis_control import ThreadLocks
+from instance_ai_tui.bus.redis_control import ControlChannel, ThreadLocks
 from instance_ai_tui.protocol.api import parse_confirm_body
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
 from instance_ai_tui.store.redis import RedisStore
@@ -42,15 +42,15 @@ async def make(redis_url: str, redis_client: Any) -> AsyncIterator[Make]:
     yield factory
     for ai in made:
         try:
-            await asyncio.wait_for(ai.shutdown(), 8)
-        except asyncio.TimeoutError:
-            import sys
-            print("HANG in shutdown of", ai.runs.coordinator.instance_id, file=sys.stderr)
-            for t in asyncio.all_tasks():
-                print("----", t.get_name(), file=sys.stderr); t.print_stack(limit=10, file=sys.stderr)
-            raise
-        except Exception:
-            pass
+            await asyncio.wait_for(ai.shutdown(), 10)
+        except asyncio.TimeoutError:  # a hang is a bug: say where
+            import io
+
+            stacks = io.StringIO()
+            for task in asyncio.all_tasks():
+                print("--", task.get_name(), file=stacks)
+                task.print_stack(limit=6, file=stacks)
+            pytest.fail(f"shutdown of instance {ai.runs.coordinator.instance_id} hung:\n{stacks.getvalue()}")
 
 
 def slow(words: int = 300) -> ScriptedModel:
@@ -106,8 +106,32 @@ async def test_thread_lock_fencing(redis_client: Any) -> None:
     assert await locks.holder("th") is None
 
 
+async def test_control_channel_request_ack_reply(redis_client: Any) -> None:
+    async def serve(message: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.05)
+        return {"echo": message["n"], "by": "two"}
+
+    def handle(message: dict[str, Any]) -> Any:
+        return serve(message) if message.get("op") == "echo" else None
+
+    one = ControlChannel(redis_client, "c:", "one", lambda _m: None)
+    two = ControlChannel(redis_client, "c:", "two", handle)
+    await one.start()
+    await two.start()
+    try:
+        assert await one.request({"op": "echo", "n": 7}, target="two", ack_timeout=1, reply_timeout=2) == {
+            "echo": 7, "by": "two"}
+        started = asyncio.get_running_loop().time()
+        assert await one.request({"op": "echo", "n": 1}, target="nobody", ack_timeout=1, reply_timeout=2) is None
+        assert asyncio.get_running_loop().time() - started < 0.5  # no receiver: no waiting for an ack
+        assert await one.request({"op": "unknown"}, target="two", ack_timeout=0.2, reply_timeout=2) is None
+    finally:
+        await one.stop()
+        await two.stop()
+
+
 async def test_busy_thread_and_status_across_instances(make: Make) -> None:
-    a = await make("a", slow())
+    a = await make("a", slow(100))
     b = await make("b", ScriptedModel(["fine"]))
     run_id = await a.send("t1", "talk")
     with pytest.raises(RunActive):
@@ -149,6 +173,8 @@ async def test_confirm_through_another_instance_resumes_on_the_owner(make: Make)
     assert await a.store.redis.get("iai:lock:t3") is None  # a suspended run holds no lock
     with pytest.raises(RunActive):
         await b.send("t3", "other")
+    with pytest.raises(InvalidRequest, match="does not fit"):  # a's answer comes back as the same error
+        await b.confirm(request_id, parse_confirm_body({"kind": "questions", "answers": []}))
     response = await b.confirm(request_id, parse_confirm_body({"approved": True}))
     assert response.ok and response.run_id == run_id
     events = await collect(b, "t3", after=events[-1]["id"])
@@ -216,6 +242,25 @@ async def test_suspended_run_of_a_gone_owner_is_adopted(make: Make) -> None:
     assert (await b.store.get_run(run_id)).owner == "b"
 
 
+async def test_suspended_runs_of_a_stopped_instance_are_adopted_by_the_sweeper(make: Make) -> None:
+    workspace = tempfile.mkdtemp()
+    a = await make("a", ScriptedModel([ScriptedResponse.call("write-file", {"path": "z.txt", "content": "z"})]),
+                   workspace_root=workspace)
+    b = await make("b", ScriptedModel(["finished on b"]), workspace_root=workspace)
+    await a.send("t9", "write it")
+    events = await collect(b, "t9", until="confirmation-request")
+    await a.shutdown()  # a graceful stop keeps suspended runs (and says it is gone)
+    for _ in range(50):
+        if b.runs.live("t9") is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert b.runs.has_request(events[-1]["payload"]["requestId"])  # adopted without waiting for a confirm
+    await b.confirm(events[-1]["payload"]["requestId"], parse_confirm_body({"approved": False}))
+    rest = await collect(b, "t9", after=events[-1]["id"])
+    assert finishes(rest) == [{"status": "completed"}]
+    assert any(e["type"] == "tool-error" for e in rest)  # denied
+
+
 async def test_fenced_out_owner_publishes_nothing_more(make: Make) -> None:
     a = await make("a", slow(600))
     b = await make("b", ScriptedModel(["x"]))
@@ -235,7 +280,7 @@ async def test_fenced_out_owner_publishes_nothing_more(make: Make) -> None:
 
 
 async def test_a_starting_instance_leaves_live_runs_alone(make: Make) -> None:
-    a = await make("a", slow(150))
+    a = await make("a", slow(80))
     run_id = await a.send("t8", "talk")
     await collect(a, "t8", until="text-delta")
     c = await make("c", ScriptedModel(["x"]))  # recover() at start must not sweep a's run

@@ -6,7 +6,6 @@ interface that replays recorded protocol events); everything else is the real ap
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
 from instance_ai_tui.config import Settings

@@ -6,8 +6,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +15,8 @@ from instance_ai_tui.protocol.api import (
     ThreadMessages,
 )
 from instance_ai_tui.protocol.conversation import Conversation
-from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
-from instance_ai_tui.tui.help_screen import HelpScreen
 from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.tool_card import ToolCallCard
 from instance_ai_tui.tui.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
 
 from .scripts import (
@@ -383,77 +379,83 @@ async def test_search_threads() -> None:
         await until(lambda: sorted(app.thread_list.visible_thread_ids()) == ["a", "c"], pilot)
 
 
-# --------------------------------------------------------------------------- themes, copy, help, export
 
 
-async def test_theme_switch_by_slash_command() -> None:
-    app = make_app(recorded())
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await send(pilot, app, "/theme nord")
-        await until(lambda: app.theme == "nord", pilot)
-        await send(pilot, app, "/theme ansi-dark")
-        await until(lambda: app.theme == "ansi-dark", pilot)
+# --------------------------------------------------------------------------- text input, keys, tasks
 
 
-async def test_copy_tool_result_and_message() -> None:
-    client = recorded([simple_run()])
+def text_run() -> list[dict[str, Any]]:
+    return [
+        ev("run-start", messageId="m1"),
+        ev("tool-call", toolCallId="t1", toolName="ask-user", args={}),
+        ev(
+            "confirmation-request",
+            requestId="cr-t",
+            toolCallId="t1",
+            toolName="ask-user",
+            severity="info",
+            message="What should the workflow be called?",
+            inputType="text",
+        ),
+        ev("tool-result", toolCallId="t1", result={"name": "given"}),
+        ev("run-finish", status="completed"),
+    ]
+
+
+async def test_text_card_sends_the_typed_answer() -> None:
+    from instance_ai_tui.tui.confirmations import TextCard
+
+    client = recorded([text_run()])
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
-        await send(pilot, app, "list my workflows")
-        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
-        await app.wait_until_rendered()
-        card: ToolCallCard = turns(app)[-1].cards["tc1"]
-        card.focus()
-        await pilot.press("c")
-        assert '"Weather to Slack"' in app.clipboard and '"workflows"' in app.clipboard
-        message = next(w for w in app.view.turns.values() if isinstance(w, UserMessage))
-        message.focus()
-        await pilot.press("c")
-        assert app.clipboard == "list my workflows"
+        await send(pilot, app, "name it")
+        card = await pending_card(app, pilot, TextCard)
+        card.shown_at = time.monotonic()  # as if it had just appeared (a loaded machine is slow)
+        field = card.query_one("Input")
+        assert field.disabled  # the field opens after the grace period: typing cannot land in it
+        await pilot.press("x")
+        assert field.value == ""
+        await until(lambda: not field.disabled and app.focused is field, pilot)
+        await pilot.press(*"Morning weather", "enter")
+        await until(lambda: confirm_calls(client), pilot)
+        assert confirm_calls(client) == [("cr-t", ApprovalConfirm(approved=True, user_input="Morning weather"))]
 
 
-async def test_f1_shows_keys_of_the_focused_widget() -> None:
-    app = make_app(recorded([approval_run()]))
+async def test_remapped_keys_from_the_config() -> None:
+    from instance_ai_tui.config import Settings
+
+    settings = Settings.model_validate({"ui": {"keys": {"approve": "ctrl+y"}, "enter_sends": False}})
+    client = recorded([approval_run()])
+    app = make_app(client, settings)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
-        await pilot.press("f1")
-        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
-        assert "Send the message" in app.screen.markdown and "Approve" not in app.screen.markdown
-        await pilot.press("escape")
-        await send(pilot, app, "archive it")
-        await pending_card(app, pilot, ApprovalCard)
-        await pilot.press("f1")
-        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
-        assert "Always allow in this thread" in app.screen.markdown
-
-
-async def test_export_writes_markdown(tmp_path: Path) -> None:
-    client = recorded([simple_run()])
-    app = make_app(client)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await send(pilot, app, "list my workflows")
-        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
-        target = tmp_path / "out.md"
-        await send(pilot, app, f"/export {target}")
-        await until(target.exists, pilot)
-        text = target.read_text()
-        assert "list my workflows" in text and "Weather to Slack" in text
-
-
-async def test_new_output_badge_and_end_key() -> None:
-    long_answer = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
-    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40), ev("run-finish", status="completed")]], delay=0.02)
-    app = make_app(client)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await send(pilot, app, "talk")
-        await until(lambda: app.view.max_scroll_y > 5, pilot)
-        app.view.scroll_up(animate=False)
-        app.view.scroll_home(animate=False)
-        await until(lambda: app.badge.display, pilot)
         app.prompt.focus()
-        await pilot.press("end")
-        await until(lambda: not app.badge.display and app.view.following, pilot)
+        app.prompt.load_text("archive it")
+        app.prompt.move_cursor(app.prompt.document.end)
+        await pilot.press("enter")  # enter_sends = false: Enter is a new line
+        assert app.prompt.text == "archive it\n" and not [c for c in client.calls if c[0] == "send"]
+        await pilot.press("backspace", "ctrl+j")  # ... and Ctrl+J sends
+        await until(lambda: [c for c in client.calls if c[0] == "send"], pilot)
+        await pending_card(app, pilot, ApprovalCard)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("y")  # no longer bound
+        await pilot.pause(0.1)
+        assert confirm_calls(client) == []
+        await pilot.press("ctrl+y")
+        await until(lambda: confirm_calls(client), pilot)
+
+
+async def test_tasks_panel_toggles_and_counts() -> None:
+    app = make_app(RecordedClient({"t": _log(subagent_run(), "r1")}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        panel = app.tasks_panel
+        assert panel.display and "2/2 done" in str(panel.title_line.visual)
+        body = str(panel.body.visual)
+        assert "Build the workflow" in body and "✓" in body
+        await pilot.press("ctrl+t")
+        assert not panel.display
+        await pilot.press("ctrl+t")
+        assert panel.display

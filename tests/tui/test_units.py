@@ -1,0 +1,98 @@
+"""The pure pieces of the TUI: status line, checklist, tool-card formatting, agent info."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instance_ai_tui.protocol.events import TaskList
+from instance_ai_tui.protocol.reducer import RunReducer
+from instance_ai_tui.protocol.tree import ToolCallState
+from instance_ai_tui.tui.agent_info import agent_info, reducer_root_field
+from instance_ai_tui.tui.recorded import RecordedClient
+from instance_ai_tui.tui.status_line import StatusInfo, format_tokens, render_status
+from instance_ai_tui.tui.tasks_panel import progress_label, render_tasks
+from instance_ai_tui.tui.tool_card import duration, pretty, result_summary, tool_state
+from instance_ai_tui.tui.turns import AgentSection
+
+from .scripts import SIZE, ev, make_app
+from .test_interactions import _log, until
+
+
+def test_status_line_words_for_every_state() -> None:
+    info = StatusInfo(connection="reconnecting", connection_detail="2", run_state="running", message="Searching nodes…",
+                      model="gpt-4o-mini", input_tokens=12_345, output_tokens=678, cost=0.01234)
+    plain = render_status(info).plain
+    assert "reconnecting 2" in plain and "running" in plain and "Searching nodes…" in plain
+    assert "gpt-4o-mini" in plain and "12k in · 678 out · $0.0123" in plain
+    demo = render_status(StatusInfo(connection="embedded", demo=True, model="demo (offline)")).plain
+    assert "DEMO" in demo and "embedded" in demo and "idle" in demo
+    assert "offline: refused" in render_status(StatusInfo(connection="offline", connection_detail="refused")).plain
+    assert [format_tokens(n) for n in (999, 1500, 25_000, 3_200_000)] == ["999", "1.5k", "25k", "3.2M"]
+
+
+def test_checklist_glyphs_and_progress() -> None:
+    tasks = TaskList.model_validate([
+        {"id": "1", "description": "Build", "status": "completed"},
+        {"id": "2", "description": "Test", "status": "in_progress", "detail": "running the webhook"},
+        {"id": "3", "description": "Ship", "status": "pending"},
+        {"id": "4", "description": "Notify", "status": "failed"},
+    ])
+    text = render_tasks(tasks).plain
+    assert text.splitlines()[0] == "✓ Build"
+    assert "◐ Test (in progress)" in text and "running the webhook" in text
+    assert "○ Ship" in text and "✗ Notify (failed)" in text
+    assert progress_label(tasks) == "1/4 done" and progress_label(None) == "no tasks"
+
+
+def test_tool_card_formatting() -> None:
+    assert pretty({"a": [1, 2]}) == ('{\n  "a": [\n    1,\n    2\n  ]\n}', "json")
+    assert pretty('{"x": 1}')[1] == "json" and pretty("plain words") == ("plain words", "text")
+    assert result_summary({"workflows": [1, 2, 3]}) == "3 workflows"
+    assert result_summary([1]) == "1 item" and result_summary("first line\nsecond") == "first line"
+    assert duration("2026-01-01T00:00:00.000Z".replace("Z", "+00:00"), "2026-01-01T00:00:01.500+00:00") == "1.5 s"
+    assert duration(None, "x") == ""
+    call = ToolCallState(tool_call_id="t", tool_name="x")
+    assert tool_state(call, False) == "running" and tool_state(call, True) == "awaiting"
+    assert tool_state(call.model_copy(update={"is_loading": False, "result": 1}), False) == "done"
+    assert tool_state(call.model_copy(update={"is_loading": False, "error": "boom"}), False) == "failed"
+
+
+def test_agent_info_reads_own_fields_only() -> None:
+    reducer = RunReducer("a1")
+    for event in [
+        ev("run-start", messageId="m"),
+        ev("tasks-update", tasks=[{"id": "t", "description": "Do it", "status": "pending"}]),
+        ev("agent-spawned", "a2", parentId="a1", role="builder", title="Workflow builder"),
+        ev("status", "a2", message="Looking…"),
+        ev("agent-completed", "a2", role="builder", result="Built wf-1"),
+    ]:
+        reducer.apply(event)
+    child = agent_info(reducer, "a2")
+    assert child is not None and child.label == "Workflow builder" and child.status == "completed"
+    assert child.result == "Built wf-1"
+    assert agent_info(reducer, "nope") is None
+    tasks = reducer_root_field(reducer, "tasks")
+    assert TaskList.model_validate(tasks).tasks[0].description == "Do it"
+
+
+async def test_a_long_timeline_stays_windowed_and_shows_earlier_on_demand() -> None:
+    run: list[dict[str, Any]] = [ev("run-start", messageId="m")]
+    for n in range(150):
+        run += [
+            ev("tool-call", toolCallId=f"t{n}", toolName="get-node", args={"n": n}),
+            ev("tool-result", toolCallId=f"t{n}", result={"n": n}),
+        ]
+    run.append(ev("run-finish", status="completed"))
+    app = make_app(RecordedClient({"t": _log(run, "r1")}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        root = app.view.assistant_turns()[0].root
+        assert root is not None
+        assert len(root.entries) == AgentSection.WINDOW and root.first == 150 - AgentSection.WINDOW
+        assert root.more.display and str(150 - AgentSection.WINDOW) in str(root.more.visual)
+        assert len(list(app.screen.walk_children())) < 400  # bounded, whatever the timeline length
+        root.more.focus()
+        await pilot.press("enter")
+        await until(lambda: root.first == 150 - 2 * AgentSection.WINDOW and not app.view.behind, pilot)
+        assert len(root.entries) == 2 * AgentSection.WINDOW
