@@ -46,7 +46,9 @@ UNFINISHED = ("active", "suspended")
 _MAINTENANCE = "~maintenance"
 _ERRORS: dict[str, type[AssistantError]] = {
     cls.__name__: cls
-    for cls in (InvalidRequest, ThreadNotFound, ConfirmationNotFound, ConfirmationExpired, RunActive, RunOwnerUnavailable)
+    for cls in (
+        InvalidRequest, ThreadNotFound, ConfirmationNotFound, ConfirmationExpired, RunActive, RunOwnerUnavailable
+    )
 }
 
 
@@ -97,7 +99,9 @@ class RedisCoordinator:
 
     async def start(self, runs: CoordinatedRuns) -> None:
         self._runs = runs
-        await self._instances.heartbeat(self.instance_id, self.lease_ms)
+        if await self._instances.heartbeat(self.instance_id, self.lease_ms):
+            log.warning("instance id %s is already live in Redis: another process uses it, or this one restarted "
+                        "within the lease; give each process its own --instance-id", self.instance_id)
         await self._control.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -322,7 +326,9 @@ class RedisCoordinator:
     async def _find_request(self, request_id: str) -> RunRecord | None:
         for run_id in await self._redis.hkeys(self._live):
             record = await self.store.get_run(run_id)
-            if record is not None and record.status == "suspended" and request_id in (record.data.get("confirmations") or {}):
+            if record is None or record.status != "suspended":
+                continue
+            if request_id in (record.data.get("confirmations") or {}):
                 return record
         return None
 
@@ -331,15 +337,15 @@ class RedisCoordinator:
             return await self._control.request(message, target=target, ack_timeout=self.ack_timeout,
                                                reply_timeout=self.reply_timeout)
         except ControlTimeout as exc:
-            raise RunOwnerUnavailable(f"the server process running this thread did not finish the request: {exc}") from None
+            raise RunOwnerUnavailable(f"the server process of this run did not finish the request: {exc}") from None
 
     # ----------------------------------------------------------------- serving requests of other processes
 
     def _handle(self, message: dict[str, Any]) -> Awaitable[dict[str, Any]] | None:
         op = message.get("op")
         if op == "cancel":
-            return self._serve(self.runs.cancel(str(message.get("thread")), str(message.get("reason") or "user_cancelled"),
-                                                route=False))
+            reason = str(message.get("reason") or "user_cancelled")
+            return self._serve(self.runs.cancel(str(message.get("thread")), reason, route=False))
         if op == "confirm":
             request_id = str(message.get("request"))
             try:

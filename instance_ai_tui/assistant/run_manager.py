@@ -13,6 +13,10 @@
   run is ended the same way. Cancelling a finished run does nothing.
 * A failed run ends with an ``error`` event and ``run-finish {error, reason}``.
 * After ``run-finish`` the run's events are folded into its agent tree, stored as a snapshot.
+* Several processes on one store: the ``coordinator`` (``assistant.coordination``; in-process
+  ``LocalCoordinator`` by default, ``RedisCoordinator`` for ``serve --redis``) holds the thread
+  while a run starts, runs or resumes, routes ``cancel``/``confirm`` of runs held elsewhere, and
+  decides which unfinished runs found at start are orphans (swept or adopted).
 * ``sweep`` (at start): runs a crash left ``active`` get ``tool-interrupted`` for their in-flight
   tool calls and ``run-finish {interrupted, crash_interrupted}``. ``shutdown`` ends active runs
   with ``run-finish {cancelled, service_shutdown}`` and keeps suspended ones.
@@ -330,7 +334,7 @@ class RunManager:
 
     # ----------------------------------------------------------------- confirm
     async def confirm(self, request_id: str, body: ConfirmBody, *, route: bool = True) -> ConfirmResponse:
-        """Resume the run waiting for ``request_id``; with ``route``, one another process holds too."""
+        """Resume the run waiting for ``request_id``; with ``route``, also one another server process holds."""
         thread_id = self._by_request.get(request_id)
         run = self._runs.get(thread_id) if thread_id else None
         if run is None or request_id not in run.confirmations:

@@ -250,7 +250,8 @@ class ControlChannel:
             except Exception as exc:
                 log.exception("control request %r failed", data.get("op"))
                 result = {"ok": False, "error": {"status": 500, "type": "", "message": f"internal error: {exc}"}}
-            await self._send(sender, {"kind": "reply", "id": data.get("id"), "from": self.instance_id, "result": result})
+            reply = {"kind": "reply", "id": data.get("id"), "from": self.instance_id, "result": result}
+            await self._send(sender, reply)
 
         task = asyncio.get_running_loop().create_task(run(), name=f"control-{data.get('op')}")
         self._tasks.add(task)

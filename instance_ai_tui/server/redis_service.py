@@ -85,4 +85,5 @@ def build_redis_service(
     store = RedisStore.from_url(redis_url, prefix=prefix)
     coordinator = RedisCoordinator(store, instance_id, lease_ms=lease_ms)
     bus = RedisBus(store)
-    return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options, coordinator=coordinator)
+    return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options,
+                      coordinator=coordinator)

@@ -119,7 +119,9 @@ def decode_records(thread_id: str, blob: str | bytes) -> list[StoredEvent]:
     for record in blob.split("\x00"):
         parts = record.split("\t", 3)
         if len(parts) == 4 and parts[0].isdigit():
-            out.append(StoredEvent(thread_id=thread_id, id=int(parts[0]), type=parts[1], run_id=parts[2], json=parts[3]))
+            out.append(
+                StoredEvent(thread_id=thread_id, id=int(parts[0]), type=parts[1], run_id=parts[2], json=parts[3])
+            )
     return out
 
 

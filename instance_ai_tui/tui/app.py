@@ -149,6 +149,8 @@ class InstanceAiApp(App[None]):
         self._events_at_frame = 0
         self._catching_up = False
         self._gc_held = False
+        #: thread opens in progress (rendering is not "caught up" meanwhile)
+        self._opening = 0
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, /help for commands)", id="prompt")
@@ -288,6 +290,13 @@ class InstanceAiApp(App[None]):
 
         History first, then the event stream from ``nextEventId - 1``; nothing shows twice.
         """
+        self._opening += 1
+        try:
+            await self._open_thread(thread_id)
+        finally:
+            self._opening -= 1
+
+    async def _open_thread(self, thread_id: str | None) -> None:
         from ..protocol.conversation import Conversation
 
         self._stop_ingest()
@@ -1023,7 +1032,9 @@ class InstanceAiApp(App[None]):
     @property
     def rendered(self) -> bool:
         """The last frame projected nothing new and every Markdown block has parsed its text."""
-        return self._last_frame_empty and not self._catching_up and self.view.settled
+        return (
+            self._last_frame_empty and not self._catching_up and not self._opening and self.view.settled
+        )
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
         """Wait until rendering caught up (and, with ``events``, that many were ingested).

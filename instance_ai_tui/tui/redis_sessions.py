@@ -89,7 +89,8 @@ def _ai_text(message: ChatMessage) -> str:
 def _malformed_text(message: ChatMessage) -> str:
     raw = message.raw if len(message.raw) <= RAW_PREVIEW else message.raw[:RAW_PREVIEW] + "…"
     fence = "~~~~" if "```" in raw else "```"
-    return f"⚠ **Malformed entry #{message.index + 1}**: {message.error or 'not a chat message'}\n\n{fence}\n{raw}\n{fence}"
+    reason = message.error or "not a chat message"
+    return f"⚠ **Malformed entry #{message.index + 1}**: {reason}\n\n{fence}\n{raw}\n{fence}"
 
 
 def session_history(session: ChatSession) -> ThreadMessages:

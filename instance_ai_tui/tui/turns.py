@@ -463,6 +463,9 @@ class AgentSection(Vertical):
                     frame.new_cards.append(widget)
             index += 1
         self._prune()
+        # only the very last entry of the timeline can be live
+        for widget in widgets[:-1] if self.length == new_length else widgets:
+            widget.set_live(False)  # type: ignore[attr-defined]
         if widgets:
             self.mount_all(widgets)
         if self.length < new_length:

@@ -289,6 +289,18 @@ async def test_a_starting_instance_leaves_live_runs_alone(make: Make) -> None:
     assert (await c.store.get_run(run_id)).status == "completed"
 
 
+async def test_a_starting_instance_sweeps_what_a_crash_left(make: Make) -> None:
+    a = await make("a", slow(600))
+    run_id = await a.send("t10", "talk")
+    await collect(a, "t10", until="text-delta")
+    crash(a)
+    await asyncio.sleep(LEASE_MS / 1000 + 0.2)  # a's lease is gone; nobody else is running yet
+    c = await make("c", ScriptedModel(["x"]))
+    assert (await c.store.get_run(run_id)).status == "interrupted"  # done by start(), before any sweep tick
+    events = await collect(c, "t10")
+    assert finishes(events) == [{"status": "interrupted", "reason": "crash_interrupted"}]
+
+
 async def test_local_coordinator_is_the_default(tmp_path: Any) -> None:
     from instance_ai_tui.bus.memory import InProcessBus
     from instance_ai_tui.store.sqlite import SqliteStore

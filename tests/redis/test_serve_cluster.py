@@ -218,3 +218,20 @@ async def test_kill_9_of_a_mid_run_is_swept_by_b(cluster: tuple[Serve, Serve]) -
         assert resent.status_code == 200, resent.text
         done = await read_events(http, b.url, "t-crash", last_id=finish["id"], until=of_type("run-finish"))
         assert done[-1]["payload"] == {"status": "completed"}
+
+
+def test_redis_url_sources_and_checks(redis_url: str) -> None:
+    from instance_ai_tui.config import Settings
+    from instance_ai_tui.server.redis_service import check_redis, redacted, resolve_redis_url
+
+    settings = Settings(redis_url="redis://from-config:6379/0")
+    env = {"INSTANCE_AI_REDIS_URL": "redis://from-env:6379/0"}
+    assert resolve_redis_url("redis://flag:6379/0", settings, env) == "redis://flag:6379/0"
+    assert resolve_redis_url(None, settings, env) == "redis://from-env:6379/0"
+    assert resolve_redis_url(None, settings, {}) == "redis://from-config:6379/0"
+    assert resolve_redis_url(None, Settings(), {}) is None
+    assert redacted("redis://user:s3cret@host:6380/2") == "redis://user:***@host:6380/2"
+    assert check_redis(redis_url) is None
+    assert "invalid Redis URL" in (check_redis("http://host:6379") or "")
+    problem = check_redis(f"redis://:s3cret@127.0.0.1:{_free_port()}/0", timeout=1)
+    assert problem is not None and "cannot reach Redis" in problem and "s3cret" not in problem
