@@ -138,13 +138,11 @@ class InstanceAiApp(App[None]):
         self._last_frame_empty = True
         self._ready_event = asyncio.Event()
         self._ingest_task: asyncio.Task[None] | None = None
-        self._ingesting = False
         self._ingest_waiting = False
         self._cancelling = False
         self._status_source: tuple[str, str] | None = None
         self._user_toggled_tasks = False
         self._remove_state_listener: Any = None
-        self._last_error: str | None = None
         self._pending_focus: list[str] = []
         self._events_at_frame = 0
         self._catching_up = False
@@ -281,7 +279,6 @@ class InstanceAiApp(App[None]):
         self.status_info.connection_detail = detail
 
     def _show_error(self, message: str) -> None:
-        self._last_error = message
         self.notify(message, severity="error", timeout=10)
 
     # ------------------------------------------------------------------ threads
@@ -310,6 +307,8 @@ class InstanceAiApp(App[None]):
         self._cancelling = False
         self._status_source = None
         self.status_info.message = ""
+        self.status_info.input_tokens = self.status_info.output_tokens = 0
+        self.status_info.cost = None
         view = self.view
         thread_list = self.thread_list
         thread_list.active_thread_id = thread_id
@@ -332,6 +331,8 @@ class InstanceAiApp(App[None]):
             conversation.load_history(history)
         info = thread_list.thread(thread_id)
         conversation.title = info.title if info is not None and info.title else conversation.title
+        if info is not None:
+            self._add_usage(info.metadata.get("usage"))
         conversation.drain_changes()
         view.load(conversation)
         view.set_placeholder(self._welcome())
@@ -372,7 +373,6 @@ class InstanceAiApp(App[None]):
         task, self._ingest_task = self._ingest_task, None
         if task is not None and not task.done():
             task.cancel()
-        self._ingesting = False
 
     async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
         """Fold every stream item into the model. No widget work happens here.
@@ -386,7 +386,6 @@ class InstanceAiApp(App[None]):
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
         stream = aiter(self.client.events(thread_id, after=after))
-        self._ingesting = True
         try:
             while True:
                 self._ingest_waiting = True
@@ -421,8 +420,6 @@ class InstanceAiApp(App[None]):
                 self._show_error(f"The event stream stopped: {exc}")
         finally:
             stats.last_event_at = clock()
-            if self.conversation is conversation:
-                self._ingesting = False
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 try:
@@ -431,9 +428,14 @@ class InstanceAiApp(App[None]):
                     pass
 
     def _note_run_finish(self, event: Any) -> None:
-        """Tokens and cost, when the backend reports them on ``run-finish`` (``payload.usage``)."""
+        """Tokens and cost, when the backend reports them: ``run-finish`` ``payload.usage``
+        (and the thread's ``metadata.usage`` when it opens)."""
         extra = getattr(event.payload, "model_extra", None) or {}
-        usage = extra.get("usage")
+        self._add_usage(extra.get("usage"))
+
+    def _add_usage(self, usage: Any) -> None:
+        """Add ``{inputTokens, outputTokens, cost}`` (a run's, or a thread's metadata) to the
+        status line's totals."""
         if isinstance(usage, dict):
             info = self.status_info
             info.input_tokens += int(usage.get("inputTokens", usage.get("input_tokens", 0)) or 0)
@@ -441,8 +443,6 @@ class InstanceAiApp(App[None]):
             cost = usage.get("cost")
             if isinstance(cost, (int, float)):
                 info.cost = (info.cost or 0.0) + float(cost)
-        if getattr(event.payload, "status", "") == "error":
-            self._last_error = getattr(event.payload, "reason", None) or "the run failed"
 
     # ------------------------------------------------------------------ the frame
     async def _frame(self) -> None:
@@ -697,7 +697,6 @@ class InstanceAiApp(App[None]):
             self._mark_unsent(message.id, str(exc))
             self.prompt.load_text(text)
             return None
-        self._last_error = None
         return run_id
 
     def _mark_unsent(self, message_id: str, reason: str) -> None:

@@ -20,6 +20,12 @@ def _log(run: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
     return [{**e, "runId": run_id} for e in run]
 
 
+def _app(client: RecordedClient, settings: Settings | None = None) -> Any:
+    app = make_app(client, settings)
+    app.prompt.cursor_blink = False  # before it ever blinks: the cursor is drawn the same every time
+    return app
+
+
 def _client(current: list[dict[str, Any]], title: str) -> RecordedClient:
     return RecordedClient(
         {
@@ -35,26 +41,25 @@ async def _settle(pilot: Any) -> None:
     app = pilot.app
     await app.wait_until_ready()
     await app.wait_until_rendered()
-    app.prompt.cursor_blink = False
     for widget in app.query("Input"):
         widget.cursor_blink = False
     await pilot.pause(0.1)
 
 
 def test_conversation_with_subagent_and_tasks(snap_compare: Any) -> None:
-    app = make_app(_client(subagent_run(), "Weather to Slack"))
+    app = _app(_client(subagent_run(), "Weather to Slack"))
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
 
 
 def test_approval_card(snap_compare: Any) -> None:
     run = approval_run()[:3]  # stop at the confirmation request: the card waits
-    app = make_app(_client(run, "Archive the old digest"))
+    app = _app(_client(run, "Archive the old digest"))
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
 
 
 def test_questions_wizard_second_question(snap_compare: Any) -> None:
     run = questions_run()[:3]
-    app = make_app(_client(run, "Build a weather workflow"))
+    app = _app(_client(run, "Build a weather workflow"))
 
     async def before(pilot: Any) -> None:
         await _settle(pilot)
@@ -69,7 +74,7 @@ def test_questions_wizard_second_question(snap_compare: Any) -> None:
 
 
 def test_light_theme_and_help(snap_compare: Any) -> None:
-    app = make_app(_client(simple_run(), "List my workflows"), Settings.model_validate({"ui": {"theme": "textual-light"}}))
+    app = _app(_client(simple_run(), "List my workflows"), Settings.model_validate({"ui": {"theme": "textual-light"}}))
 
     async def before(pilot: Any) -> None:
         await _settle(pilot)
@@ -87,5 +92,5 @@ def test_failed_tool_and_cancelled_run(snap_compare: Any) -> None:
         ev("text-delta", text="The execution is gone; retrying with the latest one."),
         ev("run-finish", status="cancelled", reason="user_cancelled"),
     ]
-    app = make_app(_client(run, "Debug an execution"))
+    app = _app(_client(run, "Debug an execution"))
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)

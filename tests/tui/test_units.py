@@ -96,3 +96,16 @@ async def test_a_long_timeline_stays_windowed_and_shows_earlier_on_demand() -> N
         await pilot.press("enter")
         await until(lambda: root.first == 150 - 2 * AgentSection.WINDOW and not app.view.behind, pilot)
         assert len(root.entries) == 2 * AgentSection.WINDOW
+
+
+async def test_tokens_and_cost_from_run_finish_usage() -> None:
+    run = [
+        ev("run-start", messageId="m"),
+        ev("text-delta", text="Hi."),
+        ev("run-finish", status="completed", usage={"inputTokens": 1200, "outputTokens": 80, "cost": 0.0021}),
+    ]
+    app = make_app(RecordedClient({"t": _log(run, "r1")}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        await until(lambda: "1.2k in · 80 out · $0.0021" in app.status_line.plain, pilot)
