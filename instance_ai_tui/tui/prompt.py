@@ -3,7 +3,10 @@
 Its keys come from the key map (scope ``input``): ``send`` (Enter) and ``newline``
 (Shift+Enter, and Ctrl+J for terminals that cannot tell Shift+Enter from Enter); with
 ``ui.enter_sends = false`` the app's key map swaps them. Both are priority bindings, so they
-run before ``TextArea`` would insert the Enter itself. Up/Down on the first/last line walk
+run before ``TextArea`` would insert the Enter itself. A priority binding runs as soon as the
+app reads the key, while the characters typed just before it may still wait in this widget's
+queue (a fast typist, a paste, tmux ``send-keys``); so the actions only post a message to this
+widget and do their work when it arrives, after those characters. Up/Down on the first/last line walk
 the history of sent prompts; End in an empty prompt jumps the conversation to the newest
 output.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import events
+from textual import events, on
 from textual.binding import BindingType
 from textual.message import Message
 from textual.widgets import TextArea
@@ -86,12 +89,27 @@ Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, 
             self.post_message(self.JumpToEnd())
         # anything else: TextArea's own key handler runs next (handlers run along the MRO)
 
+    class _Queued(Message):
+        """A key action, queued behind the keys that came before it."""
+
+        def __init__(self, action: str) -> None:
+            super().__init__()
+            self.action = action
+
     def action_send(self) -> None:
-        self.submit()
+        self.post_message(self._Queued("send"))
 
     def action_newline(self) -> None:
-        start, end = self.selection
-        self._replace_via_keyboard("\n", start, end)
+        self.post_message(self._Queued("newline"))
+
+    @on(_Queued)
+    def _run_queued(self, message: _Queued) -> None:
+        message.stop()
+        if message.action == "send":
+            self.submit()
+        else:
+            start, end = self.selection
+            self._replace_via_keyboard("\n", start, end)
 
     def submit(self) -> None:
         text = self.text
