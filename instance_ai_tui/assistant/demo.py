@@ -363,8 +363,11 @@ def _final_text(goal: Goal, workflow_id: str, activated: bool, can_activate: boo
     lines = [f"Done! I created **{goal.name}** (`{workflow_id}`).", "", f"**Flow:** {steps}", ""]
     if activated:
         lines.append("It is **active** now and will run on its trigger.")
-    elif can_activate and activations:
+    elif can_activate and activations and "denied" in (activations[-1].result or ""):
         lines.append("I left it **inactive** as you asked — activate it whenever you're ready.")
+    elif can_activate and activations:
+        error = (activations[-1].result or "").removeprefix("Error:").strip()
+        lines.append(f"I could **not activate** it: {error}. It is saved inactive; try activating it from the editor.")
     else:
         lines.append("It has a manual trigger, so run it from the editor when you need it.")
     if goal.destinations:

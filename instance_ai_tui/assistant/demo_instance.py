@@ -12,6 +12,7 @@ from copy import deepcopy
 from datetime import UTC, datetime
 from typing import Any
 
+from ..store.base import Store
 from .n8n_client import N8nApiError, summarise_workflow
 
 NODE_CATALOGUE: tuple[dict[str, str], ...] = (
@@ -49,17 +50,49 @@ def _now() -> str:
 
 
 class DemoN8n:
-    """An in-memory n8n: safe to change, reset on restart."""
+    """A simulated n8n: safe to change.
 
-    label = "demo n8n (in memory)"
+    With a ``store`` its state is kept in the store's settings (scope ``demo``), so workflows
+    the demo built are still there after a restart — a run suspended on "activate wf-104?"
+    can be approved after the server restarted. Without one it lives in memory only.
+    """
 
-    def __init__(self) -> None:
+    label = "demo n8n (simulated)"
+    SETTINGS_SCOPE = "demo"
+    SETTINGS_KEY = "n8n"
+
+    def __init__(self, store: Store | None = None) -> None:
+        self._store = store
         self._workflows: dict[str, dict[str, Any]] = {}
         self._executions: dict[str, dict[str, Any]] = {}
         self._wf_ids = itertools.count(101)
         self._exec_ids = itertools.count(9001)
         self._lock = asyncio.Lock()
+        self._loaded = store is None
         self._seed()
+
+    async def _load(self) -> None:
+        """Read the saved state once (the seeded state stays when nothing was saved)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        assert self._store is not None
+        saved = await self._store.get_setting(self.SETTINGS_SCOPE, self.SETTINGS_KEY)
+        if isinstance(saved, dict) and isinstance(saved.get("workflows"), dict):
+            self._workflows = saved["workflows"]
+            self._executions = saved.get("executions") or {}
+            self._wf_ids = itertools.count(int(saved.get("next_workflow", 101)))
+            self._exec_ids = itertools.count(int(saved.get("next_execution", 9001)))
+
+    async def _save(self) -> None:
+        if self._store is None:
+            return
+        # peek at the counters without losing a value
+        next_wf, next_exec = next(self._wf_ids), next(self._exec_ids)
+        self._wf_ids, self._exec_ids = itertools.count(next_wf), itertools.count(next_exec)
+        state = {"workflows": self._workflows, "executions": self._executions,
+                 "next_workflow": next_wf, "next_execution": next_exec}
+        await self._store.set_setting(self.SETTINGS_SCOPE, self.SETTINGS_KEY, state)
 
     def _seed(self) -> None:
         for name, active, nodes in (
@@ -95,6 +128,7 @@ class DemoN8n:
 
     # ----------------------------------------------------------------- node catalogue
     async def list_nodes(self, query: str | None = None) -> list[dict[str, str]]:
+        await self._load()
         words = [w for w in (query or "").lower().split() if w]
         if not words:
             return [dict(n) for n in NODE_CATALOGUE]
@@ -104,14 +138,17 @@ class DemoN8n:
 
     # ----------------------------------------------------------------- N8nBackend
     async def list_workflows(self, active: bool | None = None, name: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        await self._load()
         rows = [w for w in self._workflows.values()
                 if (active is None or w["active"] == active) and (not name or name.lower() in w["name"].lower())]
         return [summarise_workflow(w) for w in rows[: max(1, limit)]]
 
     async def get_workflow(self, workflow_id: str) -> dict[str, Any]:
+        await self._load()
         return deepcopy(self._get(workflow_id))
 
     async def create_workflow(self, workflow: dict[str, Any]) -> dict[str, Any]:
+        await self._load()
         name = str(workflow.get("name") or "").strip()
         if not name:
             raise N8nApiError("a workflow needs a name")
@@ -130,54 +167,67 @@ class DemoN8n:
         async with self._lock:
             wf = self._make(name, nodes, workflow.get("connections"))
             self._workflows[wf["id"]] = wf
+            await self._save()
         return deepcopy(wf)
 
     async def update_workflow(self, workflow_id: str, workflow: dict[str, Any]) -> dict[str, Any]:
+        await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
             for key in ("name", "nodes", "connections", "settings"):
                 if key in workflow:
                     wf[key] = deepcopy(workflow[key])
             wf["updatedAt"] = _now()
+            await self._save()
             return deepcopy(wf)
 
     async def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
             if not any("Trigger" in n.get("type", "") or n.get("type", "").endswith("webhook") for n in wf["nodes"]):
                 raise N8nApiError(f"workflow {workflow_id} has no trigger node, so it cannot be activated", 400)
             wf["active"] = True
             wf["updatedAt"] = _now()
+            await self._save()
             return summarise_workflow(wf)
 
     async def deactivate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
             wf["active"] = False
             wf["updatedAt"] = _now()
+            await self._save()
             return summarise_workflow(wf)
 
     async def delete_workflow(self, workflow_id: str) -> dict[str, Any]:
+        await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
             del self._workflows[wf["id"]]
+            await self._save()
             return summarise_workflow(wf)
 
     async def run_workflow(self, workflow_id: str) -> dict[str, Any]:
         """Simulate one execution: every node 'runs'; a node without required setup fails."""
+        await self._load()
         wf = self._get(workflow_id)
         node_results = {n["name"]: {"status": "success", "items": 1} for n in wf["nodes"]}
         execution = {"id": f"exec-{next(self._exec_ids)}", "workflowId": wf["id"], "status": "success",
                      "mode": "manual", "startedAt": _now(), "stoppedAt": _now(), "data": {"nodes": node_results}}
         self._executions[execution["id"]] = execution
+        await self._save()
         return {k: v for k, v in execution.items() if k != "data"}
 
     async def list_executions(self, workflow_id: str | None = None, status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        await self._load()
         rows = [e for e in self._executions.values()
                 if (not workflow_id or e["workflowId"] == workflow_id) and (not status or e["status"] == status)]
         return [{k: v for k, v in e.items() if k != "data"} for e in rows[-max(1, limit):]]
 
     async def get_execution(self, execution_id: str, include_data: bool = False) -> dict[str, Any]:
+        await self._load()
         execution = self._executions.get(str(execution_id))
         if execution is None:
             raise N8nApiError(f"execution {execution_id} not found", 404)

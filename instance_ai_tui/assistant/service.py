@@ -143,7 +143,7 @@ class InstanceAI:
             backend = N8nPublicApi(url, key)
             self._owned.append(backend)
             return backend
-        return DemoN8n() if is_demo else None
+        return DemoN8n(self.store) if is_demo else None
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:

@@ -13,7 +13,7 @@ from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, Sc
 from instance_ai_tui.store.base import RunRecord
 from instance_ai_tui.store.sqlite import SqliteStore
 
-from .conftest import answer, collect, of_type, types
+from .conftest import answer, collect, finish_status, of_type, types
 
 WRITE = ScriptedResponse(text="I'll write it.", tool_calls=[ScriptedToolCall("write-file", {"path": "r.md", "content": "R"})])
 
@@ -36,7 +36,7 @@ async def test_restart_with_pending_approval_then_approved(make_ai: Any, workspa
     assert rest[0]["id"] == request["id"] + 1  # the log continues, no gap
     assert [e["runId"] for e in rest] == [run_id] * len(rest)
     assert of_type(rest, "tool-result")[0]["payload"]["toolCallId"] == request["payload"]["toolCallId"]
-    assert rest[-1]["payload"] == {"status": "completed"}
+    assert finish_status(rest[-1]) == {"status": "completed"}
     assert (workspace / "r.md").read_text() == "R"
     tree = (await ai2.store.get_snapshots("r"))[run_id]
     assert tree["textContent"] == "I'll write it.Done after the restart."
@@ -139,5 +139,41 @@ async def test_request_recorded_but_not_published_is_published_on_reload(make_ai
     assert request["runId"] == run_id and request["payload"]["toolName"] == "write-file"
     await answer(ai2, request["payload"]["requestId"], {"approved": True})
     rest = await collect(ai2, "lost", after=request["id"])
-    assert rest[-1]["payload"] == {"status": "completed"}
+    assert finish_status(rest[-1]) == {"status": "completed"}
     assert (workspace / "r.md").read_text() == "R"
+
+
+async def test_demo_activation_approved_after_a_restart(make_ai: Any) -> None:
+    """The demo's simulated n8n keeps its workflows in the store, so the approval still works."""
+    ai = await make_ai("demo")
+    run_id = await ai.send("demo", "every morning send the weather forecast to Slack")
+    request = (await collect(ai, "demo", until=("confirmation-request",)))[-1]
+    assert request["payload"]["toolName"] == "activate-workflow"
+    workflow_id = request["payload"]["args"]["workflowId"]
+    await ai.shutdown()
+
+    ai2 = await make_ai("demo")
+    await answer(ai2, request["payload"]["requestId"], {"approved": True})
+    rest = await collect(ai2, "demo", after=request["id"])
+    result = of_type(rest, "tool-result")[0]
+    assert result["payload"]["toolCallId"] == request["payload"]["toolCallId"]
+    assert result["payload"]["result"]["active"] is True
+    assert finish_status(rest[-1]) == {"status": "completed"}
+    answer_text = "".join(e["payload"]["text"] for e in of_type(rest, "text-delta"))
+    assert "**active** now" in answer_text
+    workflows = await DemoN8n(ai2.store).list_workflows()
+    assert {w["id"]: w["active"] for w in workflows}[workflow_id] is True
+    assert run_id == rest[-1]["runId"]
+
+
+async def test_demo_reports_a_failed_activation_honestly(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("demo2", "every morning send the weather forecast to Slack")
+    request = (await collect(ai, "demo2", until=("confirmation-request",)))[-1]
+    # the workflow disappears before the user answers
+    await ai.services.n8n.delete_workflow(request["payload"]["args"]["workflowId"])
+    await answer(ai, request["payload"]["requestId"], {"approved": True})
+    rest = await collect(ai, "demo2", after=request["id"])
+    answer_text = "".join(e["payload"]["text"] for e in of_type(rest, "text-delta"))
+    assert "could **not activate**" in answer_text and "not found" in answer_text
+    assert "as you asked" not in answer_text
