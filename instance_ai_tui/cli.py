@@ -1,8 +1,13 @@
 """The ``instance-ai`` command.
 
 ``instance-ai`` with no sub-command starts the TUI. Each sub-command lives in the module
-that owns it, which provides ``add_arguments(parser)`` and ``main(args) -> int``; the
-modules are imported lazily so that start-up only pays for the mode it runs.
+that owns it, which provides ``add_arguments(parser)`` and ``main(args) -> int``.
+
+Start-up only pays for the mode it runs: ``main`` first finds which sub-command the
+arguments name (a quiet pre-parse that imports nothing), then builds the real parser with
+only that sub-command's arguments. The other sub-commands are still listed (name and
+help text come from ``COMMANDS``), so ``instance-ai --help``, every ``instance-ai CMD
+--help`` and every error message read exactly as with the full parser.
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Collection, Sequence
+
+from . import __version__
 
 #: sub-command -> (module, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,34 +28,58 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("instance_ai_tui.replay", "fold a recorded event stream into an agent tree and print it"),
 }
 TUI_MODULE = "instance_ai_tui.tui.cli"
+DESCRIPTION = "A terminal client for Instance AI agents: embedded, our own server, or n8n."
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("instance-ai-tui")
-    except PackageNotFoundError:
-        return "0+unknown"
+class _NotParsed(Exception):
+    """The pre-parse could not make sense of the arguments (the real parse will say why)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="instance-ai",
-        description="A terminal client for Instance AI agents: embedded, our own server, or n8n.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    importlib.import_module(TUI_MODULE).add_arguments(parser)
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _NotParsed(message)
+
+
+def _add_commands(parser: argparse.ArgumentParser, with_arguments: Collection[str], *, quiet: bool = False) -> None:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
+        if quiet:
+            sub.add_parser(name, add_help=False)
+            continue
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(sub_parser)
+        if name in with_arguments:
+            importlib.import_module(module).add_arguments(sub_parser)
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``instance-ai`` parser; ``commands``: the sub-commands whose arguments it parses
+    (all by default; the others are listed but take no arguments)."""
+    parser = argparse.ArgumentParser(prog="instance-ai", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    importlib.import_module(TUI_MODULE).add_arguments(parser)
+    _add_commands(parser, COMMANDS if commands is None else commands)
     return parser
 
 
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names (``None``: the TUI, or arguments the real parser
+    will reject). Imports no sub-command module and never prints or exits."""
+    parser = _QuietParser(prog="instance-ai", add_help=False)
+    importlib.import_module(TUI_MODULE).add_arguments(parser)
+    _add_commands(parser, (), quiet=True)
+    try:
+        namespace, _rest = parser.parse_known_args(list(argv))
+    except _NotParsed:
+        return None
+    command = getattr(namespace, "command", None)
+    return command if command in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command = chosen_command(arguments)
+    parser = build_parser(() if command is None else (command,))
+    args = parser.parse_args(arguments)
     module = COMMANDS[args.command][0] if args.command else TUI_MODULE
     try:
         return int(importlib.import_module(module).main(args) or 0)

@@ -12,6 +12,10 @@ A vague build request first asks the user (``ask-user``); "list workflows" lists
 files" lists the workspace; "write a note ..." writes a file (with approval); a greeting or a
 short question gets a short answer without tools. Everything derives from the input, so two
 different requests give two different runs.
+
+Token usage: the demo reports estimated counts computed from the actual text of each call
+(about four characters per token of the prompt and of the answer, ``ScriptedModel``'s estimate),
+and no cost (it has no price). They are shown as such; nothing is billed.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ Every run gives a user message (the text it was started with) and an assistant m
 ``nextEventId`` is consistent with the trees: snapshots are read first, then the last event id
 ``L``, then unfinished runs are folded from their events up to ``L``. A client that sets its
 cursor to ``nextEventId - 1 = L`` receives exactly the events the trees do not contain.
+The thread's ``metadata`` (with its token/cost total, ``assistant.usage``) is read after ``L``:
+it counts every run whose ``run-finish`` is at or before ``L`` (a run's usage is added before
+its ``run-finish`` is stored), and at most the next one, named by ``usage.lastRunId``.
 Pending confirmations that expired are marked ``expired`` on their tool call.
 """
 
@@ -81,5 +84,7 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
             created_at=_aware(record.finished_at or record.started_at), content=tree.text_content,
             reasoning=tree.reasoning, is_streaming=unfinished, agent_tree=tree,
         ))
-    return ThreadMessages(thread_id=thread_id, messages=messages, next_event_id=last_id + 1)
+    thread = await store.get_thread(thread_id)
+    return ThreadMessages(thread_id=thread_id, messages=messages, next_event_id=last_id + 1,
+                          metadata=dict(thread.metadata) if thread is not None else None)
 

@@ -13,6 +13,9 @@
   run is ended the same way. Cancelling a finished run does nothing.
 * A failed run ends with an ``error`` event and ``run-finish {error, reason}``.
 * After ``run-finish`` the run's events are folded into its agent tree, stored as a snapshot.
+* Usage (``assistant.usage``): the run's tokens and cost — orchestrator, every sub-agent, the
+  title — are kept with the run record as it goes (so a suspended run keeps them over a restart),
+  added to the thread's ``metadata.usage`` and published as ``run-finish`` ``payload.usage``.
 * Several processes on one store: the ``coordinator`` (``assistant.coordination``; in-process
   ``LocalCoordinator`` by default, ``RedisCoordinator`` for ``serve --redis``) holds the thread
   while a run starts, runs or resumes, routes ``cancel``/``confirm`` of runs held elsewhere, and
@@ -39,6 +42,7 @@ from ..runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConfli
 from ..runtime.memory import generate_title, is_substantial
 from ..runtime.messages import Message
 from ..runtime.model import ModelAdapter
+from ..runtime.usage import Usage
 from ..store.base import RunRecord, Store, StoredEvent
 from .approvals import load_allowances, remember_allowance
 from .confirmations import (
@@ -57,6 +61,7 @@ from .emitter import RunEmitter
 from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
+from .usage import USAGE_KEY, add_run_to_thread, usage_from_wire, usage_to_wire
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,8 @@ FAILED_REASON = "I hit an error before I could finish that response. Please try 
 BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
 
 RunStatus = Literal["active", "suspended"]
+#: the run record's key for the title generation's usage (added to ``usage`` when the run ends)
+TITLE_USAGE_KEY = "titleUsage"
 
 
 @dataclass
@@ -83,6 +90,10 @@ class ActiveRun:
     title_task: asyncio.Task[None] | None = None
     finished: asyncio.Future[str] | None = None
     finishing: bool = False
+    #: tokens and cost so far: the orchestrator's (cumulative over its suspensions) with its sub-agents'
+    usage: Usage = field(default_factory=Usage)
+    #: the title generation's
+    title_usage: Usage = field(default_factory=Usage)
 
     @property
     def run_id(self) -> str:
@@ -215,6 +226,8 @@ class RunManager:
             result = await stream.result()
         except asyncio.CancelledError:
             stream.abort()
+            if stream.final is not None:
+                run.usage = stream.final.total_usage
             await self._finish(run, "cancelled", run.cancel_reason or "service_shutdown")
             raise
         except Exception as exc:  # a bug of ours: the run still ends properly
@@ -222,6 +235,8 @@ class RunManager:
             run.ctx.emitter.emit("error", run.ctx.orchestrator_id, {"content": f"Internal error: {exc}"})
             await self._finish(run, "error", FAILED_REASON)
             return
+        # the orchestrator's usage is restored from its checkpoint on resume: this is the run's total
+        run.usage = result.total_usage
         try:
             if result.status == "suspended" and (mapper.suspensions or run.confirmations):
                 # new suspensions, or (after one of several answers) the others still waiting
@@ -251,7 +266,8 @@ class RunManager:
 
         async def job() -> None:
             try:
-                title, _usage = await generate_title(model, run.user_text)
+                title, usage = await generate_title(model, run.user_text)
+                run.title_usage = usage
             except Exception as exc:
                 log.warning("title generation for thread %s failed: %s", run.thread_id, exc)
                 return
@@ -326,6 +342,12 @@ class RunManager:
             "confirmations": {rid: c.model_dump(mode="json") for rid, c in run.confirmations.items()},
             "tasks": run.ctx.tasks,
         }
+        if not run.usage.is_empty:
+            record.data[USAGE_KEY] = usage_to_wire(run.usage)
+        if not run.title_usage.is_empty:
+            record.data[TITLE_USAGE_KEY] = usage_to_wire(run.title_usage)
+        elif finished:
+            record.data.pop(TITLE_USAGE_KEY, None)  # in ``usage`` now
         if run.ctx.emitter.first_id is not None:
             record.data["firstEventId"] = run.ctx.emitter.first_id
         if finished:
@@ -461,7 +483,9 @@ class RunManager:
                 run.title_task.cancel()
             emitter = run.ctx.emitter
             await emitter.flush()
-            finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason)
+            run.usage, run.title_usage = run.usage + run.title_usage, Usage()
+            usage = await self._count_usage(run.thread_id, run.run_id, run.usage)
+            finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason, **usage)
             for request_id in list(run.confirmations):
                 self._by_request.pop(request_id, None)
             run.confirmations.clear()
@@ -480,6 +504,17 @@ class RunManager:
             await self.coordinator.release(run.thread_id, run.run_id, finished=True)
             if run.finished is not None and not run.finished.done():
                 run.finished.set_result(status)
+
+    async def _count_usage(self, thread_id: str, run_id: str, usage: Usage) -> dict[str, Any]:
+        """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
+        client reading the thread after it sees the total); the ``run-finish`` payload fields."""
+        if usage.is_empty:
+            return {}
+        try:
+            await add_run_to_thread(self.store, thread_id, run_id, usage)
+        except Exception:
+            log.exception("run %s: adding its usage to thread %s failed", run_id, thread_id)
+        return {"usage": usage_to_wire(usage)}
 
     async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,
                             last: dict[str, Any] | None = None) -> None:
@@ -543,7 +578,10 @@ class RunManager:
             emitter.emit("agent-completed", agent_id, {"role": role, "result": "", "status": "cancelled",
                                                         "error": "interrupted by a process restart"})
         await emitter.flush()
-        finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted")
+        # tokens spent before the crash (as recorded when the run last suspended or resumed)
+        spent = usage_from_wire(record.data.get(USAGE_KEY)) + usage_from_wire(record.data.get(TITLE_USAGE_KEY))
+        usage = await self._count_usage(record.thread_id, record.run_id, spent)
+        finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted", **usage)
         await self._complete_checkpoint(record.run_id)
         for checkpoint in await self.services.checkpoints.list(thread_id=record.thread_id):
             if checkpoint.run_id.startswith(f"{record.run_id}-"):
@@ -565,7 +603,8 @@ class RunManager:
         if record.data.get("firstEventId") is not None:
             ctx.emitter.first_id = int(record.data["firstEventId"])
         run = ActiveRun(ctx, str(record.data.get("messageId", "")), str(record.data.get("userMessage", "")), record,
-                        status="suspended")
+                        status="suspended", usage=usage_from_wire(record.data.get(USAGE_KEY)),
+                        title_usage=usage_from_wire(record.data.get(TITLE_USAGE_KEY)))
         run.finished = asyncio.get_running_loop().create_future()
         for request_id, raw in (record.data.get("confirmations") or {}).items():
             pending = PendingConfirmation.model_validate(raw)

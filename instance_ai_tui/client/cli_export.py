@@ -1,7 +1,8 @@
 """``instance-ai export THREAD --format md|json [-o FILE]``: a thread as Markdown or JSON.
 
 The export is built from the thread's history (agent trees included) folded by
-``protocol.conversation.Conversation``; ``protocol.transcript`` redacts secrets.
+``protocol.conversation.Conversation``, with the thread's token/cost total when the backend
+keeps one (``usage``); ``protocol.transcript`` redacts secrets.
 """
 
 from __future__ import annotations
@@ -52,13 +53,16 @@ async def export_thread(settings: object, thread_id: str, fmt: str) -> str:
     client = await open_client(settings)  # type: ignore[arg-type]
     try:
         history = await client.messages(thread_id)
-        title = next((t.title for t in await client.list_threads() if t.id == thread_id), None)
+        info = next((t for t in await client.list_threads() if t.id == thread_id), None)
     finally:
         await client.close()
     conversation = Conversation(thread_id)
     conversation.load_history(history)
-    if title:
-        conversation.title = title
+    if info is not None and info.title:
+        conversation.title = info.title
+    # the thread's token/cost total (assistant.usage): with the history, else from the thread list
+    metadata = history.metadata if history.metadata is not None else (info.metadata if info is not None else {})
+    usage = metadata.get("usage") if isinstance(metadata.get("usage"), dict) else None
     if fmt == "json":
-        return to_json(conversation).rstrip("\n") + "\n"
-    return to_markdown(conversation)
+        return to_json(conversation, usage=usage).rstrip("\n") + "\n"
+    return to_markdown(conversation, usage=usage)

@@ -6,7 +6,11 @@ per line and nothing else. Confirmations are answered by ``--approve all`` (appr
 questions pick the first option), ``--approve none`` (deny), or by asking on the terminal
 (the default when stdin is a terminal; otherwise deny). Exit status: 0 when the run
 completes, 1 when it ends otherwise (error, cancelled, interrupted) or on an error, 130
-after Ctrl-C (which cancels the run first).
+after Ctrl-C (which cancels the run first), 2 for misused flags.
+
+With ``--gateway DIR`` (an n8n connection only) the local gateway shares ``DIR`` read-only
+with n8n's agent for the length of the run (``client.gateway_flag``); what it serves is noted
+on stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .factory import add_connection_arguments
+from .factory import add_connection_arguments, add_gateway_arguments
 
 if TYPE_CHECKING:
     from ..protocol.api import ConfirmBody
@@ -34,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, help="give up (and cancel the run) after this many seconds")
     add_connection_arguments(parser)
+    add_gateway_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -41,11 +46,18 @@ def main(args: argparse.Namespace) -> int:
 
     from .base import ClientError
     from .factory import settings_from_args
+    from .gateway_flag import GatewayFlagError, check_connection, from_args
 
     policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
     try:
         settings = settings_from_args(args)
-        return asyncio.run(_main(settings, args, policy))
+        gateway = from_args(args)
+        remote = settings.remote
+        check_connection(gateway, settings, remote.dialect or ("n8n" if remote.email else None))
+        return asyncio.run(_main(settings, args, policy, gateway))
+    except GatewayFlagError as exc:
+        print(f"instance-ai run: {exc}", file=sys.stderr)
+        return 2
     except ClientError as exc:
         print(f"instance-ai run: {exc}", file=sys.stderr)
         return 1
@@ -56,13 +68,24 @@ def main(args: argparse.Namespace) -> int:
         return 1
 
 
-async def _main(settings: Any, args: argparse.Namespace, policy: str) -> int:
+async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: Any = None) -> int:
     import asyncio
     import signal
 
     from .factory import open_client
 
     client = await open_client(settings)
+    shared = None
+    if gateway is not None:
+        from . import gateway_flag
+
+        try:
+            shared = await gateway_flag.start(
+                client, gateway, log=lambda message: print(f"gateway: {message}", file=sys.stderr, flush=True),
+                on_end=lambda message: print(f"instance-ai run: {message}", file=sys.stderr, flush=True))
+        except BaseException:
+            await client.close()
+            raise
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     interrupted = False
@@ -94,6 +117,8 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str) -> int:
         await runner.cancel()
         return 130
     finally:
+        if shared is not None:
+            await shared.stop()
         await client.close()
 
 
@@ -233,6 +258,11 @@ class HeadlessRun:
                 self.out.flush()
             if status != "completed":
                 self._note(f"run {status}" + (f": {reason}" if reason else ""))
+            from ..protocol.transcript import usage_line
+
+            spent = usage_line((getattr(event.payload, "model_extra", None) or {}).get("usage"))
+            if spent:
+                self._note(f"[{spent}]")
         return 0 if status == "completed" else 1
 
     # ----------------------------------------------------------------- confirmations

@@ -39,6 +39,16 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, model: bool = T
         group.add_argument("--workspace", type=Path, help="folder the agent's file tools may use (embedded mode)")
 
 
+def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--gateway DIR`` / ``--gateway-allow GLOB`` (TUI and ``run``; see ``client.gateway_flag``)."""
+    group = parser.add_argument_group("local gateway (n8n only)")
+    group.add_argument("--gateway", metavar="DIR",
+                       help="let the n8n instance's agent read the files in this folder (read-only) while connected")
+    group.add_argument("--gateway-allow", metavar="GLOB", action="append",
+                       help="with --gateway: files readable without asking, e.g. 'docs/*' (repeatable; default: "
+                            "every file in the folder); n8n asks you before reading any other file")
+
+
 def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = None) -> Settings:
     """Settings file, then environment, then the flags in ``args``."""
     from ..config import load_settings

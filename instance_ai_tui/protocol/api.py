@@ -199,6 +199,8 @@ class ThreadMessages(WireModel):
     thread_id: str
     messages: list[InstanceAiMessage] = Field(default_factory=list)
     next_event_id: int = 1
+    #: the thread's metadata (our server: ``usage`` = the thread's token/cost total); absent from n8n
+    metadata: dict[str, Any] | None = None
 
 
 class BackgroundTask(WireModel):

@@ -18,7 +18,7 @@ from .events import TaskStatus
 from .text_render import summarize_result, task_glyph
 from .tree import AgentNode, ToolCallState
 
-__all__ = ["REDACTED", "redact", "to_json", "to_markdown"]
+__all__ = ["REDACTED", "redact", "to_json", "to_markdown", "usage_line"]
 
 REDACTED = "[redacted]"
 
@@ -68,14 +68,17 @@ def to_json(
     thread_id: str | None = None,
     title: str | None = None,
     indent: int | None = 2,
+    usage: dict[str, Any] | None = None,
 ) -> str:
-    """``{"threadId", "title", "messages": [InstanceAiMessage...]}`` with secrets redacted."""
+    """``{"threadId", "title", "usage"?, "messages": [InstanceAiMessage...]}`` with secrets redacted.
+    ``usage`` is the thread's token/cost total (``{inputTokens, outputTokens, cost?, ...}``)."""
     if isinstance(source, Conversation):
         thread_id = thread_id if thread_id is not None else source.thread_id
         title = title if title is not None else source.title
     data = {
         "threadId": thread_id or "",
         "title": title or "",
+        **({"usage": usage} if usage else {}),
         "messages": [message.to_wire() for message in _messages(source)],
     }
     return json.dumps(redact(data), indent=indent, ensure_ascii=False)
@@ -171,12 +174,33 @@ def _child_md(child: AgentNode, depth: int) -> list[str]:
     return lines
 
 
-def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: str | None = None) -> str:
+def usage_line(usage: dict[str, Any] | None) -> str:
+    """``1,234 tokens in · 567 out · $0.0123 (3 runs)``, or "" when nothing was counted."""
+    if not isinstance(usage, dict):
+        return ""
+    tokens_in, tokens_out = usage.get("inputTokens"), usage.get("outputTokens")
+    if not isinstance(tokens_in, int) or not isinstance(tokens_out, int) or not (tokens_in or tokens_out):
+        return ""
+    line = f"{tokens_in:,} tokens in · {tokens_out:,} out"
+    cost = usage.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        line += f" · ${cost:.4f}"
+    runs = usage.get("runs")
+    if isinstance(runs, int) and runs > 0:
+        line += f" ({runs} run{'s' if runs != 1 else ''})"
+    return line
+
+
+def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: str | None = None,
+                usage: dict[str, Any] | None = None) -> str:
     """The thread as Markdown: user turns, then each answer's timeline in order
-    (reasoning quoted, tool calls with arguments and results, sub-agents as sections)."""
+    (reasoning quoted, tool calls with arguments and results, sub-agents as sections).
+    ``usage`` (the thread's token/cost total) is shown under the title."""
     if isinstance(source, Conversation) and title is None:
         title = source.title
     lines = [f"# {title or 'Instance AI conversation'}", ""]
+    if line := usage_line(usage):
+        lines += [f"*Usage: {line}*", ""]
     for message in _messages(source):
         stamp = message.created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
         if message.role == "user":

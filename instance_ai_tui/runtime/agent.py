@@ -129,6 +129,16 @@ class _Run:
             self.response_id = new_id("resp")
         return self.response_id
 
+    def add_sub_usage(self, entry: SubAgentUsage) -> None:
+        """Record a sub-agent run's usage. A sub-run reported again (resumed after a suspension:
+        its usage is cumulative, restored from its checkpoint) replaces its earlier report."""
+        if entry.run_id is not None:
+            for index, known in enumerate(self.sub_usage):
+                if known.run_id == entry.run_id:
+                    self.sub_usage[index] = entry
+                    return
+        self.sub_usage.append(entry)
+
     def total_usage(self) -> Usage:
         total = self.usage
         for sub in self.sub_usage:
@@ -648,7 +658,7 @@ class Agent:
             run_id=run.run_id, tool_call_id=pending.tool_call_id, tool_name=pending.tool_name, agent_name=self.name,
             thread_id=run.thread_id, resume_data=resume_data,
             suspend_payload=pending.suspend_payload if resume_data is not None else None,
-            approved=approved, cancel=run.cancel, extra=run.extra, _usage_sink=run.sub_usage.append,
+            approved=approved, cancel=run.cancel, extra=run.extra, _usage_sink=run.add_sub_usage,
         )
         if not approved and resume_data is None and await self._needs_approval(tool, args, ctx):
             message = tool.approval_message

@@ -51,6 +51,7 @@ from .thread_list import ThreadList
 # Imported when first needed, after the first frame (start-up time): the conversation model
 # (protocol.conversation / reducer), the turn widgets and cards (Markdown), the help screen.
 if TYPE_CHECKING:
+    from ..client.gateway_flag import GatewayHandle, GatewayRequest
     from ..config import Settings
     from ..protocol.api import ThreadInfo
     from ..protocol.conversation import Conversation, PendingConfirmation
@@ -113,9 +114,13 @@ class InstanceAiApp(App[None]):
         watch_themes: bool = True,
         persist_theme: bool = True,
         close_client: bool = True,
+        gateway: GatewayRequest | None = None,
     ) -> None:
         super().__init__()
         self.client = client
+        #: ``--gateway``: the folder to share with n8n once the client is open
+        self.gateway_request = gateway
+        self.gateway: GatewayHandle | None = None
         self.settings = settings
         self.initial_thread_id = thread_id
         self.redis_chat = redis_chat
@@ -141,6 +146,8 @@ class InstanceAiApp(App[None]):
         self._ingest_waiting = False
         self._cancelling = False
         self._status_source: tuple[str, str] | None = None
+        #: the run the thread's usage total ended with when it was read (``assistant.usage``)
+        self._usage_counted_run: str | None = None
         self._user_toggled_tasks = False
         self._remove_state_listener: Any = None
         self._pending_focus: list[str] = []
@@ -228,6 +235,8 @@ class InstanceAiApp(App[None]):
             return
         self.status_info.model = self.client.model_name or self.status_info.model
         self.status_info.demo = is_demo(self.client, self.settings)
+        if self.gateway_request is not None:
+            await self._start_gateway(self.gateway_request)
         threads: list[ThreadInfo] = []
         try:
             threads = await self.client.list_threads()
@@ -241,6 +250,31 @@ class InstanceAiApp(App[None]):
         await self.open_thread(target)
         self._ready_event.set()
         await asyncio.to_thread(_warm_up)
+
+    async def _start_gateway(self, request: GatewayRequest) -> None:
+        """Share ``request.root`` with n8n (``--gateway``); its state shows in the status line."""
+        from ..client import gateway_flag
+
+        info = self.status_info
+        info.gateway, info.gateway_state = request.root.name or str(request.root), "connecting"
+
+        def on_state(state: ConnectionState, detail: str) -> None:
+            word = gateway_flag.STATE_WORDS.get(state, state.value)
+            info.gateway_state = f"{word} {detail}" if state == ConnectionState.RECONNECTING and detail else word
+
+        def on_end(message: str) -> None:
+            info.gateway_state = "stopped"
+            self.notify(message.capitalize(), severity="warning", timeout=10)
+
+        try:
+            self.gateway = await gateway_flag.start(self.client, request, set_state=on_state, on_end=on_end,
+                                                    log=lambda message: self.log.info(f"gateway: {message}"))
+        except ClientError as exc:
+            info.gateway_state = "failed"
+            self._show_error(f"The local gateway could not start: {exc}")
+            return
+        info.gateway_state = "sharing"
+        self.notify(f"Sharing {request.root} (read-only) with n8n's agent", timeout=6)
 
     def _load_redis_sessions(self) -> None:
         """``--redis-chat``: the Redis chat sessions section is wired by the Redis integration."""
@@ -264,6 +298,12 @@ class InstanceAiApp(App[None]):
         self._stop_ingest()
         self._release_gc()
         gc.unfreeze()  # what was frozen at mount may be garbage now (tests run many apps)
+        if self.gateway is not None:
+            gateway, self.gateway = self.gateway, None
+            try:
+                await gateway.stop()
+            except (ClientError, OSError) as exc:
+                self.log.error(f"stopping the local gateway failed: {exc}")
         if self._close_client:
             try:
                 await self.client.close()
@@ -309,6 +349,7 @@ class InstanceAiApp(App[None]):
         self.status_info.message = ""
         self.status_info.input_tokens = self.status_info.output_tokens = 0
         self.status_info.cost = None
+        self._usage_counted_run = None
         view = self.view
         thread_list = self.thread_list
         thread_list.active_thread_id = thread_id
@@ -331,8 +372,13 @@ class InstanceAiApp(App[None]):
             conversation.load_history(history)
         info = thread_list.thread(thread_id)
         conversation.title = info.title if info is not None and info.title else conversation.title
-        if info is not None:
-            self._add_usage(info.metadata.get("usage"))
+        # the thread's total: from the history (read with its cursor) or else the thread list
+        metadata = history.metadata if history is not None and history.metadata is not None else (
+            info.metadata if info is not None else {})
+        usage = metadata.get("usage")
+        self._add_usage(usage)
+        if isinstance(usage, dict) and isinstance(usage.get("lastRunId"), str):
+            self._usage_counted_run = usage["lastRunId"]  # its run-finish may still arrive: not twice
         conversation.drain_changes()
         view.load(conversation)
         view.set_placeholder(self._welcome())
@@ -430,6 +476,8 @@ class InstanceAiApp(App[None]):
     def _note_run_finish(self, event: Any) -> None:
         """Tokens and cost, when the backend reports them: ``run-finish`` ``payload.usage``
         (and the thread's ``metadata.usage`` when it opens)."""
+        if self._usage_counted_run is not None and event.run_id == self._usage_counted_run:
+            return  # already in the thread total read when the thread opened
         extra = getattr(event.payload, "model_extra", None) or {}
         self._add_usage(extra.get("usage"))
 
@@ -882,7 +930,11 @@ class InstanceAiApp(App[None]):
             return None
         from ..protocol.transcript import to_markdown
 
-        text = to_markdown(conversation, title=conversation.title or None)
+        info = self.status_info
+        usage: dict[str, Any] = {"inputTokens": info.input_tokens, "outputTokens": info.output_tokens}
+        if info.cost is not None:
+            usage["cost"] = info.cost
+        text = to_markdown(conversation, title=conversation.title or None, usage=usage)
         name = conversation.thread_id or "thread"
         target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"
         try:

@@ -1,7 +1,7 @@
 """``instance-ai`` with no sub-command: the TUI.
 
 ``add_arguments`` adds the top-level flags (connection, model, database, workspace, theme,
-Redis chat sessions); ``main`` builds the client through ``client.factory`` and runs the
+Redis chat sessions, the local gateway for n8n); ``main`` builds the client through ``client.factory`` and runs the
 app. Nothing heavy is imported at module level: ``instance-ai --help`` and the other
 sub-commands must not pay for Textual.
 """
@@ -16,9 +16,10 @@ DEMO_DELAY = 0.02
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..client.factory import add_connection_arguments
+    from ..client.factory import add_connection_arguments, add_gateway_arguments
 
     add_connection_arguments(parser)
+    add_gateway_arguments(parser)
     ui = parser.add_argument_group("interface")
     ui.add_argument("--theme", help="theme name (built-in or from a themes folder); saved as your choice")
     ui.add_argument("--thread", dest="tui_thread", metavar="ID", help="open this thread at start")
@@ -37,8 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..client.base import Client, ClientError
     from ..client.factory import build_client, detect_dialect, settings_from_args
+    from ..client.gateway_flag import GatewayFlagError, check_connection, from_args
 
     settings = settings_from_args(args)
+    try:
+        gateway = from_args(args)
+        check_connection(gateway, settings)
+    except GatewayFlagError as exc:
+        print(f"instance-ai: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "theme", None):
         settings.ui.theme = args.theme
     remote = settings.remote
@@ -48,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
             import asyncio
 
             dialect = asyncio.run(detect_dialect(remote.url))
+        check_connection(gateway, settings, dialect)
         if not remote.url:
             # embedded; the offline demo model (if that is the model) streams at a readable pace
             from ..client.embedded import EmbeddedClient
@@ -55,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
             client: Client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
         else:
             client = build_client(settings, dialect)
-    except ClientError as exc:
+    except ClientError as exc:  # GatewayFlagError included
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2
 
@@ -67,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         thread_id=getattr(args, "tui_thread", None),
         redis_chat=getattr(args, "redis_chat", None),
         chat_webhook=getattr(args, "chat_webhook", None),
+        gateway=gateway,
     )
     app.run()  # the app opens the client at start and closes it when it quits
     return int(app.return_code or 0)

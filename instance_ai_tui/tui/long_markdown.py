@@ -3,12 +3,17 @@
 ``LiveMarkdown`` is one Textual ``Markdown`` whose text grows through a ``MarkdownStream``
 (``Markdown.get_stream``) while it is live.
 
-``ChunkedMarkdown`` holds one text segment of any length as a series of ``LiveMarkdown``
-chunks of about ``CHUNK_CHARS`` characters, split at paragraph boundaries outside code
-fences. Only the newest ``KEEP_CHUNKS`` chunks are mounted (older ones on request), so a
-100 kB answer costs the widgets of a few kB, and appending never re-parses more than the
-open chunk. Both take the segment's whole text (``set_target``) and apply it in ``flush``,
-which the frame awaits.
+``ChunkedMarkdown`` holds one text segment of any length as a series of chunks of about
+``CHUNK_CHARS`` characters, split at paragraph boundaries outside code fences. Only the
+newest ``KEEP_CHUNKS`` chunks are mounted (older ones on request), so a 100 kB answer costs
+the widgets of a few kB, and appending never re-parses more than the open chunk.
+
+Only the open chunk of a live segment streams (a ``LiveMarkdown``: a widget per paragraph,
+list item, fence, ...). A chunk whose text is final (closed, or its segment finished) is a
+``FlatMarkdown``: the same picture drawn by one widget, so finished text costs Textual's
+layout next to nothing. Chunks Textual's ``Markdown`` alone can draw (tables, quotes) stay
+``LiveMarkdown``. Both take the segment's whole text (``set_target``) and apply it in
+``flush``, which the frame awaits.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
+
+from .flat_markdown import FlatMarkdown, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -156,14 +163,28 @@ class EarlierLine(Static, can_focus=True):
         self.owner.show_earlier()
 
 
+Chunk = LiveMarkdown | FlatMarkdown
+
+
 class ChunkedMarkdown(Vertical, can_focus=True):
-    """One text segment as streamed Markdown chunks, the newest ``KEEP_CHUNKS`` mounted."""
+    """One text segment as Markdown chunks, the newest ``KEEP_CHUNKS`` mounted.
+
+    ``live``: the segment may still grow; its last chunk streams. ``finish()`` says the
+    text is final (every chunk becomes a ``FlatMarkdown`` where possible).
+    """
 
     DEFAULT_CSS = """
     ChunkedMarkdown { height: auto; layout: stream; }
     """
 
-    def __init__(self, content: str = "", *, classes: str | None = None, chunk_classes: str | None = None) -> None:
+    def __init__(
+        self,
+        content: str = "",
+        *,
+        classes: str | None = None,
+        chunk_classes: str | None = None,
+        live: bool = True,
+    ) -> None:
         super().__init__(classes=classes)
         self._target = content
         self._chunk_classes = chunk_classes
@@ -171,10 +192,13 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         self._splitter.scan(content)
         self._replaced = False
         self._flushed = len(content)
-        self.chunks: dict[int, LiveMarkdown] = {}
+        self.live = live
+        self.chunks: dict[int, Chunk] = {}
         self.keep = KEEP_CHUNKS
         self.first = max(0, len(self._splitter.starts) - self.keep)
         self.earlier = EarlierLine(self)
+        #: stream writes of chunks that were replaced by a flat one
+        self._retired_writes = 0
 
     # ------------------------------------------------------------------ reading
     @property
@@ -193,16 +217,38 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         return len(self._splitter.starts) - self.first
 
     @property
+    def cost(self) -> int:
+        """Frame-budget units of mounting this block: a flat chunk is one widget, the
+        streaming chunk a widget per Markdown block (three units)."""
+        return self.mounted_chunk_count + (2 if self.live else 0)
+
+    @property
     def stream_writes(self) -> int:
-        return sum(chunk.stream_writes for chunk in self.chunks.values())
+        """Fragments written through a ``MarkdownStream`` (tests read it)."""
+        return self._retired_writes + sum(chunk.stream_writes for chunk in self.chunks.values())
 
     def _slice(self, index: int) -> str:
         starts = self._splitter.starts
         end = starts[index + 1] if index + 1 < len(starts) else len(self._target)
         return self._target[starts[index] : end]
 
-    def _make(self, index: int) -> LiveMarkdown:
-        chunk = LiveMarkdown(self._slice(index), classes=self._chunk_classes)
+    def _closed(self, index: int) -> bool:
+        """The chunk's text is final: a later chunk started, or the segment finished."""
+        return not self.live or index < len(self._splitter.starts) - 1
+
+    def _new_chunk(self, index: int) -> Chunk:
+        text = self._slice(index)
+        chunk: Chunk | None = None
+        if self._closed(index):
+            document = parse_document(text)
+            if document is not None:
+                chunk = FlatMarkdown(text, document, classes=self._chunk_classes)
+        if chunk is None:
+            chunk = LiveMarkdown(text, classes=self._chunk_classes)
+        return chunk
+
+    def _make(self, index: int) -> Chunk:
+        chunk = self._new_chunk(index)
         self.chunks[index] = chunk
         return chunk
 
@@ -244,20 +290,50 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         for index in range(old_count - 1, count):
             chunk = self.chunks.get(index)
             if chunk is not None:
-                chunk.set_target(self._slice(index))
-                await chunk.flush()
-                if index < count - 1:
-                    chunk.finish()
+                await self._update_chunk(index, chunk)
         if count > old_count:
             new = [self._make(i) for i in range(max(old_count, count - self.keep), count)]
             self.mount_all(new)
             self._prune()
+
+    async def _update_chunk(self, index: int, chunk: Chunk) -> None:
+        """Give a mounted chunk its current text; a chunk that closed becomes flat."""
+        text = self._slice(index)
+        if isinstance(chunk, FlatMarkdown):
+            if text == chunk.target:
+                return
+            document = parse_document(text)
+            if document is not None:
+                chunk.set_target(text, document)
+            else:  # now holds something only Markdown draws
+                self._swap(index, LiveMarkdown(text, classes=self._chunk_classes))
+            return
+        if self._closed(index):
+            document = parse_document(text)
+            if document is not None:
+                self._swap(index, FlatMarkdown(text, document, classes=self._chunk_classes))
+                return
+        chunk.set_target(text)
+        await chunk.flush()
+        if self._closed(index):
+            chunk.finish()
+
+    def _swap(self, index: int, new: Chunk) -> None:
+        """Put ``new`` where chunk ``index`` is (same text: no visible change)."""
+        old = self.chunks[index]
+        self.chunks[index] = new
+        self._retired_writes += old.stream_writes
+        old.finish()
+        if old.is_attached:
+            self.mount(new, before=old)
+            old.remove()
 
     def _rebuild(self) -> None:
         """The text changed other than by appending: start the chunks over."""
         self._replaced = False
         for chunk in self.chunks.values():
             chunk.finish()
+            self._retired_writes += chunk.stream_writes
         self.remove_children(list(self.chunks.values()))
         self.chunks = {}
         self._splitter = _Splitter()
@@ -272,6 +348,8 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         doomed = [self.chunks.pop(i) for i in range(self.first, limit) if i in self.chunks]
         self.first = max(self.first, limit)
         if doomed:
+            for chunk in doomed:
+                self._retired_writes += chunk.stream_writes
             self.remove_children(doomed)
         self._update_earlier()
 
@@ -284,6 +362,24 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         self._update_earlier()
 
     def finish(self) -> None:
+        """The text is final: the streaming chunk becomes flat (where it can)."""
+        was_live, self.live = self.live, False
+        last = len(self._splitter.starts) - 1
+        chunk = self.chunks.get(last)
+        if (
+            was_live
+            and isinstance(chunk, LiveMarkdown)
+            and chunk.is_attached
+            and not self._replaced
+            and self._flushed == len(self._target)
+        ):
+            document = parse_document(self._slice(last))
+            if document is not None:
+                self._swap(last, FlatMarkdown(self._slice(last), document, classes=self._chunk_classes))
+        self.release()
+
+    def release(self) -> None:
+        """Stop the streams (the block is going away, or its text is final)."""
         for chunk in self.chunks.values():
             chunk.finish()
 

@@ -2,8 +2,9 @@
 
 It shows, left to right: the connection state (embedded / connected / reconnecting n /
 offline), the run state with a spinner, the transient ``status`` message of the agent, the
-model name (with a clear ``DEMO`` badge for the offline demo model) and the thread's tokens
-and cost when they are known. Every state has a word as well as a colour.
+model name (with a clear ``DEMO`` badge for the offline demo model), the local gateway's
+folder and state when ``--gateway`` shares one, and the thread's tokens and cost when they
+are known. Every state has a word as well as a colour.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class StatusInfo:
     output_tokens: int = 0
     cost: float | None = None
     thread_title: str = ""
+    #: the local gateway (``--gateway``): the shared folder's name, and its state word
+    #: (connecting / sharing / reconnecting n / stopped / failed); "" when there is none
+    gateway: str = ""
+    gateway_state: str = ""
 
     def signature(self) -> tuple[object, ...]:
         return (
@@ -43,6 +48,8 @@ class StatusInfo:
             self.output_tokens,
             self.cost,
             self.thread_title,
+            self.gateway,
+            self.gateway_state,
         )
 
 
@@ -62,6 +69,13 @@ _CONNECTION_STYLE = {
     "connecting": "$text-warning",
     "reconnecting": "$text-warning",
     "offline": "$text-error",
+}
+_GATEWAY_STYLE = {
+    "sharing": "$text-success",
+    "connecting": "$text-warning",
+    "reconnecting": "$text-warning",
+    "stopped": "$text-error",
+    "failed": "$text-error",
 }
 _RUN_STYLE = {
     "idle": "$text-muted",
@@ -100,6 +114,10 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         parts.append((" DEMO ", "bold $background on $warning"))
         parts.append(" ")
     parts.append((info.model or "no model", "$text-secondary"))
+    if info.gateway:
+        parts.append(sep)
+        state = info.gateway_state or "connecting"
+        parts.append((f"⇄ {info.gateway} {state}", _GATEWAY_STYLE.get(state.split()[0], "")))
     if info.input_tokens or info.output_tokens:
         parts.append(sep)
         tokens = f"{format_tokens(info.input_tokens)} in · {format_tokens(info.output_tokens)} out"

@@ -76,8 +76,8 @@ class TextBlock(ChunkedMarkdown):
 "earlier characters" line above it shows more.
 """
 
-    def __init__(self, content: str, *, index: int) -> None:
-        super().__init__(content, classes="text-block", chunk_classes="text-chunk")
+    def __init__(self, content: str, *, index: int, live: bool = True) -> None:
+        super().__init__(content, classes="text-block", chunk_classes="text-chunk", live=live)
         self.index = index
 
     def copy_text(self) -> tuple[str, str]:
@@ -89,7 +89,7 @@ class TextBlock(ChunkedMarkdown):
             self.finish()
 
     def detach(self) -> None:
-        self.finish()
+        self.release()
 
 
 class ReasoningBlock(Vertical, can_focus=True):
@@ -125,8 +125,11 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.header.update(self._header())
         yield self.header
         if self.expanded:
-            self._body = ChunkedMarkdown(self.content, classes="reasoning-body", chunk_classes="reasoning-chunk")
+            self._body = self._new_body()
             yield self._body
+
+    def _new_body(self) -> ChunkedMarkdown:
+        return ChunkedMarkdown(self.content, classes="reasoning-body", chunk_classes="reasoning-chunk", live=self.live)
 
     def _header(self) -> Content:
         arrow = GLYPH_EXPANDED if self.expanded else GLYPH_COLLAPSED
@@ -143,15 +146,18 @@ class ReasoningBlock(Vertical, can_focus=True):
         self.header.update(self._header(), layout=False)
         if self.expanded:
             if self._body is None:
-                self._body = ChunkedMarkdown(self.content, classes="reasoning-body", chunk_classes="reasoning-chunk")
+                self._body = self._new_body()
                 self.mount(self._body)
-            elif self._body.set_target(self.content):
-                if frame is not None:
-                    frame.add_flush(self._body)
-                else:
-                    self.call_later(self._body.flush)
+            else:
+                if self._body.set_target(self.content):
+                    if frame is not None:
+                        frame.add_flush(self._body)
+                    else:
+                        self.call_later(self._body.flush)
+                if not self.live:
+                    self._body.finish()
         elif self._body is not None:
-            self._body.finish()
+            self._body.release()
             self._body.remove()
             self._body = None
 
@@ -179,7 +185,7 @@ class ReasoningBlock(Vertical, can_focus=True):
 
     def detach(self) -> None:
         if self._body is not None:
-            self._body.finish()
+            self._body.release()
 
     @property
     def settled(self) -> bool:
@@ -319,10 +325,10 @@ class MoreLine(Static, can_focus=True):
 
 
 def entry_cost(widget: Widget | None) -> int:
-    """Frame-budget units of a timeline entry: a text block mounts Markdown chunks (a
-    widget per paragraph, list item, ...), three units each; the others a line or two."""
+    """Frame-budget units of a timeline entry: a text block costs by its chunks
+    (``ChunkedMarkdown.cost``); the others are a line or two."""
     if isinstance(widget, TextBlock):
-        return 3 * widget.mounted_chunk_count
+        return widget.cost
     return 1
 
 
@@ -390,7 +396,7 @@ class AgentSection(Vertical):
         kind = entry.get("type")
         widget: Widget | None
         if kind == "text":
-            widget = TextBlock(str(entry.get("content", "")), index=index)
+            widget = TextBlock(str(entry.get("content", "")), index=index, live=self._live(index))
         elif kind == "reasoning":
             widget = ReasoningBlock(str(entry.get("content", "")), index=index, live=self._live(index))
         elif kind == "tool-call":

@@ -85,3 +85,8 @@ def without_status(names: list[str]) -> list[str]:
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
+
+
+def finish_status(event: dict[str, Any]) -> dict[str, Any]:
+    """A ``run-finish`` payload without its ``usage`` (tests of usage: ``test_usage_events``)."""
+    return {k: v for k, v in event["payload"].items() if k != "usage"}

@@ -16,7 +16,7 @@ from instance_ai_tui.protocol.api import parse_confirm_body
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 
-from .conftest import answer, collect, of_type, types, without_status
+from .conftest import answer, collect, finish_status, of_type, types, without_status
 
 WRITE = ScriptedResponse(tool_calls=[ScriptedToolCall("write-file", {"path": "notes/a.md", "content": "hello"})])
 
@@ -171,7 +171,7 @@ async def test_unknown_and_expired_confirmations(make_ai: Any, workspace: Path) 
         await answer(ai, request["payload"]["requestId"], {"approved": True})
     assert err.value.status == 400
     finish = (await collect(ai, "x", after=request["id"]))[-1]
-    assert finish["payload"] == {"status": "cancelled", "reason": "timeout"}
+    assert finish_status(finish) == {"status": "cancelled", "reason": "timeout"}
     assert not (workspace / "notes/a.md").exists()
 
 
@@ -182,7 +182,7 @@ async def test_cancel_while_suspended(make_ai: Any, workspace: Path) -> None:
     assert await ai.cancel("cw") is True
     rest = await collect(ai, "cw", after=request["id"])
     assert types(rest) == ["tool-error", "run-finish"]
-    assert rest[-1]["payload"] == {"status": "cancelled", "reason": "user_cancelled"}
+    assert finish_status(rest[-1]) == {"status": "cancelled", "reason": "user_cancelled"}
     assert await ai.store.get_checkpoint(run_id) is None
     with pytest.raises(ConfirmationNotFound):
         await answer(ai, request["payload"]["requestId"], {"approved": True})
@@ -298,6 +298,6 @@ async def test_sweeper_ends_runs_whose_confirmations_expired(make_ai: Any, works
     run_id = await ai.send("sw", "write")
     request = (await collect(ai, "sw", until=("confirmation-request",)))[-1]
     finish = (await collect(ai, "sw", after=request["id"], timeout=5))[-1]
-    assert finish["payload"] == {"status": "cancelled", "reason": "timeout"}
+    assert finish_status(finish) == {"status": "cancelled", "reason": "timeout"}
     assert (await ai.store.get_run(run_id)).status == "cancelled"
     assert not (await ai.status("sw")).is_suspended

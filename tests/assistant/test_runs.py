@@ -14,7 +14,7 @@ from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.runtime.model import ModelError
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 
-from .conftest import answer, collect, of_type, types, without_status
+from .conftest import answer, collect, finish_status, of_type, types, without_status
 
 
 def _check_envelopes(events: list[dict[str, Any]], run_id: str) -> None:
@@ -55,7 +55,7 @@ async def test_simple_query_sequence(make_ai: Any) -> None:
     assert len(first_response) == 1 and len(second_response) == 1 and first_response != second_response
     statuses = [e["payload"]["message"] for e in of_type(events, "status")]
     assert statuses == ["Running list-workflows…", ""]
-    assert events[-1]["payload"] == {"status": "completed"}
+    assert finish_status(events[-1]) == {"status": "completed"}
     # the snapshot of the finished run is stored
     snapshots = await ai.store.get_snapshots("t1")
     tree = snapshots[run_id]
@@ -294,7 +294,7 @@ async def test_failing_sub_agent_is_a_tool_error_for_the_orchestrator(make_ai: A
     delegate_error = of_type(events, "tool-error")[-1]
     assert delegate_error["agentId"] == f"orchestrator-{run_id}"
     assert "the debugger failed: sub-agent model broke" in delegate_error["payload"]["error"]
-    assert events[-1]["payload"] == {"status": "completed"}
+    assert finish_status(events[-1]) == {"status": "completed"}
     assert "".join(e["payload"]["text"] for e in of_type(events, "text-delta")) == "The debugger failed, sorry."
 
 

@@ -13,7 +13,7 @@ from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
 
-from .conftest import answer, collect, of_type, types, without_status
+from .conftest import answer, collect, finish_status, of_type, types, without_status
 from .fake_n8n import API_KEY, make_fake_n8n
 from .servers import serve
 
@@ -116,7 +116,7 @@ async def test_run_through_openai_wire_format(make_ai: Any, workspace: Path) -> 
     assert of_type(events, "tool-result")[0]["payload"]["result"]["entries"] == [
         {"path": "README.md", "type": "file", "size": 46}]
     assert "".join(e["payload"]["text"] for e in of_type(events, "text-delta")) == "There is a README."
-    assert events[-1]["payload"] == {"status": "completed"} and events[-1]["runId"] == run_id
+    assert finish_status(events[-1]) == {"status": "completed"} and events[-1]["runId"] == run_id
     agent_requests = [r.body for r in server.requests if r.body.get("tools")]
     assert {t["function"]["name"] for t in agent_requests[0]["tools"]} >= {"plan", "delegate", "ask-user", "list-files"}
     assert agent_requests[1]["messages"][-1]["role"] == "tool"

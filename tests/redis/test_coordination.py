@@ -86,7 +86,8 @@ def crash(ai: InstanceAI) -> None:
 
 
 def finishes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["payload"] for e in events if e["type"] == "run-finish"]
+    """The run-finish payloads, without their ``usage``."""
+    return [{k: v for k, v in e["payload"].items() if k != "usage"} for e in events if e["type"] == "run-finish"]
 
 
 async def test_thread_lock_fencing(redis_client: Any) -> None:

@@ -139,8 +139,12 @@ async def _follow(ctx: ToolContext, run: RunContext, sub: AgentScope, stream: Ag
     try:
         result = await _drain(stream, sub.mapper)
     except asyncio.CancelledError:
+        stopped = stream.final  # set once the aborted sub-agent has stopped: its tokens still count
+        if stopped is not None:
+            ctx.report_usage(f"sub-agent:{args.role}", stopped.total_usage, run_id=stopped.run_id)
         _complete(run, sub.agent_id, args.role, "cancelled", error="cancelled")
         raise
+    # cumulative over the sub-run's suspensions; the runtime keeps the latest report per sub-run
     ctx.report_usage(f"sub-agent:{args.role}", result.total_usage, run_id=result.run_id)
     if result.status == "suspended" and sub.mapper.suspensions:
         suspension = sub.mapper.suspensions[0]

@@ -1,0 +1,499 @@
+"""Finished Markdown drawn by one widget.
+
+Textual's ``Markdown`` mounts a widget per block: a paragraph is one, a list item four
+(``Horizontal``, bullet, ``Vertical``, paragraph), a fence two. Textual's layout cost grows
+with the number of widgets, so a long finished answer made of hundreds of them makes every
+relayout of the transcript slow (the stalls of ``benchmarks/tui_ingest.py``).
+
+``FlatMarkdown`` draws the same document with one widget. It parses with the same
+markdown-it "gfm-like" parser and lays the blocks out as Textual's ``Markdown`` does inside
+our stream-layout ``LiveMarkdown``: same word wrapping, collapsed margins, bullets, heading,
+inline and fence styles. So a chunk that stops streaming switches from ``LiveMarkdown`` to
+``FlatMarkdown`` with no visible change (``tests/tui_parts/test_flat_markdown.py`` compares
+the two cell by cell).
+
+Only a subset is drawn flat: paragraphs, headings, bullet and ordered lists (nested) and
+code blocks. ``parse_document`` returns ``None`` for anything else (tables, block quotes,
+rules), and such a chunk stays a ``LiveMarkdown``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Union
+
+from rich.cells import cell_len
+from textual.content import Content, Span
+from textual.geometry import Size
+from textual.style import Style
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+#: Textual's ``Markdown.BULLETS``: the unordered bullet by nesting depth
+BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")
+#: block tokens that hold nothing ``Markdown`` would draw
+_SKIPPED = frozenset({"html_block"})
+_SPACES = re.compile(r"\s+")
+
+
+# --------------------------------------------------------------------------- the document
+
+
+@dataclass(slots=True)
+class Paragraph:
+    content: Content = field(default_factory=Content)
+
+
+@dataclass(slots=True)
+class Heading:
+    level: int
+    content: Content = field(default_factory=Content)
+
+
+@dataclass(slots=True)
+class Fence:
+    code: str
+    lexer: str
+    #: (dark, ansi) -> the highlighted code
+    highlighted: dict[tuple[bool, bool], Content] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ListItem:
+    #: the ordered item's number as written, or the unordered bullet
+    bullet: str
+    ordered: bool
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class MarkdownList:
+    ordered: bool
+    items: list[ListItem] = field(default_factory=list)
+
+
+Block = Union[Paragraph, Heading, Fence, MarkdownList]
+Document = list[Block]
+
+_parser_instance: MarkdownIt | None = None
+
+
+def _parser() -> MarkdownIt:
+    global _parser_instance
+    if _parser_instance is None:
+        from markdown_it import MarkdownIt
+
+        _parser_instance = MarkdownIt("gfm-like")  # what ``Markdown`` uses by default
+    return _parser_instance
+
+
+def parse_document(source: str) -> Document | None:
+    """The blocks of ``source``, or ``None`` if it uses something drawn only by
+    Textual's ``Markdown`` widget (tables, block quotes, horizontal rules, ...)."""
+    document: Document = []
+    #: open blocks (list items hold their blocks; lists their items)
+    stack: list[Paragraph | Heading | MarkdownList | ListItem] = []
+
+    def add(block: Block) -> bool:
+        if not stack:
+            document.append(block)
+            return True
+        parent = stack[-1]
+        if isinstance(parent, ListItem):
+            parent.blocks.append(block)
+            return True
+        return False
+
+    for token in _parser().parse(source):
+        kind = token.type
+        if kind == "paragraph_open":
+            stack.append(Paragraph())
+        elif kind == "heading_open":
+            stack.append(Heading(int(token.tag[1:])))
+        elif kind == "bullet_list_open" or kind == "ordered_list_open":
+            stack.append(MarkdownList(kind == "ordered_list_open"))
+        elif kind == "list_item_open":
+            parent = stack[-1] if stack else None
+            if not isinstance(parent, MarkdownList):
+                return None
+            if token.info:
+                bullet = token.info
+            else:
+                depth = sum(1 for block in stack if isinstance(block, ListItem) and not block.ordered)
+                bullet = BULLETS[depth % len(BULLETS)]
+            stack.append(ListItem(bullet, bool(token.info)))
+        elif kind.endswith("_close"):
+            if not stack:
+                return None
+            block = stack.pop()
+            if isinstance(block, ListItem):
+                parent = stack[-1] if stack else None
+                if not isinstance(parent, MarkdownList):
+                    return None
+                parent.items.append(block)
+            elif not add(block):
+                return None
+        elif kind == "inline":
+            target = stack[-1] if stack else None
+            if not isinstance(target, (Paragraph, Heading)):
+                return None
+            target.content = inline_content(token)
+        elif kind == "fence" or kind == "code_block":
+            if not add(Fence(token.content.rstrip(), token.info)):
+                return None
+        elif kind not in _SKIPPED:
+            return None
+    return None if stack else document
+
+
+def inline_content(token: Token) -> Content:
+    """An inline token as styled ``Content``, as ``MarkdownBlock`` builds it."""
+    if token.children is None:
+        return Content("")
+    parts: list[str] = []
+    spans: list[Span] = []
+    styles: list[tuple[Style | str, int]] = []
+    position = 0
+
+    def add(text: str) -> None:
+        nonlocal position
+        parts.append(text)
+        position += len(text)
+
+    def close() -> None:
+        if styles:
+            style, start = styles.pop()
+            spans.append(Span(start, position, style))
+
+    for child in token.children:
+        kind = child.type
+        if kind == "text":
+            add(_SPACES.sub(" ", child.content))
+        elif kind == "hardbreak":
+            add("\n")
+        elif kind == "softbreak":
+            add(" ")
+        elif kind == "code_inline":
+            styles.append((".code_inline", position))
+            add(child.content)
+            close()
+        elif kind == "em_open":
+            styles.append((".em", position))
+        elif kind == "strong_open":
+            styles.append((".strong", position))
+        elif kind == "s_open":
+            styles.append((".s", position))
+        elif kind == "link_open":
+            href = child.attrs.get("href", "")
+            styles.append((Style.from_meta({"@click": f"link({href!r})"}), position))
+        elif kind == "image":
+            href = child.attrs.get("src", "")
+            alt = child.attrs.get("alt", "")
+            styles.append((Style.from_meta({"@click": f"link({href!r})"}), position))
+            add("🖼  ")
+            if alt:
+                add(f"({alt})")
+            for grandchild in child.children or ():
+                add(grandchild.content)
+            close()
+        elif kind.endswith("_close"):
+            close()
+    return Content("".join(parts), spans=spans)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+_BLANK = Content("")
+#: (margin top, margin bottom, lines) of a laid-out block
+_Laid = tuple[int, int, list[Content]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    width: int
+    dark: bool
+    ansi: bool
+
+
+def _stack(parts: list[_Laid]) -> list[Content]:
+    """Blocks one under the other, margins collapsed (Textual's vertical and stream
+    layouts): the first top margin and the last bottom margin count in full."""
+    lines: list[Content] = []
+    previous: int | None = None
+    for top, bottom, block_lines in parts:
+        gap = top if previous is None else max(top, previous)
+        lines.extend([_BLANK] * gap)
+        lines.extend(block_lines)
+        previous = bottom
+    if previous:
+        lines.extend([_BLANK] * previous)
+    return lines
+
+
+def _full_width(line: Content, width: int, style: str) -> Content:
+    """``line`` padded to ``width``, ``style`` under everything (a block's own background)."""
+    if line.cell_length < width:
+        line = line.pad_right(width - line.cell_length)
+    return line.stylize_before(style)
+
+
+def _heading_line(line: Content, width: int, level: int) -> Content:
+    """A heading line: its text in the heading style, the rest of the width in the
+    heading's background only (as the heading widget fills its region)."""
+    line = line.stylize_before(f".flat--h{level}")
+    left = (width - line.cell_length) // 2 if level == 1 else 0  # H1: content-align center
+    right = width - line.cell_length - left
+    if left <= 0 and right <= 0:
+        return line
+    fill = f".flat--h{level}-fill"
+    out = Content(" " * max(0, left)).stylize(fill) + line
+    if right > 0:
+        out = out + Content(" " * right).stylize(fill)
+    return out
+
+
+def _lay_block(block: Block, ctx: _Context, top_level: bool, in_list: bool) -> _Laid:
+    width = max(1, ctx.width)
+    if isinstance(block, Paragraph):
+        return (0, 1 if top_level else 0, block.content.wrap(width))
+    if isinstance(block, Heading):
+        lines = [_heading_line(line, width, block.level) for line in block.content.wrap(width)]
+        return (2, 1, lines) if block.level <= 2 else (1, 1, lines)
+    if isinstance(block, Fence):
+        return _lay_fence(block, ctx)
+    return _lay_list(block, ctx, top_level, in_list)
+
+
+def _lay_fence(fence: Fence, ctx: _Context) -> _Laid:
+    """A code block as ``MarkdownFence`` draws it: a ``Label`` with padding (1, 2) (ANSI
+    themes: (1, 0)) that is as wide as the longest line, wrapped at that width, in a
+    fence scrolled to its left edge."""
+    key = (ctx.dark, ctx.ansi)
+    code = fence.highlighted.get(key)
+    if code is None:
+        code = fence.highlighted[key] = _highlight(fence.code, fence.lexer, dark=ctx.dark, ansi=ctx.ansi)
+    indent = 0 if ctx.ansi else 2
+    width = ctx.width
+    # the Label's width: its longest line (tabs as the Label measures them), at least the fence's
+    longest = max((cell_len(line) for line in code.plain.split("\n")), default=0)
+    label_width = max(width - 2 * indent, longest, 1)
+    lines = [_full_width(_BLANK, width, ".flat--fence")]
+    for wrapped in code.wrap(label_width):
+        line = wrapped.pad_left(indent) if indent else wrapped
+        if line.cell_length > width:
+            line = line.truncate(width)
+        lines.append(_full_width(line, width, ".flat--fence"))
+    lines.append(_full_width(_BLANK, width, ".flat--fence"))
+    return (0, 0, lines) if ctx.ansi else (1, 1, lines)
+
+
+def _highlight(code: str, lexer: str, *, dark: bool, ansi: bool) -> Content:
+    from textual.highlight import ANSIDarkHighlightTheme, ANSILightHighlightTheme, HighlightTheme, highlight
+
+    theme = (ANSIDarkHighlightTheme if dark else ANSILightHighlightTheme) if ansi else HighlightTheme
+    return highlight(code, language=lexer or None, theme=theme)
+
+
+def _lay_list(block: MarkdownList, ctx: _Context, top_level: bool, in_list: bool) -> _Laid:
+    items = block.items
+    symbols: list[str]
+    if block.ordered:
+        start = 1
+        if items:
+            try:
+                start = int(items[0].bullet)
+            except ValueError:
+                pass
+        numbers = [f"{number}. " for number in range(start, start + len(items))]
+        size = max((len(number) for number in numbers), default=0)
+        symbols = [number.rjust(size + 1) for number in numbers]
+    else:
+        symbols = [item.bullet for item in items]
+    lines: list[Content] = []
+    for item, symbol in zip(items, symbols):
+        bullet = Content.styled(symbol, ".flat--bullet")
+        indent = bullet.cell_length
+        inner = _Context(max(1, ctx.width - indent), ctx.dark, ctx.ansi)
+        body = _stack([_lay_block(child, inner, False, True) for child in item.blocks])
+        if not body:
+            lines.append(bullet)
+            continue
+        lines.append(bullet + body[0])
+        pad = Content(" " * indent)
+        lines.extend(pad + line if line else _BLANK for line in body[1:])
+    bottom = 0 if in_list else 1
+    return (0, bottom, lines)
+
+
+def layout_document(document: Document, width: int, *, dark: bool = True, ansi: bool = False) -> list[Content]:
+    """The document's lines at ``width`` cells (each line at most ``width`` wide)."""
+    ctx = _Context(max(1, width), dark, ansi)
+    return _stack([_lay_block(block, ctx, True, False) for block in document])
+
+
+# --------------------------------------------------------------------------- the widget
+
+#: block styles: resolved like a widget's own style (backgrounds with alpha over the
+#: widget's background), as the block widgets of ``Markdown`` are; inline styles (em,
+#: strong, code) resolve as component classes, as in ``MarkdownBlock``
+_BLOCK_STYLES = (
+    "flat--fence",
+    "flat--bullet",
+    *(f"flat--h{level}" for level in range(1, 7)),
+    *(f"flat--h{level}-fill" for level in range(1, 7)),
+)
+
+
+class FlatMarkdown(Widget):
+    """A finished Markdown document in one widget (see the module docstring).
+
+    The same interface as ``LiveMarkdown`` (``target``, ``set_target``, ``flush``,
+    ``finish``, ``settled``), so a ``ChunkedMarkdown`` can hold either.
+    """
+
+    ALLOW_SELECT = True
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"em", "strong", "s", "code_inline", *_BLOCK_STYLES}
+
+    # the look of Textual's Markdown blocks, as component classes of one widget
+    DEFAULT_CSS = """
+    FlatMarkdown {
+        width: 1fr;
+        height: auto;
+        color: $foreground;
+        text-wrap: nowrap;
+        text-overflow: clip;
+        &:dark > .code_inline { background: $warning 10%; color: $text-warning 95%; }
+        &:light > .code_inline { background: $error 5%; color: $text-error 95%; }
+        &:ansi > .code_inline { background: ansi_default; }
+        & > .em { text-style: italic; }
+        & > .strong { text-style: bold; }
+        & > .s { text-style: strike; }
+        & > .flat--h1 { color: $markdown-h1-color; background: $markdown-h1-background; text-style: $markdown-h1-text-style; }
+        & > .flat--h2 { color: $markdown-h2-color; background: $markdown-h2-background; text-style: $markdown-h2-text-style; }
+        & > .flat--h3 { color: $markdown-h3-color; background: $markdown-h3-background; text-style: $markdown-h3-text-style; }
+        & > .flat--h4 { color: $markdown-h4-color; background: $markdown-h4-background; text-style: $markdown-h4-text-style; }
+        & > .flat--h5 { color: $markdown-h5-color; background: $markdown-h5-background; text-style: $markdown-h5-text-style; }
+        & > .flat--h6 { color: $markdown-h6-color; background: $markdown-h6-background; text-style: $markdown-h6-text-style; }
+        & > .flat--h1-fill { background: $markdown-h1-background; }
+        & > .flat--h2-fill { background: $markdown-h2-background; }
+        & > .flat--h3-fill { background: $markdown-h3-background; }
+        & > .flat--h4-fill { background: $markdown-h4-background; }
+        & > .flat--h5-fill { background: $markdown-h5-background; }
+        & > .flat--h6-fill { background: $markdown-h6-background; }
+        & > .flat--bullet { color: $text-primary; }
+        &:light > .flat--bullet { color: $text-secondary; }
+        &:dark > .flat--fence { color: rgb(210,210,210); background: black 10%; }
+        &:light > .flat--fence { color: rgb(210,210,210); background: white 30%; }
+        &:ansi > .flat--fence { background: transparent; }
+    }
+    """
+
+    def __init__(self, content: str = "", document: Document | None = None, *, classes: str | None = None) -> None:
+        """``document``: ``parse_document(content)`` when the caller has it already.
+        Raises ``ValueError`` if the content cannot be drawn flat."""
+        super().__init__(classes=classes)
+        if document is None:
+            document = parse_document(content)
+            if document is None:
+                raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
+        self._target = content
+        self._document = document
+        self._lines: tuple[tuple[int, bool, bool], list[Content]] | None = None
+        self._layouts = 0
+        self._joined: tuple[object, Content] | None = None
+        #: for ``ChunkedMarkdown`` (a flat chunk never streams)
+        self.stream_writes = 0
+
+    # ------------------------------------------------------------------ LiveMarkdown's interface
+    @property
+    def target(self) -> str:
+        return self._target
+
+    @property
+    def source(self) -> str:
+        return self._target
+
+    @property
+    def settled(self) -> bool:
+        return True
+
+    def set_target(self, content: str, document: Document | None = None) -> bool:
+        """Show ``content`` (drawn at once). ``False`` if it is what is shown already;
+        ``ValueError`` if it cannot be drawn flat (see ``parse_document``)."""
+        if content == self._target:
+            return False
+        if document is None:
+            document = parse_document(content)
+            if document is None:
+                raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
+        self._target = content
+        self._document = document
+        self._lines = self._joined = None
+        self.refresh(layout=True)
+        return True
+
+    async def flush(self) -> None:
+        """Nothing to do: ``set_target`` draws at once."""
+
+    def finish(self) -> None:
+        """Nothing to stop."""
+
+    # ------------------------------------------------------------------ drawing
+    def _state(self, width: int) -> tuple[int, bool, bool]:
+        try:
+            app = self.app
+        except Exception:  # noqa: BLE001 - not in an app yet: the defaults
+            return width, True, False
+        return width, app.current_theme.dark, app.native_ansi_color
+
+    def lines(self, width: int) -> list[Content]:
+        """The document laid out at ``width`` cells (cached)."""
+        key = self._state(width)
+        cached = self._lines
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        lines = layout_document(self._document, width, dark=key[1], ansi=key[2])
+        self._lines = (key, lines)
+        self._layouts += 1
+        return lines
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines(width)) if width > 0 else 0
+
+    def render(self) -> Content:
+        width = self.content_size.width
+        if width <= 0:
+            return _BLANK
+        lines = self.lines(width)
+        resolved = tuple(self.get_visual_style(name) for name in _BLOCK_STYLES)
+        key = (self._layouts, resolved)
+        joined = self._joined
+        if joined is None or joined[0] != key:
+            mapping: dict[str, Style] = {f".{name}": style for name, style in zip(_BLOCK_STYLES, resolved)}
+            content = Content("\n").join(lines)
+            spans = [
+                Span(span.start, span.end, mapping.get(span.style, span.style)) if isinstance(span.style, str) else span
+                for span in content.spans
+            ]
+            joined = self._joined = (key, Content(content.plain, spans))
+        return joined[1]
+
+    def notify_style_update(self) -> None:
+        # a theme switch may change dark/ANSI (fence highlighting and margins)
+        cached = self._lines
+        if cached is not None and cached[0] != self._state(cached[0][0]):
+            self._lines = self._joined = None
+            self.refresh(layout=True)
+        super().notify_style_update()
+
+    def action_link(self, href: str) -> None:
+        """Links in agent output are not opened (as in ``LiveMarkdown``)."""
