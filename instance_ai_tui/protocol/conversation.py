@@ -32,9 +32,12 @@ from .events import (
     Event,
     EventParseError,
     RunFinishEvent,
+    ReasoningDeltaEvent,
     RunStartEvent,
+    StatusEvent,
     TaskList,
     TasksUpdateEvent,
+    TextDeltaEvent,
     ThreadTitleUpdatedEvent,
     UnknownEvent,
     parse_event,
@@ -45,6 +48,8 @@ from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
 
 _HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
+#: the same, parsed (what clients yield): folded without the generic dispatch
+_HOT_MODELS = frozenset({TextDeltaEvent, ReasoningDeltaEvent, StatusEvent})
 #: event types that never touch a message's tree (no placeholder message for them)
 _NO_TREE_TYPES = frozenset({"thread-title-updated", "filesystem-request", "preferences-applied"})
 _CONFIRMATION_TYPES = frozenset(
@@ -331,6 +336,19 @@ class Conversation:
                 if id <= self.cursor:
                     return False
                 self.cursor = id
+            if type(event) in _HOT_MODELS:
+                # the bulk of every stream: straight to the message's reducer
+                run_id = event.run_id  # type: ignore[union-attr]
+                hot = self._hot_msg
+                if run_id != self._hot_run or hot is None:
+                    hot = self._by_group.get(self._group_of_run.get(run_id, run_id))
+                    if hot is not None and hot.reducer is not None:
+                        self._hot_run, self._hot_msg = run_id, hot
+                if hot is not None and hot.reducer is not None:
+                    hot.reducer.apply(event)
+                    if not hot.dirty:
+                        self._mark(hot)
+                    return True
             if type(event) is dict:
                 if event.get("type") in _HOT_TYPES:
                     run_id = event.get("runId", "")

@@ -687,7 +687,17 @@ class RunReducer:
         """Fold one event (a model, a wire dict or JSON text). Never raises: input that is
         not an event, or an event that cannot apply, is recorded in ``diagnostics``."""
         try:
-            if type(event) is dict:
+            kind_of = type(event)
+            if kind_of is TextDeltaEvent or kind_of is ReasoningDeltaEvent:
+                # the bulk of every stream, already validated: straight to the fold
+                self._delta(
+                    kind_of is TextDeltaEvent,
+                    event.agent_id,  # type: ignore[union-attr]
+                    event.payload.text,  # type: ignore[union-attr]
+                    event.response_id or None,  # type: ignore[union-attr]
+                )
+                return
+            if kind_of is dict:
                 kind = event.get("type")
                 if kind == "text-delta" or kind == "reasoning-delta" or kind == "status":
                     payload = event.get("payload")

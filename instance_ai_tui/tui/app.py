@@ -63,7 +63,7 @@ FRAME_HZ = 25
 #: more events than this between two frames (with more still coming) is a flood
 FLOOD_EVENTS = 2000
 #: the ingest worker yields to the event loop at least this often (seconds)
-INGEST_SLICE = 0.008
+INGEST_SLICE = 0.005
 
 
 @dataclass
@@ -223,6 +223,9 @@ class InstanceAiApp(App[None]):
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
+        # the turn widgets, the conversation model and the Markdown parser are large imports:
+        # do them off the event loop, before a thread opens (the UI stays responsive)
+        await asyncio.to_thread(_preload_ui)
         if self.client.mode == "embedded":
             # the in-process assistant is a large import: do it off the event loop
             await asyncio.to_thread(_preload_embedded)
@@ -423,24 +426,20 @@ class InstanceAiApp(App[None]):
     async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
         """Fold every stream item into the model. No widget work happens here.
 
-        ``_ingest_waiting`` is true only while the stream itself has nothing to give (the
-        flag is visible to other tasks only when ``anext`` really suspended).
+        ``_ingest_waiting`` is true only while the stream itself has nothing to give: it is
+        set at the end of every item, but other tasks only see it when the stream really
+        suspended (an item that is ready at once is taken in the same step).
         """
         stats = self.stats
         apply = conversation.apply
         apply_sync = conversation.apply_run_sync
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
-        stream = aiter(self.client.events(thread_id, after=after))
+        stream = self.client.events(thread_id, after=after)
         try:
-            while True:
-                self._ingest_waiting = True
-                try:
-                    item = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                finally:
-                    self._ingest_waiting = False
+            self._ingest_waiting = True
+            async for item in stream:
+                self._ingest_waiting = False
                 event = item.event
                 if event is not None:
                     apply(item.id, event)
@@ -449,7 +448,9 @@ class InstanceAiApp(App[None]):
                 elif item.run_sync is not None:
                     apply_sync(item.run_sync)
                 stats.events += 1
-                if stats.events & 63 == 0:
+                if stats.first_event_at is None:
+                    stats.first_event_at = clock()
+                if not stats.events & 63:
                     now = clock()
                     stats.last_event_at = now
                     if now >= slice_end:
@@ -457,14 +458,14 @@ class InstanceAiApp(App[None]):
                         slice_end = clock() + INGEST_SLICE
                         if self.conversation is not conversation:
                             return
-                if stats.first_event_at is None:
-                    stats.first_event_at = clock()
+                self._ingest_waiting = True
         except asyncio.CancelledError:
             raise
         except ClientError as exc:
             if self.conversation is conversation:
                 self._show_error(f"The event stream stopped: {exc}")
         finally:
+            self._ingest_waiting = False
             stats.last_event_at = clock()
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -1126,6 +1127,14 @@ def _tasks_from_history(conversation: Conversation) -> Any:
             except ValueError:
                 return None
     return None
+
+
+def _preload_ui() -> None:
+    from ..protocol import conversation  # noqa: F401
+    from . import turns  # noqa: F401
+    from .flat_markdown import parse_document
+
+    parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
 
 
 def _preload_embedded() -> None:

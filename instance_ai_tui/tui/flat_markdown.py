@@ -366,8 +366,6 @@ class FlatMarkdown(Widget):
         width: 1fr;
         height: auto;
         color: $foreground;
-        text-wrap: nowrap;
-        text-overflow: clip;
         &:dark > .code_inline { background: $warning 10%; color: $text-warning 95%; }
         &:light > .code_inline { background: $error 5%; color: $text-error 95%; }
         &:ansi > .code_inline { background: ansi_default; }

@@ -29,6 +29,10 @@ from .flat_markdown import FlatMarkdown, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
+#: characters of finished text per frame-budget unit (``ChunkedMarkdown.cost``)
+COST_CHARS = 1000
+#: characters of streaming text per frame-budget unit
+LIVE_COST_CHARS = 300
 
 
 class LiveMarkdown(Markdown):
@@ -174,7 +178,7 @@ class ChunkedMarkdown(Vertical, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    ChunkedMarkdown { height: auto; layout: stream; }
+    ChunkedMarkdown { height: auto; layout: vertical; }
     """
 
     def __init__(
@@ -218,9 +222,16 @@ class ChunkedMarkdown(Vertical, can_focus=True):
 
     @property
     def cost(self) -> int:
-        """Frame-budget units of mounting this block: a flat chunk is one widget, the
-        streaming chunk a widget per Markdown block (three units)."""
-        return self.mounted_chunk_count + (2 if self.live else 0)
+        """Frame-budget units of mounting this block: a unit per ``COST_CHARS`` characters
+        drawn flat (parsing and wrapping them is the work), and for the streaming chunk a
+        unit per ``LIVE_COST_CHARS`` (Markdown mounts a widget per paragraph, list item,
+        ...)."""
+        starts = self._splitter.starts
+        shown = len(self._target) - starts[min(self.first, len(starts) - 1)]
+        if not self.live:
+            return 1 + shown // COST_CHARS
+        live = len(self._target) - starts[-1]
+        return 3 + (shown - live) // COST_CHARS + live // LIVE_COST_CHARS
 
     @property
     def stream_writes(self) -> int:
@@ -232,14 +243,14 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         end = starts[index + 1] if index + 1 < len(starts) else len(self._target)
         return self._target[starts[index] : end]
 
-    def _closed(self, index: int) -> bool:
+    def _final_chunk(self, index: int) -> bool:
         """The chunk's text is final: a later chunk started, or the segment finished."""
         return not self.live or index < len(self._splitter.starts) - 1
 
     def _new_chunk(self, index: int) -> Chunk:
         text = self._slice(index)
         chunk: Chunk | None = None
-        if self._closed(index):
+        if self._final_chunk(index):
             document = parse_document(text)
             if document is not None:
                 chunk = FlatMarkdown(text, document, classes=self._chunk_classes)
@@ -308,14 +319,14 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             else:  # now holds something only Markdown draws
                 self._swap(index, LiveMarkdown(text, classes=self._chunk_classes))
             return
-        if self._closed(index):
+        if self._final_chunk(index):
             document = parse_document(text)
             if document is not None:
                 self._swap(index, FlatMarkdown(text, document, classes=self._chunk_classes))
                 return
         chunk.set_target(text)
         await chunk.flush()
-        if self._closed(index):
+        if self._final_chunk(index):
             chunk.finish()
 
     def _swap(self, index: int, new: Chunk) -> None:
