@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, ClassVar, Union
 
 from rich.cells import cell_len
 from textual.content import Content, Span
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
@@ -484,6 +485,14 @@ class FlatMarkdown(Widget):
             ]
             joined = self._joined = (key, Content(content.plain, spans))
         return joined[1]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # a blank line of the document renders as an empty text segment; drop it so the
+        # line is the same run of cells as the blank gap between two Markdown widgets
+        return [
+            strip if all(segment.text for segment in strip) else Strip([s for s in strip if s.text], strip.cell_length)
+            for strip in super().render_lines(crop)
+        ]
 
     def notify_style_update(self) -> None:
         # a theme switch may change dark/ANSI (fence highlighting and margins)
