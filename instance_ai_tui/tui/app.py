@@ -228,7 +228,7 @@ class InstanceAiApp(App[None]):
         await asyncio.to_thread(_preload_ui)
         if self.client.mode == "embedded":
             # the in-process assistant is a large import: do it off the event loop
-            await asyncio.to_thread(_preload_embedded)
+            await asyncio.to_thread(_preload_embedded, self.client)
         try:
             await self.client.open()
         except ClientError as exc:
@@ -252,7 +252,6 @@ class InstanceAiApp(App[None]):
             target = max(threads, key=lambda t: t.updated_at).id
         await self.open_thread(target)
         self._ready_event.set()
-        await asyncio.to_thread(_warm_up)
 
     async def _start_gateway(self, request: GatewayRequest) -> None:
         """Share ``request.root`` with n8n (``--gateway``); its state shows in the status line."""
@@ -1130,28 +1129,34 @@ def _tasks_from_history(conversation: Conversation) -> Any:
 
 
 def _preload_ui() -> None:
+    """Import what the first turn, tool card and Markdown block need (off the event loop)."""
+    from textual.highlight import highlight
+
     from ..protocol import conversation  # noqa: F401
+    from ..protocol.events import TaskList
+    from ..protocol.tree import AgentNode, Confirmation, ToolCallState
     from . import turns  # noqa: F401
     from .flat_markdown import parse_document
 
     parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
+    highlight("{}", language="json")  # loads the lexers
+    for model in (ToolCallState, Confirmation, AgentNode, TaskList):
+        model.model_rebuild()  # the wire models build their validators on first use
 
 
-def _preload_embedded() -> None:
+def _preload_embedded(client: Client) -> None:
+    """The in-process assistant (only an ``EmbeddedClient`` runs one)."""
     import importlib
 
+    from ..client.embedded import EmbeddedClient
+
+    if not isinstance(client, EmbeddedClient):
+        return
     for name in ("instance_ai_tui.server.service_factory", "instance_ai_tui.assistant.service"):
         try:
             importlib.import_module(name)
         except ImportError:
             return
-
-
-def _warm_up() -> None:
-    """Import what the first tool card and Markdown block need, off the event loop."""
-    from textual.highlight import highlight
-
-    highlight("{}", language="json")
 
 
 def _is_card(node: Any) -> bool:

@@ -19,15 +19,20 @@ rules), and such a chunk stays a ``LiveMarkdown``.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Union
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content, Span
-from textual.geometry import Region, Size
+from textual.geometry import Size
+from textual.message import Message
 from textual.strip import Strip
 from textual.style import Style
+from textual.visual import Visual
 from textual.widget import Widget
 
 if TYPE_CHECKING:
@@ -337,6 +342,40 @@ def layout_document(document: Document, width: int, *, dark: bool = True, ansi: 
     return _stack([_lay_block(block, ctx, True, False) for block in document])
 
 
+# --------------------------------------------------------------------------- drawing
+
+
+def _resolve(content: Content, styles: dict[str, Style]) -> Content:
+    """``content`` with its block style names replaced by resolved styles."""
+    spans = content.spans
+    if not spans:
+        return content
+    return Content(
+        content.plain,
+        [Span(s.start, s.end, styles.get(s.style, s.style)) if isinstance(s.style, str) else s for s in spans],
+    )
+
+
+def _solid(strip: Strip, y: int) -> Strip:
+    """``strip`` without empty segments (Textual draws a blank line as one run of cells),
+    its text-selection offsets on row ``y`` of the document (a line drawn as part of a
+    window of lines has the row it had in the window)."""
+    segments: list[Segment] = []
+    changed = False
+    for segment in strip:
+        text, style, control = segment
+        if not text:
+            changed = True
+            continue
+        if style is not None and style._meta is not None:
+            offset = style.meta.get("offset")
+            if offset is not None and offset[1] != y:
+                segment = Segment(text, style + RichStyle.from_meta({"offset": (offset[0], y)}), control)
+                changed = True
+        segments.append(segment)
+    return Strip(segments, strip.cell_length) if changed else strip
+
+
 # --------------------------------------------------------------------------- the widget
 
 #: block styles: resolved like a widget's own style (backgrounds with alpha over the
@@ -358,6 +397,8 @@ class FlatMarkdown(Widget):
     """
 
     ALLOW_SELECT = True
+    #: lines drawn at once by ``render_line`` (about a screen)
+    DRAW_LINES = 40
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"em", "strong", "s", "code_inline", *_BLOCK_STYLES}
 
@@ -367,6 +408,8 @@ class FlatMarkdown(Widget):
         width: 1fr;
         height: auto;
         color: $foreground;
+        text-wrap: nowrap;
+        text-overflow: clip;
         &:dark > .code_inline { background: $warning 10%; color: $text-warning 95%; }
         &:light > .code_inline { background: $error 5%; color: $text-error 95%; }
         &:ansi > .code_inline { background: ansi_default; }
@@ -393,19 +436,39 @@ class FlatMarkdown(Widget):
     }
     """
 
-    def __init__(self, content: str = "", document: Document | None = None, *, classes: str | None = None) -> None:
+    class Unsupported(Message):
+        """A deferred document turned out to need the Markdown widget."""
+
+        def __init__(self, widget: FlatMarkdown) -> None:
+            super().__init__()
+            self.widget = widget
+
+    def __init__(
+        self,
+        content: str = "",
+        document: Document | None = None,
+        *,
+        classes: str | None = None,
+        defer: bool = False,
+    ) -> None:
         """``document``: ``parse_document(content)`` when the caller has it already.
-        Raises ``ValueError`` if the content cannot be drawn flat."""
+        ``defer``: parse in a worker thread once mounted (nothing is drawn until then;
+        ``Unsupported`` is posted if the text needs the Markdown widget). Otherwise
+        raises ``ValueError`` if the content cannot be drawn flat."""
         super().__init__(classes=classes)
-        if document is None:
+        if document is None and not defer:
             document = parse_document(content)
             if document is None:
                 raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
         self._target = content
-        self._document = document
+        self._document: Document | None = document
         self._lines: tuple[tuple[int, bool, bool], list[Content]] | None = None
         self._layouts = 0
         self._joined: tuple[object, Content] | None = None
+        self._resolved: dict[str, Style] | None = None
+        #: drawn lines (``render_line``) and what they were drawn for
+        self._drawn: dict[int, Strip] = {}
+        self._drawn_key: object = None
         #: for ``ChunkedMarkdown`` (a flat chunk never streams)
         self.stream_writes = 0
 
@@ -420,7 +483,22 @@ class FlatMarkdown(Widget):
 
     @property
     def settled(self) -> bool:
-        return True
+        """Drawn (a deferred document is parsed)."""
+        return self._document is not None
+
+    async def on_mount(self) -> None:
+        if self._document is None:
+            # a long document is parsed off the event loop (markdown-it is pure Python)
+            text = self._target
+            document = await asyncio.to_thread(parse_document, text)
+            if text != self._target or self._document is not None:
+                return  # set_target drew something newer meanwhile
+            if document is None:
+                self.post_message(self.Unsupported(self))
+                return
+            self._document = document
+            self._lines = self._joined = None
+            self.refresh(layout=True)
 
     def set_target(self, content: str, document: Document | None = None) -> bool:
         """Show ``content`` (drawn at once). ``False`` if it is what is shown already;
@@ -457,6 +535,8 @@ class FlatMarkdown(Widget):
         cached = self._lines
         if cached is not None and cached[0] == key:
             return cached[1]
+        if self._document is None:
+            return []  # parsing (deferred)
         lines = layout_document(self._document, width, dark=key[1], ansi=key[2])
         self._lines = (key, lines)
         self._layouts += 1
@@ -468,33 +548,54 @@ class FlatMarkdown(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.lines(width)) if width > 0 else 0
 
+    def _block_styles(self) -> dict[str, Style]:
+        """The block style names of the layout, resolved for the current styles (until
+        they change: ``notify_style_update``)."""
+        styles = self._resolved
+        if styles is None:
+            styles = self._resolved = {f".{name}": self.get_visual_style(name) for name in _BLOCK_STYLES}
+        return styles
+
     def render(self) -> Content:
+        """The whole document (text selection draws and reads it; otherwise lines are
+        drawn one by one by ``render_line``)."""
         width = self.content_size.width
         if width <= 0:
             return _BLANK
         lines = self.lines(width)
-        resolved = tuple(self.get_visual_style(name) for name in _BLOCK_STYLES)
-        key = (self._layouts, resolved)
+        styles = self._block_styles()
+        key = (self._layouts, id(styles))
         joined = self._joined
         if joined is None or joined[0] != key:
-            mapping: dict[str, Style] = {f".{name}": style for name, style in zip(_BLOCK_STYLES, resolved)}
-            content = Content("\n").join(lines)
-            spans = [
-                Span(span.start, span.end, mapping.get(span.style, span.style)) if isinstance(span.style, str) else span
-                for span in content.spans
-            ]
-            joined = self._joined = (key, Content(content.plain, spans))
+            joined = self._joined = (key, _resolve(Content("\n").join(lines), styles))
         return joined[1]
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # a blank line of the document renders as an empty text segment; drop it so the
-        # line is the same run of cells as the blank gap between two Markdown widgets
-        return [
-            strip if all(segment.text for segment in strip) else Strip([s for s in strip if s.text], strip.cell_length)
-            for strip in super().render_lines(crop)
-        ]
+    def render_line(self, y: int) -> Strip:
+        """Line ``y``. Lines are drawn ``DRAW_LINES`` at a time from ``y`` on, so a long
+        document draws little more than its visible part (Textual caches drawn lines)."""
+        if self.text_selection is not None:
+            return _solid(super().render_line(y), y)  # the selection is drawn over the whole text
+        width = self.size.width
+        lines = self.lines(width) if width > 0 else []
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, self.visual_style.rich_style)
+        style = self.visual_style
+        key = (self._layouts, width, style, id(self._block_styles()))
+        if key != self._drawn_key:
+            self._drawn_key = key
+            self._drawn = {}
+        strip = self._drawn.get(y)
+        if strip is None:
+            end = min(len(lines), y + self.DRAW_LINES)
+            window = _resolve(Content("\n").join(lines[y:end]), self._block_styles())
+            strips = Visual.to_strips(self, window, width, end - y, style)
+            for index, drawn in enumerate(strips):
+                self._drawn[y + index] = _solid(drawn, y + index)
+            strip = self._drawn.get(y) or Strip.blank(width, style.rich_style)
+        return strip
 
     def notify_style_update(self) -> None:
+        self._resolved = None
         # a theme switch may change dark/ANSI (fence highlighting and margins)
         cached = self._lines
         if cached is not None and cached[0] != self._state(cached[0][0]):

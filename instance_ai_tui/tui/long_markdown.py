@@ -30,7 +30,7 @@ from .flat_markdown import FlatMarkdown, parse_document
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
 #: characters of finished text per frame-budget unit (``ChunkedMarkdown.cost``)
-COST_CHARS = 1000
+COST_CHARS = 400
 #: characters of streaming text per frame-budget unit
 LIVE_COST_CHARS = 300
 
@@ -248,20 +248,24 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         return not self.live or index < len(self._splitter.starts) - 1
 
     def _new_chunk(self, index: int) -> Chunk:
+        """A final chunk is flat, parsed in a worker thread once mounted (it switches to
+        ``LiveMarkdown`` if it holds what only Markdown draws); the open chunk streams."""
         text = self._slice(index)
-        chunk: Chunk | None = None
         if self._final_chunk(index):
-            document = parse_document(text)
-            if document is not None:
-                chunk = FlatMarkdown(text, document, classes=self._chunk_classes)
-        if chunk is None:
-            chunk = LiveMarkdown(text, classes=self._chunk_classes)
-        return chunk
+            return FlatMarkdown(text, classes=self._chunk_classes, defer=True)
+        return LiveMarkdown(text, classes=self._chunk_classes)
 
     def _make(self, index: int) -> Chunk:
         chunk = self._new_chunk(index)
         self.chunks[index] = chunk
         return chunk
+
+    def on_flat_markdown_unsupported(self, event: FlatMarkdown.Unsupported) -> None:
+        event.stop()
+        for index, chunk in self.chunks.items():
+            if chunk is event.widget:
+                self._swap(index, LiveMarkdown(chunk.target, classes=self._chunk_classes))
+                return
 
     def _update_earlier(self) -> None:
         hidden = self._splitter.starts[self.first] if self.first < len(self._splitter.starts) else 0
