@@ -224,6 +224,19 @@ class Conversation:
 
     # ----------------------------------------------------------------- reading
     @property
+    def has_changes(self) -> bool:
+        """Something was folded since the last ``drain_changes`` (a UI has work to do)."""
+        return bool(
+            self._dirty
+            or self._added
+            or self._reset
+            or self._streaming_changed
+            or self._title_changed
+            or self._tasks_changed
+            or self._confirmations_changed
+        )
+
+    @property
     def is_streaming(self) -> bool:
         """A run of this thread is active (between its ``run-start`` and ``run-finish``)."""
         return self.active_run_id is not None

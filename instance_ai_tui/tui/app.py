@@ -1107,7 +1107,7 @@ class InstanceAiApp(App[None]):
 
     def _model_dirty(self) -> bool:
         conversation = self.conversation
-        return bool(conversation is not None and getattr(conversation, "_dirty", None))
+        return conversation is not None and conversation.has_changes
 
 
 def _tasks_from_history(conversation: Conversation) -> Any:

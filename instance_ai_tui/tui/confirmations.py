@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -518,11 +518,8 @@ class PlanReviewCard(ConfirmCard):
 """
 
     #: approve (y/Enter) approves the plan, deny (n) rejects it; ``r`` asks for changes
-    BINDINGS = [
-        *keymap.bindings("card"),
-        Binding("r", "request_changes", "Request changes", id="request-changes"),
-        Binding("x", "deny", "Reject plan", id="reject-plan", show=False),
-    ]
+    KEY_SCOPES = ("plan",)
+    BINDINGS = [*keymap.bindings("card"), *keymap.bindings("plan")]
 
     def compose(self) -> ComposeResult:
         c = self.confirmation

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -47,7 +47,8 @@ def _turns() -> Any:
 
 
 class OlderLine(Static, can_focus=True):
-    BINDINGS = [Binding("enter,space", "load", "Load earlier", id="load-earlier")]
+    KEY_SCOPES = ("earlier_turns",)
+    BINDINGS = keymap.bindings("earlier_turns")
 
     def action_load(self) -> None:
         self.post_message(ConversationView.LoadOlder())

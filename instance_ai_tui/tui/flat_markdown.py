@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Union
+from typing import TYPE_CHECKING, Union
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
+from textual.color import Color
 from textual.content import Content, Span
 from textual.geometry import Size
 from textual.message import Message
@@ -37,6 +38,7 @@ from textual.widget import Widget
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from textual.app import App
     from markdown_it.token import Token
 
 #: Textual's ``Markdown.BULLETS``: the unordered bullet by nesting depth
@@ -248,18 +250,23 @@ def _full_width(line: Content, width: int, style: str) -> Content:
     return line.stylize_before(style)
 
 
-def _heading_line(line: Content, width: int, level: int) -> Content:
-    """A heading line: its text in the heading style, the rest of the width in the
-    heading's background only (as the heading widget fills its region)."""
-    line = line.stylize_before(f".flat--h{level}")
-    left = (width - line.cell_length) // 2 if level == 1 else 0  # H1: content-align center
-    right = width - line.cell_length - left
-    if left <= 0 and right <= 0:
-        return line
-    fill = f".flat--h{level}-fill"
-    out = Content(" " * max(0, left)).stylize(fill) + line
-    if right > 0:
-        out = out + Content(" " * right).stylize(fill)
+def _heading_lines(lines: list[Content], width: int, level: int) -> list[Content]:
+    """A heading's lines: the text in the heading style, the rest of the width in the
+    heading's background only (as the heading widget fills its region). An H1 is
+    ``content-align: center``: its block of lines moves right by half the free width of
+    its longest line."""
+    style, fill = f".flat--h{level}", f".flat--h{level}-fill"
+    widest = max((line.cell_length for line in lines), default=0)
+    left = max(0, (width - widest) // 2) if level == 1 else 0
+    out = []
+    for line in lines:
+        line = line.stylize_before(style)
+        if left:
+            line = Content(" " * left).stylize(fill) + line
+        right = width - line.cell_length
+        if right > 0:
+            line = line + Content(" " * right).stylize(fill)
+        out.append(line)
     return out
 
 
@@ -268,7 +275,7 @@ def _lay_block(block: Block, ctx: _Context, top_level: bool, in_list: bool) -> _
     if isinstance(block, Paragraph):
         return (0, 1 if top_level else 0, block.content.wrap(width))
     if isinstance(block, Heading):
-        lines = [_heading_line(line, width, block.level) for line in block.content.wrap(width)]
+        lines = _heading_lines(block.content.wrap(width), width, block.level)
         return (2, 1, lines) if block.level <= 2 else (1, 1, lines)
     if isinstance(block, Fence):
         return _lay_fence(block, ctx)
@@ -378,31 +385,86 @@ def _solid(strip: Strip, y: int) -> Strip:
 
 # --------------------------------------------------------------------------- the widget
 
-#: block styles: resolved like a widget's own style (backgrounds with alpha over the
-#: widget's background), as the block widgets of ``Markdown`` are; inline styles (em,
-#: strong, code) resolve as component classes, as in ``MarkdownBlock``
-_BLOCK_STYLES = (
-    "flat--fence",
-    "flat--bullet",
-    *(f"flat--h{level}" for level in range(1, 7)),
-    *(f"flat--h{level}-fill" for level in range(1, 7)),
+def style_markup(
+    name: str, variables: dict[str, str], *, dark: bool, ansi: bool
+) -> str:
+    """The style (markup) a style name of the layout stands for: the rules of Textual's
+    Markdown blocks (``Markdown``, ``MarkdownBlock``, ``MarkdownH1``..., ``MarkdownBullet``,
+    ``MarkdownFence``) for the current theme."""
+    if name == ".em":
+        return "italic"
+    if name == ".strong":
+        return "bold"
+    if name == ".s":
+        return "strike"
+    if name == ".code_inline":
+        markup = "$text-warning 95% on $warning 10%" if dark else "$text-error 95% on $error 5%"
+        return markup.split(" on ")[0] + " on ansi_default" if ansi else markup
+    if name == ".flat--bullet":
+        return "$text-primary" if dark else "$text-secondary"
+    if name == ".flat--fence":
+        if ansi:
+            return "rgb(210,210,210)"
+        return "rgb(210,210,210) on black 10%" if dark else "rgb(210,210,210) on white 30%"
+    if name.startswith(".flat--h"):
+        level = name[8]
+        if name.endswith("-fill"):
+            return f"on $markdown-h{level}-background"
+        text_style = variables.get(f"markdown-h{level}-text-style", "")
+        text_style = "" if text_style in ("", "none") else f" {text_style}"
+        return f"$markdown-h{level}-color{text_style} on $markdown-h{level}-background"
+    raise KeyError(name)
+
+
+#: the style names a layout uses
+STYLE_NAMES = (
+    ".em",
+    ".strong",
+    ".s",
+    ".code_inline",
+    ".flat--bullet",
+    ".flat--fence",
+    *(f".flat--h{level}" for level in range(1, 7)),
+    *(f".flat--h{level}-fill" for level in range(1, 7)),
 )
+#: id of the theme object, ANSI -> (the theme, style name -> style); shared by every
+#: FlatMarkdown (a theme file that is reloaded is a new theme object)
+_THEME_STYLES: dict[tuple[int, bool], tuple[object, dict[str, Style]]] = {}
+
+
+def theme_styles(app: App[object]) -> dict[str, Style]:
+    """Every style name of the layout, resolved for the app's current theme."""
+    theme, ansi = app.current_theme, app.native_ansi_color
+    cached = _THEME_STYLES.get((id(theme), ansi))
+    if cached is not None and cached[0] is theme:
+        return cached[1]
+    variables = app.theme_variables
+    styles = {name: Style.parse(style_markup(name, variables, dark=theme.dark, ansi=ansi)) for name in STYLE_NAMES}
+    # inline code resolves as MarkdownBlock's component class does (a partial style: its
+    # translucent background is blended on its own)
+    code = styles[".code_inline"]
+    if code.background is not None and code.background.a < 1:
+        partial = Color(0, 0, 0, 0).blend(code.background, 1 - code.background.a)
+        styles[".code_inline"] = Style(partial, code.foreground)
+    if len(_THEME_STYLES) > 32:
+        _THEME_STYLES.clear()
+    _THEME_STYLES[(id(theme), ansi)] = (theme, styles)
+    return styles
 
 
 class FlatMarkdown(Widget):
     """A finished Markdown document in one widget (see the module docstring).
 
     The same interface as ``LiveMarkdown`` (``target``, ``set_target``, ``flush``,
-    ``finish``, ``settled``), so a ``ChunkedMarkdown`` can hold either.
+    ``finish``, ``settled``), so a ``ChunkedMarkdown`` can hold either. Its styles come
+    from the theme by name (``style_markup``), not from component classes, which would
+    make mounting one cost milliseconds.
     """
 
     ALLOW_SELECT = True
     #: lines drawn at once by ``render_line`` (about a screen)
     DRAW_LINES = 40
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"em", "strong", "s", "code_inline", *_BLOCK_STYLES}
-
-    # the look of Textual's Markdown blocks, as component classes of one widget
     DEFAULT_CSS = """
     FlatMarkdown {
         width: 1fr;
@@ -410,29 +472,6 @@ class FlatMarkdown(Widget):
         color: $foreground;
         text-wrap: nowrap;
         text-overflow: clip;
-        &:dark > .code_inline { background: $warning 10%; color: $text-warning 95%; }
-        &:light > .code_inline { background: $error 5%; color: $text-error 95%; }
-        &:ansi > .code_inline { background: ansi_default; }
-        & > .em { text-style: italic; }
-        & > .strong { text-style: bold; }
-        & > .s { text-style: strike; }
-        & > .flat--h1 { color: $markdown-h1-color; background: $markdown-h1-background; text-style: $markdown-h1-text-style; }
-        & > .flat--h2 { color: $markdown-h2-color; background: $markdown-h2-background; text-style: $markdown-h2-text-style; }
-        & > .flat--h3 { color: $markdown-h3-color; background: $markdown-h3-background; text-style: $markdown-h3-text-style; }
-        & > .flat--h4 { color: $markdown-h4-color; background: $markdown-h4-background; text-style: $markdown-h4-text-style; }
-        & > .flat--h5 { color: $markdown-h5-color; background: $markdown-h5-background; text-style: $markdown-h5-text-style; }
-        & > .flat--h6 { color: $markdown-h6-color; background: $markdown-h6-background; text-style: $markdown-h6-text-style; }
-        & > .flat--h1-fill { background: $markdown-h1-background; }
-        & > .flat--h2-fill { background: $markdown-h2-background; }
-        & > .flat--h3-fill { background: $markdown-h3-background; }
-        & > .flat--h4-fill { background: $markdown-h4-background; }
-        & > .flat--h5-fill { background: $markdown-h5-background; }
-        & > .flat--h6-fill { background: $markdown-h6-background; }
-        & > .flat--bullet { color: $text-primary; }
-        &:light > .flat--bullet { color: $text-secondary; }
-        &:dark > .flat--fence { color: rgb(210,210,210); background: black 10%; }
-        &:light > .flat--fence { color: rgb(210,210,210); background: white 30%; }
-        &:ansi > .flat--fence { background: transparent; }
     }
     """
 
@@ -549,11 +588,10 @@ class FlatMarkdown(Widget):
         return len(self.lines(width)) if width > 0 else 0
 
     def _block_styles(self) -> dict[str, Style]:
-        """The block style names of the layout, resolved for the current styles (until
-        they change: ``notify_style_update``)."""
+        """The style names of the layout, resolved for the current theme."""
         styles = self._resolved
         if styles is None:
-            styles = self._resolved = {f".{name}": self.get_visual_style(name) for name in _BLOCK_STYLES}
+            styles = self._resolved = theme_styles(self.app)
         return styles
 
     def render(self) -> Content:

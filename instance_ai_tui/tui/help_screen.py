@@ -9,7 +9,6 @@ from __future__ import annotations
 from inspect import cleandoc
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
@@ -75,9 +74,8 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    BINDINGS = [
-        Binding("escape,f1,q", "dismiss_help", "Close", id="help.close"),
-    ]
+    KEY_SCOPES = ("help",)
+    BINDINGS = keymap.bindings("help")
 
     def __init__(self, markdown: str) -> None:
         super().__init__()

@@ -3,10 +3,16 @@
 Registry
 --------
 ``KEYS``: one ``KeySpec(id, action, keys, description, scope, show, priority)`` per
-binding. ``scope`` says where it works: ``app`` (anywhere), ``conversation`` (the
-transcript has focus), ``input`` (the message input), ``card`` (a confirmation card),
-``thread_list`` (the thread sidebar). ``action`` is the Textual action the binding runs
-on the widget that declares it (``action_<name>``), ``keys`` its default key(s),
+binding; every ``Binding`` of the app's widgets comes from here (``bindings(scope)``), so
+every key can be remapped. ``scope`` says where it works: ``app`` (anywhere),
+``conversation`` (the transcript has focus), ``input`` (the message input), ``card`` (a
+confirmation card), ``thread_list`` (the thread sidebar), and the scopes of single widgets:
+``block`` (a reasoning block, sub-agent or tool card), ``tool_card``, ``plan`` (the plan
+review card), ``more_steps`` / ``earlier_text`` / ``earlier_turns`` (the "… earlier" lines
+of a timeline, a long text, the conversation), ``help`` (the help screen),
+``thread_search`` / ``thread_rename`` / ``thread_delete`` (the thread list's search field
+and its rename and delete dialogs). ``action`` is the Textual action the binding runs on
+the widget that declares it (``action_<name>``), ``keys`` its default key(s),
 comma-separated, in Textual's notation (``ctrl+n``, ``f1``, ``shift+enter``).
 
 ====================  ===================  ==============  ======================
@@ -34,6 +40,19 @@ always-allow          a                    card            always_allow
 search-threads        slash                thread_list     search_threads
 rename-thread         f2,r                 thread_list     rename_thread
 delete-thread         delete,d             thread_list     delete_thread
+toggle-block          enter,space          block           toggle_block
+unfold-result         f                    tool_card       unfold
+request-changes       r                    plan            request_changes
+reject-plan           x                    plan            deny
+show-earlier          enter,space          more_steps      more
+show-earlier-text     enter,space          earlier_text    more
+load-earlier          enter,space          earlier_turns   load
+help.close            escape,f1,q          help            dismiss_help
+thread-search-down    down                 thread_search   leave_to_list
+thread-search-clear   escape               thread_search   clear_or_leave
+rename-cancel         escape               thread_rename   cancel
+delete-confirm        y                    thread_delete   confirm
+delete-cancel         n,escape             thread_delete   cancel
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -62,8 +81,9 @@ keys differ from the class defaults), ``help_rows(scopes) -> list[HelpRow]`` and
 ``help_markdown(scopes) -> str`` (a Markdown table for the F1 help of the focused widget).
 
 ``scopes_for(widget) -> list[str]``: the scopes active for a focused widget, innermost
-first, collected from ``KEY_SCOPE`` class attributes of the widget and its ancestors, with
-``app`` last. F1 help: ``km.help_markdown(scopes_for(app.focused))``.
+first, collected from the ``KEY_SCOPES`` (a tuple: the widget's own scopes) and
+``KEY_SCOPE`` (the area it belongs to, e.g. ``card``) class attributes of the widget and
+its ancestors, with ``app`` last. F1 help: ``km.help_markdown(scopes_for(app.focused))``.
 
 ``normalize_keys(text) -> str`` validates and canonicalises a key string (raises
 ``ValueError``); ``display_keys(keys) -> str`` renders it for people (``Ctrl+N``, ``F2``).
@@ -74,7 +94,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.keys import Keys, _character_to_key
 
 if TYPE_CHECKING:
@@ -87,6 +107,7 @@ __all__ = [
     "KeyMapError",
     "KeySpec",
     "SCOPES",
+    "SCOPE_TITLES",
     "Scope",
     "bindings",
     "display_keys",
@@ -95,8 +116,58 @@ __all__ = [
     "spec",
 ]
 
-Scope = Literal["app", "conversation", "input", "card", "thread_list"]
-SCOPES: tuple[Scope, ...] = ("app", "conversation", "input", "card", "thread_list")
+Scope = Literal[
+    "app",
+    "conversation",
+    "input",
+    "card",
+    "thread_list",
+    "block",
+    "tool_card",
+    "plan",
+    "more_steps",
+    "earlier_text",
+    "earlier_turns",
+    "help",
+    "thread_search",
+    "thread_rename",
+    "thread_delete",
+]
+SCOPES: tuple[Scope, ...] = (
+    "app",
+    "conversation",
+    "input",
+    "card",
+    "thread_list",
+    "block",
+    "tool_card",
+    "plan",
+    "more_steps",
+    "earlier_text",
+    "earlier_turns",
+    "help",
+    "thread_search",
+    "thread_rename",
+    "thread_delete",
+)
+#: for the help screen
+SCOPE_TITLES: dict[str, str] = {
+    "app": "Anywhere",
+    "conversation": "Conversation",
+    "input": "Message input",
+    "card": "Confirmation card",
+    "thread_list": "Threads",
+    "block": "Block",
+    "tool_card": "Tool call",
+    "plan": "Plan review",
+    "more_steps": "Earlier steps line",
+    "earlier_text": "Earlier text line",
+    "earlier_turns": "Earlier messages line",
+    "help": "Help",
+    "thread_search": "Thread search",
+    "thread_rename": "Rename dialog",
+    "thread_delete": "Delete dialog",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +204,19 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("search-threads", "search_threads", "slash", "Search threads", "thread_list"),
     KeySpec("rename-thread", "rename_thread", "f2,r", "Rename thread", "thread_list"),
     KeySpec("delete-thread", "delete_thread", "delete,d", "Delete thread", "thread_list"),
+    KeySpec("toggle-block", "toggle_block", "enter,space", "Expand", "block"),
+    KeySpec("unfold-result", "unfold", "f", "Unfold", "tool_card"),
+    KeySpec("request-changes", "request_changes", "r", "Request changes", "plan"),
+    KeySpec("reject-plan", "deny", "x", "Reject plan", "plan", show=False),
+    KeySpec("show-earlier", "more", "enter,space", "Show earlier", "more_steps"),
+    KeySpec("show-earlier-text", "more", "enter,space", "Show earlier text", "earlier_text"),
+    KeySpec("load-earlier", "load", "enter,space", "Load earlier", "earlier_turns"),
+    KeySpec("help.close", "dismiss_help", "escape,f1,q", "Close", "help"),
+    KeySpec("thread-search-down", "leave_to_list", "down", "Go to the list", "thread_search", show=False),
+    KeySpec("thread-search-clear", "clear_or_leave", "escape", "Clear the search", "thread_search", show=False),
+    KeySpec("rename-cancel", "cancel", "escape", "Cancel", "thread_rename", show=False),
+    KeySpec("delete-confirm", "confirm", "y", "Delete", "thread_delete", show=False),
+    KeySpec("delete-cancel", "cancel", "n,escape", "Cancel", "thread_delete", show=False),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}
@@ -144,11 +228,11 @@ def spec(binding_id: str) -> KeySpec:
     return _BY_ID[binding_id]
 
 
-def bindings(scope: Scope, *, enter_sends: bool = True) -> list[Binding]:
+def bindings(scope: Scope, *, enter_sends: bool = True) -> list[BindingType]:
     """Textual ``Binding``s (with ids, default keys) of one scope, for ``BINDINGS``."""
     if scope not in SCOPES:
         raise ValueError(f"unknown key scope {scope!r}; scopes: {', '.join(SCOPES)}")
-    out = []
+    out: list[BindingType] = []
     for item in KEYS:
         if item.scope != scope:
             continue
@@ -373,28 +457,24 @@ class KeyMap:
 
     def help_markdown(self, scopes: Iterable[str] = SCOPES) -> str:
         """A Markdown table of ``help_rows(scopes)`` for the F1 help."""
-        titles = {
-            "app": "Anywhere",
-            "conversation": "Conversation",
-            "input": "Message input",
-            "card": "Confirmation card",
-            "thread_list": "Threads",
-        }
         lines = ["| Key | Action | Where | Id |", "|---|---|---|---|"]
         for row in self.help_rows(scopes):
             keys = row.keys.replace("|", "\\|")
-            lines.append(f"| {keys} | {row.description} | {titles[row.scope]} | `{row.id}` |")
+            lines.append(f"| {keys} | {row.description} | {SCOPE_TITLES[row.scope]} | `{row.id}` |")
         return "\n".join(lines)
 
 
 def scopes_for(node: DOMNode | None) -> list[str]:
-    """Scopes active when ``node`` has focus: ``KEY_SCOPE`` of it and its ancestors, then ``app``."""
+    """Scopes active when ``node`` has focus: the ``KEY_SCOPES`` and ``KEY_SCOPE`` of it and
+    its ancestors (innermost first), then ``app``."""
     scopes: list[str] = []
     current = node
     while current is not None:
-        scope = getattr(type(current), "KEY_SCOPE", None)
-        if isinstance(scope, str) and scope in SCOPES and scope not in scopes:
-            scopes.append(scope)
+        kind = type(current)
+        own = getattr(kind, "KEY_SCOPES", ())
+        for scope in (*(own if isinstance(own, tuple) else ()), getattr(kind, "KEY_SCOPE", None)):
+            if isinstance(scope, str) and scope in SCOPES and scope not in scopes:
+                scopes.append(scope)
         current = current.parent
     if "app" in scopes:
         scopes.remove("app")

@@ -19,12 +19,12 @@ layout next to nothing. Chunks Textual's ``Markdown`` alone can draw (tables, qu
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from . import keymap
 from .flat_markdown import FlatMarkdown, parse_document
 
 CHUNK_CHARS = 2000
@@ -151,7 +151,8 @@ class _Splitter:
 class EarlierLine(Static, can_focus=True):
     """'… earlier text' above the mounted chunks; Enter/click mounts one more."""
 
-    BINDINGS = [Binding("enter,space", "more", "Show earlier text", id="show-earlier-text")]
+    KEY_SCOPES = ("earlier_text",)
+    BINDINGS = keymap.bindings("earlier_text")
 
     def __init__(self, owner: ChunkedMarkdown) -> None:
         super().__init__("", classes="earlier-text", markup=False)

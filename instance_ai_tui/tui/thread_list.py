@@ -50,7 +50,6 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
@@ -110,10 +109,8 @@ class _Section:
 
 
 class _SearchInput(Input):
-    BINDINGS = [
-        Binding("down", "leave_to_list", "Go to the list", show=False),
-        Binding("escape", "clear_or_leave", "Clear the search", show=False),
-    ]
+    KEY_SCOPES = ("thread_search",)
+    BINDINGS = keymap.bindings("thread_search")
 
     def action_leave_to_list(self) -> None:
         parent = self.parent
@@ -139,7 +136,8 @@ class RenameThreadScreen(ModalScreen[str | None]):
     RenameThreadScreen #rename-error { color: $text-error; height: auto; }
     RenameThreadScreen .hint { color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    KEY_SCOPES = ("thread_rename",)
+    BINDINGS = keymap.bindings("thread_rename")
 
     def __init__(self, current: str) -> None:
         super().__init__()
@@ -184,10 +182,8 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
     ConfirmDeleteScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmDeleteScreen Button { margin-right: 2; }
     """
-    BINDINGS = [
-        Binding("y", "confirm", "Delete", show=False),
-        Binding("n,escape", "cancel", "Cancel", show=False),
-    ]
+    KEY_SCOPES = ("thread_delete",)
+    BINDINGS = keymap.bindings("thread_delete")
 
     def __init__(self, title: str) -> None:
         super().__init__()

@@ -16,12 +16,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
 from ..protocol.tree import ToolCallState
+from . import keymap
 from .confirmations import ConfirmCard, build_card, short_json
 from .status_line import SPINNER
 from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
@@ -110,10 +110,8 @@ class ToolCallCard(Vertical, can_focus=True):
 (or error) to the clipboard.
 """
 
-    BINDINGS = [
-        Binding("enter,space", "toggle_block", "Expand", id="toggle-block"),
-        Binding("f", "unfold", "Unfold", id="unfold-result"),
-    ]
+    KEY_SCOPES = ("tool_card", "block")
+    BINDINGS = [*keymap.bindings("block"), *keymap.bindings("tool_card")]
 
     DEFAULT_CSS = """
     ToolCallCard {

@@ -21,13 +21,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
 from ..protocol.reducer import ReducerChanges, RunReducer
+from . import keymap
 from .agent_info import AgentInfo, agent_info
 from .long_markdown import ChunkedMarkdown
 from .status_line import SPINNER
@@ -102,7 +102,8 @@ class ReasoningBlock(Vertical, can_focus=True):
 **Enter**/**Space** expand or collapse · **c** copy the reasoning.
 """
 
-    BINDINGS = [Binding("enter,space", "toggle_block", "Expand", id="toggle-block")]
+    KEY_SCOPES = ("block",)
+    BINDINGS = keymap.bindings("block")
 
     def __init__(self, content: str, *, index: int, live: bool) -> None:
         super().__init__(classes="reasoning")
@@ -202,7 +203,8 @@ class SubAgentSection(Vertical, can_focus=True):
 A sub-agent collapses to its summary when it completes.
 """
 
-    BINDINGS = [Binding("enter,space", "toggle_block", "Expand", id="toggle-block")]
+    KEY_SCOPES = ("block",)
+    BINDINGS = keymap.bindings("block")
 
     def __init__(self, turn: AssistantTurn, info: AgentInfo, *, index: int) -> None:
         super().__init__(classes="subagent")
@@ -308,7 +310,8 @@ A sub-agent collapses to its summary when it completes.
 class MoreLine(Static, can_focus=True):
     """'… N earlier steps' at the top of a windowed timeline; Enter/click shows more."""
 
-    BINDINGS = [Binding("enter,space", "more", "Show earlier", id="show-earlier")]
+    KEY_SCOPES = ("more_steps",)
+    BINDINGS = keymap.bindings("more_steps")
 
     def __init__(self, section: AgentSection) -> None:
         super().__init__("", classes="more-line", markup=False)

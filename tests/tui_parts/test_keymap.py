@@ -158,3 +158,73 @@ async def test_remap_takes_effect_in_a_textual_app() -> None:
         assert app.log_lines == ["approve", "deny", "always"]
         assert scopes_for(app.focused) == ["card", "conversation", "app"]
         assert scopes_for(None) == ["app"]
+
+
+# --------------------------------------------------------------------------- every binding is registered
+
+
+def _widget_classes() -> list[type]:
+    """Every DOM node class defined in the TUI package (its modules imported)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import instance_ai_tui.tui as package
+    from textual.dom import DOMNode
+
+    classes: list[type] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in ("screenshots", "cli"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, DOMNode) and cls.__module__ == module.__name__:
+                classes.append(cls)
+    return classes
+
+
+def test_every_binding_of_the_app_has_a_registered_id() -> None:
+    from textual.binding import Binding
+
+    classes = _widget_classes()
+    assert len(classes) > 20
+    seen: set[str] = set()
+    for cls in classes:
+        for binding in cls.__dict__.get("BINDINGS", ()):
+            assert isinstance(binding, Binding), f"{cls.__name__}: {binding!r} is not a Binding with an id"
+            assert binding.id, f"{cls.__name__}: the binding for {binding.key!r} has no id (it cannot be remapped)"
+            item = keymap.spec(binding.id)  # KeyError: not in the registry
+            assert (binding.key, binding.action, binding.description) == (item.keys, item.action, item.description)
+            seen.add(binding.id)
+            # the widget tells the help screen which scope its keys belong to
+            scopes = (*cls.__dict__.get("KEY_SCOPES", ()), *[getattr(cls, "KEY_SCOPE", None)], "app")
+            assert item.scope in scopes, f"{cls.__name__}: {binding.id} (scope {item.scope}) not in {scopes}"
+    for item in KEYS:
+        assert item.id in seen, f"{item.id} is registered but no widget binds it"
+
+
+def test_widget_scopes_show_in_the_help_for_the_focused_widget() -> None:
+    from instance_ai_tui.tui.confirmations import PlanReviewCard
+    from instance_ai_tui.tui.tool_card import ToolCallCard
+
+    class Card(ToolCallCard):
+        def __init__(self) -> None:  # no tool call needed to ask for its scopes
+            Widget.__init__(self)
+
+    scopes = scopes_for(Card())
+    assert scopes[:2] == ["tool_card", "block"] and scopes[-1] == "app"
+    text = KeyMap({"toggle-block": "t"}).help_markdown(scopes)
+    assert "| t | Expand | Block | `toggle-block` |" in text and "| f | Unfold | Tool call | `unfold-result` |" in text
+    assert "plan" in scopes_for_class(PlanReviewCard) and "card" in scopes_for_class(PlanReviewCard)
+
+
+def scopes_for_class(cls: type) -> tuple[str, ...]:
+    return (*cls.__dict__.get("KEY_SCOPES", ()), getattr(cls, "KEY_SCOPE", ""))
+
+
+def test_the_new_ids_can_be_remapped_and_clash_checks_cover_them() -> None:
+    km = KeyMap({"toggle-block": "t", "help.close": "escape", "reject-plan": "ctrl+x"})
+    assert km.keys("toggle-block") == ("t",) and km.textual_keymap()["toggle-block"] == "t"
+    with pytest.raises(KeyMapError) as error:
+        KeyMap({"reject-plan": "r"})  # request-changes has r in the plan scope
+    assert "request-changes" in str(error.value)

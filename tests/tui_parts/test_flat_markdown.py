@@ -1,0 +1,229 @@
+"""FlatMarkdown draws what Textual's Markdown draws, with one widget; ChunkedMarkdown
+streams the open chunk and turns finished chunks flat."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+import instance_ai_tui.tui.app as app_module
+from instance_ai_tui.tui import themes
+from instance_ai_tui.tui.flat_markdown import FlatMarkdown, layout_document, parse_document
+from instance_ai_tui.tui.long_markdown import CHUNK_CHARS, ChunkedMarkdown, LiveMarkdown
+
+LISTS = """Intro with **bold**, *em*, `code`, ~~gone~~ and a [link](https://example.com).
+
+- one item
+- two **items** with enough words in them to wrap across the line at this width, surely
+  - nested a
+  - nested b
+- three
+
+8. eight
+9. nine
+10. ten
+
+A paragraph  
+with a hard break, then a loose list:
+
+- first
+
+  second paragraph of the first item
+- ![alt](http://img.example/x.png) image
+"""
+
+BLOCKS = """# A title long enough to wrap when the window is narrow
+
+## Step 1
+
+Text under it.
+
+### Sub step
+
+#### h4 with `code`
+
+```python
+def f(x):
+\treturn x  # a comment long enough to run past the right edge of the fence, cut there
+```
+
+- item with a fence:
+
+  ```
+  x = 1
+  ```
+- after
+
+<div>html blocks are not drawn by Markdown either</div>
+
+```
+```
+"""
+
+SIZE = (70, 60)
+
+
+class Harness(App[None]):
+    CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return themes.app_variable_defaults(self.current_theme)
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="box")
+
+
+def _cells(app: App[Any]) -> list[list[tuple[str, tuple[object, ...]]]]:
+    """The screen as cells. A blank cell is compared by what shows: its background and
+    the line styles (underline, strike); its text colour is invisible."""
+    rows = []
+    for strip in app.screen._compositor.render_strips():  # the composed screen
+        row = []
+        for segment in strip:
+            style = segment.style
+            assert style is not None
+            full = (str(style.color), str(style.bgcolor), style.bold, style.italic, style.underline, style.strike, style.dim)
+            blank = (str(style.bgcolor), bool(style.underline), bool(style.strike), bool(style.reverse))
+            row.extend((char, blank if char == " " else full) for char in segment.text)
+        rows.append(row)
+    return rows
+
+
+async def _draw(app: App[Any], pilot: Any, widget: Widget) -> list[list[tuple[str, tuple[object, ...]]]]:
+    box = app.query_one("#box")
+    await box.remove_children()
+    await box.mount(widget)
+    for _ in range(100):
+        await pilot.pause()
+        if getattr(widget, "settled", True):
+            break
+    await pilot.pause(0.05)
+    return _cells(app)
+
+
+@pytest.mark.parametrize(
+    ("theme", "size", "classes"),
+    [
+        ("textual-dark", SIZE, "text-chunk"),
+        ("textual-light", SIZE, "text-chunk"),
+        ("ansi-dark", SIZE, "text-chunk"),
+        ("nord", (34, 90), "reasoning-chunk"),
+    ],
+)
+async def test_flat_markdown_looks_like_the_markdown_widget(theme: str, size: tuple[int, int], classes: str) -> None:
+    app = Harness()
+    async with app.run_test(size=size) as pilot:
+        app.theme = theme
+        for text in (LISTS, BLOCKS):
+            assert parse_document(text) is not None
+            live = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
+            flat = await _draw(app, pilot, FlatMarkdown(text, classes=classes))
+            for y, (a, b) in enumerate(zip(live, flat)):
+                assert a == b, f"{theme}, row {y}:\n{''.join(c for c, _ in a)!r}\n{''.join(c for c, _ in b)!r}"
+            assert any("".join(c for c, _ in row).strip() for row in flat)
+
+
+def test_only_what_is_drawn_flat_parses() -> None:
+    for text in ("| a | b |\n|---|---|\n| 1 | 2 |\n", "> quoted\n", "before\n\n---\n\nafter\n"):
+        assert parse_document(text) is None, text
+    assert parse_document("") == []
+    document = parse_document("- a\n\n  ```\n  x\n  ```\n")
+    assert document is not None
+    lines = layout_document(document, 20)
+    # the item's paragraph, the fence's top margin and padding, the code (indented by the
+    # bullet and the fence's padding), the padding and margin below, the list's margin
+    assert [line.plain.rstrip() for line in lines] == ["• a", "", "", "    x", "", "", ""]
+
+
+async def test_flat_markdown_text_can_be_selected() -> None:
+    app = Harness()
+    async with app.run_test(size=(60, 20)) as pilot:
+        widget = FlatMarkdown("First paragraph.\n\nSecond **para** here.\n\n- item one\n", classes="text-chunk")
+        await _draw(app, pilot, widget)
+        await pilot.mouse_down(widget, offset=(8, 2))
+        await pilot.hover(widget, offset=(9, 4))
+        await pilot.mouse_up(widget, offset=(9, 4))
+        await pilot.pause(0.05)
+        selected = app.screen.get_selected_text()
+        assert selected is not None and selected.startswith("para here.") and "item o" in selected
+
+
+async def test_theme_switch_redraws_flat_markdown() -> None:
+    app = Harness()
+    async with app.run_test(size=SIZE) as pilot:
+        widget = FlatMarkdown("```\ncode\n```\n", classes="text-chunk")
+        dark = await _draw(app, pilot, widget)
+        app.theme = "textual-light"
+        await pilot.pause(0.1)
+        light = _cells(app)
+        code_row = next(i for i, row in enumerate(light) if "code" in "".join(c for c, _ in row))
+        assert dark[code_row] != light[code_row]
+        assert light == await _draw(app, pilot, LiveMarkdown("```\ncode\n```\n", classes="text-chunk"))
+
+
+def _paragraphs(count: int) -> str:
+    return "".join(f"Paragraph {i} " + "word " * 60 + "\n\n- a list item\n- another one\n\n" for i in range(count))
+
+
+async def test_streamed_text_keeps_one_live_chunk_and_finishes_flat() -> None:
+    text = _paragraphs(19)
+    assert len(text) > 3 * CHUNK_CHARS
+    app = Harness()
+    async with app.run_test(size=SIZE) as pilot:
+        block = ChunkedMarkdown("", chunk_classes="text-chunk")
+        await app.query_one("#box").mount(block)
+        for end in range(0, len(text) + 900, 900):
+            block.set_target(text[:end])
+            await block.flush()
+            await pilot.pause()
+        await pilot.pause(0.2)
+        chunks = [block.chunks[i] for i in sorted(block.chunks)]
+        assert isinstance(chunks[-1], LiveMarkdown)  # the open chunk streams
+        assert all(isinstance(chunk, FlatMarkdown) for chunk in chunks[:-1])
+        assert block.stream_writes >= 2
+        block.finish()
+        for _ in range(50):
+            await pilot.pause()
+            if block.settled:
+                break
+        assert all(isinstance(chunk, FlatMarkdown) for chunk in block.chunks.values())
+        assert block.settled and block.source == text[block._splitter.starts[block.first] :]
+        # a finished block is a handful of widgets, whatever its lists and paragraphs
+        assert len(list(block.query("*"))) <= block.keep + 1
+        assert block.stream_writes >= 2  # counted for the chunks that were replaced
+
+
+async def test_a_finished_chunk_that_needs_the_markdown_widget_stays_live() -> None:
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    app = Harness()
+    async with app.run_test(size=SIZE) as pilot:
+        block = ChunkedMarkdown(table + "\nafter the table\n", chunk_classes="text-chunk", live=False)
+        await app.query_one("#box").mount(block)
+        for _ in range(100):
+            await pilot.pause()
+            if block.settled and not any(isinstance(c, FlatMarkdown) for c in block.chunks.values()):
+                break
+        (chunk,) = block.chunks.values()
+        assert isinstance(chunk, LiveMarkdown) and chunk.settled
+        assert "after the table" in chunk.source
+
+
+async def test_a_deferred_flat_chunk_parses_off_the_event_loop() -> None:
+    text = _paragraphs(3)
+    app = Harness()
+    async with app.run_test(size=SIZE) as pilot:
+        widget = FlatMarkdown(text, classes="text-chunk", defer=True)
+        assert not widget.settled  # nothing parsed yet
+        await app.query_one("#box").mount(widget)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if widget.settled:
+                break
+        await pilot.pause()
+        assert widget.settled and widget.size.height == len(widget.lines(widget.size.width)) > 10
