@@ -40,7 +40,7 @@ class ConfigWriteError(Exception):
     """The config file could not be updated (unreadable, not valid TOML, not writable)."""
 
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TABLE_HEADER = re.compile(r"^\s*\[(?!\[)\s*(?P<name>[^\]]+?)\s*\]\s*(#.*)?$")
 _ANY_HEADER = re.compile(r"^\s*\[")
 
@@ -49,7 +49,7 @@ _ANY_HEADER = re.compile(r"^\s*\[")
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
+    return key if _BARE_KEY.fullmatch(key) else _string(key)
 
 
 def _string(value: str) -> str:
