@@ -38,8 +38,8 @@ from textual.widget import Widget
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
-    from textual.app import App
     from markdown_it.token import Token
+    from textual.app import App
 
 #: Textual's ``Markdown.BULLETS``: the unordered bullet by nesting depth
 BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")
@@ -226,6 +226,8 @@ class _Context:
     width: int
     dark: bool
     ansi: bool
+    #: code blocks whose lines are cut at the right edge (Markdown scrolls them)
+    clipped: list[Fence] = field(default_factory=list)
 
 
 def _stack(parts: list[_Laid]) -> list[Content]:
@@ -295,6 +297,8 @@ def _lay_fence(fence: Fence, ctx: _Context) -> _Laid:
     # the Label's width: its longest line (tabs as the Label measures them), at least the fence's
     longest = max((cell_len(line) for line in code.plain.split("\n")), default=0)
     label_width = max(width - 2 * indent, longest, 1)
+    if longest > width - indent:
+        ctx.clipped.append(fence)
     lines = [_full_width(_BLANK, width, ".flat--fence")]
     for wrapped in code.wrap(label_width):
         line = wrapped.pad_left(indent) if indent else wrapped
@@ -331,7 +335,7 @@ def _lay_list(block: MarkdownList, ctx: _Context, top_level: bool, in_list: bool
     for item, symbol in zip(items, symbols):
         bullet = Content.styled(symbol, ".flat--bullet")
         indent = bullet.cell_length
-        inner = _Context(max(1, ctx.width - indent), ctx.dark, ctx.ansi)
+        inner = _Context(max(1, ctx.width - indent), ctx.dark, ctx.ansi, ctx.clipped)
         body = _stack([_lay_block(child, inner, False, True) for child in item.blocks])
         if not body:
             lines.append(bullet)
@@ -345,8 +349,15 @@ def _lay_list(block: MarkdownList, ctx: _Context, top_level: bool, in_list: bool
 
 def layout_document(document: Document, width: int, *, dark: bool = True, ansi: bool = False) -> list[Content]:
     """The document's lines at ``width`` cells (each line at most ``width`` wide)."""
+    return lay_out(document, width, dark=dark, ansi=ansi)[0]
+
+
+def lay_out(document: Document, width: int, *, dark: bool = True, ansi: bool = False) -> tuple[list[Content], bool]:
+    """``layout_document``, and whether a code line is cut at the right edge (Textual's
+    Markdown lets the reader scroll such a code block sideways; a flat one cannot)."""
     ctx = _Context(max(1, width), dark, ansi)
-    return _stack([_lay_block(block, ctx, True, False) for block in document])
+    lines = _stack([_lay_block(block, ctx, True, False) for block in document])
+    return lines, bool(ctx.clipped)
 
 
 # --------------------------------------------------------------------------- drawing
@@ -476,7 +487,9 @@ class FlatMarkdown(Widget):
     """
 
     class Unsupported(Message):
-        """A deferred document turned out to need the Markdown widget."""
+        """The document needs the Markdown widget: a deferred one turned out to hold a
+        table, quote or rule, or a code line is wider than the widget (Markdown scrolls
+        a code block sideways)."""
 
         def __init__(self, widget: FlatMarkdown) -> None:
             super().__init__()
@@ -505,6 +518,7 @@ class FlatMarkdown(Widget):
         self._layouts = 0
         self._joined: tuple[object, Content] | None = None
         self._resolved: dict[str, Style] | None = None
+        self._clipped = False
         #: drawn lines (``render_line``) and what they were drawn for
         self._drawn: dict[int, Strip] = {}
         self._drawn_key: object = None
@@ -576,9 +590,12 @@ class FlatMarkdown(Widget):
             return cached[1]
         if self._document is None:
             return []  # parsing (deferred)
-        lines = layout_document(self._document, width, dark=key[1], ansi=key[2])
+        lines, clipped = lay_out(self._document, width, dark=key[1], ansi=key[2])
         self._lines = (key, lines)
         self._layouts += 1
+        if clipped and not self._clipped:
+            self._clipped = True  # a code line is wider than this: Markdown can scroll it
+            self.post_message(self.Unsupported(self))
         return lines
 
     def get_content_width(self, container: Size, viewport: Size) -> int:

@@ -221,7 +221,7 @@ def _expand_subagents(app: Any) -> None:
 
     for section in app.query(SubAgentSection):
         if not section.expanded:
-            section.action_toggle()
+            section.action_toggle_block()
 
 
 def _to_png(paths: Sequence[Path]) -> None:

@@ -16,6 +16,7 @@ from instance_ai_tui.protocol.api import (
 )
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
+from instance_ai_tui.tui.help_screen import HelpScreen
 from instance_ai_tui.tui.recorded import RecordedClient
 from instance_ai_tui.tui.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
 
@@ -425,7 +426,8 @@ async def test_text_card_sends_the_typed_answer() -> None:
 async def test_remapped_keys_from_the_config() -> None:
     from instance_ai_tui.config import Settings
 
-    settings = Settings.model_validate({"ui": {"keys": {"approve": "ctrl+y"}, "enter_sends": False}})
+    keys = {"approve": "ctrl+y", "toggle-block": "t", "unfold-result": "u"}
+    settings = Settings.model_validate({"ui": {"keys": keys, "enter_sends": False}})
     client = recorded([approval_run()])
     app = make_app(client, settings)
     async with app.run_test(size=SIZE) as pilot:
@@ -444,6 +446,24 @@ async def test_remapped_keys_from_the_config() -> None:
         assert confirm_calls(client) == []
         await pilot.press("ctrl+y")
         await until(lambda: confirm_calls(client), pilot)
+        # a widget's own key (registered in the key map) is remapped too, and F1 lists it
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        card = turns(app)[-1].cards["tc9"]
+        card.focus()
+        expanded = card.expanded
+        await pilot.press("space")  # the default key no longer toggles
+        assert card.expanded == expanded
+        await pilot.press("t")
+        assert card.expanded != expanded
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        help_text = app.screen.markdown
+        assert "| t | Expand | Block | `toggle-block` |" in help_text
+        assert "| u | Unfold | Tool call | `unfold-result` |" in help_text
+        assert "Send the message" not in help_text  # the input's keys are not the card's
+        await pilot.press("escape")  # help.close
+        await until(lambda: not isinstance(app.screen, HelpScreen), pilot)
 
 
 async def test_tasks_panel_toggles_and_counts() -> None:

@@ -109,3 +109,20 @@ async def test_tokens_and_cost_from_run_finish_usage() -> None:
         await app.wait_until_ready()
         await app.wait_until_rendered()
         await until(lambda: "1.2k in · 80 out · $0.0021" in app.status_line.plain, pilot)
+
+
+async def test_the_screenshot_script_opens_completed_sub_agents() -> None:
+    from instance_ai_tui.tui import screenshots
+    from instance_ai_tui.tui.turns import SubAgentSection
+
+    from .scripts import subagent_run
+
+    app = make_app(RecordedClient({"t": _log(subagent_run(), "r1")}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        sections = list(app.query(SubAgentSection))
+        assert sections and not any(section.expanded for section in sections)  # collapsed when done
+        screenshots._expand_subagents(app)
+        await pilot.pause()
+        assert all(section.expanded and section.body is not None for section in sections)

@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -107,26 +106,23 @@ async def _draw(app: App[Any], pilot: Any, widget: Widget) -> list[list[tuple[st
     return _cells(app)
 
 
-@pytest.mark.parametrize(
-    ("theme", "size", "classes"),
-    [
-        ("textual-dark", SIZE, "text-chunk"),
-        ("textual-light", SIZE, "text-chunk"),
-        ("ansi-dark", SIZE, "text-chunk"),
-        ("nord", (34, 90), "reasoning-chunk"),
-    ],
-)
-async def test_flat_markdown_looks_like_the_markdown_widget(theme: str, size: tuple[int, int], classes: str) -> None:
+async def test_flat_markdown_looks_like_the_markdown_widget() -> None:
     app = Harness()
-    async with app.run_test(size=size) as pilot:
-        app.theme = theme
-        for text in (LISTS, BLOCKS):
-            assert parse_document(text) is not None
-            live = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
-            flat = await _draw(app, pilot, FlatMarkdown(text, classes=classes))
-            for y, (a, b) in enumerate(zip(live, flat)):
-                assert a == b, f"{theme}, row {y}:\n{''.join(c for c, _ in a)!r}\n{''.join(c for c, _ in b)!r}"
-            assert any("".join(c for c, _ in row).strip() for row in flat)
+    async with app.run_test(size=SIZE) as pilot:
+        for theme, size, classes in (
+            ("textual-dark", SIZE, "text-chunk"),
+            ("textual-light", SIZE, "reasoning-chunk"),
+            ("ansi-dark", (34, 90), "text-chunk"),
+        ):
+            app.theme = theme
+            await pilot.resize_terminal(*size)
+            for text in (LISTS, BLOCKS):
+                assert parse_document(text) is not None
+                live = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
+                flat = await _draw(app, pilot, FlatMarkdown(text, classes=classes))
+                for y, (a, b) in enumerate(zip(live, flat)):
+                    assert a == b, f"{theme}, row {y}:\n{''.join(c for c, _ in a)!r}\n{''.join(c for c, _ in b)!r}"
+                assert any("".join(c for c, _ in row).strip() for row in flat)
 
 
 def test_only_what_is_drawn_flat_parses() -> None:
@@ -172,17 +168,17 @@ def _paragraphs(count: int) -> str:
 
 
 async def test_streamed_text_keeps_one_live_chunk_and_finishes_flat() -> None:
-    text = _paragraphs(19)
-    assert len(text) > 3 * CHUNK_CHARS
+    text = _paragraphs(14)
+    assert len(text) > 2 * CHUNK_CHARS
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
         block = ChunkedMarkdown("", chunk_classes="text-chunk")
         await app.query_one("#box").mount(block)
-        for end in range(0, len(text) + 900, 900):
+        for end in range(0, len(text) + 1600, 1600):
             block.set_target(text[:end])
             await block.flush()
             await pilot.pause()
-        await pilot.pause(0.2)
+        await pilot.pause(0.05)
         chunks = [block.chunks[i] for i in sorted(block.chunks)]
         assert isinstance(chunks[-1], LiveMarkdown)  # the open chunk streams
         assert all(isinstance(chunk, FlatMarkdown) for chunk in chunks[:-1])
@@ -227,3 +223,22 @@ async def test_a_deferred_flat_chunk_parses_off_the_event_loop() -> None:
                 break
         await pilot.pause()
         assert widget.settled and widget.size.height == len(widget.lines(widget.size.width)) > 10
+
+
+async def test_a_code_line_wider_than_the_block_keeps_the_markdown_widget() -> None:
+    """Markdown lets the reader scroll a code block sideways; a flat one would cut it."""
+    short = "```\nx = 1\n```\n"
+    long = "```\n" + "y" * 200 + "\n```\n"
+    app = Harness()
+    async with app.run_test(size=(60, 30)) as pilot:
+        block = ChunkedMarkdown(short, chunk_classes="text-chunk", live=False)
+        await app.query_one("#box").mount(block)
+        await pilot.pause(0.1)
+        assert isinstance(block.chunks[0], FlatMarkdown)
+        block.set_target(short + long)  # the same chunk grows a line of 200 characters
+        await block.flush()
+        for _ in range(50):
+            await pilot.pause()
+            if isinstance(block.chunks[0], LiveMarkdown) and block.settled:
+                break
+        assert isinstance(block.chunks[0], LiveMarkdown) and block.source == short + long
