@@ -109,11 +109,8 @@ async def _draw(app: App[Any], pilot: Any, widget: Widget) -> list[list[tuple[st
 async def test_flat_markdown_looks_like_the_markdown_widget() -> None:
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
-        for theme, size, classes in (
-            ("textual-dark", SIZE, "text-chunk"),
-            ("textual-light", SIZE, "reasoning-chunk"),
-            ("ansi-dark", (34, 90), "text-chunk"),
-        ):
+        # (a light theme: test_theme_switch_redraws_flat_markdown)
+        for theme, size, classes in (("textual-dark", SIZE, "text-chunk"), ("ansi-dark", (34, 90), "reasoning-chunk")):
             app.theme = theme
             await pilot.resize_terminal(*size)
             for text in (LISTS, BLOCKS):
@@ -151,16 +148,17 @@ async def test_flat_markdown_text_can_be_selected() -> None:
 
 
 async def test_theme_switch_redraws_flat_markdown() -> None:
+    text = "Some *text* with `code`:\n\n- an item\n\n## Heading\n\n```\ncode\n```\n"
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
-        widget = FlatMarkdown("```\ncode\n```\n", classes="text-chunk")
+        widget = FlatMarkdown(text, classes="reasoning-chunk")
         dark = await _draw(app, pilot, widget)
         app.theme = "textual-light"
         await pilot.pause(0.1)
         light = _cells(app)
         code_row = next(i for i, row in enumerate(light) if "code" in "".join(c for c, _ in row))
         assert dark[code_row] != light[code_row]
-        assert light == await _draw(app, pilot, LiveMarkdown("```\ncode\n```\n", classes="text-chunk"))
+        assert light == await _draw(app, pilot, LiveMarkdown(text, classes="reasoning-chunk"))
 
 
 def _paragraphs(count: int) -> str:
