@@ -92,7 +92,7 @@ its ancestors, with ``app`` last. F1 help: ``km.help_markdown(scopes_for(app.foc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, get_args
 
 from textual.binding import Binding, BindingType
 from textual.keys import Keys, _character_to_key
@@ -133,23 +133,7 @@ Scope = Literal[
     "thread_rename",
     "thread_delete",
 ]
-SCOPES: tuple[Scope, ...] = (
-    "app",
-    "conversation",
-    "input",
-    "card",
-    "thread_list",
-    "block",
-    "tool_card",
-    "plan",
-    "more_steps",
-    "earlier_text",
-    "earlier_turns",
-    "help",
-    "thread_search",
-    "thread_rename",
-    "thread_delete",
-)
+SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
 SCOPE_TITLES: dict[str, str] = {
     "app": "Anywhere",
