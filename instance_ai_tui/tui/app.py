@@ -945,6 +945,20 @@ class InstanceAiApp(App[None]):
         self.notify(f"Exported the thread to {target}", timeout=6)
         return target
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of the screen: to ``path``, else the Downloads folder if there is one, else here."""
+        if path is None:
+            from platformdirs import user_downloads_path
+
+            downloads = user_downloads_path()
+            folder = downloads if downloads.is_dir() else Path.cwd()
+        else:
+            folder = Path(path).expanduser()
+        if not folder.is_dir():
+            self._show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
+            return
+        self.deliver_screenshot(filename, str(folder))
+
     def copy_last_answer(self) -> None:
         view = self.view
         turns = view.assistant_turns()
@@ -983,6 +997,15 @@ class InstanceAiApp(App[None]):
     def _slash_theme(self, name: str) -> None:
         if not name:
             self.search_themes()
+            return
+        if name not in self.available_themes:
+            # A typo neither switches nor saves anything: say so and suggest the closest names.
+            import difflib
+
+            known = sorted(self.available_themes)
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(close)}?" if close else f" Themes: {', '.join(known)}"
+            self.notify(f"No theme named {name!r}; the theme is unchanged.{hint}", severity="warning", timeout=8)
             return
         if self.theme_manager is not None:
             applied = self.theme_manager.apply(name)
@@ -1177,5 +1200,7 @@ def _safe_name(name: str) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write an export; a folder that does not exist is an error, not created silently."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"the folder {path.parent} does not exist")
     path.write_text(text, encoding="utf-8")

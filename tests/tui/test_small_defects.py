@@ -1,0 +1,48 @@
+"""Pilot tests of small defects a new user met: a theme typo, export to a missing folder, screenshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .scripts import SIZE, make_app, recorded, simple_run
+from .test_interactions import send, turns, until
+
+
+async def test_theme_typo_changes_nothing_and_saves_nothing(tmp_path: Path) -> None:
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        before = app.theme
+        await send(pilot, app, "/theme nrod")
+        await until(lambda: any("No theme named 'nrod'" in str(n.message) for n in app._notifications), pilot)
+        note = next(n for n in app._notifications if "nrod" in str(n.message))
+        assert "nord" in str(note.message)  # the closest name is suggested
+        await pilot.pause(0.2)
+        assert app.theme == before
+    config = tmp_path / "config" / "config.toml"
+    assert not config.exists() or "nrod" not in config.read_text()
+
+
+async def test_export_to_a_missing_folder_is_refused(tmp_path: Path) -> None:
+    app = make_app(recorded([simple_run()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        target = tmp_path / "no-such-folder" / "out.md"
+        await send(pilot, app, f"/export {target}")
+        await until(lambda: any("does not exist" in str(n.message) for n in app._notifications), pilot)
+        assert not target.parent.exists()
+
+
+async def test_screenshot_without_a_downloads_folder_saves_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/Downloads
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(tmp_path / "home" / "Downloads"))
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.action_screenshot()
+        await until(lambda: list(tmp_path.glob("*.svg")), pilot)
+        await until(lambda: any("Saved screenshot" in str(n.message) for n in app._notifications), pilot)
