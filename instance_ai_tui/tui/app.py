@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -180,14 +180,13 @@ class InstanceAiApp(App[None]):
         yield self.thread_list
         with Vertical(id="main"):
             if self.status_info.demo:
-                yield Static(
-                    Content.assemble(
-                        (" DEMO MODE ", "bold $background on $warning"),
-                        "  offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
-                    ),
-                    id="demo-banner",
-                    markup=False,
-                )
+                with Horizontal(id="demo-banner"):
+                    yield Static(" DEMO MODE ", classes="demo-label", markup=False)
+                    yield Static(
+                        "offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
+                        classes="demo-text",
+                        markup=False,
+                    )
             yield self.view
             yield self.badge
             yield self.prompt

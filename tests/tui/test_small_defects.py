@@ -46,3 +46,32 @@ async def test_screenshot_without_a_downloads_folder_saves_here(tmp_path: Path, 
         app.action_screenshot()
         await until(lambda: list(tmp_path.glob("*.svg")), pilot)
         await until(lambda: any("Saved screenshot" in str(n.message) for n in app._notifications), pilot)
+
+
+async def test_ansi_theme_keeps_warning_words_readable() -> None:
+    """16 colours cannot blend: no word may be drawn in its own background's colour."""
+    from textual.widgets import Static
+
+    from instance_ai_tui.tui.confirmations import ApprovalCard
+
+    from .scripts import approval_run
+
+    from instance_ai_tui.config import Settings
+
+    settings = Settings()
+    settings.ui.theme = "instance-ansi"
+    app = make_app(recorded([approval_run(severity="warning")], model_name="demo (offline)"), settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        assert app.theme == "instance-ansi"
+        label = app.query_one("#demo-banner .demo-label", Static)
+        text = app.query_one("#demo-banner .demo-text", Static)
+        banner = app.query_one("#demo-banner")
+        assert "reverse" in str(label.styles.text_style)
+        assert banner.styles.background.a == 0  # no solid yellow under yellow words
+        assert text.styles.color != label.styles.background
+        await send(pilot, app, "archive it")
+        await until(lambda: bool(app.query(ApprovalCard)), pilot)
+        card = app.query_one(ApprovalCard)
+        assert card.styles.background.a == 0
+        assert "WARNING" in card.title().plain
