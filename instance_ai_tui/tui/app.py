@@ -158,7 +158,7 @@ class InstanceAiApp(App[None]):
         self._opening = 0
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
-        self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, /help for commands)", id="prompt")
+        self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
         self.thread_list = ThreadList(id="threads")
@@ -405,7 +405,7 @@ class InstanceAiApp(App[None]):
         lines: list[str | tuple[str, str]] = [
             ("Ask Instance AI to build or change a workflow, e.g.\n", "bold"),
             "  “every morning send the weather forecast to Slack”\n\n",
-            ("Enter sends · Shift+Enter new line · Esc cancels a run · F1 help · Ctrl+P commands", "$text-muted"),
+            ("Enter sends · Ctrl+J or \\ Enter new line · Esc or Ctrl+C stops a run · F1 help · Ctrl+P commands", "$text-muted"),
         ]
         if self.status_info.demo:
             lines.append(("\nDemo mode: an offline model with canned behaviour, no real n8n.", "$text-warning"))
@@ -866,6 +866,34 @@ class InstanceAiApp(App[None]):
         self._update_run_state()
         self.status_line.refresh_info()
         self._cancel(self.thread_id)
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C as in every agent TUI: copy a selection; else stop the running agent; else
+        clear the prompt; with nothing to stop or clear, a second Ctrl+C within 2 s quits."""
+        focused = self.focused
+        selected = getattr(focused, "selected_text", "") if focused is not None else ""
+        if not selected:
+            selected = self.screen.get_selected_text() or ""
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.notify("Copied the selection.", timeout=2)
+            self._interrupt_at = 0.0
+            return
+        if self.conversation is not None and self.conversation.is_streaming and not self._cancelling:
+            self.action_cancel_run()
+            self.notify("Stopping the agent… (Ctrl+C again with nothing running quits)", timeout=3)
+            self._interrupt_at = 0.0
+            return
+        if self.prompt.text:
+            self.prompt.clear()
+            self._interrupt_at = 0.0
+            return
+        now = time.monotonic()
+        if now - getattr(self, "_interrupt_at", 0.0) < 2.0:
+            self.exit()
+            return
+        self._interrupt_at = now
+        self.notify("Press Ctrl+C again to quit (or Ctrl+Q).", timeout=2)
 
     @work(group="cancel", exit_on_error=False)
     async def _cancel(self, thread_id: str) -> None:

@@ -175,6 +175,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("focus-input", "focus_input", "ctrl+l", "Focus the message input", "app", show=False),
     KeySpec("next-pending-card", "next_pending_card", "ctrl+g", "Go to the next pending approval", "app"),
     KeySpec("cancel-run", "cancel_run", "escape", "Cancel the running agent", "app"),
+    KeySpec("interrupt", "interrupt", "ctrl+c", "Copy the selection, else stop the agent, else clear the prompt; twice: quit",
+            "app", show=False, priority=True),
     KeySpec("theme-picker", "theme_picker", "f9", "Choose a theme", "app", show=False),
     KeySpec("export", "export", "ctrl+s", "Export the thread", "app", show=False),
     KeySpec("send", "send", "enter", "Send the message", "input", priority=True),

@@ -32,8 +32,9 @@ class PromptInput(TextArea):
     HELP = """
 ## Prompt
 
-Type a message for the agent. **Enter** sends, **Shift+Enter** (or **Ctrl+J**) starts a
-new line — swapped when `ui.enter_sends = false`. **End** in an empty prompt jumps to the
+Type a message for the agent. **Enter** sends; **Ctrl+J**, or **\\** then **Enter**, starts a
+new line in every terminal (**Shift+Enter** too where the terminal reports it) — swapped when
+`ui.enter_sends = false`. **Ctrl+C** clears the prompt (or stops a running agent). **End** in an empty prompt jumps to the
 newest output.
 **Up/Down** on the first/last line recall earlier prompts.
 
@@ -106,10 +107,25 @@ Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, 
     def _run_queued(self, message: _Queued) -> None:
         message.stop()
         if message.action == "send":
+            if self._continued_line():
+                return
             self.submit()
         else:
             start, end = self.selection
             self._replace_via_keyboard("\n", start, end)
+
+    def _continued_line(self) -> bool:
+        """``\\`` + Enter starts a new line in any terminal (as in a shell): the backslash
+        right before the cursor becomes the line break instead of sending."""
+        start, end = self.selection
+        if start != end:
+            return False
+        row, column = end
+        line = self.document.get_line(row)
+        if column == 0 or line[column - 1] != "\\":
+            return False
+        self._replace_via_keyboard("\n", (row, column - 1), end)
+        return True
 
     def submit(self) -> None:
         text = self.text

@@ -75,3 +75,48 @@ async def test_ansi_theme_keeps_warning_words_readable() -> None:
         card = app.query_one(ApprovalCard)
         assert card.styles.background.a == 0
         assert "WARNING" in card.title().plain
+
+
+# --------------------------------------------------------------------------- Ctrl+C and new lines
+
+
+async def test_ctrl_c_stops_the_agent_then_clears_then_quits() -> None:
+    from .scripts import endless_run
+
+    client = recorded([endless_run()], delay=0.01)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "write a lot")
+        await until(lambda: app.conversation.is_streaming, pilot)
+        app.prompt.load_text("half a thought")
+        await pilot.press("ctrl+c")  # a running agent comes first: stop it, keep the draft
+        await until(lambda: ("cancel", app.thread_id) in client.calls, pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        assert app.prompt.text == "half a thought"
+        assert app.is_running
+        await pilot.press("ctrl+c")  # nothing running: clear the prompt
+        assert app.prompt.text == "" and app.is_running
+        await pilot.press("ctrl+c")  # nothing to stop or clear: asks for a second press
+        await pilot.pause(0.05)
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await until(lambda: not app.is_running, pilot)
+
+
+async def test_backslash_enter_starts_a_new_line_in_any_terminal() -> None:
+    client = recorded([simple_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        await pilot.press(*"first line\\")
+        await pilot.press("enter")
+        assert app.prompt.text == "first line\n"
+        await pilot.press(*"second", "ctrl+j", *"third")
+        assert app.prompt.text == "first line\nsecond\nthird"
+        assert not [c for c in client.calls if c[0] == "send"]
+        await pilot.press("enter")
+        await until(lambda: [c for c in client.calls if c[0] == "send"], pilot)
+        sent = next(c for c in client.calls if c[0] == "send")[1]
+        assert sent[1] == "first line\nsecond\nthird"
