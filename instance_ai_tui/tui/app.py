@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -85,6 +85,12 @@ class IngestStats:
         self.slowest_frame = max(self.slowest_frame, seconds)
         if len(self.frame_times) < 100_000:
             self.frame_times.append(seconds)
+
+
+#: below this many columns the side panels hide by themselves (the conversation keeps the width)
+PANELS_MIN_WIDTH = 100
+#: the thread list is shown from the start (and comes back after a narrow spell) from this width
+THREADS_MIN_WIDTH = 120
 
 
 def is_demo(client: Client, settings: Settings) -> bool:
@@ -149,6 +155,8 @@ class InstanceAiApp(App[None]):
         #: the run the thread's usage total ended with when it was read (``assistant.usage``)
         self._usage_counted_run: str | None = None
         self._user_toggled_tasks = False
+        self._narrow = False
+        self._threads_auto_hidden = False
         self._remove_state_listener: Any = None
         self._pending_focus: list[str] = []
         self._events_at_frame = 0
@@ -203,7 +211,8 @@ class InstanceAiApp(App[None]):
         self.badge.display = False
         tasks = self.tasks_panel
         tasks.display = False
-        self.thread_list.display = self.size.width >= 120
+        self.thread_list.display = self.size.width >= THREADS_MIN_WIDTH
+        self._narrow = self.size.width < PANELS_MIN_WIDTH
         self.prompt.focus()
         self._remove_state_listener = self.client.add_state_listener(self._on_connection_state)
         self._on_connection_state(self.client.state, self.client.state_detail)
@@ -610,7 +619,33 @@ class InstanceAiApp(App[None]):
             tasks = _tasks_from_history(conversation)
         panel.set_tasks(tasks)
         if not self._user_toggled_tasks:
-            panel.display = bool(tasks is not None and tasks.tasks and self.settings.ui.show_tasks)
+            wide_enough = self.size.width >= PANELS_MIN_WIDTH
+            panel.display = bool(tasks is not None and tasks.tasks and self.settings.ui.show_tasks and wide_enough)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_panels(event.size.width)
+
+    def _fit_panels(self, width: int) -> None:
+        """Small terminals keep the conversation: below ``PANELS_MIN_WIDTH`` columns the side
+        panels hide by themselves (Ctrl+B / Ctrl+T still open them); the thread list comes back
+        by itself at ``THREADS_MIN_WIDTH`` unless the user hid it."""
+        narrow = width < PANELS_MIN_WIDTH
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        if narrow:
+            if self.thread_list.display and not self.thread_list.has_focus_within:
+                self.thread_list.display = False
+                self._threads_auto_hidden = True
+            if self.tasks_panel.display:
+                self.tasks_panel.display = False
+                self._user_toggled_tasks = False
+        else:
+            if self._threads_auto_hidden and width >= THREADS_MIN_WIDTH:
+                self.thread_list.display = True
+                self._threads_auto_hidden = False
+            if self.conversation is not None:
+                self._update_tasks(self.conversation)
 
     def _update_title(self, conversation: Conversation) -> None:
         title = conversation.title or ""

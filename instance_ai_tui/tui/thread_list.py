@@ -176,9 +176,10 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmDeleteScreen { align: center middle; }
     ConfirmDeleteScreen > Vertical {
-        width: 60; height: auto; padding: 1 2;
+        width: 64; max-width: 100%; height: auto; padding: 1 2;
         border: round $error; background: $surface;
     }
+    ConfirmDeleteScreen Label { width: 1fr; }
     ConfirmDeleteScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmDeleteScreen Button { margin-right: 2; }
     """

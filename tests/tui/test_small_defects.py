@@ -120,3 +120,47 @@ async def test_backslash_enter_starts_a_new_line_in_any_terminal() -> None:
         await until(lambda: [c for c in client.calls if c[0] == "send"], pilot)
         sent = next(c for c in client.calls if c[0] == "send")[1]
         assert sent[1] == "first line\nsecond\nthird"
+
+
+# --------------------------------------------------------------------------- small terminals, dialogs
+
+
+async def test_side_panels_hide_by_themselves_below_100_columns() -> None:
+    from .scripts import subagent_run
+
+    app = make_app(recorded([subagent_run()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.wait_until_ready()
+        assert app.thread_list.display
+        await send(pilot, app, "build it")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        await app.wait_until_rendered()
+        await until(lambda: app.tasks_panel.display, pilot)
+        await pilot.resize_terminal(80, 24)
+        await until(lambda: not app.thread_list.display and not app.tasks_panel.display, pilot)
+        assert app.view.size.width >= 76  # the conversation keeps (nearly) the whole width
+        await pilot.press("ctrl+t")  # still reachable by key
+        await until(lambda: app.tasks_panel.display, pilot)
+        await pilot.press("ctrl+t")  # hidden again by the user: stays hidden when the terminal widens
+        await pilot.resize_terminal(160, 40)
+        await until(lambda: app.thread_list.display, pilot)
+        await pilot.pause(0.1)
+        assert not app.tasks_panel.display
+
+
+async def test_delete_dialog_text_is_not_cut_at_80_columns() -> None:
+    from textual.widgets import Label
+
+    from instance_ai_tui.tui.thread_list import ConfirmDeleteScreen
+
+    app = make_app(recorded())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        app.push_screen(ConfirmDeleteScreen("A rather long thread title about the weather in Slack"))
+        await until(lambda: isinstance(app.screen, ConfirmDeleteScreen), pilot)
+        await pilot.pause(0.1)
+        for label in app.screen.query(Label):
+            text = str(label.render())
+            lines = label.render_lines(label.region.reset_offset)
+            drawn = "".join(strip.text for strip in lines).replace(" ", "")
+            assert drawn == text.replace(" ", "").replace("\n", ""), (drawn, text)
