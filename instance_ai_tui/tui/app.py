@@ -121,8 +121,11 @@ class InstanceAiApp(App[None]):
         persist_theme: bool = True,
         close_client: bool = True,
         gateway: GatewayRequest | None = None,
+        start: str = "latest",
     ) -> None:
         super().__init__()
+        #: which thread opens at start without ``thread_id``: "latest", "new", or "pick" (a picker)
+        self.start_mode = start
         self.client = client
         #: ``--gateway``: the folder to share with n8n once the client is open
         self.gateway_request = gateway
@@ -256,7 +259,11 @@ class InstanceAiApp(App[None]):
         self.thread_list.set_threads(threads)
         self._load_redis_sessions()
         target = self.initial_thread_id
-        if target is None and threads:
+        if target is None and threads and self.start_mode == "pick":
+            from .resume_picker import ResumePicker
+
+            target = await self.push_screen_wait(ResumePicker(threads))
+        elif target is None and threads and self.start_mode == "latest":
             target = max(threads, key=lambda t: t.updated_at).id
         await self.open_thread(target)
         self._ready_event.set()

@@ -23,6 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ui = parser.add_argument_group("interface")
     ui.add_argument("--theme", help="theme name (built-in or from a themes folder); saved as your choice")
     ui.add_argument("--thread", dest="tui_thread", metavar="ID", help="open this thread at start")
+    start = ui.add_mutually_exclusive_group()
+    start.add_argument(
+        "--continue", "-c", dest="tui_start", action="store_const", const="latest",
+        help="open the latest thread (the default)",
+    )
+    start.add_argument(
+        "--resume", "-r", dest="tui_start", action="store_const", const="pick",
+        help="pick a recent thread to open, with search",
+    )
+    start.add_argument("--new", dest="tui_start", action="store_const", const="new", help="start in a new thread")
     ui.add_argument(
         "--redis-chat",
         metavar="URL",
@@ -77,6 +87,7 @@ def main(args: argparse.Namespace) -> int:
         redis_chat=getattr(args, "redis_chat", None),
         chat_webhook=getattr(args, "chat_webhook", None),
         gateway=gateway,
+        start=getattr(args, "tui_start", None) or "latest",
     )
     app.run()  # the app opens the client at start and closes it when it quits
     return int(app.return_code or 0)

@@ -1,0 +1,114 @@
+"""``instance-ai --resume``: pick one of the recent threads, with search, before anything opens.
+
+``ResumePicker(threads)`` is a modal screen that dismisses with the chosen thread's id, or
+``None`` for a new thread (Esc, or the "New thread" row). Typing filters by every word of the
+query against the title and the id (case-insensitive); ↑/↓ move, Enter opens.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from ..protocol.api import ThreadInfo
+
+#: the id of the "start a new thread" row
+NEW_THREAD = "\x00new"
+
+
+def _age(when: datetime, now: datetime) -> str:
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    seconds = max(0, int((now - when).total_seconds()))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return "just now"
+
+
+def matches(thread: ThreadInfo, query: str) -> bool:
+    """Every word of ``query`` occurs in the title or the id (case-insensitive)."""
+    haystack = f"{thread.title} {thread.id}".lower()
+    return all(word in haystack for word in query.lower().split())
+
+
+class ResumePicker(ModalScreen[str | None]):
+    """Recent threads, newest first, filtered as you type."""
+
+    DEFAULT_CSS = """
+    ResumePicker { align: center middle; }
+    ResumePicker > Vertical {
+        width: 90; max-width: 100%; height: auto; max-height: 90%;
+        padding: 1 2; border: round $primary; background: $surface;
+    }
+    ResumePicker OptionList { height: auto; max-height: 20; margin-top: 1; }
+    ResumePicker .hint { color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "new_thread", "New thread", show=False),
+        Binding("down", "move(1)", show=False),
+        Binding("up", "move(-1)", show=False),
+    ]
+
+    def __init__(self, threads: list[ThreadInfo]) -> None:
+        super().__init__()
+        self.threads = sorted(threads, key=lambda t: t.updated_at, reverse=True)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Resume a thread", classes="title")
+            yield Input(placeholder="Search threads…", id="resume-search")
+            yield OptionList(id="resume-list")
+            yield Label("↑/↓ choose · Enter opens · Esc starts a new thread", classes="hint")
+
+    def on_mount(self) -> None:
+        self._fill("")
+        self.query_one(Input).focus()
+
+    def _fill(self, query: str) -> None:
+        options = self.query_one(OptionList)
+        options.clear_options()
+        now = datetime.now(timezone.utc)
+        shown = [t for t in self.threads if matches(t, query)]
+        for thread in shown:
+            label = Text.assemble(
+                (thread.title or "Untitled thread", "bold"), "  ", (_age(thread.updated_at, now), "dim")
+            )
+            options.add_option(Option(label, id=thread.id))
+        options.add_option(Option(Text("+ New thread", style="italic"), id=NEW_THREAD))
+        options.highlighted = 0
+
+    @on(Input.Changed, "#resume-search")
+    def _search(self, event: Input.Changed) -> None:
+        self._fill(event.value)
+
+    @on(Input.Submitted, "#resume-search")
+    def _open_highlighted(self) -> None:
+        options = self.query_one(OptionList)
+        if options.highlighted is not None:
+            self._choose(options.get_option_at_index(options.highlighted).id)
+
+    @on(OptionList.OptionSelected, "#resume-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        self._choose(event.option.id)
+
+    def _choose(self, option_id: str | None) -> None:
+        self.dismiss(None if option_id in (None, NEW_THREAD) else option_id)
+
+    def action_move(self, step: int) -> None:
+        options = self.query_one(OptionList)
+        if options.option_count:
+            current = options.highlighted if options.highlighted is not None else 0
+            options.highlighted = max(0, min(options.option_count - 1, current + step))
+
+    def action_new_thread(self) -> None:
+        self.dismiss(None)
