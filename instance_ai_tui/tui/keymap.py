@@ -27,10 +27,12 @@ toggle-tasks          ctrl+t               app             toggle_tasks
 focus-input           ctrl+l               app             focus_input
 next-pending-card     ctrl+g               app             next_pending_card
 cancel-run            escape               app             cancel_run
+interrupt             ctrl+c               app             interrupt
 theme-picker          f9                   app             theme_picker
 export                ctrl+s               app             export
 send                  enter                input           send
 newline               shift+enter,ctrl+j   input           newline
+expand-pastes         ctrl+o               input           expand_pastes
 scroll-to-end         end                  conversation    scroll_to_end
 load-older            home                 conversation    load_older
 copy-block            c                    conversation    copy_block
@@ -53,6 +55,9 @@ thread-search-clear   escape               thread_search   clear_or_leave
 rename-cancel         escape               thread_rename   cancel
 delete-confirm        y                    thread_delete   confirm
 delete-cancel         n,escape             thread_delete   cancel
+resume-new            escape               resume          new_thread
+resume-down           down                 resume          move(1)
+resume-up             up                   resume          move(-1)
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -132,6 +137,7 @@ Scope = Literal[
     "thread_search",
     "thread_rename",
     "thread_delete",
+    "resume",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -151,6 +157,7 @@ SCOPE_TITLES: dict[str, str] = {
     "thread_search": "Thread search",
     "thread_rename": "Rename dialog",
     "thread_delete": "Delete dialog",
+    "resume": "Resume picker",
 }
 
 
@@ -181,6 +188,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("export", "export", "ctrl+s", "Export the thread", "app", show=False),
     KeySpec("send", "send", "enter", "Send the message", "input", priority=True),
     KeySpec("newline", "newline", "shift+enter,ctrl+j", "New line", "input", show=False, priority=True),
+    KeySpec("expand-pastes", "expand_pastes", "ctrl+o", "Show folded pastes in full", "input", show=False),
     KeySpec("scroll-to-end", "scroll_to_end", "end", "Jump to the latest output", "conversation"),
     KeySpec("load-older", "load_older", "home", "Load older turns", "conversation", show=False),
     KeySpec("copy-block", "copy_block", "c", "Copy the focused block", "conversation"),
@@ -203,6 +211,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("rename-cancel", "cancel", "escape", "Cancel", "thread_rename", show=False),
     KeySpec("delete-confirm", "confirm", "y", "Delete", "thread_delete", show=False),
     KeySpec("delete-cancel", "cancel", "n,escape", "Cancel", "thread_delete", show=False),
+    KeySpec("resume-new", "new_thread", "escape", "Start a new thread", "resume", show=False),
+    KeySpec("resume-down", "move(1)", "down", "Next thread", "resume", show=False),
+    KeySpec("resume-up", "move(-1)", "up", "Previous thread", "resume", show=False),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

@@ -23,6 +23,11 @@ from textual.widgets import TextArea
 from . import keymap
 
 
+#: a paste longer than this many lines (or characters) is folded to a token in the prompt
+PASTE_FOLD_LINES = 12
+PASTE_FOLD_CHARS = 2000
+
+
 class PromptInput(TextArea):
     """Where the user types. Posts ``PromptInput.Submitted`` with the text."""
 
@@ -36,7 +41,8 @@ Type a message for the agent. **Enter** sends; **Ctrl+J**, or **\\** then **Ente
 new line in every terminal (**Shift+Enter** too where the terminal reports it) — swapped when
 `ui.enter_sends = false`. **Ctrl+C** clears the prompt (or stops a running agent). **End** in an empty prompt jumps to the
 newest output.
-**Up/Down** on the first/last line recall earlier prompts.
+**Up/Down** on the first/last line recall earlier prompts. A long paste shows as
+`[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full.
 
 Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, `/quit`.
 """
@@ -77,6 +83,36 @@ Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, 
         )
         self.sent_history: list[str] = []
         self._history_index: int | None = None
+        #: long pastes, folded to a token in the prompt: token -> the pasted text
+        self.pastes: dict[str, str] = {}
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A long paste becomes one ``[pasted N lines #k]`` token (Ctrl+O shows it in full);
+        the text is sent whole. Short pastes are inserted as they are."""
+        text = event.text
+        lines = text.count("\n") + 1
+        if self.read_only or (lines <= PASTE_FOLD_LINES and len(text) <= PASTE_FOLD_CHARS):
+            return  # TextArea's own paste handler runs next
+        event.prevent_default()
+        event.stop()
+        token = f"[pasted {lines} lines #{len(self.pastes) + 1}]"
+        self.pastes[token] = text
+        if result := self._replace_via_keyboard(token, *self.selection):
+            self.move_cursor(result.end_location)
+
+    def expanded_text(self) -> str:
+        """The prompt's text with every paste token replaced by what was pasted."""
+        text = self.text
+        for token, pasted in self.pastes.items():
+            text = text.replace(token, pasted)
+        return text
+
+    def action_expand_pastes(self) -> None:
+        if self.pastes:
+            text = self.expanded_text()
+            self.pastes.clear()
+            self.load_text(text)
+            self.move_cursor(self.document.end)
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
@@ -128,9 +164,10 @@ Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, 
         return True
 
     def submit(self) -> None:
-        text = self.text
+        text = self.expanded_text()
         if not text.strip():
             return
+        self.pastes.clear()
         if not self.sent_history or self.sent_history[-1] != text:
             self.sent_history.append(text)
         self._history_index = None

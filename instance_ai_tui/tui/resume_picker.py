@@ -13,13 +13,14 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ..protocol.api import ThreadInfo
+from . import keymap
 
 #: the id of the "start a new thread" row
 NEW_THREAD = "\x00new"
@@ -53,11 +54,8 @@ class ResumePicker(ModalScreen[str | None]):
     ResumePicker OptionList { height: auto; max-height: 20; margin-top: 1; }
     ResumePicker .hint { color: $text-muted; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "new_thread", "New thread", show=False),
-        Binding("down", "move(1)", show=False),
-        Binding("up", "move(-1)", show=False),
-    ]
+    KEY_SCOPES = ("resume",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("resume")]
 
     def __init__(self, threads: list[ThreadInfo]) -> None:
         super().__init__()

@@ -559,17 +559,42 @@ class AgentSection(Vertical):
 # --------------------------------------------------------------------------- turns
 
 
+#: a user message longer than this many lines is folded (a long paste stays one screen)
+USER_FOLD_LINES = 12
+#: how many lines a folded user message shows
+USER_FOLD_HEAD = 6
+#: ... and a message longer than this many characters is folded too (one very long line)
+USER_FOLD_CHARS = 2000
+
+
 class UserMessage(Static, can_focus=True):
     HELP = """
 ## Your message
 
-**c** copies it to the clipboard.
+**c** copies it to the clipboard. A long message is folded: **Enter**/**Space** unfolds it.
 """
+    KEY_SCOPE = "block"
+    BINDINGS = keymap.bindings("block")
 
     def __init__(self, message_id: str, text: str) -> None:
-        super().__init__(text, classes="user-message", markup=False)
+        super().__init__("", classes="user-message", markup=False)
         self.message_id = message_id
         self.text = text
+        self.foldable = text.count("\n") + 1 > USER_FOLD_LINES or len(text) > USER_FOLD_CHARS
+        self.folded = self.foldable
+        self.update(self._shown())
+
+    def _shown(self) -> str:
+        if not self.folded:
+            return self.text
+        head = "\n".join(self.text.split("\n")[:USER_FOLD_HEAD])[: USER_FOLD_CHARS // 4]
+        lines, chars = self.text.count("\n") + 1, len(self.text)
+        return f"{head}\n… folded: {lines} lines, {chars:,} characters (Enter shows all)"
+
+    def action_toggle_block(self) -> None:
+        if self.foldable:
+            self.folded = not self.folded
+            self.update(self._shown())
 
     def copy_text(self) -> tuple[str, str]:
         return self.text, "your message"

@@ -164,3 +164,51 @@ async def test_delete_dialog_text_is_not_cut_at_80_columns() -> None:
             lines = label.render_lines(label.region.reset_offset)
             drawn = "".join(strip.text for strip in lines).replace(" ", "")
             assert drawn == text.replace(" ", "").replace("\n", ""), (drawn, text)
+
+
+# --------------------------------------------------------------------------- long pastes
+
+
+async def test_a_long_paste_folds_in_the_prompt_and_the_bubble_and_is_sent_whole() -> None:
+    from textual import events
+
+    from instance_ai_tui.tui.turns import UserMessage
+
+    pasted = "\n".join(f"line {n}: " + "x" * 50 for n in range(330))
+    client = recorded([simple_run()])
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        await pilot.press(*"review this: ")
+        app.post_message(events.Paste(pasted))
+        await until(lambda: "[pasted 330 lines #1]" in app.prompt.text, pilot)
+        assert app.prompt.document.line_count == 1
+        app.post_message(events.Paste("short"))  # short pastes go in as they are
+        await until(lambda: app.prompt.text.endswith("short"), pilot)
+        await pilot.press("enter")
+        await until(lambda: [c for c in client.calls if c[0] == "send"], pilot)
+        sent = next(c for c in client.calls if c[0] == "send")[1][1]
+        assert sent == "review this: " + pasted + "short"
+        await until(lambda: list(app.query(UserMessage)), pilot)
+        bubble = app.query_one(UserMessage)
+        assert bubble.folded and "330 lines" in str(bubble.render())
+        assert len(str(bubble.render()).splitlines()) <= 8
+        bubble.focus()
+        await pilot.press("enter")
+        assert not bubble.folded and "line 329" in str(bubble.render())
+        await pilot.press("c")
+        assert app.clipboard == sent
+
+
+async def test_ctrl_o_unfolds_a_paste_in_the_prompt() -> None:
+    from textual import events
+
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.post_message(events.Paste("a\n" * 20))
+        await until(lambda: "[pasted 21 lines #1]" in app.prompt.text, pilot)
+        await pilot.press("ctrl+o")
+        assert app.prompt.text == "a\n" * 20
