@@ -1,6 +1,7 @@
 """Reducer ingest benchmark: a 100k-event, delta-heavy stream folded by ``RunReducer`` and
-by ``Conversation`` (both from raw wire dicts, as a client hands them over), plus the cost
-of ``tree()`` and of a 30 Hz ``drain_changes`` cadence. Prints JSON.
+by ``Conversation``, from raw wire dicts (``apply_wire``, as stored events and raw SSE
+frames arrive) and from parsed models (``apply``, what a client yields), plus the cost of
+``tree()`` and of a 30 Hz ``drain_changes`` cadence. Prints JSON.
 
     python benchmarks/reducer.py [--events N]
 """
@@ -17,6 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from instance_ai_tui.protocol.conversation import Conversation  # noqa: E402
+from instance_ai_tui.protocol.events import Event, parse_event  # noqa: E402
 from instance_ai_tui.protocol.reducer import RunReducer  # noqa: E402
 
 
@@ -62,7 +64,7 @@ def make_stream(count: int) -> list[dict[str, Any]]:
 
 def bench_reducer(events: list[dict[str, Any]], drain_every: int = 0) -> float:
     reducer = RunReducer()
-    apply = reducer.apply
+    apply = reducer.apply_wire
     start = time.perf_counter()
     if drain_every:
         for index, event in enumerate(events):
@@ -77,7 +79,27 @@ def bench_reducer(events: list[dict[str, Any]], drain_every: int = 0) -> float:
     return elapsed
 
 
+def bench_reducer_models(events: list[Event]) -> float:
+    reducer = RunReducer()
+    apply = reducer.apply
+    start = time.perf_counter()
+    for event in events:
+        apply(event)
+    elapsed = time.perf_counter() - start
+    assert not reducer.diagnostics, list(reducer.diagnostics)[:3]
+    return elapsed
+
+
 def bench_conversation(events: list[dict[str, Any]]) -> float:
+    conversation = Conversation("t")
+    apply = conversation.apply_wire
+    start = time.perf_counter()
+    for event in events:
+        apply(None, event)
+    return time.perf_counter() - start
+
+
+def bench_conversation_models(events: list[Event]) -> float:
     conversation = Conversation("t")
     apply = conversation.apply
     start = time.perf_counter()
@@ -100,7 +122,10 @@ def main() -> None:
     # a UI draining at ~30 Hz while ingesting 300k events/s drains every ~10k events
     drained_s = best(bench_reducer, events, 10_000)
     conversation_s = best(bench_conversation, events)
-    reducer = RunReducer().apply_all(events)
+    models = [parse_event(event) for event in events]
+    reducer_models_s = best(bench_reducer_models, models)
+    conversation_models_s = best(bench_conversation_models, models)
+    reducer = RunReducer().apply_all_wire(events)
     start = time.perf_counter()
     tree_dict = reducer.tree_dict()
     tree_dict_s = time.perf_counter() - start
@@ -113,6 +138,8 @@ def main() -> None:
         "reducer_events_per_s": round(len(events) / reducer_s),
         "reducer_with_drain_events_per_s": round(len(events) / drained_s),
         "conversation_events_per_s": round(len(events) / conversation_s),
+        "reducer_models_events_per_s": round(len(events) / reducer_models_s),
+        "conversation_models_events_per_s": round(len(events) / conversation_models_s),
         "tree_dict_ms": round(tree_dict_s * 1000, 2),
         "tree_ms": round(tree_s * 1000, 2),
         "timeline_entries": len(tree_dict["timeline"]),

@@ -113,6 +113,7 @@ def _sse_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any]
 def main(args: argparse.Namespace) -> int:
     from .protocol.conversation import Conversation
     from .protocol.text_render import render_text
+    from .protocol.tree import RunSyncPayload
 
     name = args.file
     try:
@@ -127,7 +128,10 @@ def main(args: argparse.Namespace) -> int:
 
     conversation = Conversation()
     for event_id, item in items:
-        conversation.apply(event_id, item)
+        if isinstance(item, RunSyncPayload):
+            conversation.apply(event_id, item)
+        else:
+            conversation.apply_wire(event_id, item)
     diagnostics.extend(conversation.diagnostics)
     for message in conversation.messages:
         if message.reducer is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from ..protocol.api import InstanceAiMessage, ThreadMessages
-from ..protocol.reducer import build_agent_tree
+from ..protocol.reducer import build_agent_tree_wire
 from ..protocol.tree import AgentNode
 from ..store.base import RunRecord, Store
 from .confirmations import PendingConfirmation
@@ -75,7 +75,7 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
             events = await manager.run_events(thread_id, record.run_id, data.get("firstEventId"), upto=last_id)
             if not events:
                 continue
-            tree = build_agent_tree([e.json for e in events])
+            tree = build_agent_tree_wire([e.json for e in events])
         if record.status == "suspended":
             _mark_expired(tree, _expired_calls(record, now))
         messages.append(InstanceAiMessage(

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from ..bus.base import EventBus
 from ..protocol.api import ConfirmBody, ConfirmResponse
-from ..protocol.reducer import build_agent_tree
+from ..protocol.reducer import build_agent_tree_wire
 from ..runtime.agent import Agent, AgentStream
 from ..runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, RuntimeApiError
 from ..runtime.memory import generate_title, is_substantial
@@ -522,7 +522,7 @@ class RunManager:
         events: list[Any] = [e.json for e in await self.run_events(thread_id, run_id, first_id)]
         if last is not None:
             events.append(last)
-        tree = build_agent_tree(events)
+        tree = build_agent_tree_wire(events)
         await self.store.save_snapshot(thread_id, run_id, tree.to_wire())
 
     async def run_events(self, thread_id: str, run_id: str, first_id: int | None = None,

@@ -13,7 +13,7 @@ the user message before the assistant message, unless the same text was already 
 locally with ``add_user_message``. ``payload.userMessageId`` names it if present. Neither
 field is part of n8n's protocol; our server may send them, n8n does not.
 
-Event ids: ``apply(id, event)`` drops every event whose id is ``<= cursor`` (already
+Event ids: ``apply(id, event)`` (and ``apply_wire`` for stored/wire JSON) drops every event whose id is ``<= cursor`` (already
 seen) and advances ``cursor`` to the largest id seen; events without id always apply.
 """
 
@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from pydantic import BaseModel
-
 from .api import InstanceAiMessage, ThreadMessages
 from .events import (
     AgentSpawnedEvent,
     Event,
+    EventBase,
     EventParseError,
     RunFinishEvent,
     ReasoningDeltaEvent,
@@ -40,6 +39,7 @@ from .events import (
     TextDeltaEvent,
     ThreadTitleUpdatedEvent,
     UnknownEvent,
+    WireEvent,
     parse_event,
 )
 from .reducer import ReducerChanges, RunReducer
@@ -47,9 +47,10 @@ from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
 
+#: the bulk of every stream: folded without building a model (``apply_wire``) or without
+#: the generic dispatch (``apply``, for the models ``TextDeltaEvent``, ``ReasoningDeltaEvent``
+#: and ``StatusEvent``)
 _HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
-#: the same, parsed (what clients yield): folded without the generic dispatch
-_HOT_MODELS = frozenset({TextDeltaEvent, ReasoningDeltaEvent, StatusEvent})
 #: event types that never touch a message's tree (no placeholder message for them)
 _NO_TREE_TYPES = frozenset({"thread-title-updated", "filesystem-request", "preferences-applied"})
 _CONFIRMATION_TYPES = frozenset(
@@ -341,65 +342,90 @@ class Conversation:
             self._group_of_run[run_id] = group
 
     # ----------------------------------------------------------------- events
-    def apply(self, id: int | None, event: Event | RunSyncPayload | dict[str, Any] | str | bytes) -> bool:
-        """Fold one frame. Returns ``False`` if it was dropped (a duplicate id, or input
-        that is not an event; the latter is recorded in ``diagnostics``). Never raises."""
+    def _hot_message(self, run_id: Any) -> ConversationMessage | None:
+        """The message a hot event of ``run_id`` folds into (cached for the next one)."""
+        hot = self._hot_msg
+        if run_id == self._hot_run and hot is not None:
+            return hot
+        if type(run_id) is not str:
+            return None
+        msg = self._by_group.get(self._group_of_run.get(run_id, run_id))
+        if msg is None or msg.reducer is None:
+            return None
+        self._hot_run, self._hot_msg = run_id, msg
+        return msg
+
+    def apply(self, id: int | None, event: Event | RunSyncPayload) -> bool:
+        """Fold one frame (an event model or a run-sync). Returns ``False`` if it was
+        dropped (a duplicate id, or something that is not an event; the latter is recorded
+        in ``diagnostics``). Never raises. Stored/wire JSON goes through ``apply_wire``."""
+        if id is not None:
+            if id <= self.cursor:
+                return False
+            self.cursor = id
+        return self._fold(event)
+
+    def _fold(self, event: Event | RunSyncPayload) -> bool:
         try:
-            if id is not None:
-                if id <= self.cursor:
-                    return False
-                self.cursor = id
-            if type(event) in _HOT_MODELS:
+            if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
                 # the bulk of every stream: straight to the message's reducer
-                run_id = event.run_id  # type: ignore[union-attr]
-                hot = self._hot_msg
-                if run_id != self._hot_run or hot is None:
-                    hot = self._by_group.get(self._group_of_run.get(run_id, run_id))
-                    if hot is not None and hot.reducer is not None:
-                        self._hot_run, self._hot_msg = run_id, hot
+                hot = self._hot_message(event.run_id)
                 if hot is not None and hot.reducer is not None:
                     hot.reducer.apply(event)
                     if not hot.dirty:
                         self._mark(hot)
                     return True
-            if type(event) is dict:
-                if event.get("type") in _HOT_TYPES:
-                    run_id = event.get("runId", "")
-                    msg: ConversationMessage | None
-                    if run_id == self._hot_run and self._hot_msg is not None:
-                        msg = self._hot_msg
-                    elif type(run_id) is str:
-                        msg = self._by_group.get(self._group_of_run.get(run_id, run_id))
-                        if msg is not None and msg.reducer is not None:
-                            self._hot_run, self._hot_msg = run_id, msg
-                    else:
-                        msg = None
+            if isinstance(event, RunSyncPayload):
+                self.apply_run_sync(event)
+                return True
+            if not isinstance(event, EventBase):
+                self.diagnostics.append(f"not an event model: {type(event).__name__} (wire data goes through apply_wire)")
+                return False
+            self._apply_event(event)
+            return True
+        except Exception as exc:  # noqa: BLE001 - folding must never raise
+            self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
+            return False
+
+    def apply_wire(self, id: int | None, data: WireEvent) -> bool:
+        """``apply`` of one frame in stored/wire form (a decoded JSON object or its text,
+        a ``run-sync`` frame included). Hot events given as dicts are handed to their
+        message's ``RunReducer.apply_wire`` without building a model; the rest is parsed
+        with ``parse_event``. Never raises."""
+        if id is not None:
+            if id <= self.cursor:
+                return False
+            self.cursor = id
+        try:
+            if type(data) is dict:
+                kind = data.get("type")
+                if kind in _HOT_TYPES:
+                    msg = self._hot_message(data.get("runId", ""))
                     if msg is not None and msg.reducer is not None:
-                        msg.reducer.apply(event)
+                        msg.reducer.apply_wire(data)
                         if not msg.dirty:
                             self._mark(msg)
                         return True
-                if event.get("type") == "run-sync":
-                    self.apply_run_sync(RunSyncPayload.model_validate(event.get("payload", event)))
+                elif kind == "run-sync":
+                    self.apply_run_sync(RunSyncPayload.model_validate(data.get("payload", data)))
                     return True
-                event = parse_event(event)
-            elif isinstance(event, RunSyncPayload):
-                self.apply_run_sync(event)
-                return True
-            elif not isinstance(event, BaseModel):
-                event = parse_event(event)
-            self._apply_event(event)  # type: ignore[arg-type]
-            return True
+            event = parse_event(data)
         except EventParseError as exc:
             self.diagnostics.append(str(exc))
             return False
         except Exception as exc:  # noqa: BLE001 - folding must never raise
             self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
             return False
+        return self._fold(event)
 
-    def apply_all(self, frames: Iterable[tuple[int | None, Any]]) -> Conversation:
+    def apply_all(self, frames: Iterable[tuple[int | None, Event | RunSyncPayload]]) -> Conversation:
         for frame_id, event in frames:
             self.apply(frame_id, event)
+        return self
+
+    def apply_all_wire(self, frames: Iterable[tuple[int | None, WireEvent]]) -> Conversation:
+        for frame_id, data in frames:
+            self.apply_wire(frame_id, data)
         return self
 
     def _apply_event(self, event: Event) -> None:

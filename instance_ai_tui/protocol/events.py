@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_serializer, model_validator
 
@@ -426,6 +426,8 @@ class UnknownEvent(EventBase):
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
+#: The one list of the protocol's event types: everything else (the tuple of classes, the set
+#: of type names, the class of each name) is derived from it.
 KnownEvent = Annotated[
     Union[
         RunStartEvent,
@@ -455,32 +457,13 @@ KnownEvent = Annotated[
 
 Event = Union[KnownEvent, UnknownEvent]
 
-EVENT_TYPES: frozenset[str] = frozenset(
-    cls.model_fields["type"].default
-    for cls in (
-        RunStartEvent,
-        RunFinishEvent,
-        TextDeltaEvent,
-        ReasoningDeltaEvent,
-        TextBlockEvent,
-        ReasoningBlockEvent,
-        ToolInputStartEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-        ToolErrorEvent,
-        ToolInterruptedEvent,
-        AgentSpawnedEvent,
-        AgentCompletedEvent,
-        ConfirmationRequestEvent,
-        TasksUpdateEvent,
-        SetupItemsEvent,
-        PreferencesAppliedEvent,
-        FilesystemRequestEvent,
-        ThreadTitleUpdatedEvent,
-        StatusEvent,
-        ErrorEvent,
-    )
-)
+#: Stored or wire form of an event: a decoded JSON object, or its JSON text.
+WireEvent = Union[dict[str, Any], str, bytes, bytearray]
+
+KNOWN_EVENT_CLASSES: tuple[type[EventBase], ...] = get_args(get_args(KnownEvent)[0])
+#: type name -> model class
+EVENT_CLASSES: dict[str, type[EventBase]] = {cls.model_fields["type"].default: cls for cls in KNOWN_EVENT_CLASSES}
+EVENT_TYPES: frozenset[str] = frozenset(EVENT_CLASSES)
 
 #: Events n8n never persists nor gives an id (see the reference, section 2).
 EPHEMERAL_TYPES: frozenset[str] = frozenset({"text-delta", "reasoning-delta", "status", "filesystem-request"})

@@ -31,7 +31,7 @@ Differences from n8n, on purpose:
 * An empty ``responseId`` is treated as absent.
 
 Performance: internal state is slotted objects, text is kept as lists of chunks and
-joined lazily, hot event types given as raw dicts skip pydantic, and the pydantic tree is
+joined lazily, hot event types given as raw dicts to ``apply_wire`` skip pydantic, and the pydantic tree is
 only built by ``tree()``. ``drain_changes()`` reports what changed since the last call so
 a UI can project only that.
 """
@@ -44,14 +44,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
-from pydantic import BaseModel
-
 from .events import (
     AgentCompletedEvent,
     AgentSpawnedEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    EventBase,
     EventParseError,
     ReasoningBlockEvent,
     ReasoningDeltaEvent,
@@ -67,6 +66,7 @@ from .events import (
     ToolInputStartEvent,
     ToolInterruptedEvent,
     ToolResultEvent,
+    WireEvent,
     parse_event,
 )
 from .tree import AgentNode, Confirmation, ToolCallState
@@ -77,6 +77,7 @@ __all__ = [
     "RunReducer",
     "SegmentChange",
     "build_agent_tree",
+    "build_agent_tree_wire",
     "render_hint",
 ]
 
@@ -374,25 +375,25 @@ class RunReducer:
         self._dirty_segs: list[tuple[_Agent, _Seg, int]] = []
         self._reset = True
         self._run_status_changed = False
-        self._handlers: dict[str, Callable[[Any], None]] = {
-            "run-start": self._on_run_start,
-            "run-finish": self._on_run_finish,
-            "text-delta": self._on_text_delta,
-            "reasoning-delta": self._on_reasoning_delta,
-            "text-block": self._on_text_block,
-            "reasoning-block": self._on_reasoning_block,
-            "tool-input-start": self._on_tool_input_start,
-            "tool-call": self._on_tool_call,
-            "tool-result": self._on_tool_result,
-            "tool-error": self._on_tool_error,
-            "tool-interrupted": self._on_tool_error,
-            "agent-spawned": self._on_agent_spawned,
-            "agent-completed": self._on_agent_completed,
-            "confirmation-request": self._on_confirmation,
-            "tasks-update": self._on_tasks_update,
-            "setup-items": self._on_setup_items,
-            "status": self._on_status,
-            "error": self._on_error,
+        #: event class -> fold (text and reasoning deltas are folded inline by ``apply``);
+        #: classes absent here (preferences, filesystem, title, unknown) do not touch the tree
+        self._handlers: dict[type[EventBase], Callable[[Any], None]] = {
+            RunStartEvent: self._on_run_start,
+            RunFinishEvent: self._on_run_finish,
+            TextBlockEvent: self._on_text_block,
+            ReasoningBlockEvent: self._on_reasoning_block,
+            ToolInputStartEvent: self._on_tool_input_start,
+            ToolCallEvent: self._on_tool_call,
+            ToolResultEvent: self._on_tool_result,
+            ToolErrorEvent: self._on_tool_error,
+            ToolInterruptedEvent: self._on_tool_error,
+            AgentSpawnedEvent: self._on_agent_spawned,
+            AgentCompletedEvent: self._on_agent_completed,
+            ConfirmationRequestEvent: self._on_confirmation,
+            TasksUpdateEvent: self._on_tasks_update,
+            SetupItemsEvent: self._on_setup_items,
+            StatusEvent: self._on_status,
+            ErrorEvent: self._on_error,
         }
 
     # ----------------------------------------------------------------- construction
@@ -683,33 +684,48 @@ class RunReducer:
         self.diagnostics.append(message)
 
     # ----------------------------------------------------------------- applying
-    def apply(self, event: Event | dict[str, Any] | str | bytes) -> None:
-        """Fold one event (a model, a wire dict or JSON text). Never raises: input that is
-        not an event, or an event that cannot apply, is recorded in ``diagnostics``."""
+    def apply(self, event: Event) -> None:
+        """Fold one event model. Never raises: an event that cannot apply (or something
+        that is not an event model) is recorded in ``diagnostics``. Stored or wire JSON
+        goes through ``apply_wire``."""
         try:
-            kind_of = type(event)
-            if kind_of is TextDeltaEvent or kind_of is ReasoningDeltaEvent:
+            if type(event) is TextDeltaEvent:
                 # the bulk of every stream, already validated: straight to the fold
-                self._delta(
-                    kind_of is TextDeltaEvent,
-                    event.agent_id,  # type: ignore[union-attr]
-                    event.payload.text,  # type: ignore[union-attr]
-                    event.response_id or None,  # type: ignore[union-attr]
-                )
+                self._delta(True, event.agent_id, event.payload.text, event.response_id or None)
                 return
-            if kind_of is dict:
-                kind = event.get("type")
+            if type(event) is ReasoningDeltaEvent:
+                self._delta(False, event.agent_id, event.payload.text, event.response_id or None)
+                return
+            handler = self._handlers.get(type(event))
+            if handler is not None:
+                handler(event)
+            elif not isinstance(event, EventBase):
+                self._diag(f"not an event model: {type(event).__name__} (wire data goes through apply_wire)")
+        except Exception as exc:  # noqa: BLE001 - the reducer must never raise
+            self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
+
+    def apply_wire(self, data: WireEvent) -> None:
+        """Fold one event in stored/wire form: a decoded JSON object or its JSON text.
+
+        The one entry point for untyped input. Text deltas, reasoning deltas and status
+        events given as well-formed dicts (the bulk of every stored stream) are folded
+        without building a model; everything else is parsed with ``parse_event`` first.
+        Never raises: input that is not an event is recorded in ``diagnostics``.
+        """
+        try:
+            if type(data) is dict:
+                kind = data.get("type")
                 if kind == "text-delta" or kind == "reasoning-delta" or kind == "status":
-                    payload = event.get("payload")
-                    agent_id = event.get("agentId")
-                    rid = event.get("responseId")
+                    payload = data.get("payload")
+                    agent_id = data.get("agentId")
+                    rid = data.get("responseId")
                     if (
                         type(payload) is dict
                         and type(agent_id) is str
                         and (rid is None or type(rid) is str)
-                        and type(event.get("runId", "")) is str
-                        and _ts_ok(event.get("ts"))
-                        and _user_ok(event.get("userId"))
+                        and type(data.get("runId", "")) is str
+                        and _ts_ok(data.get("ts"))
+                        and _user_ok(data.get("userId"))
                     ):
                         if kind == "status":
                             message = payload.get("message", "")
@@ -721,22 +737,23 @@ class RunReducer:
                             if type(text) is str:
                                 self._delta(kind == "text-delta", agent_id, text, rid or None)
                                 return
-                event = parse_event(event)
-            elif isinstance(event, (str, bytes, bytearray)):
-                event = parse_event(event)
-            elif not isinstance(event, BaseModel) or not isinstance(getattr(event, "type", None), str):
-                event = parse_event(event)
-            handler = self._handlers.get(event.type)
-            if handler is not None:
-                handler(event)
+            event = parse_event(data)
         except EventParseError as exc:
             self._diag(str(exc))
+            return
         except Exception as exc:  # noqa: BLE001 - the reducer must never raise
             self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
+            return
+        self.apply(event)
 
-    def apply_all(self, events: Iterable[Event | dict[str, Any] | str | bytes]) -> RunReducer:
+    def apply_all(self, events: Iterable[Event]) -> RunReducer:
         for event in events:
             self.apply(event)
+        return self
+
+    def apply_all_wire(self, items: Iterable[WireEvent]) -> RunReducer:
+        for item in items:
+            self.apply_wire(item)
         return self
 
     # ----------------------------------------------------------------- text
@@ -763,12 +780,6 @@ class RunReducer:
         if not agent.dirty:
             agent.dirty = True
             self._dirty_agents.append(agent)
-
-    def _on_text_delta(self, event: TextDeltaEvent) -> None:
-        self._delta(True, event.agent_id, event.payload.text, event.response_id or None)
-
-    def _on_reasoning_delta(self, event: ReasoningDeltaEvent) -> None:
-        self._delta(False, event.agent_id, event.payload.text, event.response_id or None)
 
     def _on_text_block(self, event: TextBlockEvent) -> None:
         self._block("text", event.agent_id, event.payload.text, event.response_id or None)
@@ -1115,9 +1126,14 @@ def _entry_dict(entry: _Entry) -> dict[str, Any]:
     return out
 
 
-def build_agent_tree(events: Iterable[Event | dict[str, Any] | str | bytes]) -> AgentNode:
+def build_agent_tree(events: Iterable[Event]) -> AgentNode:
     """Fold ``events`` from scratch (n8n's ``buildAgentTreeFromEvents``)."""
     return RunReducer().apply_all(events).tree()
+
+
+def build_agent_tree_wire(items: Iterable[WireEvent]) -> AgentNode:
+    """``build_agent_tree`` of stored/wire events (dicts or JSON text)."""
+    return RunReducer().apply_all_wire(items).tree()
 
 
 def tree_json(tree: AgentNode) -> str:

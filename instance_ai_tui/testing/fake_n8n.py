@@ -865,7 +865,7 @@ class FakeN8n:
 
         wanted = set(run_ids)
         events = [json.loads(json.dumps(event)) for _seq, event in thread.log if event.get("runId") in wanted]
-        return json.loads(json.dumps(RunReducer().apply_all(events).tree_dict()))
+        return json.loads(json.dumps(RunReducer().apply_all_wire(events).tree_dict()))
 
     def _bootstrap(self, thread: _Thread, cursor: int) -> list[str]:
         frames = [self._frame(seq, event) for seq, event in thread.log if seq > cursor]

@@ -36,6 +36,18 @@ def props(examples: int) -> settings:
 def fold(stream: list[Any], reducer: RunReducer | None = None) -> RunReducer:
     reducer = reducer or RunReducer()
     for event in stream:
+        reducer.apply_wire(event)
+    return reducer
+
+
+def fold_models(stream: list[Any]) -> RunReducer:
+    """Parse what parses, then fold the models with the typed ``apply``."""
+    reducer = RunReducer()
+    for item in stream:
+        try:
+            event = parse_event(item)
+        except EventParseError:
+            continue
         reducer.apply(event)
     return reducer
 
@@ -67,10 +79,12 @@ def test_parser_reducer_and_conversation_never_raise(stream: list[Any]) -> None:
     reducer = fold(stream)
     tree = reducer.tree()  # always a valid tree
     assert tree.to_wire()["agentId"]
+    # the wire fast path and the typed path fold alike
+    assert fold_models(stream).tree_dict() == reducer.tree_dict()
     reducer.drain_changes()
     conversation = Conversation()
     for index, item in enumerate(stream):
-        conversation.apply(index if index % 3 else None, item)
+        conversation.apply_wire(index if index % 3 else None, item)
         if index % 5 == 0:
             conversation.drain_changes()
     conversation.pending_confirmations()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from instance_ai_tui import replay
-from instance_ai_tui.protocol.reducer import build_agent_tree
+from instance_ai_tui.protocol.reducer import build_agent_tree_wire
 
 RUN = "run_x"
 ROOT = f"orchestrator-{RUN}"
@@ -87,14 +87,14 @@ def test_replay_n8n_sse_json_is_the_agent_tree(tmp_path: Path, capsys: pytest.Ca
     assert code == 0
     tree = json.loads(out)
     events = [data for _, _, data in N8N_EVENTS if isinstance(data, dict)]
-    assert tree == build_agent_tree(events).to_wire()
+    assert tree == build_agent_tree_wire(events).to_wire()
     assert tree["agentId"] == ROOT and tree["textContent"] == "You have one workflow."
     assert tree["toolCalls"][0]["startedAt"] == "2023-11-14T22:13:20.100Z"
     assert tree["tasks"] == {"tasks": [{"id": "1", "description": "List", "status": "done"}, {"id": "2", "description": "Report", "status": "in_progress"}]}
 
 
 def test_replay_run_sync_frame_and_follow_up_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    snapshot = build_agent_tree(
+    snapshot = build_agent_tree_wire(
         [n8n("run-start", {"messageId": "m"}), n8n("text-block", {"text": "Plan approved. "}, responseId="p")]
     )
     sync = {"runId": RUN, "messageGroupId": "mg_1", "runIds": [RUN], "agentTree": snapshot.to_wire(), "status": "active", "backgroundTasks": []}

@@ -8,7 +8,7 @@ import pytest
 
 from instance_ai_tui.protocol.api import ThreadStatus
 from instance_ai_tui.protocol.events import EVENT_TYPES, UnknownEvent, parse_event
-from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree
+from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.protocol.sse import EventStreamDecoder
 from instance_ai_tui.protocol.text_render import render_text
 
@@ -67,7 +67,7 @@ def test_seed_tasks_example_normalises_and_writes_back_flat() -> None:
 def test_simple_query_listing_gives_the_drawn_tree(simple_listing: list[dict[str, Any]]) -> None:
     reducer = RunReducer()
     for event in simple_listing:
-        reducer.apply(event)
+        reducer.apply_wire(event)
     assert not reducer.diagnostics
     tree = reducer.tree()
     assert tree.agent_id == "a1" and tree.role == "orchestrator"
@@ -90,7 +90,7 @@ def test_simple_query_listing_gives_the_drawn_tree(simple_listing: list[dict[str
 
 
 def test_autonomous_loop_listing_gives_the_drawn_tree(autonomous_listing: list[dict[str, Any]]) -> None:
-    tree = build_agent_tree(autonomous_listing)
+    tree = build_agent_tree_wire(autonomous_listing)
     assert tree.agent_id == "a1" and tree.status == "completed"
     assert [c.tool_name for c in tree.tool_calls] == [
         "plan",
@@ -154,8 +154,8 @@ def test_autonomous_loop_listing_gives_the_drawn_tree(autonomous_listing: list[d
 
 
 def test_listing_without_tool_call_ids_gets_stable_synthetic_ids(autonomous_listing: list[dict[str, Any]]) -> None:
-    first = build_agent_tree(autonomous_listing)
-    second = build_agent_tree(autonomous_listing)
+    first = build_agent_tree_wire(autonomous_listing)
+    second = build_agent_tree_wire(autonomous_listing)
     ids = [c.tool_call_id for c in first.tool_calls]
     assert ids == [c.tool_call_id for c in second.tool_calls]
     assert len(set(ids)) == len(ids)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from instance_ai_tui.protocol.reducer import build_agent_tree
+from instance_ai_tui.protocol.reducer import build_agent_tree_wire
 from instance_ai_tui.protocol.text_render import render_rich, render_text, summarize_result
 
 from .conftest import ev
@@ -13,7 +13,7 @@ ROOT = "orchestrator-r1"
 
 
 def test_pending_confirmation_status_error_and_multiline_text() -> None:
-    tree = build_agent_tree(
+    tree = build_agent_tree_wire(
         [
             ev("run-start", ROOT, {"messageId": "m"}),
             ev("text-delta", ROOT, {"text": "Line one\nLine two"}),

@@ -158,7 +158,7 @@ async def test_deny_questions_and_kind_bodies(http: httpx.AsyncClient) -> None:
     rest = await frames(http, "ask", stop=finish_of(run_id), params={"lastEventId": str(got[-1][0])})
     conversation = Conversation("ask")
     for event_id, event in got + rest:
-        conversation.apply(event_id, event)
+        conversation.apply_wire(event_id, event)
     assert "Telegram" in conversation.message_for_run(run_id).content
 
 

@@ -66,7 +66,7 @@ def test_agent_info_reads_own_fields_only() -> None:
         ev("status", "a2", message="Looking…"),
         ev("agent-completed", "a2", role="builder", result="Built wf-1"),
     ]:
-        reducer.apply(event)
+        reducer.apply_wire(event)
     child = agent_info(reducer, "a2")
     assert child is not None and child.label == "Workflow builder" and child.status == "completed"
     assert child.result == "Built wf-1"
