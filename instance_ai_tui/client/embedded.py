@@ -102,6 +102,11 @@ class EmbeddedClient(Client):
         with _translated():
             return await self.service.list_threads()
 
+    async def search_threads(self, query: str) -> list[ThreadInfo]:
+        """Full text: titles and what the user and the assistant wrote (the store's index)."""
+        with _translated():
+            return await self.service.list_threads(search=query)
+
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
         with _translated():
             return await self.service.create_thread(thread_id, title)

@@ -192,6 +192,11 @@ class RemoteClient(Client):
         data = await self._request("GET", "/threads", what="list threads")
         return self._parse(ThreadList, data, "list threads").threads
 
+    async def search_threads(self, query: str) -> list[ThreadInfo]:
+        """Full text on the server (``GET threads?search=``: titles and message text)."""
+        data = await self._request("GET", "/threads", params={"search": query}, what="search threads")
+        return self._parse(ThreadList, data, "search threads").threads
+
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
         body = CreateThreadRequest(thread_id=thread_id, title=title or None).to_wire()
         data = await self._request("POST", "/threads", json=body, what="create thread")

@@ -22,6 +22,8 @@ batches, so a long log is never loaded whole.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
@@ -198,17 +200,29 @@ class RedisStore:
             pipe.hgetall(self.key("thread", thread_id))
         rows = await pipe.execute()
         needle = search.casefold() if search else None
+        words = _search_words(search) if search else []
         out: list[ThreadRecord] = []
         for thread_id, data in zip(ids, rows):
             if not data or "updated_at" not in data:
                 continue
             record = self._thread_from(thread_id, data)
             if needle and needle not in record.title.casefold():
-                continue
+                # as SQLite's full-text index: every word, as a word prefix, in one message
+                if not words or not await self._messages_match(thread_id, words):
+                    continue
             out.append(record)
             if limit is not None and len(out) >= limit:
                 break
         return out
+
+    async def _messages_match(self, thread_id: str, words: list[str]) -> bool:
+        for row in await self._r.hvals(self.key("msgs", thread_id)):
+            message = MessageRecord.model_validate_json(row)
+            if message.role in ("user", "assistant") and isinstance(message.content, str):
+                found = set(re.findall(r"\w+", _fold(message.content)))
+                if all(any(token.startswith(word) for token in found) for word in words):
+                    return True
+        return False
 
     async def update_thread(
         self, thread_id: str, title: str | None = None, metadata: dict[str, Any] | None = None
@@ -411,3 +425,13 @@ class RedisStore:
 
     async def set_setting(self, scope: str, key: str, value: Any) -> None:
         await self._r.hset(self.key("settings", scope), key, json.dumps(value))
+
+
+def _fold(text: str) -> str:
+    """Case and diacritics folded, as SQLite's ``unicode61 remove_diacritics 2`` tokenizer."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _search_words(search: str) -> list[str]:
+    return re.findall(r"\w+", _fold(search))

@@ -32,6 +32,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sqlite3
 from collections import deque
 from dataclasses import dataclass
@@ -126,6 +127,13 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     """
     result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
     return result
+
+
+def fts_query(search: str) -> str:
+    """An FTS5 query from what a user typed: every word must occur, each as a word prefix.
+    Words are quoted, so no character of the input can be read as FTS5 syntax."""
+    words = [w for w in re.findall(r"\w+", search)]
+    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
 
 
 def _check_thread_id(thread_id: str) -> None:
@@ -458,12 +466,18 @@ class SqliteStore:
         return thread_record(rows[0]) if rows else None
 
     async def list_threads(self, search: str | None = None, limit: int | None = None) -> list[ThreadRecord]:
-        """Threads, most recently updated first; ``search`` matches titles, ignoring case."""
+        """Threads, most recently updated first. ``search`` matches the title (a substring,
+        ignoring case) or the text of the thread's messages (every word, as a word prefix,
+        in one message of the user or the assistant; full-text index ``message_text``)."""
         sql = f"SELECT {THREAD_COLUMNS} FROM threads"
         params: list[Any] = []
         if search:
             sql += " WHERE instr(casefold(title), ?) > 0"
             params.append(search.casefold())
+            match = fts_query(search)
+            if match:
+                sql += " OR id IN (SELECT thread_id FROM message_text WHERE message_text MATCH ?)"
+                params.append(match)
         sql += " ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         params.append(-1 if limit is None else max(0, limit))
         return [thread_record(row) for row in await self._read(sql, params)]

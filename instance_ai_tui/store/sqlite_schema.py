@@ -90,6 +90,36 @@ MIGRATIONS: list[Sequence[str]] = [
             UNIQUE (thread_id, run_id)
         )""",
     ),
+    # 3: full-text search over what the user and the assistant wrote (thread search finds
+    # "slack" in a thread titled "Weather alerts"). Kept in step with ``messages`` by triggers;
+    # the FTS row id is the message's rowid, so updates and deletes are O(1).
+    (
+        """CREATE VIRTUAL TABLE message_text USING fts5(
+            text, thread_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+        )""",
+        """CREATE TRIGGER message_text_insert AFTER INSERT ON messages
+            WHEN new.role IN ('user', 'assistant') AND json_valid(new.content)
+                AND json_type(new.content) = 'text'
+            BEGIN
+                INSERT INTO message_text (rowid, text, thread_id)
+                VALUES (new.rowid, json_extract(new.content, '$'), new.thread_id);
+            END""",
+        """CREATE TRIGGER message_text_update AFTER UPDATE OF role, content ON messages
+            BEGIN
+                DELETE FROM message_text WHERE rowid = old.rowid;
+                INSERT INTO message_text (rowid, text, thread_id)
+                SELECT new.rowid, json_extract(new.content, '$'), new.thread_id
+                WHERE new.role IN ('user', 'assistant') AND json_valid(new.content)
+                    AND json_type(new.content) = 'text';
+            END""",
+        """CREATE TRIGGER message_text_delete AFTER DELETE ON messages
+            BEGIN
+                DELETE FROM message_text WHERE rowid = old.rowid;
+            END""",
+        """INSERT INTO message_text (rowid, text, thread_id)
+            SELECT rowid, json_extract(content, '$'), thread_id FROM messages
+            WHERE role IN ('user', 'assistant') AND json_valid(content) AND json_type(content) = 'text'""",
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1095,6 +1095,23 @@ class InstanceAiApp(App[None]):
         else:
             self.prompt.focus()
 
+    @on(ThreadList.SearchRequested)
+    def _thread_search(self, event: ThreadList.SearchRequested) -> None:
+        event.stop()
+        self._search_threads(event.text)
+
+    @work(group="thread-search", exclusive=True, exit_on_error=False)
+    async def _search_threads(self, text: str) -> None:
+        """Full-text thread search through the client, 150 ms after the last key."""
+        await asyncio.sleep(0.15)
+        try:
+            found = await self.client.search_threads(text)
+        except ClientError as exc:
+            self.thread_list.set_content_matches(text, ())
+            self.notify(f"Searching messages failed: {exc}; titles only.", severity="warning", timeout=4)
+            return
+        self.thread_list.set_content_matches(text, [thread.id for thread in found])
+
     @on(ThreadList.NewRequested)
     def _thread_new(self, event: ThreadList.NewRequested) -> None:
         event.stop()

@@ -22,7 +22,8 @@ Data (call these from the app; none of them does I/O):
 - ``remove_thread(thread_id, source=None) -> bool``: after a successful delete.
 - ``active_thread_id`` (reactive ``str | None``): the open thread, marked ▸ and bold.
 - ``filter_text`` / ``set_filter(text)``: the search (every word must occur in the title or id,
-  case-insensitive). ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
+  case-insensitive; and threads whose messages match, from ``set_content_matches(query, ids)``,
+  the app's answer to ``SearchRequested``). ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
   ``focus_list()``, ``thread(thread_id) -> ThreadInfo | None``.
 
 Messages (``control`` is the ``ThreadList``):
@@ -235,6 +236,18 @@ class ThreadList(Vertical):
         def control(self) -> ThreadList:
             return self.thread_list
 
+    class SearchRequested(Message):
+        """The search text changed: the app may search message text (``set_content_matches``)."""
+
+        def __init__(self, thread_list: ThreadList, text: str) -> None:
+            super().__init__()
+            self.thread_list = thread_list
+            self.text = text
+
+        @property
+        def control(self) -> ThreadList:
+            return self.thread_list
+
     class NewRequested(Message):
         def __init__(self, thread_list: ThreadList) -> None:
             super().__init__()
@@ -280,6 +293,9 @@ class ThreadList(Vertical):
         self._sections: dict[str, _Section] = {LOCAL: _Section(LOCAL, None, False)}
         self._targets: dict[str, tuple[str, str]] = {}  # option id -> (source, thread id)
         self._filter = ""
+        #: threads whose messages match the search ``_content_query`` (full text, from the client)
+        self._content_query = ""
+        self._content_ids: set[str] = set()
         self._ready = False  # children composed and mounted
         for thread in threads:
             self._sections[LOCAL].threads[thread.id] = thread
@@ -370,11 +386,26 @@ class ThreadList(Vertical):
         self._rebuild(highlight_first=True)
 
     def _matches(self, thread: ThreadInfo) -> bool:
+        return self._title_matches(thread) or self._content_matches(thread)
+
+    def _title_matches(self, thread: ThreadInfo) -> bool:
         words = self._filter.lower().split()
         if not words:
             return True
         haystack = f"{thread.title.lower()} {thread.id.lower()}"
         return all(word in haystack for word in words)
+
+    def _content_matches(self, thread: ThreadInfo) -> bool:
+        return bool(self._filter.strip()) and self._content_query == self._filter and thread.id in self._content_ids
+
+    def set_content_matches(self, query: str, thread_ids: Iterable[str]) -> None:
+        """Threads whose messages match ``query`` (an answer to ``SearchRequested``); ignored
+        when the search has changed since. They are listed with an "in messages" mark."""
+        if query != self._filter:
+            return
+        self._content_query = query
+        self._content_ids = set(thread_ids)
+        self._rebuild()
 
     def visible_thread_ids(self) -> list[str]:
         return [thread_id for _source, thread_id in self._targets.values()]
@@ -402,6 +433,8 @@ class ThreadList(Vertical):
         title.append(_title_of(thread), style="bold" if active else "")
         if section.read_only:
             title.append(f" {GLYPH_READ_ONLY}", style="dim")
+        if self._filter.strip() and not self._title_matches(thread):
+            title.append(" · in messages", style="dim italic")
         grid = Table.grid(expand=True, padding=(0, 0, 0, 1))
         grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         grid.add_column(justify="right", no_wrap=True, style="dim")
@@ -456,6 +489,8 @@ class ThreadList(Vertical):
         event.stop()
         self._filter = event.value
         self._rebuild(highlight_first=True)
+        if event.value.strip():
+            self.post_message(self.SearchRequested(self, event.value))
 
     @on(Input.Submitted, "#thread-search")
     def _on_search_submitted(self, event: Input.Submitted) -> None:

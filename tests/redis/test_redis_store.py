@@ -128,3 +128,24 @@ async def test_runs_snapshots_settings(store: RedisStore) -> None:
     assert await store.get_setting("thread:t", "always") is None
     await store.set_setting("thread:t", "always", ["write-file"])
     assert await store.get_setting("thread:t", "always") == ["write-file"]
+
+
+async def test_search_finds_message_text_as_sqlite_does(store: RedisStore) -> None:
+    """The same search semantics as SqliteStore's full-text index (tests/store/test_sqlite_search.py)."""
+    await store.create_thread("weather", "Morning report")
+    await store.create_thread("backup", "Nightly backup")
+    await store.create_thread("other", "Something else")
+
+    def msg(id: str, thread: str, content: str, role: str = "user") -> MessageRecord:
+        return MessageRecord(id=id, thread_id=thread, role=role, content=content, created_at=now())
+
+    await store.upsert_messages("weather", [msg("u1", "weather", "Send the forecast to our Slack channel"),
+                                            msg("a1", "weather", "Done: the Slack node posts at 7:00.", "assistant")])
+    await store.upsert_messages("backup", [msg("u2", "backup", "Back up Postgres every night, Ünïcode Straße")])
+    await store.upsert_messages("other", [msg("t2", "other", "slack mentioned only by a tool", "tool")])
+    assert [t.id for t in await store.list_threads(search="slack")] == ["weather"]
+    assert [t.id for t in await store.list_threads(search="SLA")] == ["weather"]
+    assert [t.id for t in await store.list_threads(search="slack posts")] == ["weather"]
+    assert await store.list_threads(search="slack postgres") == []
+    assert [t.id for t in await store.list_threads(search="unicode")] == ["backup"]
+    assert [t.id for t in await store.list_threads(search="nightly")] == ["backup"]

@@ -94,7 +94,7 @@ async def test_old_database_is_upgraded_and_keeps_its_data(db_path: Path) -> Non
         now = datetime.now(timezone.utc)
         saved = await store.save_checkpoint(CheckpointRecord(run_id="r0", thread_id="t1", created_at=now, updated_at=now))
         assert saved.version == 1
-    assert await raw_sql(db_path, lambda db: db.execute("SELECT version FROM schema_version").fetchone()[0]) == 2
+    assert await raw_sql(db_path, lambda db: db.execute("SELECT version FROM schema_version").fetchone()[0]) == SCHEMA_VERSION
 
 
 async def test_failed_migration_leaves_the_file_as_it_was(db_path: Path) -> None:
