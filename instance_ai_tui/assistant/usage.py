@@ -72,7 +72,8 @@ async def add_run_to_thread(store: Store, thread_id: str, run_id: str, usage: Us
     if thread is None:
         return None
     metadata = dict(thread.metadata or {})
-    current = metadata.get(USAGE_KEY) if isinstance(metadata.get(USAGE_KEY), dict) else {}
+    stored = metadata.get(USAGE_KEY)
+    current: dict[str, Any] = stored if isinstance(stored, dict) else {}
     if current.get("lastRunId") == run_id:
         return current
     total = usage_from_wire(current) + usage

@@ -290,7 +290,9 @@ class N8nClient(Client):
         tid = _thread_uuid(thread_id)
         try:
             data = await self._ai("GET", f"/threads/{tid}/messages", params={"limit": str(HISTORY_LIMIT)})
-        except NotFoundError:
+        except NotFoundError as exc:
+            if isinstance(exc, ModuleNotReadyError):
+                raise  # n8n's HTML 404 (booting, or no module): not an empty thread
             return ThreadMessages(thread_id=tid)  # a thread not created yet has no history
         self._known_threads.add(tid)
         return _model(ThreadMessages, data, "thread history")
@@ -307,18 +309,27 @@ class N8nClient(Client):
         await self.open()
         cursor = after
         relogged = False
+        worked = False
         url = f"{self.base_url}/rest/instance-ai/events/{tid}"
+
+        def on_state(state: ConnectionState, detail: str) -> None:
+            nonlocal worked
+            worked = worked or state == ConnectionState.CONNECTED
+            self._set_state(state, detail)
+
         while True:
             stream = reconnecting_sse(
                 self._http,
                 url,
                 headers=self._session.headers(),
                 last_event_id=cursor,
-                set_state=self._set_state,
+                set_state=on_state,
                 initial_backoff=self._initial_backoff,
                 max_backoff=self._max_backoff,
                 keepalive_timeout=self._keepalive_timeout,
                 max_attempts=self._max_attempts,
+                resumed=worked,
+                is_gone=lambda: self.thread_gone(tid),
             )
             try:
                 async for frame in stream:
@@ -339,6 +350,25 @@ class N8nClient(Client):
             finally:
                 await stream.aclose()
             return
+
+    async def thread_gone(self, thread_id: str) -> bool:
+        """Whether n8n proves ``thread_id`` is gone: a thread this client created or read
+        answers ``GET /threads/:id`` with n8n's JSON 404. While n8n boots, its routes answer
+        HTML (or nothing): that proves nothing. A thread never created here is never "gone"
+        (n8n lets a client subscribe before the first message)."""
+        tid = _thread_uuid(thread_id)
+        if tid not in self._known_threads:
+            return False
+        try:
+            response = await self._http.get(
+                f"{self.base_url}/rest/instance-ai/threads/{tid}", headers=self._session.headers()
+            )
+        except httpx.HTTPError:
+            return False
+        if response.status_code != 404 or "json" not in response.headers.get("content-type", ""):
+            return False
+        self._known_threads.discard(tid)
+        return True
 
     def _item(self, frame: SseFrame) -> StreamItem | None:
         if frame.event == "run-sync":
@@ -368,6 +398,14 @@ class N8nClient(Client):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+class ModuleNotReadyError(NotFoundError):
+    """n8n answered an Instance AI route with its HTML 404: the module is not loaded (yet).
+
+    While n8n restarts its HTTP server answers before the module is ready (about 6.5 s of
+    HTML 404s), so this is not a proof that a thread does not exist."""
+
 
 
 def _thread_uuid(thread_id: str) -> str:
@@ -409,7 +447,7 @@ def _error_for(response: httpx.Response, method: str, path: str) -> ClientError:
         return AuthError(f"n8n refused {where}: {message or 'forbidden'}", status)
     if status == 404:
         if not is_json and path.startswith("/rest/instance-ai"):
-            return NotFoundError(
+            return ModuleNotReadyError(
                 f"{where}: not found; does this n8n have Instance AI (n8n 2.35 or newer, module enabled)?", status
             )
         return NotFoundError(message or f"{where}: not found", status)

@@ -233,6 +233,24 @@ class RemoteClient(Client):
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
         return self._parse(ThreadStatus, data, "status")
 
+    async def thread_gone(self, thread_id: str) -> bool:
+        """Whether the server proves ``thread_id`` is gone: its status route answers our JSON
+        404. A server that is restarting (connection refused, 5xx, an HTML 404) proves nothing."""
+        try:
+            response = await self._client().get(
+                f"{self._api}/threads/{self._quote(thread_id)}/status", headers=self._headers
+            )
+        except httpx.HTTPError:
+            return False
+        if response.status_code != 404:
+            return False
+        try:
+            body = response.json()
+        except ValueError:
+            return False
+        message = str(body.get("message", "")).lower() if isinstance(body, dict) else ""
+        return message.startswith("thread") and message.endswith("not found")
+
     # ----------------------------------------------------------------- events
     def frame_item(self, frame: SseFrame) -> StreamItem | None:
         """The stream item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
@@ -256,6 +274,7 @@ class RemoteClient(Client):
             headers=self._headers,
             last_event_id=after,
             set_state=self._set_state,
+            is_gone=lambda: self.thread_gone(thread_id),
             **self._sse_options,
         )
         try:

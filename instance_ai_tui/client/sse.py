@@ -15,18 +15,25 @@ What it does, so that callers only see a clean stream of frames:
   (unlike a browser's ``lastEventId``, it does not carry over to later frames).
 * **Reconnect.** A dropped connection, a stream the server ends, a network error, a 5xx, 408 or
   429 answer all lead to a new attempt after an exponential backoff with jitter
-  (``initial_backoff * 2**n``, capped at ``max_backoff``, each delay drawn from its upper half;
-  a server's ``retry:`` field replaces ``initial_backoff``). ``max_attempts`` consecutive failed
-  attempts (default: unlimited) end the stream with ``SseGaveUp``.
+  (``initial_backoff * 2**n``, capped at ``max_backoff`` and never more than ``MAX_BACKOFF_CAP``
+  = 30 s, each delay drawn from its upper half; a server's ``retry:`` field replaces
+  ``initial_backoff``). ``max_attempts`` consecutive failed attempts (default: unlimited, i.e.
+  for as long as the caller keeps reading) end the stream with ``SseGaveUp``.
+* **A server that restarts.** Once a stream has worked (``resumed=True`` says it worked in an
+  earlier call), a 404, any other 4xx except 400/401/403, and a 200 that is not an event stream
+  (n8n answers its events route with its HTML page, then ``404 text/html`` for several seconds
+  while its Instance AI module boots) are retried like a dropped connection, unless ``is_gone()``
+  (the caller's check of the thread's status or history route) says the thread really is gone.
 * **Keep-alive timeout.** If no byte (not even a ``: ping`` comment) arrives for
   ``keepalive_timeout`` seconds, the connection is considered dead and is replaced.
-* **Fatal answers.** Any other 4xx (e.g. 400 bad cursor, 401/403 auth, 404 unknown thread), or a
-  200 that is not ``text/event-stream``, raises ``SseStatusError`` carrying the status and body
-  text, and is not retried: the caller maps it to a user-facing error.
+* **Fatal answers.** 400 (bad cursor), 401/403 (auth), and before the stream ever worked any
+  other 4xx or a 200 that is not ``text/event-stream``, raise ``SseStatusError`` carrying the
+  status and body text, and are not retried: the caller maps it to a user-facing error.
 * **Connection state.** ``set_state(state, detail)`` is called with ``ConnectionState``
   values: ``CONNECTING`` before the first attempt, ``CONNECTED`` once a stream is open,
-  ``RECONNECTING`` with detail ``"attempt N"`` while retrying, and ``OFFLINE`` with the reason
-  when giving up or on a fatal answer.
+  ``RECONNECTING`` with detail ``"(attempt N, next try in Ns)"`` while retrying (and
+  ``"(attempt N)"`` while that attempt runs), and ``OFFLINE`` with the reason when giving up or
+  on a fatal answer.
 
 Frames are parsed by ``protocol.sse.SSEParser`` (WHATWG event-stream rules); an unterminated
 frame at the end of a connection is discarded, its event comes again after the reconnect.
@@ -37,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import AsyncGenerator, Callable, Mapping
+from typing import AsyncGenerator, Awaitable, Callable, Mapping
 
 import httpx
 
@@ -46,8 +53,14 @@ from .base import ConnectionState
 
 StateSetter = Callable[[ConnectionState, str], None]
 
-#: statuses that are worth retrying (everything else below 500 is final)
+#: statuses that are worth retrying (everything else below 500 is final until a stream worked)
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+#: statuses that stay final even after a stream worked: a bad cursor, refused credentials
+FINAL_STATUSES = frozenset({400, 401, 403})
+#: the longest wait between two attempts, whatever the caller asks for
+MAX_BACKOFF_CAP = 30.0
+
+GoneCheck = Callable[[], Awaitable[bool]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +92,11 @@ def backoff_delay(attempt: int, initial: float, maximum: float, rng: random.Rand
     return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
 
 
+def format_wait(seconds: float) -> str:
+    """``0.4s``, ``3s``, ``30s``: short enough for a status line."""
+    return f"{seconds:.1f}s" if seconds < 1 else f"{round(seconds)}s"
+
+
 def _noop_state(state: ConnectionState, detail: str) -> None:
     return None
 
@@ -96,6 +114,8 @@ async def reconnecting_sse(
     keepalive_timeout: float = 45.0,
     connect_timeout: float = 10.0,
     max_attempts: int | None = None,
+    resumed: bool = False,
+    is_gone: GoneCheck | None = None,
 ) -> AsyncGenerator[SseFrame, None]:
     """Frames of the SSE stream at ``url``, reconnecting for ever (see the module docstring).
 
@@ -105,7 +125,8 @@ async def reconnecting_sse(
     notify = set_state or _noop_state
     cursor = last_event_id
     failures = 0
-    ever_connected = False
+    ever_connected = resumed
+    max_backoff = min(max_backoff, MAX_BACKOFF_CAP)
     server_retry: float | None = None
     timeout = httpx.Timeout(connect=connect_timeout, read=keepalive_timeout, write=connect_timeout, pool=connect_timeout)
     notify(ConnectionState.CONNECTING, "")
@@ -121,32 +142,39 @@ async def reconnecting_sse(
                     body = (await response.aread()).decode("utf-8", "replace")
                     if status >= 500 or status in RETRYABLE_STATUSES:
                         reason = f"HTTP {status}"
+                    elif ever_connected and status not in FINAL_STATUSES and not (
+                        status == 404 and is_gone is not None and await _gone(is_gone)
+                    ):
+                        reason = f"HTTP {status}"  # a restarting server: its routes come back
                     else:
                         notify(ConnectionState.OFFLINE, f"HTTP {status}")
                         raise SseStatusError(status, body)
                 else:
                     content_type = response.headers.get("content-type", "")
                     if "text/event-stream" not in content_type:
-                        notify(ConnectionState.OFFLINE, "not an event stream")
-                        raise SseStatusError(
-                            status, "", f"expected an event stream from {url}, got content type {content_type!r}"
-                        )
-                    failures = 0
-                    ever_connected = True
-                    notify(ConnectionState.CONNECTED, "")
-                    parser = SSEParser()
-                    async for chunk in response.aiter_bytes():
-                        for parsed in parser.feed(chunk):
-                            event_id = frame_id(parsed.id)
-                            if event_id is not None:
-                                if cursor is not None and event_id <= cursor:
-                                    continue
-                                cursor = event_id
-                            event = "" if parsed.event == "message" else parsed.event
-                            yield SseFrame(data=parsed.data, event=event, id=event_id, raw_id=parsed.id)
-                        if parser.retry is not None:
-                            server_retry = parser.retry / 1000
-                    reason = "stream ended"
+                        if not ever_connected:
+                            notify(ConnectionState.OFFLINE, "not an event stream")
+                            raise SseStatusError(
+                                status, "", f"expected an event stream from {url}, got content type {content_type!r}"
+                            )
+                        reason = "not an event stream yet"  # e.g. n8n's HTML page while it boots
+                    else:
+                        failures = 0
+                        ever_connected = True
+                        notify(ConnectionState.CONNECTED, "")
+                        parser = SSEParser()
+                        async for chunk in response.aiter_bytes():
+                            for parsed in parser.feed(chunk):
+                                event_id = frame_id(parsed.id)
+                                if event_id is not None:
+                                    if cursor is not None and event_id <= cursor:
+                                        continue
+                                    cursor = event_id
+                                event = "" if parsed.event == "message" else parsed.event
+                                yield SseFrame(data=parsed.data, event=event, id=event_id, raw_id=parsed.id)
+                            if parser.retry is not None:
+                                server_retry = parser.retry / 1000
+                        reason = "stream ended"
         except httpx.TimeoutException:
             reason = "keep-alive timeout" if ever_connected else "connect timeout"
         except (httpx.TransportError, httpx.DecodingError) as exc:
@@ -155,5 +183,15 @@ async def reconnecting_sse(
         if max_attempts is not None and failures > max_attempts:
             notify(ConnectionState.OFFLINE, reason)
             raise SseGaveUp(f"cannot reach {url} after {max_attempts} attempts ({reason})")
-        notify(ConnectionState.RECONNECTING, f"attempt {failures}")
-        await asyncio.sleep(backoff_delay(failures, server_retry or initial_backoff, max_backoff))
+        delay = backoff_delay(failures, server_retry or initial_backoff, max_backoff)
+        notify(ConnectionState.RECONNECTING, f"(attempt {failures}, next try in {format_wait(delay)})")
+        await asyncio.sleep(delay)
+        notify(ConnectionState.RECONNECTING, f"(attempt {failures})")
+
+
+async def _gone(is_gone: GoneCheck) -> bool:
+    """The caller's proof that the thread is gone; a check that fails proves nothing."""
+    try:
+        return bool(await is_gone())
+    except Exception:  # noqa: BLE001 - any failure of the check means "not proven gone"
+        return False

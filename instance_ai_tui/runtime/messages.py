@@ -187,7 +187,7 @@ class MessageList:
         elif m.role == "tool":
             if m.tool_call_id in self._open_calls:
                 self._open_calls.discard(m.tool_call_id)
-                self._answered.add(m.tool_call_id)  # type: ignore[arg-type]
+                self._answered.add(m.tool_call_id)
             else:
                 self._dirty = True
         if not self._dirty:

@@ -192,7 +192,7 @@ class InstanceAIApi:
 
     @staticmethod
     def _ok(model: BaseModel | dict[str, Any], status: int = 200) -> JSONResponse:
-        payload = model.to_wire() if hasattr(model, "to_wire") else model  # type: ignore[union-attr]
+        payload = model.to_wire() if hasattr(model, "to_wire") else model
         return JSONResponse(payload, status_code=status)
 
     async def _thread(self, request: Request) -> str:

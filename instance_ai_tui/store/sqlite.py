@@ -125,7 +125,7 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     one trip per statement halves the latency of a commit. It is not public aiosqlite API, so
     ``tests/store`` pins it.
     """
-    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    result: T = await conn._execute(lambda: fn(conn._conn))
     return result
 
 

@@ -357,6 +357,8 @@ class FakeN8n:
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
         self.port = 0
+        #: answers requests itself while it returns True (``testing.n8n_boot``: n8n's boot window)
+        self.boot_gate: Callable[[dict[str, Any], Any, Any], Awaitable[bool]] | None = None
         routes = [
             Route("/rest/login", self._login, methods=["POST"]),
             Route("/rest/settings", self._settings, methods=["GET"]),
@@ -390,6 +392,8 @@ class FakeN8n:
             self.requests.append(
                 RecordedRequest(scope["method"], scope["path"], headers, scope.get("query_string", b"").decode())
             )
+            if self.boot_gate is not None and await self.boot_gate(scope, receive, send):
+                return
         await self._app(scope, receive, send)
 
     async def start(self, port: int = 0) -> str:

@@ -465,7 +465,7 @@ class MockOpenAIServer:
         config = uvicorn.Config(self.app(), log_level="warning", lifespan="off", access_log=False,
                                 timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._server.install_signal_handlers = lambda: None
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         async with asyncio.timeout(10):
             while not self._server.started:

@@ -13,6 +13,8 @@ back down) re-anchors.
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -104,7 +106,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         #: no automatic "load older" before this time (right after a load or a jump)
         self._quiet_until = 0.0
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield self.older
         yield self.placeholder
 

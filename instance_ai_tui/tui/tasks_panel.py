@@ -6,6 +6,8 @@ a status glyph *and* word per task so no state is told by colour alone.
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+
 from textual.content import Content
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -72,7 +74,7 @@ The agent's plan for the current thread, updated live. Glyphs: ✓ done, ◐ in 
         self.title_line = Static("Tasks", id="tasks-title", markup=False)
         self.body = Static(render_tasks(None), id="tasks-body", markup=False)
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield self.title_line
         yield self.body
 

@@ -12,6 +12,8 @@ approval; collapsed while running (the header shows the arguments) and once it s
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+
 import json
 from datetime import datetime
 from typing import Any
@@ -142,7 +144,7 @@ class ToolCallCard(Vertical, can_focus=True):
         self.body: Static | None = None
         self._started = False
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield self.header
 
     def on_mount(self) -> None:

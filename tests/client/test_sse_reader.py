@@ -53,7 +53,7 @@ async def test_resume_with_last_event_id_and_drop_repeats() -> None:
     sent = [r.headers.get("last-event-id") for r in server.requests]
     assert sent[0] is None and sent[1] == "2" and sent[2] == "4"
     assert states[0] == (ConnectionState.CONNECTING, "")
-    assert (ConnectionState.CONNECTED, "") in states and (ConnectionState.RECONNECTING, "attempt 1") in states
+    assert (ConnectionState.CONNECTED, "") in states and (ConnectionState.RECONNECTING, "(attempt 1)") in states
 
 
 async def test_initial_cursor_event_names_and_multiline_data() -> None:
@@ -125,8 +125,92 @@ async def test_gives_up_after_max_attempts() -> None:
     async with httpx.AsyncClient() as http:  # the port is closed now: connection refused
         with pytest.raises(SseGaveUp, match="3 attempts"):
             await take(reconnecting_sse(http, url, max_attempts=3, set_state=lambda s, d: states.append((s, d)), **FAST), 1)
-    assert [d for s, d in states if s == ConnectionState.RECONNECTING] == ["attempt 1", "attempt 2", "attempt 3"]
+    waits = [d for s, d in states if s == ConnectionState.RECONNECTING and "next try" in d]
+    assert [d.split(",")[0] for d in waits] == ["(attempt 1", "(attempt 2", "(attempt 3"]
+    assert all(d.endswith("s)") for d in waits)
     assert states[-1][0] == ConnectionState.OFFLINE
+
+
+async def test_a_stream_that_worked_rides_through_a_restart_html_and_404s() -> None:
+    """n8n's boot window: the stream ends, the port refuses, HTML 200, HTML 404s, then the stream."""
+    calls = 0
+
+    async def handler(request: RawRequest) -> AsyncIterator[bytes]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            yield sse_head()
+            yield b"id: 1\ndata: before\n\n"
+        elif calls == 2:
+            yield sse_head(200, "text/html")
+            yield b"<html>n8n</html>"
+        elif calls <= 5:
+            yield sse_head(404, "text/html")
+            yield b"<pre>Cannot GET</pre>"
+        else:
+            assert request.headers.get("last-event-id") == "1"
+            yield sse_head()
+            yield b"id: 2\ndata: after\n\n"
+            await asyncio.sleep(10)
+
+    gone_checks = 0
+
+    async def is_gone() -> bool:
+        nonlocal gone_checks
+        gone_checks += 1
+        return False
+
+    states: list[tuple[ConnectionState, str]] = []
+    async with RawServer(handler) as server, httpx.AsyncClient() as http:
+        stream = reconnecting_sse(http, server.url + "/events/t", is_gone=is_gone,
+                                  set_state=lambda s, d: states.append((s, d)), **FAST)
+        frames = await take(stream, 2)
+    assert [f.data for f in frames] == ["before", "after"]
+    assert gone_checks == 3  # each 404 was checked, none proved the thread gone
+    assert ConnectionState.OFFLINE not in [s for s, _ in states]
+    assert states[-1] == (ConnectionState.CONNECTED, "")
+
+
+async def test_a_404_that_proves_the_thread_gone_ends_the_stream() -> None:
+    calls = 0
+
+    async def handler(request: RawRequest) -> AsyncIterator[bytes]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            yield sse_head()
+            yield b"id: 1\ndata: before\n\n"
+        else:
+            yield json_response(404, {"code": 404, "message": "thread not found"})
+
+    async def is_gone() -> bool:
+        return True
+
+    async with RawServer(handler) as server, httpx.AsyncClient() as http:
+        frames: list[SseFrame] = []
+        with pytest.raises(SseStatusError) as info:
+            async for frame in reconnecting_sse(http, server.url, is_gone=is_gone, **FAST):
+                frames.append(frame)
+    assert info.value.status == 404 and [f.data for f in frames] == ["before"]
+
+
+async def test_401_stays_fatal_after_a_stream_worked() -> None:
+    calls = 0
+
+    async def handler(request: RawRequest) -> AsyncIterator[bytes]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            yield sse_head()
+            yield b"id: 1\ndata: before\n\n"
+        else:
+            yield json_response(401, {"message": "Unauthorized"})
+
+    async with RawServer(handler) as server, httpx.AsyncClient() as http:
+        with pytest.raises(SseStatusError) as info:
+            async for _frame in reconnecting_sse(http, server.url, **FAST):
+                pass
+    assert info.value.status == 401
 
 
 async def _nothing() -> AsyncIterator[bytes]:

@@ -1,0 +1,93 @@
+"""Replay a real n8n's restart on a ``FakeN8n``: the boot window a client must ride through.
+
+Measured on n8n 2.41.1 (issue 13): when n8n restarts, its HTTP server answers before the
+Instance AI module is ready. ``GET /rest/instance-ai/events/:id`` first answers ``200 text/html``
+(the editor's page), then ``404 text/html`` for about 6.5 s, then the event stream. The other
+``/rest/instance-ai`` routes answer the same HTML 404 meanwhile. A run that was active when the
+process died has no ``run-finish`` in the log (``crash=True``); the event log itself survives.
+
+Usage::
+
+    await restart(fake, html_answers=1, not_found_seconds=0.5)   # tests: a short window
+
+The window is configurable so that no test has to sleep for the real 6.5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .fake_n8n import FakeN8n
+
+#: what n8n 2.41.1's HTTP server answers before its modules are loaded
+BOOT_HTML = b"<!DOCTYPE html><html><head><title>n8n.io - Workflow Automation</title></head><body></body></html>"
+NOT_FOUND_HTML = b"<!DOCTYPE html><html><body><pre>Cannot GET</pre></body></html>"
+#: the real window, for scripts that want to be faithful
+REAL_NOT_FOUND_SECONDS = 6.5
+MODULE_PREFIX = "/rest/instance-ai"
+
+
+@dataclass
+class BootWindow:
+    """The gate installed on the fake while it "boots"."""
+
+    html_answers: int
+    not_found_until: float
+    html_served: int = 0
+    not_found_served: int = 0
+
+    @property
+    def over(self) -> bool:
+        return self.html_served >= self.html_answers and time.monotonic() >= self.not_found_until
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> bool:
+        path: str = scope.get("path", "")
+        if not path.startswith(MODULE_PREFIX) or self.over:
+            return False
+        if path.startswith(MODULE_PREFIX + "/events/") and self.html_served < self.html_answers:
+            self.html_served += 1
+            await _send(send, 200, BOOT_HTML)
+            return True
+        if time.monotonic() < self.not_found_until or self.html_served < self.html_answers:
+            self.not_found_served += 1
+            await _send(send, 404, NOT_FOUND_HTML)
+            return True
+        return False
+
+
+async def _send(send: Any, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def restart(
+    fake: FakeN8n,
+    *,
+    html_answers: int = 1,
+    not_found_seconds: float = REAL_NOT_FOUND_SECONDS,
+    down_seconds: float = 0.2,
+    crash: bool = True,
+) -> BootWindow:
+    """Stop ``fake`` and start it again on the same port, behind n8n's boot window.
+
+    ``crash=True``: an active run ends without ``run-finish`` (the process died); otherwise it
+    ends as a graceful shutdown ends it. ``down_seconds``: how long the port refuses connections.
+    Returns the window (its counters tell how many boot answers a client received).
+    """
+    port = fake.port
+    if crash:
+        fake._publish = lambda *args, **kwargs: None  # type: ignore[method-assign]  # dead process: nothing more is written
+    try:
+        await fake.stop()
+    finally:
+        if crash:
+            del fake._publish
+    await asyncio.sleep(down_seconds)
+    window = BootWindow(html_answers=html_answers, not_found_until=time.monotonic() + not_found_seconds)
+    fake.boot_gate = window
+    await fake.start(port)
+    return window
