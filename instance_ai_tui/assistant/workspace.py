@@ -1,21 +1,51 @@
 """A folder the agent may read and (with approval) change: every path is confined to its root.
 
-Paths are resolved (following symlinks) and must stay inside the root, so ``..`` traversal,
-absolute paths elsewhere and symlinks pointing out of the root are refused. File I/O runs in
-a worker thread (``asyncio.to_thread``) so the event loop never blocks.
+Paths are resolved *openat-style*: one component at a time, each opened with ``O_NOFOLLOW``
+relative to the descriptor of the folder above it, starting at a descriptor of the root. A
+symlink met on the way is read (``readlink``) and its target walked the same way, so a link
+may point anywhere *inside* the root but never out of it, and a link swapped in between a
+check and an open cannot redirect us (the open refuses to follow it). Loops end after
+:data:`MAX_SYMLINKS` links with a clear error.
+
+Only regular files are read or replaced (a FIFO, device or socket is refused before it is
+opened, and files are opened ``O_NONBLOCK`` so a swapped-in FIFO cannot block a worker); a
+file with more than one hard link is refused (it may be a file from outside the folder).
+Writes go to a fresh temporary file created ``O_EXCL | O_NOFOLLOW`` with an unpredictable
+name in the target folder, then renamed over the target. Every path has a size limit.
+
+Regular expressions come from a model: they run on the ``regex`` engine with a time budget
+(:attr:`Workspace.search_timeout`), in a worker thread that releases the GIL, so a
+catastrophic pattern ends with an error instead of holding the server.
+
+File I/O runs in a worker thread (``asyncio.to_thread``) so the event loop never blocks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import errno
 import os
-import re
+import secrets
+import stat
+import time
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex  # type: ignore[import-untyped]
+
 #: directories never listed or searched (noise, not user content)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache"})
+#: symbolic links followed while resolving one path (as the kernel's own limit)
+MAX_SYMLINKS = 40
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
+_O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
+_O_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
 
 
 class WorkspaceError(Exception):
@@ -32,101 +62,304 @@ class SearchHit:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
+@dataclass(slots=True)
+class _Target:
+    """A resolved path: an open descriptor of its folder and its last name (``None``: the folder itself)."""
+
+    dir_fd: int
+    name: str | None
+    parts: tuple[str, ...]  # components below the root (after following links)
+
+    @property
+    def display(self) -> str:
+        return "/".join(self.parts) or "."
+
+    def close(self) -> None:
+        os.close(self.dir_fd)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
 class Workspace:
     """File operations inside ``root``. All public methods are coroutines."""
 
-    def __init__(self, root: Path | str, *, max_read_bytes: int = 200_000, max_write_bytes: int = 2_000_000) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_read_bytes: int = 200_000,
+        max_write_bytes: int = 2_000_000,
+        search_timeout: float = 2.0,
+    ) -> None:
         self.root = Path(root).expanduser().resolve()
         self.max_read_bytes = max_read_bytes
         self.max_write_bytes = max_write_bytes
+        self.search_timeout = search_timeout
 
     # ----------------------------------------------------------------- paths
-    def resolve(self, path: str) -> Path:
-        """The absolute path of ``path`` (relative to the root), refusing anything outside it."""
+    def _components(self, path: str) -> list[str]:
         if not isinstance(path, str):
             raise WorkspaceError("path must be a string")
         if "\x00" in path:
             raise WorkspaceError("path contains a NUL byte")
-        raw = Path(path.strip() or ".")
-        candidate = raw if raw.is_absolute() else self.root / raw
-        resolved = candidate.resolve(strict=False)
-        if not resolved.is_relative_to(self.root):
-            if candidate.is_symlink() or any(p.is_symlink() for p in candidate.parents if p.is_relative_to(self.root)):
-                raise WorkspaceError(f"'{path}' is a symlink that points outside the workspace; refused")
-            raise WorkspaceError(f"'{path}' is outside the workspace root; refused")
-        return resolved
+        raw = path.strip() or "."
+        if raw.startswith("/"):
+            normalized = Path(os.path.normpath(raw))
+            if not normalized.is_relative_to(self.root):
+                raise WorkspaceError(f"'{path}' is outside the workspace root; refused")
+            raw = normalized.relative_to(self.root).as_posix()
+        return [p for p in raw.split("/") if p not in ("", ".")]
+
+    def _open_root(self) -> int:
+        try:
+            return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot open the workspace folder: {exc.strerror}") from None
+
+    def _resolve(self, path: str, *, create_parents: bool = False) -> _Target:
+        """Walk ``path`` below the root one component at a time (see the module docstring)."""
+        pending: deque[str] = deque(self._components(path))
+        stack: list[int] = [self._open_root()]
+        parts: list[str] = []
+        links = 0
+
+        def follow(name: str) -> None:
+            nonlocal links
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise WorkspaceError(f"'{path}': too many levels of symbolic links (a link loop?); refused")
+            target = os.readlink(name, dir_fd=stack[-1])
+            if target.startswith("/"):
+                absolute = Path(os.path.normpath(target))
+                if not absolute.is_relative_to(self.root):
+                    raise WorkspaceError(f"'{path}' is a symlink that points outside the workspace; refused")
+                while len(stack) > 1:
+                    os.close(stack.pop())
+                parts.clear()
+                target = absolute.relative_to(self.root).as_posix()
+            pending.extendleft(reversed([p for p in target.split("/") if p not in ("", ".")]))
+
+        try:
+            while pending:
+                name = pending.popleft()
+                if name == "..":
+                    if not parts:
+                        if links:
+                            raise WorkspaceError(f"'{path}' is a symlink that points outside the workspace; refused")
+                        raise WorkspaceError(f"'{path}' is outside the workspace root; refused")
+                    os.close(stack.pop())
+                    parts.pop()
+                    continue
+                if not pending:  # the last component: resolve links, do not open
+                    try:
+                        st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                    except FileNotFoundError:
+                        st = None
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        follow(name)
+                        continue
+                    fd = stack.pop()
+                    for other in stack:
+                        os.close(other)
+                    stack.clear()
+                    return _Target(fd, name, (*parts, name))
+                try:
+                    fd = os.open(name, _O_DIR, dir_fd=stack[-1])
+                except FileNotFoundError:
+                    if not create_parents:
+                        raise WorkspaceError(f"'{'/'.join((*parts, name))}' does not exist") from None
+                    try:
+                        os.mkdir(name, 0o777, dir_fd=stack[-1])
+                    except FileExistsError:
+                        pass
+                    pending.appendleft(name)
+                    continue
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    if stat.S_ISLNK(os.stat(name, dir_fd=stack[-1], follow_symlinks=False).st_mode):
+                        follow(name)
+                        continue
+                    raise WorkspaceError(f"'{'/'.join((*parts, name))}' is a file, not a folder") from None
+                stack.append(fd)
+                parts.append(name)
+            fd = stack.pop()
+            for other in stack:
+                os.close(other)
+            stack.clear()
+            return _Target(fd, None, tuple(parts))
+        except OSError as exc:
+            raise WorkspaceError(f"cannot open '{path}': {exc.strerror}") from None
+        finally:
+            for fd in stack:
+                os.close(fd)
+
+    def resolve(self, path: str) -> Path:
+        """The absolute path of ``path`` (relative to the root), refusing anything outside it."""
+        target = self._resolve(path)
+        target.close()
+        return self.root.joinpath(*target.parts)
 
     def relative(self, absolute: Path) -> str:
         rel = absolute.relative_to(self.root).as_posix()
         return rel or "."
 
-    def _inside(self, path: Path) -> bool:
+    def _open_folder(self, path: str) -> _Target:
+        """``path`` as an open folder descriptor (``name`` is ``None``)."""
+        target = self._resolve(path)
+        if target.name is None:
+            return target
         try:
-            return path.resolve(strict=False).is_relative_to(self.root)
-        except OSError:
-            return False
+            st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            target.close()
+            raise WorkspaceError(f"'{target.display}' does not exist") from None
+        if not stat.S_ISDIR(st.st_mode):
+            target.close()
+            raise WorkspaceError(f"'{target.display}' is a file, not a folder")
+        try:
+            fd = os.open(target.name, _O_DIR, dir_fd=target.dir_fd)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot open '{target.display}': {exc.strerror}") from None
+        finally:
+            target.close()
+        return _Target(fd, None, target.parts)
+
+    def _open_file(self, dir_fd: int, name: str, display: str, limit: int | None = None) -> tuple[int, os.stat_result]:
+        """An open descriptor of the regular file ``name`` in ``dir_fd``; anything else is refused before opening."""
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise WorkspaceError(f"'{display}' does not exist") from None
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read '{display}': {exc.strerror}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(f"'{display}' is a folder; use list-files")
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"'{display}' is {_kind(st.st_mode)}, not a regular file; refused")
+        try:
+            fd = os.open(name, _O_READ, dir_fd=dir_fd)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read '{display}': {exc.strerror}") from None
+        opened = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            problem = f"'{display}' changed while it was being opened; refused"
+        elif opened.st_nlink > 1:
+            problem = (f"'{display}' has {opened.st_nlink} hard links (it may be a file from outside the "
+                       "workspace); refused")
+        elif limit is not None and opened.st_size > limit:
+            problem = f"'{display}' is {opened.st_size} bytes; the limit is {limit}"
+        if problem:
+            os.close(fd)
+            raise WorkspaceError(problem)
+        return fd, opened
+
+    @staticmethod
+    def _read_fd(fd: int, limit: int) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            while size < limit:
+                chunk = fh.read(min(1 << 20, limit - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        return b"".join(chunks)
 
     # ----------------------------------------------------------------- list
     async def list(self, path: str = ".", recursive: bool = False, limit: int = 500) -> dict[str, Any]:
-        target = self.resolve(path)
-        return await asyncio.to_thread(self._list_sync, target, recursive, max(1, min(limit, 5000)))
+        return await asyncio.to_thread(self._list_sync, path, recursive, max(1, min(limit, 5000)))
 
-    def _list_sync(self, target: Path, recursive: bool, limit: int) -> dict[str, Any]:
-        if not target.exists():
-            raise WorkspaceError(f"'{self.relative(target)}' does not exist")
-        if not target.is_dir():
-            raise WorkspaceError(f"'{self.relative(target)}' is a file, not a folder")
-        entries: list[dict[str, Any]] = []
+    def _list_sync(self, path: str, recursive: bool, limit: int) -> dict[str, Any]:
+        folder = self._open_folder(path)
+        entries: builtins.list[dict[str, Any]] = []
         truncated = False
-        for entry in self._walk(target, recursive):
-            if len(entries) >= limit:
-                truncated = True
-                break
-            is_dir = entry.is_dir()
-            item: dict[str, Any] = {"path": self._display(entry), "type": "dir" if is_dir else "file"}
-            if not is_dir:
-                try:
-                    item["size"] = entry.stat().st_size
-                except OSError:
-                    item["size"] = None
-            entries.append(item)
-        return {"path": self.relative(target), "entries": entries, "truncated": truncated}
-
-    def _display(self, entry: Path) -> str:
-        """An entry's own path below the root (a symlink shows its name, not its target)."""
-        return entry.relative_to(self.root).as_posix()
-
-    def _walk(self, folder: Path, recursive: bool) -> Any:
         try:
-            children = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
+            for _dir_fd, _name, display, st, _link in self._walk(folder.dir_fd, folder.parts, recursive):
+                if len(entries) >= limit:
+                    truncated = True
+                    break
+                is_dir = stat.S_ISDIR(st.st_mode)
+                item: dict[str, Any] = {"path": display, "type": "dir" if is_dir else "file"}
+                if not is_dir:
+                    item["size"] = st.st_size if stat.S_ISREG(st.st_mode) else None
+                entries.append(item)
+        finally:
+            folder.close()
+        return {"path": folder.display, "entries": entries, "truncated": truncated}
+
+    def _walk(
+        self, dir_fd: int, parts: tuple[str, ...], recursive: bool
+    ) -> Iterator[tuple[int, str, str, os.stat_result, bool]]:
+        """(folder fd, name, display path, stat) of each entry; a symlink is shown by its own name with its
+        target's stat, and only when the target is inside the root. Links are never descended into."""
+        try:
+            with os.scandir(dir_fd) as it:
+                names = [(e.name, e.is_symlink()) for e in it]
         except OSError as exc:
-            raise WorkspaceError(f"cannot list '{self.relative(folder)}': {exc.strerror}") from None
-        for child in children:
-            if not self._inside(child):
-                continue  # symlink escaping the root: invisible
-            if child.is_dir() and child.name in SKIPPED_DIRS:
+            raise WorkspaceError(f"cannot list '{'/'.join(parts) or '.'}': {exc.strerror}") from None
+        rows: builtins.list[tuple[str, bool, os.stat_result]] = []
+        for name, is_link in names:
+            display = "/".join((*parts, name))
+            try:
+                if is_link:
+                    target = self._resolve(display)
+                    try:
+                        if target.name is None:
+                            st = os.fstat(target.dir_fd)
+                        else:
+                            st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
+                    finally:
+                        target.close()
+                else:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except (WorkspaceError, OSError):
+                continue  # a dangling link or one escaping the root: invisible
+            if stat.S_ISDIR(st.st_mode) and name in SKIPPED_DIRS:
                 continue
-            yield child
-            if recursive and child.is_dir() and not child.is_symlink():
-                yield from self._walk(child, True)
+            rows.append((name, is_link, st))
+        rows.sort(key=lambda r: (not stat.S_ISDIR(r[2].st_mode), r[0].lower()))
+        for name, is_link, st in rows:
+            display = "/".join((*parts, name))
+            yield dir_fd, name, display, st, is_link
+            if recursive and stat.S_ISDIR(st.st_mode) and not is_link:
+                try:
+                    child = os.open(name, _O_DIR, dir_fd=dir_fd)
+                except OSError:
+                    continue  # replaced since it was listed
+                try:
+                    yield from self._walk(child, (*parts, name), True)
+                finally:
+                    os.close(child)
 
     # ----------------------------------------------------------------- read
     async def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> dict[str, Any]:
-        target = self.resolve(path)
-        return await asyncio.to_thread(self._read_sync, target, max(1, start_line), max_lines)
+        return await asyncio.to_thread(self._read_sync, path, max(1, start_line), max_lines)
 
-    def _read_sync(self, target: Path, start_line: int, max_lines: int | None) -> dict[str, Any]:
-        if not target.exists():
-            raise WorkspaceError(f"'{self.relative(target)}' does not exist")
-        if target.is_dir():
-            raise WorkspaceError(f"'{self.relative(target)}' is a folder; use list-files")
+    def _read_sync(self, path: str, start_line: int, max_lines: int | None) -> dict[str, Any]:
+        target = self._resolve(path)
         try:
-            with target.open("rb") as fh:
-                data = fh.read(self.max_read_bytes + 1)
+            if target.name is None:
+                raise WorkspaceError(f"'{target.display}' is a folder; use list-files")
+            fd, _st = self._open_file(target.dir_fd, target.name, target.display)
+        finally:
+            target.close()
+        try:
+            data = self._read_fd(fd, self.max_read_bytes + 1)
         except OSError as exc:
-            raise WorkspaceError(f"cannot read '{self.relative(target)}': {exc.strerror}") from None
+            raise WorkspaceError(f"cannot read '{target.display}': {exc.strerror}") from None
         if b"\x00" in data[:8192]:
-            raise WorkspaceError(f"'{self.relative(target)}' looks like a binary file; not read")
+            raise WorkspaceError(f"'{target.display}' looks like a binary file; not read")
         truncated = len(data) > self.max_read_bytes
         text = data[: self.max_read_bytes].decode("utf-8", errors="replace")
         lines = text.splitlines(keepends=True)
@@ -135,7 +368,7 @@ class Workspace:
         if end < len(lines):
             truncated = True
         return {
-            "path": self.relative(target),
+            "path": target.display,
             "content": "".join(selected),
             "startLine": start_line,
             "endLine": start_line - 1 + len(selected),
@@ -153,86 +386,201 @@ class Workspace:
     ) -> dict[str, Any]:
         if not query:
             raise WorkspaceError("search query must not be empty")
-        flags = 0 if case_sensitive else re.IGNORECASE
-        try:
-            pattern = re.compile(query if regex else re.escape(query), flags)
-        except re.error as exc:
-            raise WorkspaceError(f"invalid regular expression: {exc}") from None
-        target = self.resolve(path)
-        return await asyncio.to_thread(self._search_sync, pattern, target, max(1, min(limit, 1000)))
+        pattern = self._compile(query, regex, case_sensitive)
+        return await asyncio.to_thread(self._search_sync, pattern, path, max(1, min(limit, 1000)))
 
-    def _search_sync(self, pattern: re.Pattern[str], target: Path, limit: int) -> dict[str, Any]:
-        if not target.exists():
-            raise WorkspaceError(f"'{self.relative(target)}' does not exist")
-        files = [target] if target.is_file() else [p for p in self._walk(target, True) if p.is_file()]
-        hits: list[SearchHit] = []
-        truncated = False
-        for file in files:
-            try:
-                if file.stat().st_size > self.max_read_bytes * 5:
+    @staticmethod
+    def _compile(query: str, is_regex: bool, case_sensitive: bool) -> regex.Pattern[str]:
+        flags = regex.V0 if case_sensitive else regex.V0 | regex.IGNORECASE
+        if len(query) > 1000:
+            raise WorkspaceError("search query is longer than 1000 characters")
+        try:
+            return regex.compile(query if is_regex else regex.escape(query), flags)
+        except (regex.error, OverflowError, RecursionError) as exc:
+            raise WorkspaceError(f"invalid regular expression: {exc}") from None
+
+    def _search_sync(self, pattern: regex.Pattern[str], path: str, limit: int) -> dict[str, Any]:
+        deadline = time.monotonic() + self.search_timeout
+        target = self._resolve(path)
+        files: builtins.list[tuple[int, str, str]] = []  # (dir fd, name, display); the fds are closed below
+        owned: builtins.list[int] = []
+        try:
+            if target.name is not None:
+                try:
+                    st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    raise WorkspaceError(f"'{target.display}' does not exist") from None
+                if not stat.S_ISDIR(st.st_mode):
+                    files.append((target.dir_fd, target.name, target.display))
+            if not files:
+                folder = self._open_folder(path)
+                owned.append(folder.dir_fd)
+                for dir_fd, name, display, st in self._walk_fds(folder.dir_fd, folder.parts, owned):
+                    if stat.S_ISREG(st.st_mode):
+                        files.append((dir_fd, name, display))
+            return self._search_files(pattern, files, limit, deadline)
+        finally:
+            target.close()
+            for fd in owned:
+                os.close(fd)
+
+    def _walk_fds(self, dir_fd: int, parts: tuple[str, ...], owned: builtins.list[int]) -> Iterator[tuple[int, str, str, os.stat_result]]:
+        """Like :meth:`_walk` (recursive) but keeps every folder fd open (listed in ``owned``) for the reads
+        that follow; a symlinked file is yielded with its target's folder and name."""
+        for parent, name, display, st, is_link in self._walk(dir_fd, parts, False):
+            if is_link:
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # linked folders are not descended into
+                try:
+                    resolved = self._resolve(display)
+                except WorkspaceError:
                     continue
-                data = file.read_bytes()
-            except OSError:
+                owned.append(resolved.dir_fd)
+                if resolved.name is not None:
+                    yield resolved.dir_fd, resolved.name, display, st
+            elif stat.S_ISDIR(st.st_mode):
+                try:
+                    child = os.open(name, _O_DIR, dir_fd=parent)
+                except OSError:
+                    continue
+                owned.append(child)
+                yield from self._walk_fds(child, (*parts, name), owned)
+            else:
+                yield parent, name, display, st
+
+    def _search_files(self, pattern: regex.Pattern[str], files: builtins.list[tuple[int, str, str]], limit: int,
+                      deadline: float) -> dict[str, Any]:
+        hits: builtins.list[SearchHit] = []
+        truncated = False
+        for dir_fd, name, display in files:
+            try:
+                fd, _st = self._open_file(dir_fd, name, display, limit=self.max_read_bytes * 5)
+                data = self._read_fd(fd, self.max_read_bytes * 5)
+            except (WorkspaceError, OSError):
                 continue
             if b"\x00" in data[:8192]:
                 continue
-            rel = self._display(file) if file != target else self.relative(target)
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if pattern.search(line):
+                remaining = deadline - time.monotonic()
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    found = pattern.search(line, timeout=remaining, concurrent=True)
+                except TimeoutError:
+                    raise WorkspaceError(
+                        f"the search took longer than {self.search_timeout:g} s (a regular expression that "
+                        "backtracks too much?); stopped — simplify the pattern or narrow the path"
+                    ) from None
+                if found:
                     if len(hits) >= limit:
                         truncated = True
                         break
-                    hits.append(SearchHit(rel, number, line.strip()[:300]))
+                    hits.append(SearchHit(display, number, line.strip()[:300]))
             if truncated:
                 break
         return {"matches": [h.to_dict() for h in hits], "truncated": truncated}
 
     # ----------------------------------------------------------------- write / edit
     async def write(self, path: str, content: str) -> dict[str, Any]:
-        target = self.resolve(path)
-        encoded = content.encode("utf-8")
+        encoded = self._encode(content)
+        return await asyncio.to_thread(self._write_sync, path, encoded)
+
+    def _encode(self, content: str) -> bytes:
+        try:
+            encoded = content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise WorkspaceError("content is not valid Unicode text (a lone surrogate?); not written") from None
         if len(encoded) > self.max_write_bytes:
             raise WorkspaceError(f"content is {len(encoded)} bytes; the limit is {self.max_write_bytes}")
-        return await asyncio.to_thread(self._write_sync, target, encoded)
+        return encoded
 
-    def _write_sync(self, target: Path, encoded: bytes) -> dict[str, Any]:
-        if target == self.root or target.is_dir():
-            raise WorkspaceError(f"'{self.relative(target)}' is a folder")
-        existed = target.exists()
+    def _write_sync(self, path: str, encoded: bytes) -> dict[str, Any]:
+        self._components(path)  # validation errors before anything is created
+        target = self._resolve(path, create_parents=True)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # parents created now must still be inside the root (a racing symlink would be caught here)
-            if not target.parent.resolve().is_relative_to(self.root):
-                raise WorkspaceError("the target folder resolves outside the workspace; refused")
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(encoded)
-            os.replace(tmp, target)
+            if target.name is None:
+                raise WorkspaceError(f"'{target.display}' is a folder")
+            return self._replace(target.dir_fd, target.name, target.display, encoded)
+        finally:
+            target.close()
+
+    def _replace(self, dir_fd: int, name: str, display: str, encoded: bytes) -> dict[str, Any]:
+        try:
+            existing: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None:
+            if stat.S_ISDIR(existing.st_mode):
+                raise WorkspaceError(f"'{display}' is a folder")
+            if not stat.S_ISREG(existing.st_mode):
+                raise WorkspaceError(f"'{display}' is {_kind(existing.st_mode)}, not a regular file; refused")
+        tmp = ""
+        try:
+            for _ in range(16):
+                tmp = f".{name[:200]}.{secrets.token_hex(8)}.tmp"
+                try:
+                    fd = os.open(tmp, _O_TEMP, 0o666, dir_fd=dir_fd)
+                    break
+                except FileExistsError:
+                    continue
+            else:  # pragma: no cover - 16 collisions of 64 random bits
+                raise WorkspaceError(f"cannot create a temporary file next to '{display}'")
+            try:
+                if existing is not None:
+                    os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+                view = memoryview(encoded)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            tmp = ""
         except OSError as exc:
-            raise WorkspaceError(f"cannot write '{self.relative(target)}': {exc.strerror}") from None
-        return {"path": self.relative(target), "bytes": len(encoded), "created": not existed}
+            raise WorkspaceError(f"cannot write '{display}': {exc.strerror}") from None
+        finally:
+            if tmp:
+                try:
+                    os.unlink(tmp, dir_fd=dir_fd)
+                except OSError:
+                    pass
+        return {"path": display, "bytes": len(encoded), "created": existing is None}
 
     async def edit(self, path: str, old_text: str, new_text: str, replace_all: bool = False) -> dict[str, Any]:
         if not old_text:
             raise WorkspaceError("old_text must not be empty")
-        target = self.resolve(path)
-        return await asyncio.to_thread(self._edit_sync, target, old_text, new_text, replace_all)
+        return await asyncio.to_thread(self._edit_sync, path, old_text, new_text, replace_all)
 
-    def _edit_sync(self, target: Path, old_text: str, new_text: str, replace_all: bool) -> dict[str, Any]:
-        if not target.is_file():
-            raise WorkspaceError(f"'{self.relative(target)}' does not exist or is not a file")
+    def _edit_sync(self, path: str, old_text: str, new_text: str, replace_all: bool) -> dict[str, Any]:
+        target = self._resolve(path)
         try:
-            text = target.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise WorkspaceError(f"'{self.relative(target)}' is not UTF-8 text; not edited") from None
-        except OSError as exc:
-            raise WorkspaceError(f"cannot read '{self.relative(target)}': {exc.strerror}") from None
-        count = text.count(old_text)
-        if count == 0:
-            raise WorkspaceError(f"old_text was not found in '{self.relative(target)}'")
-        if count > 1 and not replace_all:
-            raise WorkspaceError(
-                f"old_text occurs {count} times in '{self.relative(target)}'; give more context or set replaceAll"
-            )
-        updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
-        self._write_sync(target, updated.encode("utf-8"))
-        return {"path": self.relative(target), "replacements": count if replace_all else 1}
+            if target.name is None:
+                raise WorkspaceError(f"'{target.display}' is a folder")
+            try:
+                fd, _st = self._open_file(target.dir_fd, target.name, target.display, limit=self.max_write_bytes)
+            except WorkspaceError as exc:
+                if "does not exist" in str(exc):
+                    raise WorkspaceError(f"'{target.display}' does not exist or is not a file") from None
+                raise
+            try:
+                data = self._read_fd(fd, self.max_write_bytes + 1)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read '{target.display}': {exc.strerror}") from None
+            if len(data) > self.max_write_bytes:
+                raise WorkspaceError(f"'{target.display}' is larger than {self.max_write_bytes} bytes; not edited")
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise WorkspaceError(f"'{target.display}' is not UTF-8 text; not edited") from None
+            count = text.count(old_text)
+            if count == 0:
+                raise WorkspaceError(f"old_text was not found in '{target.display}'")
+            if count > 1 and not replace_all:
+                raise WorkspaceError(
+                    f"old_text occurs {count} times in '{target.display}'; give more context or set replaceAll"
+                )
+            updated = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
+            self._replace(target.dir_fd, target.name, target.display, self._encode(updated))
+            return {"path": target.display, "replacements": count if replace_all else 1}
+        finally:
+            target.close()

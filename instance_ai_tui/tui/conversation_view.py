@@ -13,11 +13,10 @@ back down) re-anchors.
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content

@@ -7,7 +7,6 @@ a status glyph *and* word per task so no state is told by colour alone.
 from __future__ import annotations
 
 from textual.app import ComposeResult
-
 from textual.content import Content
 from textual.containers import VerticalScroll
 from textual.widgets import Static

@@ -12,12 +12,11 @@ approval; collapsed while running (the header shows the arguments) and once it s
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-
 import json
 from datetime import datetime
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static

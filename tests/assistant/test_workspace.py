@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,129 @@ async def test_binary_and_missing(root: Path) -> None:
         await ws.read("blob.bin")
     with pytest.raises(WorkspaceError, match="does not exist"):
         await ws.read("nope.txt")
+
+
+# ---------------------------------------------------------------- issue 15: attacks on the workspace
+async def test_planted_temp_symlink_is_not_followed(root: Path, tmp_path: Path) -> None:
+    """The old writer used '.<name>.<pid>.tmp' and followed a symlink planted there (an approved write landed
+    outside the folder). Plant that link (and a few neighbours): the write must land in the workspace only."""
+    outside = tmp_path / "victim.txt"
+    outside.write_text("original\n", encoding="utf-8")
+    for pid in {os.getpid(), os.getppid(), 1}:
+        os.symlink(outside, root / f".notes.md.{pid}.tmp")
+    ws = Workspace(root)
+    result = await ws.write("notes.md", "new notes\n")
+    assert result["created"] is False
+    assert outside.read_text(encoding="utf-8") == "original\n"
+    assert (root / "notes.md").read_text(encoding="utf-8") == "new notes\n"
+    assert not (root / "notes.md").is_symlink()
+    # no temporary file is left behind
+    assert sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()) == []
+
+
+async def test_write_through_a_link_to_outside_is_refused(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "victim.txt"
+    outside.write_text("original\n", encoding="utf-8")
+    os.symlink(outside, root / "config.yaml")
+    os.symlink("../../victim.txt", root / "src" / "rel.txt")
+    ws = Workspace(root)
+    for path in ("config.yaml", "src/rel.txt"):
+        with pytest.raises(WorkspaceError, match="symlink"):
+            await ws.write(path, "pwned")
+        with pytest.raises(WorkspaceError, match="symlink"):
+            await ws.edit(path, "original", "pwned")
+    assert outside.read_text(encoding="utf-8") == "original\n"
+
+
+async def test_symlinked_folder_inside_root_is_followed_and_stays_confined(root: Path) -> None:
+    os.symlink("src", root / "alias")
+    ws = Workspace(root)
+    await ws.write("alias/new.py", "x = 1\n")
+    assert (root / "src" / "new.py").read_text(encoding="utf-8") == "x = 1\n"
+    assert (await ws.read("alias/../notes.md"))["content"].startswith("# Notes")
+
+
+async def test_hard_link_to_an_outside_file_is_not_read(root: Path, tmp_path: Path) -> None:
+    os.link(tmp_path / "secret.txt", root / "innocent.txt")
+    ws = Workspace(root)
+    with pytest.raises(WorkspaceError, match="hard link"):
+        await ws.read("innocent.txt")
+    with pytest.raises(WorkspaceError, match="hard link"):
+        await ws.edit("innocent.txt", "top", "bottom")
+    assert (await ws.search("top secret"))["matches"] == []
+    assert (tmp_path / "secret.txt").read_text(encoding="utf-8") == "top secret\n"
+
+
+async def test_fifo_does_not_block_a_worker(root: Path) -> None:
+    """A FIFO blocked the reading thread for good (six of them exhausted the default executor)."""
+    fifo = root / "pipe"
+    os.mkfifo(fifo)
+    ws = Workspace(root)
+    try:
+        with pytest.raises(WorkspaceError, match="FIFO"):
+            await asyncio.wait_for(ws.read("pipe"), 3)
+        with pytest.raises(WorkspaceError, match="FIFO"):
+            await asyncio.wait_for(ws.edit("pipe", "a", "b"), 3)
+        with pytest.raises(WorkspaceError, match="FIFO"):
+            await asyncio.wait_for(ws.write("pipe", "data"), 3)
+        found = await asyncio.wait_for(ws.search("hello"), 3)
+        assert [m["path"] for m in found["matches"]] == ["src/app.py"]
+        listing = await asyncio.wait_for(ws.list("."), 3)
+        assert {"path": "pipe", "type": "file", "size": None} in listing["entries"]
+    finally:
+        # unblock a reader the old code left waiting, so the test run can end
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        except OSError:
+            pass
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+async def test_edit_respects_the_size_limit(root: Path) -> None:
+    (root / "big.txt").write_text("needle\n" + "x" * 5000, encoding="utf-8")
+    ws = Workspace(root, max_write_bytes=1000)
+    with pytest.raises(WorkspaceError, match="limit is 1000"):
+        await ws.edit("big.txt", "needle", "pin")
+    assert (root / "big.txt").read_text(encoding="utf-8").startswith("needle\n")
+
+
+async def test_symlink_loop_is_a_clear_error(root: Path) -> None:
+    os.symlink("b", root / "a")
+    os.symlink("a", root / "b")
+    os.symlink("loop", root / "loop")
+    ws = Workspace(root)
+    for path in ("a", "loop", "a/x.txt"):
+        with pytest.raises(WorkspaceError, match="symbolic links"):
+            await ws.read(path)
+    with pytest.raises(WorkspaceError, match="symbolic links"):
+        await ws.write("loop", "x")
+    paths = {e["path"] for e in (await ws.list("."))["entries"]}
+    assert "a" not in paths and "notes.md" in paths
+
+
+async def test_catastrophic_regex_has_a_time_budget_and_never_holds_the_loop(root: Path) -> None:
+    """'(a|aa)+$' backtracks exponentially; the old search held the GIL (and so every request) until done."""
+    (root / "evil.txt").write_text("a" * 34 + "!\n", encoding="utf-8")
+    ws = Workspace(root, search_timeout=0.5)
+    gaps: list[float] = []
+
+    async def heartbeat() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    beat = asyncio.create_task(heartbeat())
+    started = time.monotonic()
+    try:
+        with pytest.raises(WorkspaceError, match="longer than 0.5 s"):
+            await ws.search(r"(a|aa)+$", regex=True)
+    finally:
+        beat.cancel()
+    assert time.monotonic() - started < 2.0
+    assert max(gaps) < 0.3, f"the event loop stalled for {max(gaps):.2f} s"
+    # an ordinary pattern still works
+    assert (await ws.search(r"^WEATHER", regex=True, case_sensitive=True))["matches"][0]["line"] == 2
