@@ -674,6 +674,7 @@ class FakeN8n:
         if not isinstance(body.get("kind"), str):  # n8n 2.41.1 answers this one as {code, message}
             raise _error(400, "Invalid discriminator value. Expected 'approval' | 'questions' | 'planDeny' | "
                               "'resourceDecision' | ...")
+        _check_confirm_body(body)  # the rest of n8n's zod union (api-types InstanceAiConfirmRequestDto)
         pending = self._confirms.get(request.path_params["rid"])
         if pending is None or pending.owner != user or pending.future.done():
             raise _error(404, "Confirmation request not found or not authorized")
@@ -1070,6 +1071,20 @@ class _RunFailed(Exception):
     def __init__(self, content: str) -> None:
         super().__init__(content)
         self.content = content
+
+
+def _check_confirm_body(body: dict[str, Any]) -> None:
+    """400 with the first issue (as n8n's Zod validation answers) for a body outside the union."""
+    from pydantic import ValidationError
+
+    from ..protocol.api import parse_confirm_body
+
+    try:
+        parse_confirm_body(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = [str(p) for p in first.get("loc", ())][1:]
+        raise _HttpError(400, {"code": "invalid_type", "path": path, "message": first.get("msg", "Invalid input")}) from None
 
 
 def _confirmation_required(result: dict[str, Any]) -> dict[str, Any] | None:

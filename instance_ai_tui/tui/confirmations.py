@@ -580,6 +580,11 @@ class PlanReviewCard(ConfirmCard):
 
 def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:
     """The card for a confirmation's ``inputType``."""
+    from .n8n_cards import build_n8n_card  # n8n's own shapes (credentials, setup, MCP, domains, ...)
+
+    n8n_card = build_n8n_card(tool, confirmation)
+    if n8n_card is not None:
+        return n8n_card
     kind = confirmation.effective_input_type
     if kind == "questions" and confirmation.questions:
         return QuestionsCard(tool, confirmation)

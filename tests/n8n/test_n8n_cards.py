@@ -1,0 +1,384 @@
+"""Every n8n Instance AI confirmation shape has its own card (issue 16).
+
+The real app, the real ``N8nClient`` and the fake n8n on 127.0.0.1 emitting each shape of
+api-types 1.41's ``confirmationRequestPayloadSchema`` (``testing.n8n_shapes``): the keys
+that answer each card and the exact JSON body the fake received; a card restored from a
+``messages`` response (a second app opening the suspended thread) is the same card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.client.n8n import N8nClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+from instance_ai_tui.testing.fake_n8n import FakeN8n
+from instance_ai_tui.testing.n8n_shapes import SHAPES, ShapeScript
+from instance_ai_tui.tui import n8n_cards
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.confirmations import (
+    GRACE_SECONDS,
+    ApprovalCard,
+    ConfirmCard,
+    TextCard,
+    build_card,
+)
+
+from .conftest import make_client
+
+SIZE = (120, 44)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+
+
+@pytest.fixture
+async def shapes_fake() -> AsyncIterator[tuple[FakeN8n, ShapeScript]]:
+    script = ShapeScript()
+    server = FakeN8n(script=script, ping_interval=0.5)
+    await server.start()
+    script.project_id = server.project_id
+    try:
+        yield server, script
+    finally:
+        await server.stop()
+
+
+def make_app(client: N8nClient, **kwargs: Any) -> InstanceAiApp:
+    return InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
+
+
+async def until(predicate: Any, pilot: Any, timeout: float = 8.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not reached in {timeout} s (line {predicate.__code__.co_firstlineno})")
+        await pilot.pause(0.03)
+
+
+def focused_card(app: InstanceAiApp) -> ConfirmCard | None:
+    node = app.focused
+    while node is not None and not isinstance(node, ConfirmCard):
+        node = node.parent
+    return node
+
+
+async def open_card(app: InstanceAiApp, pilot: Any, shape: str) -> ConfirmCard:
+    app.prompt.focus()
+    app.prompt.load_text(f"shape:{shape}")
+    await pilot.press("enter")
+    await until(lambda: focused_card(app) is not None, pilot)
+    card = focused_card(app)
+    assert card is not None
+    await pilot.pause(GRACE_SECONDS + 0.05)  # past the key grace period
+    return card
+
+
+async def focus_pending(app: InstanceAiApp, pilot: Any) -> ConfirmCard:
+    """Ctrl+G until a card keeps the focus (the history's card is rebuilt once the stream's
+    ``run-sync`` frame arrives, so the first one may go away)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 8.0
+    while loop.time() < deadline:
+        await pilot.press("ctrl+g")
+        await pilot.pause(0.3)
+        card = focused_card(app)
+        if card is not None and card.is_attached:
+            await pilot.pause(0.3)
+            if focused_card(app) is card:
+                return card
+    raise AssertionError("no pending card keeps the focus")
+
+
+def card_text(card: ConfirmCard) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(w.visual) for w in card.query(Static) if w.display and "card-outcome" not in w.classes)
+
+
+async def answered(shapes: ShapeScript, pilot: Any, count: int = 1) -> list[tuple[str, dict[str, Any]]]:
+    await until(lambda: len(shapes.bodies) >= count, pilot)
+    return shapes.bodies
+
+
+# --------------------------------------------------------------------------- one case per card and key
+
+
+CASES: list[tuple[str, type, tuple[str, ...], dict[str, Any]]] = [
+    # credentials: requireUserSelection, so nothing is preselected; 2 then 1 pick per type
+    ("credentials", n8n_cards.CredentialsCard, ("2", "1", "enter"),
+     {"kind": "credentialSelection", "credentials": {"slackApi": "cred_s2", "openAiApi": "cred_o1"}}),
+    ("credentials", n8n_cards.CredentialsCard, ("down", "s"),
+     {"kind": "credentialAutoSetup", "credentialType": "openAiApi"}),
+    ("credentials", n8n_cards.CredentialsCard, ("n",), {"kind": "approval", "approved": False}),
+    ("credential-destination", n8n_cards.CredentialDestinationCard, ("y",),
+     {"kind": "credentialDestination", "approved": True, "origin": "https://api.example.com"}),
+    ("credential-destination", n8n_cards.CredentialDestinationCard, ("n",),
+     {"kind": "credentialDestination", "approved": False, "origin": "https://api.example.com"}),
+    # setup: hour on the trigger, then the Slack node's credential and channel, skip Log, apply
+    ("setup-workflow", n8n_cards.SetupWorkflowCard,
+     ("e", "9", "enter", "down", "1", "e", *"#general", "enter", "down", "s", "enter"),
+     {"kind": "setupWorkflowApply", "nodeCredentials": {"Slack": {"slackApi": "cred_s1"}},
+      "nodeParameters": {"Schedule": {"hour": 9}, "Slack": {"channel": "#general"}}, "skippedNodes": ["Log"]}),
+    ("setup-workflow", n8n_cards.SetupWorkflowCard, ("down", "2", "up", "t"),
+     {"kind": "setupWorkflowTestTrigger", "testTriggerNode": "Schedule",
+      "nodeCredentials": {"Slack": {"slackApi": "cred_s2"}}}),
+    ("setup-workflow", n8n_cards.SetupWorkflowCard, ("n",), {"kind": "approval", "approved": False}),
+    ("mcp-connect", n8n_cards.McpConnectCard, ("2", "enter"),
+     {"kind": "mcpConnect", "approved": True, "connectedSlugs": ["linear"]}),
+    ("mcp-connect", n8n_cards.McpConnectCard, ("n",), {"kind": "mcpConnect", "approved": False}),
+    ("domain-access", n8n_cards.DomainAccessCard, ("y",),
+     {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"}),
+    ("domain-access", n8n_cards.DomainAccessCard, ("d",),
+     {"kind": "domainAccessApprove", "domainAccessAction": "allow_domain"}),
+    ("domain-access", n8n_cards.DomainAccessCard, ("a",),
+     {"kind": "domainAccessApprove", "domainAccessAction": "allow_all"}),
+    ("domain-access", n8n_cards.DomainAccessCard, ("n",), {"kind": "domainAccessDeny"}),
+    ("web-search", n8n_cards.DomainAccessCard, ("enter",),
+     {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"}),
+    ("web-search", n8n_cards.DomainAccessCard, ("a",),
+     {"kind": "domainAccessApprove", "domainAccessAction": "allow_all"}),
+    ("channel-config", n8n_cards.ChannelConfigCard, ("y",), {"kind": "approval", "approved": True}),
+    ("channel-config", n8n_cards.ChannelConfigCard, ("n",), {"kind": "approval", "approved": False}),
+    ("target-approval", n8n_cards.TargetApprovalCard, ("a",),
+     {"kind": "approval", "approved": True, "scope": "session"}),
+    ("target-approval", n8n_cards.TargetApprovalCard, ("n",), {"kind": "approval", "approved": False}),
+    ("text", TextCard, (*"Daily digest", "enter"), {"kind": "approval", "approved": True, "userInput": "Daily digest"}),
+    ("continue", n8n_cards.ContinueCard, ("enter",), {"kind": "approval", "approved": True}),
+    ("continue", n8n_cards.ContinueCard, ("n",), {"kind": "approval", "approved": False}),
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "card_class", "keys", "body"),
+    CASES,
+    ids=[f"{c[0]}-{'+'.join(c[2])[:24]}" for c in CASES],
+)
+async def test_each_card_answers_with_the_body_n8n_expects(
+    shapes_fake: tuple[FakeN8n, ShapeScript],
+    tmp_path: Path,
+    shape: str,
+    card_class: type,
+    keys: tuple[str, ...],
+    body: dict[str, Any],
+) -> None:
+    fake, shapes = shapes_fake
+    client = make_client(fake, tmp_path / "config")
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, shape)
+        assert type(card) is card_class
+        if isinstance(card, TextCard):
+            await until(lambda: not card.field.disabled and card.field.has_focus, pilot)
+        await pilot.press(*keys)
+        bodies = await answered(shapes, pilot)
+        assert bodies == [(shape, body)]
+        # the run goes on: the tool result arrives and the card gives way to the tool call's state
+        await until(lambda: not app.pending and not app.conversation.is_streaming, pilot)
+
+
+async def test_keys_during_the_grace_period_answer_nothing(shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path) -> None:
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "domain-access")
+        card.shown_at = time.monotonic()
+        await pilot.press("d", "y", "n")
+        await pilot.pause(0.2)
+        assert shapes.bodies == [] and not card.answered
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("d")
+        assert (await answered(shapes, pilot)) == [
+            ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_domain"})
+        ]
+
+
+async def test_incomplete_answers_are_refused_with_a_hint(shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path) -> None:
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "credentials")
+        await pilot.press("enter")  # nothing picked yet (requireUserSelection)
+        await pilot.pause(0.2)
+        assert shapes.bodies == [] and not card.answered
+        assert any("Pick a credential for slackApi, openAiApi" in n.message for n in app._notifications)
+        await pilot.press("1")  # slackApi; openAiApi still missing
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert shapes.bodies == []
+        await pilot.press("1", "enter")
+        assert (await answered(shapes, pilot))[0][1] == {
+            "kind": "credentialSelection", "credentials": {"slackApi": "cred_s1", "openAiApi": "cred_o1"}
+        }
+
+
+async def test_mcp_card_untick_everything_then_enter_sends_nothing(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "mcp-connect")
+        assert "[x] Linear" in card_text(card) and "[x] Notion" in card_text(card)
+        await pilot.press("1", "2", "enter")
+        await pilot.pause(0.2)
+        assert shapes.bodies == [] and "[ ] Linear" in card_text(card)
+        await pilot.press("1", "enter")
+        assert (await answered(shapes, pilot))[0][1] == {"kind": "mcpConnect", "approved": True, "connectedSlugs": ["linear"]}
+
+
+async def test_an_unknown_request_shows_every_field_and_the_n8n_url_and_sends_nothing(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "unknown")
+        assert isinstance(card, n8n_cards.UnknownRequestCard)
+        text = card_text(card)
+        assert "cannot answer this kind of request" in text
+        assert f"{fake.base_url}/instance-ai/{app.thread_id}" in text
+        assert 'preferenceCard: {"preferenceId": "p1", "options": ["keep", "drop"]}' in text
+        assert 'args: {"action": "x"}' in text and "toolName: future-tool" in text
+        await pilot.press("y", "enter", "n", "a")
+        await pilot.pause(0.3)
+        assert shapes.bodies == []
+        assert not [r for r in fake.requests if r.path.startswith("/rest/instance-ai/confirm/")]
+        assert app.pending  # still waiting: it is answered in the browser
+
+
+# --------------------------------------------------------------------------- restored from history
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s != "text"])
+async def test_a_card_restored_from_messages_is_the_same_card(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path, shape: str
+) -> None:
+    """A second app (another terminal) opens the suspended thread: the card comes from the
+    ``messages`` response and is the same card with the same text; answering it there works."""
+    fake, shapes = shapes_fake
+    first = make_app(make_client(fake, tmp_path / "one"))
+    async with first.run_test(size=SIZE) as pilot:
+        await first.wait_until_ready()
+        live = await open_card(first, pilot, shape)
+        live_text, live_class = card_text(live), type(live)
+        thread_id = first.thread_id
+    second_client = make_client(fake, tmp_path / "two")
+    history = await second_client.messages(str(thread_id))
+    restored_confirmations = [
+        tc.confirmation
+        for m in history.messages
+        if m.agent_tree is not None
+        for tc in m.agent_tree.tool_calls
+        if tc.confirmation is not None
+    ]
+    assert len(restored_confirmations) == 1
+    second = make_app(second_client, thread_id=thread_id)
+    async with second.run_test(size=SIZE) as pilot:
+        await second.wait_until_ready()
+        await until(lambda: bool(second.pending), pilot)
+        card = await focus_pending(second, pilot)
+        assert type(card) is live_class
+        assert card_text(card) == live_text
+        if shape != "unknown":
+            await pilot.pause(GRACE_SECONDS + 0.05)
+            await pilot.press("n")
+            await until(lambda: len(shapes.bodies) == 1, pilot)
+            await until(lambda: not second.pending and not second.conversation.is_streaming, pilot)
+    await second_client.close()
+
+
+async def test_answered_cards_look_the_same_live_and_restored(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    """Once answered and finished, the tool call shows its outcome (no card) live and after a reload."""
+    fake, _ = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "one"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await open_card(app, pilot, "mcp-connect")
+        await pilot.press("enter")
+        await until(lambda: not app.conversation.is_streaming and not app.pending, pilot)
+        live = app.view.assistant_turns()[-1].cards["call_mcp_connect"]
+        await until(lambda: live.card is None, pilot)
+        live_header, live_state = str(live.header.visual), live.state
+        thread_id = app.thread_id
+    again = make_app(make_client(fake, tmp_path / "two"), thread_id=thread_id)
+    async with again.run_test(size=SIZE) as pilot:
+        await again.wait_until_ready()
+        await until(lambda: bool(again.view.assistant_turns()), pilot)
+        await until(lambda: "call_mcp_connect" in again.view.assistant_turns()[-1].cards, pilot)
+        restored = again.view.assistant_turns()[-1].cards["call_mcp_connect"]
+        assert restored.card is None and not again.pending
+        assert (restored.state, str(restored.header.visual)) == (live_state, live_header)
+        assert live_state == "done" and "mcp" in live_header
+
+
+# --------------------------------------------------------------------------- dispatch without an app
+
+
+def _conf(**fields: Any) -> Confirmation:
+    return Confirmation.model_validate({"requestId": "r1", "severity": "info", "message": "m", **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ({"credentialRequests": [{"credentialType": "x", "reason": "", "existingCredentials": []}]}, "credentials"),
+        ({"setupRequests": [{"node": {"name": "A"}, "isTrigger": False}], "workflowId": "w"}, "setup-workflow"),
+        ({"setupRequests": [{"node": {"name": "A"}, "isTrigger": False}]}, "unknown"),  # no workflowId: cannot apply
+        ({"credentialDestination": {"origin": "https://a.b", "nodeNames": ["A"]}}, "credential-destination"),
+        ({"mcpConnectRequest": {"servers": []}}, "unknown"),
+        ({"inputType": "preference-card"}, "unknown"),
+        ({"inputType": "resource-decision", "resourceDecision": {"toolGroup": "fs", "resource": "/", "description": "",
+                                                                 "options": ["allowOnce"]}}, None),
+        ({"inputType": "questions", "questions": [{"id": "q", "question": "?", "type": "text"}]}, None),
+        ({}, None),
+        ({"inputThreadId": "t"}, None),  # a harmless scalar extra does not make it unknown
+    ],
+)
+def test_card_kind_dispatch(fields: dict[str, Any], kind: str | None) -> None:
+    conf = _conf(**fields)
+    assert n8n_cards.card_kind(conf) == kind
+    card = build_card(ToolCallState(tool_call_id="c1"), conf)
+    if kind is None:
+        assert not isinstance(card, n8n_cards.N8nCard)
+        if not fields:
+            assert isinstance(card, ApprovalCard)
+    else:
+        assert isinstance(card, n8n_cards.CARD_CLASSES[kind])
+
+
+async def test_the_fake_refuses_a_body_outside_n8ns_union(shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path) -> None:
+    import httpx
+
+    fake, _ = shapes_fake
+    client = make_client(fake, tmp_path / "config")
+    await client.open()
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            f"{fake.base_url}/rest/instance-ai/confirm/nope",
+            json={"kind": "domainAccessApprove", "domainAccessAction": "allow_forever"},
+            headers=client.session.headers(),
+        )
+    assert response.status_code == 400
+    assert response.json()["path"] == ["domainAccessAction"]
+    await client.close()
