@@ -221,3 +221,38 @@ class ShapeScript:
             return [Say(f"I need something from you ({name}).", f"resp-{name}"),
                     shape_step(name, record=self.record, project_id=self.project_id)]
         return self.fallback(message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m instance_ai_tui.testing.n8n_shapes --port N``: the fake n8n with every shape
+    (send ``shape:<name>``; names: see ``SHAPES``) for trying the cards by hand."""
+    import argparse
+    import asyncio
+
+    from .fake_n8n import FakeN8n
+
+    parser = argparse.ArgumentParser(description="Serve the fake n8n with every confirmation shape on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=5678)
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        script = ShapeScript()
+        fake = FakeN8n(script=script, step_delay=0.05)
+        await fake.start(args.port)
+        script.project_id = fake.project_id
+        print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password}); send shape:<name>, names: "
+              + ", ".join(SHAPES), flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await fake.stop()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -67,7 +67,10 @@ KNOWN_FIELDS = frozenset(
 CARD_KINDS: dict[str, tuple[str, str]] = {
     "credentials": ("credentialRequests", "1–9 pick a credential · ↑/↓ credential type · s let n8n set it up · y/Enter use · n skip"),
     "credential-destination": ("credentialDestination", "y/Enter allow · n refuse"),
-    "setup-workflow": ("setupRequests + workflowId", "↑/↓ node · 1–9 credential · e fill parameters · s skip node · t test trigger · y/Enter apply · n cancel"),
+    "setup-workflow": (
+        "setupRequests + workflowId",
+        "↑/↓ node · 1–9 credential · e fill parameters · s skip node · t test trigger · y/Enter apply · n cancel",
+    ),
     "mcp-connect": ("mcpConnectRequest", "1–9 toggle a server · y/Enter connect · n not now"),
     "domain-access": ("domainAccess / webSearch", "y/Enter allow once · d allow the domain · a allow all · n deny"),
     "channel-config": ("channelConfig", "y/Enter done (set up in n8n) · n skip"),
@@ -199,6 +202,7 @@ class N8nCard(ConfirmCard):
                 event.stop()
                 focused.display = False
                 self.focus()
+                self.refresh_card()
             return
         if event.key in ("tab", "shift+tab"):
             return
@@ -529,6 +533,11 @@ credential · **e** fill its parameters (one field at a time, Enter next, Esc st
         self.field.placeholder = (f"{param.get('displayName') or param['name']} ({param.get('type', 'string')})"
                                   + (f" one of: {options}" if options else "") + " — Enter next, Esc stop")
         current = self.node_parameters.get(name, {}).get(param["name"])
+        self.keys_line.update(
+            f"{name} › {param.get('displayName') or param['name']} ({param.get('type', 'string')})"
+            + (f", one of: {options}" if options else "")
+            + " — type the value, Enter next, Esc stop"
+        )
         self.field.value = "" if current is None else str(current)
         self.field.display = True
         self.field.focus()
