@@ -65,7 +65,7 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
         messages.append(InstanceAiMessage(
             id=str(data.get("messageId") or f"{record.run_id}-user"), run_id=record.run_id,
             message_group_id=record.message_group_id, role="user", created_at=started,
-            content=str(data.get("userMessage") or ""),
+            content=str(data.get("userMessage") or ""), superseded=bool(data.get("superseded")),
         ))
         unfinished = record.status in ("active", "suspended")
         snapshot = snapshots.get(record.run_id)
@@ -83,6 +83,7 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
             message_group_id=record.message_group_id, run_ids=[record.run_id], role="assistant",
             created_at=_aware(record.finished_at or record.started_at), content=tree.text_content,
             reasoning=tree.reasoning, is_streaming=unfinished, agent_tree=tree,
+            superseded=bool(data.get("superseded")),
         ))
     thread = await store.get_thread(thread_id)
     return ThreadMessages(thread_id=thread_id, messages=messages, next_event_id=last_id + 1,

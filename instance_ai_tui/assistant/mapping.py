@@ -75,7 +75,7 @@ class ChunkMapper:
         """Wait until this call's ``tool-call`` event has been emitted."""
         try:
             await asyncio.wait_for(self._gate(tool_call_id).wait(), ANNOUNCE_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def mark_announced(self, tool_call_id: str) -> None:

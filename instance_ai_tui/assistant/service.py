@@ -27,8 +27,16 @@ from typing import AsyncIterator
 
 from ..bus.base import EventBus
 from ..config import Settings
-from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    RewindResponse,
+    ThreadInfo,
+    ThreadMessages,
+    ThreadStatus,
+)
 from ..runtime.checkpoints import StoreCheckpointStore
+from ..runtime.memory import mark_superseded
 from ..runtime.model import ModelAdapter
 from ..store.base import Store, StoredEvent, ThreadRecord
 from ..store.base import ThreadNotFound as StoreThreadNotFound
@@ -36,7 +44,7 @@ from .confirmations import DEFAULT_TTL_SECONDS
 from .context import Services
 from .coordination import RunCoordinator
 from .demo_instance import DemoN8n
-from .errors import InvalidRequest, ThreadNotFound
+from .errors import InvalidRequest, RunActive, ThreadNotFound
 from .history import thread_messages
 from .ids import new_thread_id
 from .models import select_model
@@ -240,6 +248,29 @@ class InstanceAI:
     def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
         check_thread_id(thread_id)
         return self.bus.subscribe(thread_id, after=max(0, int(after)))
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        """Supersede the turn of user message ``message_id`` and every later turn: they stay in
+        the thread's history (marked ``superseded``) and leave the model's context, so the next
+        message continues from before that turn (retry, edit and resend, rewind)."""
+        await self.get_thread(thread_id)
+        if self.runs.live(thread_id) is not None or await self.store.list_runs(
+            thread_id=thread_id, status=["active", "suspended"]
+        ):
+            raise RunActive("a run is active or waiting for an answer in this thread: cancel it first")
+        runs = await self.store.list_runs(thread_id=thread_id)
+        start = next(
+            (n for n, r in enumerate(runs) if message_id in (r.data.get("messageId"), f"{r.run_id}-user")), None
+        )
+        if start is None:
+            raise InvalidRequest(f"no user message {message_id!r} in this thread")
+        target = runs[start]
+        rewound = [r for r in runs[start:] if not r.data.get("superseded")]
+        for record in rewound:
+            await self.store.upsert_run(record.model_copy(update={"data": {**record.data, "superseded": True}}))
+        await mark_superseded(self.store, thread_id, [r.run_id for r in rewound])
+        return RewindResponse(superseded_run_ids=[r.run_id for r in rewound],
+                              text=str(target.data.get("userMessage") or ""))
 
     async def messages(self, thread_id: str) -> ThreadMessages:
         await self.get_thread(thread_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import AsyncIterator, Protocol, runtime_checkable
 
-from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
 from ..store.base import StoredEvent
 
 
@@ -43,6 +43,10 @@ class AssistantService(Protocol):
 
     def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
         """Stored events with id > after, then live ones."""
+        ...
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        """Supersede the turn of ``message_id`` and every later one (``RunActive`` if busy)."""
         ...
 
     async def messages(self, thread_id: str) -> ThreadMessages: ...

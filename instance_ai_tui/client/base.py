@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import AsyncIterator, Callable
 
-from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
 from ..protocol.events import Event
 from ..protocol.tree import RunSyncPayload
 
@@ -159,3 +159,12 @@ class Client(abc.ABC):
 
     @abc.abstractmethod
     async def status(self, thread_id: str) -> ThreadStatus: ...
+
+    #: whether ``rewind`` works here (retry, edit and rewind need it)
+    can_rewind: bool = False
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        """Supersede the turn of user message ``message_id`` and every later turn: they stay
+        in the history, marked, and leave the model's context. Servers that cannot (n8n)
+        raise ``ClientError``."""
+        raise ClientError("this server cannot rewind a conversation (retry and edit need our own server)")

@@ -96,7 +96,8 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         if task is not None:
             task.cancel()
 
-    runner = HeadlessRun(client, args.thread, args.message, json_mode=args.json, policy=policy)
+    runner = HeadlessRun(client, args.thread, args.message, json_mode=args.json, policy=policy,
+                         policy_chosen=args.approve is not None)
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
@@ -133,6 +134,7 @@ class HeadlessRun:
         *,
         json_mode: bool,
         policy: str,
+        policy_chosen: bool = True,
         out: TextIO | None = None,
         err: TextIO | None = None,
     ) -> None:
@@ -143,6 +145,9 @@ class HeadlessRun:
         self.message = message
         self.json_mode = json_mode
         self.policy = policy
+        #: False: ``--approve`` was not given and there is no terminal to ask on, so the
+        #: answers are automatic denials (said so: nobody denied anything by hand)
+        self.policy_chosen = policy_chosen
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.run_id: str | None = None
@@ -193,7 +198,7 @@ class HeadlessRun:
             if not self.json_mode:
                 self._show(event, conversation)
             if isinstance(event, ConfirmationRequestEvent):
-                follow_up = await self._answer(event.payload)
+                follow_up = await self._answer(event.payload, conversation)
                 if follow_up and follow_up not in runs:
                     runs.add(follow_up)
                     self.run_id = follow_up
@@ -236,12 +241,8 @@ class HeadlessRun:
         elif kind == "tool-call":
             self._tool_names[payload.tool_call_id] = payload.tool_name
             self._note(f"⚙ {who}{payload.tool_name} {summarize_result(payload.args, 100)}")
-        elif kind == "tool-result":
-            name = self._tool_names.get(payload.tool_call_id, "tool")
-            self._note(f"  ✓ {name} → {summarize_result(payload.result, 100)}")
-        elif kind in ("tool-error", "tool-interrupted"):
-            name = self._tool_names.get(payload.tool_call_id, "tool")
-            self._note(f"  ✗ {name}: {payload.error}")
+        elif kind in ("tool-result", "tool-error", "tool-interrupted"):
+            self._note(self._outcome_line(event, conversation))
         elif kind == "tasks-update":
             for task in payload.tasks.tasks:
                 self._note(f"  {task_glyph(task.status)} {task.description}")
@@ -249,6 +250,29 @@ class HeadlessRun:
             self._note(f"error: {payload.content}")
         elif kind == "thread-title-updated":
             self._note(f"[title: {payload.title}]")
+
+    def _outcome_line(self, event: Any, conversation: Any) -> str:
+        """``✓ name → result`` / ``✗ name: denied`` / ``✗ name: failed: …`` / ``⊘ name: not run``,
+        as ``protocol.display_state`` decides (the same words as the TUI and export)."""
+        from ..protocol.display_state import AUTO_APPROVED_LABEL, display_state
+        from ..protocol.text_render import summarize_result
+
+        payload = event.payload
+        name = self._tool_names.get(payload.tool_call_id, "tool")
+        message = conversation.message_for_run(event.run_id)
+        call = message.reducer.tool_call(payload.tool_call_id) if message is not None and message.reducer else None
+        if call is None:
+            error = getattr(payload, "error", None)
+            return f"  ✗ {name}: failed: {error}" if error is not None else f"  ✓ {name} → {summarize_result(payload.result, 100)}"
+        state = display_state(call, run_active=True, resolved=True)
+        auto = f" ({AUTO_APPROVED_LABEL})" if state.auto_approved else ""
+        if state.kind == "done":
+            return f"  ✓ {name}{auto} → {summarize_result(call.result, 100)}"
+        if state.kind == "failed":
+            return f"  ✗ {name}{auto}: failed: {call.error}"
+        if state.kind == "denied":
+            return f"  ✗ {name}: denied"
+        return f"  ⊘ {name}: {state.label}"
 
     def _finish(self, event: Any) -> int:
         status, reason = event.payload.status, event.payload.reason
@@ -266,7 +290,7 @@ class HeadlessRun:
         return 0 if status == "completed" else 1
 
     # ----------------------------------------------------------------- confirmations
-    async def _answer(self, request: ConfirmationPayload) -> str | None:
+    async def _answer(self, request: ConfirmationPayload, conversation: Any = None) -> str | None:
         if request.request_id in self._answered:
             return None
         self._answered.add(request.request_id)
@@ -275,8 +299,14 @@ class HeadlessRun:
         else:
             body = auto_answer(request, approve=self.policy == "all")
         if not self.json_mode:
-            self._note(f"  ? {request.message} → {describe_answer(body)}")
+            answer = describe_answer(body)
+            if not self.policy_chosen:
+                answer = (f"{answer} automatically: no terminal to ask on "
+                          "(pass --approve all or --approve none to choose)")
+            self._note(f"  ? {request.message} → {answer}")
         response = await self.client.confirm(request.request_id, body)
+        if conversation is not None:
+            conversation.mark_confirmation_resolved(request.request_id, _approved(body))
         return response.run_id
 
     async def _ask(self, request: ConfirmationPayload) -> ConfirmBody:
@@ -345,6 +375,18 @@ def auto_answer(request: ConfirmationPayload, *, approve: bool) -> ConfirmBody:
     if request.domain_access is not None:
         return DomainAccessApproveConfirm(domain_access_action="allow_once") if approve else DomainAccessDenyConfirm()
     return ApprovalConfirm(approved=approve)
+
+
+def _approved(body: Any) -> bool | None:
+    """Whether an answer approved (True), denied (False), or neither (questions, text)."""
+    kind = getattr(body, "kind", "")
+    if kind == "approval":
+        return bool(body.approved)
+    if kind in ("domainAccessDeny", "planDeny"):
+        return False
+    if kind == "resourceDecision":
+        return bool(body.resource_decision != "denyOnce")
+    return None
 
 
 def describe_answer(body: Any) -> str:

@@ -12,7 +12,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
 
 from ..assistant.errors import AssistantError
-from ..protocol.api import ConfirmBody, ConfirmResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from ..store.base import ThreadNotFound as StoreThreadNotFound
 from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
@@ -139,6 +139,12 @@ class EmbeddedClient(Client):
     async def status(self, thread_id: str) -> ThreadStatus:
         with _translated():
             return await self.service.status(thread_id)
+
+    can_rewind = True
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        with _translated():
+            return await self.service.rewind(thread_id, message_id)
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         service = self.service

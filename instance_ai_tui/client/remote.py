@@ -20,6 +20,7 @@ from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
     CreateThreadRequest,
+    RewindResponse,
     SendMessageResponse,
     ThreadInfo,
     ThreadList,
@@ -232,6 +233,14 @@ class RemoteClient(Client):
     async def status(self, thread_id: str) -> ThreadStatus:
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
         return self._parse(ThreadStatus, data, "status")
+
+    can_rewind = True
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        # the server validates the body (an empty id is its 400, shown as a ClientError)
+        body = {"messageId": message_id}
+        data = await self._request("POST", f"/threads/{self._quote(thread_id)}/rewind", json=body, what="rewind")
+        return self._parse(RewindResponse, data, "rewind")
 
     async def thread_gone(self, thread_id: str) -> bool:
         """Whether the server proves ``thread_id`` is gone: its status route answers our JSON

@@ -193,6 +193,21 @@ class InstanceAiMessage(WireModel):
     reasoning: str = ""
     is_streaming: bool = False
     agent_tree: AgentNode | None = None
+    #: a turn the user rewound past (retry, edit, rewind): kept in history, not in the model's context
+    superseded: bool = False
+
+
+class RewindRequest(WireModel):
+    """``POST threads/:threadId/rewind``: forget the turns from this user message on."""
+
+    message_id: str = Field(min_length=1)
+
+
+class RewindResponse(WireModel):
+    #: the runs now superseded (the rewound user message's run and every later one)
+    superseded_run_ids: list[str] = Field(default_factory=list)
+    #: the text of the rewound user message (to retry it, or to edit it and send it again)
+    text: str = ""
 
 
 class ThreadMessages(WireModel):

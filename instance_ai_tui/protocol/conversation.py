@@ -202,6 +202,8 @@ class Conversation:
     def __init__(self, thread_id: str = "") -> None:
         self.thread_id = thread_id
         self.messages: list[ConversationMessage] = []
+        #: turns the user rewound past (kept in the server's history, not shown)
+        self.superseded_turns = 0
         #: largest event id seen; events with an id <= cursor are dropped
         self.cursor = 0
         self.active_run_id: str | None = None
@@ -318,7 +320,11 @@ class Conversation:
         self._streaming_changed = True
 
     def _adopt_history_message(self, item: InstanceAiMessage) -> None:
+        #: turns the user rewound past (kept in the server's history, not shown)
+        self.superseded_turns = sum(1 for item in history.messages if item.superseded and item.role == "user")
         group = item.message_group_id or item.run_id or item.id
+            if item.superseded:
+                continue
         run_ids = list(item.run_ids or ([item.run_id] if item.run_id else []))
         tree = item.agent_tree
         if tree is None:

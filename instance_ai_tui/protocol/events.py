@@ -429,29 +429,7 @@ class UnknownEvent(EventBase):
 #: The one list of the protocol's event types: everything else (the tuple of classes, the set
 #: of type names, the class of each name) is derived from it.
 KnownEvent = Annotated[
-    Union[
-        RunStartEvent,
-        RunFinishEvent,
-        TextDeltaEvent,
-        ReasoningDeltaEvent,
-        TextBlockEvent,
-        ReasoningBlockEvent,
-        ToolInputStartEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-        ToolErrorEvent,
-        ToolInterruptedEvent,
-        AgentSpawnedEvent,
-        AgentCompletedEvent,
-        ConfirmationRequestEvent,
-        TasksUpdateEvent,
-        SetupItemsEvent,
-        PreferencesAppliedEvent,
-        FilesystemRequestEvent,
-        ThreadTitleUpdatedEvent,
-        StatusEvent,
-        ErrorEvent,
-    ],
+    RunStartEvent | RunFinishEvent | TextDeltaEvent | ReasoningDeltaEvent | TextBlockEvent | ReasoningBlockEvent | ToolInputStartEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | ToolInterruptedEvent | AgentSpawnedEvent | AgentCompletedEvent | ConfirmationRequestEvent | TasksUpdateEvent | SetupItemsEvent | PreferencesAppliedEvent | FilesystemRequestEvent | ThreadTitleUpdatedEvent | StatusEvent | ErrorEvent,
     Field(discriminator="type"),
 ]
 

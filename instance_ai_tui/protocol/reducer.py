@@ -25,9 +25,9 @@ Differences from n8n, on purpose:
   folding is a pure function of the events.
 * An ``error`` event also sets the agent's ``status``/``error``/``errorDetails``, and an
   errored ``run-finish`` sets ``root.error`` (n8n's frontend wrapper does both).
-* A *completed* ``run-finish`` also stops the orchestrator's own still-loading tool calls
-  (it cannot have finished with one in flight); sub-agents' calls are left alone
-  because background tasks outlive the run. Cancelled/error runs stop every call.
+* ``run-finish`` as in n8n: a cancelled or failed run stops every loading call; a
+  *completed* run leaves them as they are (``protocol.display_state`` shows such a call as
+  not resolved).
 * An empty ``responseId`` is treated as absent.
 
 Performance: internal state is slotted objects, text is kept as lists of chunks and
@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from .events import (
     AgentCompletedEvent,
@@ -125,7 +126,7 @@ def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     try:
-        moment = datetime.fromtimestamp(float(ts) / 1000.0, tz=timezone.utc)
+        moment = datetime.fromtimestamp(float(ts) / 1000.0, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -137,7 +138,7 @@ def _iso(ts: float | None) -> str | None:
 class _Seg:
     """A text or reasoning timeline entry; its content is a list of chunks."""
 
-    __slots__ = ("kind", "parts", "rid", "in_agg", "dirty", "sent", "replaced")
+    __slots__ = ("dirty", "in_agg", "kind", "parts", "replaced", "rid", "sent")
 
     def __init__(self, kind: str, text: str, rid: str | None, dirty: bool = True) -> None:
         self.kind = kind
@@ -175,7 +176,7 @@ class _Ref:
 class _Raw:
     """A timeline entry of an unknown type adopted from a snapshot, kept as is."""
 
-    __slots__ = ("kind", "data", "rid")
+    __slots__ = ("data", "kind", "rid")
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.kind = str(data.get("type"))
@@ -189,21 +190,21 @@ _Entry = _Seg | _Ref | _Raw
 
 class _Call:
     __slots__ = (
-        "id",
-        "name",
-        "args",
-        "result",
-        "error",
-        "loading",
-        "hint",
-        "confirmation",
-        "conf_status",
-        "interrupted",
-        "started",
-        "completed",
-        "extra",
         "agent",
+        "args",
+        "completed",
+        "conf_status",
+        "confirmation",
         "dirty",
+        "error",
+        "extra",
+        "hint",
+        "id",
+        "interrupted",
+        "loading",
+        "name",
+        "result",
+        "started",
     )
 
     def __init__(self, call_id: str, name: str, args: dict[str, Any], agent: _Agent, started: str | None) -> None:
@@ -250,17 +251,17 @@ class _Call:
 
 class _Agent:
     __slots__ = (
+        "calls",
+        "children",
+        "dirty",
+        "fields",
         "id",
+        "reasoning_pre",
         "role",
         "status",
         "status_message",
-        "timeline",
-        "calls",
-        "children",
         "text_pre",
-        "reasoning_pre",
-        "fields",
-        "dirty",
+        "timeline",
         "tl_mark",
     )
 
@@ -879,8 +880,10 @@ class RunReducer:
         for workflow_id in event.payload.archived_workflow_ids or ():
             if workflow_id not in self.archived_workflow_ids:
                 self.archived_workflow_ids.append(workflow_id)
-        calls: Iterable[_Call] = self._calls.values() if status != "completed" else root.calls
-        for call in calls:
+        if status == "completed":
+            return  # n8n's rule: a completed run leaves its calls as they are (display_state
+            # says "not resolved" for one still loading; e.g. create-tasks after a plan review)
+        for call in self._calls.values():
             if call.loading:
                 call.loading = False
                 self._touch_call(call)

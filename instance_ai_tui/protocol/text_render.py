@@ -111,6 +111,8 @@ class _Builder:
         self.ascii = ascii
         self.reasoning_limit = reasoning_limit
         self.result_limit = result_limit
+        #: the run is going (the root is active); a loading call of an ended run has no result
+        self.run_active = True
 
     def icon(self, name: str) -> str:
         return _ICONS[name][1 if self.ascii else 0]
@@ -186,7 +188,7 @@ class _Builder:
         arrow = "->" if self.ascii else "→"
         if call.error is not None:
             head += f" {arrow} error: {_shorten(call.error, self.result_limit)}"
-        elif call.is_loading:
+        elif call.is_loading and self.run_active:
             head += f" {self.icon('running')}"
         elif call.result is None:
             head += f" {arrow} (no result)"
@@ -225,6 +227,7 @@ class _Builder:
 
 def _build(tree: AgentNode, ascii: bool, reasoning_limit: int, result_limit: int) -> _Line:
     builder = _Builder(ascii, reasoning_limit, result_limit)
+    builder.run_active = tree.status == "active"
     title = "Orchestrator" if tree.role in ("orchestrator", "") else tree.role
     return builder.agent(tree, title)
 

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from .api import InstanceAiMessage
 from .conversation import Conversation
+from .display_state import AUTO_APPROVED_LABEL, display_state
 from .events import TaskStatus
 from .text_render import summarize_result, task_glyph
 from .tree import AgentNode, ToolCallState
@@ -94,18 +95,19 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line else ">" for line in text.strip("\n").split("\n"))
 
 
-def _tool_md(call: ToolCallState) -> list[str]:
-    state = "error" if call.error is not None else "running" if call.is_loading else "done"
+def _tool_md(call: ToolCallState, run_active: bool) -> list[str]:
+    shown = display_state(call, run_active=run_active)
+    state = shown.label + (f", {AUTO_APPROVED_LABEL}" if shown.auto_approved else "")
     lines = [f"**🔧 {call.tool_name or '?'}** ({state})", ""]
     if call.args:
         lines += ["Arguments:", "", _fence(json.dumps(redact(call.args), indent=2, ensure_ascii=False, default=str), "json"), ""]
     if call.confirmation is not None:
         conf = call.confirmation
-        status = call.confirmation_status or ("expired" if conf.expired else "pending")
+        status = _confirmation_word(call, shown.kind)
         lines += [f"⚠ Approval ({conf.effective_input_type}, {status}): {redact(conf.message)}", ""]
     if call.error is not None:
         lines += [f"Error: {redact(call.error)}", ""]
-    elif not call.is_loading and call.result is not None:
+    elif not call.is_loading and call.result is not None and shown.kind != "denied":
         result = redact(call.result)
         text = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False, default=str)
         if len(text) > 2000:
@@ -114,7 +116,22 @@ def _tool_md(call: ToolCallState) -> list[str]:
     return lines
 
 
-def _agent_md(node: AgentNode, depth: int) -> list[str]:
+def _confirmation_word(call: ToolCallState, kind: str) -> str:
+    """What became of a confirmation: pending only while someone can still answer it."""
+    if kind == "denied":
+        return "denied"
+    if kind == "expired":
+        return "expired"
+    if call.confirmation_status in ("approved", "denied"):
+        return call.confirmation_status
+    if kind == "waiting":
+        return "pending"
+    if kind in ("unresolved", "not-run"):
+        return "not answered"
+    return "answered"
+
+
+def _agent_md(node: AgentNode, depth: int, run_active: bool = False) -> list[str]:
     lines: list[str] = []
     calls = {call.tool_call_id: call for call in node.tool_calls}
     children = {child.agent_id: child for child in node.children}
@@ -135,18 +152,18 @@ def _agent_md(node: AgentNode, depth: int) -> list[str]:
             call = calls.get(getattr(entry, "tool_call_id", ""))
             if call is not None:
                 seen_calls.add(call.tool_call_id)
-                lines += _tool_md(call)
+                lines += _tool_md(call, run_active)
         elif entry.type == "child":
             child = children.get(getattr(entry, "agent_id", ""))
             if child is not None and child.agent_id not in seen_children:
                 seen_children.add(child.agent_id)
-                lines += _child_md(child, depth)
+                lines += _child_md(child, depth, run_active)
     for call in node.tool_calls:
         if call.tool_call_id not in seen_calls:
-            lines += _tool_md(call)
+            lines += _tool_md(call, run_active)
     for child in node.children:
         if child.agent_id not in seen_children:
-            lines += _child_md(child, depth)
+            lines += _child_md(child, depth, run_active)
     if not any(e.type == "text" for e in node.timeline) and node.text_content.strip():
         lines += [redact(node.text_content).strip("\n"), ""]
     if node.tasks is not None and node.tasks.tasks:
@@ -162,13 +179,13 @@ def _agent_md(node: AgentNode, depth: int) -> list[str]:
     return lines
 
 
-def _child_md(child: AgentNode, depth: int) -> list[str]:
+def _child_md(child: AgentNode, depth: int, run_active: bool = False) -> list[str]:
     level = "#" * min(6, depth + 3)
     heading = f"{level} 🤖 Sub-agent: {child.role or 'agent'}"
     if child.title:
         heading += f" — {child.title}"
     lines = [heading + f" ({child.status})", ""]
-    lines += _agent_md(child, depth + 1)
+    lines += _agent_md(child, depth + 1, run_active)
     if child.result:
         lines += [f"✅ {redact(child.result)}", ""]
     return lines
@@ -208,7 +225,7 @@ def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: st
             continue
         lines += [f"## 🤖 Assistant · {stamp}", ""]
         if message.agent_tree is not None:
-            lines += _agent_md(message.agent_tree, 0)
+            lines += _agent_md(message.agent_tree, 0, bool(message.is_streaming))
         elif message.content.strip():
             lines += [redact(message.content).strip("\n"), ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
 from .base import WireModel
-from .events import ConfirmationPayload, PlannedTask, TaskList, TargetResource
+from .events import ConfirmationPayload, PlannedTask, TargetResource, TaskList
 
 AgentStatus = Literal["active", "completed", "cancelled", "error"]
 CancellationReason = Literal["user", "timeout", "shutdown", "interrupted"]
@@ -81,13 +81,7 @@ def _entry_tag(value: Any) -> str:
 
 
 TimelineEntry = Annotated[
-    Union[
-        Annotated[TextEntry, Tag("text")],
-        Annotated[ReasoningEntry, Tag("reasoning")],
-        Annotated[ToolCallEntry, Tag("tool-call")],
-        Annotated[ChildEntry, Tag("child")],
-        Annotated[OtherEntry, Tag("other")],
-    ],
+    Annotated[TextEntry, Tag("text")] | Annotated[ReasoningEntry, Tag("reasoning")] | Annotated[ToolCallEntry, Tag("tool-call")] | Annotated[ChildEntry, Tag("child")] | Annotated[OtherEntry, Tag("other")],
     Discriminator(_entry_tag),
 ]
 

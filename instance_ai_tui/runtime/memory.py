@@ -30,6 +30,20 @@ from .usage import Usage
 
 WORKING_MEMORY_TOOL = "update_working_memory"
 
+#: thread setting (scope ``thread:<id>``): ids of runs the user rewound past (kept, not recalled)
+SUPERSEDED_RUNS = "superseded_runs"
+
+
+async def superseded_runs(store: Store, thread_id: str) -> set[str]:
+    """Runs of ``thread_id`` the user rewound past: their messages stay stored but leave the context."""
+    value = await store.get_setting(f"thread:{thread_id}", SUPERSEDED_RUNS)
+    return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+async def mark_superseded(store: Store, thread_id: str, run_ids: Sequence[str]) -> None:
+    known = await superseded_runs(store, thread_id)
+    await store.set_setting(f"thread:{thread_id}", SUPERSEDED_RUNS, sorted(known | set(run_ids)))
+
 DEFAULT_WORKING_MEMORY_TEMPLATE = """# User and task notes
 - Name:
 - Preferences:
@@ -155,7 +169,8 @@ class StoreMemory:
 
     async def load_history(self, thread_id: str) -> list[Message]:
         records = await self.store.list_messages(thread_id)
-        messages = [record_to_message(r) for r in records]
+        gone = await superseded_runs(self.store, thread_id)
+        messages = [record_to_message(r) for r in records if r.run_id is None or r.run_id not in gone]
         if self.last_messages is not None and len(messages) > self.last_messages:
             messages = messages[-self.last_messages :]
             # do not start the window with tool results whose call was cut off
@@ -223,7 +238,8 @@ class StoreMemory:
         if not wanted:
             return []
         records = await self.store.list_messages(thread_id)
-        return [record_to_message(r) for r in records if r.id in wanted]
+        gone = await superseded_runs(self.store, thread_id)
+        return [record_to_message(r) for r in records if r.id in wanted and (r.run_id is None or r.run_id not in gone)]
 
 
 # -- the working memory tool -----------------------------------------------------------------

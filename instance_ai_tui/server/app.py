@@ -12,6 +12,7 @@
 ``PATCH/DELETE threads/{threadId}``   rename (``{title}``) / delete
 ``GET  threads/{threadId}/messages``  ``{threadId, messages, nextEventId}``
 ``GET  threads/{threadId}/status``    ``{hasActiveRun, isSuspended, runId?, backgroundTasks}``
+``POST threads/{threadId}/rewind``    ``{messageId}`` -> ``{supersededRunIds, text}``; 409 while busy
 ``GET  health``                       ``{service: "instance-ai", version, model, authRequired}``
 ``GET  openapi.json``                 the OpenAPI 3.1 document
 ====================================  ===========================================================
@@ -49,6 +50,7 @@ from ..assistant.service_api import AssistantService
 from ..protocol.api import (
     CreateThreadRequest,
     SendMessageRequest,
+    RewindRequest,
     SendMessageResponse,
     ThreadList,
     UpdateThreadRequest,
@@ -401,6 +403,11 @@ def create_app(
             await shutdown_gracefully()
 
     app = Starlette(
+    async def rewind(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        body: RewindRequest = self._model(RewindRequest, await self._json(request))
+        return self._ok(await self.service.rewind(thread_id, body.message_id))
+
         routes=api.routes(),
         exception_handlers={
             ApiError: _api_error,
@@ -416,6 +423,7 @@ def create_app(
     app.state.service = service
     app.state.hub = hub
     app.state.auth_required = token is not None
+            Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
     app.state.version = _package_version()
     app.state.openapi = build_openapi(app.state.version)
     app.state.shutdown_gracefully = shutdown_gracefully

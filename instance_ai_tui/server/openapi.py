@@ -11,6 +11,8 @@ from ..protocol.api import (
     ConfirmResponse,
     CreateThreadRequest,
     ErrorBody,
+    RewindRequest,
+    RewindResponse,
     SendMessageRequest,
     SendMessageResponse,
     ThreadInfo,
@@ -37,6 +39,8 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("ThreadList", "serialization", TypeAdapter(ThreadList)),
         ("ThreadMessages", "serialization", TypeAdapter(ThreadMessages)),
         ("ThreadStatus", "serialization", TypeAdapter(ThreadStatus)),
+        ("RewindRequest", "validation", TypeAdapter(RewindRequest)),
+        ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
         ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
     ]
     mapping, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
@@ -183,6 +187,15 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "summary": "Whether a run is active or suspended, and background tasks",
                 "parameters": thread_param,
                 "responses": responses(_json(refs["ThreadStatus"]), 400, 404),
+            }
+        },
+        f"{p}/threads/{{threadId}}/rewind": {
+            "post": {
+                "operationId": "rewindThread",
+                "summary": "Supersede the turn of a user message and every later one (retry, edit, rewind)",
+                "parameters": thread_param,
+                "requestBody": body(refs["RewindRequest"]),
+                "responses": responses(_json(refs["RewindResponse"]), 400, 404, 409, 413),
             }
         },
     }

@@ -1055,7 +1055,8 @@ class InstanceAiApp(App[None]):
         if command is None:
             if name and " " not in text.split("\n")[0][: len(name) + 1] and name.isalpha():
                 self.notify(
-                    f"Unknown command /{name}. Commands: /new /threads /theme /export /help /quit", severity="warning"
+                    f"Unknown command /{name}. Commands: /new /threads /retry /edit /rewind /theme /export /help /quit",
+                    severity="warning",
                 )
                 self.prompt.load_text(text)
                 return True
@@ -1104,6 +1105,9 @@ class InstanceAiApp(App[None]):
     async def _search_threads(self, text: str) -> None:
         """Full-text thread search through the client, 150 ms after the last key."""
         await asyncio.sleep(0.15)
+            "retry": lambda: self.rewind_last(resend=True),
+            "edit": lambda: self.rewind_last(resend=False),
+            "rewind": lambda: self.pick_rewind(),
         try:
             found = await self.client.search_threads(text)
         except ClientError as exc:
@@ -1150,6 +1154,76 @@ class InstanceAiApp(App[None]):
         thread_list.remove_thread(thread_id)
         if thread_id == self.thread_id:
             await self.open_thread(None)
+
+    # ------------------------------------------------------------------ retry, edit, rewind
+    def _rewind_turns(self) -> list[Any] | None:
+        """The user turns that can be rewound to, or None (with the reason shown)."""
+        from .rewind import user_turns
+
+        conversation = self.conversation
+        if not self.client.can_rewind:
+            self._show_error("This server cannot rewind a conversation: retry and edit need our own server "
+                             "(embedded, or instance-ai serve).")
+            return None
+        if conversation is None or self.thread_id is None:
+            self.notify("Nothing to go back to yet.", severity="warning")
+            return None
+        if conversation.is_streaming:
+            self.notify("The agent is working: stop it first (Esc or Ctrl+C).", severity="warning")
+            return None
+        turns = user_turns(conversation)
+        if not turns:
+            self.notify("Nothing to go back to yet.", severity="warning")
+            return None
+        return turns
+
+    def rewind_last(self, *, resend: bool) -> None:
+        """``/retry`` (the same message again) and ``/edit`` (the last message back in the prompt)."""
+        turns = self._rewind_turns()
+        if turns:
+            self._rewind(turns[-1], resend=resend)
+
+    def pick_rewind(self) -> None:
+        """``/rewind``: choose an earlier message to go back to."""
+        from .rewind import RewindPicker
+
+        turns = self._rewind_turns()
+        if turns:
+            self.push_screen(RewindPicker(turns), lambda turn: self._rewind(turn, resend=False) if turn else None)
+
+    def on_user_message_edit_requested(self, event: Any) -> None:
+        """``e`` on a user message (``turns.UserMessage.EditRequested``; by name: turns loads lazily)."""
+        event.stop()
+        turns = self._rewind_turns()
+        if turns:
+            turn = next((t for t in turns if t.message_id == event.message_id), None)
+            if turn is None:
+                self.notify("This message has no answer to go back from yet.", severity="warning")
+                return
+            self._rewind(turn, resend=False)
+
+    @work(group="rewind", exclusive=True, exit_on_error=False)
+    async def _rewind(self, turn: Any, *, resend: bool) -> None:
+        thread_id = self.thread_id
+        if thread_id is None:
+            return
+        try:
+            result = await self.client.rewind(thread_id, turn.rewind_id)
+        except ClientError as exc:
+            self._show_error(f"Cannot go back: {exc}")
+            return
+        text = result.text or turn.text
+        await self.open_thread(thread_id)
+        count = len(result.superseded_run_ids)
+        kept = f"{count} turn{'s' if count != 1 else ''} left the agent's memory (kept in the thread's history)"
+        if resend:
+            self.notify(f"Retrying. {kept}.", timeout=4)
+            await self.send_message(text)
+        else:
+            self.prompt.load_text(text)
+            self.prompt.move_cursor(self.prompt.document.end)
+            self.prompt.focus()
+            self.notify(f"Edit the message and send it. {kept}.", timeout=5)
 
     @work(group="refresh-threads", exclusive=True, exit_on_error=False)
     async def _refresh_threads(self) -> None:

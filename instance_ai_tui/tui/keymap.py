@@ -58,6 +58,8 @@ delete-cancel         n,escape             thread_delete   cancel
 resume-new            escape               resume          new_thread
 resume-down           down                 resume          move(1)
 resume-up             up                   resume          move(-1)
+rewind-cancel         escape               rewind          cancel
+edit-message          e                    user_message    edit_message
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -138,6 +140,8 @@ Scope = Literal[
     "thread_rename",
     "thread_delete",
     "resume",
+    "rewind",
+    "user_message",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -158,6 +162,8 @@ SCOPE_TITLES: dict[str, str] = {
     "thread_rename": "Rename dialog",
     "thread_delete": "Delete dialog",
     "resume": "Resume picker",
+    "rewind": "Rewind picker",
+    "user_message": "Your message",
 }
 
 
@@ -214,6 +220,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("resume-new", "new_thread", "escape", "Start a new thread", "resume", show=False),
     KeySpec("resume-down", "move(1)", "down", "Next thread", "resume", show=False),
     KeySpec("resume-up", "move(-1)", "up", "Previous thread", "resume", show=False),
+    KeySpec("rewind-cancel", "cancel", "escape", "Cancel", "rewind", show=False),
+    KeySpec("edit-message", "edit_message", "e", "Edit and resend from here", "user_message"),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

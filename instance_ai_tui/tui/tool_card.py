@@ -1,8 +1,9 @@
 """A tool call as a card: a one-line header and, when expanded, args and result.
 
-The header shows a status glyph (spinner while running, ✔ done, ✗ failed, ⏸ awaiting
-approval, ⊘ interrupted) *and* a word, the tool name, a short form of the arguments or the
-result, and the duration. The body is only mounted while the card is expanded; results are
+The header shows a status glyph (spinner while running, ✓ done, ✗ failed or denied, ◷ waiting
+for approval / your answer / your plan review, ⊘ not run, expired or not resolved) *and* a word
+— both decided by ``protocol.display_state``, the one rule shared with export and ``run`` —
+then the tool name, a short form of the arguments or the result, and the duration. The body is only mounted while the card is expanded; results are
 pretty-printed JSON with syntax highlighting, folded after ``FOLD_LINES`` lines.
 
 Expansion follows the state until the user toggles it: expanded when it fails or waits for
@@ -21,6 +22,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from ..protocol.display_state import AUTO_APPROVED_LABEL, DisplayState, display_state
 from ..protocol.tree import ToolCallState
 from . import keymap
 from .confirmations import ConfirmCard, build_card, short_json
@@ -84,20 +86,22 @@ def duration(started: str | None, completed: str | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def tool_state(tc: ToolCallState, confirmation_pending: bool) -> str:
-    """running | awaiting | done | failed | interrupted"""
-    if tc.error is not None or (tc.confirmation_status == "denied" and not tc.is_loading):
-        return "interrupted" if tc.interrupted else "failed"
-    if tc.is_loading:
-        return "awaiting" if confirmation_pending else "running"
-    return "done"
+def tool_state(tc: ToolCallState, confirmation_pending: bool, *, run_active: bool = True) -> str:
+    """The card's state word: ``protocol.display_state``'s kind, with "awaiting" for "waiting"
+    (kept for the card's CSS classes and older callers)."""
+    kind = display_state(tc, run_active=run_active or confirmation_pending, resolved=not confirmation_pending).kind
+    return "awaiting" if kind == "waiting" else kind
 
 
+#: glyph and colour of each display state (the word comes from ``display_state``)
 _STATE_MARK = {
     "awaiting": TOOL_STATUS["waiting"],
     "done": TOOL_STATUS["done"],
     "failed": TOOL_STATUS["failed"],
-    "interrupted": TOOL_STATUS["cancelled"],
+    "denied": TOOL_STATUS["failed"],
+    "not-run": TOOL_STATUS["cancelled"],
+    "expired": TOOL_STATUS["cancelled"],
+    "unresolved": TOOL_STATUS["cancelled"],
 }
 
 
@@ -135,6 +139,10 @@ class ToolCallCard(Vertical, can_focus=True):
         self._unfolded = False
         self._frame = 0
         self.state = "running"
+        self.shown_state: DisplayState | None = None
+        #: the run of this call is going (set by the turn); a loading call of a finished
+        #: run is "not resolved", not running
+        self.run_active = True
         self.card: ConfirmCard | None = None
         self._body_rendered: tuple[object, ...] | None = None
         self._pending = False
@@ -178,18 +186,30 @@ class ToolCallCard(Vertical, can_focus=True):
             conf.expired if conf else None,
             tc.confirmation_status,
             confirmation_pending,
+            self.run_active,
         )
         if not force and signature == self._signature:
             return False
         self._signature = signature
         if not self._started:
             return True
-        self.state = tool_state(tc, confirmation_pending)
-        self.set_class(self.state == "failed", "-failed")
+        self.shown_state = display_state(
+            tc, run_active=self.run_active or confirmation_pending, resolved=not confirmation_pending
+        )
+        kind = self.shown_state.kind
+        self.state = "awaiting" if kind == "waiting" else kind
+        self.set_class(self.state in ("failed", "denied"), "-failed")
         self._render_header()
         self._sync_body()
         self._sync_card(confirmation_pending)
         return True
+
+    def set_run_active(self, active: bool) -> None:
+        """The turn's run started or ended: a call still loading in the tree of a finished
+        run is shown as not resolved (n8n's tree keeps it loading)."""
+        if active != self.run_active:
+            self.run_active = active
+            self.sync(self.tc, self._pending)
 
     def tick(self) -> None:
         """Advance the spinner (called by the app's frame timer while running)."""
@@ -210,18 +230,28 @@ class ToolCallCard(Vertical, can_focus=True):
             (f"{glyph} ", style),
             (tc.tool_name or "tool", "bold"),
         ]
+        label = self.shown_state.label if self.shown_state is not None else self.state
         if self.state == "done":
             summary = result_summary(tc.result)
             if summary:
                 parts.append(("  → ", "$text-muted"))
                 parts.append(summary)
-        elif self.state in ("failed", "interrupted"):
-            parts.append((f"  {self.state}: ", style))
-            parts.append((result_summary(tc.error or "denied"), style))
+        elif self.state == "failed":
+            parts.append(("  failed: ", style))
+            parts.append((result_summary(tc.error or "(no message)"), style))
+        elif self.state == "denied":
+            parts.append(("  denied", style))
+            reason = tc.result.get("reason") if isinstance(tc.result, dict) else None
+            if isinstance(reason, str) and reason:
+                parts.append((f": {result_summary(reason)}", style))
+        elif self.state in ("not-run", "expired", "unresolved"):
+            parts.append((f"  {label}", style))
         elif self.state == "awaiting":
-            parts.append(("  waiting for approval", "$tool-waiting"))
+            parts.append((f"  {label}", "$tool-waiting"))
         elif tc.args:
             parts.append(("  " + short_json(tc.args, 60), "$text-muted"))
+        if self.shown_state is not None and self.shown_state.auto_approved:
+            parts.append((f"  · {AUTO_APPROVED_LABEL}", "$text-muted italic"))
         took = duration(tc.started_at, tc.completed_at)
         if took:
             parts.append((f"  {took}", "$text-muted"))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -410,6 +411,7 @@ class AgentSection(Vertical):
             card.index = index
             conf = tc.confirmation
             card._pending = conf is not None and conf.request_id in self.turn.pending
+            card.run_active = self.turn.live
             self.turn.cards[tc.tool_call_id] = card
             widget = card
         elif kind == "child":
@@ -574,7 +576,18 @@ class UserMessage(Static, can_focus=True):
 **c** copies it to the clipboard. A long message is folded: **Enter**/**Space** unfolds it.
 """
     KEY_SCOPE = "block"
-    BINDINGS = keymap.bindings("block")
+    KEY_SCOPES = ("user_message",)
+    BINDINGS = [*keymap.bindings("block"), *keymap.bindings("user_message")]
+
+    class EditRequested(Message):
+        """``e`` on a user message: rewind to it and edit it."""
+
+        def __init__(self, message_id: str) -> None:
+            super().__init__()
+            self.message_id = message_id
+
+    def action_edit_message(self) -> None:
+        self.post_message(self.EditRequested(self.message_id))
 
     def __init__(self, message_id: str, text: str) -> None:
         super().__init__("", classes="user-message", markup=False)
@@ -705,6 +718,8 @@ class AssistantTurn(Vertical):
                 section.end_live()
         self._render_footer()
 
+        for card in list(self.cards.values()):
+            card.set_run_active(self.live)  # display_state: loading calls of an ended run
     def refresh_pending(self, changed: set[str]) -> list[ToolCallCard]:
         """Re-sync the cards of tool calls whose confirmation state changed."""
         touched: list[ToolCallCard] = []

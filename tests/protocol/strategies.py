@@ -13,7 +13,8 @@ nest. Texts use a tiny alphabet so blocks often extend streamed text.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from instance_ai_tui.protocol.api import InstanceAiMessage, ThreadMessages
@@ -31,7 +31,7 @@ def test_run_start_creates_an_assistant_message_and_streams() -> None:
     assert msg.role == "assistant" and msg.id == "r1" and msg.message_group_id == "mg1"
     assert msg.content == "Hi there" and msg.reasoning == "hmm"
     assert msg.is_streaming and conv.is_streaming and conv.active_run_id == "r1"
-    assert msg.created_at == datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)
+    assert msg.created_at == datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
     conv.apply_wire(2, n8n("run-finish", "r1", {"status": "completed"}))
     assert not msg.is_streaming and not conv.is_streaming and conv.active_run_id is None
     wire = msg.to_message()
@@ -173,7 +173,7 @@ def test_load_history_then_live_events_without_duplicates() -> None:
             n8n("run-finish", "r1", {"status": "completed"}),
         ]
     )
-    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, tzinfo=UTC)
     history = ThreadMessages(
         thread_id="th",
         messages=[

@@ -69,7 +69,7 @@ def test_text_block_after_streamed_deltas_does_not_duplicate() -> None:
         n8n("text-delta", {"text": "wor"}, responseId="s1"),
     ]
     # the client reconnects mid-segment: the replay brings the coalesced block
-    reducer = fold(live + [n8n("text-block", {"text": "Hello world"}, responseId="s1")])
+    reducer = fold([*live, n8n("text-block", {"text": "Hello world"}, responseId="s1")])
     tree = reducer.tree()
     assert tree.text_content == "Hello world"
     assert [(e.type, e.content) for e in tree.timeline] == [("text", "Hello world")]
@@ -330,7 +330,9 @@ def test_run_finish_interrupted_and_error() -> None:
     assert errored.tree().status == "error" and errored.tree().error == "LLM down"
 
 
-def test_completed_run_leaves_background_sub_agent_calls_alone() -> None:
+def test_completed_run_leaves_loading_calls_as_they_are() -> None:
+    """n8n's rule (reference §6.1): only a cancelled or failed run stops loading calls; the
+    display state (protocol.display_state), not the tree, says "not resolved"."""
     reducer = fold(
         [
             n8n("run-start", {"messageId": "m"}),
@@ -341,7 +343,7 @@ def test_completed_run_leaves_background_sub_agent_calls_alone() -> None:
         ]
     )
     tree = reducer.tree()
-    assert not tree.tool_calls[0].is_loading
+    assert tree.tool_calls[0].is_loading
     assert tree.children[0].tool_calls[0].is_loading
 
 

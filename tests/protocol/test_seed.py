@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from instance_ai_tui.protocol.api import ThreadStatus
+from instance_ai_tui.protocol.display_state import display_state
 from instance_ai_tui.protocol.events import EVENT_TYPES, UnknownEvent, parse_event
 from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.protocol.sse import EventStreamDecoder
@@ -100,7 +101,10 @@ def test_autonomous_loop_listing_gives_the_drawn_tree(autonomous_listing: list[d
         "delegate",
         "plan",
     ]
-    assert not any(c.is_loading for c in tree.tool_calls)
+    # n8n's rule: a completed run leaves a call without result loading (the listing's last
+    # ``plan`` has none); the display state calls it "not resolved"
+    assert [c.is_loading for c in tree.tool_calls] == [False] * 5 + [True]
+    assert display_state(tree.tool_calls[5], run_active=False).kind == "unresolved"
     by_name = {c.tool_call_id: c for c in tree.tool_calls}
     assert by_name["tc2"].result == "Created wf-123"
     assert by_name["tc5"].result == "Missing API key"

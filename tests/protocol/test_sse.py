@@ -144,7 +144,7 @@ def test_any_chunking_of_a_stream_gives_the_same_frames(
     text = serialise(frames, newline, comments)
     payload: str | bytes = text.encode() if as_bytes else text
     points = sorted({c % (len(payload) + 1) for c in cuts})
-    chunks = [payload[a:b] for a, b in zip([0, *points], [*points, len(payload)])]
+    chunks = [payload[a:b] for a, b in zip([0, *points], [*points, len(payload)], strict=False)]
     got, parser = parse_all(*chunks)
     expected = [SSEFrame("\n".join(lines), event or "message", id_) for lines, event, id_ in frames]
     assert got == expected

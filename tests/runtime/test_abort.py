@@ -16,8 +16,8 @@ from instance_ai_tui.runtime import (
     ToolContext,
     ToolResultChunk,
 )
-from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
 from instance_ai_tui.runtime.memory import record_to_message
+from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
 from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
 
 

@@ -47,7 +47,7 @@ def sleeper(log: list[tuple[str, str, float]]) -> Tool:
 
 def three_calls(names: list[str], seconds: list[float]) -> MockResponse:
     return MockResponse(tool_calls=[
-        MockToolCall(name="sleep", arguments={"name": n, "seconds": s}, id=f"call_{n}") for n, s in zip(names, seconds)
+        MockToolCall(name="sleep", arguments={"name": n, "seconds": s}, id=f"call_{n}") for n, s in zip(names, seconds, strict=False)
     ])
 
 

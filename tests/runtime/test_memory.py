@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import itertools
+from datetime import UTC, datetime
 
 from instance_ai_tui.runtime import Agent, HashingEmbedder, Message, StoreMemory, ToolCallPart, tool
 from instance_ai_tui.runtime.memory import message_to_record, record_to_message, sanitize_title
@@ -132,7 +133,7 @@ async def test_created_at_is_strictly_monotonic_when_stored(server, make_model, 
         MockResponse(text="pong"),
     ])
     # history written "in the future" (clock skew): live messages still come after it
-    future = datetime(2100, 1, 1, tzinfo=timezone.utc)
+    future = datetime(2100, 1, 1, tzinfo=UTC)
     await store.create_thread("t1")
     old = Message(id="old", role="user", content="from the future")
     await store.upsert_messages("t1", [message_to_record("t1", old, None).model_copy(update={"created_at": future})])
@@ -141,5 +142,5 @@ async def test_created_at_is_strictly_monotonic_when_stored(server, make_model, 
     records = await store.list_messages("t1")
     assert [r.role for r in records] == ["user"] * 3 + ["assistant"] + ["tool"] * 6 + ["assistant"]
     stamps = [r.created_at for r in records]
-    assert all(a < b for a, b in zip(stamps, stamps[1:])), stamps
+    assert all(a < b for a, b in itertools.pairwise(stamps)), stamps
     assert stamps[0] == future

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from instance_ai_tui.runtime import Message, MessageList, ToolCallPart, strip_orphaned_tool_messages
@@ -50,7 +51,7 @@ def test_created_at_strictly_increasing_even_within_one_millisecond():
     lst.add_history([Message.user("future", created_at=10**13)])
     added = lst.add_input([Message.user(str(i)) for i in range(50)])
     stamps = [m.created_at for m in lst.messages]
-    assert all(a < b for a, b in zip(stamps, stamps[1:]))
+    assert all(a < b for a, b in itertools.pairwise(stamps))
     assert added[0].created_at == 10**13 + 1
 
 

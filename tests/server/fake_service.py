@@ -8,8 +8,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator
 
-from instance_ai_tui.assistant.errors import ConfirmationNotFound, RunActive, ThreadNotFound
+from instance_ai_tui.assistant.errors import ConfirmationNotFound, InvalidRequest, RunActive, ThreadNotFound
 from instance_ai_tui.protocol.api import (
+    RewindResponse,
     ApprovalConfirm,
     ConfirmBody,
     ConfirmResponse,
@@ -138,3 +139,7 @@ class FakeService:
         entry = self.active.get(thread_id)
         return ThreadStatus(has_active_run=entry is not None, run_id=entry[0] if entry else None,
                             is_suspended=any(t == thread_id for _, t in self.pending.values()))
+
+    async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        await self.get_thread(thread_id)
+        raise InvalidRequest(f"no user message {message_id!r} in this thread")

@@ -7,6 +7,7 @@ import inspect
 import os
 import sqlite3
 import stat
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -87,11 +88,11 @@ async def test_old_database_is_upgraded_and_keeps_its_data(db_path: Path) -> Non
         appended = await store.append_events("t1", [delta("new")])
         assert appended[0].id == 2
         # tables of migration 2 work
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         from instance_ai_tui.store.base import CheckpointRecord
 
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         saved = await store.save_checkpoint(CheckpointRecord(run_id="r0", thread_id="t1", created_at=now, updated_at=now))
         assert saved.version == 1
     assert await raw_sql(db_path, lambda db: db.execute("SELECT version FROM schema_version").fetchone()[0]) == SCHEMA_VERSION

@@ -84,7 +84,7 @@ async def test_deny_and_always_allow(tmp_path: Path) -> None:
         await app.wait_until_rendered()
         turn = app.view.assistant_turns()[-1]
         activate = next(c for c in turn.cards.values() if c.tc.tool_name == "activate-workflow")
-        assert activate.state == "failed"
+        assert activate.state == "denied"  # display_state: a denial is not a failure
         # a second request in the same thread: always allow
         await type_and_send(pilot, app, "every evening send the RSS news to Slack")
         await until(lambda: focused_card(app, ApprovalCard) is not None, pilot)

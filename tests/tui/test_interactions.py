@@ -152,7 +152,7 @@ async def test_deny_turns_the_call_into_an_error() -> None:
         await until(lambda: not app.conversation.is_streaming, pilot)
         await app.wait_until_rendered()
         assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=False))]
-        assert turns(app)[-1].cards["tc9"].state == "failed"
+        assert turns(app)[-1].cards["tc9"].state == "denied"  # display_state: a denial, not a failure
 
 
 async def test_always_allow_sends_session_scope() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from instance_ai_tui.protocol.events import TaskList
 from instance_ai_tui.protocol.reducer import RunReducer
-from instance_ai_tui.protocol.tree import ToolCallState
+from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
 from instance_ai_tui.tui.agent_info import agent_info, reducer_root_field
 from instance_ai_tui.tui.recorded import RecordedClient
 from instance_ai_tui.tui.status_line import StatusInfo, format_tokens, render_status
@@ -52,7 +52,8 @@ def test_tool_card_formatting() -> None:
     assert duration("2026-01-01T00:00:00.000Z".replace("Z", "+00:00"), "2026-01-01T00:00:01.500+00:00") == "1.5 s"
     assert duration(None, "x") == ""
     call = ToolCallState(tool_call_id="t", tool_name="x")
-    assert tool_state(call, False) == "running" and tool_state(call, True) == "awaiting"
+    asking = call.model_copy(update={"confirmation": Confirmation(request_id="r", message="ok?")})
+    assert tool_state(call, False) == "running" and tool_state(asking, True) == "awaiting"
     assert tool_state(call.model_copy(update={"is_loading": False, "result": 1}), False) == "done"
     assert tool_state(call.model_copy(update={"is_loading": False, "error": "boom"}), False) == "failed"
 

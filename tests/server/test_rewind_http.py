@@ -1,0 +1,45 @@
+"""``POST threads/:threadId/rewind`` on our server, through ``RemoteClient.rewind``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.client.base import ClientError
+from instance_ai_tui.client.remote import RemoteClient
+from instance_ai_tui.config import ModelSettings, Settings
+from instance_ai_tui.server.app import create_app
+from instance_ai_tui.server.service_factory import build_service
+
+from .live import serve_app
+
+
+async def _settled(client: Any, thread_id: str) -> None:
+    for _ in range(400):
+        status = await client.status(thread_id)
+        if not status.has_active_run and not status.is_suspended:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the run did not finish")
+
+
+async def test_rewind_over_http(tmp_path: Path) -> None:
+    settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
+    async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:
+        client = RemoteClient(url)
+        await client.open()
+        try:
+            await client.create_thread("t1")
+            await client.send("t1", "what can you do?")
+            await _settled(client, "t1")
+            user = next(m for m in (await client.messages("t1")).messages if m.role == "user")
+            result = await client.rewind("t1", user.id)
+            assert result.text == "what can you do?" and len(result.superseded_run_ids) == 1
+            assert all(m.superseded for m in (await client.messages("t1")).messages)
+            with pytest.raises(ClientError):
+                await client.rewind("t1", "")
+        finally:
+            await client.close()
