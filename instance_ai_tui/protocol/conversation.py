@@ -261,7 +261,9 @@ class Conversation:
         (``confirmationStatus`` not approved/denied) and not resolved locally."""
         pending: list[PendingConfirmation] = []
         for msg in self.messages:
-            if msg.reducer is None:
+            if msg.reducer is None or not msg.is_streaming:
+                # a finished run cannot take an answer: n8n's tree leaves a completed run's
+                # calls loading (reference §6.1); display_state shows them "not answered"
                 continue
             for agent_id, call in msg.reducer.confirmation_calls():
                 conf = call.confirmation
