@@ -745,7 +745,9 @@ class AssistantTurn(Vertical):
             reason = f" ({info.cancellation_reason})" if info and info.cancellation_reason else ""
             text = Content.styled(f"⊘ Cancelled{reason}", "$text-warning italic")
         elif status == "error":
-            detail = f": {info.error}" if info and info.error else ""
+            # an error event is already drawn in the answer ("*Error: …*", as n8n does): say it once
+            shown = bool(info and info.error and f"Error: {info.error}" in self.reducer.text())
+            detail = f": {info.error}" if info and info.error and not shown else " (see above)" if shown else ""
             text = Content.styled(f"✗ The run failed{detail}", "$text-error")
         self.footer.display = text is not None
         if text is not None:

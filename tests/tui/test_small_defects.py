@@ -212,3 +212,38 @@ async def test_ctrl_o_unfolds_a_paste_in_the_prompt() -> None:
         await until(lambda: "[pasted 21 lines #1]" in app.prompt.text, pilot)
         await pilot.press("ctrl+o")
         assert app.prompt.text == "a\n" * 20
+
+
+# --------------------------------------------------------------------------- errors said once
+
+
+async def test_a_model_error_is_shown_once() -> None:
+    from .scripts import ev
+
+    message = "cannot reach the model server at http://127.0.0.1:9/v1: Connection error."
+    run = [ev("run-start", messageId="m1"), ev("error", content=message),
+           ev("run-finish", status="error", reason=message)]
+    app = make_app(recorded([run]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "hello")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        await app.wait_until_rendered()
+        turn = turns(app)[-1]
+        footer = str(turn.footer.visual)
+        assert "The run failed" in footer and message not in footer
+        screen = app.export_screenshot()
+        assert screen.count("Connection&#160;error") + screen.count("Connection error") == 1
+
+
+async def test_a_failed_run_without_an_error_event_says_why_in_the_footer() -> None:
+    from .scripts import ev
+
+    run = [ev("run-start", messageId="m1"), ev("run-finish", status="error", reason="the model returned garbage")]
+    app = make_app(recorded([run]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "hello")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        await app.wait_until_rendered()
+        assert "The run failed: the model returned garbage" in str(turns(app)[-1].footer.visual)
