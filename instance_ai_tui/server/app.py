@@ -33,8 +33,9 @@ import json
 import logging
 import re
 import time
-from typing import Any, AsyncIterator
-from urllib.parse import parse_qs
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -49,8 +50,8 @@ from ..assistant.errors import AssistantError
 from ..assistant.service_api import AssistantService
 from ..protocol.api import (
     CreateThreadRequest,
-    SendMessageRequest,
     RewindRequest,
+    SendMessageRequest,
     SendMessageResponse,
     ThreadList,
     UpdateThreadRequest,
@@ -103,12 +104,55 @@ def _package_version() -> str:
 # --------------------------------------------------------------------------- middleware
 
 
-class GuardMiddleware:
-    """Bearer-token check (when configured) and an access log that never prints query strings."""
+#: host names that always mean this machine (``*.localhost`` too, RFC 6761)
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SAME_SITE_FETCH = frozenset({b"same-origin", b"none"})
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+
+def _host_only(value: str) -> str:
+    """``Host``/authority without the port, lower case; IPv6 keeps its brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    host, sep, port = value.rpartition(":")
+    return host if sep and port.isdigit() and ":" not in host else value
+
+
+def loopback_hosts(bound: str | None = None) -> frozenset[str]:
+    """The ``Host`` names a loopback-bound server answers: the loopback names and ``bound``."""
+    names = set(LOOPBACK_HOSTS)
+    if bound:
+        names.add(f"[{bound.lower()}]" if ":" in bound and not bound.startswith("[") else bound.lower())
+    return frozenset(names)
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return bytes(value)
+    return None
+
+
+class GuardMiddleware:
+    """What every request passes before a route:
+
+    * ``Host`` must be one of ``allowed_hosts`` (when given): a DNS-rebinding page reaches a
+      loopback server under its own name, so it gets 421 and can read or answer nothing;
+    * writes (any method but GET/HEAD/OPTIONS) must not come from another site: an ``Origin``
+      other than this server's, or ``Sec-Fetch-Site`` other than same-origin/none, gets 403, and
+      a body must be ``application/json`` (415) — no HTML form or simple ``fetch`` can send it;
+    * the bearer token (when configured), also accepted as ``?token=`` (compared as bytes);
+    * an access log that never prints query strings;
+    * an unexpected exception becomes a JSON 500 *without* closing the keep-alive connection
+      (Starlette's outermost handler re-raises, which made uvicorn drop it).
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, allowed_hosts: frozenset[str] | None = None) -> None:
         self.app = app
         self.token = token.encode() if token else None
+        self.allowed_hosts = allowed_hosts
 
     def _authorised(self, scope: Scope) -> bool:
         assert self.token is not None
@@ -119,30 +163,76 @@ class GuardMiddleware:
                     return True
         query = scope.get("query_string", b"")
         if b"token=" in query:
-            for candidate in parse_qs(query.decode("latin-1")).get("token", []):
-                if hmac.compare_digest(candidate.encode("latin-1"), self.token):
-                    return True
+            for part in query.split(b"&"):
+                if part.startswith(b"token="):
+                    candidate = unquote_to_bytes(part[6:].replace(b"+", b" "))
+                    if hmac.compare_digest(candidate, self.token):
+                        return True
         return False
+
+    def _host_allowed(self, host: str) -> bool:
+        assert self.allowed_hosts is not None
+        return host in self.allowed_hosts or host.endswith(".localhost")
+
+    def _refusal(self, scope: Scope) -> JSONResponse | None:
+        raw_host = _header(scope, b"host")
+        host = _host_only(raw_host.decode("latin-1")) if raw_host is not None else None
+        if self.allowed_hosts is not None and host is not None and not self._host_allowed(host):
+            return error_response(421, f"this server does not answer to the host name '{host[:100]}' (use "
+                                       "127.0.0.1 or localhost); refused to protect against DNS rebinding")
+        if scope["method"] in _SAFE_METHODS:
+            return None
+        fetch_site = _header(scope, b"sec-fetch-site")
+        if fetch_site is not None and fetch_site.strip().lower() not in _SAME_SITE_FETCH:
+            return error_response(403, "cross-site request refused (Sec-Fetch-Site: "
+                                       f"{fetch_site.decode('latin-1')[:40]})")
+        origin = _header(scope, b"origin")
+        if origin is not None:
+            origin_host = _host_only(urlsplit(origin.decode("latin-1")).netloc)
+            same = origin_host == host if host is not None else False
+            if not (same or (self.allowed_hosts is not None and origin_host and self._host_allowed(origin_host))):
+                return error_response(403, f"cross-site request refused (Origin: {origin.decode('latin-1')[:100]})")
+        content_type = _header(scope, b"content-type")
+        length = _header(scope, b"content-length")
+        has_body = _header(scope, b"transfer-encoding") is not None or (length is not None and length.strip() != b"0")
+        if content_type is not None or has_body:
+            media = (content_type or b"").split(b";")[0].strip().lower()
+            if media != b"application/json" and not media.endswith(b"+json"):
+                return error_response(415, "send the body as JSON with 'Content-Type: application/json'")
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        response_started = False
 
         async def send_logged(message: Message) -> None:
+            nonlocal response_started
             if message["type"] == "http.response.start":
+                response_started = True
                 elapsed = (time.perf_counter() - started) * 1000
                 log.info("%s %s -> %s (%.1f ms)", scope["method"], scope["path"], message["status"], elapsed)
             await send(message)
 
-        if self.token is not None and scope["path"] not in _PUBLIC_PATHS and not self._authorised(scope):
-            response = error_response(
+        refusal = self._refusal(scope)
+        if refusal is None and self.token is not None and scope["path"] not in _PUBLIC_PATHS \
+                and not self._authorised(scope):
+            refusal = error_response(
                 401, "missing or invalid token: send 'Authorization: Bearer <token>'", {"WWW-Authenticate": "Bearer"}
             )
-            await response(scope, receive, send_logged)
+        if refusal is not None:
+            await refusal(scope, receive, send_logged)
             return
-        await self.app(scope, receive, send_logged)
+        try:
+            await self.app(scope, receive, send_logged)
+        except Exception as exc:
+            log.error("unexpected error on %s %s: %s", scope["method"], scope["path"], exc, exc_info=exc)
+            if response_started:
+                raise
+            response = error_response(500, "internal server error (this is a bug; the server log has the details)")
+            await response(scope, receive, send_logged)
 
 
 # --------------------------------------------------------------------------- the API
@@ -182,9 +272,16 @@ class InstanceAIApi:
                 raise ApiError(400, "a JSON body is required")
             return None
         try:
-            return json.loads(body)
+            data = json.loads(body)
         except (ValueError, RecursionError) as exc:
             raise ApiError(400, f"the body is not valid JSON: {str(exc)[:200]}") from None
+        try:  # JSON may spell a lone UTF-16 surrogate ("\\ud800"); no store or client can keep it
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(400, "the body contains a lone UTF-16 surrogate (e.g. \\ud800); send valid Unicode") from None
+        except RecursionError:
+            raise ApiError(400, "the body is nested too deeply") from None
+        return data
 
     @staticmethod
     def _model(model: type[BaseModel], data: Any) -> Any:
@@ -246,14 +343,18 @@ class InstanceAIApi:
 
     @staticmethod
     def _cursor(request: Request) -> int:
-        """``Last-Event-ID`` wins when it is a valid id; else ``?lastEventId=`` (400 if invalid); else 0."""
+        """``Last-Event-ID`` wins when present (400 if invalid); else ``?lastEventId=`` (400 if invalid); else 0.
+
+        A bad header used to be ignored, silently replaying the whole thread."""
 
         def valid(value: str) -> bool:
             return value.isascii() and value.isdigit() and len(value) <= 18
 
-        header = request.headers.get("last-event-id", "").strip()
-        if valid(header):
-            return int(header)
+        header = request.headers.get("last-event-id")
+        if header is not None and header.strip():
+            if not valid(header.strip()):
+                raise ApiError(400, "Last-Event-ID must be a non-negative integer")
+            return int(header.strip())
         query = request.query_params.get("lastEventId")
         if query is None:
             return 0
@@ -302,6 +403,11 @@ class InstanceAIApi:
         thread_id = await self._thread(request)
         return self._ok(await self.service.status(thread_id))
 
+    async def rewind(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        body: RewindRequest = self._model(RewindRequest, await self._json(request))
+        return self._ok(await self.service.rewind(thread_id, body.message_id))
+
     def routes(self) -> list[Route]:
         p = PREFIX
         return [
@@ -317,6 +423,7 @@ class InstanceAIApi:
             Route(f"{p}/threads/{{threadId}}", self.delete_thread, methods=["DELETE"]),
             Route(f"{p}/threads/{{threadId}}/messages", self.messages, methods=["GET"]),
             Route(f"{p}/threads/{{threadId}}/status", self.status, methods=["GET"]),
+            Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
         ]
 
 
@@ -351,11 +458,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, str(exc.detail))
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal server error (this is a bug; the server log has the details)")
-
-
 # --------------------------------------------------------------------------- factory
 
 
@@ -367,6 +469,7 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     manage_service: bool = True,
     flush_interval: float = 0.005,
+    allowed_hosts: frozenset[str] | None | str = "auto",
 ) -> Starlette:
     """The ASGI app for ``service``.
 
@@ -376,7 +479,15 @@ def create_app(
     ``service.shutdown()``. ``app.state.shutdown_gracefully()`` (idempotent) ends active runs
     and then the open SSE streams; the ``serve`` runner calls it before uvicorn waits for
     connections to close, so streams deliver the final ``run-finish`` and end cleanly.
+
+    ``allowed_hosts``: the ``Host`` names answered (others get 421, against DNS rebinding).
+    ``"auto"`` (the default): without a token, the loopback names only (:func:`loopback_hosts`;
+    ``serve`` adds the bound address); with a token, any (a rebinding page cannot know the
+    token). ``None``: any.
     """
+    if allowed_hosts == "auto":
+        allowed_hosts = None if token else loopback_hosts()
+    assert allowed_hosts is None or isinstance(allowed_hosts, frozenset)
     hub = StreamHub()
     api = InstanceAIApi(
         service, hub, ping_interval=ping_interval, max_body_bytes=max_body_bytes, flush_interval=flush_interval
@@ -403,11 +514,6 @@ def create_app(
             await shutdown_gracefully()
 
     app = Starlette(
-    async def rewind(self, request: Request) -> Response:
-        thread_id = await self._thread(request)
-        body: RewindRequest = self._model(RewindRequest, await self._json(request))
-        return self._ok(await self.service.rewind(thread_id, body.message_id))
-
         routes=api.routes(),
         exception_handlers={
             ApiError: _api_error,
@@ -415,15 +521,13 @@ def create_app(
             StoreThreadNotFound: _store_not_found,
             ValidationError: _validation_error,
             HTTPException: _http_error,
-            Exception: _unexpected,
         },
-        middleware=[Middleware(GuardMiddleware, token=token)],
+        middleware=[Middleware(GuardMiddleware, token=token, allowed_hosts=allowed_hosts)],
         lifespan=lifespan,
     )
     app.state.service = service
     app.state.hub = hub
     app.state.auth_required = token is not None
-            Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
     app.state.version = _package_version()
     app.state.openapi = build_openapi(app.state.version)
     app.state.shutdown_gracefully = shutdown_gracefully

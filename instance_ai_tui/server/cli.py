@@ -21,7 +21,8 @@ TOKEN_ENV = "INSTANCE_AI_TOKEN"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
-    parser.add_argument("--token", help=f"require 'Authorization: Bearer <token>' (or set {TOKEN_ENV})")
+    parser.add_argument("--token", help=f"require 'Authorization: Bearer <token>' (or set {TOKEN_ENV}); "
+                                        "not blank, no spaces")
     parser.add_argument("--db", type=Path, help="SQLite file (default: the platform data dir)")
     parser.add_argument("--model", help="model name ('demo' = the offline demo model)")
     parser.add_argument("--workspace", type=Path, help="folder the agent's file tools may use")
@@ -49,7 +50,12 @@ def is_loopback(host: str) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get(TOKEN_ENV) or None
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if token is not None and (not token.strip() or token != token.strip() or any(c.isspace() for c in token)
+                              or not token.isprintable()):
+        print(f"instance-ai serve: the token must not be blank or contain spaces or control characters "
+              f"(from {'--token' if args.token is not None else TOKEN_ENV})", file=sys.stderr)
+        return 2
     if not is_loopback(args.host) and not token:
         print(
             f"instance-ai serve: refusing to listen on {args.host} without a token; "
@@ -65,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     import logging
 
     from ..config import load_settings
-    from .app import create_app
+    from .app import create_app, loopback_hosts
     from .runner import make_server
     from .service_factory import build_service
 
@@ -78,7 +84,12 @@ def main(args: argparse.Namespace) -> int:
     if args.workspace:
         overrides["workspace_root"] = args.workspace
     settings = load_settings(overrides)
-    from .redis_service import build_redis_service, check_redis, redacted, resolve_redis_url
+    from .redis_service import (
+        build_redis_service,
+        check_redis,
+        redacted,
+        resolve_redis_url,
+    )
 
     redis_url = resolve_redis_url(args.redis, settings)
     if redis_url and (problem := check_redis(redis_url)):
@@ -93,7 +104,9 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"instance-ai serve: {exc}", file=sys.stderr)
         return 2
-    app = create_app(service, token=token, ping_interval=args.ping_interval)
+    # bound to loopback: answer only to loopback names and the bound address (DNS rebinding)
+    allowed_hosts = loopback_hosts(args.host) if is_loopback(args.host) else None
+    app = create_app(service, token=token, ping_interval=args.ping_interval, allowed_hosts=allowed_hosts)
     server = make_server(app, args.host, args.port, log_level=args.log_level)
     print(
         f"instance-ai serve: http://{args.host}:{args.port}/instance-ai  model: {service.model_label}  "
