@@ -160,6 +160,15 @@ class Client(abc.ABC):
     @abc.abstractmethod
     async def status(self, thread_id: str) -> ThreadStatus: ...
 
+    # ----------------------------------------------------------------- background tasks (n8n)
+    async def cancel_task(self, thread_id: str, task_id: str) -> None:
+        """Cancel one background task of the thread (n8n). Other backends have none."""
+        raise ClientError(f"this backend ({self.mode}) has no background tasks")
+
+    async def correct_task(self, thread_id: str, task_id: str, message: str) -> None:
+        """Send a correction to a running background task (n8n). Other backends have none."""
+        raise ClientError(f"this backend ({self.mode}) has no background tasks")
+
     #: whether ``rewind`` works here (retry, edit and rewind need it)
     can_rewind: bool = False
 

@@ -47,6 +47,8 @@ THREAD_SOURCE = "assistant_page"
 #: keys of n8n's ``/rest/settings`` data, public part and full part
 _N8N_SETTINGS_KEYS = ("settingsMode", "authCookie", "userManagement", "versionCli")
 HISTORY_LIMIT = 100
+#: pages of 100 read by ``search_threads``
+SEARCH_PAGES = 20
 
 
 class N8nClient(Client):
@@ -300,6 +302,48 @@ class N8nClient(Client):
     async def status(self, thread_id: str) -> ThreadStatus:
         data = await self._ai("GET", f"/threads/{_thread_uuid(thread_id)}/status")
         return _model(ThreadStatus, data, "thread status")
+
+    # ------------------------------------------------------------------ background tasks, thread history
+    async def cancel_task(self, thread_id: str, task_id: str) -> None:
+        """``POST /chat/:threadId/tasks/:taskId/cancel``: n8n then publishes ``agent-completed``
+        with ``status: cancelled`` for the task's agent."""
+        await self._ai("POST", f"/chat/{_thread_uuid(thread_id)}/tasks/{task_id}/cancel")
+
+    async def correct_task(self, thread_id: str, task_id: str, message: str) -> None:
+        """``POST /chat/:threadId/tasks/:taskId/correct``: queue a correction for a running task."""
+        if not message.strip():
+            raise ClientError("a correction must not be empty")
+        await self._ai("POST", f"/chat/{_thread_uuid(thread_id)}/tasks/{task_id}/correct", json={"message": message})
+
+    async def thread_history(
+        self, search: str | None = None, cursor: str | None = None, limit: int = 30
+    ) -> tuple[list[ThreadInfo], str | None]:
+        """One page of ``GET /threads/history`` (n8n's thread search and cursor paging):
+        the threads and the cursor of the next page (``None`` at the end)."""
+        params = {"limit": str(max(1, min(limit, 100)))}
+        if search and search.strip():
+            params["search"] = search.strip()[:500]
+        if cursor:
+            params["cursor"] = cursor
+        data = await self._ai("GET", "/threads/history", params=params)
+        if not isinstance(data, dict):
+            raise ClientError(f"n8n sent a thread history this client cannot read: {data!r:.200}")
+        threads = [_model(ThreadInfo, item, "thread") for item in data.get("threads") or []]
+        next_cursor = data.get("nextCursor")
+        more = bool(data.get("hasMore")) and isinstance(next_cursor, str) and bool(next_cursor)
+        return threads, next_cursor if more else None
+
+    async def search_threads(self, query: str) -> list[ThreadInfo]:
+        """n8n searches its threads itself (``GET /threads/history?search=``); every page is read
+        (at most ``SEARCH_PAGES`` of 100)."""
+        found: list[ThreadInfo] = []
+        cursor: str | None = None
+        for _ in range(SEARCH_PAGES):
+            page, cursor = await self.thread_history(query, cursor, limit=100)
+            found.extend(page)
+            if cursor is None:
+                break
+        return found
 
     # ------------------------------------------------------------------ events
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:

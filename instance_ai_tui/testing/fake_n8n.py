@@ -347,6 +347,12 @@ class FakeN8n:
         self.user_id = str(uuid.uuid4())
         self.project_id = _nanoid(16)
         self.requests: list[RecordedRequest] = []
+        #: background tasks by thread (``GET status`` lists them; ``start_background_task`` adds one)
+        self.background: dict[str, list[dict[str, Any]]] = {}
+        #: ``(thread id, task id, message)`` of every correction received
+        self.corrections: list[tuple[str, str, str]] = []
+        #: workflow ids the next completed run reports as archived (``run-finish.archivedWorkflowIds``)
+        self.archived_on_finish: list[str] = []
         self.logins = 0
         self._tokens: dict[str, str | None] = {}  # auth cookie -> browser id it is bound to
         self._threads: dict[str, _Thread] = {}
@@ -365,11 +371,14 @@ class FakeN8n:
             Route("/rest/projects/personal", self._personal_project, methods=["GET"]),
             Route("/rest/instance-ai/settings", self._instance_ai_settings, methods=["GET"]),
             Route("/rest/instance-ai/threads", self._threads_route, methods=["GET", "POST"]),
+            Route("/rest/instance-ai/threads/history", self._thread_history, methods=["GET"]),
             Route("/rest/instance-ai/threads/{tid}", self._thread_route, methods=["GET", "PATCH", "DELETE"]),
             Route("/rest/instance-ai/threads/{tid}/messages", self._messages, methods=["GET"]),
             Route("/rest/instance-ai/threads/{tid}/status", self._status, methods=["GET"]),
             Route("/rest/instance-ai/chat/{tid}", self._chat, methods=["POST"]),
             Route("/rest/instance-ai/chat/{tid}/cancel", self._cancel, methods=["POST"]),
+            Route("/rest/instance-ai/chat/{tid}/tasks/{task}/cancel", self._task_cancel, methods=["POST"]),
+            Route("/rest/instance-ai/chat/{tid}/tasks/{task}/correct", self._task_correct, methods=["POST"]),
             Route("/rest/instance-ai/confirm/{rid}", self._confirm, methods=["POST"]),
             Route("/rest/instance-ai/events/{tid}", self._events, methods=["GET"]),
             Route("/rest/instance-ai/gateway/create-link", self._gw_create_link, methods=["POST"]),
@@ -555,6 +564,39 @@ class FakeN8n:
         thread.metadata = {"source": body["source"], "origin": body.get("origin", "internal")}
         return self._ok({"thread": thread.info(), "created": True})
 
+    async def _thread_history(self, request: Request) -> Response:
+        """n8n 2.41's ``GET /threads/history``: title search (case-insensitive substring), newest
+        ``updatedAt`` first (then id), ``limit`` 1-100, an opaque base64url cursor of the last row."""
+        import base64
+
+        user = self._user(request)
+        query = request.query_params
+        limit_raw = query.get("limit", "30")
+        if not limit_raw.isdigit() or not 1 <= int(limit_raw) <= 100:
+            raise _HttpError(400, {"code": "too_big", "path": ["limit"], "message": "Invalid limit"})
+        limit = int(limit_raw)
+        search = query.get("search", "")
+        if len(search) > 500:
+            raise _HttpError(400, {"code": "too_big", "path": ["search"], "message": "String must contain at most 500 character(s)"})
+        rows = [t for t in self._threads.values() if t.created and t.owner == user
+                and (not search or search.lower() in t.title.lower())]
+        rows.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
+        cursor = query.get("cursor")
+        if cursor:
+            try:
+                before = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+                key = (str(before["updatedAt"]), str(before["id"]))
+            except (ValueError, KeyError, TypeError):
+                raise _error(400, "Invalid thread history cursor") from None
+            rows = [t for t in rows if (t.updated_at, t.id) < key]
+        page = rows[:limit]
+        more = len(rows) > limit
+        next_cursor = None
+        if more and page:
+            raw = json.dumps({"updatedAt": page[-1].updated_at, "id": page[-1].id}).encode()
+            next_cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return self._ok({"threads": [t.info() for t in page], "hasMore": more, "nextCursor": next_cursor})
+
     async def _thread_route(self, request: Request) -> Response:
         user = self._user(request)
         thread = self._owned_thread(request.path_params["tid"], user)
@@ -621,7 +663,7 @@ class FakeN8n:
         data: dict[str, Any] = {
             "hasActiveRun": run is not None and run.status == "active",
             "isSuspended": run is not None and run.status == "suspended",
-            "backgroundTasks": [],
+            "backgroundTasks": [dict(t) for t in self.background.get(request.path_params["tid"], [])],
         }
         if run is not None:
             data["runId"] = run.run_id
@@ -668,6 +710,53 @@ class FakeN8n:
             await asyncio.wait([run.task], timeout=5)
         return self._ok({"ok": True})
 
+    def start_background_task(self, thread_id: str, role: str = "workflow-builder") -> dict[str, Any]:
+        """A sub-agent that keeps running after its run finished (n8n's background task):
+        ``agent-spawned`` with a ``taskId`` in the thread's last message group, listed by the
+        status route until ``finish_background_task`` or a cancel."""
+        thread = self._threads[thread_id]
+        group = thread.groups[-1]
+        run_id = group.run_ids[-1]
+        task = {"taskId": f"task_{_nanoid(8)}", "role": role, "agentId": f"agent_{_nanoid(8)}", "status": "running",
+                "startedAt": int(time.time() * 1000), "runId": run_id, "messageGroupId": group.group_id}
+        self.background.setdefault(thread_id, []).append(task)
+        self._publish(thread, None, {"type": "agent-spawned", "runId": run_id, "agentId": task["agentId"],
+                                     "payload": {"parentId": f"orchestrator-{run_id}", "role": role, "tools": [],
+                                                 "taskId": task["taskId"], "kind": "builder"}})
+        return task
+
+    def finish_background_task(self, thread_id: str, task_id: str, status: str = "completed",
+                               result: str = "done") -> None:
+        task = next(t for t in self.background.get(thread_id, []) if t["taskId"] == task_id)
+        task["status"] = status
+        payload: dict[str, Any] = {"role": task["role"], "result": result, "status": status}
+        self._publish(self._threads[thread_id], None, {"type": "agent-completed", "runId": task["runId"],
+                                                       "agentId": task["agentId"], "payload": payload})
+
+    def _task(self, request: Request) -> dict[str, Any]:
+        user = self._user(request)
+        thread = self._owned_thread(request.path_params["tid"], user)
+        assert thread is not None
+        for task in self.background.get(thread.id, []):
+            if task["taskId"] == request.path_params["task"]:
+                return task
+        raise _error(404, "Background task not found")
+
+    async def _task_cancel(self, request: Request) -> Response:
+        task = self._task(request)
+        if task["status"] == "running":
+            self.finish_background_task(request.path_params["tid"], task["taskId"], "cancelled", "Cancelled by user")
+        return self._ok({"ok": True})
+
+    async def _task_correct(self, request: Request) -> Response:
+        task = self._task(request)
+        body = await self._json(request)
+        message = body.get("message")
+        if not isinstance(message, str) or not message:
+            raise _HttpError(400, {"code": "too_small", "path": ["message"], "message": "String must contain at least 1 character(s)"})
+        self.corrections.append((request.path_params["tid"], task["taskId"], message))
+        return self._ok({"ok": True})
+
     async def _confirm(self, request: Request) -> Response:
         user = self._user(request)
         body = await self._json(request)
@@ -703,6 +792,8 @@ class FakeN8n:
                 follow_ups = []
             for rid in [rid for rid, p in self._confirms.items() if p.thread_id == thread.id]:
                 self._confirms.pop(rid).future.cancel()
+            if finish["status"] == "completed" and self.archived_on_finish:
+                finish["archivedWorkflowIds"], self.archived_on_finish = list(self.archived_on_finish), []
             self._publish(thread, run, {"type": "run-finish", "payload": finish})
             run.status = "finished"
             if thread.run is run:

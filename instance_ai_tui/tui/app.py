@@ -45,6 +45,7 @@ from . import keymap, themes
 from .conversation_view import ConversationView
 from .prompt import PromptInput
 from .status_line import StatusInfo, StatusLine
+from .n8n_activity import N8nActivity
 from .tasks_panel import TasksPanel
 from .thread_list import ThreadList
 
@@ -172,6 +173,8 @@ class InstanceAiApp(App[None]):
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
+        #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
+        self.n8n_activity = N8nActivity(client, id="n8n-activity")
         self.thread_list = ThreadList(id="threads")
 
     # ------------------------------------------------------------------ setup
@@ -200,6 +203,7 @@ class InstanceAiApp(App[None]):
                     )
             yield self.view
             yield self.badge
+            yield self.n8n_activity
             yield self.prompt
             yield self.status_line
         yield self.tasks_panel
@@ -359,6 +363,7 @@ class InstanceAiApp(App[None]):
         conversation = Conversation(thread_id or "")
         self.conversation = conversation
         self.thread_id = thread_id
+        self.n8n_activity.reset(thread_id)
         self._pending_by_id = {}
         self.pending.clear()
         self._cancelling = False
@@ -406,6 +411,7 @@ class InstanceAiApp(App[None]):
             status = None
         if status is not None and status.is_suspended and not conversation.is_streaming:
             self.status_info.run_state = "awaiting approval"
+        self.n8n_activity.reset(thread_id, status, history)
         self._start_ingest(conversation, thread_id, conversation.cursor)
 
     def _after_open(self, conversation: Conversation) -> None:
@@ -447,6 +453,7 @@ class InstanceAiApp(App[None]):
         stats = self.stats
         apply = conversation.apply
         apply_sync = conversation.apply_run_sync
+        observe = self.n8n_activity.observe
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
         stream = self.client.events(thread_id, after=after)
@@ -461,6 +468,7 @@ class InstanceAiApp(App[None]):
                         self._note_run_finish(event)
                 elif item.run_sync is not None:
                     apply_sync(item.run_sync)
+                observe(item)
                 stats.events += 1
                 if stats.first_event_at is None:
                     stats.first_event_at = clock()
