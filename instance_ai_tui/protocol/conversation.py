@@ -300,6 +300,20 @@ class Conversation:
         self._append(msg)
         return msg
 
+    def insert_user_message(self, before_id: str, message_id: str, text: str) -> bool:
+        """Show a user message another client sent, right above the answer ``before_id``
+        (n8n's ``run-start`` does not carry the text; the app reads it from the history).
+        Returns ``False`` if ``before_id`` is unknown or the message is already shown."""
+        if any(m.id == message_id for m in self.messages):
+            return False
+        for index, msg in enumerate(self.messages):
+            if msg.id == before_id:
+                self.messages.insert(index, ConversationMessage(message_id, "user", created_at=msg.created_at,
+                                                                content=text))
+                self._reset = True  # not an append: the view rebuilds the list
+                return True
+        return False
+
     # ----------------------------------------------------------------- history
     def load_history(self, history: ThreadMessages) -> None:
         """Replace the messages with a history page; the cursor becomes ``nextEventId - 1``."""

@@ -42,6 +42,7 @@ from textual.widgets import Footer, Static
 
 from ..client.base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError
 from . import keymap, themes
+from .connection import ConnectionWatcher, QueuedRow, settle_interrupted, show_foreign_user_message
 from .conversation_view import ConversationView
 from .prompt import PromptInput
 from .status_line import StatusInfo, StatusLine
@@ -176,6 +177,8 @@ class InstanceAiApp(App[None]):
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
         self.n8n_activity = N8nActivity(client, id="n8n-activity")
         self.thread_list = ThreadList(id="threads")
+        #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
+        self.connection = ConnectionWatcher(self)
 
     # ------------------------------------------------------------------ setup
     def _load_keymap(self) -> keymap.KeyMap:
@@ -204,6 +207,8 @@ class InstanceAiApp(App[None]):
             yield self.view
             yield self.badge
             yield self.n8n_activity
+            yield self.connection.banner
+            yield self.connection.queued_bar
             yield self.prompt
             yield self.status_line
         yield self.tasks_panel
@@ -334,6 +339,14 @@ class InstanceAiApp(App[None]):
     # ------------------------------------------------------------------ connection state
     def _on_connection_state(self, state: ConnectionState, detail: str) -> None:
         self._set_connection(state.value, detail)
+        self.connection.on_state(state, detail)
+
+    def refresh_after_settle(self) -> None:
+        """A run was ended locally (``tui.connection.settle_interrupted``): show it."""
+        self._update_run_state()
+
+    def refresh_threads_soon(self) -> None:
+        self._refresh_threads()
 
     def _set_connection(self, state: str, detail: str) -> None:
         self.status_info.connection = state
@@ -412,6 +425,8 @@ class InstanceAiApp(App[None]):
         if status is not None and status.is_suspended and not conversation.is_streaming:
             self.status_info.run_state = "awaiting approval"
         self.n8n_activity.reset(thread_id, status, history)
+        settle_interrupted(conversation, status)  # a run the server no longer runs: show how it ended
+        self.connection.show_queue()
         self._start_ingest(conversation, thread_id, conversation.cursor)
 
     def _after_open(self, conversation: Conversation) -> None:
@@ -466,6 +481,8 @@ class InstanceAiApp(App[None]):
                     apply(item.id, event)
                     if event.type == "run-finish":
                         self._note_run_finish(event)
+                    elif event.type == "run-start":
+                        self._check_foreign_message(conversation, event.run_id)
                 elif item.run_sync is not None:
                     apply_sync(item.run_sync)
                 observe(item)
@@ -495,6 +512,17 @@ class InstanceAiApp(App[None]):
                     await aclose()
                 except (RuntimeError, ClientError):
                     pass
+
+    def _check_foreign_message(self, conversation: Conversation, run_id: str) -> None:
+        """A run nobody here started (another client): fetch its user message (n8n's
+        ``run-start`` carries none)."""
+        msg = conversation.message_for_run(run_id)
+        if msg is None:
+            return
+        index = conversation.messages.index(msg)
+        if index > 0 and conversation.messages[index - 1].role == "user":
+            return
+        self.run_worker(show_foreign_user_message(self, conversation, run_id), group="foreign", exit_on_error=False)
 
     def _note_run_finish(self, event: Any) -> None:
         """Tokens and cost, when the backend reports them: ``run-finish`` ``payload.usage``
@@ -664,6 +692,7 @@ class InstanceAiApp(App[None]):
 
     def _update_title(self, conversation: Conversation) -> None:
         title = conversation.title or ""
+        self.connection.titles.note(self.thread_id, title)
         self.status_info.thread_title = title
         self.sub_title = title
         if self.thread_id is not None:
@@ -696,6 +725,7 @@ class InstanceAiApp(App[None]):
             self.status_info.message = ""
             self._status_source = None
             self._refresh_threads()
+            self.connection.flush_soon()  # a queued message goes now
         self.refresh_bindings()
 
     def _update_run_state(self) -> None:
@@ -761,12 +791,17 @@ class InstanceAiApp(App[None]):
         conversation = self.conversation
         if conversation is None or not text.strip():
             return None
-        if conversation.is_streaming:
-            self.notify(
-                "The agent is still working on your previous message — wait, or press Esc to cancel it.",
-                severity="warning",
-            )
-            self.prompt.load_text(text)
+        watcher = self.connection
+        if watcher.blocked:
+            self.notify(f"Not sent: {watcher.blocked}", severity="error", timeout=8)
+            self._keep_in_prompt(text)
+            return None
+        if conversation.is_streaming or self.client.state in (ConnectionState.RECONNECTING, ConnectionState.CONNECTING):
+            watcher.enqueue(text)  # sent when the run ends / the connection is back
+            return None
+        if self.client.state == ConnectionState.OFFLINE:
+            self.notify(f"Not sent: offline ({self.client.state_detail or 'no connection'})", severity="error")
+            self._keep_in_prompt(text)
             return None
         thread_id = self.thread_id
         if thread_id is None:
@@ -788,13 +823,34 @@ class InstanceAiApp(App[None]):
             run_id = await self.client.send(thread_id, text)
         except RunActiveError:
             self._mark_unsent(message.id, "the agent is still working on the previous message")
-            self.prompt.load_text(text)
+            self._keep_in_prompt(text)
             return None
         except ClientError as exc:
             self._mark_unsent(message.id, str(exc))
-            self.prompt.load_text(text)
+            self._keep_in_prompt(text)
             return None
         return run_id
+
+    def _keep_in_prompt(self, text: str) -> None:
+        """A refused message goes back into the prompt (in front of anything typed since)."""
+        typed = self.prompt.text
+        self.prompt.load_text(text if not typed.strip() else f"{text}\n{typed}")
+
+    @on(QueuedRow.Edit)
+    def _edit_queued(self, event: QueuedRow.Edit) -> None:
+        event.stop()
+        item = self.connection.queue.remove(event.item_id)
+        self.connection.show_queue()
+        if item is not None:
+            self._keep_in_prompt(item.text)
+            self.prompt.focus()
+
+    @on(QueuedRow.Remove)
+    def _remove_queued(self, event: QueuedRow.Remove) -> None:
+        event.stop()
+        self.connection.queue.remove(event.item_id)
+        self.connection.show_queue()
+        self.prompt.focus()
 
     def _mark_unsent(self, message_id: str, reason: str) -> None:
         self.notify(f"Not sent: {reason}", severity="error", timeout=8)
@@ -1142,6 +1198,7 @@ class InstanceAiApp(App[None]):
             self._show_error(f"Cannot rename: {exc}")
             return
         self.thread_list.update_title(thread_id, info.title)
+        self.connection.titles.note(thread_id, info.title)
         if thread_id == self.thread_id and self.conversation is not None:
             self.conversation.title = info.title
             self._update_title(self.conversation)
@@ -1235,13 +1292,15 @@ class InstanceAiApp(App[None]):
 
     @work(group="refresh-threads", exclusive=True, exit_on_error=False)
     async def _refresh_threads(self) -> None:
+        guard = self.connection.titles
+        requested_at = guard.mark()
         try:
             threads = await self.client.list_threads()
         except ClientError:
             return
         thread_list = self.thread_list
         for info in threads:
-            thread_list.upsert_thread(info)
+            thread_list.upsert_thread(guard.fix(info, requested_at))
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -1,0 +1,253 @@
+"""Issue 13 in the app: a connection that comes back by itself, and no message ever lost.
+
+The real app (Pilot), the real ``N8nClient``, and the fake n8n on 127.0.0.1 replaying a real
+n8n's restart (``testing.n8n_boot``: HTML 200, HTML 404s for a configurable time, then the
+stream), so no test waits the real 6.5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from instance_ai_tui.client.base import ConnectionState
+from instance_ai_tui.client.n8n import N8nClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.testing.fake_n8n import FakeN8n, Pause, Say, default_script
+from instance_ai_tui.testing.n8n_boot import restart
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.connection import INTERRUPTED_REASON, QueuedRow
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeN8n]:
+    server = FakeN8n(ping_interval=0.5)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def n8n_client(fake: FakeN8n, tmp_path: Path, **kwargs: Any) -> N8nClient:
+    options: dict[str, Any] = {"config_dir": tmp_path / "config", "interactive": False, "initial_backoff": 0.05,
+                               "max_backoff": 0.3, "keepalive_timeout": 5.0}
+    options.update(kwargs)
+    return N8nClient(fake.base_url, fake.email, fake.password, **options)
+
+
+def make_app(client: Any, **kwargs: Any) -> InstanceAiApp:
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
+    app.connection.settle_delay = 0.2
+    return app
+
+
+async def until(predicate: Any, pilot: Any, timeout: float = 10.0, what: str = "") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"not reached in {timeout} s: {what or predicate.__code__.co_firstlineno}")
+        await pilot.pause(0.05)
+
+
+def screen_text(app: InstanceAiApp) -> str:
+    parts: list[str] = []
+    for widget in app.screen.query(Static):
+        if widget.display and widget.is_attached:
+            parts.append(str(widget.render()))
+    return "\n".join(parts)
+
+
+async def send(app: InstanceAiApp, pilot: Any, text: str) -> None:
+    app.prompt.focus()
+    app.prompt.load_text(text)
+    await pilot.press("enter")
+
+
+def answers(app: InstanceAiApp) -> list[str]:
+    assert app.conversation is not None
+    return [m.content for m in app.conversation.messages if m.role == "assistant"]
+
+
+def users(app: InstanceAiApp) -> list[str]:
+    assert app.conversation is not None
+    return [m.content for m in app.conversation.messages if m.role == "user"]
+
+
+async def test_n8n_restart_mid_conversation_reconnects_settles_the_cut_run_and_answers_after(
+    fake: FakeN8n, tmp_path: Path
+) -> None:
+    def script(message: str) -> list[Any]:
+        if "long" in message:
+            return [Say("Starting the long job.", "resp-1"), Pause(60)]
+        return default_script(message)
+
+    fake.script = script
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "hello before")
+        await until(lambda: any("2 workflows" in a for a in answers(app)) and not app.conversation.is_streaming,
+                    pilot, what="first answer")
+        await send(app, pilot, "a long job")
+        await until(lambda: any("long job" in a for a in answers(app)), pilot, what="long job started")
+        seen_states: list[str] = []
+        app.client.add_state_listener(lambda s, d: seen_states.append(f"{s.value} {d}"))
+        window = await restart(fake, html_answers=1, not_found_seconds=0.6)
+        await until(lambda: "Reconnecting to" in screen_text(app), pilot, what="banner")
+        assert app.status_info.connection == "reconnecting"
+        await until(lambda: app.client.state == ConnectionState.CONNECTED and window.not_found_served > 0,
+                    pilot, what="reconnected")
+        assert any("next try in" in s for s in seen_states)
+        # the cut run ends as interrupted (n8n kept no run-finish for it)
+        await until(lambda: not app.conversation.is_streaming, pilot, what="settled")
+        cut = app.conversation.messages[-1]
+        assert cut.reducer is not None and cut.reducer.status == "error"
+        await until(lambda: INTERRUPTED_REASON in screen_text(app), pilot, what="interrupted shown")
+        assert "Reconnecting to" not in screen_text(app)
+        # a message after the restart is answered in the same app
+        await send(app, pilot, "hello after the restart")
+        await until(lambda: len([a for a in answers(app) if "2 workflows" in a]) == 2
+                    and not app.conversation.is_streaming, pilot, what="answer after restart")
+        assert users(app) == ["hello before", "a long job", "hello after the restart"]
+        assert app.status_info.connection == "connected"
+
+
+async def test_interrupted_run_is_visible_after_reload(fake: FakeN8n, tmp_path: Path) -> None:
+    # text reaches n8n's log when its segment closes (a new responseId): "Half of the answer" does
+    fake.script = lambda message: [Say("Half of the answer", "resp-1"), Say(" and more", "resp-2"), Pause(60)]
+    client = n8n_client(fake, tmp_path)
+    tid = str(uuid.uuid4())
+    await client.create_thread(tid)
+    await client.send(tid, "something long")
+    await asyncio.sleep(0.3)
+    await client.close()
+    await restart(fake, html_answers=0, not_found_seconds=0.1)
+    await asyncio.sleep(0.2)
+    app = make_app(n8n_client(fake, tmp_path), thread_id=tid)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: INTERRUPTED_REASON in screen_text(app), pilot, what="interrupted after reload")
+        assert users(app) == ["something long"] and "Half of the answer" in answers(app)[0]
+        assert app.status_info.run_state == "error"
+
+
+async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: FakeN8n, tmp_path: Path) -> None:
+    def script(message: str) -> list[Any]:
+        if "first" in message:
+            return [Say("Working on the first.", "resp-1"), Pause(2.5), Say("First done.", "resp-2")]
+        return [Say(f"Answer to: {message}", "resp-1")]
+
+    fake.script = script
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "first task")
+        await until(lambda: app.conversation is not None and app.conversation.is_streaming, pilot)
+        await send(app, pilot, "second task")
+        await until(lambda: "queued: second task" in screen_text(app), pilot, what="queued shown")
+        assert users(app) == ["first task"] and app.prompt.text == ""
+        # edit it: back into the prompt, out of the queue; then queue it again
+        row = app.query_one(QueuedRow)
+        row.focus()
+        await pilot.press("e")
+        await until(lambda: app.prompt.text == "second task", pilot)
+        assert not app.connection.queue.items
+        await pilot.press("end", "space", *"please", "enter")
+        await until(lambda: "queued: second task please" in screen_text(app), pilot, what="queued again")
+        assert app.conversation.is_streaming  # still the first run
+        await until(lambda: any("Answer to: second task please" in a for a in answers(app)), pilot,
+                    what="queued message answered")
+        assert users(app) == ["first task", "second task please"]
+        assert "First done." in answers(app)[0]
+        assert not app.connection.queued_bar.display
+
+
+async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) -> None:
+    fake.script = lambda message: [Say("Working.", "resp-1"), Pause(0.6), Say("Done.", "resp-2")]
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "first")
+        await until(lambda: app.conversation is not None and app.conversation.is_streaming, pilot)
+        await send(app, pilot, "never mind")
+        await until(lambda: bool(app.query(QueuedRow)), pilot)
+        app.query_one(QueuedRow).focus()
+        await pilot.press("x")
+        await until(lambda: not app.connection.queued_bar.display, pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await pilot.pause(0.5)
+        assert users(app) == ["first"] and len(fake._threads[app.thread_id].groups) == 1
+
+
+async def test_a_title_by_event_is_not_replaced_by_an_older_list_answer(fake: FakeN8n, tmp_path: Path) -> None:
+    """n8n sends thread-title-updated ~180 ms after run-finish; the list asked at run-finish lands later."""
+    published: dict[str, str] = {}
+    served: list[list[str]] = []
+    publish = fake._publish
+
+    def late_titles(thread: Any, run: Any, event: dict[str, Any]) -> None:
+        if event.get("type") != "thread-title-updated":
+            publish(thread, run, event)
+            return
+
+        def later() -> None:
+            published[thread.id] = event["payload"]["title"]
+            publish(thread, run, event)
+
+        asyncio.get_running_loop().call_later(0.18, later)
+
+    fake._publish = late_titles  # type: ignore[method-assign]
+
+    async def slow_list(scope: dict[str, Any], receive: Any, send_: Any) -> bool:
+        if scope["path"] != "/rest/instance-ai/threads" or scope["method"] != "GET":
+            return False
+        # what n8n has when the request arrives: the title is not generated yet
+        threads = [{**t.info(), "title": published.get(t.id, "")} for t in fake._threads.values() if t.created]
+        await asyncio.sleep(0.5)  # ... and the answer lands after the title event
+        body = json.dumps({"data": {"threads": threads, "total": len(threads), "page": 0, "hasMore": False}}).encode()
+        await send_({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send_({"type": "http.response.body", "body": body})
+        served.append([t["title"] for t in threads])
+        return True
+
+    fake.boot_gate = slow_list
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "weather to slack")
+        await until(lambda: app.conversation is not None and app.conversation.title == "weather to slack", pilot)
+        await until(lambda: [""] in served, pilot, what="a stale list answer served")
+        await pilot.pause(0.3)
+        info = app.thread_list.thread(app.thread_id)
+        assert info is not None and info.title == "weather to slack"
+        assert app.status_info.thread_title == "weather to slack"
+
+
+async def test_a_message_from_another_client_shows_when_its_run_starts(fake: FakeN8n, tmp_path: Path) -> None:
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "hello from here")
+        await until(lambda: len(answers(app)) == 1 and not app.conversation.is_streaming, pilot)
+        other = n8n_client(fake, tmp_path / "other")
+        try:
+            await other.send(app.thread_id, "hello from the browser")
+        finally:
+            await other.close()
+        await until(lambda: len(answers(app)) == 2 and not app.conversation.is_streaming, pilot)
+        await until(lambda: users(app) == ["hello from here", "hello from the browser"], pilot,
+                    what="foreign user message shown")
+        kinds = [m.role for m in app.conversation.messages]
+        assert kinds == ["user", "assistant", "user", "assistant"]
+        assert "hello from the browser" in screen_text(app)
