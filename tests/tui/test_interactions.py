@@ -108,7 +108,8 @@ async def test_second_message_while_running_is_not_sent() -> None:
         await send(pilot, app, "and another thing")
         await pilot.pause(0.1)
         assert [c for c in client.calls if c[0] == "send"] == [("send", (app.thread_id, "go"))]
-        assert app.prompt.text == "and another thing"  # kept for later
+        # queued, shown above the prompt, sent when the run ends (issue 13; tests/tui/test_connection.py)
+        assert [q.text for q in app.connection.queue.items] == ["and another thing"]
 
 
 # --------------------------------------------------------------------------- approvals
