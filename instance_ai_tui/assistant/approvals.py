@@ -8,7 +8,7 @@ deleted with the thread.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..runtime.tools import ToolContext
 from ..store.base import Store
@@ -18,8 +18,13 @@ SEVERITIES = ("destructive", "warning", "info")
 ALWAYS_ALLOW_KEY = "always_allow"
 
 
-def approval(severity: str, message: Callable[[Any], str]) -> dict[str, Any]:
-    """Keyword arguments for ``Tool(...)``: ask before running, with this card."""
+def approval(
+    severity: str,
+    message: Callable[[Any], str],
+    preview: Callable[[Any, ToolContext], Awaitable[dict[str, Any] | None]] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``Tool(...)``: ask before running, with this card (and ``preview``:
+    what the call would change, e.g. ``{"summary": "overwrites 12 lines", "diff": "..."}``)."""
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}")
 
@@ -27,7 +32,8 @@ def approval(severity: str, message: Callable[[Any], str]) -> dict[str, Any]:
         scope = ctx.extra.get(EXTRA_KEY)
         return not (isinstance(scope, AgentScope) and scope.run.allows(ctx.tool_name))
 
-    return {"needs_approval": needs_approval, "approval_message": message, "metadata": {"severity": severity}}
+    return {"needs_approval": needs_approval, "approval_message": message, "approval_preview": preview,
+            "metadata": {"severity": severity}}
 
 
 def _scope(thread_id: str) -> str:

@@ -88,7 +88,10 @@ def card_fields(suspension: Suspension, tools: dict[str, Tool]) -> dict[str, Any
         tool = tools.get(suspension.tool_name)
         severity = (tool.metadata.get("severity") if tool else None) or "warning"
         message = payload.get("message") or f"Allow {suspension.tool_name} to run?"
-        return {"severity": severity, "message": message, "inputType": "approval"}
+        card = {"severity": severity, "message": message, "inputType": "approval"}
+        if isinstance(payload.get("preview"), dict):
+            card["preview"] = payload["preview"]  # what the call would change (a diff)
+        return card
     card = dict(payload.get("confirmation") or {})
     card.setdefault("severity", "info")
     card.setdefault("message", "Confirmation required")

@@ -227,6 +227,15 @@ class ResourceDecisionRequest(WireModel):
     options: list[str] = Field(default_factory=list)
 
 
+class ChangePreview(WireModel):
+    """What an approved call would change: a one-line summary and a unified diff."""
+
+    summary: str = ""
+    diff: str = ""
+    #: how many lines of the diff were left out (it is capped)
+    omitted_lines: int = 0
+
+
 class ConfirmationPayload(Payload):
     """The rich confirmation of the seed and of n8n (every field past the first five optional)."""
 
@@ -250,6 +259,9 @@ class ConfirmationPayload(Payload):
     resource_decision: ResourceDecisionRequest | None = None
     approval_details: dict[str, Any] | None = None
     resource_name: str | None = None
+    #: ours: what an approved call would change (``{summary, diff}``: a unified diff of a file, or
+    #: of a workflow's nodes and connections), drawn on the approval card
+    preview: ChangePreview | None = None
 
     @field_validator("severity", mode="before")
     @classmethod

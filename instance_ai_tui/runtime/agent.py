@@ -666,6 +666,9 @@ class Agent:
             pending.suspended = True
             pending.kind = "approval"
             pending.suspend_payload = {"type": "approval", "toolName": tool.name, "args": pending.args, "message": text}
+            preview = await _approval_preview(tool, args, ctx)
+            if preview:
+                pending.suspend_payload["preview"] = preview
             pending.resume_schema = ApprovalDecision.model_json_schema()
             pending.announced = False
             return
@@ -867,6 +870,21 @@ class Agent:
         task = asyncio.get_running_loop().create_task(job())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+async def _approval_preview(tool: Tool, args: Any, ctx: ToolContext) -> dict[str, Any] | None:
+    """What the call would change, for its approval card. Best effort: a preview that fails
+    (or takes over 5 s) is left out, and the user still decides on the arguments."""
+    if tool.approval_preview is None:
+        return None
+    try:
+        preview = await asyncio.wait_for(tool.approval_preview(args, ctx), 5.0)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.debug("the approval preview of %s failed", tool.name, exc_info=True)
+        return None
+    return _jsonable(preview) if preview else None
 
 
 def _jsonable(value: Any) -> Any:

@@ -128,6 +128,7 @@ class Tool:
         strict: bool | None = None,
         max_output_chars: int | None = None,
         approval_message: str | Callable[[Any], str] | None = None,
+        approval_preview: Callable[[Any, ToolContext], Awaitable[dict[str, Any] | None]] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
         if not name or not all(c.isalnum() or c in "_-" for c in name) or len(name) > 64:
@@ -144,6 +145,8 @@ class Tool:
         self._to_model_output = to_model_output
         self.max_output_chars = max_output_chars
         self.approval_message = approval_message
+        #: what the call would change, shown on its approval card (e.g. a diff); best effort
+        self.approval_preview = approval_preview
         self.metadata = dict(metadata or {})
         self.parameters: dict[str, Any] = self.args_model.model_json_schema()
         can_be_strict = _strict_compatible(self.parameters)

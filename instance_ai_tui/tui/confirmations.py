@@ -197,6 +197,10 @@ second after the card appears.
             details = f"{rd.tool_group}: {rd.resource} {rd.description}".strip()
         if details:
             yield Static(details, markup=False, classes="card-details")
+        if c.preview is not None:  # what the call would change: a diff of the file or workflow
+            from .diff_view import ChangePreviewView
+
+            yield ChangePreviewView(c.preview)
         with Horizontal(classes="card-buttons"):
             yield Button("y Approve", id="approve", variant="success", compact=True)
             yield Button("n Deny", id="deny", variant="error", compact=True)

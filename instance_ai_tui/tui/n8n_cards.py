@@ -60,6 +60,7 @@ KNOWN_FIELDS = frozenset(
         "questions", "introMessage", "tasks", "planItems", "domainAccess", "webSearch", "credentialFlow",
         "credentialDestination", "setupRequests", "workflowId", "resourceDecision", "channelConfig",
         "mcpConnectRequest", "expired",
+        "preview",  # ours: the diff an approval card shows (protocol.events.ChangePreview)
     }
 )  # fmt: skip
 

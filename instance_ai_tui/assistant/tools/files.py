@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,6 +10,7 @@ from pydantic.alias_generators import to_camel
 
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..approvals import approval
+from ..previews import file_change
 from ..workspace import Workspace, WorkspaceError
 
 
@@ -70,6 +72,29 @@ def file_tools(workspace: Workspace) -> list[Tool]:
     async def edit_file(args: EditArgs, ctx: ToolContext) -> Any:
         return await run(workspace.edit(args.path, args.old_text, args.new_text, args.replace_all))
 
+    async def current_text(path: str) -> str | None:
+        """The file's text now (None: it does not exist yet); too large or binary: no preview."""
+        try:
+            result = await workspace.read(path)
+        except WorkspaceError as exc:
+            if "does not exist" in str(exc):
+                return None
+            raise
+        if result.get("truncated"):
+            raise WorkspaceError("too large to preview")
+        return str(result.get("content", ""))
+
+    async def preview_write(args: WriteArgs, ctx: ToolContext) -> dict[str, Any] | None:
+        old = await current_text(args.path)
+        return await asyncio.to_thread(file_change, args.path, old, args.content)
+
+    async def preview_edit(args: EditArgs, ctx: ToolContext) -> dict[str, Any] | None:
+        old = await current_text(args.path)
+        if old is None or not args.old_text or args.old_text not in old:
+            return None  # the edit will fail with its own message
+        new = old.replace(args.old_text, args.new_text) if args.replace_all else old.replace(args.old_text, args.new_text, 1)
+        return await asyncio.to_thread(file_change, args.path, old, new)
+
     return [
         Tool("list-files", "List the files and folders of the workspace (or of one folder).", ListArgs, list_files),
         Tool("read-file", "Read a text file of the workspace.", ReadArgs, read_file),
@@ -77,8 +102,8 @@ def file_tools(workspace: Workspace) -> list[Tool]:
              SearchArgs, search_files),
         Tool("write-file", "Create or overwrite a file in the workspace. The user approves it first.",
              WriteArgs, write_file,
-             **approval("warning", lambda a: f"Write {len(a.content)} characters to `{a.path}`?")),
+             **approval("warning", lambda a: f"Write {len(a.content)} characters to `{a.path}`?", preview_write)),
         Tool("edit-file", "Replace text in a workspace file. The user approves it first.", EditArgs, edit_file,
              **approval("warning", lambda a: f"Edit `{a.path}` (replace {'every' if a.replace_all else 'one'} "
-                                             f"occurrence of the given text)?")),
+                                             f"occurrence of the given text)?", preview_edit)),
     ]

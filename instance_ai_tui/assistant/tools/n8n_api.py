@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..approvals import approval
+from ..previews import workflow_change
 from ..n8n_client import N8nApiError, N8nBackend
 
 
@@ -89,6 +90,13 @@ def n8n_tools(backend: N8nBackend) -> list[Tool]:
             raise ToolError("nothing to update: give name, nodes, connections or settings")
         return await _call(backend.update_workflow(args.workflow_id, changes))
 
+    async def preview_update(args: UpdateWorkflowArgs, ctx: ToolContext) -> dict[str, Any] | None:
+        """What the update changes against the workflow as it is now (for the approval card)."""
+        current = await backend.get_workflow(args.workflow_id)
+        if not isinstance(current, dict):
+            return None
+        return workflow_change(current, args.nodes, args.connections, args.name)
+
     async def activate(args: WorkflowIdArgs, ctx: ToolContext) -> Any:
         return await _call(backend.activate_workflow(args.workflow_id))
 
@@ -110,7 +118,7 @@ def n8n_tools(backend: N8nBackend) -> list[Tool]:
         Tool("create-workflow", "Create a new (inactive) workflow.", CreateWorkflowArgs, create_workflow),
         Tool("update-workflow", "Change a workflow's name, nodes, connections or settings. Asks the user first.",
              UpdateWorkflowArgs, update_workflow,
-             **approval("warning", lambda a: f"Update workflow {a.workflow_id}?")),
+             **approval("warning", lambda a: f"Update workflow {a.workflow_id}?", preview_update)),
         Tool("activate-workflow", "Activate a workflow so it runs on its trigger. Asks the user first.",
              WorkflowIdArgs, activate,
              **approval("warning", lambda a: f"Activate workflow {a.workflow_id}? It will start running on its trigger.")),

@@ -1,0 +1,51 @@
+"""The approval card of a file write shows the diff against the file on disk (and says what it overwrites)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instance_ai_tui.assistant.previews import file_change
+from instance_ai_tui.tui.confirmations import ApprovalCard
+from instance_ai_tui.tui.diff_view import ChangePreviewView
+
+from .scripts import SIZE, ev, make_app, recorded
+from .test_interactions import send, until
+
+
+def write_run(preview: dict[str, Any]) -> list[dict[str, Any]]:
+    args = {"path": "README.md", "content": "# Demo\nTeams\n"}
+    return [
+        ev("run-start", messageId="m1"),
+        ev("tool-call", toolCallId="tc1", toolName="write-file", args=args),
+        ev("confirmation-request", requestId="cr-1", toolCallId="tc1", toolName="write-file", args=args,
+           severity="warning", message="Write 13 characters to `README.md`?", preview=preview),
+        ev("tool-result", toolCallId="tc1", result={"path": "README.md", "bytes": 13}),
+        ev("run-finish", status="completed"),
+    ]
+
+
+async def test_write_card_shows_summary_and_coloured_diff() -> None:
+    preview = file_change("README.md", "# Demo\nSlack\n", "# Demo\nTeams\n")
+    app = make_app(recorded([write_run(preview)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "use teams")
+        await until(lambda: bool(app.query(ChangePreviewView)), pilot)
+        view = app.query_one(ChangePreviewView)
+        assert view.parent is not None and isinstance(view.parent, ApprovalCard)
+        screen = app.export_screenshot()
+        assert "overwrites&#160;2&#160;lines:&#160;+1&#160;−1" in screen
+        assert "-Slack" in screen and "+Teams" in screen
+
+
+async def test_a_long_diff_scrolls_inside_the_card() -> None:
+    preview = file_change("big.txt", None, "".join(f"line {n}\n" for n in range(600)))
+    app = make_app(recorded([write_run(preview)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "write it")
+        await until(lambda: bool(app.query(ChangePreviewView)), pilot)
+        await pilot.pause(0.1)
+        box = app.query_one(".preview-diff")
+        assert box.size.height <= 16 and box.max_scroll_y > 0
+        assert "more lines not shown" in app.query_one(ChangePreviewView).query("Static").last().render().plain
