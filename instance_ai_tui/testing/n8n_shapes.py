@@ -18,10 +18,11 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .fake_n8n import Confirm, Say, Step, default_script
+from .fake_n8n import Confirm, Emit, Say, Step, default_script
 
 WORKFLOW_ID = "wf_setup_1"
 
@@ -214,8 +215,40 @@ class ShapeScript:
     def record(self, name: str, body: dict[str, Any]) -> None:
         self.bodies.append((name, body))
 
+    #: set by ``main``: lets ``shape:background`` start a background task in the live thread
+    fake: Any = None
+
+    def _extras(self, name: str) -> list[Step] | None:
+        """The other things n8n shows beside the conversation, for trying them by hand."""
+        if name == "quota":
+            return [Emit("error", {"content": "You have used all your AI credits this month.", "code": "quota_exhausted"})]
+        if name == "setup-items":
+            items = [{"id": "s1", "kind": "credential", "credentialType": "slackApi", "appDisplayName": "Slack",
+                      "nodeBindings": [{"nodeName": "Slack"}]},
+                     {"id": "s2", "kind": "parameters", "nodeName": "Schedule", "parameterNames": ["hour"]}]
+            return [Say("Built it; it still needs setting up.", "resp-setup"),
+                    Emit("setup-items", {"workflowId": WORKFLOW_ID, "items": items})]
+        if name == "archived" and self.fake is not None:
+            self.fake.archived_on_finish = ["wf_old_1", "wf_old_2"]
+            return [Say("Archived the two old workflows.", "resp-archived")]
+        if name == "background" and self.fake is not None:
+            fake = self.fake
+
+            def start() -> None:
+                for thread_id, thread in list(fake._threads.items()):
+                    if thread.groups and thread.run is None:
+                        fake.start_background_task(thread_id, "workflow-builder")
+                        return
+
+            asyncio.get_running_loop().call_later(0.5, start)
+            return [Say("A builder keeps working in the background.", "resp-bg")]
+        return None
+
     def __call__(self, message: str) -> list[Step]:
         text = message.strip()
+        extra = self._extras(text[6:]) if text.startswith("shape:") else None
+        if extra is not None:
+            return extra
         if text.startswith("shape:") and text[6:] in SHAPES:
             name = text[6:]
             return [Say(f"I need something from you ({name}).", f"resp-{name}"),
@@ -227,7 +260,6 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m instance_ai_tui.testing.n8n_shapes --port N``: the fake n8n with every shape
     (send ``shape:<name>``; names: see ``SHAPES``) for trying the cards by hand."""
     import argparse
-    import asyncio
 
     from .fake_n8n import FakeN8n
 
@@ -240,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         fake = FakeN8n(script=script, step_delay=0.05)
         await fake.start(args.port)
         script.project_id = fake.project_id
+        script.fake = fake
         print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password}); send shape:<name>, names: "
               + ", ".join(SHAPES), flush=True)
         try:

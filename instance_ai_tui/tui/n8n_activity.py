@@ -259,7 +259,7 @@ class N8nActivity(Vertical):
             cursor = min(self.task_list.cursor, len(rows) - 1)
             focused = self.task_list.has_focus
             parts: list[tuple[str, str] | str] = [("Background tasks", "bold"),
-                                                 ("  ↑/↓ select · x cancel · c correct" if focused else "  (Tab to reach)",
+                                                 ("  ↑/↓ select · x cancel · c correct" if focused else "  (Shift+Tab from the prompt)",
                                                   "$text-muted"), "\n"]
             for i, row in enumerate(rows):
                 style = {"running": "$text-accent", "completed": "$text-success", "failed": "$text-error",
