@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Union
+from typing import Any
 
 from pydantic import ValidationError
 
 from .events import Event, EventParseError, parse_event
 from .tree import RunSyncPayload
 
-__all__ = ["EventStreamDecoder", "SSEFrame", "SSEParser", "StreamItemData", "frame_id", "iter_sse_items"]
+__all__ = [
+    "MAX_FRAME_CHARS", "MAX_JSON_DEPTH", "EventStreamDecoder", "SSEFrame", "SSEParser", "StreamItemData", "frame_id",
+    "iter_sse_items", "json_too_deep",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +45,53 @@ class SSEFrame:
     retry: int | None = None
 
 
-class SSEParser:
-    """Feed chunks (``str`` or ``bytes``) and get the frames they complete."""
+#: the longest line or frame the parser keeps (characters); longer ones are dropped whole
+MAX_FRAME_CHARS = 16 * 1024 * 1024
+#: the deepest JSON nesting a frame may have before it is dropped (``json`` recurses per level)
+MAX_JSON_DEPTH = 200
 
-    def __init__(self) -> None:
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests arrays/objects more than ``limit`` deep (strings are skipped).
+
+    Linear; a quick count first so that ordinary frames cost one pass in C."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in ("]", "}"):
+            depth -= 1
+    return False
+
+
+class SSEParser:
+    """Feed chunks (``str`` or ``bytes``) and get the frames they complete.
+
+    Hostile input is bounded: a line or frame longer than ``max_frame_chars`` is dropped whole
+    (its text is not even kept: a stream of data without newlines costs no memory), a frame
+    whose JSON nests deeper than ``max_depth`` is dropped; each drop is counted in ``rejected``
+    and described in ``last_rejection``. Parsing is linear in the input, whatever the chunking.
+    """
+
+    def __init__(self, *, max_frame_chars: int = MAX_FRAME_CHARS, max_depth: int = MAX_JSON_DEPTH) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buf = ""
+        self.max_frame_chars = max_frame_chars
+        self.max_depth = max_depth
+        self._parts: list[str] = []  # the unfinished line, in pieces (joined once, at its end)
+        self._partial = 0  # its length
+        self._skipping = False  # the unfinished line is over the limit: discard it up to its end
+        self._poisoned = False  # the current frame lost a line: drop it when it ends
         self._started = False
         self._pending_cr = False
         self._data: list[str] = []
+        self._data_chars = 0
         self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
@@ -58,6 +101,9 @@ class SSEParser:
         self.retry: int | None = None
         #: number of comment lines (``:`` ...) seen, e.g. keep-alive pings
         self.comments = 0
+        #: frames dropped for being too long or too deep, and why the last one was
+        self.rejected = 0
+        self.last_rejection = ""
 
     def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[SSEFrame]:
         text = chunk if isinstance(chunk, str) else self._decoder.decode(bytes(chunk))
@@ -67,14 +113,20 @@ class SSEParser:
         """End of stream. Per the spec a frame not ended by a blank line is discarded;
         ``dispatch_incomplete=True`` dispatches it instead (for truncated captures)."""
         frames = self._feed_text(self._decoder.decode(b"", final=True))
-        if self._buf:
-            line, self._buf = self._buf, ""
+        if self._parts and not self._skipping:
+            line = "".join(self._parts)
+            self._parts, self._partial = [], 0
             self._line(line, frames)
+        self._parts, self._partial, self._skipping = [], 0, False
         if dispatch_incomplete:
             self._dispatch(frames)
         else:
-            self._data, self._event, self._id, self._retry = [], "", None, None
+            self._reset_frame()
         return frames
+
+    def _reject(self, why: str) -> None:
+        self.rejected += 1
+        self.last_rejection = why
 
     def _feed_text(self, text: str) -> list[SSEFrame]:
         frames: list[SSEFrame] = []
@@ -90,22 +142,61 @@ class SSEParser:
                 text = text[1:]
         if not text:
             return frames
-        buf = self._buf + text
-        trailing_cr = buf.endswith("\r")
+        # line ends are normalised within this chunk only (the buffer is never rescanned)
+        trailing_cr = text.endswith("\r")
         if trailing_cr:
-            buf = buf[:-1]
-        if "\r" in buf:
-            buf = buf.replace("\r\n", "\n").replace("\r", "\n")
+            text = text[:-1]
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         if trailing_cr:
             # a CR at the end of the chunk ends a line now; a LF at the start of the
             # next chunk belongs to it
-            buf += "\n"
+            text += "\n"
             self._pending_cr = True
-        lines = buf.split("\n")
-        self._buf = lines.pop()
-        for line in lines:
+        if "\n" not in text:
+            self._append_partial(text)
+            return frames
+        lines = text.split("\n")
+        rest = lines.pop()
+        skip_first = False
+        if self._skipping:
+            skip_first = True
+        elif self._parts:
+            self._parts.append(lines[0])
+            self._partial += len(lines[0])
+            if self._partial > self.max_frame_chars:
+                self._overlong()
+                skip_first = True
+            else:
+                lines[0] = "".join(self._parts)
+            self._parts, self._partial = [], 0
+        for index, line in enumerate(lines):
+            if index == 0 and skip_first:
+                continue
+            if len(line) > self.max_frame_chars:
+                self._overlong()
+                continue
             self._line(line, frames)
+        self._skipping = False
+        if rest:
+            self._append_partial(rest)
         return frames
+
+    def _append_partial(self, text: str) -> None:
+        if self._skipping:
+            return
+        self._parts.append(text)
+        self._partial += len(text)
+        if self._partial > self.max_frame_chars:
+            self._parts, self._partial = [], 0
+            self._skipping = True
+            self._overlong()
+
+    def _overlong(self) -> None:
+        if not self._poisoned:
+            self._reject(f"a line longer than {self.max_frame_chars} characters; its frame was dropped")
+        self._poisoned = True
+        self._data, self._data_chars = [], 0
 
     def _line(self, line: str, frames: list[SSEFrame]) -> None:
         if not line:
@@ -118,6 +209,14 @@ class SSEParser:
         if sep and value[:1] == " ":
             value = value[1:]
         if name == "data":
+            if self._poisoned:
+                return
+            self._data_chars += len(value) + 1
+            if self._data_chars > self.max_frame_chars:
+                self._reject(f"a frame longer than {self.max_frame_chars} characters was dropped")
+                self._poisoned = True
+                self._data, self._data_chars = [], 0
+                return
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -131,14 +230,22 @@ class SSEParser:
                 self.retry = self._retry
         # any other field name is ignored
 
+    def _reset_frame(self) -> None:
+        self._data, self._data_chars, self._event, self._id, self._retry = [], 0, "", None, None
+        self._poisoned = False
+
     def _dispatch(self, frames: list[SSEFrame]) -> None:
-        if self._data:
-            frames.append(SSEFrame("\n".join(self._data), self._event or "message", self._id, self._retry))
-        self._data, self._event, self._id, self._retry = [], "", None, None
+        if self._data and not self._poisoned:
+            data = "\n".join(self._data)
+            if json_too_deep(data, self.max_depth):
+                self._reject(f"a frame nested deeper than {self.max_depth} levels was dropped")
+            else:
+                frames.append(SSEFrame(data, self._event or "message", self._id, self._retry))
+        self._reset_frame()
 
 
 #: what a decoded frame carries
-StreamItemData = Union[Event, RunSyncPayload, dict[str, Any]]
+StreamItemData = Event | RunSyncPayload | dict[str, Any]
 
 _KEEPALIVE_EVENTS = frozenset({"ping", "heartbeat", "keepalive", "keep-alive"})
 
@@ -161,10 +268,17 @@ class EventStreamDecoder:
         self.frames = 0
 
     def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[tuple[int | None, StreamItemData]]:
-        return self._decode_all(self.parser.feed(chunk))
+        return self._decode_all(self._parsed(self.parser.feed, chunk))
 
     def close(self, *, dispatch_incomplete: bool = False) -> list[tuple[int | None, StreamItemData]]:
-        return self._decode_all(self.parser.close(dispatch_incomplete=dispatch_incomplete))
+        return self._decode_all(self._parsed(lambda _: self.parser.close(dispatch_incomplete=dispatch_incomplete), b""))
+
+    def _parsed(self, step: Any, chunk: Any) -> list[SSEFrame]:
+        rejected = self.parser.rejected
+        frames: list[SSEFrame] = step(chunk)
+        if self.parser.rejected != rejected:
+            self._diag(f"after frame {self.frames}: {self.parser.last_rejection}")
+        return frames
 
     def _decode_all(self, frames: list[SSEFrame]) -> list[tuple[int | None, StreamItemData]]:
         out: list[tuple[int | None, StreamItemData]] = []
@@ -189,6 +303,9 @@ class EventStreamDecoder:
             return None
         try:
             data = json.loads(frame.data)
+        except RecursionError:
+            self._diag(f"{where}: data is nested too deeply; skipped")
+            return None
         except ValueError as exc:
             self._diag(f"{where}: data is not JSON ({exc}): {frame.data[:80]!r}")
             return None
