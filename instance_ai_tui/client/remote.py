@@ -32,6 +32,8 @@ from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
 API_PREFIX = "/instance-ai"
+#: the connection state's detail when the server refuses the token (never "connected")
+UNAUTHORIZED = "unauthorized: check --token"
 
 
 def normalise_base_url(url: str) -> str:
@@ -140,10 +142,23 @@ class RemoteClient(Client):
         if body.get("authRequired") and not self._token:
             self._set_state(ConnectionState.OFFLINE, "token required")
             raise AuthError(f"{self.base_url} requires a token: pass --token or set remote.token", 401)
+        if self._token or body.get("authRequired"):
+            await self._check_token()
         self.model_name = str(body.get("model") or "")
         self.server_version = str(body.get("version") or "")
         self._opened = True
         self._set_state(ConnectionState.CONNECTED)
+
+    async def _check_token(self) -> None:
+        """The health route is public: ask an authenticated one so a wrong token is caught now."""
+        try:
+            response = await self._client().get(f"{self._api}/threads", headers=self._headers)
+        except httpx.HTTPError as exc:
+            self._set_state(ConnectionState.OFFLINE, str(exc) or type(exc).__name__)
+            raise ClientError(f"cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+        if response.status_code in (401, 403):
+            self._set_state(ConnectionState.OFFLINE, UNAUTHORIZED)
+            raise AuthError(f"{UNAUTHORIZED} ({_error_message(response)})", response.status_code)
 
     async def close(self) -> None:
         if self._http is not None and self._owns_http:
@@ -170,6 +185,8 @@ class RemoteClient(Client):
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
             raise ClientError(f"{what}: cannot reach {self.base_url}: {reason}") from None
+        if response.status_code in (401, 403):
+            self._set_state(ConnectionState.OFFLINE, UNAUTHORIZED)
         if response.status_code >= 400:
             raise status_error(response.status_code, _error_message(response), what)
         try:

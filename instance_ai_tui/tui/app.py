@@ -789,11 +789,12 @@ class InstanceAiApp(App[None]):
             await self.redis_sessions.send(text)  # continues the open Redis chat session
             return None
         conversation = self.conversation
-        if conversation is None or not text.strip():
+        if not text.strip():
             return None
         watcher = self.connection
-        if watcher.blocked:
-            self.notify(f"Not sent: {watcher.blocked}", severity="error", timeout=8)
+        if conversation is None or watcher.blocked:
+            reason = watcher.blocked or f"not connected ({self.client.state_detail or self.client.state.value})"
+            self.notify(f"Not sent: {reason}", severity="error", timeout=8)
             self._keep_in_prompt(text)
             return None
         if conversation.is_streaming or self.client.state in (ConnectionState.RECONNECTING, ConnectionState.CONNECTING):

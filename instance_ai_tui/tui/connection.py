@@ -39,6 +39,10 @@ INTERRUPTED_REASON = "interrupted by a server restart"
 #: after a reconnect, how long the replay gets to deliver a run's real end before it is settled
 SETTLE_DELAY = 0.6
 UNAUTHORIZED = "unauthorized: check --token"
+UNAUTHORIZED_HELP = (
+    "unauthorized: check --token — the server refused the token. Quit (Ctrl+Q) and start again with the "
+    "right --token (or INSTANCE_AI_TOKEN); nothing can be sent meanwhile."
+)
 
 
 # --------------------------------------------------------------------------- interrupted runs
@@ -261,8 +265,8 @@ class ConnectionWatcher:
     def on_state(self, state: ConnectionState, detail: str) -> None:
         if state in (ConnectionState.RECONNECTING, ConnectionState.OFFLINE) and detail != "closed":
             self._was_away = self._was_away or state == ConnectionState.RECONNECTING
-        if state == ConnectionState.OFFLINE and detail.startswith("unauthorized"):
-            self.blocked = UNAUTHORIZED
+        if state == ConnectionState.OFFLINE and detail.startswith(UNAUTHORIZED):
+            self.blocked = UNAUTHORIZED_HELP
         self._update_banner()
         if state == ConnectionState.CONNECTED:
             if self._was_away:

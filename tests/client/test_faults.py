@@ -161,10 +161,14 @@ async def test_remote_errors_are_clear(tmp_path: Path) -> None:
                 pass
         assert info.value.status == 401
         remote = RemoteClient(url, "wrong")
-        async with remote:
-            with pytest.raises(AuthError) as info:
-                await remote.list_threads()
+        states: list[tuple[ConnectionState, str]] = []
+        remote.add_state_listener(lambda state, detail: states.append((state, detail)))
+        with pytest.raises(AuthError, match="unauthorized: check --token") as info:
+            await remote.open()  # a wrong token is caught when connecting, never "connected"
+        assert remote.state == ConnectionState.OFFLINE and remote.state_detail == "unauthorized: check --token"
+        assert ConnectionState.CONNECTED not in [s for s, _ in states]
         assert info.value.status == 401 and "wrong" not in str(info.value) and "wrong" not in repr(remote)
+        await remote.close()
         async with RemoteClient(url, "t0ken") as good:
             assert await good.list_threads() == []
             await good.create_thread("x")
