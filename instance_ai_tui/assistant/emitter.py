@@ -1,11 +1,16 @@
 """Publishing one run's protocol events: envelope stamping, ordering and batching.
 
-``RunEmitter.emit`` is synchronous and never blocks: the event dict is stamped (``type``,
-``runId``, ``agentId``, ``ts`` in epoch ms, optional ``responseId``) and queued. One pump task
-per emitter hands everything queued to ``EventBus.publish_many`` in order, so a burst of
+The assistant builds every event as its ``protocol.events`` model; this is where they are
+serialised, once, into the log's ``NewEvent`` (type, run id, JSON text) that the bus stores
+and delivers. ``RunEmitter.emit(event)`` is synchronous and never blocks: it stamps the
+envelope (``runId``, ``ts`` in epoch ms) and queues the model. One pump task per emitter
+serialises everything queued and hands it to ``EventBus.publish_many`` in order, so a burst of
 text deltas becomes one store commit and the call order is the id order. ``flush()`` waits
 until everything emitted so far is persisted and delivered. After ``close()`` (used right
 after ``run-finish``) further events are dropped, so ``run-finish`` is always a run's last.
+
+``text_delta``, ``reasoning_delta`` and ``status_update`` are the typed constructors of the hot path
+(every streamed token goes through one).
 """
 
 from __future__ import annotations
@@ -17,12 +22,65 @@ from collections.abc import Callable
 from typing import Any
 
 from ..bus.base import EventBus
+from ..protocol.events import (
+    AgentCompletedEvent,
+    AgentCompletedPayload,
+    ErrorEvent,
+    ErrorPayload,
+    Event,
+    ReasoningDeltaEvent,
+    RunFinishEvent,
+    RunFinishPayload,
+    StatusEvent,
+    StatusPayload,
+    TextDeltaEvent,
+    TextPayload,
+    ToolErrorEvent,
+    ToolErrorPayload,
+    ToolInterruptedEvent,
+)
+from ..store.base import NewEvent
 
 log = logging.getLogger(__name__)
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def text_delta(agent_id: str, text: str, response_id: str | None = None) -> TextDeltaEvent:
+    return TextDeltaEvent(agent_id=agent_id, response_id=response_id or None, payload=TextPayload(text=text))
+
+
+def reasoning_delta(agent_id: str, text: str, response_id: str | None = None) -> ReasoningDeltaEvent:
+    return ReasoningDeltaEvent(agent_id=agent_id, response_id=response_id or None, payload=TextPayload(text=text))
+
+
+def status_update(agent_id: str, message: str) -> StatusEvent:
+    return StatusEvent(agent_id=agent_id, payload=StatusPayload(message=message))
+
+
+def tool_error(agent_id: str, tool_call_id: str, error: str) -> ToolErrorEvent:
+    return ToolErrorEvent(agent_id=agent_id, payload=ToolErrorPayload(tool_call_id=tool_call_id, error=error))
+
+
+def tool_interrupted(agent_id: str, tool_call_id: str, error: str) -> ToolInterruptedEvent:
+    return ToolInterruptedEvent(agent_id=agent_id, payload=ToolErrorPayload(tool_call_id=tool_call_id, error=error))
+
+
+def agent_completed(agent_id: str, role: str, status: str, result: str = "",
+                    error: str | None = None) -> AgentCompletedEvent:
+    payload = AgentCompletedPayload(role=role, result=result, status=status, error=error or None)
+    return AgentCompletedEvent(agent_id=agent_id, payload=payload)
+
+
+def error_event(agent_id: str, content: str, status_code: int | None = None) -> ErrorEvent:
+    return ErrorEvent(agent_id=agent_id, payload=ErrorPayload(content=content, status_code=status_code))
+
+
+def to_new_event(event: Event) -> NewEvent:
+    """The one serialisation of an event on its way into the log."""
+    return NewEvent(type=event.type, run_id=event.run_id, json=event.to_json())
 
 
 class RunEmitter:
@@ -33,7 +91,7 @@ class RunEmitter:
         self.thread_id = thread_id
         self.run_id = run_id
         self._clock = clock
-        self._queue: list[dict[str, Any]] = []
+        self._queue: list[Event] = []
         self._pump: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -50,24 +108,19 @@ class RunEmitter:
     def closed(self) -> bool:
         return self._closed
 
-    def event(self, type: str, agent_id: str, payload: dict[str, Any] | None = None,
-              response_id: str | None = None) -> dict[str, Any]:
-        """The wire dict of an event of this run (not emitted)."""
-        data: dict[str, Any] = {"type": type, "runId": self.run_id, "agentId": agent_id}
-        if response_id:
-            data["responseId"] = response_id
-        data["ts"] = self._clock()
-        data["payload"] = payload if payload is not None else {}
-        return data
+    def stamp(self, event: Event) -> Event:
+        """Set the envelope fields this emitter owns (``runId``, ``ts``); returns ``event``."""
+        event.run_id = self.run_id
+        event.ts = self._clock()
+        return event
 
-    def emit(self, type: str, agent_id: str, payload: dict[str, Any] | None = None,
-             response_id: str | None = None) -> None:
-        """Queue one event; returns at once."""
+    def emit(self, event: Event) -> None:
+        """Stamp and queue one event; returns at once."""
         if self._closed:
             self.dropped += 1
-            log.debug("run %s: dropped %s emitted after the run finished", self.run_id, type)
+            log.debug("run %s: dropped %s emitted after the run finished", self.run_id, event.type)
             return
-        self._queue.append(self.event(type, agent_id, payload, response_id))
+        self._queue.append(self.stamp(event))
         self._idle.clear()
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._run_pump(), name=f"emit-{self.run_id}")
@@ -77,11 +130,11 @@ class RunEmitter:
             while self._queue:
                 batch, self._queue = self._queue, []
                 try:
-                    stored = await self.bus.publish_many(self.thread_id, batch)
+                    stored = await self.bus.publish_many(self.thread_id, [to_new_event(event) for event in batch])
                     self.published += len(batch)
                     if self.first_id is None and stored:
                         self.first_id = stored[0].id
-                except Exception as exc:  # the bus is ours: log and keep the run going
+                except Exception as exc:  # noqa: BLE001 - the bus is ours: log and keep the run going
                     self.failures += 1
                     self.last_error = exc
                     log.error("run %s: publishing %d event(s) failed: %s", self.run_id, len(batch), exc)
@@ -102,15 +155,15 @@ class RunEmitter:
         self.dropped += len(self._queue)
         self._queue.clear()
 
-    def run_finish(self, agent_id: str, status: str, reason: str | None = None, **extra: Any) -> dict[str, Any]:
-        """The ``run-finish`` event dict (not emitted: see ``finish``)."""
-        payload: dict[str, Any] = {"status": status}
-        if reason:
-            payload["reason"] = reason
-        payload.update(extra)
-        return self.event("run-finish", agent_id, payload)
+    def run_finish(self, agent_id: str, status: str, reason: str | None = None, **extra: Any) -> RunFinishEvent:
+        """The stamped ``run-finish`` event (not emitted: see ``finish``). ``extra`` are more
+        payload fields in wire form (e.g. ``usage``)."""
+        payload = RunFinishPayload(status=status, reason=reason or None, **extra)
+        event = RunFinishEvent(agent_id=agent_id, payload=payload)
+        self.stamp(event)
+        return event
 
-    async def finish(self, event: dict[str, Any]) -> None:
+    async def finish(self, event: RunFinishEvent) -> None:
         """Publish ``event`` (a ``run-finish``) as the run's last event, flush, and close."""
         if self._closed:
             return

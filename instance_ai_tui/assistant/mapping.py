@@ -1,6 +1,7 @@
 """Runtime stream chunks -> protocol events, for one agent (the orchestrator or a sub-agent).
 
-``ChunkMapper.handle(chunk)`` emits, through the run's ``RunEmitter``:
+``ChunkMapper.handle(chunk)`` builds protocol event models and emits them through the run's
+``RunEmitter``:
 
 * ``text-delta`` / ``reasoning-delta`` with the chunk's ``responseId``,
 * ``tool-call`` before a tool runs, with a ``status`` "Running <tool>…" (cleared with "" once
@@ -21,6 +22,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.events import (
+    ToolCallEvent,
+    ToolCallPayload,
+    ToolErrorEvent,
+    ToolErrorPayload,
+    ToolResultEvent,
+    ToolResultPayload,
+)
 from ..runtime.chunks import (
     ErrorChunk,
     FinishChunk,
@@ -31,7 +40,7 @@ from ..runtime.chunks import (
     ToolCallSuspendedChunk,
     ToolResultChunk,
 )
-from .emitter import RunEmitter
+from .emitter import RunEmitter, reasoning_delta, status_update, text_delta
 
 #: how long a tool waits for its tool-call event before publishing anyway (a safety net only)
 ANNOUNCE_TIMEOUT = 5.0
@@ -86,24 +95,30 @@ class ChunkMapper:
         emit = self.emitter.emit
         if isinstance(chunk, TextDeltaChunk):
             if chunk.delta:
-                emit("text-delta", self.agent_id, {"text": chunk.delta}, chunk.response_id)
+                emit(text_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ReasoningDeltaChunk):
             if chunk.delta:
-                emit("reasoning-delta", self.agent_id, {"text": chunk.delta}, chunk.response_id)
+                emit(reasoning_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ToolCallChunk):
-            emit("tool-call", self.agent_id,
-                 {"toolCallId": chunk.tool_call_id, "toolName": chunk.tool_name, "args": chunk.args},
-                 chunk.response_id)
+            emit(ToolCallEvent(
+                agent_id=self.agent_id, response_id=chunk.response_id or None,
+                payload=ToolCallPayload(tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name, args=chunk.args),
+            ))
             self._in_flight[chunk.tool_call_id] = chunk.tool_name
             self._show_status()
             self._gate(chunk.tool_call_id).set()
         elif isinstance(chunk, ToolResultChunk):
             if chunk.is_error or chunk.skipped:
                 error = chunk.error or chunk.model_output.strip("[]") or "the tool failed"
-                emit("tool-error", self.agent_id, {"toolCallId": chunk.tool_call_id, "error": error}, chunk.response_id)
+                emit(ToolErrorEvent(
+                    agent_id=self.agent_id, response_id=chunk.response_id or None,
+                    payload=ToolErrorPayload(tool_call_id=chunk.tool_call_id, error=error),
+                ))
             else:
-                emit("tool-result", self.agent_id, {"toolCallId": chunk.tool_call_id, "result": chunk.result},
-                     chunk.response_id)
+                emit(ToolResultEvent(
+                    agent_id=self.agent_id, response_id=chunk.response_id or None,
+                    payload=ToolResultPayload(tool_call_id=chunk.tool_call_id, result=chunk.result),
+                ))
             self._in_flight.pop(chunk.tool_call_id, None)
             self._show_status()
         elif isinstance(chunk, ToolCallSuspendedChunk):
@@ -128,12 +143,12 @@ class ChunkMapper:
         if self._in_flight:
             names = sorted(set(self._in_flight.values()))
             label = names[0] if len(names) == 1 else f"{len(self._in_flight)} tools"
-            self.emitter.emit("status", self.agent_id, {"message": f"Running {label}…"})
+            self.emitter.emit(status_update(self.agent_id, f"Running {label}…"))
             self._status_shown = True
         else:
             self._clear_status()
 
     def _clear_status(self) -> None:
         if self._status_shown:
-            self.emitter.emit("status", self.agent_id, {"message": ""})
+            self.emitter.emit(status_update(self.agent_id, ""))
             self._status_shown = False

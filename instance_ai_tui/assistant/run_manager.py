@@ -36,7 +36,16 @@ from typing import Any, Literal
 
 from ..bus.base import EventBus
 from ..protocol.api import ConfirmBody, ConfirmResponse
-from ..protocol.reducer import build_agent_tree_wire
+from ..protocol.events import (
+    ConfirmationPayload,
+    ConfirmationRequestEvent,
+    Event,
+    RunStartEvent,
+    RunStartPayload,
+    ThreadTitlePayload,
+    ThreadTitleUpdatedEvent,
+)
+from ..protocol.reducer import RunReducer
 from ..runtime.agent import Agent, AgentStream
 from ..runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, RuntimeApiError
 from ..runtime.memory import generate_title, is_substantial
@@ -57,7 +66,7 @@ from .confirmations import (
 )
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
-from .emitter import RunEmitter
+from .emitter import RunEmitter, agent_completed, error_event, tool_error, tool_interrupted
 from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
@@ -168,8 +177,8 @@ class RunManager:
             run.finished = asyncio.get_running_loop().create_future()
             self._runs[thread_id] = run
             try:
-                ctx.emitter.emit("run-start", ctx.orchestrator_id,
-                                 {"messageId": message_id, "messageGroupId": group_id, "userMessage": text})
+                ctx.emitter.emit(RunStartEvent(agent_id=ctx.orchestrator_id, payload=RunStartPayload(
+                    message_id=message_id, message_group_id=group_id, userMessage=text)))
                 await ctx.emitter.flush()  # run-start is stored before send() returns
                 await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
                 await self._start_title(run)
@@ -178,7 +187,7 @@ class RunManager:
                                                   run_id=run_id, extra=scope.extra())
             except BaseException:
                 log.exception("run %s: starting failed", run_id)
-                ctx.emitter.emit("error", ctx.orchestrator_id, {"content": "The run could not be started."})
+                ctx.emitter.emit(error_event(ctx.orchestrator_id, "The run could not be started."))
                 await self._finish(run, "error", FAILED_REASON)
                 raise
             self._drive(run, scope, stream)
@@ -232,7 +241,7 @@ class RunManager:
             raise
         except Exception as exc:  # a bug of ours: the run still ends properly
             log.exception("run %s: following the orchestrator failed", run.run_id)
-            run.ctx.emitter.emit("error", run.ctx.orchestrator_id, {"content": f"Internal error: {exc}"})
+            run.ctx.emitter.emit(error_event(run.ctx.orchestrator_id, f"Internal error: {exc}"))
             await self._finish(run, "error", FAILED_REASON)
             return
         # the orchestrator's usage is restored from its checkpoint on resume: this is the run's total
@@ -247,10 +256,7 @@ class RunManager:
                 await self._finish(run, "cancelled", run.cancel_reason or "user_cancelled")
             else:
                 error = result.error or "the run failed"
-                payload: dict[str, Any] = {"content": error}
-                if result.status_code is not None:
-                    payload["statusCode"] = result.status_code
-                run.ctx.emitter.emit("error", run.ctx.orchestrator_id, payload)
+                run.ctx.emitter.emit(error_event(run.ctx.orchestrator_id, error, result.status_code))
                 await self._finish(run, "error", _friendly(error, result.status_code))
         except Exception:
             log.exception("run %s: ending the run failed", run.run_id)
@@ -277,7 +283,8 @@ class RunManager:
             if current is None or current.title:
                 return
             await self.store.update_thread(run.thread_id, title=title)
-            run.ctx.emitter.emit("thread-title-updated", run.ctx.orchestrator_id, {"title": title})
+            run.ctx.emitter.emit(ThreadTitleUpdatedEvent(agent_id=run.ctx.orchestrator_id,
+                                                         payload=ThreadTitlePayload(title=title)))
 
         run.title_task = asyncio.get_running_loop().create_task(job(), name=f"title-{run.run_id}")
 
@@ -332,7 +339,10 @@ class RunManager:
 
     @staticmethod
     def _publish_request(run: ActiveRun, pending: PendingConfirmation) -> None:
-        run.ctx.emitter.emit("confirmation-request", pending.agent_id, pending.request, pending.response_id or None)
+        run.ctx.emitter.emit(ConfirmationRequestEvent(
+            agent_id=pending.agent_id, response_id=pending.response_id or None,
+            payload=ConfirmationPayload.model_validate(pending.request),
+        ))
 
     async def _save_record(self, run: ActiveRun, status: str, finished: bool = False) -> None:
         record = run.record
@@ -451,13 +461,10 @@ class RunManager:
         emitter = run.ctx.emitter
         for pending in run.confirmations.values():
             self._by_request.pop(pending.request_id, None)
-            emitter.emit("tool-error", pending.agent_id, {"toolCallId": pending.tool_call_id,
-                                                          "error": _cancelled_text(reason)})
+            emitter.emit(tool_error(pending.agent_id, pending.tool_call_id, _cancelled_text(reason)))
             if pending.agent_id != run.ctx.orchestrator_id:
-                emitter.emit("agent-completed", pending.agent_id, {"role": "", "result": "", "status": "cancelled",
-                                                                   "error": _cancelled_text(reason)})
-                emitter.emit("tool-error", run.ctx.orchestrator_id, {"toolCallId": pending.resume_tool_call_id,
-                                                                     "error": _cancelled_text(reason)})
+                emitter.emit(agent_completed(pending.agent_id, "", "cancelled", error=_cancelled_text(reason)))
+                emitter.emit(tool_error(run.ctx.orchestrator_id, pending.resume_tool_call_id, _cancelled_text(reason)))
             if pending.sub_run_id:
                 await self._complete_checkpoint(pending.sub_run_id)
         run.confirmations.clear()
@@ -517,12 +524,12 @@ class RunManager:
         return {"usage": usage_to_wire(usage)}
 
     async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,
-                            last: dict[str, Any] | None = None) -> None:
+                            last: Event | None = None) -> None:
         """Fold the run's stored events (and ``last``, its not yet published ``run-finish``)."""
-        events: list[Any] = [e.json for e in await self.run_events(thread_id, run_id, first_id)]
+        reducer = RunReducer().apply_all_wire(e.json for e in await self.run_events(thread_id, run_id, first_id))
         if last is not None:
-            events.append(last)
-        tree = build_agent_tree_wire(events)
+            reducer.apply(last)
+        tree = reducer.tree()
         await self.store.save_snapshot(thread_id, run_id, tree.to_wire())
 
     async def run_events(self, thread_id: str, run_id: str, first_id: int | None = None,
@@ -573,10 +580,9 @@ class RunManager:
             elif kind == "agent-completed":
                 open_agents.pop(data.get("agentId", ""), None)
         for call_id, agent_id in open_calls.items():
-            emitter.emit("tool-interrupted", agent_id, {"toolCallId": call_id, "error": INTERRUPTED_TOOL})
+            emitter.emit(tool_interrupted(agent_id, call_id, INTERRUPTED_TOOL))
         for agent_id, role in open_agents.items():
-            emitter.emit("agent-completed", agent_id, {"role": role, "result": "", "status": "cancelled",
-                                                        "error": "interrupted by a process restart"})
+            emitter.emit(agent_completed(agent_id, role, "cancelled", error="interrupted by a process restart"))
         await emitter.flush()
         # tokens spent before the crash (as recorded when the run last suspended or resumed)
         spent = usage_from_wire(record.data.get(USAGE_KEY)) + usage_from_wire(record.data.get(TITLE_USAGE_KEY))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
 
-from ..store.base import StoredEvent
+from ..store.base import NewEvent, StoredEvent
 
 
 @runtime_checkable
@@ -19,7 +19,10 @@ class EventBus(Protocol):
         """Persist one wire-format event dict, then deliver it. Returns it with its id."""
         ...
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]: ...
+    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
+        """Persist the events (wire dicts, or ``NewEvent``s already serialised by their producer)
+        with consecutive ids, then deliver them."""
+        ...
 
     def subscribe(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
         """Replay from ``after`` (exclusive), then follow live.

@@ -131,7 +131,7 @@ class InProcessBus:
         """Persist one wire-format event dict, then deliver it; returns it with its id."""
         return (await self.publish_many(thread_id, (event,)))[0]
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]:
+    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
         """Persist the events (consecutive ids, one commit), then deliver them."""
         if self._closed:
             raise BusClosed("the event bus is closed")
@@ -307,8 +307,13 @@ async def _close(iterator: AsyncIterator[Any]) -> None:
         await aclose()
 
 
-def _to_new_event(event: dict[str, Any]) -> NewEvent:
-    """``NewEvent.from_dict`` with checks: a dict with a type, strictly JSON (no NaN)."""
+def _to_new_event(event: dict[str, Any] | NewEvent) -> NewEvent:
+    """``NewEvent.from_dict`` with checks: a dict with a type, strictly JSON (no NaN). A
+    ``NewEvent`` (serialised by its producer, e.g. the assistant's ``RunEmitter``) is kept."""
+    if type(event) is NewEvent:
+        if not event.type:
+            raise ValueError("an event needs a non-empty 'type'")
+        return event
     if not isinstance(event, dict):
         raise TypeError(f"an event must be a dict in wire format, got {type(event).__name__}")
     if not event.get("type"):

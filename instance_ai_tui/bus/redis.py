@@ -53,10 +53,9 @@ class RedisBus:
     async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
         return (await self.publish_many(thread_id, [event]))[0]
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any]]) -> list[StoredEvent]:
-        return await self._store.append_events(
-            thread_id, [NewEvent.from_dict(e) for e in events], publish=self.channel(thread_id)
-        )
+    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
+        new = [e if isinstance(e, NewEvent) else NewEvent.from_dict(e) for e in events]
+        return await self._store.append_events(thread_id, new, publish=self.channel(thread_id))
 
     async def last_id(self, thread_id: str) -> int:
         return await self._store.last_event_id(thread_id)

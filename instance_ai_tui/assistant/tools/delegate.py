@@ -20,12 +20,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...protocol.api import BackgroundTask
+from ...protocol.events import AgentSpawnedEvent, AgentSpawnedPayload
 from ...runtime.agent import Agent, AgentStream
 from ...runtime.errors import RuntimeApiError
 from ...runtime.state import RunResult
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..confirmations import ConfirmationAnswer, approval_decision, card_fields
 from ..context import AgentScope, RunContext, Services, scope_of
+from ..emitter import agent_completed
 from ..ids import new_task_id, sub_agent_id
 from ..mapping import ChunkMapper
 
@@ -79,10 +81,7 @@ async def _drain(stream: AgentStream, mapper: ChunkMapper) -> RunResult:
 
 
 def _complete(run: RunContext, agent_id: str, role: str, status: str, result: str = "", error: str | None = None) -> None:
-    payload: dict[str, Any] = {"role": role, "result": result, "status": status}
-    if error:
-        payload["error"] = error
-    run.emitter.emit("agent-completed", agent_id, payload)
+    run.emitter.emit(agent_completed(agent_id, role, status, result, error))
     task = run.background.get(agent_id)
     if task is not None:
         run.background[agent_id] = task.model_copy(update={
@@ -121,10 +120,9 @@ async def delegate_handler(args: DelegateArgs, ctx: ToolContext) -> str:
     sub_scope = AgentScope(run, agent_id, args.role, mapper)
     await scope.mapper.announced(ctx.tool_call_id)
     task_id = new_task_id()
-    run.emitter.emit("agent-spawned", agent_id, {
-        "parentId": scope.agent_id, "role": args.role, "tools": tool_names, "taskId": task_id,
-        "goal": args.instructions[:300],
-    })
+    run.emitter.emit(AgentSpawnedEvent(agent_id=agent_id, payload=AgentSpawnedPayload(
+        parent_id=scope.agent_id, role=args.role, tools=tool_names, task_id=task_id, goal=args.instructions[:300],
+    )))
     run.background[agent_id] = BackgroundTask(task_id=task_id, role=args.role, agent_id=agent_id,
                                               started_at=time.time() * 1000, run_id=run.run_id,
                                               message_group_id=run.message_group_id)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...protocol.events import TasksUpdateEvent, TasksUpdatePayload
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..confirmations import ConfirmationAnswer
 from ..context import scope_of
@@ -91,7 +92,7 @@ async def plan_handler(args: PlanArgs, ctx: ToolContext) -> dict[str, Any]:
     tasks = merge_tasks(run.tasks, args)
     run.tasks = tasks
     await scope.mapper.announced(ctx.tool_call_id)
-    run.emitter.emit("tasks-update", scope.agent_id, {"tasks": tasks})
+    run.emitter.emit(TasksUpdateEvent(agent_id=scope.agent_id, payload=TasksUpdatePayload.model_validate({"tasks": tasks})))
     if args.review:
         ctx.suspend({"confirmation": {
             "inputType": "plan-review", "severity": "info",
