@@ -101,6 +101,14 @@ class Client(abc.ABC):
         self.diagnostics.append(message)
         del self.diagnostics[:-200]
 
+    # ----------------------------------------------------------------- login
+    #: whether ``login()`` works here (the n8n dialect): the app then offers a login dialog
+    supports_login: bool = False
+
+    async def login(self, email: str, password: str, mfa_code: str | None = None) -> None:
+        """Log in with typed credentials (and a two-factor code), then open."""
+        raise ClientError("this connection has no login")
+
     # ----------------------------------------------------------------- lifecycle
     async def open(self) -> None:
         """Connect / start the in-process runtime. Idempotent."""

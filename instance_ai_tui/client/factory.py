@@ -74,8 +74,11 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
     return load_settings(overrides, env=env)
 
 
-def build_client(settings: Settings, dialect: str | None = None) -> Client:
-    """The client the settings ask for, not opened. ``dialect`` overrides the settings' one."""
+def build_client(settings: Settings, dialect: str | None = None, *, interactive: bool | None = None) -> Client:
+    """The client the settings ask for, not opened. ``dialect`` overrides the settings' one.
+
+    ``interactive``: whether the n8n dialect may prompt on the terminal for a missing password
+    (default: when stdin is a terminal). The TUI passes ``False``: it asks in a login dialog."""
     remote = settings.remote
     if not remote.url:
         from .embedded import EmbeddedClient
@@ -86,7 +89,7 @@ def build_client(settings: Settings, dialect: str | None = None) -> Client:
         from .n8n import N8nClient
 
         password = remote.password.get_secret_value() if remote.password else None
-        return N8nClient(remote.url, remote.email, password)
+        return N8nClient(remote.url, remote.email, password, interactive=interactive)
     if dialect != "instance-ai":
         from .base import ClientError
 

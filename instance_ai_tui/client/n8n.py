@@ -55,6 +55,7 @@ class N8nClient(Client):
     """Talks to ``base_url`` (e.g. ``http://127.0.0.1:5678``) as the n8n browser UI does."""
 
     mode = "n8n"
+    supports_login = True
 
     def __init__(
         self,
@@ -125,6 +126,11 @@ class N8nClient(Client):
         return self._session
 
     @property
+    def email(self) -> str:
+        """The login email known so far (for the login dialog); "" when none."""
+        return self._email or os.environ.get("N8N_EMAIL", "")
+
+    @property
     def project_id(self) -> str | None:
         return self._project_id
 
@@ -169,6 +175,19 @@ class N8nClient(Client):
                 "or set N8N_EMAIL and N8N_PASSWORD"
             )
         await login(self._http, self.base_url, self._session, self._credentials)
+
+    async def login(self, email: str, password: str, mfa_code: str | None = None) -> None:
+        """Log in with what the user typed (the app's login dialog), then open.
+
+        Raises ``n8n_auth.MfaRequired`` when n8n wants the two-factor code, ``AuthError`` when
+        it refuses, ``ClientError`` when it cannot be reached."""
+        self._email = email
+        self._credentials = Credentials(
+            email=email, password=SecretStr(password), mfa_code=SecretStr(mfa_code) if mfa_code else None
+        )
+        self._session.cookie = None
+        self._opened = False
+        await self.open()
 
     def _can_login(self) -> bool:
         return self._credentials is not None or bool(self._email or os.environ.get("N8N_EMAIL"))

@@ -26,6 +26,8 @@ from pydantic import SecretStr
 from .base import AuthError, ClientError
 
 AUTH_COOKIE = "n8n-auth"
+#: n8n's ``AuthError('MFA Error', 998)``: the account has two-factor auth and no code was sent
+MFA_REQUIRED_CODE = 998
 BROWSER_ID_FILE = "n8n-browser-id"
 ENV_EMAIL = "N8N_EMAIL"
 ENV_PASSWORD = "N8N_PASSWORD"
@@ -77,10 +79,16 @@ def auth_cookie_from(response: httpx.Response) -> str | None:
     return None
 
 
+class MfaRequired(AuthError):
+    """n8n wants the account's two-factor code (or a recovery code) with the password."""
+
+
 @dataclass
 class Credentials:
     email: str
     password: SecretStr
+    #: the two-factor code (TOTP) or a recovery code, when n8n asks for one
+    mfa_code: SecretStr | None = None
 
     def __repr__(self) -> str:  # never show the password, even in a traceback
         return f"Credentials(email={self.email!r}, password=***)"
@@ -150,18 +158,20 @@ async def login(http: httpx.AsyncClient, base_url: str, session: N8nSession, cre
     """``POST /rest/login``; stores the auth cookie in ``session``. Raises ``AuthError`` when refused."""
     url = base_url.rstrip("/") + "/rest/login"
     body = {"emailOrLdapLoginId": credentials.email, "password": credentials.password.get_secret_value()}
+    if credentials.mfa_code is not None and credentials.mfa_code.get_secret_value().strip():
+        code = credentials.mfa_code.get_secret_value().strip()
+        body["mfaCode" if code.isdigit() else "mfaRecoveryCode"] = code
     try:
         response = await http.post(url, json=body, headers={"browser-id": session.browser_id})
     except httpx.HTTPError as exc:
         raise ClientError(f"cannot reach n8n at {base_url}: {exc}") from None
     if response.status_code in (401, 403):
         detail = _message(response)
+        if _code(response) == MFA_REQUIRED_CODE:
+            raise MfaRequired(f"n8n asks for the two-factor code of {credentials.email}", response.status_code)
         if "mfa" in detail.lower():
-            raise AuthError(
-                f"n8n asks for a two-factor code for {credentials.email}; MFA logins are not supported, "
-                "use an account without MFA",
-                response.status_code,
-            )
+            raise MfaRequired(f"n8n refused the two-factor code for {credentials.email}: {detail}",
+                              response.status_code)
         raise AuthError(f"n8n refused the login for {credentials.email}: {detail or 'wrong email or password'}",
                         response.status_code)
     if response.status_code == 429:
@@ -177,6 +187,14 @@ async def login(http: httpx.AsyncClient, base_url: str, session: N8nSession, cre
     except (ValueError, AttributeError):
         data = None
     session.user = data if isinstance(data, dict) else {}
+
+
+def _code(response: httpx.Response) -> object:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("code") if isinstance(body, dict) else None
 
 
 def _message(response: httpx.Response) -> str:

@@ -365,6 +365,8 @@ class FakeN8n:
         self.port = 0
         #: answers requests itself while it returns True (``testing.n8n_boot``: n8n's boot window)
         self.boot_gate: Callable[[dict[str, Any], Any, Any], Awaitable[bool]] | None = None
+        #: the account's two-factor code: login then needs it, as n8n's validateMfa does (None: no MFA)
+        self.mfa_code: str | None = None
         routes = [
             Route("/rest/login", self._login, methods=["POST"]),
             Route("/rest/settings", self._settings, methods=["GET"]),
@@ -506,6 +508,12 @@ class FakeN8n:
         body = await self._json(request)
         if body.get("emailOrLdapLoginId") != self.email or body.get("password") != self.password:
             raise _error(401, "Wrong username or password. Do you have caps lock on?")
+        if self.mfa_code is not None:  # n8n 2.41.1 auth.controller validateMfa
+            code = body.get("mfaCode") or body.get("mfaRecoveryCode")
+            if not code:
+                raise _HttpError(401, {"code": 998, "message": "MFA Error"})
+            if code != self.mfa_code:
+                raise _error(401, "Invalid mfa token or recovery code")
         self.logins += 1
         token = secrets.token_urlsafe(32)
         self._tokens[token] = request.headers.get("browser-id")

@@ -252,10 +252,13 @@ class InstanceAiApp(App[None]):
         try:
             await self.client.open()
         except ClientError as exc:
-            self._show_error(f"Cannot connect: {exc}")
-            self._set_connection("offline", str(exc))
-            self._ready_event.set()
-            return
+            from .login_screen import offer_login
+
+            if not await offer_login(self, exc):  # n8n: a login dialog instead of a dead app
+                self._show_error(f"Cannot connect: {exc}")
+                self._set_connection("offline", str(exc))
+                self._ready_event.set()
+                return
         self.status_info.model = self.client.model_name or self.status_info.model
         self.status_info.demo = is_demo(self.client, self.settings)
         if self.gateway_request is not None:

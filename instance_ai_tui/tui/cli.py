@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
 
             client: Client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
         else:
-            client = build_client(settings, dialect)
+            client = build_client(settings, dialect, interactive=False)  # n8n: the app's login dialog asks
     except ClientError as exc:  # GatewayFlagError included
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2

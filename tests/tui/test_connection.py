@@ -251,3 +251,76 @@ async def test_a_message_from_another_client_shows_when_its_run_starts(fake: Fak
         kinds = [m.role for m in app.conversation.messages]
         assert kinds == ["user", "assistant", "user", "assistant"]
         assert "hello from the browser" in screen_text(app)
+
+
+# --------------------------------------------------------------------------- login dialog
+
+
+def wrong_login_client(fake: FakeN8n, tmp_path: Path, password: str | None = "not-the-password") -> N8nClient:
+    return N8nClient(fake.base_url, fake.email, password, config_dir=tmp_path / "config", interactive=False,
+                     initial_backoff=0.05, max_backoff=0.3)
+
+
+async def type_into(pilot: Any, app: InstanceAiApp, selector: str, text: str) -> None:
+    from textual.widgets import Input
+
+    field = app.screen.query_one(selector, Input)
+    field.focus()
+    field.value = ""
+    await pilot.press(*text)
+
+
+async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fake: FakeN8n, tmp_path: Path) -> None:
+    from instance_ai_tui.tui.login_screen import LoginScreen
+
+    app = make_app(wrong_login_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        assert "Wrong username or password" in screen_text(app)
+        await type_into(pilot, app, "#login-password", "still wrong")
+        await pilot.press("enter")
+        await until(lambda: app.screen.attempts == 1 and "Logging in" not in screen_text(app), pilot)
+        assert isinstance(app.screen, LoginScreen) and "refused the login" in screen_text(app)
+        await type_into(pilot, app, "#login-password", fake.password)
+        await pilot.press("enter")
+        await app.wait_until_ready()
+        assert not isinstance(app.screen, LoginScreen)
+        assert app.client.state == ConnectionState.CONNECTED and not app.connection.blocked
+        await send(app, pilot, "hello after login")
+        await until(lambda: any("2 workflows" in a for a in answers(app)), pilot, what="answer")
+
+
+async def test_the_login_dialog_asks_for_the_two_factor_code_when_n8n_does(fake: FakeN8n, tmp_path: Path) -> None:
+    from instance_ai_tui.tui.login_screen import LoginScreen
+
+    fake.mfa_code = "246810"
+    app = make_app(wrong_login_client(fake, tmp_path, password=None))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        assert not app.screen.mfa_shown
+        await type_into(pilot, app, "#login-password", fake.password)
+        await pilot.press("enter")
+        await until(lambda: app.screen.mfa_shown, pilot, what="MFA field")
+        assert "two-factor code" in screen_text(app)
+        await type_into(pilot, app, "#login-mfa", "111111")
+        await pilot.press("enter")
+        await until(lambda: "Invalid mfa token" in screen_text(app), pilot, what="wrong code refused")
+        await type_into(pilot, app, "#login-mfa", "246810")
+        await pilot.press("enter")
+        await app.wait_until_ready()
+        assert app.client.state == ConnectionState.CONNECTED and fake.logins == 1
+
+
+async def test_a_cancelled_login_leaves_a_banner_and_refuses_sends_visibly(fake: FakeN8n, tmp_path: Path) -> None:
+    from instance_ai_tui.tui.login_screen import LoginScreen
+
+    app = make_app(wrong_login_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        await pilot.press("escape")
+        await app.wait_until_ready()
+        await until(lambda: "not logged in to n8n" in screen_text(app), pilot, what="banner")
+        await send(app, pilot, "is anyone there")
+        await pilot.pause(0.2)
+        assert app.prompt.text == "is anyone there"
+        assert any("Not sent" in str(n.message) for n in app._notifications)

@@ -1,0 +1,142 @@
+"""The n8n login dialog (issue 13): a failed login opens it instead of an app that swallows messages.
+
+Email and password, and the two-factor code when n8n asks for it (its ``MFA Error`` 998
+answer). The dialog calls ``Client.login`` itself and closes only when n8n accepted; a refusal
+is shown in the dialog and nothing typed is lost. Escape closes it without logging in: the app
+then says, in its banner, that it cannot send until it is logged in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from ..client.base import AuthError, Client, ClientError
+
+if TYPE_CHECKING:
+    from .app import InstanceAiApp
+
+NOT_LOGGED_IN = "not logged in to n8n — quit (Ctrl+Q) and start again to log in; nothing can be sent meanwhile."
+
+
+class LoginScreen(ModalScreen[bool]):
+    """Log in to n8n. Dismisses with ``True`` once the client is open, ``False`` on Escape."""
+
+    DEFAULT_CSS = """
+    LoginScreen { align: center middle; }
+    LoginScreen > Vertical { width: 64; max-width: 100%; height: auto; border: round $accent; padding: 1 2;
+                             background: $surface; }
+    LoginScreen .title { text-style: bold; margin-bottom: 1; }
+    LoginScreen Input { margin-bottom: 1; }
+    LoginScreen #login-error { color: $text-error; height: auto; margin-bottom: 1; }
+    LoginScreen #login-mfa { display: none; }
+    LoginScreen #login-mfa.-shown { display: block; }
+    LoginScreen Horizontal { height: auto; }
+    LoginScreen Button { margin-right: 2; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="login.cancel")]
+
+    def __init__(self, client: Client, reason: str, email: str = "") -> None:
+        super().__init__()
+        self.client = client
+        self.reason = reason
+        self.email = email
+        self.attempts = 0
+
+    def compose(self) -> ComposeResult:
+        base_url = getattr(self.client, "base_url", "n8n")
+        with Vertical():
+            yield Label(f"Log in to n8n at {base_url}", classes="title")
+            yield Static(self.reason, id="login-error", markup=False)
+            yield Input(value=self.email, placeholder="email", id="login-email")
+            yield Input(placeholder="password", password=True, id="login-password")
+            yield Input(placeholder="two-factor code (or a recovery code)", id="login-mfa")
+            with Horizontal():
+                yield Button("Log in", variant="primary", id="login-submit")
+                yield Button("Cancel", id="login-cancel")
+
+    def on_mount(self) -> None:
+        target = "#login-password" if self.email else "#login-email"
+        self.query_one(target, Input).focus()
+
+    @property
+    def mfa_shown(self) -> bool:
+        return self.query_one("#login-mfa", Input).has_class("-shown")
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        event.stop()
+        order = ["login-email", "login-password"] + (["login-mfa"] if self.mfa_shown else [])
+        current = event.input.id or ""
+        values = {name: self.query_one(f"#{name}", Input).value for name in order}
+        missing = next((name for name in order if not values[name].strip()), None)
+        if missing is not None and missing != current:
+            self.query_one(f"#{missing}", Input).focus()
+            return
+        self.submit()
+
+    @on(Button.Pressed, "#login-submit")
+    def _submit_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.submit()
+
+    @on(Button.Pressed, "#login-cancel")
+    def _cancel_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_cancel()
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def _say(self, message: str) -> None:
+        self.query_one("#login-error", Static).update(message)
+
+    @work(exclusive=True, exit_on_error=False)
+    async def submit(self) -> None:
+        from ..client.n8n_auth import MfaRequired
+
+        email = self.query_one("#login-email", Input).value.strip()
+        password = self.query_one("#login-password", Input).value
+        mfa = self.query_one("#login-mfa", Input)
+        if not email or not password:
+            self._say("Enter the email and the password of your n8n account.")
+            return
+        self._say("Logging in…")
+        self.attempts += 1
+        try:
+            await self.client.login(email, password, mfa.value.strip() if self.mfa_shown else None)
+        except MfaRequired as exc:
+            self._say(f"{exc}. Enter the code from your authenticator app.")
+            mfa.add_class("-shown")
+            mfa.value = ""
+            mfa.focus()
+            return
+        except AuthError as exc:
+            self._say(str(exc))
+            self.query_one("#login-password", Input).focus()
+            return
+        except ClientError as exc:
+            self._say(f"{exc}")
+            return
+        self.dismiss(True)
+
+
+async def offer_login(app: InstanceAiApp, error: ClientError) -> bool:
+    """After ``open()`` failed: a login dialog when the client can log in and the failure was
+    about credentials. Returns whether the client is open now. Call from a worker."""
+    client = app.client
+    if not isinstance(error, AuthError) or not client.supports_login:
+        return False
+    email = getattr(client, "email", "") or ""
+    logged_in = await app.push_screen_wait(LoginScreen(client, str(error), email))
+    if not logged_in:
+        app.connection.block(NOT_LOGGED_IN)
+    return bool(logged_in)
+
