@@ -6,7 +6,17 @@ per line and nothing else. Confirmations are answered by ``--approve all`` (appr
 questions pick the first option), ``--approve none`` (deny), or by asking on the terminal
 (the default when stdin is a terminal; otherwise deny). Exit status: 0 when the run
 completes, 1 when it ends otherwise (error, cancelled, interrupted) or on an error, 130
-after Ctrl-C (which cancels the run first), 2 for misused flags.
+after Ctrl-C (which cancels the run first), 2 for misused flags. A ``run-finish`` without a
+status is not a success (1).
+
+Against a broken or hostile server ``run`` never waits silently for ever: lost connections
+are reported on stderr, and it gives up (exit 1, after asking the server to cancel the run)
+when ``--max-retries`` (default 10) reconnections in a row bring no event of the run, or when
+no event of the run arrives for ``--idle-timeout`` seconds (default 300; keep-alive pings and
+replayed or backward ids are not progress; time spent waiting for your answer does not
+count). ``--timeout`` (default: none) bounds the whole run. Everything printed for a person
+has terminal control sequences removed (a server cannot clear the screen, set the title or
+write the clipboard through ``run``); ``--json`` escapes them.
 
 With ``--gateway DIR`` (an n8n connection only) the local gateway shares ``DIR`` read-only
 with n8n's agent for the length of the run (``client.gateway_flag``); what it serves is noted
@@ -16,10 +26,38 @@ on stderr.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .factory import add_connection_arguments, add_gateway_arguments
+
+#: seconds without an event of the run before ``run`` gives up
+DEFAULT_IDLE_TIMEOUT = 300.0
+#: reconnections in a row without an event of the run before ``run`` gives up
+DEFAULT_MAX_RETRIES = 10
+
+# ESC sequences (CSI, OSC up to BEL/ST, DCS/SOS/PM/APC up to ST, two-character ones), their
+# 8-bit C1 forms, and every other control character but tab and newline; bidi overrides too
+_TERMINAL_UNSAFE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?|.)?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
+    re.DOTALL,
+)
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` without anything a terminal would interpret (escape and control sequences)."""
+    return _TERMINAL_UNSAFE.sub("", text)
+
+
+def json_line(data: Any) -> str:
+    """One JSON line; control characters JSON itself leaves raw (DEL, C1) are escaped too."""
+    line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 if TYPE_CHECKING:
     from ..protocol.api import ConfirmBody
@@ -36,7 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("all", "none", "ask"),
         help="answer confirmations: all = approve, none = deny, ask = prompt (default: ask on a terminal, else deny)",
     )
-    parser.add_argument("--timeout", type=float, help="give up (and cancel the run) after this many seconds")
+    parser.add_argument("--timeout", type=float,
+                        help="give up (and cancel the run) after this many seconds in all (default: no limit)")
+    parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
+                        help="give up when no event of the run arrives for this long; pings do not count "
+                             f"(default: {DEFAULT_IDLE_TIMEOUT:g}; 0 = never)")
+    parser.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, metavar="N",
+                        help="give up after N reconnections in a row without an event of the run "
+                             f"(default: {DEFAULT_MAX_RETRIES}; 0 = never)")
     add_connection_arguments(parser)
     add_gateway_arguments(parser)
 
@@ -56,10 +101,10 @@ def main(args: argparse.Namespace) -> int:
         check_connection(gateway, settings, remote.dialect or ("n8n" if remote.email else None))
         return asyncio.run(_main(settings, args, policy, gateway))
     except GatewayFlagError as exc:
-        print(f"instance-ai run: {exc}", file=sys.stderr)
+        print(f"instance-ai run: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except ClientError as exc:
-        print(f"instance-ai run: {exc}", file=sys.stderr)
+        print(f"instance-ai run: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): stop quietly
         import os
@@ -97,7 +142,9 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
             task.cancel()
 
     runner = HeadlessRun(client, args.thread, args.message, json_mode=args.json, policy=policy,
-                         policy_chosen=args.approve is not None)
+                         policy_chosen=args.approve is not None,
+                         idle_timeout=getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT),
+                         max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES))
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
@@ -106,7 +153,7 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         if args.timeout:
             return await asyncio.wait_for(runner.run(), args.timeout)
         return await runner.run()
-    except asyncio.TimeoutError:
+    except TimeoutError:
         print(f"instance-ai run: no answer within {args.timeout} s; cancelling the run", file=sys.stderr)
         await runner.cancel()
         return 1
@@ -137,6 +184,8 @@ class HeadlessRun:
         policy_chosen: bool = True,
         out: TextIO | None = None,
         err: TextIO | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         import uuid
 
@@ -155,6 +204,16 @@ class HeadlessRun:
         self._tool_names: dict[str, str] = {}
         self._roles: dict[str, str] = {}
         self._answered: set[str] = set()
+        self.idle_timeout = idle_timeout
+        self.max_retries = max_retries
+        self._progress_at = 0.0
+        self._asking = False
+        self._retries = 0
+        self._last_attempt: int | None = None
+        self._last_state = ""
+        self._last_problem = ""
+        self._last_id: int | None = None
+        self._backwards = 0
 
     async def cancel(self) -> None:
         import asyncio
@@ -164,11 +223,78 @@ class HeadlessRun:
         if self.run_id is None:
             return
         try:
-            await asyncio.wait_for(self.client.cancel(self.thread_id), 10)
-        except (ClientError, asyncio.TimeoutError) as exc:
-            print(f"instance-ai run: could not cancel: {exc}", file=self.err)
+            await asyncio.wait_for(self.client.cancel(self.thread_id), 5)
+        except (TimeoutError, ClientError) as exc:
+            print(f"instance-ai run: could not cancel: {terminal_safe(str(exc)) or type(exc).__name__}", file=self.err)
 
     async def run(self) -> int:
+        """Send the message and follow the run to its end, watched (see the module docstring)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        self._progress_at = loop.time()
+        remove_listener = self.client.add_state_listener(self._on_state)
+        follow = asyncio.ensure_future(self._follow())
+        try:
+            while True:
+                done, _ = await asyncio.wait({follow}, timeout=0.2)
+                if done:
+                    return follow.result()
+                now = loop.time()
+                if self._asking:
+                    self._progress_at = now
+                problem = ""
+                if self.max_retries and self._retries > self.max_retries:
+                    problem = (f"the connection failed {self._retries} times in a row without an event of the run"
+                               + (f" (last: {self._last_problem})" if self._last_problem else ""))
+                elif self.idle_timeout and now - self._progress_at > self.idle_timeout:
+                    problem = f"no new event of the run for {self.idle_timeout:g} s"
+                    if self._backwards:
+                        problem += f" ({self._backwards} events with ids going backwards were ignored)"
+                    elif self._retries:
+                        problem += f" ({self._retries} reconnections)"
+                    else:
+                        problem += " (the server sends only keep-alives or events already received)"
+                if problem:
+                    follow.cancel()
+                    await asyncio.gather(follow, return_exceptions=True)
+                    self._note(f"instance-ai run: giving up: {problem}; cancelling the run")
+                    await self.cancel()
+                    return 1
+        finally:
+            remove_listener()
+            if not follow.done():
+                follow.cancel()
+                await asyncio.gather(follow, return_exceptions=True)
+
+    def _on_state(self, state: Any, detail: str) -> None:
+        from .base import ConnectionState
+
+        match = re.search(r"attempt (\d+)", detail)
+        if state == ConnectionState.RECONNECTING and match:
+            attempt = int(match.group(1))
+            if attempt != self._last_attempt or self._last_state == ConnectionState.CONNECTED:
+                self._retries += 1
+                self._note(f"instance-ai run: connection lost; reconnecting {detail}")
+            self._last_attempt = attempt
+        elif state == ConnectionState.OFFLINE and detail:
+            self._last_problem = terminal_safe(detail)[:200]
+        elif state == ConnectionState.RECONNECTING and detail:
+            self._last_problem = terminal_safe(detail)[:200]
+        self._last_state = state
+
+    def _progressed(self, event_id: int | None) -> None:
+        import asyncio
+
+        if event_id is not None and self._last_id is not None and event_id <= self._last_id:
+            self._backwards += 1
+            return
+        if event_id is not None:
+            self._last_id = event_id
+        self._progress_at = asyncio.get_running_loop().time()
+        self._retries = 0
+
+    async def _follow(self) -> int:
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
         from .base import NotFoundError
@@ -181,18 +307,20 @@ class HeadlessRun:
             cursor = 0
         self.run_id = await self.client.send(self.thread_id, self.message)
         if not self.json_mode:
-            print(f"[thread {self.thread_id} · run {self.run_id}]", file=self.err)
+            self._note(f"[thread {self.thread_id} · run {self.run_id}]")
         conversation = Conversation(self.thread_id)
         runs = {self.run_id}
         async for item in self.client.events(self.thread_id, after=cursor):
             if item.run_sync is not None:
                 conversation.apply(item.id, item.run_sync)
                 if item.run_sync.run_id in runs or set(item.run_sync.run_ids) & runs:
+                    self._progressed(item.id)
                     self._emit_json({"type": "run-sync", "payload": item.run_sync.to_wire()})
                 continue
             event = item.event
             if event is None or event.run_id not in runs:
                 continue
+            self._progressed(item.id)
             conversation.apply(item.id, event)
             self._emit_json(event.to_wire())
             if not self.json_mode:
@@ -209,13 +337,15 @@ class HeadlessRun:
     # ----------------------------------------------------------------- output
     def _emit_json(self, data: dict[str, Any]) -> None:
         if self.json_mode:
-            import json
-
-            self.out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self.out.write(json_line(data) + "\n")
             self.out.flush()
 
     def _note(self, text: str) -> None:
-        print(text, file=self.err, flush=True)
+        print(terminal_safe(text), file=self.err, flush=True)
+
+    def _write(self, text: str) -> None:
+        self.out.write(terminal_safe(text))
+        self.out.flush()
 
     def _show(self, event: Event, conversation: Any) -> None:
         from ..protocol.text_render import summarize_result, task_glyph
@@ -226,8 +356,7 @@ class HeadlessRun:
             message = conversation.message_for_run(event.run_id)
             text = message.content if message is not None else ""
             if text.startswith(self._printed) and len(text) > len(self._printed):
-                self.out.write(text[len(self._printed) :])
-                self.out.flush()
+                self._write(text[len(self._printed) :])
                 self._printed = text
             return
         agent = self._roles.get(event.agent_id, "")
@@ -276,10 +405,12 @@ class HeadlessRun:
 
     def _finish(self, event: Any) -> int:
         status, reason = event.payload.status, event.payload.reason
+        if "status" not in event.payload.model_fields_set:
+            status = "unknown"  # the model's default is "completed"; a finish that does not say is not a success
+            reason = reason or "the server's run-finish has no status"
         if not self.json_mode:
             if self._printed and not self._printed.endswith("\n"):
-                self.out.write("\n")
-                self.out.flush()
+                self._write("\n")
             if status != "completed":
                 self._note(f"run {status}" + (f": {reason}" if reason else ""))
             from ..protocol.transcript import usage_line
@@ -295,9 +426,14 @@ class HeadlessRun:
             return None
         self._answered.add(request.request_id)
         if self.policy == "ask":
-            body = await self._ask(request)
+            self._asking = True  # the idle timer waits for the person
+            try:
+                body = await self._ask(request)
+            finally:
+                self._asking = False
         else:
             body = auto_answer(request, approve=self.policy == "all")
+        self._asking = False
         if not self.json_mode:
             answer = describe_answer(body)
             if not self.policy_chosen:
@@ -315,7 +451,7 @@ class HeadlessRun:
         from ..protocol.api import ApprovalConfirm, QuestionAnswer, QuestionsConfirm
 
         def prompt(text: str) -> str:
-            self.err.write(text)
+            self.err.write(terminal_safe(text))
             self.err.flush()
             try:
                 return input()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import httpx
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+
 from .live import serve_app
 
 API = "/instance-ai"

@@ -41,7 +41,7 @@ async def serve(app: object, **limits: object) -> AsyncIterator[tuple[str, int]]
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
     try:
         data = await asyncio.wait_for(reader.read(), seconds)
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         return False
     except ConnectionError:
         return True
