@@ -89,6 +89,8 @@ class IngestStats:
             self.frame_times.append(seconds)
 
 
+#: a new card takes focus only after this many seconds without a key, click or scroll
+IDLE_BEFORE_FOCUS = 1.0
 #: below this many columns the side panels hide by themselves (the conversation keeps the width)
 PANELS_MIN_WIDTH = 100
 #: the thread list is shown from the start (and comes back after a narrow spell) from this width
@@ -164,6 +166,10 @@ class InstanceAiApp(App[None]):
         self._threads_auto_hidden = False
         self._remove_state_listener: Any = None
         self._pending_focus: list[str] = []
+        #: cards the user was told about (once each) while the focus rule kept them waiting
+        self._announced: set[str] = set()
+        #: ``time.monotonic()`` of the last key, click, scroll or paste (the focus rule)
+        self._last_input_at = 0.0
         self._events_at_frame = 0
         self._catching_up = False
         self._gc_held = False
@@ -638,8 +644,45 @@ class InstanceAiApp(App[None]):
             if bool(old) != bool(new):
                 self.refresh_bindings()  # the footer recomposes: only when "pending" flips
 
+    # ------------------------------------------------------------------ the focus rule
+    # FOCUS RULE (issue 12). This is the only place where the app moves focus to a card by
+    # itself. A new card takes focus only when ALL of these hold:
+    #   1. the main screen is on top: no dialog (rename, delete), palette, help, picker or
+    #      other screen — keys there belong to it;
+    #   2. focus is on nothing, the conversation, or an EMPTY message prompt — never on the
+    #      thread list, the thread search, a text field of another card (a wizard), another
+    #      card, or a prompt with text in it;
+    #   3. the user is not interacting: no key, click, scroll or paste for IDLE_BEFORE_FOCUS
+    #      seconds (``_last_input_at``).
+    # Otherwise the card waits (it stays queued and this is asked again every frame), and the
+    # user is told once that it waits and how to reach it. Even when it takes focus, its keys
+    # are ignored for ``confirmations.GRACE_SECONDS`` (``restart_grace``). The pending card is
+    # reached deliberately with Ctrl+G (``next-pending-card`` in the key map), a click, or Tab.
+    def focus_blocker(self) -> str | None:
+        """Why a card may not take focus now (``None``: it may). See the focus rule above."""
+        if len(self.screen_stack) > 1 or self.screen is not self.screen_stack[0]:
+            return "a dialog is open"
+        focused = self.focused
+        if focused is not None and _inside_card(focused):
+            return "another card has focus"
+        if focused is not None and focused is not self.prompt and not _inside(focused, self.view):
+            return "you are using another part of the screen"
+        if focused is self.prompt and self.prompt.text.strip():
+            return "you are typing"
+        if time.monotonic() - self._last_input_at < IDLE_BEFORE_FOCUS:
+            return "you are typing"
+        return None
+
+    async def on_event(self, event: events.Event) -> None:
+        # every key, click, scroll and paste counts as interacting (the focus rule)
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp,
+                              events.Paste)) and not getattr(event, "is_forwarded", False):
+            self._last_input_at = time.monotonic()
+        await super().on_event(event)
+
     def _focus_new_cards(self) -> None:
-        """Bring a newly pending card into view; focus it unless the user is typing.
+        """Bring a newly pending card to the user: focus it if the focus rule allows, else
+        leave it queued (asked again next frame) and say once how to reach it.
 
         A card whose widget is not mounted yet stays queued for the next frame.
         """
@@ -649,11 +692,13 @@ class InstanceAiApp(App[None]):
         if not wanted:
             self._pending_focus = []
             return
-        prompt = self.prompt
-        typing = self.focused is prompt and bool(prompt.text.strip())
-        if typing or (self.focused is not None and _inside_card(self.focused)):
-            self._pending_focus = []
-            self.notify("The agent needs your answer — press Ctrl+G to go to it.", timeout=5)
+        if self.focus_blocker() is not None:
+            unannounced = [rid for rid in wanted if rid not in self._announced]
+            if unannounced:
+                self._announced.update(unannounced)
+                key = keymap.display_keys(self.keys.keys("next-pending-card"))
+                self.notify(f"The agent needs your answer — press {key} to go to it.", timeout=6)
+            self._pending_focus = wanted
             return
         if self.go_to_pending(wanted[0], restart_grace=True):
             self._pending_focus = []
@@ -896,7 +941,8 @@ class InstanceAiApp(App[None]):
         if self.focused is None or _inside_card(self.focused) or self.focused is card:
             remaining = [rid for rid in self.pending if rid != request_id]
             if remaining:
-                self.call_after_refresh(self.go_to_pending, remaining[0])
+                # the next card: its keys wait again, so a double press cannot answer it
+                self.call_after_refresh(self.go_to_pending, remaining[0], True)
             else:
                 self.prompt.focus()
                 self.view.follow()  # back to following the agent's output
@@ -1116,6 +1162,9 @@ class InstanceAiApp(App[None]):
             "theme": lambda: self._slash_theme(arg),
             "export": lambda: self.export_thread(arg or None),
             "help": lambda: self.show_full_help(),
+            "retry": lambda: self.rewind_last(resend=True),
+            "edit": lambda: self.rewind_last(resend=False),
+            "rewind": lambda: self.pick_rewind(),
             "quit": lambda: self.exit(),
             "exit": lambda: self.exit(),
         }
@@ -1173,9 +1222,6 @@ class InstanceAiApp(App[None]):
     async def _search_threads(self, text: str) -> None:
         """Full-text thread search through the client, 150 ms after the last key."""
         await asyncio.sleep(0.15)
-            "retry": lambda: self.rewind_last(resend=True),
-            "edit": lambda: self.rewind_last(resend=False),
-            "rewind": lambda: self.pick_rewind(),
         try:
             found = await self.client.search_threads(text)
         except ClientError as exc:
@@ -1421,6 +1467,14 @@ def _is_card(node: Any) -> bool:
 def _inside_card(node: Any) -> bool:
     while node is not None:
         if _is_card(node):
+            return True
+        node = node.parent
+    return False
+
+
+def _inside(node: Any, container: Any) -> bool:
+    while node is not None:
+        if node is container:
             return True
         node = node.parent
     return False

@@ -277,6 +277,14 @@ second after the card appears, so text typed for the prompt does not land in it.
             if self.has_focus:
                 field.focus()
 
+    def restart_grace(self) -> None:
+        """The field closes again for the new grace period (focus came by itself)."""
+        first = not self._grace_restarted
+        super().restart_grace()
+        if first and not self.answered and self.is_attached:
+            self.field.disabled = True
+            self._open_field_later()
+
     def focus_default(self, scroll_visible: bool = True) -> None:
         field = self.field
         if field.disabled:

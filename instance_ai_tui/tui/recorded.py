@@ -140,6 +140,14 @@ class RecordedClient(Client):
             thread.info = thread.info.model_copy(update={"title": event.payload.title})
         thread.changed.set()
 
+    def publish(self, thread_id: str, event: Event | dict[str, Any]) -> None:
+        """Append one event to a thread's log now, as a server would push it (tests make a
+        card appear at a chosen moment with it)."""
+        parsed = _event(event)
+        if isinstance(parsed, ConfirmationRequestEvent):  # answerable, as a live one is
+            self._waiting.setdefault(parsed.payload.request_id, asyncio.get_running_loop().create_future())
+        self._publish(self._thread(thread_id), parsed)
+
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         thread = self._thread(thread_id)
         position = max(0, after or 0)

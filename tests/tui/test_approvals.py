@@ -1,0 +1,218 @@
+"""Approvals a person can trust (issue 12): no accidental answers, never missed, truthful states.
+
+The focus rule (``InstanceAiApp.focus_blocker``): a new card never takes focus from a widget the
+user types in or navigates; it may take focus only from nothing, the conversation or an empty
+prompt after 1 s without input, and then ignores keys for the grace period. Cards appear here
+at a chosen moment: the test pushes the ``confirmation-request`` into the thread's live stream
+(``RecordedClient.publish``), as a server does while the user is busy with something else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from textual.command import CommandPalette
+from textual.widgets import Input, OptionList
+
+from instance_ai_tui.protocol.api import ApprovalConfirm
+from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
+from instance_ai_tui.tui.recorded import RecordedClient
+from instance_ai_tui.tui.thread_list import RenameThreadScreen
+
+from .scripts import SIZE, ev, make_app
+
+
+async def until(predicate: Any, pilot: Any, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
+        await pilot.pause(0.02)
+
+
+def running_log(run: str = "r1") -> list[dict[str, Any]]:
+    """A run in progress: the agent called write-file and is about to ask."""
+    return [
+        ev("run-start", run=run, messageId=f"m-{run}"),
+        ev("tool-call", run=run, toolCallId=f"w-{run}", toolName="write-file", args={"path": "notes.txt"}),
+    ]
+
+
+def ask(run: str = "r1", request: str = "cr-1") -> dict[str, Any]:
+    return ev("confirmation-request", run=run, requestId=request, toolCallId=f"w-{run}", toolName="write-file",
+              args={"path": "notes.txt"}, severity="warning", message="Write notes.txt?")
+
+
+def client_with(log: list[dict[str, Any]]) -> RecordedClient:
+    # "older" then "work" (the newest, opened at start)
+    return RecordedClient({"older": [], "work": log}, titles={"older": "Older thread", "work": "Work"},
+                          model_name="scripted-test")
+
+
+def confirms(client: RecordedClient) -> list[Any]:
+    return [args for name, args in client.calls if name == "confirm"]
+
+
+def card_of(app: Any) -> Any:
+    node = app.focused
+    while node is not None and not isinstance(node, (ApprovalCard, QuestionsCard)):
+        node = node.parent
+    return node
+
+
+async def type_slowly(pilot: Any, text: str, *, at: int, publish: Any, pause: float = 0.08) -> None:
+    """Type ``text`` one key at a time; the card is pushed before key number ``at``."""
+    for index, char in enumerate(text):
+        if index == at:
+            publish()
+        await pilot.press("space" if char == " " else char)
+        await pilot.pause(pause)
+
+
+async def opened(app: Any, pilot: Any) -> None:
+    await app.wait_until_ready()
+    await app.wait_until_rendered()
+    await until(lambda: app.conversation is not None and app.conversation.is_streaming, pilot)
+
+
+async def test_card_appears_while_typing_a_search_query_one_key_at_a_time() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        app.show_threads()
+        await pilot.pause()
+        search = app.focused
+        assert isinstance(search, Input) and search.id == "thread-search"
+        query = "weather slack daily yes always no"
+        await type_slowly(pilot, query, at=12, publish=lambda: client.publish("work", ask()))
+        await until(lambda: "cr-1" in app.pending, pilot)
+        assert search.value == query and app.focused is search
+        await pilot.pause(1.5)  # the user stops typing: the search field keeps the focus
+        assert app.focused is search and confirms(client) == []
+        assert any("Ctrl+G" in n.message for n in app._notifications)
+        await pilot.press("ctrl+g")  # deliberately
+        await until(lambda: card_of(app) is not None, pilot)
+        await pilot.press("y")  # reached on purpose: the answer counts at once
+        await until(lambda: confirms(client), pilot)
+        assert confirms(client) == [("cr-1", ApprovalConfirm(approved=True))]
+        assert search.value == query  # the search kept every key typed into it
+
+
+async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        app.prompt.focus()
+        await type_slowly(pilot, "yes and always and no", at=5, publish=lambda: client.publish("work", ask()))
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(1.5)
+        assert app.focused is app.prompt and app.prompt.text == "yes and always and no"
+        assert confirms(client) == [] and app.focus_blocker() == "you are typing"
+        # a click reaches it deliberately
+        turn = app.view.assistant_turns()[-1]
+        card = turn.cards["w-r1"].card
+        assert card is not None
+        await pilot.click(card)
+        await until(lambda: card_of(app) is card, pilot)
+
+
+async def test_card_takes_focus_from_an_empty_prompt_only_after_a_second_without_input() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        app.prompt.focus()
+        await pilot.press("x", "backspace")  # interacting a moment ago; the prompt is empty
+        client.publish("work", ask())
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(0.3)
+        assert app.focused is app.prompt  # not yet: the user may still be typing
+        await until(lambda: card_of(app) is not None, pilot, timeout=5)
+        await pilot.press("y")  # the grace period starts when it took focus
+        assert confirms(client) == []
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("n")
+        await until(lambda: confirms(client), pilot)
+        assert confirms(client) == [("cr-1", ApprovalConfirm(approved=False))]
+
+
+async def test_card_never_takes_focus_from_the_thread_list() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        app.thread_list.focus_list()
+        await pilot.pause()
+        keys = ["down", "up", "down", "y", "a", "n", "down", "up"]
+        for index, key in enumerate(keys):
+            if index == 2:
+                client.publish("work", ask())
+            await pilot.press(key)
+            await pilot.pause(0.1)
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(1.5)
+        assert isinstance(app.focused, OptionList) and confirms(client) == []
+
+
+async def test_card_never_takes_focus_from_the_rename_dialog() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        app.thread_list.focus_list()
+        await pilot.pause()
+        await pilot.press("f2")
+        await until(lambda: isinstance(app.screen, RenameThreadScreen), pilot)
+        field = app.screen.query_one(Input)
+        field.value = ""
+        await type_slowly(pilot, "yay notes", at=3, publish=lambda: client.publish("work", ask()))
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(1.5)
+        assert isinstance(app.screen, RenameThreadScreen) and app.focused is field
+        assert field.value == "yay notes" and confirms(client) == []
+        assert app.focus_blocker() == "a dialog is open"
+
+
+async def test_card_never_takes_focus_from_the_command_palette() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await pilot.press("ctrl+p")
+        await until(lambda: isinstance(app.screen, CommandPalette), pilot)
+        await type_slowly(pilot, "yan", at=1, publish=lambda: client.publish("work", ask()))
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(1.5)
+        assert isinstance(app.screen, CommandPalette) and confirms(client) == []
+
+
+async def test_card_never_takes_focus_from_a_wizard_text_field() -> None:
+    questions = ev("confirmation-request", run="r1", requestId="cr-q", toolCallId="q-r1", toolName="ask-user",
+                   severity="info", message="A question first", inputType="questions",
+                   questions=[{"id": "name", "question": "Name of the workflow?", "type": "text"}])
+    log = [
+        ev("run-start", run="r1", messageId="m-r1"),
+        ev("tool-call", run="r1", toolCallId="q-r1", toolName="ask-user", args={}),
+        questions,
+        ev("tool-call", run="r1", toolCallId="w-r1", toolName="write-file", args={"path": "notes.txt"}),
+    ]
+    client = client_with(log)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(lambda: app.view.assistant_turns()[-1].cards["q-r1"].card is not None, pilot)
+        wizard = app.view.assistant_turns()[-1].cards["q-r1"].card
+        assert isinstance(wizard, QuestionsCard)
+        field = wizard.query_one("#other", Input)
+        await pilot.pause(GRACE_SECONDS)
+        await until(lambda: not wizard.in_grace, pilot)
+        field.focus()
+        await pilot.pause()
+        await type_slowly(pilot, "yearly news", at=2, publish=lambda: client.publish("work", ask()))
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(1.5)
+        assert app.focused is field and field.value == "yearly news" and confirms(client) == []
