@@ -255,6 +255,10 @@ class InstanceAiApp(App[None]):
         if self.client.mode == "embedded":
             # the in-process assistant is a large import: do it off the event loop
             await asyncio.to_thread(_preload_embedded, self.client)
+            from .setup_screen import check_model_setup
+
+            if not await check_model_setup(self):  # a model without a key: say how to set it up
+                return
         try:
             await self.client.open()
         except ClientError as exc:

@@ -324,3 +324,45 @@ async def test_a_cancelled_login_leaves_a_banner_and_refuses_sends_visibly(fake:
         await pilot.pause(0.2)
         assert app.prompt.text == "is anyone there"
         assert any("Not sent" in str(n.message) for n in app._notifications)
+
+
+# --------------------------------------------------------------------------- setup screen
+
+
+async def test_embedded_with_a_model_but_no_key_shows_the_setup_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.config import ModelSettings
+    from instance_ai_tui.tui.setup_screen import SetupScreen
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    settings = Settings(db_path=tmp_path / "e.sqlite3", model=ModelSettings(name="gpt-4o-mini"))
+    app = InstanceAiApp(EmbeddedClient(settings), settings, watch_themes=False, persist_theme=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, SetupScreen), pilot, timeout=20, what="setup screen")
+        text = screen_text(app)
+        assert "OPENAI_API_KEY" in text and "OPENAI_BASE_URL" in text and "--model demo" in text
+        await pilot.press("escape")  # browse without sending
+        await app.wait_until_ready(timeout=20)
+        await until(lambda: "no API key for the model gpt-4o-mini" in screen_text(app), pilot, what="banner")
+        await send(app, pilot, "hello?")
+        await pilot.pause(0.2)
+        assert app.prompt.text == "hello?" and (app.conversation is None or not users(app))
+        assert any("Not sent" in str(n.message) for n in app._notifications)
+
+
+async def test_the_setup_screen_can_quit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.config import ModelSettings
+    from instance_ai_tui.tui.setup_screen import SetupScreen
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    settings = Settings(db_path=tmp_path / "e.sqlite3", model=ModelSettings(name="gpt-4o-mini"))
+    app = InstanceAiApp(EmbeddedClient(settings), settings, watch_themes=False, persist_theme=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, SetupScreen), pilot, timeout=20, what="setup screen")
+        await pilot.press("enter")  # Quit has the focus
+        await until(lambda: not app.is_running, pilot, what="quit")
