@@ -8,12 +8,18 @@ arguments name (a quiet pre-parse that imports nothing), then builds the real pa
 only that sub-command's arguments. The other sub-commands are still listed (name and
 help text come from ``COMMANDS``), so ``instance-ai --help``, every ``instance-ai CMD
 --help`` and every error message read exactly as with the full parser.
+
+Exit codes (every sub-command): 0 done; 1 an error the command reported (server unreachable,
+refused token, unknown thread, ...); 2 bad arguments; 130 interrupted (Ctrl+C); 141 the
+output was closed early (``instance-ai threads | head``): the command stops quietly, as a
+program killed by SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Collection, Sequence
 
@@ -29,6 +35,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 TUI_MODULE = "instance_ai_tui.tui.cli"
 DESCRIPTION = "A terminal client for Instance AI agents: embedded, our own server, or n8n."
+EXIT_CODES = "exit codes: 0 done, 1 error, 2 bad arguments, 130 interrupted, 141 output closed early"
+#: the exit code when the reader of our output went away (128 + SIGPIPE, as the shell reports it)
+EXIT_PIPE_CLOSED = 141
 
 
 class _NotParsed(Exception):
@@ -54,7 +63,7 @@ def _add_commands(parser: argparse.ArgumentParser, with_arguments: Collection[st
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``instance-ai`` parser; ``commands``: the sub-commands whose arguments it parses
     (all by default; the others are listed but take no arguments)."""
-    parser = argparse.ArgumentParser(prog="instance-ai", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="instance-ai", description=DESCRIPTION, epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     importlib.import_module(TUI_MODULE).add_arguments(parser)
     _add_commands(parser, COMMANDS if commands is None else commands)
@@ -82,9 +91,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     module = COMMANDS[args.command][0] if args.command else TUI_MODULE
     try:
-        return int(importlib.import_module(module).main(args) or 0)
+        code = int(importlib.import_module(module).main(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here for short outputs
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
+
+
+def _silence_stdout() -> None:
+    """The reader is gone: point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
