@@ -51,6 +51,7 @@ def _looks_like_json(text: str) -> bool:
 
 
 def _json_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any]]:
+    from .protocol.sse import MAX_JSON_DEPTH, json_too_deep
     from .protocol.tree import RunSyncPayload
 
     objects: list[tuple[int, Any]] = []
@@ -59,7 +60,7 @@ def _json_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any
     if stripped.startswith("["):
         try:
             whole = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             whole = None
     if isinstance(whole, list):
         objects = [(index + 1, obj) for index, obj in enumerate(whole)]
@@ -67,9 +68,12 @@ def _json_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            if json_too_deep(line):
+                diagnostics.append(f"line {number}: nested deeper than {MAX_JSON_DEPTH} levels; skipped")
+                continue
             try:
                 objects.append((number, json.loads(line)))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 diagnostics.append(f"line {number}: not JSON ({exc})")
     items: list[tuple[int | None, Any]] = []
     for number, obj in objects:

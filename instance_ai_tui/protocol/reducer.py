@@ -249,10 +249,16 @@ class _Call:
         return out
 
 
+#: sub-agents nest at most this deep; a deeper spawn is folded into its parent (a hostile or
+#: broken stream of 500 nested agents made every tree walk a RecursionError)
+MAX_AGENT_DEPTH = 64
+
+
 class _Agent:
     __slots__ = (
         "calls",
         "children",
+        "depth",
         "dirty",
         "fields",
         "id",
@@ -273,6 +279,7 @@ class _Agent:
         self.timeline: list[_Entry] = []
         self.calls: list[_Call] = []
         self.children: list[_Agent] = []
+        self.depth = 0
         #: aggregate text not covered by in-aggregate segments (adopted snapshots only)
         self.text_pre: list[str] = []
         self.reasoning_pre: list[str] = []
@@ -425,8 +432,9 @@ class RunReducer:
         reducer.status = run_status if run_status in _AGENT_STATUSES else "active"
         return reducer
 
-    def _adopt(self, data: dict[str, Any]) -> _Agent:
+    def _adopt(self, data: dict[str, Any], depth: int = 0) -> _Agent:
         agent = _Agent(data["agentId"], str(data.get("role", "orchestrator")))
+        agent.depth = depth
         status = data.get("status")
         agent.status = status if status in _AGENT_STATUSES else "active"
         agent.status_message = data.get("statusMessage") or None
@@ -482,8 +490,11 @@ class RunReducer:
             agent.calls.append(call)
             self._calls[call.id] = call
         for raw_child in data.get("children") or ():
+            if depth + 1 >= MAX_AGENT_DEPTH:
+                self._diag(f"agents nested deeper than {MAX_AGENT_DEPTH} levels under {agent.id!r} were left out")
+                break
             if _ok(raw_child.get("agentId")) and raw_child["agentId"] not in self._agents:
-                agent.children.append(self._adopt(raw_child))
+                agent.children.append(self._adopt(raw_child, depth + 1))
         core = {
             "agentId", "role", "status", "statusMessage", "textContent", "reasoning", "toolCalls", "children",
             "timeline",
@@ -1015,7 +1026,12 @@ class RunReducer:
         if parent is None:
             self._diag(f"agent-spawned {agent_id!r} under unknown parent {parent_id!r}")
             return
+        if parent.depth + 1 >= MAX_AGENT_DEPTH:
+            self._diag(f"agent-spawned {agent_id!r} nests deeper than {MAX_AGENT_DEPTH} levels; folded into its parent")
+            self._agents[agent_id] = parent  # its events land in the parent: nothing is lost
+            return
         child = _Agent(agent_id, payload.role)
+        child.depth = parent.depth + 1
         wire = payload.to_wire()
         for key in ("tools", "taskId", "kind", "activity", "title", "subtitle", "goal", "targetResource"):
             if key in wire:
