@@ -1,7 +1,10 @@
 """A small in-memory n8n instance for the offline demo: a node catalogue, workflows, executions.
 
 It implements ``N8nBackend`` (the same calls as the public API client) plus the node catalogue
-and a simulated ``run``, so the demo's builder sub-agent has real tools to call.
+and a simulated ``run``, so the demo's builder sub-agent has real tools to call. Writes are
+checked like n8n 2.41.1's public API does (``n8n_workflow.public_api_error``: required fields,
+read-only and unknown keys, node names and positions, connections), and activation needs a
+trigger as there: the demo is never more lenient than the real instance.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from ..store.base import Store
 from .n8n_client import N8nApiError, summarise_workflow
+from .n8n_node_table import NODE_TABLE
+from .n8n_workflow import NodeCatalogue, NodeType, activation_error, public_api_error
 
 NODE_CATALOGUE: tuple[dict[str, str], ...] = (
     {"type": "n8n-nodes-base.scheduleTrigger", "displayName": "Schedule Trigger", "group": "trigger",
@@ -108,7 +113,8 @@ class DemoN8n:
     @staticmethod
     def _node(node_type: str, index: int, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
         display = next((n["displayName"] for n in NODE_CATALOGUE if n["type"] == node_type), node_type.rsplit(".", 1)[-1])
-        return {"id": f"node-{index + 1}", "name": display, "type": node_type, "typeVersion": 1,
+        version = NODE_TABLE[node_type][0] if node_type in NODE_TABLE else 1
+        return {"id": f"node-{index + 1}", "name": display, "type": node_type, "typeVersion": version,
                 "position": [240 + 220 * index, 300], "parameters": parameters or {}}
 
     def _make(self, name: str, nodes: list[dict[str, Any]], connections: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -117,7 +123,7 @@ class DemoN8n:
                 a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in zip(nodes, nodes[1:])
             }
         stamp = _now()
-        return {"id": f"wf-{next(self._wf_ids)}", "name": name, "active": False, "nodes": nodes,
+        return {"id": f"wf-{next(self._wf_ids)}", "name": name, "active": False, "isArchived": False, "nodes": nodes,
                 "connections": connections, "settings": {}, "createdAt": stamp, "updatedAt": stamp}
 
     def _get(self, workflow_id: str) -> dict[str, Any]:
@@ -127,6 +133,15 @@ class DemoN8n:
         return wf
 
     # ----------------------------------------------------------------- node catalogue
+    async def node_catalogue(self) -> NodeCatalogue:
+        """The simulated instance knows only its small catalogue (versions as in n8n 2.41.1)."""
+        types = []
+        for entry in NODE_CATALOGUE:
+            version, _display, trigger, versions = NODE_TABLE.get(entry["type"], (1, "", False, (1,)))
+            types.append(NodeType(entry["type"], version, entry["displayName"], entry["group"] == "trigger" or trigger,
+                                  versions))
+        return NodeCatalogue(types, source="the demo instance's node catalogue")
+
     async def list_nodes(self, query: str | None = None) -> list[dict[str, str]]:
         await self._load()
         words = [w for w in (query or "").lower().split() if w]
@@ -149,34 +164,27 @@ class DemoN8n:
 
     async def create_workflow(self, workflow: dict[str, Any]) -> dict[str, Any]:
         await self._load()
-        name = str(workflow.get("name") or "").strip()
-        if not name:
-            raise N8nApiError("a workflow needs a name")
-        raw_nodes = workflow.get("nodes") or []
-        nodes = []
-        for i, node in enumerate(raw_nodes):
-            if isinstance(node, str):
-                nodes.append(self._node(node, i))
-            elif isinstance(node, dict) and node.get("type"):
-                nodes.append({**self._node(str(node["type"]), i), **node})
-            else:
-                raise N8nApiError(f"node {i + 1} needs a 'type'")
-        unknown = [n["type"] for n in nodes if not any(c["type"] == n["type"] for c in NODE_CATALOGUE)]
-        if unknown:
-            raise N8nApiError(f"unknown node type(s): {', '.join(unknown)}; use list-nodes to find the right type")
+        problem = public_api_error(workflow)
+        if problem:
+            raise N8nApiError(f"n8n answered 400 for new workflow: {problem}", 400)
         async with self._lock:
-            wf = self._make(name, nodes, workflow.get("connections"))
+            wf = self._make(str(workflow["name"]), deepcopy(workflow["nodes"]), deepcopy(workflow["connections"]))
+            wf["settings"] = deepcopy(workflow["settings"])
             self._workflows[wf["id"]] = wf
             await self._save()
         return deepcopy(wf)
 
     async def update_workflow(self, workflow_id: str, workflow: dict[str, Any]) -> dict[str, Any]:
+        """A PUT as n8n's public API takes it: the whole workflow (name, nodes, connections, settings);
+        like ``N8nPublicApi.update_workflow`` the given fields are laid over the current ones first."""
         await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
-            for key in ("name", "nodes", "connections", "settings"):
-                if key in workflow:
-                    wf[key] = deepcopy(workflow[key])
+            body = {k: deepcopy(workflow.get(k, wf.get(k))) for k in ("name", "nodes", "connections", "settings")}
+            problem = public_api_error(body)
+            if problem:
+                raise N8nApiError(f"n8n answered 400 for workflow {workflow_id}: {problem}", 400)
+            wf.update(body)
             wf["updatedAt"] = _now()
             await self._save()
             return deepcopy(wf)
@@ -185,8 +193,9 @@ class DemoN8n:
         await self._load()
         async with self._lock:
             wf = self._get(workflow_id)
-            if not any("Trigger" in n.get("type", "") or n.get("type", "").endswith("webhook") for n in wf["nodes"]):
-                raise N8nApiError(f"workflow {workflow_id} has no trigger node, so it cannot be activated", 400)
+            problem = activation_error(wf)
+            if problem:
+                raise N8nApiError(f"n8n answered 400 for workflow {workflow_id}: {problem}", 400)
             wf["active"] = True
             wf["updatedAt"] = _now()
             await self._save()
@@ -206,6 +215,15 @@ class DemoN8n:
         async with self._lock:
             wf = self._get(workflow_id)
             del self._workflows[wf["id"]]
+            await self._save()
+            return summarise_workflow(wf)
+
+    async def archive_workflow(self, workflow_id: str) -> dict[str, Any]:
+        await self._load()
+        async with self._lock:
+            wf = self._get(workflow_id)
+            wf["isArchived"], wf["active"] = True, False
+            wf["updatedAt"] = _now()
             await self._save()
             return summarise_workflow(wf)
 

@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 from pydantic import SecretStr
 
+from .n8n_workflow import NodeCatalogue
+
 
 class N8nApiError(Exception):
     """An n8n API call failed; ``message`` is meant for the agent and the user."""
@@ -35,6 +37,8 @@ class N8nBackend(Protocol):
     async def activate_workflow(self, workflow_id: str) -> dict[str, Any]: ...
     async def deactivate_workflow(self, workflow_id: str) -> dict[str, Any]: ...
     async def delete_workflow(self, workflow_id: str) -> dict[str, Any]: ...
+    async def archive_workflow(self, workflow_id: str) -> dict[str, Any]: ...
+    async def node_catalogue(self) -> NodeCatalogue: ...
     async def list_executions(self, workflow_id: str | None = None, status: str | None = None, limit: int = 20) -> list[dict[str, Any]]: ...
     async def get_execution(self, execution_id: str, include_data: bool = False) -> dict[str, Any]: ...
     async def aclose(self) -> None: ...
@@ -49,11 +53,13 @@ def api_base(url: str) -> str:
 
 
 #: fields the public API accepts when creating/updating a workflow (others are refused by n8n)
-_WORKFLOW_WRITE_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
+_WORKFLOW_WRITE_FIELDS = ("name", "description", "nodes", "connections", "settings", "staticData")
 
 
 def workflow_body(workflow: dict[str, Any]) -> dict[str, Any]:
-    body = {k: workflow[k] for k in _WORKFLOW_WRITE_FIELDS if k in workflow}
+    """Only what the public API accepts: read-only fields (``id``, ``active``, ``versionId``, ...) are
+    a 400 there, as are ``null`` values of the optional ones (as GET returns them)."""
+    body = {k: workflow[k] for k in _WORKFLOW_WRITE_FIELDS if workflow.get(k) is not None}
     body.setdefault("nodes", [])
     body.setdefault("connections", {})
     body.setdefault("settings", {})
@@ -70,6 +76,7 @@ class N8nPublicApi:
         *,
         timeout: float = 20.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        catalogue: NodeCatalogue | None = None,
     ) -> None:
         self.base = api_base(url)
         self.label = f"n8n at {self.base.removesuffix('/api/v1')}"
@@ -82,6 +89,7 @@ class N8nPublicApi:
             timeout=timeout,
             transport=transport,
         )
+        self._catalogue = catalogue
 
     def __repr__(self) -> str:
         return f"N8nPublicApi({self.base!r})"
@@ -109,6 +117,22 @@ class N8nPublicApi:
             return response.json()
         except ValueError:
             raise N8nApiError(f"n8n sent a response that is not JSON for {what}", response.status_code) from None
+
+    # ----------------------------------------------------------------- node types
+    async def node_catalogue(self) -> NodeCatalogue:
+        """The instance's node types: its ``/types/nodes.json`` when the key may read it (n8n 2.41 serves
+        it to logged-in users only: 401 for an API key), else the built-in table of n8n 2.41.1."""
+        if self._catalogue is None:
+            root = self.base.removesuffix("/api/v1")
+            catalogue = NodeCatalogue.built_in()
+            try:
+                response = await self._http.get(f"{root}/types/nodes.json")
+                if response.status_code == 200:
+                    catalogue = NodeCatalogue.from_nodes_json(response.json())
+            except (httpx.HTTPError, ValueError):
+                pass
+            self._catalogue = catalogue
+        return self._catalogue
 
     # ----------------------------------------------------------------- workflows
     async def list_workflows(self, active: bool | None = None, name: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
@@ -141,6 +165,9 @@ class N8nPublicApi:
 
     async def delete_workflow(self, workflow_id: str) -> dict[str, Any]:
         return await self._call("DELETE", f"/workflows/{_seg(workflow_id)}", what=f"workflow {workflow_id}")
+
+    async def archive_workflow(self, workflow_id: str) -> dict[str, Any]:
+        return await self._call("POST", f"/workflows/{_seg(workflow_id)}/archive", what=f"workflow {workflow_id}")
 
     # ----------------------------------------------------------------- executions
     async def list_executions(self, workflow_id: str | None = None, status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:

@@ -147,7 +147,11 @@ async def test_n8n_write_tools_with_stored_allowances(make_ai: Any) -> None:
     by_call = {e["payload"]["toolCallId"]: (e["type"], e["payload"].get("result", e["payload"].get("error")))
                for e in events if e["type"] in ("tool-result", "tool-error")}
     outcomes = [by_call[e["payload"]["toolCallId"]] for e in of_type(events, "tool-call")]  # in call order
-    assert outcomes[0][1]["name"] == "Fresh" and outcomes[0][1]["settings"] == {}
+    assert outcomes[0][1]["name"] == "Fresh"
+    fresh = state["workflows"][outcomes[0][1]["id"]]  # what n8n was sent: completed as the real API needs
+    assert fresh["settings"] == {"executionOrder": "v1"} and fresh["connections"] == {}
+    assert [(n["type"], n["typeVersion"], n["position"]) for n in fresh["nodes"]] == \
+        [("n8n-nodes-base.manualTrigger", 1, [0, 0])] and fresh["nodes"][0]["id"]
     assert outcomes[1][0] == "tool-result" and outcomes[2][0] == "tool-result"
     assert outcomes[3][1]["active"] is False and outcomes[3][1]["name"] == "Weather to Slack v2"
     assert outcomes[4] == ("tool-error", "nothing to update: give name, nodes, connections or settings")
