@@ -178,6 +178,9 @@ class InstanceAiApp(App[None]):
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
+        from .find_bar import FindBar
+
+        self.find_bar = FindBar()
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
@@ -219,6 +222,7 @@ class InstanceAiApp(App[None]):
             yield self.status_line
         yield self.tasks_panel
         yield Footer()
+            yield self.find_bar
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
@@ -1217,32 +1221,32 @@ class InstanceAiApp(App[None]):
         else:
             self.prompt.focus()
 
-    @on(ThreadList.SearchRequested)
-    def _thread_search(self, event: ThreadList.SearchRequested) -> None:
-        event.stop()
-        self._search_threads(event.text)
+    # ------------------------------------------------------------------ find (Ctrl+F)
+    def action_find(self) -> None:
+        self.find_bar.open(self.conversation)
 
-    @work(group="thread-search", exclusive=True, exit_on_error=False)
-    async def _search_threads(self, text: str) -> None:
-        """Full-text thread search through the client, 150 ms after the last key."""
-        await asyncio.sleep(0.15)
-        try:
-            found = await self.client.search_threads(text)
-        except ClientError as exc:
-            self.thread_list.set_content_matches(text, ())
-            self.notify(f"Searching messages failed: {exc}; titles only.", severity="warning", timeout=4)
-            return
-        self.thread_list.set_content_matches(text, [thread.id for thread in found])
+    def on_find_bar_show(self, event: Any) -> None:
+        from .find_bar import matched_widget
 
     @on(ThreadList.NewRequested)
     def _thread_new(self, event: ThreadList.NewRequested) -> None:
         event.stop()
-        self.action_new_thread()
+        previous = getattr(self, "_find_hit", None)
+        if previous is not None:
+            previous.remove_class("-find-hit")
+        self._find_hit = None
+        if event.match is None:
+            return
+        widget = matched_widget(self.view, event.match)
+        if widget is None:
+            return
+        widget.add_class("-find-hit")
+        self._find_hit = widget
+        self.view.following = False
 
-    @on(ThreadList.RenameRequested)
-    def _thread_rename(self, event: ThreadList.RenameRequested) -> None:
-        event.stop()
-        self._rename(event.thread_id, event.title)
+        def reveal() -> None:
+            if widget.is_attached and self._find_hit is widget:
+                self.view.scroll_to_widget(widget, animate=False, top=True, immediate=True)
 
     @work(group="threads", exit_on_error=False)
     async def _rename(self, thread_id: str, title: str) -> None:
@@ -1257,8 +1261,7 @@ class InstanceAiApp(App[None]):
             self.conversation.title = info.title
             self._update_title(self.conversation)
 
-    @on(ThreadList.DeleteRequested)
-    def _thread_delete(self, event: ThreadList.DeleteRequested) -> None:
+    def on_find_bar_closed(self, event: Any) -> None:
         event.stop()
         self._delete(event.thread_id)
 

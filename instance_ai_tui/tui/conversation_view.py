@@ -253,8 +253,9 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             self.remove_children(doomed)
         self._update_older()
 
-    def load_older(self) -> bool:
-        """Mount up to ``BATCH`` older messages above the current first one."""
+    def load_older(self, keep_position: bool = True) -> bool:
+        """Mount up to ``BATCH`` older messages above the current first one (and keep what was
+        first where it was on screen, unless the caller scrolls somewhere itself)."""
         if self.conversation is None or self.first_index == 0:
             return False
         self._quiet_until = time.monotonic() + 0.4
@@ -271,7 +272,7 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self._update_older()
         if widgets:
             self.mount_all(widgets, after=self.older)
-        if anchor_widget is not None:
+        if anchor_widget is not None and keep_position:
             self.call_after_refresh(self._keep_in_view, anchor_widget)
         return True
 

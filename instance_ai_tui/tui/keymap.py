@@ -60,6 +60,10 @@ resume-down           down                 resume          move(1)
 resume-up             up                   resume          move(-1)
 rewind-cancel         escape               rewind          cancel
 edit-message          e                    user_message    edit_message
+find                  ctrl+f               app             find
+find-next             f3                   find            next
+find-previous         shift+enter,shift+f3 find            previous
+find-close            escape               find            close
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -142,6 +146,7 @@ Scope = Literal[
     "resume",
     "rewind",
     "user_message",
+    "find",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -164,6 +169,7 @@ SCOPE_TITLES: dict[str, str] = {
     "resume": "Resume picker",
     "rewind": "Rewind picker",
     "user_message": "Your message",
+    "find": "Find in the conversation",
 }
 
 
@@ -188,6 +194,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("focus-input", "focus_input", "ctrl+l", "Focus the message input", "app", show=False),
     KeySpec("next-pending-card", "next_pending_card", "ctrl+g", "Go to the next pending approval", "app"),
     KeySpec("cancel-run", "cancel_run", "escape", "Cancel the running agent", "app"),
+    KeySpec("find", "find", "ctrl+f", "Find in the conversation", "app", show=False),
     KeySpec("interrupt", "interrupt", "ctrl+c", "Copy the selection, else stop the agent, else clear the prompt; twice: quit",
             "app", show=False, priority=True),
     KeySpec("theme-picker", "theme_picker", "f9", "Choose a theme", "app", show=False),
@@ -222,6 +229,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("resume-up", "move(-1)", "up", "Previous thread", "resume", show=False),
     KeySpec("rewind-cancel", "cancel", "escape", "Cancel", "rewind", show=False),
     KeySpec("edit-message", "edit_message", "e", "Edit and resend from here", "user_message"),
+    KeySpec("find-next", "next", "f3", "Next match", "find", show=False),
+    KeySpec("find-previous", "previous", "shift+enter,shift+f3", "Previous match", "find", show=False),
+    KeySpec("find-close", "close", "escape", "Close the search", "find", show=False),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}
