@@ -18,12 +18,14 @@ demo instance. File tools are there when a workspace root is given (or ``setting
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, ParamSpec, TypeVar
 
 from ..bus.base import EventBus
 from ..config import Settings
@@ -80,6 +82,27 @@ def check_thread_id(thread_id: str) -> str:
     if not isinstance(thread_id, str) or not _THREAD_ID.match(thread_id):
         raise InvalidRequest("a thread id is 1-128 characters of letters, digits and _ . : @ -")
     return thread_id
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _store_errors_translated(
+    method: Callable[_P, Coroutine[Any, Any, _R]],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """The service's callers (server, embedded client) see the assistant's errors only: the
+    store's ``ThreadNotFound`` (a thread deleted meanwhile) becomes ``errors.ThreadNotFound``."""
+
+    @functools.wraps(method)
+    async def translated(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await method(*args, **kwargs)
+        except StoreThreadNotFound as exc:
+            thread_id = exc.args[0] if exc.args else ""
+            raise ThreadNotFound(f"thread {thread_id!r} not found") from None
+
+    return translated
 
 
 def _thread_info(record: ThreadRecord) -> ThreadInfo:
@@ -194,9 +217,11 @@ class InstanceAI:
         self._started = False
 
     # ----------------------------------------------------------------- threads
+    @_store_errors_translated
     async def list_threads(self, search: str | None = None) -> list[ThreadInfo]:
         return [_thread_info(r) for r in await self.store.list_threads(search=search or None)]
 
+    @_store_errors_translated
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
         thread_id = check_thread_id(thread_id) if thread_id is not None else new_thread_id()
         if len(title) > 255:
@@ -206,22 +231,22 @@ class InstanceAI:
             return _thread_info(existing)
         return _thread_info(await self.store.create_thread(thread_id, title=title.strip()))
 
+    @_store_errors_translated
     async def get_thread(self, thread_id: str) -> ThreadInfo:
         record = await self.store.get_thread(check_thread_id(thread_id))
         if record is None:
             raise ThreadNotFound(f"thread {thread_id!r} not found")
         return _thread_info(record)
 
+    @_store_errors_translated
     async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
         check_thread_id(thread_id)
         title = (title or "").strip()
         if not title or len(title) > 255:
             raise InvalidRequest("a title is 1-255 characters")
-        try:
-            return _thread_info(await self.store.update_thread(thread_id, title=title))
-        except StoreThreadNotFound:
-            raise ThreadNotFound(f"thread {thread_id!r} not found") from None
+        return _thread_info(await self.store.update_thread(thread_id, title=title))
 
+    @_store_errors_translated
     async def delete_thread(self, thread_id: str) -> None:
         check_thread_id(thread_id)
         if await self.store.get_thread(thread_id) is None:
@@ -230,18 +255,21 @@ class InstanceAI:
         await self.store.delete_thread(thread_id)
 
     # ----------------------------------------------------------------- runs
+    @_store_errors_translated
     async def send(self, thread_id: str, text: str) -> str:
         check_thread_id(thread_id)
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest("the message must not be empty")
         return await self.runs.start(thread_id, text)
 
+    @_store_errors_translated
     async def cancel(self, thread_id: str) -> bool:
         check_thread_id(thread_id)
         if self.runs.live(thread_id) is None and await self.store.get_thread(thread_id) is None:
             raise ThreadNotFound(f"thread {thread_id!r} not found")
         return await self.runs.cancel(thread_id)
 
+    @_store_errors_translated
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
         return await self.runs.confirm(request_id, body)
 
@@ -249,6 +277,7 @@ class InstanceAI:
         check_thread_id(thread_id)
         return self.bus.subscribe(thread_id, after=max(0, int(after)))
 
+    @_store_errors_translated
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay in
         the thread's history (marked ``superseded``) and leave the model's context, so the next
@@ -272,10 +301,12 @@ class InstanceAI:
         return RewindResponse(superseded_run_ids=[r.run_id for r in rewound],
                               text=str(target.data.get("userMessage") or ""))
 
+    @_store_errors_translated
     async def messages(self, thread_id: str) -> ThreadMessages:
         await self.get_thread(thread_id)
         return await thread_messages(self.store, self.runs, thread_id)
 
+    @_store_errors_translated
     async def status(self, thread_id: str) -> ThreadStatus:
         run = self.runs.live(thread_id)
         if run is None:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
 from ..assistant.errors import AssistantError
 from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
-from ..store.base import ThreadNotFound as StoreThreadNotFound
 from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
 
 if TYPE_CHECKING:
@@ -37,8 +36,6 @@ def _translated() -> Iterator[None]:
         yield
     except AssistantError as exc:
         raise client_error(exc) from None
-    except StoreThreadNotFound as exc:
-        raise NotFoundError(f"thread not found: {exc}", 404) from None
 
 
 class EmbeddedClient(Client):
@@ -47,7 +44,7 @@ class EmbeddedClient(Client):
     mode = "embedded"
 
     def __init__(self, source: Settings | AssistantService | None = None, **service_options: Any) -> None:
-        """``service_options`` go to ``server.service_factory.build_service`` (e.g. ``demo_delay``)."""
+        """``service_options`` go to ``assistant.factory.build_service`` (e.g. ``demo_delay``)."""
         super().__init__()
         self._service_options = service_options
         from ..assistant.service_api import AssistantService
@@ -75,7 +72,7 @@ class EmbeddedClient(Client):
             return
         if self._service is None:
             assert self._settings is not None
-            from ..server.service_factory import build_service
+            from ..assistant.factory import build_service
 
             try:
                 self._service = build_service(self._settings, **self._service_options)

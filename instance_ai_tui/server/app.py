@@ -57,7 +57,6 @@ from ..protocol.api import (
     UpdateThreadRequest,
     parse_confirm_body,
 )
-from ..store.base import ThreadNotFound as StoreThreadNotFound
 from .openapi import build_openapi
 from .sse import SSE_HEADERS, SSE_MEDIA_TYPE, EventStream, StreamHub
 
@@ -373,7 +372,7 @@ class InstanceAIApi:
         if body.thread_id is not None:
             if not _ID_RE.match(body.thread_id):
                 raise ApiError(400, "threadId: use 1-128 letters, digits or ._:@-")
-            with contextlib.suppress(AssistantError, StoreThreadNotFound):
+            with contextlib.suppress(AssistantError):
                 existing = await self.service.get_thread(body.thread_id)
                 return self._ok(existing)
         if body.title is not None and len(body.title) > 255:
@@ -438,10 +437,6 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 async def _assistant_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AssistantError)
     return error_response(exc.status, exc.message)
-
-
-async def _store_not_found(request: Request, exc: Exception) -> Response:
-    return error_response(404, "thread not found")
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
@@ -518,7 +513,6 @@ def create_app(
         exception_handlers={
             ApiError: _api_error,
             AssistantError: _assistant_error,
-            StoreThreadNotFound: _store_not_found,
             ValidationError: _validation_error,
             HTTPException: _http_error,
         },

@@ -1,37 +1,8 @@
-"""Build the assistant service the server and the embedded client run: ``InstanceAI`` on the
-SQLite store (``settings.resolved_db_path``) and the in-process bus.
-
-Heavy modules (the assistant, the runtime, ``openai`` for a real model) are imported here, so
-callers import this module only when they really start a service.
-"""
+"""The service ``instance-ai serve`` runs: the assistant's composition root
+(``assistant.factory.build_service``), re-exported for the server's callers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..assistant.factory import build_service
 
-if TYPE_CHECKING:
-    from ..assistant.service import InstanceAI
-    from ..config import Settings
-
-
-def build_service(settings: Settings, *, demo_delay: float | None = None, generate_titles: bool | None = None) -> InstanceAI:
-    """An ``InstanceAI`` for ``settings`` (not started: call ``await service.start()``).
-
-    ``demo_delay``: seconds between the demo model's streamed pieces (a lifelike pace);
-    ``generate_titles``: let the model title new threads (default: on).
-    Raises ``ValueError`` with a readable message when the configured model cannot be built.
-    """
-    from ..assistant.service import AssistantOptions, InstanceAI
-    from ..bus.memory import InProcessBus
-    from ..store.sqlite import SqliteStore
-
-    options = AssistantOptions()
-    if demo_delay is not None:
-        options.demo_delay = demo_delay
-    if generate_titles is not None:
-        options.generate_titles = generate_titles
-    path = settings.resolved_db_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    store = SqliteStore(path)
-    bus = InProcessBus(store)
-    return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options)
+__all__ = ["build_service"]

@@ -1,0 +1,41 @@
+"""The assistant's composition root: ``build_service`` wires ``InstanceAI`` to its storage.
+
+The server (``instance-ai serve``) and the embedded client both start their assistant here:
+``InstanceAI`` on the SQLite store (``settings.resolved_db_path``) and the in-process bus.
+Heavy modules (the assistant service, the runtime, ``openai`` for a real model) are imported
+when a service is built, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from .service import InstanceAI
+
+__all__ = ["build_service"]
+
+
+def build_service(settings: Settings, *, demo_delay: float | None = None,
+                  generate_titles: bool | None = None) -> InstanceAI:
+    """An ``InstanceAI`` for ``settings`` (not started: call ``await service.start()``).
+
+    ``demo_delay``: seconds between the demo model's streamed pieces (a lifelike pace);
+    ``generate_titles``: let the model title new threads (default: on).
+    Raises ``ValueError`` with a readable message when the configured model cannot be built.
+    """
+    from ..bus.memory import InProcessBus
+    from ..store.sqlite import SqliteStore
+    from .service import AssistantOptions, InstanceAI
+
+    options = AssistantOptions()
+    if demo_delay is not None:
+        options.demo_delay = demo_delay
+    if generate_titles is not None:
+        options.generate_titles = generate_titles
+    path = settings.resolved_db_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(path)
+    bus = InProcessBus(store)
+    return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options)

@@ -1,0 +1,74 @@
+"""Layer rules of DESIGN.md that hold today, checked on the source (imports at any depth,
+lazy ones inside functions included, and module names given to importlib as strings)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "instance_ai_tui"
+
+
+def imported_packages(path: Path, package: Path = PACKAGE) -> set[str]:
+    """First-level subpackages of ``instance_ai_tui`` that ``path`` (a module of ``package``) imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = path.relative_to(package.parent).with_suffix("").parts
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(here[: len(here) - node.level])
+                names = [".".join(base + ([node.module] if node.module else []))]
+                if not node.module:  # from .. import x, y
+                    names = [".".join([*base, alias.name]) for alias in node.names]
+            elif node.module:
+                names = [node.module]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(
+                "instance_ai_tui."):
+            names = [node.value]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "instance_ai_tui" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((PACKAGE / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("protocol", {"tui", "client", "server", "assistant", "runtime", "bus", "store", "testing", "config"}),
+    ("client", {"server", "store", "tui"}),
+])
+def test_layers(package: str, forbidden: set[str]) -> None:
+    assert modules(package)
+    broken = {
+        str(path.relative_to(PACKAGE)): sorted(imported_packages(path) & forbidden)
+        for path in modules(package)
+        if imported_packages(path) & forbidden
+    }
+    assert broken == {}
+
+
+def test_the_checker_sees_every_form_of_import(tmp_path: Path) -> None:
+    package = tmp_path / "instance_ai_tui"
+    (package / "client").mkdir(parents=True)
+    module = package / "client" / "x.py"
+    module.write_text(
+        "from __future__ import annotations\n"
+        "import instance_ai_tui.bus.memory\n"
+        "from ..store.base import NewEvent\n"
+        "from .. import runtime\n"
+        "from . import base\n"
+        "def later():\n"
+        "    from ..server.app import create_app\n"
+        "    importlib.import_module('instance_ai_tui.tui.app')\n",
+        encoding="utf-8",
+    )
+    assert imported_packages(module, package) == {"bus", "store", "runtime", "client", "server", "tui"}
