@@ -322,7 +322,11 @@ class Conversation:
         self._group_of_run = {}
         self._invalidate_hot()
         self.active_run_id = None
+        #: turns the user rewound past (kept in the server's history, not shown)
+        self.superseded_turns = sum(1 for item in history.messages if item.superseded and item.role == "user")
         for item in history.messages:
+            if item.superseded:
+                continue
             if item.role == "assistant":
                 self._adopt_history_message(item)
             else:
@@ -336,11 +340,7 @@ class Conversation:
         self._streaming_changed = True
 
     def _adopt_history_message(self, item: InstanceAiMessage) -> None:
-        #: turns the user rewound past (kept in the server's history, not shown)
-        self.superseded_turns = sum(1 for item in history.messages if item.superseded and item.role == "user")
         group = item.message_group_id or item.run_id or item.id
-            if item.superseded:
-                continue
         run_ids = list(item.run_ids or ([item.run_id] if item.run_id else []))
         tree = item.agent_tree
         if tree is None:

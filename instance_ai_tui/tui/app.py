@@ -48,6 +48,7 @@ from .prompt import PromptInput
 from .status_line import StatusInfo, StatusLine
 from .n8n_activity import N8nActivity
 from .tasks_panel import TasksPanel
+from .pending_watch import PendingWatch, TerminalSignals, waiting_summary
 from .thread_list import ThreadList
 
 # Imported when first needed, after the first frame (start-up time): the conversation model
@@ -177,15 +178,23 @@ class InstanceAiApp(App[None]):
         self._opening = 0
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
-        self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
         from .find_bar import FindBar
 
         self.find_bar = FindBar()
+        self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
         self.n8n_activity = N8nActivity(client, id="n8n-activity")
         self.thread_list = ThreadList(id="threads")
+        #: answers waiting in threads that are not open, and the terminal's title and bell
+        self.pending_watch = PendingWatch(client, threads=self.thread_list.local_threads,
+                                          open_thread=lambda: self.thread_id, on_change=self._pending_changed)
+        self.terminal = TerminalSignals(self._write_terminal, bell=settings.ui.bell,
+                                        desktop=settings.ui.desktop_notifications)
+        self._elsewhere_seen: dict[str, int] = {}
+        #: cards of a thread just opened that were already signalled while it was not open
+        self._expected_waiting = 0
         #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
         self.connection = ConnectionWatcher(self)
 
@@ -213,6 +222,7 @@ class InstanceAiApp(App[None]):
                         classes="demo-text",
                         markup=False,
                     )
+            yield self.find_bar
             yield self.view
             yield self.badge
             yield self.n8n_activity
@@ -222,7 +232,6 @@ class InstanceAiApp(App[None]):
             yield self.status_line
         yield self.tasks_panel
         yield Footer()
-            yield self.find_bar
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
@@ -293,6 +302,7 @@ class InstanceAiApp(App[None]):
             target = max(threads, key=lambda t: t.updated_at).id
         await self.open_thread(target)
         self._ready_event.set()
+        self.pending_watch.start()
 
     async def _start_gateway(self, request: GatewayRequest) -> None:
         """Share ``request.root`` with n8n (``--gateway``); its state shows in the status line."""
@@ -332,6 +342,8 @@ class InstanceAiApp(App[None]):
         self.redis_sessions = RedisSessionsView.attach(self, url, self.chat_webhook)
 
     async def on_unmount(self) -> None:
+        self.pending_watch.stop()
+        self.terminal.restore()
         if self.redis_sessions is not None:
             await self.redis_sessions.close()
         if self._remove_state_listener is not None:
@@ -391,8 +403,13 @@ class InstanceAiApp(App[None]):
         if self.redis_sessions is not None:
             self.redis_sessions.current = None
         conversation = Conversation(thread_id or "")
+        if self.thread_id and self.pending:
+            self.pending_watch.note(self.thread_id, len(self.pending))  # left with cards waiting
+        self._expected_waiting = self.pending_watch.elsewhere.get(thread_id or "", 0)
         self.conversation = conversation
         self.thread_id = thread_id
+        if thread_id:
+            self.pending_watch.forget(thread_id)
         self.n8n_activity.reset(thread_id)
         self._pending_by_id = {}
         self.pending.clear()
@@ -647,10 +664,80 @@ class InstanceAiApp(App[None]):
         self.pending.clear()
         self.pending.update(new)
         self._pending_focus.extend(rid for rid in new if rid not in old)
+        if changed or not new:
+            self._pending_changed([rid for rid in new if rid not in old])
         if changed:
             frame.new_cards.extend(self.view.refresh_pending(changed))
             if bool(old) != bool(new):
                 self.refresh_bindings()  # the footer recomposes: only when "pending" flips
+
+
+    # ------------------------------------------------------------------ never missed
+    def _write_terminal(self, sequence: str) -> None:
+        driver = self._driver
+        if not self.is_headless and driver is not None:
+            driver.write(sequence)
+
+    def _thread_label(self, thread_id: str) -> str:
+        info = self.thread_list.thread(thread_id)
+        return (info.title if info is not None and info.title else "") or "Untitled thread"
+
+    def _pending_changed(self, new_ids: Iterable[str] = ()) -> None:
+        """Answers waiting here or in threads not open changed: the thread list's markers,
+        the status line (how many, where), the terminal's title, and the bell for new ones."""
+        watch = self.pending_watch
+        here = len(self.pending)
+        counts = {tid: n for tid, n in watch.elsewhere.items() if tid != self.thread_id}
+        marks = dict(counts)
+        if self.thread_id and here:
+            marks[self.thread_id] = here
+        self.thread_list.set_pending(marks)
+        elsewhere = [(self._thread_label(tid), n) for tid, n in counts.items()]
+        info = self.status_info
+        info.waiting = waiting_summary(here, elsewhere)
+        info.waiting_key = keymap.display_keys(self.keys.keys("next-pending-card"))
+        self.status_line.refresh_info()
+        total = here + sum(counts.values())
+        self.terminal.waiting(total, f" in “{elsewhere[0][0]}”" if elsewhere and not here else "")
+        arrived: list[str] = []
+        for rid in new_ids:
+            if self._expected_waiting > 0:
+                self._expected_waiting -= 1  # it was already signalled in another thread
+            else:
+                arrived.append("here")
+        for tid, n in counts.items():
+            if n > self._elsewhere_seen.get(tid, 0):
+                arrived.append(self._thread_label(tid))
+        self._elsewhere_seen = dict(counts)
+        if arrived:
+            self.terminal.arrived(f"Instance AI: an answer is waiting ({arrived[0]})")
+        self.refresh_bindings()
+
+    def _go_elsewhere(self) -> bool:
+        """Ctrl+G past the last card here: open the next thread with answers waiting."""
+        waiting = self.pending_watch.elsewhere
+        order = [t.id for t in self.thread_list.local_threads()]
+        others = sorted((tid for tid in waiting if tid != self.thread_id),
+                        key=lambda tid: order.index(tid) if tid in order else len(order))
+        if not others:
+            return False
+        self._open_and_go(others[0])
+        return True
+
+    @work(group="open", exclusive=True, exit_on_error=False)
+    async def _open_and_go(self, thread_id: str) -> None:
+        await self.open_thread(thread_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while loop.time() < deadline:
+            await asyncio.sleep(0.05)
+            if self.thread_id != thread_id:
+                return
+            if self.pending and self.go_to_pending():
+                self._pending_focus = []
+                return
+        self.prompt.focus()
+        self.notify("The answer in that thread is no longer waiting.", timeout=4)
 
     # ------------------------------------------------------------------ the focus rule
     # FOCUS RULE (issue 12). This is the only place where the app moves focus to a card by
@@ -996,8 +1083,10 @@ class InstanceAiApp(App[None]):
         return None
 
     def action_next_pending_card(self) -> None:
+        """The next card waiting: in this thread, then in the other threads (switching)."""
         if not self.pending:
-            self.notify("Nothing is waiting for your answer.", timeout=3)
+            if not self._go_elsewhere():
+                self.notify("Nothing is waiting for your answer.", timeout=3)
             return
         ids = list(self._pending_by_id)
         focused = self.focused
@@ -1009,6 +1098,8 @@ class InstanceAiApp(App[None]):
                 break
             node = node.parent
         if current in ids:
+            if ids.index(current) == len(ids) - 1 and self._go_elsewhere():
+                return  # the last card here: on to the next thread with answers waiting
             ids = ids[ids.index(current) + 1 :] + ids[: ids.index(current) + 1]
         for rid in ids:
             if self.go_to_pending(rid):
@@ -1020,7 +1111,7 @@ class InstanceAiApp(App[None]):
         if action == "cancel_run":
             return self.conversation is not None and self.conversation.is_streaming
         if action == "next_pending_card":
-            return bool(self.pending)
+            return bool(self.pending) or bool(self.pending_watch.elsewhere)
         return True
 
     def action_cancel_run(self) -> None:
@@ -1228,8 +1319,6 @@ class InstanceAiApp(App[None]):
     def on_find_bar_show(self, event: Any) -> None:
         from .find_bar import matched_widget
 
-    @on(ThreadList.NewRequested)
-    def _thread_new(self, event: ThreadList.NewRequested) -> None:
         event.stop()
         previous = getattr(self, "_find_hit", None)
         if previous is not None:
@@ -1248,34 +1337,13 @@ class InstanceAiApp(App[None]):
             if widget.is_attached and self._find_hit is widget:
                 self.view.scroll_to_widget(widget, animate=False, top=True, immediate=True)
 
-    @work(group="threads", exit_on_error=False)
-    async def _rename(self, thread_id: str, title: str) -> None:
-        try:
-            info = await self.client.rename_thread(thread_id, title)
-        except ClientError as exc:
-            self._show_error(f"Cannot rename: {exc}")
-            return
-        self.thread_list.update_title(thread_id, info.title)
-        self.connection.titles.note(thread_id, info.title)
-        if thread_id == self.thread_id and self.conversation is not None:
-            self.conversation.title = info.title
-            self._update_title(self.conversation)
+        # once now, and once more after older turns just mounted above it have their heights
+        self.call_after_refresh(reveal)
+        self.set_timer(0.15, reveal)
 
     def on_find_bar_closed(self, event: Any) -> None:
         event.stop()
-        self._delete(event.thread_id)
-
-    @work(group="threads", exit_on_error=False)
-    async def _delete(self, thread_id: str) -> None:
-        try:
-            await self.client.delete_thread(thread_id)
-        except ClientError as exc:
-            self._show_error(f"Cannot delete: {exc}")
-            return
-        thread_list = self.thread_list
-        thread_list.remove_thread(thread_id)
-        if thread_id == self.thread_id:
-            await self.open_thread(None)
+        self.prompt.focus()
 
     # ------------------------------------------------------------------ retry, edit, rewind
     def _rewind_turns(self) -> list[Any] | None:
@@ -1347,6 +1415,63 @@ class InstanceAiApp(App[None]):
             self.prompt.focus()
             self.notify(f"Edit the message and send it. {kept}.", timeout=5)
 
+    @on(ThreadList.SearchRequested)
+    def _thread_search(self, event: ThreadList.SearchRequested) -> None:
+        event.stop()
+        self._search_threads(event.text)
+
+    @work(group="thread-search", exclusive=True, exit_on_error=False)
+    async def _search_threads(self, text: str) -> None:
+        """Full-text thread search through the client, 150 ms after the last key."""
+        await asyncio.sleep(0.15)
+        try:
+            found = await self.client.search_threads(text)
+        except ClientError as exc:
+            self.thread_list.set_content_matches(text, ())
+            self.notify(f"Searching messages failed: {exc}; titles only.", severity="warning", timeout=4)
+            return
+        self.thread_list.set_content_matches(text, [thread.id for thread in found])
+
+    @on(ThreadList.NewRequested)
+    def _thread_new(self, event: ThreadList.NewRequested) -> None:
+        event.stop()
+        self.action_new_thread()
+
+    @on(ThreadList.RenameRequested)
+    def _thread_rename(self, event: ThreadList.RenameRequested) -> None:
+        event.stop()
+        self._rename(event.thread_id, event.title)
+
+    @work(group="threads", exit_on_error=False)
+    async def _rename(self, thread_id: str, title: str) -> None:
+        try:
+            info = await self.client.rename_thread(thread_id, title)
+        except ClientError as exc:
+            self._show_error(f"Cannot rename: {exc}")
+            return
+        self.thread_list.update_title(thread_id, info.title)
+        self.connection.titles.note(thread_id, info.title)
+        if thread_id == self.thread_id and self.conversation is not None:
+            self.conversation.title = info.title
+            self._update_title(self.conversation)
+
+    @on(ThreadList.DeleteRequested)
+    def _thread_delete(self, event: ThreadList.DeleteRequested) -> None:
+        event.stop()
+        self._delete(event.thread_id)
+
+    @work(group="threads", exit_on_error=False)
+    async def _delete(self, thread_id: str) -> None:
+        try:
+            await self.client.delete_thread(thread_id)
+        except ClientError as exc:
+            self._show_error(f"Cannot delete: {exc}")
+            return
+        thread_list = self.thread_list
+        thread_list.remove_thread(thread_id)
+        if thread_id == self.thread_id:
+            await self.open_thread(None)
+
     @work(group="refresh-threads", exclusive=True, exit_on_error=False)
     async def _refresh_threads(self) -> None:
         guard = self.connection.titles
@@ -1368,7 +1493,7 @@ class InstanceAiApp(App[None]):
         yield SystemCommand("Export thread", "Write the thread as Markdown", self.action_export)
         yield SystemCommand("Copy last answer", "Copy the agent's last answer", self.copy_last_answer)
         yield SystemCommand("Help", "Every key and slash command", self.show_full_help)
-        if self.pending:
+        if self.pending or self.pending_watch.elsewhere:
             yield SystemCommand("Go to pending approval", "Jump to the card waiting for you", self.action_next_pending_card)
         if self.conversation is not None and self.conversation.is_streaming:
             yield SystemCommand("Cancel run", "Stop the agent", self.action_cancel_run)
