@@ -47,6 +47,8 @@ THREAD_SOURCE = "assistant_page"
 #: keys of n8n's ``/rest/settings`` data, public part and full part
 _N8N_SETTINGS_KEYS = ("settingsMode", "authCookie", "userManagement", "versionCli")
 HISTORY_LIMIT = 100
+#: at most this many pages of history (of ``HISTORY_LIMIT``) and of threads are read
+MAX_PAGES = 50
 #: pages of 100 read by ``search_threads``
 SEARCH_PAGES = 20
 
@@ -245,9 +247,22 @@ class N8nClient(Client):
 
     # ------------------------------------------------------------------ threads
     async def list_threads(self) -> list[ThreadInfo]:
+        """Every thread, newest first. n8n's ``GET /threads`` gives only the first 100
+        (``hasMore``); the rest come page by page from ``GET /threads/history``."""
         data = await self._ai("GET", "/threads")
         threads = data.get("threads", []) if isinstance(data, dict) else []
-        return [_model(ThreadInfo, item, "thread") for item in threads]
+        out = [_model(ThreadInfo, item, "thread") for item in threads]
+        if not (isinstance(data, dict) and data.get("hasMore")):
+            return out
+        seen = {t.id for t in out}
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page, cursor = await self.thread_history(None, cursor, limit=100)
+            out.extend(t for t in page if t.id not in seen)
+            seen.update(t.id for t in page)
+            if cursor is None:
+                break
+        return out
 
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
         tid = _thread_uuid(thread_id) if thread_id else str(uuid.uuid4())
@@ -308,6 +323,8 @@ class N8nClient(Client):
         return _model(ConfirmResponse, data, "confirmation answer")
 
     async def messages(self, thread_id: str) -> ThreadMessages:
+        """The whole history: n8n pages it (``limit`` 100, ``page`` 0 = the newest); older pages
+        are read until one is empty or brings nothing new. ``nextEventId`` is the newest page's."""
         tid = _thread_uuid(thread_id)
         try:
             data = await self._ai("GET", f"/threads/{tid}/messages", params={"limit": str(HISTORY_LIMIT)})
@@ -316,7 +333,23 @@ class N8nClient(Client):
                 raise  # n8n's HTML 404 (booting, or no module): not an empty thread
             return ThreadMessages(thread_id=tid)  # a thread not created yet has no history
         self._known_threads.add(tid)
-        return _model(ThreadMessages, data, "thread history")
+        history: ThreadMessages = _model(ThreadMessages, data, "thread history")
+        if not history.messages:
+            return history
+        # a page counts n8n's stored messages, not these: only an empty page proves the start
+        seen = {m.id for m in history.messages}
+        messages = list(history.messages)
+        for page in range(1, MAX_PAGES):
+            older = await self._ai(
+                "GET", f"/threads/{tid}/messages", params={"limit": str(HISTORY_LIMIT), "page": str(page)}
+            )
+            items = _model(ThreadMessages, older, "thread history").messages
+            new = [m for m in items if m.id not in seen]
+            if not new:
+                break
+            seen.update(m.id for m in new)
+            messages[:0] = new
+        return history.model_copy(update={"messages": messages})
 
     async def status(self, thread_id: str) -> ThreadStatus:
         data = await self._ai("GET", f"/threads/{_thread_uuid(thread_id)}/status")

@@ -548,7 +548,9 @@ class FakeN8n:
         if request.method == "GET":
             mine = [t for t in self._threads.values() if t.created and t.owner == user]
             mine.sort(key=lambda t: t.updated_at, reverse=True)
-            return self._ok({"threads": [t.info() for t in mine], "total": len(mine), "page": 0, "hasMore": False})
+            # 2.41.1 memoryService.listThreads: always page 0, 100 per page (more via /threads/history)
+            return self._ok({"threads": [t.info() for t in mine[:100]], "total": len(mine), "page": 0,
+                             "hasMore": len(mine) > 100})
         body = await self._json(request)
         tid = body.get("threadId") or str(uuid.uuid4())
         try:
@@ -659,7 +661,12 @@ class FakeN8n:
                     "agentTree": tree,
                 }
             )
-        messages = messages[-int(limit) :]
+        page_raw = request.query_params.get("page", "0")
+        if not page_raw.isdigit() or int(page_raw) > 1000:
+            raise _HttpError(400, {"code": "too_big", "path": ["page"], "message": "Invalid page"})
+        # page 0 = the newest ``limit`` messages, page 1 the ones before them, ... (getRichMessages)
+        end = len(messages) - int(page_raw) * int(limit)
+        messages = messages[max(0, end - int(limit)) : max(0, end)]
         return self._ok(
             {"threadId": thread.id, "projectId": thread.project_id, "messages": messages, "nextEventId": thread.max_seq + 1}
         )

@@ -366,3 +366,35 @@ async def test_the_setup_screen_can_quit(tmp_path: Path, monkeypatch: pytest.Mon
         await until(lambda: isinstance(app.screen, SetupScreen), pilot, timeout=20, what="setup screen")
         await pilot.press("enter")  # Quit has the focus
         await until(lambda: not app.is_running, pilot, what="quit")
+
+
+# --------------------------------------------------------------------------- paging
+
+
+async def test_a_thread_of_more_than_100_messages_opens_whole(fake: FakeN8n, tmp_path: Path) -> None:
+    fake.script = lambda message: [Say(f"echo {message}", "resp-1")]
+    seed = n8n_client(fake, tmp_path / "seed")
+    tid = str(uuid.uuid4())
+    try:
+        for n in range(65):  # 130 messages
+            await seed.send(tid, f"question {n}")
+            for _ in range(100):
+                if not (await seed.status(tid)).has_active_run:
+                    break
+                await asyncio.sleep(0.02)
+    finally:
+        await seed.close()
+    app = make_app(n8n_client(fake, tmp_path), thread_id=tid)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        assert len(app.conversation.messages) == 130
+        assert users(app)[0] == "question 0" and users(app)[-1] == "question 64"
+        await until(lambda: "earlier message" in screen_text(app), pilot, what="older messages line")
+        app.view.focus()
+        for _ in range(20):  # Home loads the previous batch, as in embedded mode
+            if app.view.first_index == 0:
+                break
+            await pilot.press("home")
+            await pilot.pause(0.1)
+        assert app.view.first_index == 0
+        await until(lambda: "question 0\n" in screen_text(app) + "\n", pilot, what="the first question shown")
