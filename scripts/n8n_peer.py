@@ -243,7 +243,6 @@ class N8nPeer:
             "N8N_INSTANCE_AI_MODEL_API_KEY": "sk-local",
             "N8N_INSTANCE_AI_BROWSER_USE_ENABLED": "false",
             "N8N_INSTANCE_AI_THINKING_ENABLED": "false",
-            "N8N_INSTANCE_AI_LOCAL_GATEWAY_DISABLED": "true",
         })
         return env
 

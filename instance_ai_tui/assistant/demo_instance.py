@@ -13,6 +13,7 @@ import asyncio
 import itertools
 from copy import deepcopy
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from ..store.base import Store
@@ -120,7 +121,7 @@ class DemoN8n:
     def _make(self, name: str, nodes: list[dict[str, Any]], connections: dict[str, Any] | None = None) -> dict[str, Any]:
         if connections is None:
             connections = {
-                a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in zip(nodes, nodes[1:])
+                a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in pairwise(nodes)
             }
         stamp = _now()
         return {"id": f"wf-{next(self._wf_ids)}", "name": name, "active": False, "isArchived": False, "nodes": nodes,
