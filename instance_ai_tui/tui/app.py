@@ -1130,8 +1130,7 @@ class InstanceAiApp(App[None]):
         if not selected:
             selected = self.screen.get_selected_text() or ""
         if selected:
-            self.copy_to_clipboard(selected)
-            self.notify("Copied the selection.", timeout=2)
+            self.copy_text(selected, "the selection")
             self._interrupt_at = 0.0
             return
         if self.conversation is not None and self.conversation.is_streaming and not self._cancelling:
@@ -1241,14 +1240,37 @@ class InstanceAiApp(App[None]):
             return
         self.deliver_screenshot(filename, str(folder))
 
+    @work(group="copy", exit_on_error=False)
+    async def copy_text(self, text: str, what: str) -> None:
+        """Copy ``text`` and say truthfully where it went: the system clipboard (a clipboard tool),
+        the terminal's clipboard (OSC 52; in a browser, the page's), or — when the terminal is
+        known to drop OSC 52 — a private file."""
+        from . import clipboard
+
+        self.copy_to_clipboard(text)  # OSC 52, and the app's own clipboard (paste within the app)
+        tool = await asyncio.to_thread(clipboard.copy_native, text)
+        if tool is not None:
+            self.notify(f"Copied {what} to the clipboard ({tool}).", timeout=3)
+            return
+        blocker = await asyncio.to_thread(clipboard.osc52_blocker)
+        if blocker is None:
+            self.notify(f"Copied {what} through the terminal (OSC 52).", timeout=3)
+            return
+        try:
+            path = await asyncio.to_thread(clipboard.save_copy, text)
+        except OSError as exc:
+            self._show_error(f"Cannot copy {what}: {blocker}, and saving it failed: {exc}")
+            return
+        self.notify(f"Not copied to your clipboard: {blocker}. {what[:1].upper()}{what[1:]} is saved in {path}.",
+                    severity="warning", timeout=10)
+
     def copy_last_answer(self) -> None:
         view = self.view
         turns = view.assistant_turns()
         if not turns:
             self.notify("No answer to copy yet.", severity="warning")
             return
-        self.copy_to_clipboard(turns[-1].answer_text())
-        self.notify("Copied the last answer to the clipboard.", timeout=2)
+        self.copy_text(turns[-1].answer_text(), "the last answer")
 
     # ------------------------------------------------------------------ slash commands
     def run_slash_command(self, text: str) -> bool:

@@ -347,8 +347,12 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
             copy_text = getattr(node, "copy_text", None)
             if callable(copy_text):
                 text, what = copy_text()
-                self.app.copy_to_clipboard(text)
-                self.notify(f"Copied {what} to the clipboard.", timeout=2)
+                copy = getattr(self.app, "copy_text", None)
+                if callable(copy):
+                    copy(text, what)  # says truthfully where the copy went
+                else:
+                    self.app.copy_to_clipboard(text)
+                    self.notify(f"Copied {what} to the clipboard.", timeout=2)
                 return
             node = node.parent
         self.notify("Focus a block first (Tab), then press the copy key.", severity="warning", timeout=3)
