@@ -7,6 +7,7 @@ act on (wrong key, unknown workflow, unreachable host, ...).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -167,7 +168,17 @@ class N8nPublicApi:
         return await self._call("DELETE", f"/workflows/{_seg(workflow_id)}", what=f"workflow {workflow_id}")
 
     async def archive_workflow(self, workflow_id: str) -> dict[str, Any]:
-        return await self._call("POST", f"/workflows/{_seg(workflow_id)}/archive", what=f"workflow {workflow_id}")
+        """Archive; right after a deactivation n8n answers 409 "still being unpublished" for a moment,
+        so a 409 is retried for up to 10 s."""
+        path, what = f"/workflows/{_seg(workflow_id)}/archive", f"workflow {workflow_id}"
+        for _ in range(20):
+            try:
+                return await self._call("POST", path, what=what)
+            except N8nApiError as exc:
+                if exc.status != 409:
+                    raise
+                await asyncio.sleep(0.5)
+        return await self._call("POST", path, what=what)
 
     # ----------------------------------------------------------------- executions
     async def list_executions(self, workflow_id: str | None = None, status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:

@@ -330,9 +330,11 @@ def public_api_error(body: Any) -> str | None:
     required, unique names, connections to existing nodes). Unknown node types are accepted, as n8n does."""
     if not isinstance(body, Mapping):
         return "request/body must be object"
-    for key in ("name", "nodes", "connections", "settings"):
+    for key in ("name", "nodes", "settings"):
         if key not in body:
             return f"request/body must have required property '{key}'"
+    if "connections" not in body:  # n8n 2.41.1 words this one differently
+        return "request/body/connections must be object"
     for key in body:
         if key in WORKFLOW_READ_ONLY:
             return f"request/body/{key} is read-only"
