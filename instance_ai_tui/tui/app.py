@@ -1334,6 +1334,13 @@ class InstanceAiApp(App[None]):
         else:
             self.prompt.focus()
 
+    # ------------------------------------------------------------------ block cursor (Alt+↑/↓)
+    def action_block_previous(self) -> None:
+        self.view.move_block(-1)
+
+    def action_block_next(self) -> None:
+        self.view.move_block(+1)
+
     # ------------------------------------------------------------------ find (Ctrl+F)
     def action_find(self) -> None:
         self.find_bar.open(self.conversation)

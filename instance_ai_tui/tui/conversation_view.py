@@ -13,6 +13,7 @@ back down) re-anchors.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -47,6 +48,35 @@ def _turns() -> Any:
     return turns
 
 
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
+
+
+def code_blocks(markdown: str) -> list[tuple[str, str]]:
+    """The fenced code blocks of ``markdown`` as (language, code); an unclosed last fence
+    (text still streaming) counts up to the end."""
+    blocks: list[tuple[str, str]] = []
+    lines = markdown.split("\n")
+    index = 0
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, language = match.group("fence"), match.group("info").strip().split(" ")[0]
+        body: list[str] = []
+        index += 1
+        while index < len(lines):
+            closing = _FENCE.match(lines[index])
+            if closing and closing.group("fence")[0] == fence[0] and len(closing.group("fence")) >= len(fence) \
+                    and not closing.group("info").strip():
+                break
+            body.append(lines[index])
+            index += 1
+        blocks.append((language, "\n".join(body)))
+        index += 1
+    return blocks
+
+
 class OlderLine(Static, can_focus=True):
     KEY_SCOPES = ("earlier_turns",)
     BINDINGS = keymap.bindings("earlier_turns")
@@ -63,8 +93,9 @@ class ConversationView(VerticalScroll):
 ## Conversation
 
 **End** jumps to the newest output and follows it again · **Home** goes to the top and
-loads earlier messages · **Tab** moves between blocks; on a block **Enter** expands it and
-**c** copies it.
+loads earlier messages · **Alt+↑/↓** (or **Tab**) move a block cursor through the messages, tool
+calls and texts; on a block **Enter** expands it, **c** copies it and **k** copies its code blocks
+one at a time · **Ctrl+F** finds text.
 """
 
     KEY_SCOPE = "conversation"
@@ -102,6 +133,8 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
         self.older.display = False
         self.placeholder = Static("", classes="conversation-empty", markup=False)
         self._loading_older = False
+        #: code-block copy: which block of the focused widget was copied last
+        self._code_cursor: dict[int, int] = {}
         #: no automatic "load older" before this time (right after a load or a jump)
         self._quiet_until = 0.0
 
@@ -356,6 +389,56 @@ loads earlier messages · **Tab** moves between blocks; on a block **Enter** exp
                 return
             node = node.parent
         self.notify("Focus a block first (Tab), then press the copy key.", severity="warning", timeout=3)
+
+    def action_copy_code(self) -> None:
+        """Copy the focused block's code blocks one at a time: the first press the first one,
+        the next press the next one (the count says which)."""
+        node: Any = self.screen.focused
+        while node is not None and node is not self and not callable(getattr(node, "copy_text", None)):
+            node = node.parent
+        if node is None or node is self:
+            self.notify("Focus a block first (Alt+↑/↓ or Tab), then press the key again.", severity="warning")
+            return
+        text, _what = node.copy_text()
+        blocks = code_blocks(text)
+        if not blocks:
+            self.notify("This block has no code block; c copies all of it.", severity="warning", timeout=3)
+            return
+        last = self._code_cursor.get(id(node), -1)
+        index = (last + 1) % len(blocks)
+        self._code_cursor = {id(node): index}
+        language, code = blocks[index]
+        label = f"code block {index + 1} of {len(blocks)}" + (f" ({language})" if language else "")
+        copy = getattr(self.app, "copy_text", None)
+        if callable(copy):
+            copy(code, label)
+        else:
+            self.app.copy_to_clipboard(code)
+
+    def blocks(self) -> list[Widget]:
+        """The focusable blocks of the conversation, top to bottom (no buttons or fields)."""
+        from textual.widgets import Button, Input
+
+        return [w for w in self.query("*") if w.focusable and not isinstance(w, (Button, Input)) and w.display]
+
+    def move_block(self, step: int) -> Widget | None:
+        """The block cursor: focus the block ``step`` away from the focused one (from the
+        bottom, or the top, when focus is elsewhere) and bring its first line into view."""
+        blocks = self.blocks()
+        if not blocks:
+            return None
+        node: Any = self.screen.focused
+        while node is not None and node not in blocks:
+            node = node.parent if node is not self else None
+        if node is None:
+            target = blocks[-1] if step < 0 else blocks[0]
+        else:
+            target = blocks[max(0, min(len(blocks) - 1, blocks.index(node) + step))]
+        self.following = False
+        self.release_anchor()
+        target.focus(scroll_visible=False)
+        self.scroll_to_widget(target, animate=False, top=False, immediate=True)
+        return target
 
     def follow(self) -> None:
         self.following = True

@@ -36,6 +36,9 @@ expand-pastes         ctrl+o               input           expand_pastes
 scroll-to-end         end                  conversation    scroll_to_end
 load-older            home                 conversation    load_older
 copy-block            c                    conversation    copy_block
+copy-code             k                    conversation    copy_code
+block-previous        alt+up               app             block_previous
+block-next            alt+down             app             block_next
 approve               y,enter              card            approve
 deny                  n                    card            deny
 always-allow          a                    card            always_allow
@@ -205,6 +208,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("scroll-to-end", "scroll_to_end", "end", "Jump to the latest output", "conversation"),
     KeySpec("load-older", "load_older", "home", "Load older turns", "conversation", show=False),
     KeySpec("copy-block", "copy_block", "c", "Copy the focused block", "conversation"),
+    KeySpec("copy-code", "copy_code", "k", "Copy the next code block of the focused block", "conversation", show=False),
+    KeySpec("block-previous", "block_previous", "alt+up", "Previous block", "app", show=False),
+    KeySpec("block-next", "block_next", "alt+down", "Next block", "app", show=False),
     KeySpec("approve", "approve", "y,enter", "Approve", "card"),
     KeySpec("deny", "deny", "n", "Deny", "card"),
     KeySpec("always-allow", "always_allow", "a", "Always allow in this thread", "card"),
