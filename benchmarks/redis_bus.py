@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from instance_ai_tui.bus.redis import RedisBus  # noqa: E402
 from instance_ai_tui.store.base import NewEvent  # noqa: E402
 from instance_ai_tui.store.redis import RedisStore  # noqa: E402
 from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
+from tests.support.net import free_port, wait_for_port  # noqa: E402
 
 
 def delta(n: int) -> dict[str, Any]:
@@ -74,22 +74,13 @@ def redis_server() -> Any:
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("redis-server is not installed")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="redis-bench-") as workdir:
         proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                  "--dir", workdir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("redis-server did not start") from None
-                    time.sleep(0.05)
+            if not wait_for_port(port, timeout=10):
+                raise SystemExit("redis-server did not start")
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             proc.terminate()

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.support.net import free_port  # noqa: E402
 
 THREAD = "bench"
 
@@ -231,12 +232,6 @@ async def measure(base: str, events: int, subscribers: int, rate: float, seconds
     return {"throughput_one_subscriber": throughput, "fanout": fanout}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def _wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
     import httpx
 
@@ -266,7 +261,7 @@ def main() -> None:
         serve(args.serve, args.db)
         return
     with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(port), "--db", str(Path(tmp) / "bench.sqlite3")],

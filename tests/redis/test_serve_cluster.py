@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
+from tests.support import free_port
+
 pytestmark = pytest.mark.timeout(90)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,18 +32,12 @@ BUILD = "every morning send the weather to Slack"
 LEASE_MS = 1500
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Serve:
     """One ``instance-ai serve`` subprocess."""
 
     def __init__(self, name: str, redis_url: str, home: Path, *, via_env: bool) -> None:
         self.name = name
-        self.port = _free_port()
+        self.port = free_port()
         self.log = home / f"serve-{name}.log"
         args = [sys.executable, "-m", "instance_ai_tui", "serve", "--port", str(self.port), "--model", "demo",
                 "--instance-id", name, "--lease-ms", str(LEASE_MS), "--demo-delay", "0.03", "--log-level", "warning"]
@@ -233,5 +228,5 @@ def test_redis_url_sources_and_checks(redis_url: str) -> None:
     assert redacted("redis://user:s3cret@host:6380/2") == "redis://user:***@host:6380/2"
     assert check_redis(redis_url) is None
     assert "invalid Redis URL" in (check_redis("http://host:6379") or "")
-    problem = check_redis(f"redis://:s3cret@127.0.0.1:{_free_port()}/0", timeout=1)
+    problem = check_redis(f"redis://:s3cret@127.0.0.1:{free_port()}/0", timeout=1)
     assert problem is not None and "cannot reach Redis" in problem and "s3cret" not in problem

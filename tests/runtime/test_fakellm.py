@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from pydantic import BaseModel
 
 from instance_ai_tui.runtime import Agent, Tool, ToolCallDeltaChunk, ToolContext
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from tests.support import free_port
 
 FAKELLM = shutil.which("fakellm")
 
@@ -33,12 +33,6 @@ rules:
 
 class City(BaseModel):
     city: str
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.skipif(FAKELLM is None, reason="fakellm is not installed")
