@@ -59,6 +59,10 @@ class UiSettings(BaseModel):
     enter_sends: bool = True
     show_tasks: bool = True
     keys: dict[str, str] = Field(default_factory=dict)  # binding id -> key(s)
+    #: ring the terminal bell when a card starts waiting for an answer (any thread)
+    bell: bool = True
+    #: also send a desktop notification (OSC 9) when a card starts waiting
+    desktop_notifications: bool = False
 
 
 class Settings(BaseModel):

@@ -1,7 +1,8 @@
 """The one-line status bar under the prompt.
 
 It shows, left to right: the connection state (embedded / connected / reconnecting n /
-offline), the run state with a spinner, the transient ``status`` message of the agent, the
+offline), the run state with a spinner, the answers waiting (how many, where, and the key
+that goes to them — threads that are not open included), the transient ``status`` message of the agent, the
 model name (with a clear ``DEMO`` badge for the offline demo model), the local gateway's
 folder and state when ``--gateway`` shares one, and the thread's tokens and cost when they
 are known. Every state has a word as well as a colour.
@@ -35,6 +36,10 @@ class StatusInfo:
     #: (connecting / sharing / reconnecting n / stopped / failed); "" when there is none
     gateway: str = ""
     gateway_state: str = ""
+    #: answers waiting, how many and where (``pending_watch.waiting_summary``); "" when none
+    waiting: str = ""
+    #: the key that goes to them (from the key map), e.g. "Ctrl+G"
+    waiting_key: str = "Ctrl+G"
 
     def signature(self) -> tuple[object, ...]:
         return (
@@ -50,6 +55,8 @@ class StatusInfo:
             self.thread_title,
             self.gateway,
             self.gateway_state,
+            self.waiting,
+            self.waiting_key,
         )
 
 
@@ -106,6 +113,9 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         "error": "✗",
     }.get(run, "•")
     parts.append((f"{glyph} {run}", _RUN_STYLE.get(run, "")))
+    if info.waiting:
+        parts.append(sep)
+        parts.append((f"◷ {info.waiting} ({info.waiting_key})", "bold $text-warning"))
     if info.message:
         parts.append(sep)
         parts.append((info.message, "italic"))

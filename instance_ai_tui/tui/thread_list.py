@@ -297,6 +297,8 @@ class ThreadList(Vertical):
         self._content_query = ""
         self._content_ids: set[str] = set()
         self._ready = False  # children composed and mounted
+        #: thread id -> answers waiting in it (a marker on its row: glyph and word)
+        self._pending: dict[str, int] = {}
         for thread in threads:
             self._sections[LOCAL].threads[thread.id] = thread
 
@@ -419,6 +421,36 @@ class ThreadList(Vertical):
             return None
         return self._targets[option.id][1]
 
+    def set_pending(self, counts: dict[str, int]) -> None:
+        """Mark the rows of threads with answers waiting (``{thread_id: count}``)."""
+        counts = {k: v for k, v in counts.items() if v}
+        if counts != self._pending:
+            self._pending = counts
+            self._rebuild()
+
+    @property
+    def pending_marks(self) -> dict[str, int]:
+        return dict(self._pending)
+
+    def row_text(self, thread_id: str, width: int = 60) -> str:
+        """The row of ``thread_id`` as plain text (what a screen reader or a test reads)."""
+        from rich.console import Console
+
+        for option_id, (source, target) in self._targets.items():
+            if target == thread_id:
+                import io
+
+                out = io.StringIO()
+                console = Console(width=width, color_system=None, file=out)
+                console.print(self._prompt(self._sections[source].threads[thread_id], self._sections[source],
+                                           self._clock()))
+                return out.getvalue().strip()
+        return ""
+
+    def local_threads(self) -> list[ThreadInfo]:
+        """This client's threads, newest first (what the pending watch asks about)."""
+        return self._sections[LOCAL].ordered()
+
     def focus_search(self) -> None:
         self.query_one("#thread-search", Input).focus()
 
@@ -430,9 +462,13 @@ class ThreadList(Vertical):
         active = thread.id == self.active_thread_id
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(f"{GLYPH_ACTIVE} " if active else "  ", style="bold" if active else "")
+        waiting = self._pending.get(thread.id, 0)
+        if waiting:  # first, so a long title cannot push it out of sight
+            title.append(f"◷ {waiting} waiting · " if waiting > 1 else "◷ waiting · ", style="bold yellow")
         title.append(_title_of(thread), style="bold" if active else "")
         if section.read_only:
             title.append(f" {GLYPH_READ_ONLY}", style="dim")
+
         if self._filter.strip() and not self._title_matches(thread):
             title.append(" · in messages", style="dim italic")
         grid = Table.grid(expand=True, padding=(0, 0, 0, 1))

@@ -20,7 +20,7 @@ from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, Quest
 from instance_ai_tui.tui.recorded import RecordedClient
 from instance_ai_tui.tui.thread_list import RenameThreadScreen
 
-from .scripts import SIZE, ev, make_app
+from .scripts import SIZE, approval_run, ev, make_app
 
 
 async def until(predicate: Any, pilot: Any, timeout: float = 10.0) -> None:
@@ -216,3 +216,52 @@ async def test_card_never_takes_focus_from_a_wizard_text_field() -> None:
         await until(lambda: "cr-1" in app.pending, pilot)
         await pilot.pause(1.5)
         assert app.focused is field and field.value == "yearly news" and confirms(client) == []
+
+
+# --------------------------------------------------------------------------- never missed
+
+
+def two_threads(**kwargs: Any) -> RecordedClient:
+    return RecordedClient({"older": [], "work": []}, runs=[approval_run()],
+                          titles={"older": "Old digest", "work": "Work"}, model_name="scripted-test", **kwargs)
+
+
+async def test_a_card_waiting_in_another_thread_is_marked_counted_signalled_and_reached_with_ctrl_g() -> None:
+    client = two_threads()
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        assert app.thread_id == "work"
+        await client.send("older", "archive the old digest")  # a run in a thread that is not open
+        await until(lambda: app.pending_watch.elsewhere.get("older") == 1, pilot, timeout=10)
+        await pilot.pause(0.1)
+        assert app.thread_list.pending_marks == {"older": 1}
+        assert "◷ waiting · Old digest" in app.thread_list.row_text("older")  # a glyph and a word
+        assert "1 answer waiting: 1 in “Old digest” (Ctrl+G)" in app.status_line.plain
+        assert app.terminal.signals == ["title:(1) answer waiting — Instance AI in “Old digest”", "bell"]
+        assert app.focused is app.prompt  # nothing was focused by itself
+        await pilot.press("ctrl+g")
+        await until(lambda: app.thread_id == "older" and card_of(app) is not None, pilot)
+        assert app.terminal.signals.count("bell") == 1  # the same card does not ring twice
+        await pilot.pause(GRACE_SECONDS)  # it was drawn just now, in the thread Ctrl+G opened
+        await pilot.press("y")
+        await until(lambda: confirms(client), pilot)
+        await until(lambda: "title-restored" in app.terminal.signals, pilot)
+        assert app.status_info.waiting == "" and app.thread_list.pending_marks == {}
+
+
+async def test_the_open_threads_card_is_counted_and_the_bell_can_be_turned_off() -> None:
+    from instance_ai_tui.config import Settings
+
+    client = two_threads()
+    settings = Settings.model_validate({"ui": {"bell": False}})
+    app = make_app(client, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("archive it")
+        await pilot.press("enter")
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.pause(0.1)
+        assert "1 answer waiting: 1 here (Ctrl+G)" in app.status_line.plain
+        assert app.thread_list.pending_marks == {"work": 1}
+        assert app.terminal.signals == ["title:(1) answer waiting — Instance AI"]  # no bell
