@@ -716,10 +716,10 @@ class AssistantTurn(Vertical):
         if not self.live:
             for section in list(self.sections.values()):
                 section.end_live()
-        self._render_footer()
-
         for card in list(self.cards.values()):
             card.set_run_active(self.live)  # display_state: loading calls of an ended run
+        self._render_footer()
+
     def refresh_pending(self, changed: set[str]) -> list[ToolCallCard]:
         """Re-sync the cards of tool calls whose confirmation state changed."""
         touched: list[ToolCallCard] = []
