@@ -10,7 +10,9 @@ It plays the part of n8n's ``@n8n/computer-use`` daemon (reference §7), read-on
    answered with ``POST gateway/response/:requestId`` and an MCP result
    ``{content: [{type: "text", text}], isError?}``; ``gateway-disconnect`` ends the session.
    A dropped stream is reconnected (backoff + jitter); a server that forgot the gateway gets
-   ``init`` again.
+   ``init`` again. With ``pair_again`` (the TUI's ``--gateway``), ``gateway-disconnect`` (n8n
+   sends it when it shuts down) and a key the restarted server no longer knows (401) lead to
+   pairing again, retried with backoff while n8n is away, instead of the end of the session.
 
 Every path is confined to the folder: ``..``, absolute paths and symlinks that lead outside
 are refused. Resource decisions (§7.5): a read of a file outside the ``allow`` globs, or larger
@@ -357,6 +359,7 @@ class LocalGateway:
         keepalive_timeout: float = 45.0,
         log: Callable[[str], None] | None = None,
         set_state: Callable[[ConnectionState, str], None] | None = None,
+        pair_again: bool = False,
     ) -> None:
         if key is None and session is None:
             raise GatewayError("the local gateway needs a gateway key or a logged-in n8n session")
@@ -377,6 +380,9 @@ class LocalGateway:
         self._handlers: set[asyncio.Task[None]] = set()
         self.handled = 0
         self.ended_by_server = False
+        self.pair_again = pair_again
+        #: how many times the gateway paired again after n8n ended the session or restarted
+        self.repairs = 0
 
     def __repr__(self) -> str:
         return f"LocalGateway({self.base_url!r}, root={str(self.tools.root)!r})"
@@ -455,23 +461,58 @@ class LocalGateway:
                 max_backoff=self._max_backoff,
                 keepalive_timeout=self._keepalive_timeout,
             )
+            ended = False
             try:
                 async for frame in stream:
                     reinits = 0
                     if self._dispatch(frame.data):
-                        self.ended_by_server = True
-                        self._log("n8n ended the gateway session")
-                        self._set_state(ConnectionState.OFFLINE, "disconnected by n8n")
-                        return
+                        ended = True
+                        break
             except SseStatusError as exc:
                 if exc.status == 403 and "not initialized" in exc.body.lower() and reinits < 3:
                     reinits += 1  # n8n's grace timer dropped us: announce ourselves again
                     self._log("n8n forgot the gateway; initializing again")
                     await self.init()
                     continue
+                if exc.status == 401 and self.pair_again and reinits < 3:
+                    reinits += 1  # a restarted n8n no longer knows our session key
+                    self._log("n8n no longer knows the gateway key; pairing again")
+                    await self._pair_again()
+                    continue
                 raise _gateway_error(exc.status, exc.body, "/events") from None
             finally:
                 await stream.aclose()
+            if ended:
+                self._log("n8n ended the gateway session")
+                if not self.pair_again:
+                    self.ended_by_server = True
+                    self._set_state(ConnectionState.OFFLINE, "disconnected by n8n")
+                    return
+                await self._pair_again()
+
+    async def _pair_again(self) -> None:
+        """Pair (or, with a static key, init) again; while n8n is away or booting, retry with
+        backoff for as long as the gateway runs. A refusal (401/403 on pairing) is fatal."""
+        from .sse import backoff_delay, format_wait
+
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._session is not None:
+                self._key = None  # the old pairing is gone with the session: a fresh token
+            try:
+                await self.init()
+            except ClientError as exc:
+                if exc.status in (400, 401, 403):
+                    raise
+                delay = backoff_delay(attempt, self._initial_backoff, self._max_backoff)
+                self._set_state(ConnectionState.RECONNECTING, f"(pairing again, attempt {attempt}, "
+                                                              f"next try in {format_wait(delay)})")
+                await asyncio.sleep(delay)
+                continue
+            self.repairs += 1
+            self._log("paired again with n8n")
+            return
 
     def _dispatch(self, data: str) -> bool:
         """Handle one frame; ``True`` when the server ends the session."""

@@ -121,7 +121,8 @@ async def start(client: Client, request: GatewayRequest, *, log: Callable[[str],
         raise GatewayFlagError(NEEDS_N8N + f"; {getattr(client, 'base_url', 'this server')} is not n8n")
     allow = list(request.allow) if request.allow is not None else None
     try:
-        gateway = await starter(request.root, allow=allow, log=log, set_state=set_state)
+        # n8n sends gateway-disconnect when it shuts down: pair again once it is back
+        gateway = await starter(request.root, allow=allow, log=log, set_state=set_state, pair_again=True)
     except OSError as exc:
         raise ClientError(f"--gateway {request.root}: {exc.strerror or exc}") from None
     return GatewayHandle(gateway, on_end)

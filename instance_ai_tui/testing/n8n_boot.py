@@ -41,21 +41,19 @@ class BootWindow:
 
     @property
     def over(self) -> bool:
-        return self.html_served >= self.html_answers and time.monotonic() >= self.not_found_until
+        return time.monotonic() >= self.not_found_until
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> bool:
         path: str = scope.get("path", "")
         if not path.startswith(MODULE_PREFIX) or self.over:
             return False
         if path.startswith(MODULE_PREFIX + "/events/") and self.html_served < self.html_answers:
-            self.html_served += 1
+            self.html_served += 1  # the first event-stream requests get the editor's page
             await _send(send, 200, BOOT_HTML)
-            return True
-        if time.monotonic() < self.not_found_until or self.html_served < self.html_answers:
+        else:
             self.not_found_served += 1
             await _send(send, 404, NOT_FOUND_HTML)
-            return True
-        return False
+        return True
 
 
 async def _send(send: Any, status: int, body: bytes) -> None:
@@ -71,14 +69,21 @@ async def restart(
     not_found_seconds: float = REAL_NOT_FOUND_SECONDS,
     down_seconds: float = 0.2,
     crash: bool = True,
+    gateway_disconnect: bool = True,
 ) -> BootWindow:
     """Stop ``fake`` and start it again on the same port, behind n8n's boot window.
 
     ``crash=True``: an active run ends without ``run-finish`` (the process died); otherwise it
     ends as a graceful shutdown ends it. ``down_seconds``: how long the port refuses connections.
+    ``gateway_disconnect``: local gateways get ``{"type":"gateway-disconnect"}`` first (n8n sends
+    it on shutdown). Either way the gateways' in-memory state (connections, pairing tokens,
+    session keys) is gone after the restart: a gateway must pair again.
     Returns the window (its counters tell how many boot answers a client received).
     """
     port = fake.port
+    if gateway_disconnect:
+        for state in list(fake._gateways.values()):
+            state.queue.put_nowait('data: {"type":"gateway-disconnect"}\n\n')
     if crash:
         fake._publish = lambda *args, **kwargs: None  # type: ignore[method-assign]  # dead process: nothing more is written
     try:
@@ -86,6 +91,9 @@ async def restart(
     finally:
         if crash:
             del fake._publish
+    fake._gateways.clear()
+    fake._session_keys.clear()
+    fake._pairing.clear()
     await asyncio.sleep(down_seconds)
     window = BootWindow(html_answers=html_answers, not_found_until=time.monotonic() + not_found_seconds)
     fake.boot_gate = window

@@ -133,16 +133,17 @@ async def test_tui_shows_the_gateway_state(fake: FakeN8n, shared: Path, tmp_path
         assert state is not None and state.root_path == str(shared.resolve())
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
         assert result["content"][0]["text"].startswith("# Project")
-        # n8n ends the session: the status line says so and a notification explains
+        # n8n ends the session (it does so when it shuts down): the gateway pairs again (issue 13)
+        first = fake.gateway()
         fake.send_gateway_disconnect()
         for _ in range(200):
-            if app.status_info.gateway_state == "stopped":
+            if app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing":
                 break
             await pilot.pause(0.02)
-        assert app.status_info.gateway_state == "stopped"
-        await pilot.pause(0.1)
-        assert "⇄ shared stopped" in app.status_line.plain
-        assert any("ended the local gateway session" in str(n.message) for n in app._notifications)
+        assert app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing"
+        assert len(fake.requests_to("/rest/instance-ai/gateway/create-link")) == 2
+        result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
+        assert result["content"][0]["text"].startswith("# Project") and first is not None
 
 
 async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
@@ -159,3 +160,31 @@ async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path
     # quitting the app ends the gateway session on the n8n side
     assert fake.gateway() is None
     assert len(fake.requests_to("/rest/instance-ai/gateway/disconnect")) == 1
+
+
+async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
+    """n8n sends gateway-disconnect, dies, boots (HTML, 404s) and forgot every gateway key."""
+    from instance_ai_tui.testing.n8n_boot import restart
+
+    client = make_client(fake, tmp_path / "config")
+    app = InstanceAiApp(client, Settings(), gateway=GatewayRequest(shared.resolve()),
+                        watch_themes=False, persist_theme=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.wait_until_ready()
+        for _ in range(200):
+            if app.status_info.gateway_state == "sharing" and fake.gateway() is not None:
+                break
+            await pilot.pause(0.02)
+        states: list[str] = []
+        app.gateway.gateway._set_state = (lambda f: lambda s, d: (states.append(f"{s.value} {d}"), f(s, d)))(
+            app.gateway.gateway._set_state)
+        await restart(fake, html_answers=1, not_found_seconds=0.5)
+        for _ in range(400):
+            if fake.gateway() is not None and app.status_info.gateway_state == "sharing":
+                break
+            await pilot.pause(0.02)
+        assert fake.gateway() is not None and app.status_info.gateway_state == "sharing", (
+            states, app.status_info.gateway_state, [(r.method, r.path) for r in fake.requests_to("/rest/instance-ai/gateway")][-8:])
+        assert any("pairing again" in s for s in states), states
+        result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
+        assert result["content"][0]["text"].startswith("# Project")
