@@ -17,9 +17,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from instance_ai_tui.protocol.conversation import Conversation  # noqa: E402
-from instance_ai_tui.protocol.events import Event, parse_event  # noqa: E402
-from instance_ai_tui.protocol.reducer import RunReducer  # noqa: E402
+from instance_ai_tui.protocol.conversation import Conversation
+from instance_ai_tui.protocol.events import Event, parse_event
+from instance_ai_tui.protocol.reducer import RunReducer
 
 
 def make_stream(count: int) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_serializer, model_validator
 
@@ -441,14 +441,36 @@ class UnknownEvent(EventBase):
 #: The one list of the protocol's event types: everything else (the tuple of classes, the set
 #: of type names, the class of each name) is derived from it.
 KnownEvent = Annotated[
-    RunStartEvent | RunFinishEvent | TextDeltaEvent | ReasoningDeltaEvent | TextBlockEvent | ReasoningBlockEvent | ToolInputStartEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | ToolInterruptedEvent | AgentSpawnedEvent | AgentCompletedEvent | ConfirmationRequestEvent | TasksUpdateEvent | SetupItemsEvent | PreferencesAppliedEvent | FilesystemRequestEvent | ThreadTitleUpdatedEvent | StatusEvent | ErrorEvent,
+    (
+        RunStartEvent
+        | RunFinishEvent
+        | TextDeltaEvent
+        | ReasoningDeltaEvent
+        | TextBlockEvent
+        | ReasoningBlockEvent
+        | ToolInputStartEvent
+        | ToolCallEvent
+        | ToolResultEvent
+        | ToolErrorEvent
+        | ToolInterruptedEvent
+        | AgentSpawnedEvent
+        | AgentCompletedEvent
+        | ConfirmationRequestEvent
+        | TasksUpdateEvent
+        | SetupItemsEvent
+        | PreferencesAppliedEvent
+        | FilesystemRequestEvent
+        | ThreadTitleUpdatedEvent
+        | StatusEvent
+        | ErrorEvent
+    ),
     Field(discriminator="type"),
 ]
 
-Event = Union[KnownEvent, UnknownEvent]
+Event = KnownEvent | UnknownEvent
 
 #: Stored or wire form of an event: a decoded JSON object, or its JSON text.
-WireEvent = Union[dict[str, Any], str, bytes, bytearray]
+WireEvent = dict[str, Any] | str | bytes | bytearray
 
 KNOWN_EVENT_CLASSES: tuple[type[EventBase], ...] = get_args(get_args(KnownEvent)[0])
 #: type name -> model class

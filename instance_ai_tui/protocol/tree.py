@@ -81,7 +81,13 @@ def _entry_tag(value: Any) -> str:
 
 
 TimelineEntry = Annotated[
-    Annotated[TextEntry, Tag("text")] | Annotated[ReasoningEntry, Tag("reasoning")] | Annotated[ToolCallEntry, Tag("tool-call")] | Annotated[ChildEntry, Tag("child")] | Annotated[OtherEntry, Tag("other")],
+    (
+        Annotated[TextEntry, Tag("text")]
+        | Annotated[ReasoningEntry, Tag("reasoning")]
+        | Annotated[ToolCallEntry, Tag("tool-call")]
+        | Annotated[ChildEntry, Tag("child")]
+        | Annotated[OtherEntry, Tag("other")]
+    ),
     Discriminator(_entry_tag),
 ]
 

@@ -252,7 +252,7 @@ async def test_closing_a_subscription_frees_it(bus: InProcessBus, store: SqliteS
     assert bus.subscriber_count() == 0
     assert bus._channels == {}  # nothing of the thread is kept
     # dropped without aclose(): the event loop's async-generator hook closes it
-    async for item in bus.subscribe("t", after=1990):
+    async for _item in bus.subscribe("t", after=1990):
         break
     for _ in range(5):
         await asyncio.sleep(0)

@@ -199,7 +199,11 @@ MALFORMED: list[Callable[[_Draw], Any]] = [
     lambda d: {},
     lambda d: {"type": d.pick([5, None, "", ["x"]])},
     lambda d: {"type": d.pick(sorted(PAYLOADS)), "payload": d.pick([5, "x", [None]])},
-    lambda d: {"type": d.pick(["text-delta", "reasoning-delta", "status"]), "agentId": d.pick(AGENTS), "payload": {"text": 5, "message": 6}},
+    lambda d: {
+        "type": d.pick(["text-delta", "reasoning-delta", "status"]),
+        "agentId": d.pick(AGENTS),
+        "payload": {"text": 5, "message": 6},
+    },
     lambda d: {"type": "tool-input-start", "agentId": d.pick(AGENTS), "payload": {}},
     lambda d: {"type": "confirmation-request", "payload": {"toolCallId": "tc1"}},
     lambda d: {"type": d.pick(["text-delta", "tool-call"]), "runId": 3, "agentId": 4, "payload": {"text": "x"}},

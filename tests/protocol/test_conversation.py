@@ -112,7 +112,8 @@ def confirmation_events(run: str) -> list[dict[str, Any]]:
         n8n(
             "confirmation-request",
             run,
-            {"requestId": "req2", "toolCallId": "t2", "toolName": "create-tasks", "args": {}, "severity": "info", "message": "Plan", "inputType": "plan-review"},
+            {"requestId": "req2", "toolCallId": "t2", "toolName": "create-tasks", "args": {}, "severity": "info",
+             "message": "Plan", "inputType": "plan-review"},
         ),
     ]
 
@@ -178,7 +179,8 @@ def test_load_history_then_live_events_without_duplicates() -> None:
         thread_id="th",
         messages=[
             InstanceAiMessage(id="u1", role="user", created_at=now, content="Question"),
-            InstanceAiMessage(id="a1", run_id="r1", message_group_id="mg1", run_ids=["r1"], role="assistant", created_at=now, content="Earlier answer", agent_tree=tree),
+            InstanceAiMessage(id="a1", run_id="r1", message_group_id="mg1", run_ids=["r1"], role="assistant",
+                              created_at=now, content="Earlier answer", agent_tree=tree),
             InstanceAiMessage(id="a0", role="assistant", created_at=now, content="flat old answer"),
         ],
         next_event_id=8,
@@ -217,7 +219,9 @@ def test_drain_changes_reports_added_messages_and_per_message_changes() -> None:
 
 def test_apply_never_raises_on_junk() -> None:
     conv = Conversation()
-    for junk in [None, 1, "x", b"\xff", {"type": 3}, {"type": "run-sync", "payload": {"agentTree": 5}}, {"type": "tool-call", "payload": 1}]:
+    junks = [None, 1, "x", b"\xff", {"type": 3}, {"type": "run-sync", "payload": {"agentTree": 5}},
+             {"type": "tool-call", "payload": 1}]
+    for junk in junks:
         assert conv.apply_wire(None, junk) is False  # type: ignore[arg-type]
         assert conv.apply(None, junk) is False  # type: ignore[arg-type]
     assert len(conv.diagnostics) == 14 and conv.messages == []
@@ -230,7 +234,8 @@ def test_transcript_exports_redact_secrets() -> None:
     conv = Conversation("th")
     conv.add_user_message("use key sk-abcdefghijklmnopqrstuvwx please")
     conv.apply_wire(1, n8n("run-start", "r1", {"messageId": "m"}))
-    conv.apply_wire(2, n8n("tool-call", "r1", {"toolCallId": "t", "toolName": "credentials", "args": {"apiKey": "hunter2-secret", "name": "Slack"}}))
+    secret_args = {"apiKey": "hunter2-secret", "name": "Slack"}
+    conv.apply_wire(2, n8n("tool-call", "r1", {"toolCallId": "t", "toolName": "credentials", "args": secret_args}))
     conv.apply_wire(3, n8n("tool-result", "r1", {"toolCallId": "t", "result": {"id": "c1", "token": "xoxb-123"}}))
     conv.apply_wire(None, n8n("text-delta", "r1", {"text": "Created credential **Slack**."}))
     conv.apply_wire(4, ev("thread-title-updated", "orchestrator", {"title": "Creds"}, run=""))

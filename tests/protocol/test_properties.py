@@ -108,7 +108,9 @@ def test_sse_round_trip_of_random_streams(stream: list[Any], newline: str, chunk
     items.extend(decoder.close())
     # only frames that are not event objects (e.g. a bare number) are dropped
     assert len(items) == sum(1 for e in stream if isinstance(e, dict) and isinstance(e.get("type"), str) and e["type"])
-    assert [i for i, _ in items] == [i + 1 for i, e in enumerate(stream) if isinstance(e, dict) and isinstance(e.get("type"), str) and e["type"]]
+    assert [i for i, _ in items] == [
+        i + 1 for i, e in enumerate(stream) if isinstance(e, dict) and isinstance(e.get("type"), str) and e["type"]
+    ]
     assert fold([item for _, item in items]).tree() == fold(stream).tree()
 
 

@@ -273,17 +273,22 @@ def test_nested_tasks_setup_items_and_status() -> None:
             n8n(
                 "tasks-update",
                 {
-                    "tasks": {"tasks": [{"id": "1", "description": "a", "status": "done"}, {"id": "2", "description": "b", "status": "failed"}]},
+                    "tasks": {"tasks": [{"id": "1", "description": "a", "status": "done"},
+                                        {"id": "2", "description": "b", "status": "failed"}]},
                     "planItems": [{"id": "1", "title": "A", "kind": "build-workflow", "spec": "s", "deps": []}],
                 },
             ),
-            n8n("setup-items", {"workflowId": "wf1", "items": [{"id": "i", "kind": "parameters", "nodeName": "n", "parameterNames": []}]}, agent="c1", ts=0),
+            n8n("setup-items", {"workflowId": "wf1",
+                                "items": [{"id": "i", "kind": "parameters", "nodeName": "n", "parameterNames": []}]},
+                agent="c1", ts=0),
             n8n("status", {"message": "Searching..."}),
         ]
     )
     tree = reducer.tree()
     assert [t.status.value for t in tree.tasks.tasks] == ["done", "failed"]
-    assert tree.to_wire()["tasks"] == {"tasks": [{"id": "1", "description": "a", "status": "done"}, {"id": "2", "description": "b", "status": "failed"}]}
+    assert tree.to_wire()["tasks"] == {
+        "tasks": [{"id": "1", "description": "a", "status": "done"}, {"id": "2", "description": "b", "status": "failed"}]
+    }
     assert tree.plan_items[0].title == "A"
     assert tree.setup_items_by_workflow_id == {"wf1": [{"id": "i", "kind": "parameters", "nodeName": "n", "parameterNames": []}]}
     assert tree.latest_setup_announcement == {"workflowId": "wf1", "agentId": "c1", "timestamp": "1970-01-01T00:00:00.000Z"}
@@ -535,7 +540,9 @@ def test_cheap_accessors() -> None:
             n8n("status", {"message": "thinking"}),
         ]
     )
-    assert reducer.agent_fields("c1") == {"agentId": "c1", "role": "builder", "tools": ["x"], "title": "T", "status": "completed", "result": "done"}
+    assert reducer.agent_fields("c1") == {
+        "agentId": "c1", "role": "builder", "tools": ["x"], "title": "T", "status": "completed", "result": "done"
+    }
     assert reducer.agent_fields(ROOT) == {"agentId": ROOT, "role": "orchestrator", "status": "active", "statusMessage": "thinking"}
     assert reducer.agent_fields("nope") is None
     assert reducer.child_ids(ROOT) == ["c1"] and reducer.child_ids("c1") == []

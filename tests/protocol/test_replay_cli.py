@@ -51,7 +51,10 @@ N8N_EVENTS: list[tuple[int | None, str | None, Any]] = [
     (None, None, n8n("text-delta", {"text": "one workflow."}, responseId="b")),
     # the stored block of the same segment (as a replay after reconnect would bring it)
     (6, None, n8n("text-block", {"text": "You have one workflow."}, responseId="b")),
-    (7, None, n8n("tasks-update", {"tasks": {"tasks": [{"id": "1", "description": "List", "status": "done"}, {"id": "2", "description": "Report", "status": "in_progress"}]}})),
+    (7, None, n8n("tasks-update", {"tasks": {"tasks": [
+        {"id": "1", "description": "List", "status": "done"},
+        {"id": "2", "description": "Report", "status": "in_progress"},
+    ]}})),
     (None, None, "{broken json"),
     (8, None, n8n("run-finish", {"status": "completed"})),
     (9, None, {"type": "thread-title-updated", "runId": "", "agentId": "orchestrator", "payload": {"title": "Workflows"}}),
@@ -90,14 +93,18 @@ def test_replay_n8n_sse_json_is_the_agent_tree(tmp_path: Path, capsys: pytest.Ca
     assert tree == build_agent_tree_wire(events).to_wire()
     assert tree["agentId"] == ROOT and tree["textContent"] == "You have one workflow."
     assert tree["toolCalls"][0]["startedAt"] == "2023-11-14T22:13:20.100Z"
-    assert tree["tasks"] == {"tasks": [{"id": "1", "description": "List", "status": "done"}, {"id": "2", "description": "Report", "status": "in_progress"}]}
+    assert tree["tasks"] == {"tasks": [
+        {"id": "1", "description": "List", "status": "done"},
+        {"id": "2", "description": "Report", "status": "in_progress"},
+    ]}
 
 
 def test_replay_run_sync_frame_and_follow_up_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     snapshot = build_agent_tree_wire(
         [n8n("run-start", {"messageId": "m"}), n8n("text-block", {"text": "Plan approved. "}, responseId="p")]
     )
-    sync = {"runId": RUN, "messageGroupId": "mg_1", "runIds": [RUN], "agentTree": snapshot.to_wire(), "status": "active", "backgroundTasks": []}
+    sync = {"runId": RUN, "messageGroupId": "mg_1", "runIds": [RUN], "agentTree": snapshot.to_wire(), "status": "active",
+            "backgroundTasks": []}
     run2 = "run_y"
     frames: list[tuple[int | None, str | None, Any]] = [
         (None, "run-sync", sync),
@@ -128,7 +135,8 @@ def test_replay_seed_json_lines_with_several_groups(
 ) -> None:
     second = [{**event, "runId": "r2"} for event in autonomous_listing]
     path = tmp_path / "events.jsonl"
-    lines = [json.dumps(e) for e in simple_listing] + ["", "not json", "[1]"] + [json.dumps({"id": i + 100, "event": e}) for i, e in enumerate(second)]
+    lines = [json.dumps(e) for e in simple_listing] + ["", "not json", "[1]"]
+    lines += [json.dumps({"id": i + 100, "event": e}) for i, e in enumerate(second)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     code, out, err = run_replay([str(path), "--json"], capsys)
     assert code == 0
@@ -143,7 +151,9 @@ def test_replay_seed_json_lines_with_several_groups(
     assert out.count("🤖 Orchestrator") == 2 and "🤖 Sub-Agent B (execution debugger)" in out
 
 
-def test_replay_json_array_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], simple_listing: list[dict[str, Any]]) -> None:
+def test_replay_json_array_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], simple_listing: list[dict[str, Any]]
+) -> None:
     data = ("\ufeff" + json.dumps(simple_listing)).encode()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, _ = run_replay(["-", "--json"], capsys)

@@ -29,7 +29,11 @@ def test_basic_frames_ids_events_and_comments() -> None:
 
 def test_line_endings_crlf_cr_lf_mixed() -> None:
     expected = [SSEFrame("a\nb", "message", "7"), SSEFrame("c")]
-    for text in ("id: 7\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", "id: 7\rdata: a\rdata: b\r\rdata: c\r\r", "id: 7\ndata: a\r\ndata: b\r\rdata: c\n\n"):
+    for text in (
+        "id: 7\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n",
+        "id: 7\rdata: a\rdata: b\r\rdata: c\r\r",
+        "id: 7\ndata: a\r\ndata: b\r\rdata: c\n\n",
+    ):
         assert parse_all(text)[0] == expected, repr(text)
 
 
@@ -81,7 +85,8 @@ def test_frame_id() -> None:
 
 def test_decoder_events_run_sync_and_diagnostics() -> None:
     event = {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": "hi"}}
-    tree = {"agentId": "a", "role": "orchestrator", "status": "active", "textContent": "", "reasoning": "", "toolCalls": [], "children": [], "timeline": []}
+    tree = {"agentId": "a", "role": "orchestrator", "status": "active", "textContent": "", "reasoning": "", "toolCalls": [],
+            "children": [], "timeline": []}
     sync = {"runId": "r", "messageGroupId": "mg", "runIds": ["r"], "agentTree": tree, "status": "active", "backgroundTasks": []}
     text = (
         f"id: 1\ndata: {json.dumps(event)}\n\n"
@@ -104,7 +109,8 @@ def test_decoder_events_run_sync_and_diagnostics() -> None:
 
 
 def test_decoder_raw_mode_yields_dicts() -> None:
-    items = iter_sse_items(['id: 3\ndata: {"type":"status","payload":{"message":"m"}}\n\n', "data: [1]\n\n"], EventStreamDecoder(raw_events=True))
+    items = iter_sse_items(['id: 3\ndata: {"type":"status","payload":{"message":"m"}}\n\n', "data: [1]\n\n"],
+                           EventStreamDecoder(raw_events=True))
     assert items == [(3, {"type": "status", "payload": {"message": "m"}})]
 
 
@@ -137,7 +143,8 @@ def serialise(frames: list[tuple[list[str], str | None, str | None]], newline: s
 
 
 @settings(max_examples=200, deadline=None)
-@given(frames=frames_strategy, newline=st.sampled_from(["\n", "\r\n", "\r"]), comments=st.booleans(), cuts=st.lists(st.integers(0, 10_000), max_size=6), as_bytes=st.booleans())
+@given(frames=frames_strategy, newline=st.sampled_from(["\n", "\r\n", "\r"]), comments=st.booleans(),
+       cuts=st.lists(st.integers(0, 10_000), max_size=6), as_bytes=st.booleans())
 def test_any_chunking_of_a_stream_gives_the_same_frames(
     frames: list[tuple[list[str], str | None, str | None]], newline: str, comments: bool, cuts: list[int], as_bytes: bool
 ) -> None:
