@@ -61,6 +61,8 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
     messages: list[InstanceAiMessage] = []
     for record in runs:
         data = record.data
+        if data.get("neverStarted"):
+            continue  # a crash stopped POST chat before run-start: the sender got an error, not a run
         started = _aware(record.started_at)
         messages.append(InstanceAiMessage(
             id=str(data.get("messageId") or f"{record.run_id}-user"), run_id=record.run_id,
@@ -76,6 +78,8 @@ async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> 
             if not events:
                 continue
             tree = build_agent_tree_wire([e.json for e in events])
+            if record.status == "active" and events[-1].type == "run-finish":
+                unfinished = False  # finishing: run-finish is in the log, the record follows it
         if record.status == "suspended":
             _mark_expired(tree, _expired_calls(record, now))
         messages.append(InstanceAiMessage(

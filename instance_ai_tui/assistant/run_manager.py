@@ -66,7 +66,7 @@ from .confirmations import (
 )
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
-from .emitter import RunEmitter, agent_completed, error_event, tool_error, tool_interrupted
+from .emitter import RunEmitter, agent_completed, error_event, to_new_event, tool_error, tool_interrupted
 from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
@@ -478,8 +478,14 @@ class RunManager:
             log.warning("completing checkpoint %s failed: %s", run_id, exc)
 
     async def _finish(self, run: ActiveRun, status: str, reason: str | None = None) -> None:
-        """End the run: its record and snapshot are saved first, then ``run-finish`` is published
-        (so whoever sees ``run-finish`` finds the run finished), then the thread is free."""
+        """End the run: its snapshot is saved, then ``run-finish`` is stored, then the record says
+        finished, then ``run-finish`` is delivered (so whoever sees it finds the run finished),
+        then the thread is free (:meth:`_publish_finish`).
+
+        The record changes only once ``run-finish`` is in the log, so a crash at any point
+        leaves either an ``active`` record whose log lacks ``run-finish`` (the sweep closes the
+        run) or one whose log has it (the sweep trusts the log: it finishes the record from it
+        and publishes nothing)."""
         if run.finishing:
             return
         run.finishing = True
@@ -500,17 +506,36 @@ class RunManager:
                 if task.status == "running":
                     run.ctx.background[task.agent_id] = task.model_copy(update={"status": "cancelled"})
             try:
-                await self._save_record(run, status, finished=True)
                 await self.save_snapshot(run.thread_id, run.run_id, run.record.data.get("firstEventId"), finish_event)
             except Exception:
-                log.exception("run %s: recording the finished run failed", run.run_id)
-            await emitter.finish(finish_event)
+                log.exception("run %s: saving the finished run's snapshot failed", run.run_id)
+
+            async def record() -> None:
+                try:
+                    await self._save_record(run, status, finished=True)
+                except Exception:
+                    log.exception("run %s: recording the finished run failed", run.run_id)
+
+            await self._publish_finish(emitter, finish_event, record)
         finally:
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
             await self.coordinator.release(run.thread_id, run.run_id, finished=True)
             if run.finished is not None and not run.finished.done():
                 run.finished.set_result(status)
+
+    async def _publish_finish(self, emitter: RunEmitter, finish_event: Event, record: Any) -> None:
+        """Store ``run-finish``, then ``await record()``, then deliver it: one step as far as a
+        crash is concerned (see ``_finish``). If it cannot be stored, the record is written anyway
+        (the thread must not stay busy) and the failure logged."""
+        await emitter.flush()
+        emitter.close()  # run-finish is the run's last event
+        try:
+            await self.bus.publish_many(emitter.thread_id, [to_new_event(finish_event)],
+                                        on_stored=lambda _stored: record())
+        except Exception:
+            log.exception("run %s: storing its run-finish failed", emitter.run_id)
+            await record()
 
     async def _count_usage(self, thread_id: str, run_id: str, usage: Usage) -> dict[str, Any]:
         """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
@@ -565,6 +590,25 @@ class RunManager:
         emitter = RunEmitter(self.bus, record.thread_id, record.run_id)
         root = orchestrator_id(record.run_id)
         events = await self.run_events(record.thread_id, record.run_id, record.data.get("firstEventId"))
+        if not events:
+            # the process died while POST chat was starting this run (before run-start): nobody
+            # got its runId and the log has nothing of it; a run-finish alone would be an orphan
+            record.status = "interrupted"
+            record.finished_at = datetime.now(UTC)
+            record.data["neverStarted"] = True
+            await self._complete_checkpoint(record.run_id)
+            await self.store.upsert_run(record)
+            return
+        finished = next((e for e in reversed(events) if e.type == "run-finish"), None)
+        if finished is not None:
+            # the process died after storing run-finish, before the record said so: trust the log
+            status = (finished.data().get("payload") or {}).get("status")
+            record.status = status if status in ("completed", "cancelled", "error", "interrupted") else "interrupted"
+            record.finished_at = datetime.now(UTC)
+            await self._complete_checkpoint(record.run_id)
+            await self.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"))
+            await self.store.upsert_run(record)
+            return
         open_calls: dict[str, str] = {}
         open_agents: dict[str, str] = {}
         for event in events:
@@ -592,11 +636,14 @@ class RunManager:
         for checkpoint in await self.services.checkpoints.list(thread_id=record.thread_id):
             if checkpoint.run_id.startswith(f"{record.run_id}-"):
                 await self._complete_checkpoint(checkpoint.run_id)
-        record.status = "interrupted"
-        record.finished_at = datetime.now(UTC)
-        await self.store.upsert_run(record)
         await self.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"), finish_event)
-        await emitter.finish(finish_event)
+
+        async def mark_finished() -> None:  # after run-finish is in the log: a crash before is swept again
+            record.status = "interrupted"
+            record.finished_at = datetime.now(UTC)
+            await self.store.upsert_run(record)
+
+        await self._publish_finish(emitter, finish_event, mark_finished)
 
     async def _reload(self, record: RunRecord) -> None:
         ctx = RunContext(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex  # type: ignore[import-untyped]
+import regex  # type: ignore[import-untyped,unused-ignore]
 
 #: directories never listed or searched (noise, not user content)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache"})

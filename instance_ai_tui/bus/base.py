@@ -8,9 +8,13 @@ publisher; if it falls behind its bounded queue it is resumed from storage.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
 
 from ..store.base import NewEvent, StoredEvent
+
+#: a step run after events are stored and before they are delivered (``publish_many``)
+OnStored = Callable[[list[StoredEvent]], Awaitable[None]]
 
 
 @runtime_checkable
@@ -19,9 +23,13 @@ class EventBus(Protocol):
         """Persist one wire-format event dict, then deliver it. Returns it with its id."""
         ...
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
+    async def publish_many(
+        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+    ) -> list[StoredEvent]:
         """Persist the events (wire dicts, or ``NewEvent``s already serialised by their producer)
-        with consecutive ids, then deliver them."""
+        with consecutive ids, then deliver them. ``on_stored(stored)``, when given, is awaited
+        after they are durable and before any live subscriber gets them (e.g. the run manager
+        records a run finished exactly between its ``run-finish`` being stored and being seen)."""
         ...
 
     def subscribe(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:

@@ -27,8 +27,16 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
 from ..store.base import NewEvent, Store, StoredEvent
+from .base import OnStored
 
 log = logging.getLogger(__name__)
+
+
+async def _call_on_stored(callback: OnStored, stored: list[StoredEvent]) -> None:
+    try:
+        await callback(stored)
+    except Exception:
+        log.exception("the on_stored step of a publish failed; delivering anyway")
 
 #: How long a subscriber waits, at most, for the store to show events older than one it got
 #: live (only another writer on the same thread can make that happen).
@@ -102,7 +110,7 @@ class _Channel:
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
         self.subscribers: dict[_Subscriber, None] = {}  # insertion-ordered set
-        self.pending: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]]]] = []
+        self.pending: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]], OnStored | None]] = []
         self.flusher: asyncio.Task[None] | None = None
 
     def idle(self) -> bool:
@@ -131,8 +139,11 @@ class InProcessBus:
         """Persist one wire-format event dict, then deliver it; returns it with its id."""
         return (await self.publish_many(thread_id, (event,)))[0]
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
-        """Persist the events (consecutive ids, one commit), then deliver them."""
+    async def publish_many(
+        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+    ) -> list[StoredEvent]:
+        """Persist the events (consecutive ids, one commit), then deliver them. ``on_stored`` is
+        awaited between the two (its failure is logged; delivery goes on)."""
         if self._closed:
             raise BusClosed("the event bus is closed")
         new = [_to_new_event(event) for event in events]
@@ -140,7 +151,7 @@ class InProcessBus:
             return []
         channel = self._channel(thread_id)
         future: asyncio.Future[list[StoredEvent]] = asyncio.get_running_loop().create_future()
-        channel.pending.append((new, future))
+        channel.pending.append((new, future, on_stored))
         if channel.flusher is None:
             channel.flusher = asyncio.get_running_loop().create_task(
                 self._flush(channel), name=f"bus-flush-{thread_id}"
@@ -148,24 +159,29 @@ class InProcessBus:
         return await future
 
     async def _flush(self, channel: _Channel) -> None:
-        batch: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]]]] = []
+        batch: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]], OnStored | None]] = []
         try:
             while channel.pending:
                 batch, channel.pending = channel.pending, []
-                events = batch[0][0] if len(batch) == 1 else [event for part, _ in batch for event in part]
+                events = batch[0][0] if len(batch) == 1 else [event for part, _, _ in batch for event in part]
                 try:
                     stored = await self.store.append_events(channel.thread_id, events)
                 except Exception as exc:
-                    for _, future in batch:
+                    for _, future, _ in batch:
                         if not future.done():
                             future.set_exception(exc)
                     batch = []
                     continue
                 self.stats.flushes += 1
                 self.stats.published += len(stored)
+                start = 0
+                for part, _, callback in batch:
+                    if callback is not None:
+                        await _call_on_stored(callback, stored[start : start + len(part)])
+                    start += len(part)
                 self._deliver(channel, stored)
                 start = 0
-                for part, future in batch:
+                for part, future, _ in batch:
                     end = start + len(part)
                     if not future.done():
                         future.set_result(stored[start:end])
@@ -173,7 +189,7 @@ class InProcessBus:
                 batch = []
         except BaseException as exc:  # cancelled (loop shutting down): nobody waits forever
             failure = BusClosed(f"publishing to thread {channel.thread_id!r} was interrupted: {exc!r}")
-            for _, future in [*batch, *channel.pending]:
+            for _, future, _ in [*batch, *channel.pending]:
                 if not future.done():
                     future.set_exception(failure)
             channel.pending = []

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Sequence
 
 from ..store.base import NewEvent, StoredEvent
 from ..store.redis import RedisStore, decode_records
+from .base import OnStored
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,20 @@ class RedisBus:
     async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
         return (await self.publish_many(thread_id, [event]))[0]
 
-    async def publish_many(self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent]) -> list[StoredEvent]:
+    async def publish_many(
+        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+    ) -> list[StoredEvent]:
         new = [e if isinstance(e, NewEvent) else NewEvent.from_dict(e) for e in events]
-        return await self._store.append_events(thread_id, new, publish=self.channel(thread_id))
+        if on_stored is None:
+            return await self._store.append_events(thread_id, new, publish=self.channel(thread_id))
+        stored = await self._store.append_events(thread_id, new)
+        try:
+            await on_stored(stored)
+        except Exception:
+            log.exception("the on_stored step of a publish failed; delivering anyway")
+        frame = "\x00".join(f"{e.id}\t{e.type}\t{e.run_id}\t{e.json}" for e in stored)
+        await self._redis.publish(self.channel(thread_id), frame)
+        return stored
 
     async def last_id(self, thread_id: str) -> int:
         return await self._store.last_event_id(thread_id)
