@@ -182,7 +182,8 @@ def parse_entry(raw: str | bytes, index: int = 0) -> tuple[ChatMessage, Layout |
                 ),
                 "seed",
             )
-        calls = data.get("tool_calls") if isinstance(data.get("tool_calls"), list) else []
+        raw_calls = data.get("tool_calls")
+        calls = raw_calls if isinstance(raw_calls, list) else []
         return (
             ChatMessage(
                 index=index,
@@ -248,10 +249,10 @@ def parse_session(session_id: str, raw_entries: list[Any], title: str = DEFAULT_
     parsed: list[ChatMessage] = []
     seen: dict[Layout, int] = {"seed": 0, "langchain": 0}
     for i, raw in enumerate(raw_entries):
-        message, layout = parse_entry(raw, i)
+        message, entry_layout = parse_entry(raw, i)
         parsed.append(message)
-        if layout:
-            seen[layout] += 1
+        if entry_layout:
+            seen[entry_layout] += 1
     layout: Layout = "seed" if seen["seed"] >= max(1, seen["langchain"]) else "langchain"
     order = detect_order([m for m in parsed if not m.malformed], layout)
     if order == "newest_first":

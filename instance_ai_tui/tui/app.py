@@ -1359,12 +1359,12 @@ class InstanceAiApp(App[None]):
         if widget is None:
             return
         widget.add_class("-find-hit")
-        self._find_hit = widget
+        self._find_hit = hit = widget
         self.view.following = False
 
         def reveal() -> None:
-            if widget.is_attached and self._find_hit is widget:
-                self.view.scroll_to_widget(widget, animate=False, top=True, immediate=True)
+            if hit.is_attached and id(self._find_hit) == id(hit):
+                self.view.scroll_to_widget(hit, animate=False, top=True, immediate=True)
 
         # once now, and once more after older turns just mounted above it have their heights
         self.call_after_refresh(reveal)
@@ -1408,7 +1408,12 @@ class InstanceAiApp(App[None]):
 
         turns = self._rewind_turns()
         if turns:
-            self.push_screen(RewindPicker(turns), lambda turn: self._rewind(turn, resend=False) if turn else None)
+
+            def chosen(turn: Any) -> None:
+                if turn:
+                    self._rewind(turn, resend=False)
+
+            self.push_screen(RewindPicker(turns), chosen)
 
     def on_user_message_edit_requested(self, event: Any) -> None:
         """``e`` on a user message (``turns.UserMessage.EditRequested``; by name: turns loads lazily)."""

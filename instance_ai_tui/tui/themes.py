@@ -461,7 +461,7 @@ def load_theme_file(path: Path) -> LoadedTheme:
     if not isinstance(data, dict):
         raise ThemeFileError(path, "a theme file must be a YAML mapping (name: ..., primary: ...)")
     try:
-        source = _theme_file_model().model_validate(data)
+        source: Any = _theme_file_model().model_validate(data)  # a ThemeFile (its class is built lazily)
         theme = source.to_theme()
     except ValidationError as exc:
         raise ThemeFileError(path, _format_validation(exc)) from None
