@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "threads": ("instance_ai_tui.client.cli_threads", "list threads"),
     "export": ("instance_ai_tui.client.cli_export", "export a thread as Markdown or JSON"),
     "replay": ("instance_ai_tui.replay", "fold a recorded event stream into an agent tree and print it"),
+    "web": ("instance_ai_tui.web.cli", "serve the app to browsers (one app per tab; loopback unless --token)"),
 }
 TUI_MODULE = "instance_ai_tui.tui.cli"
 DESCRIPTION = "A terminal client for Instance AI agents: embedded, our own server, or n8n."
