@@ -28,10 +28,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from ..bus.base import EventBus
@@ -121,6 +123,12 @@ class ManagerOptions:
     owner: str | None = None
 
 
+@dataclass(slots=True)
+class _LockEntry:
+    lock: asyncio.Lock
+    users: int = 0
+
+
 class RunManager:
     """Runs of every thread of one assistant service."""
 
@@ -138,17 +146,27 @@ class RunManager:
         self.options.owner = self.coordinator.instance_id
         self._runs: dict[str, ActiveRun] = {}
         self._by_request: dict[str, str] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, _LockEntry] = {}
 
     # ----------------------------------------------------------------- queries
     def live(self, thread_id: str) -> ActiveRun | None:
         return self._runs.get(thread_id)
 
-    def _lock(self, thread_id: str) -> asyncio.Lock:
-        lock = self._locks.get(thread_id)
-        if lock is None:
-            lock = self._locks[thread_id] = asyncio.Lock()
-        return lock
+    @contextlib.asynccontextmanager
+    async def _lock(self, thread_id: str) -> AsyncIterator[None]:
+        """The thread's lock, held for the block. It exists only while someone holds or waits
+        for it (a lock per thread id ever seen grew without bound)."""
+        entry = self._locks.get(thread_id)
+        if entry is None:
+            entry = self._locks[thread_id] = _LockEntry(asyncio.Lock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._locks.get(thread_id) is entry:
+                del self._locks[thread_id]
 
     # ----------------------------------------------------------------- start
     async def start(self, thread_id: str, text: str) -> str:

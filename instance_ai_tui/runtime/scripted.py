@@ -12,8 +12,10 @@ import asyncio
 import inspect
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
 
 from .model import (
     ModelCancelled,
@@ -63,8 +65,8 @@ class ScriptedResponse:
 
 
 Script = Union[
-    Sequence[Union[ScriptedResponse, str]],
-    Callable[[ModelRequest], Union[ScriptedResponse, str, Awaitable[Union[ScriptedResponse, str]]]],
+    Sequence[ScriptedResponse | str],
+    Callable[[ModelRequest], ScriptedResponse | str | Awaitable[ScriptedResponse | str]],
 ]
 
 _PIECE = re.compile(r"\S+\s*|\s+")
@@ -83,7 +85,8 @@ def estimate_tokens(text: str) -> int:
 
 
 class ScriptedModel:
-    """A scripted ``ModelAdapter``. ``requests`` records every ``ModelRequest`` it received."""
+    """A scripted ``ModelAdapter``. ``requests`` records the last ``keep_requests`` (64) ``ModelRequest``s
+    it received (bounded: the demo model serves a long-lived server), ``calls`` counts them all."""
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class ScriptedModel:
         words_per_chunk: int = 1,
         delay: float = 0.0,
         prices: PriceTable | None = None,
+        keep_requests: int = 64,
     ) -> None:
         self.name = name
         self._script = script
@@ -100,11 +104,12 @@ class ScriptedModel:
         self.words_per_chunk = words_per_chunk
         self.delay = delay
         self.prices = prices
-        self.requests: list[ModelRequest] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=max(0, keep_requests))
+        self._calls = 0
 
     @property
     def calls(self) -> int:
-        return len(self.requests)
+        return self._calls
 
     async def _next_response(self, request: ModelRequest) -> ScriptedResponse:
         if callable(self._script):
@@ -120,6 +125,7 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[ModelChunk]:
         self.requests.append(request)
+        self._calls += 1
         response = await self._next_response(request)
         delay = self.delay if response.delay is None else response.delay
 
@@ -132,7 +138,7 @@ class ScriptedModel:
                 else:
                     try:
                         await asyncio.wait_for(cancel.wait(), delay)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         return
                     raise ModelCancelled()
 
@@ -147,7 +153,7 @@ class ScriptedModel:
             yield ModelTextDelta(piece)
         calls: list[ModelToolCall] = []
         for index, call in enumerate(response.tool_calls):
-            call_id = call.id or f"call_{len(self.requests)}_{index}"
+            call_id = call.id or f"call_{self._calls}_{index}"
             args = call.arguments_text()
             pieces = [args[i : i + 8] for i in range(0, len(args), 8)] or [""]
             for n, piece in enumerate(pieces):
