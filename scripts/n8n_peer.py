@@ -265,7 +265,7 @@ class N8nPeer:
         offset = getattr(self, "_log_offset_marker", 0)
         assert self.process is not None
         while time.monotonic() - started < timeout:
-            text = self.log_path.read_bytes()[max(0, offset - 4096):].decode(errors="replace")
+            text = self.log_path.read_bytes()[offset:].decode(errors="replace")  # this boot only (a restart appends)
             if self.process.poll() is not None:
                 raise PeerError(f"n8n exited with code {self.process.returncode} while starting:\n{self.log_tail()}")
             if "Editor is now accessible" in text:
