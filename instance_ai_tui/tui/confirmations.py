@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -44,6 +45,24 @@ from .themes import SEVERITY
 from .tasks_panel import render_tasks
 
 GRACE_SECONDS = 0.5
+
+
+def key_label(node: Any, binding_id: str) -> str:
+    """The first key of ``binding_id`` as the user's key map has it (``y``, ``Ctrl+Y``): card
+    buttons and hints read their keys from here, never from the defaults."""
+    km = None
+    try:
+        km = getattr(node.app, "keys", None)
+    except Exception:  # noqa: BLE001 - no app yet (a card built outside an app)
+        km = None
+    keys = km.keys(binding_id) if isinstance(km, keymap.KeyMap) else tuple(keymap.spec(binding_id).keys.split(","))
+    return keymap.display_keys(keys[0])
+
+
+#: the plan review's "deny" is a rejection of the plan: the same word on its button, in the
+#: footer (the binding's description) and in help
+REJECT_PLAN = "Reject plan"
+_PLAN_WORDS = {"deny": REJECT_PLAN}
 
 
 
@@ -179,9 +198,9 @@ class ApprovalCard(ConfirmCard):
     HELP = """
 ## Approval
 
-The agent wants to run this tool. **y**/**Enter** approve · **n** deny ·
-**a** always allow this tool for the rest of the thread. Keys are ignored for half a
-second after the card appears.
+The agent wants to run this tool. **{key:approve}** approve · **{key:deny}** deny ·
+**{key:always-allow}** always allow this tool for the rest of the thread. Keys are ignored
+for half a second after the card appears.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card")]
@@ -202,10 +221,11 @@ second after the card appears.
 
             yield ChangePreviewView(c.preview)
         with Horizontal(classes="card-buttons"):
-            yield Button("y Approve", id="approve", variant="success", compact=True)
-            yield Button("n Deny", id="deny", variant="error", compact=True)
+            yield Button(f"{key_label(self, 'approve')} Approve", id="approve", variant="success", compact=True)
+            yield Button(f"{key_label(self, 'deny')} Deny", id="deny", variant="error", compact=True)
             if self._supports_always():
-                yield Button("a Always", id="always", variant="primary", compact=True, tooltip="Always allow in this thread")
+                yield Button(f"{key_label(self, 'always-allow')} Always allow", id="always", variant="primary",
+                             compact=True, tooltip="Always allow this tool in this thread")
 
     def _supports_always(self) -> bool:
         c = self.confirmation
@@ -525,13 +545,19 @@ class PlanReviewCard(ConfirmCard):
     HELP = """
 ## Plan review
 
-**y**/**Enter** approve the plan · **r** request changes (type feedback, Enter sends) ·
-**n**/**x** reject the plan outright.
+**{key:approve}** approve the plan · **{key:request-changes}** request changes (type
+feedback, Enter sends) · **{key:deny}** or **{key:reject-plan}** reject the plan outright.
 """
 
     #: approve (y/Enter) approves the plan, deny (n) rejects it; ``r`` asks for changes
     KEY_SCOPES = ("plan",)
-    BINDINGS = [*keymap.bindings("card"), *keymap.bindings("plan")]
+    #: the card's own word for the shared ``deny`` binding (footer and help alike)
+    BINDING_DESCRIPTIONS: ClassVar[dict[str, str]] = _PLAN_WORDS
+    BINDINGS = [
+        *(replace(b, description=_PLAN_WORDS[b.id]) if isinstance(b, Binding) and b.id in _PLAN_WORDS else b
+          for b in keymap.bindings("card")),
+        *keymap.bindings("plan"),
+    ]
 
     def compose(self) -> ComposeResult:
         c = self.confirmation
@@ -546,9 +572,10 @@ class PlanReviewCard(ConfirmCard):
         feedback.display = False
         yield feedback
         with Horizontal(classes="card-buttons"):
-            yield Button("y Approve", id="approve", variant="success", compact=True)
-            yield Button("r Changes", id="changes", variant="primary", compact=True, tooltip="Request changes")
-            yield Button("n Reject", id="reject", variant="error", compact=True)
+            yield Button(f"{key_label(self, 'approve')} Approve", id="approve", variant="success", compact=True)
+            yield Button(f"{key_label(self, 'request-changes')} Request changes", id="changes", variant="primary",
+                         compact=True)
+            yield Button(f"{key_label(self, 'deny')} {REJECT_PLAN}", id="reject", variant="error", compact=True)
 
     def action_approve(self) -> None:
         self.answer(ApprovalConfirm(approved=True), "plan approved")

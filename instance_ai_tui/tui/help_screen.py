@@ -6,6 +6,7 @@ user's remapped keys; the widget's own ``HELP`` Markdown describes the keys part
 
 from __future__ import annotations
 
+import re
 from inspect import cleandoc
 
 from textual.app import ComposeResult
@@ -30,15 +31,32 @@ SLASH_HELP = """
 """
 
 
-def widget_help(node: DOMNode | None) -> str:
-    """The ``HELP`` text of ``node`` or its nearest ancestor that has one."""
+def widget_help(node: DOMNode | None, km: keymap.KeyMap | None = None) -> str:
+    """The ``HELP`` text of ``node`` or its nearest ancestor that has one; ``{key:<id>}`` in it
+    becomes that binding's keys in the user's key map (so help never shows a default the
+    user changed)."""
     current = node
     while current is not None:
         text = getattr(type(current), "HELP", None)
         if isinstance(text, str) and text.strip():
-            return cleandoc(text)
+            return with_keys(cleandoc(text), km or keymap.KeyMap())
         current = current.parent
     return ""
+
+
+_KEY_REF = re.compile(r"\{key:([a-z0-9.\-]+)\}")
+
+
+def with_keys(text: str, km: keymap.KeyMap) -> str:
+    """Replace ``{key:approve}`` by the keys of ``approve`` (``y / Enter``)."""
+
+    def keys(match: re.Match[str]) -> str:
+        try:
+            return keymap.display_keys(km.keys(match.group(1)))
+        except KeyError:
+            return match.group(0)
+
+    return _KEY_REF.sub(keys, text)
 
 
 def help_markdown(km: keymap.KeyMap, focused: DOMNode | None, *, everything: bool = False) -> str:
@@ -52,11 +70,11 @@ def help_markdown(km: keymap.KeyMap, focused: DOMNode | None, *, everything: boo
             'e.g. `approve = "y,ctrl+y"`.'
         )
     else:
-        text = widget_help(focused)
+        text = widget_help(focused, km)
         if text:
             parts.append(text)
         parts.append("## Keys here")
-        parts.append(km.help_markdown(keymap.scopes_for(focused)))
+        parts.append(km.help_markdown(keymap.scopes_for(focused), keymap.descriptions_for(focused)))
         parts.append("Type `/help` in the prompt for every key and the slash commands.")
     return "\n\n".join(parts)
 

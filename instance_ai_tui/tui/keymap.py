@@ -124,6 +124,7 @@ __all__ = [
     "SCOPE_TITLES",
     "Scope",
     "bindings",
+    "descriptions_for",
     "display_keys",
     "normalize_keys",
     "scopes_for",
@@ -467,22 +468,39 @@ class KeyMap:
             if keys != self._class_defaults[binding_id]
         }
 
-    def help_rows(self, scopes: Iterable[str] = SCOPES) -> list[HelpRow]:
-        """Rows for the help screen, in ``scopes`` order, then registry order."""
+    def help_rows(self, scopes: Iterable[str] = SCOPES, descriptions: Mapping[str, str] | None = None) -> list[HelpRow]:
+        """Rows for the help screen, in ``scopes`` order, then registry order. ``descriptions``:
+        a widget's own words for some ids (``BINDING_DESCRIPTIONS``, e.g. the plan review's
+        "Reject plan" for ``deny``), the same words its footer shows."""
         rows = []
         for scope in scopes:
             for item in KEYS:
                 if item.scope == scope:
-                    rows.append(HelpRow(item.id, display_keys(self._keys[item.id]), item.description, item.scope))
+                    words = (descriptions or {}).get(item.id, item.description)
+                    rows.append(HelpRow(item.id, display_keys(self._keys[item.id]), words, item.scope))
         return rows
 
-    def help_markdown(self, scopes: Iterable[str] = SCOPES) -> str:
+    def help_markdown(self, scopes: Iterable[str] = SCOPES, descriptions: Mapping[str, str] | None = None) -> str:
         """A Markdown table of ``help_rows(scopes)`` for the F1 help."""
         lines = ["| Key | Action | Where | Id |", "|---|---|---|---|"]
-        for row in self.help_rows(scopes):
+        for row in self.help_rows(scopes, descriptions):
             keys = row.keys.replace("|", "\\|")
             lines.append(f"| {keys} | {row.description} | {SCOPE_TITLES[row.scope]} | `{row.id}` |")
         return "\n".join(lines)
+
+
+def descriptions_for(node: DOMNode | None) -> dict[str, str]:
+    """The ``BINDING_DESCRIPTIONS`` of ``node`` and its ancestors (innermost wins): a widget's
+    own words for a shared binding, used by its footer and its help alike."""
+    out: dict[str, str] = {}
+    current = node
+    while current is not None:
+        own = getattr(type(current), "BINDING_DESCRIPTIONS", None)
+        if isinstance(own, dict):
+            for key, value in own.items():
+                out.setdefault(key, value)
+        current = current.parent
+    return out
 
 
 def scopes_for(node: DOMNode | None) -> list[str]:

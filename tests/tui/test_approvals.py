@@ -265,3 +265,58 @@ async def test_the_open_threads_card_is_counted_and_the_bell_can_be_turned_off()
         assert "1 answer waiting: 1 here (Ctrl+G)" in app.status_line.plain
         assert app.thread_list.pending_marks == {"work": 1}
         assert app.terminal.signals == ["title:(1) answer waiting — Instance AI"]  # no bell
+
+
+# --------------------------------------------------------------------------- labels follow the key map
+
+
+async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
+    from instance_ai_tui.config import Settings
+    from instance_ai_tui.tui.help_screen import HelpScreen
+
+    client = client_with(running_log())
+    settings = Settings.model_validate({"ui": {"keys": {"approve": "ctrl+y", "deny": "ctrl+u", "always-allow": "ctrl+a"}}})
+    app = make_app(client, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        client.publish("work", ask())
+        await until(lambda: card_of(app) is not None, pilot)
+        card = card_of(app)
+        labels = [str(button.label) for button in card.query("Button")]
+        assert labels == ["Ctrl+Y Approve", "Ctrl+U Deny", "Ctrl+A Always allow"]
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        help_text = " ".join(app.screen.markdown.split())
+        assert "**Ctrl+Y** approve · **Ctrl+U** deny · **Ctrl+A** always allow" in help_text
+        assert "**y**" not in help_text
+        await pilot.press("escape")
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("y")  # the default key does nothing any more
+        await pilot.pause(0.1)
+        assert confirms(client) == []
+        await pilot.press("ctrl+y")
+        await until(lambda: confirms(client), pilot)
+        assert confirms(client) == [("cr-1", ApprovalConfirm(approved=True))]
+
+
+async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help() -> None:
+    from instance_ai_tui.tui.confirmations import PlanReviewCard
+    from instance_ai_tui.tui.help_screen import help_markdown
+
+    plan = ev("confirmation-request", run="r1", requestId="cr-p", toolCallId="p-r1", toolName="create-tasks",
+              severity="info", message="Review the plan", inputType="plan-review",
+              tasks=[{"id": "t1", "description": "Build it", "status": "pending"}])
+    log = [ev("run-start", run="r1", messageId="m-r1"),
+           ev("tool-call", run="r1", toolCallId="p-r1", toolName="create-tasks", args={}), plan]
+    client = client_with(log)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        await until(lambda: isinstance(app.focused, PlanReviewCard), pilot)
+        card = app.focused
+        assert [str(b.label) for b in card.query("Button")] == ["y Approve", "r Request changes", "n Reject plan"]
+        footer = {b.binding.id: b.binding.description for b in app.screen.active_bindings.values()}
+        assert footer["deny"] == "Reject plan"
+        text = " ".join(help_markdown(app.keys, card).split())
+        assert "**n** or **x** reject the plan" in text and "Deny" not in text
+        assert "| n | Reject plan |" in text
