@@ -198,7 +198,7 @@ class _ChatEndpoint:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
         record = self.server._record(scope["path"], body, headers)
-        problem = _validate_request(body)
+        problem = _validate_request(body, self.server.openai_null_content)
         if problem:
             await self._json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
             record.completed_at = time.monotonic()
@@ -327,7 +327,7 @@ class _ChatEndpoint:
             record.first_chunk_at = time.monotonic()
 
 
-def _validate_request(body: dict[str, Any]) -> str | None:
+def _validate_request(body: dict[str, Any], null_content_with_tool_calls: bool = False) -> str | None:
     """The checks strict servers make (llama.cpp rejects ``content: null`` on assistant turns)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -336,7 +336,7 @@ def _validate_request(body: dict[str, Any]) -> str | None:
         role = m.get("role")
         if role not in ("system", "user", "assistant", "tool", "developer"):
             return f"messages[{i}].role is invalid: {role!r}"
-        if "content" in m and m["content"] is None:
+        if "content" in m and m["content"] is None and not (null_content_with_tool_calls and m.get("tool_calls")):
             return f"messages[{i}].content: Input should be a valid string"
         if role == "tool" and not m.get("tool_call_id"):
             return f"messages[{i}]: a tool message needs tool_call_id"
@@ -360,7 +360,11 @@ def _split_words(text: str, words: int) -> list[str]:
 class MockOpenAIServer:
     """A scripted OpenAI-compatible server on 127.0.0.1 (a random free port by default)."""
 
-    def __init__(self, script: Script = (), *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, script: Script = (), *, host: str = "127.0.0.1", port: int = 0,
+                 openai_null_content: bool = False) -> None:
+        #: accept ``content: null`` on an assistant turn with tool_calls, as OpenAI does (n8n's ai-sdk
+        #: sends that); the default refuses it as llama.cpp does
+        self.openai_null_content = openai_null_content
         self.host = host
         self.port = port
         self.requests: list[RecordedRequest] = []

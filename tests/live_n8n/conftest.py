@@ -47,7 +47,7 @@ class ModelServer:
 
     def __init__(self) -> None:
         self.responder: Responder = lambda body: MockResponse(text="(no responder set)")
-        self.server = MockOpenAIServer(self._respond)
+        self.server = MockOpenAIServer(self._respond, openai_null_content=True)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="live-model", daemon=True)
 
