@@ -35,7 +35,7 @@ def build_service(settings: Settings, *, demo_delay: float | None = None,
     if generate_titles is not None:
         options.generate_titles = generate_titles
     path = settings.resolved_db_path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder: private (issue 15)
     store = SqliteStore(path)
     bus = InProcessBus(store)
     return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options)

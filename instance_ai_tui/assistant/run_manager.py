@@ -446,6 +446,12 @@ class RunManager:
         """End the thread's run as cancelled; False when nothing was running (idempotent).
         With ``route``, a run of another process is cancelled there."""
         run = self._runs.get(thread_id)
+        if run is None and thread_id in self._locks:
+            # a POST chat is starting a run right now: wait for it and cancel what it started
+            # (answering "ok" while the run went on was the race of issue 15)
+            async with self._lock(thread_id):
+                pass
+            run = self._runs.get(thread_id)
         if run is None:
             return await self.coordinator.cancel_elsewhere(thread_id, reason) if route else False
         run.cancel_reason = run.cancel_reason or reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
@@ -140,7 +141,13 @@ def parse_confirm_body(data: Any) -> ConfirmBody:
     """
     if isinstance(data, dict) and "kind" not in data:
         data = {"kind": "approval", **data}
-    return _confirm_adapter().validate_python(data)
+    # strict, as JSON: "yes", 1 or "on" is not a boolean (lax mode approved them); nested
+    # objects still validate from plain dicts
+    try:
+        text = json.dumps(data)
+    except (TypeError, ValueError):
+        return _confirm_adapter().validate_python(data, strict=True)
+    return _confirm_adapter().validate_json(text, strict=True)
 
 
 class ConfirmResponse(WireModel):

@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
@@ -142,7 +143,9 @@ def _check_thread_id(thread_id: str) -> None:
 
 
 def _prepare_file(path: Path) -> None:
-    """Create the parent directory (0700) and the database file (0600) if they are missing."""
+    """Create the parent directory (0700) and the database file (0600) if they are missing; an
+    existing database (and its WAL files) readable by others is made 0600 (it holds every
+    conversation)."""
     parent = path.parent
     if not parent.exists():
         parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -150,6 +153,13 @@ def _prepare_file(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
+        for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            try:
+                mode = existing.stat().st_mode
+                if stat.S_ISREG(mode) and mode & 0o077:
+                    os.chmod(existing, stat.S_IMODE(mode) & 0o600)
+            except OSError:
+                pass  # absent, or not ours to change: opening will tell
         return
     os.close(fd)
     os.chmod(path, 0o600)
