@@ -343,6 +343,15 @@ one at a time · **Ctrl+F** finds text.
         return [w for w in widgets if isinstance(w, _turns().AssistantTurn)]
 
     # ------------------------------------------------------------------ following
+    def on_descendant_focus(self, event: Any) -> None:
+        """A block the user moves to stays where it is: following the newest output (which
+        scrolls as it grows) stops, so expanding the block keeps its header in view; End
+        follows again."""
+        from textual.widgets import Button
+
+        if self.following and not isinstance(event.widget, Button) and self.max_scroll_y > 0:
+            self.release_anchor()
+
     def release_anchor(self) -> None:
         super().release_anchor()
         self.following = False

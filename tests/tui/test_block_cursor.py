@@ -47,3 +47,38 @@ async def test_alt_arrows_walk_the_blocks_and_k_copies_code_blocks() -> None:
         assert app.focused is not None and not isinstance(app.focused, UserMessage)
         region = app.focused.region
         assert region.overlaps(app.view.scrollable_content_region)
+
+
+async def test_expanding_a_block_while_the_agent_streams_keeps_its_header_in_view() -> None:
+    before = "".join(f"Line {n} before the call.\n\n" for n in range(30))
+    after = "".join(f"Line {n} after the call.\n\n" for n in range(200))
+    run = [ev("run-start", messageId="m1"), *text_deltas(before, size=400),
+           ev("tool-call", toolCallId="tc1", toolName="list-workflows", args={"limit": 10}),
+           ev("tool-result", toolCallId="tc1", result={"workflows": [{"id": str(n), "name": f"Workflow {n}"}
+                                                                   for n in range(30)]}),
+           *text_deltas(after, size=4)]
+    app = make_app(recorded([run], delay=0.02))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list and talk")
+        view = app.view
+
+        def card_on_screen() -> bool:
+            t = turns(app)
+            card = t[-1].cards.get("tc1") if t else None
+            return card is not None and view.following and view.max_scroll_y > 0 \
+                and card.region.y >= view.scrollable_content_region.y + 2
+        await until(card_on_screen, pilot, timeout=15)
+        card = turns(app)[-1].cards["tc1"]
+        card.focus()  # as Tab does
+        await pilot.pause(0.2)
+        top = card.region.y
+        await pilot.pause(0.3)
+        assert card.region.y == top  # focused: it stays where it is while the text below grows
+        await pilot.press("enter")  # expand while the text below keeps streaming
+        await until(lambda: card.expanded, pilot)
+        await pilot.pause(0.5)
+        assert app.conversation.is_streaming
+        assert card.region.y == top  # the header did not move
+        await pilot.press("end")  # and End follows the output again
+        await until(lambda: view.following, pilot)
