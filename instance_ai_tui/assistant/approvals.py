@@ -3,7 +3,8 @@
 A tool built with ``approval(severity, message)`` suspends for approval unless the user chose
 "always allow" for it in this thread (confirm with ``scope: "session"``). The allowance is kept
 in the store's settings under ``thread:<id>`` / ``always_allow`` so it survives restarts and is
-deleted with the thread.
+deleted with the thread. ``load_allowances`` lists them (``/permissions`` in the app) and
+``revoke_allowance`` takes one back.
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ def _scope(thread_id: str) -> str:
 async def load_allowances(store: Store, thread_id: str) -> set[str]:
     value = await store.get_setting(_scope(thread_id), ALWAYS_ALLOW_KEY)
     return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+async def revoke_allowance(store: Store, thread_id: str, tool_name: str, live: set[str] | None = None) -> list[str]:
+    """Take ``tool_name`` out of the thread's always-allowed tools (stored, and ``live``: the
+    set of a run that is going now, so its next call asks again). Returns what is left."""
+    stored = await load_allowances(store, thread_id)
+    stored.discard(tool_name)
+    await store.set_setting(_scope(thread_id), ALWAYS_ALLOW_KEY, sorted(stored))
+    if live is not None:
+        live.discard(tool_name)
+    return sorted(stored)
 
 
 async def remember_allowance(store: Store, thread_id: str, tool_name: str, allowances: set[str]) -> None:

@@ -24,6 +24,12 @@ class ThreadNotFound(AssistantError):
     status = 404
 
 
+class PermissionNotFound(AssistantError):
+    """Revoking an "always allow" the thread does not have."""
+
+    status = 404
+
+
 class ConfirmationNotFound(AssistantError):
     status = 404
 

@@ -35,6 +35,7 @@ from ..protocol.api import (
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
+    ThreadPermissions,
     ThreadStatus,
 )
 from ..runtime.checkpoints import StoreCheckpointStore
@@ -46,7 +47,7 @@ from .confirmations import DEFAULT_TTL_SECONDS
 from .context import Services
 from .coordination import RunCoordinator
 from .demo_instance import DemoN8n
-from .errors import InvalidRequest, RunActive, ThreadNotFound
+from .errors import InvalidRequest, PermissionNotFound, RunActive, ThreadNotFound
 from .history import thread_messages
 from .ids import new_thread_id
 from .models import select_model
@@ -307,6 +308,25 @@ class InstanceAI:
         return await thread_messages(self.store, self.runs, thread_id)
 
     @_store_errors_translated
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        """The thread's "always allow" grants."""
+        from .approvals import load_allowances
+
+        await self.get_thread(thread_id)
+        return ThreadPermissions(always_allow=sorted(await load_allowances(self.store, thread_id)))
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        """Revoke one "always allow" grant: stored, and in the run going now (its next call of
+        that tool asks again)."""
+        from .approvals import load_allowances, revoke_allowance
+
+        await self.get_thread(thread_id)
+        if tool_name not in await load_allowances(self.store, thread_id):
+            raise PermissionNotFound(f"{tool_name!r} is not always allowed in this thread")
+        run = self.runs.live(thread_id)
+        live = run.ctx.allowances if run is not None else None
+        return ThreadPermissions(always_allow=await revoke_allowance(self.store, thread_id, tool_name, live))
+
     async def status(self, thread_id: str) -> ThreadStatus:
         run = self.runs.live(thread_id)
         if run is None:

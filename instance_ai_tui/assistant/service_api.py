@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import AsyncIterator, Protocol, runtime_checkable
 
-from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    RewindResponse,
+    ThreadInfo,
+    ThreadMessages,
+    ThreadPermissions,
+    ThreadStatus,
+)
 from ..store.base import StoredEvent
 
 
@@ -51,3 +59,10 @@ class AssistantService(Protocol):
 
     async def messages(self, thread_id: str) -> ThreadMessages: ...
     async def status(self, thread_id: str) -> ThreadStatus: ...
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        """The thread's "always allow" grants."""
+        ...
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        """Revoke one grant (404 ``PermissionNotFound`` if the thread has none for it)."""
+        ...

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import AsyncIterator, Callable
 
-from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    RewindResponse,
+    ThreadInfo,
+    ThreadMessages,
+    ThreadPermissions,
+    ThreadStatus,
+)
 from ..protocol.events import Event
 from ..protocol.tree import RunSyncPayload
 
@@ -179,6 +187,16 @@ class Client(abc.ABC):
 
     #: whether ``rewind`` works here (retry, edit and rewind need it)
     can_rewind: bool = False
+
+    # ----------------------------------------------------------------- "always allow" grants
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        """The tools the user chose "always allow" for in this thread (our own server and
+        embedded). n8n keeps such grants in its own settings: ``ClientError``."""
+        raise ClientError("this server does not list 'always allow' grants (n8n keeps them in its own settings)")
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        """Revoke one "always allow" grant; returns what is left (``NotFoundError`` if none)."""
+        raise ClientError("this server cannot revoke 'always allow' grants (n8n keeps them in its own settings)")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay

@@ -12,7 +12,15 @@ import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
 
 from ..assistant.errors import AssistantError
-from ..protocol.api import ConfirmBody, ConfirmResponse, RewindResponse, ThreadInfo, ThreadMessages, ThreadStatus
+from ..protocol.api import (
+    ConfirmBody,
+    ConfirmResponse,
+    RewindResponse,
+    ThreadInfo,
+    ThreadMessages,
+    ThreadPermissions,
+    ThreadStatus,
+)
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
 
@@ -138,6 +146,14 @@ class EmbeddedClient(Client):
             return await self.service.status(thread_id)
 
     can_rewind = True
+
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        with _translated():
+            return await self.service.permissions(thread_id)
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        with _translated():
+            return await self.service.revoke_permission(thread_id, tool_name)
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         with _translated():

@@ -25,6 +25,7 @@ from ..protocol.api import (
     ThreadInfo,
     ThreadList,
     ThreadMessages,
+    ThreadPermissions,
     ThreadStatus,
 )
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
@@ -252,6 +253,15 @@ class RemoteClient(Client):
         return self._parse(ThreadStatus, data, "status")
 
     can_rewind = True
+
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/permissions", what="permissions")
+        return self._parse(ThreadPermissions, data, "permissions")
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        path = f"/threads/{self._quote(thread_id)}/permissions/{self._quote(tool_name)}"
+        data = await self._request("DELETE", path, what="revoke permission")
+        return self._parse(ThreadPermissions, data, "permissions")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         # the server validates the body (an empty id is its 400, shown as a ClientError)

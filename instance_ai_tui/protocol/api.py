@@ -204,6 +204,14 @@ class InstanceAiMessage(WireModel):
     superseded: bool = False
 
 
+class ThreadPermissions(WireModel):
+    """``GET threads/:threadId/permissions`` (and the answer of ``DELETE
+    threads/:threadId/permissions/:toolName``): the tools the user chose "always allow" for in
+    this thread — they run without asking until revoked."""
+
+    always_allow: list[str] = Field(default_factory=list)
+
+
 class RewindRequest(WireModel):
     """``POST threads/:threadId/rewind``: forget the turns from this user message on."""
 

@@ -46,7 +46,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..assistant.errors import AssistantError
+from ..assistant.errors import AssistantError, InvalidRequest
 from ..assistant.service_api import AssistantService
 from ..protocol.api import (
     CreateThreadRequest,
@@ -407,6 +407,17 @@ class InstanceAIApi:
         body: RewindRequest = self._model(RewindRequest, await self._json(request))
         return self._ok(await self.service.rewind(thread_id, body.message_id))
 
+    async def permissions(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        return self._ok(await self.service.permissions(thread_id))
+
+    async def revoke_permission(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        tool_name = request.path_params.get("toolName", "")
+        if not _ID_RE.match(tool_name):
+            raise InvalidRequest("toolName must be 1-128 letters, digits or ._:@-")
+        return self._ok(await self.service.revoke_permission(thread_id, tool_name))
+
     def routes(self) -> list[Route]:
         p = PREFIX
         return [
@@ -422,6 +433,8 @@ class InstanceAIApi:
             Route(f"{p}/threads/{{threadId}}", self.delete_thread, methods=["DELETE"]),
             Route(f"{p}/threads/{{threadId}}/messages", self.messages, methods=["GET"]),
             Route(f"{p}/threads/{{threadId}}/status", self.status, methods=["GET"]),
+            Route(f"{p}/threads/{{threadId}}/permissions", self.permissions, methods=["GET"]),
+            Route(f"{p}/threads/{{threadId}}/permissions/{{toolName}}", self.revoke_permission, methods=["DELETE"]),
             Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
         ]
 

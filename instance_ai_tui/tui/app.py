@@ -1264,6 +1264,12 @@ class InstanceAiApp(App[None]):
         self.notify(f"Not copied to your clipboard: {blocker}. {what[:1].upper()}{what[1:]} is saved in {path}.",
                     severity="warning", timeout=10)
 
+    def show_permissions(self) -> None:
+        """``/permissions``: the open thread's "always allow" grants, with revoke."""
+        from .permissions_screen import open_permissions
+
+        open_permissions(self)
+
     def copy_last_answer(self) -> None:
         view = self.view
         turns = view.assistant_turns()
@@ -1283,6 +1289,7 @@ class InstanceAiApp(App[None]):
             "theme": lambda: self._slash_theme(arg),
             "export": lambda: self.export_thread(arg or None),
             "help": lambda: self.show_full_help(),
+            "permissions": lambda: self.show_permissions(),
             "retry": lambda: self.rewind_last(resend=True),
             "edit": lambda: self.rewind_last(resend=False),
             "rewind": lambda: self.pick_rewind(),
@@ -1293,7 +1300,7 @@ class InstanceAiApp(App[None]):
         if command is None:
             if name and " " not in text.split("\n")[0][: len(name) + 1] and name.isalpha():
                 self.notify(
-                    f"Unknown command /{name}. Commands: /new /threads /retry /edit /rewind /theme /export /help /quit",
+                    f"Unknown command /{name}. Commands: /new /threads /retry /edit /rewind /theme /export /permissions /help /quit",
                     severity="warning",
                 )
                 self.prompt.load_text(text)
@@ -1527,6 +1534,7 @@ class InstanceAiApp(App[None]):
         yield SystemCommand("Export thread", "Write the thread as Markdown", self.action_export)
         yield SystemCommand("Copy last answer", "Copy the agent's last answer", self.copy_last_answer)
         yield SystemCommand("Help", "Every key and slash command", self.show_full_help)
+        yield SystemCommand("Permissions", "The thread's always-allow grants; revoke them", self.show_permissions)
         if self.pending or self.pending_watch.elsewhere:
             yield SystemCommand("Go to pending approval", "Jump to the card waiting for you", self.action_next_pending_card)
         if self.conversation is not None and self.conversation.is_streaming:

@@ -41,8 +41,8 @@ from ..protocol.api import (
 )
 from ..protocol.tree import Confirmation, ToolCallState
 from . import keymap
-from .themes import SEVERITY
 from .tasks_panel import render_tasks
+from .themes import SEVERITY
 
 GRACE_SECONDS = 0.5
 

@@ -26,6 +26,7 @@ SLASH_HELP = """
 | `/threads` | show the thread list and search it |
 | `/theme [name]` | pick a theme (or switch to `name`) |
 | `/export [file]` | write the thread as Markdown (default: `<thread>.md` in the current folder) |
+| `/permissions` | the "always allow" grants of this thread, and revoke them |
 | `/help` | this help |
 | `/quit` | quit |
 """

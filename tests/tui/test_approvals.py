@@ -320,3 +320,57 @@ async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help()
         text = " ".join(help_markdown(app.keys, card).split())
         assert "**n** or **x** reject the plan" in text and "Deny" not in text
         assert "| n | Reject plan |" in text
+
+
+# --------------------------------------------------------------------------- /permissions
+
+
+async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
+    """Build with the demo model, answer "always allow", then revoke it in /permissions."""
+    from instance_ai_tui.config import Settings
+    from instance_ai_tui.tui.permissions_screen import PermissionsScreen
+
+    app = make_app(client, Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "ui.sqlite3"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("every morning send the weather forecast to Slack")
+        await pilot.press("enter")
+        await until(lambda: card_of(app) is not None, pilot, timeout=20)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("a")
+        await until(lambda: not app.conversation.is_streaming, pilot, timeout=20)
+        thread_id = app.thread_id
+        assert (await client.permissions(thread_id)).always_allow == ["activate-workflow"]
+        app.prompt.load_text("/permissions")
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, PermissionsScreen) and app.screen.grants, pilot)
+        assert app.screen.grants == ["activate-workflow"]
+        await pilot.press("d")
+        await until(lambda: isinstance(app.screen, PermissionsScreen) and not app.screen.grants, pilot)
+        assert (await client.permissions(thread_id)).always_allow == []
+        await pilot.press("escape")
+        # the next build asks again
+        app.prompt.load_text("every evening send the RSS news to Slack")
+        await pilot.press("enter")
+        await until(lambda: card_of(app) is not None, pilot, timeout=20)
+
+
+async def test_permissions_lists_and_revokes_always_allow_embedded(tmp_path: Any) -> None:
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.config import Settings
+
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "db.sqlite3"})
+    await _grant_and_revoke(EmbeddedClient(settings), tmp_path)
+
+
+async def test_permissions_lists_and_revokes_always_allow_on_our_server(tmp_path: Any) -> None:
+    from server.live import serve_app
+
+    from instance_ai_tui.client.remote import RemoteClient
+    from instance_ai_tui.config import ModelSettings, Settings
+    from instance_ai_tui.server.app import create_app
+    from instance_ai_tui.server.service_factory import build_service
+
+    settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
+    async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:
+        await _grant_and_revoke(RemoteClient(url), tmp_path)
