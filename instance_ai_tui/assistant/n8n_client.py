@@ -45,11 +45,32 @@ class N8nBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``http://user:pass@host`` -> (``http://host``, (user, pass)); a URL without them is unchanged.
+
+    A password inside ``N8N_URL`` must not reach logs (httpx logs request URLs) or the model
+    (the tools describe the instance by its URL): it travels as HTTP basic auth instead."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url.strip())
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port else "")
+    return urlunsplit(parts._replace(netloc=netloc)), (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
 def api_base(url: str) -> str:
-    """``http://host:5678`` or ``http://host:5678/api/v1`` -> ``http://host:5678/api/v1``."""
-    base = url.strip().rstrip("/")
+    """``http://host:5678`` or ``http://host:5678/api/v1`` -> ``http://host:5678/api/v1`` (credentials removed)."""
+    base = split_credentials(url)[0].strip().rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise ValueError(f"N8N_URL must start with http:// or https:// (got {url!r})")
+        raise ValueError(f"N8N_URL must start with http:// or https:// (got {base!r})")
     return base if base.endswith("/api/v1") else f"{base}/api/v1"
 
 
@@ -84,8 +105,10 @@ class N8nPublicApi:
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
         if not key:
             raise ValueError("N8N_API_KEY is empty")
+        credentials = split_credentials(url)[1]
         self._http = httpx.AsyncClient(
             base_url=self.base,
+            auth=httpx.BasicAuth(*credentials) if credentials else None,
             headers={"X-N8N-API-KEY": key, "Accept": "application/json"},
             timeout=timeout,
             transport=transport,
