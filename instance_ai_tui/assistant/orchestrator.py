@@ -69,4 +69,5 @@ def build_orchestrator(services: Services, store: Store, *, max_iterations: int 
         checkpoints=services.checkpoints,
         max_iterations=max_iterations,
         tool_call_concurrency=3,
+        stop_on_limit=True,
     )

@@ -769,6 +769,8 @@ def _cancelled_text(reason: str) -> str:
 
 
 def _friendly(error: str, status_code: int | None) -> str:
+    if error.startswith("stopped after "):  # runtime.agent.RunStopped: the step limit / a repeated failure
+        return error
     low = error.lower()
     if status_code in (401, 403) or "api key" in low:
         return "The model provider refused the credentials. Check the API key."

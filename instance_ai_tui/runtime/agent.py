@@ -8,6 +8,7 @@ docstring (``runtime/__init__.py``) for the public API.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Collection
@@ -107,6 +108,10 @@ class _Run:
         self.usage = Usage()
         self.sub_usage: list[SubAgentUsage] = []
         self.iteration = 0
+        #: the last failed tool call's error, its call (name + arguments) and how often in a row it failed
+        self.last_error: str | None = None
+        self.last_failure: str | None = None
+        self.repeats = 0
         self.finish_reason: str | None = None
         self.error: str | None = None
         self.status_code: int | None = None
@@ -262,6 +267,7 @@ class Agent:
         checkpoint_ttl: float | None = None,
         title_model: ModelAdapter | None = None,
         description: str = "",
+        stop_on_limit: bool = False,
     ) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
@@ -274,6 +280,10 @@ class Agent:
         self.memory = memory
         self.checkpoints: CheckpointStore = checkpoints if checkpoints is not None else InMemoryCheckpointStore()
         self.max_iterations = max_iterations
+        #: reaching ``max_iterations``, or the same tool call failing three times in a row, fails the
+        #: run with ``RunStopped`` ("stopped after N steps: the last error was ...") instead of
+        #: finishing it quietly with ``finish_reason="max-iterations"``
+        self.stop_on_limit = stop_on_limit
         self.tool_call_concurrency = tool_call_concurrency
         self.require_approval = require_approval
         self.prices = prices
@@ -489,6 +499,8 @@ class Agent:
                 self._check_cancel(run)
                 if run.iteration >= run.max_iterations:
                     run.finish_reason = "max-iterations"
+                    if self.stop_on_limit:
+                        raise RunStopped(run.iteration, run.last_error)
                     break
                 run.iteration += 1
                 assistant, reason = await self._call_model(run)
@@ -496,11 +508,15 @@ class Agent:
                     run.finish_reason = _FINISH_REASONS.get(reason, "other")
                     await self._event(run, AgentEvent.TURN_END, message=assistant, tool_results=[])
                     break
+                calls = {cid: _call_signature(run.pending.get(cid)) for cid in run.batch}
                 await self._execute(run, run.batch)
                 if self._suspended(run):
                     await self._suspend(run)
                     return
+                _note_failures(run, calls)
                 await self._close_batch(run)
+                if self.stop_on_limit and run.repeats >= REPEATED_FAILURES:
+                    raise RunStopped(run.iteration, run.last_error, repeated=True)
             await self._complete(run)
         except (asyncio.CancelledError, ModelCancelled):
             task = asyncio.current_task()
@@ -830,7 +846,7 @@ class Agent:
         run.finish_reason = "error"
         run.error = str(exc) or type(exc).__name__
         run.status_code = getattr(exc, "status_code", None)
-        if not isinstance(exc, ModelError):
+        if not isinstance(exc, ModelError | RunStopped):
             log.exception("agent %s run %s failed", self.name, run.run_id, exc_info=exc)
         try:
             self._settle_unfinished(run, FAILED_RESULT)
@@ -870,6 +886,51 @@ class Agent:
         task = asyncio.get_running_loop().create_task(job())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+REPEATED_FAILURES = 3
+
+
+class RunStopped(Exception):
+    """A run that cannot finish: the step limit, or the same failing tool call three times."""
+
+    def __init__(self, steps: int, last_error: str | None, *, repeated: bool = False) -> None:
+        why = f"the last error was {_short(last_error)}" if last_error else "no answer within the step limit"
+        if repeated:
+            why = f"the same tool call failed {REPEATED_FAILURES} times; {why}"
+        super().__init__(f"stopped after {steps} steps: {why}")
+        self.steps = steps
+        self.last_error = last_error
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_signature(pending: PendingToolCall | None) -> str | None:
+    if pending is None:
+        return None
+    try:
+        return pending.tool_name + json.dumps(pending.args, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return pending.tool_name + repr(pending.args)
+
+
+def _note_failures(run: _Run, calls: dict[str, str | None]) -> None:
+    """Remember the batch's failures: the last error and how often the same call failed in a row."""
+    for call_id, signature in calls.items():
+        settled = run.settled.get(call_id)
+        if settled is None or settled.skipped:
+            continue
+        if not settled.is_error:
+            run.last_failure, run.repeats = None, 0
+            continue
+        run.last_error = settled.error or settled.model_output or "the tool failed"
+        if signature is not None and signature == run.last_failure:
+            run.repeats += 1
+        else:
+            run.last_failure, run.repeats = signature, 1
 
 
 async def _approval_preview(tool: Tool, args: Any, ctx: ToolContext) -> dict[str, Any] | None:
