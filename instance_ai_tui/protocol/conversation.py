@@ -385,18 +385,20 @@ class Conversation:
             if id <= self.cursor:
                 return False
             self.cursor = id
+        if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
+            # the bulk of every stream: straight to the message's reducer (which never raises)
+            hot = self._hot_msg
+            if event.run_id != self._hot_run or hot is None:
+                hot = self._hot_message(event.run_id)
+            if hot is not None and hot.reducer is not None:
+                hot.reducer.apply(event)
+                if not hot.dirty:
+                    self._mark(hot)
+                return True
         return self._fold(event)
 
     def _fold(self, event: Event | RunSyncPayload) -> bool:
         try:
-            if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
-                # the bulk of every stream: straight to the message's reducer
-                hot = self._hot_message(event.run_id)
-                if hot is not None and hot.reducer is not None:
-                    hot.reducer.apply(event)
-                    if not hot.dirty:
-                        self._mark(hot)
-                    return True
             if isinstance(event, RunSyncPayload):
                 self.apply_run_sync(event)
                 return True
