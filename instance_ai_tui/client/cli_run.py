@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 the run completed; 1 it did not: an error, a cancellation, or a run that "
+                     "stopped (\"stopped after N steps: the last error was ...\" when the agent reached its step "
+                     "limit or repeated a failing tool call 3 times); 2 bad arguments; 130 interrupted; "
+                     "141 output closed early")
     parser.add_argument("message", help="the message to send")
     parser.add_argument("--thread", help="thread id (created if new; default: a new thread)")
     parser.add_argument("--json", action="store_true", help="print every protocol event as one JSON line")

@@ -97,3 +97,19 @@ def test_unknown_node_type_is_a_clear_tool_error_and_nothing_is_sent(n8n: Any, m
     assert done.returncode == 0, done.stderr
     assert "LIVE-ERROR-SEEN" in done.stdout and "n8n-nodes-base.httpRequest" in done.stdout
     assert {w["id"] for w in api(n8n, "GET", "/workflows")["data"]} == before
+
+
+def test_a_run_that_cannot_finish_says_so_and_exits_1(n8n: Any, model: Any, responder: Any, tmp_path: Path) -> None:
+    def script(body: dict[str, Any]) -> MockResponse:
+        if not tool_names(body):
+            return MockResponse(text="Stuck")
+        # a model stuck on one mistake: the same refused call again and again
+        return MockResponse.call("create-workflow", {"name": "Stuck", "nodes": [{"type": "n8n-nodes-base.slackk"}]})
+
+    responder(script)
+    done = run_cli(n8n, model.base_url, tmp_path, "live-stuck: build it")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    said = done.stdout + done.stderr
+    assert "stopped after 3 steps: the same tool call failed 3 times; the last error was unknown node type " \
+           "'n8n-nodes-base.slackk'" in said, said
+    assert "n8n-nodes-base.slack" in said
