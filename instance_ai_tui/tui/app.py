@@ -667,6 +667,8 @@ class InstanceAiApp(App[None]):
         if changed or not new:
             self._pending_changed([rid for rid in new if rid not in old])
         if changed:
+            self._update_tasks(conversation)  # a plan review answered: rejected plans leave
+        if changed:
             frame.new_cards.extend(self.view.refresh_pending(changed))
             if bool(old) != bool(new):
                 self.refresh_bindings()  # the footer recomposes: only when "pending" flips
@@ -803,7 +805,16 @@ class InstanceAiApp(App[None]):
         tasks = conversation.latest_tasks
         if tasks is None:
             tasks = _tasks_from_history(conversation)
-        panel.set_tasks(tasks)
+        from .tasks_panel import checklist
+
+        # a rejected plan is not the checklist; a stopped run's unfinished tasks show stopped
+        last = next((m for m in reversed(conversation.messages) if m.reducer is not None), None)
+        run_status = None if last is None or last.reducer is None or last.is_streaming else last.reducer.status
+        reviews = [call for m in conversation.messages if m.reducer is not None
+                   for _agent, call in m.reducer.confirmation_calls()
+                   if call.confirmation is not None and call.confirmation.effective_input_type == "plan-review"]
+        tasks, note = checklist(tasks, run_status=run_status, plan_reviews=reviews)
+        panel.set_tasks(tasks, note)
         if not self._user_toggled_tasks:
             wide_enough = self.size.width >= PANELS_MIN_WIDTH
             panel.display = bool(tasks is not None and tasks.tasks and self.settings.ui.show_tasks and wide_enough)
@@ -868,6 +879,7 @@ class InstanceAiApp(App[None]):
             self.status_info.message = ""
             self._status_source = None
             self._refresh_threads()
+            self._update_tasks(conversation)  # a stopped run's unfinished tasks
             self.connection.flush_soon()  # a queued message goes now
         self.refresh_bindings()
 

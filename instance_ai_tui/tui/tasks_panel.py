@@ -11,8 +11,49 @@ from textual.content import Content
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from typing import Any
+
+from ..protocol.display_state import display_state
 from ..protocol.events import TaskList, TaskStatus
 from .themes import TASK_STATUS
+
+_UNFINISHED = (TaskStatus.TODO, TaskStatus.IN_PROGRESS)
+_STOP_WORDS = {"cancelled": "run cancelled", "error": "run failed"}
+
+
+def _rejected(call: Any) -> bool:
+    result = call.result
+    return display_state(call, run_active=False).kind == "denied" or (
+        isinstance(result, dict) and result.get("rejected") is True)
+
+
+def _same_plan(a: TaskList, b: Any) -> bool:
+    return isinstance(b, TaskList) and [t.description for t in a.tasks] == [t.description for t in b.tasks]
+
+
+def checklist(tasks: TaskList | None, *, run_status: str | None = None,
+              plan_reviews: list[Any] = ()) -> tuple[TaskList | None, str]:
+    """The checklist to show and a note for its title (pure).
+
+    * A plan the user rejected (its plan review denied or answered ``rejected``) is not the
+      checklist: nothing is shown while it is the latest task list.
+    * When the run that owns the checklist was cancelled, interrupted or failed, unfinished
+      tasks show as cancelled and the title says the run stopped.
+    ``plan_reviews``: the thread's plan-review tool calls (``ToolCallState``), oldest first.
+    """
+    if tasks is None or not tasks.tasks:
+        return tasks, ""
+    if plan_reviews:
+        last = plan_reviews[-1]
+        conf = last.confirmation
+        if _rejected(last) and (conf is None or conf.tasks is None or _same_plan(conf.tasks, tasks)):
+            return None, "plan rejected"
+    word = _STOP_WORDS.get(run_status or "")
+    if word and any(t.status in _UNFINISHED for t in tasks.tasks):
+        stopped = [t.model_copy(update={"status": TaskStatus.CANCELLED}) if t.status in _UNFINISHED else t
+                   for t in tasks.tasks]
+        return tasks.model_copy(update={"tasks": stopped}), f"stopped: {word}"
+    return tasks, ""
 
 def _mark(status: TaskStatus) -> tuple[str, str, str]:
     mark = TASK_STATUS.get(status.value, TASK_STATUS["todo"])
@@ -81,12 +122,14 @@ The agent's plan for the current thread, updated live. Glyphs: ✓ done, ◐ in 
     def tasks(self) -> TaskList | None:
         return self._tasks
 
-    def set_tasks(self, tasks: TaskList | None) -> None:
+    def set_tasks(self, tasks: TaskList | None, note: str = "") -> None:
+        """Show ``tasks``; ``note`` (e.g. "stopped: run cancelled") goes in the title."""
         signature = None if tasks is None else tuple((t.id, t.status, t.description, t.detail) for t in tasks.tasks)
-        if signature == self._signature:
+        if (signature, note) == self._signature:
             return
-        self._signature = signature
+        self._signature = (signature, note)
         self._tasks = tasks
-        self.title_line.update(f"Tasks  {progress_label(tasks)}")
-        self.body.update(render_tasks(tasks))
+        self.title_line.update(f"Tasks  {progress_label(tasks)}" + (f" · {note}" if note else ""))
+        self.body.update(render_tasks(tasks) if tasks is not None or note != "plan rejected"
+                         else Content.styled("The plan was rejected: no checklist.", "$text-muted italic"))
 

@@ -374,3 +374,65 @@ async def test_permissions_lists_and_revokes_always_allow_on_our_server(tmp_path
     settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
     async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:
         await _grant_and_revoke(RemoteClient(url), tmp_path)
+
+
+# --------------------------------------------------------------------------- the checklist tells the truth
+
+
+async def test_cancelled_run_marks_unfinished_tasks_stopped() -> None:
+    from instance_ai_tui.protocol.events import TaskStatus
+
+    run = [
+        ev("run-start", messageId="m1"),
+        ev("tasks-update", tasks=[{"id": "t1", "description": "Build the workflow", "status": "completed"},
+                                  {"id": "t2", "description": "Test it", "status": "in_progress"},
+                                  {"id": "t3", "description": "Activate it", "status": "pending"}]),
+        *[ev("text-delta", text="working ") for _ in range(400)],
+    ]
+    client = RecordedClient({"work": []}, runs=[run], model_name="scripted-test", delay=0.01)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("build it")
+        await pilot.press("enter")
+        await until(lambda: app.tasks_panel.tasks is not None, pilot)
+        assert "stopped" not in str(app.tasks_panel.title_line.visual)
+        app.prompt.focus()
+        await pilot.press("escape")
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        tasks = app.tasks_panel.tasks
+        assert tasks is not None
+        assert [t.status for t in tasks.tasks] == [TaskStatus.DONE, TaskStatus.CANCELLED, TaskStatus.CANCELLED]
+        assert "1/3 done · stopped: run cancelled" in str(app.tasks_panel.title_line.visual)
+
+
+async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
+    from instance_ai_tui.tui.confirmations import PlanReviewCard
+
+    plan = [{"id": "t1", "description": "Build the workflow", "status": "pending"},
+            {"id": "t2", "description": "Activate it", "status": "pending"}]
+    run = [
+        ev("run-start", messageId="m1"),
+        ev("tool-call", toolCallId="pl1", toolName="plan", args={"action": "create", "review": True}),
+        ev("tasks-update", tasks=plan),
+        ev("confirmation-request", requestId="cr-p", toolCallId="pl1", toolName="plan", severity="info",
+           message="Review the plan", inputType="plan-review", tasks=plan),
+        ev("tool-result", toolCallId="pl1", result={"approved": False, "rejected": True}),
+        ev("text-delta", text="All right, no plan. What would you like instead?"),
+        ev("run-finish", status="completed"),
+    ]
+    client = RecordedClient({"work": []}, runs=[run], model_name="scripted-test")
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("plan it")
+        await pilot.press("enter")
+        await until(lambda: isinstance(card_of(app) or app.focused, PlanReviewCard), pilot)
+        assert app.tasks_panel.tasks is not None  # the plan under review is shown
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("n")
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        assert app.tasks_panel.tasks is None
+        assert "plan rejected" in str(app.tasks_panel.title_line.visual)
