@@ -57,7 +57,11 @@ def highlighted(text: str, language: str) -> Content:
     return highlight(text, language="json")
 
 
-def result_summary(value: Any, limit: int = 70) -> str:
+#: the longest summary put in a header (the header itself is cut at the card's width)
+SUMMARY_LIMIT = 400
+
+
+def result_summary(value: Any, limit: int = SUMMARY_LIMIT) -> str:
     """A few words about a result for the header."""
     if value is None:
         return ""
@@ -122,7 +126,7 @@ class ToolCallCard(Vertical, can_focus=True):
     ToolCallCard {
         height: auto;
         padding: 0 0 0 1;
-        & > .tool-header { height: auto; }
+        & > .tool-header { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
         & > .tool-body { height: auto; padding: 0 1 0 2; color: $text; background: $boost; }
         & > .tool-error { height: auto; padding: 0 1 0 2; color: $text-error; }
         &:focus { background-tint: $foreground 5%; }
@@ -231,6 +235,9 @@ class ToolCallCard(Vertical, can_focus=True):
             (tc.tool_name or "tool", "bold"),
         ]
         label = self.shown_state.label if self.shown_state is not None else self.state
+        took = duration(tc.started_at, tc.completed_at)
+        if took:  # before the summary: the header is one line, cut at the width with "…"
+            parts.append((f"  {took}", "$text-muted"))
         if self.state == "done":
             summary = result_summary(tc.result)
             if summary:
@@ -249,12 +256,9 @@ class ToolCallCard(Vertical, can_focus=True):
         elif self.state == "awaiting":
             parts.append((f"  {label}", "$tool-waiting"))
         elif tc.args:
-            parts.append(("  " + short_json(tc.args, 60), "$text-muted"))
+            parts.append(("  " + short_json(tc.args, SUMMARY_LIMIT), "$text-muted"))
         if self.shown_state is not None and self.shown_state.auto_approved:
             parts.append((f"  · {AUTO_APPROVED_LABEL}", "$text-muted italic"))
-        took = duration(tc.started_at, tc.completed_at)
-        if took:
-            parts.append((f"  {took}", "$text-muted"))
         self.header.update(Content.assemble(*parts), layout=False)
 
     def _body_content(self) -> Content:

@@ -247,3 +247,26 @@ async def test_a_failed_run_without_an_error_event_says_why_in_the_footer() -> N
         await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
         await app.wait_until_rendered()
         assert "The run failed: the model returned garbage" in str(turns(app)[-1].footer.visual)
+
+
+# --------------------------------------------------------------------------- summaries use the width
+
+
+async def test_tool_summaries_use_the_width_and_stay_one_line() -> None:
+    from .scripts import ev
+
+    long = "Created workflow 'Weather to Slack' with id wf-104 and 3 nodes: Schedule Trigger, OpenWeatherMap, Slack; it is inactive until you approve its activation"
+    run = [ev("run-start", messageId="m1"), ev("tool-call", toolCallId="tc1", toolName="delegate", args={"role": "builder"}),
+           ev("tool-result", toolCallId="tc1", result=long), ev("run-finish", status="completed")]
+    for size, whole in (((220, 40), True), ((80, 24), False)):
+        app = make_app(recorded([run]))
+        async with app.run_test(size=size) as pilot:
+            await app.wait_until_ready()
+            await send(pilot, app, "build")
+            await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+            await app.wait_until_rendered()
+            header = turns(app)[-1].cards["tc1"].header
+            assert header.size.height == 1
+            drawn = "".join(segment.text for segment in header.render_lines(header.region.reset_offset)[0])
+            assert ("activation" in drawn) is whole
+            assert whole or drawn.rstrip().endswith("…")
