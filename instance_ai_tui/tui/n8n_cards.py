@@ -26,6 +26,7 @@ confirmation alone, so a card restored from history looks the same as the live o
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from textual import events, on
@@ -92,8 +93,9 @@ def card_kind(confirmation: Confirmation) -> str | None:
     input_type = data.get("inputType") or "approval"
     if input_type not in KNOWN_INPUT_TYPES:
         return "unknown"
+    declared = _declared_fields(type(confirmation))  # e.g. our server's ``preview`` (a diff for the approval card)
     for key, value in data.items():
-        if key not in KNOWN_FIELDS and isinstance(value, (dict, list)) and value:
+        if key not in KNOWN_FIELDS and key not in declared and isinstance(value, (dict, list)) and value:
             return "unknown"  # a newer n8n's request shape: answering it as an approval would be wrong
     if data.get("credentialDestination"):
         return "credential-destination" if _origin(data) else "unknown"
@@ -113,6 +115,12 @@ def card_kind(confirmation: Confirmation) -> str | None:
     if input_type == "continue":
         return "continue"
     return None
+
+
+@functools.cache
+def _declared_fields(model: type[Confirmation]) -> frozenset[str]:
+    """The wire names of the fields the confirmation model declares (the cards there read them)."""
+    return frozenset(info.alias or name for name, info in model.model_fields.items())
 
 
 def build_n8n_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard | None:

@@ -353,6 +353,8 @@ def _conf(**fields: Any) -> Confirmation:
         ({"inputType": "questions", "questions": [{"id": "q", "question": "?", "type": "text"}]}, None),
         ({}, None),
         ({"inputThreadId": "t"}, None),  # a harmless scalar extra does not make it unknown
+        # our server's approval with a diff preview stays the approval card
+        ({"preview": {"summary": "new file, 2 lines", "diff": "+a\n+b\n", "language": "diff"}}, None),
     ],
 )
 def test_card_kind_dispatch(fields: dict[str, Any], kind: str | None) -> None:
