@@ -384,3 +384,31 @@ async def test_the_fake_refuses_a_body_outside_n8ns_union(shapes_fake: tuple[Fak
     assert response.status_code == 400
     assert response.json()["path"] == ["domainAccessAction"]
     await client.close()
+
+
+def test_credentials_preselect_unless_the_user_must_choose() -> None:
+    request = {"credentialType": "slackApi", "reason": "post", "existingCredentials": [{"id": "c1", "name": "Slack"}]}
+    free = n8n_cards.CredentialsCard(ToolCallState(tool_call_id="c"), _conf(credentialRequests=[request]))
+    assert free.chosen == {"slackApi": "c1"}
+    must = n8n_cards.CredentialsCard(
+        ToolCallState(tool_call_id="c"), _conf(credentialRequests=[request], requireUserSelection=True)
+    )
+    assert must.chosen == {}
+    new = n8n_cards.CredentialsCard(ToolCallState(tool_call_id="c"), _conf(credentialRequests=[{**request, "preferNew": True}]))
+    assert new.chosen == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "param", "value"),
+    [
+        ("9", {"name": "hour", "type": "number"}, 9),
+        ("1.5", {"name": "x", "type": "number"}, 1.5),
+        ("yes", {"name": "on", "type": "boolean"}, True),
+        ("off", {"name": "on", "type": "boolean"}, False),
+        ("2", {"name": "mode", "type": "options", "options": [{"name": "Two", "value": 2}]}, 2),
+        ("#general", {"name": "channel", "type": "string"}, "#general"),
+        ("abc", {"name": "n", "type": "number"}, "abc"),  # not a number: sent as typed, n8n reports the issue
+    ],
+)
+def test_setup_parameter_values_are_typed(text: str, param: dict[str, Any], value: Any) -> None:
+    assert n8n_cards._typed(text, param) == value
