@@ -195,6 +195,8 @@ class InstanceAiApp(App[None]):
         self._elsewhere_seen: dict[str, int] = {}
         #: cards of a thread just opened that were already signalled while it was not open
         self._expected_waiting = 0
+        #: the thread Ctrl+G is opening to reach its card
+        self._going_to: str | None = None
         #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
         self.connection = ConnectionWatcher(self)
 
@@ -728,16 +730,20 @@ class InstanceAiApp(App[None]):
 
     @work(group="open", exclusive=True, exit_on_error=False)
     async def _open_and_go(self, thread_id: str) -> None:
-        await self.open_thread(thread_id)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while loop.time() < deadline:
-            await asyncio.sleep(0.05)
-            if self.thread_id != thread_id:
-                return
-            if self.pending and self.go_to_pending():
-                self._pending_focus = []
-                return
+        self._going_to = thread_id  # the user is on the way to its card: no "press Ctrl+G" notice
+        try:
+            await self.open_thread(thread_id)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while loop.time() < deadline:
+                await asyncio.sleep(0.05)
+                if self.thread_id != thread_id:
+                    return
+                if self.pending and self.go_to_pending():
+                    self._pending_focus = []
+                    return
+        finally:
+            self._going_to = None
         self.prompt.focus()
         self.notify("The answer in that thread is no longer waiting.", timeout=4)
 
@@ -790,7 +796,7 @@ class InstanceAiApp(App[None]):
             self._pending_focus = []
             return
         if self.focus_blocker() is not None:
-            unannounced = [rid for rid in wanted if rid not in self._announced]
+            unannounced = [rid for rid in wanted if rid not in self._announced and self._going_to is None]
             if unannounced:
                 self._announced.update(unannounced)
                 key = keymap.display_keys(self.keys.keys("next-pending-card"))
