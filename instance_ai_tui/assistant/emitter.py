@@ -9,8 +9,8 @@ text deltas becomes one store commit and the call order is the id order. ``flush
 until everything emitted so far is persisted and delivered. After ``close()`` (used right
 after ``run-finish``) further events are dropped, so ``run-finish`` is always a run's last.
 
-``text_delta``, ``reasoning_delta`` and ``status_update`` are the typed constructors of the hot path
-(every streamed token goes through one).
+``RunEmitter.text_delta`` and ``reasoning_delta`` are the typed constructors of the hot path (every
+streamed token goes through one): they build the event already stamped, in one validation.
 """
 
 from __future__ import annotations
@@ -40,20 +40,16 @@ from ..protocol.events import (
     ToolInterruptedEvent,
 )
 from ..store.base import NewEvent
+from ..store.errors import is_unavailable
 
 log = logging.getLogger(__name__)
+
+#: seconds the emitter holds and retries events while the storage is unavailable
+RETRY_FOR = 60.0
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def text_delta(agent_id: str, text: str, response_id: str | None = None) -> TextDeltaEvent:
-    return TextDeltaEvent(agent_id=agent_id, response_id=response_id or None, payload=TextPayload(text=text))
-
-
-def reasoning_delta(agent_id: str, text: str, response_id: str | None = None) -> ReasoningDeltaEvent:
-    return ReasoningDeltaEvent(agent_id=agent_id, response_id=response_id or None, payload=TextPayload(text=text))
 
 
 def status_update(agent_id: str, message: str) -> StatusEvent:
@@ -79,8 +75,10 @@ def error_event(agent_id: str, content: str, status_code: int | None = None) -> 
 
 
 def to_new_event(event: Event) -> NewEvent:
-    """The one serialisation of an event on its way into the log."""
-    return NewEvent(type=event.type, run_id=event.run_id, json=event.to_json())
+    """The one serialisation of an event on its way into the log (``WireModel.to_json``, inlined:
+    every streamed token passes here)."""
+    text = event.__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True).decode()
+    return NewEvent(event.type, event.run_id, text)
 
 
 class RunEmitter:
@@ -99,6 +97,10 @@ class RunEmitter:
         self.published = 0
         self.dropped = 0
         self.failures = 0
+        #: events that could not be stored (storage down longer than ``retry_for``, or a bug)
+        self.lost = 0
+        #: seconds a batch is retried while the storage is unavailable
+        self.retry_for = RETRY_FOR
         #: id of the first event this emitter published (the run's ``run-start``)
         self.first_id: int | None = None
         #: the last error the bus raised (publishing continues with the next batch)
@@ -114,13 +116,30 @@ class RunEmitter:
         event.ts = self._clock()
         return event
 
+    def text_delta(self, agent_id: str, text: str, response_id: str | None = None) -> TextDeltaEvent:
+        """A stamped ``text-delta`` of this run, built in one validation (every streamed token
+        goes through here)."""
+        return TextDeltaEvent.__pydantic_validator__.validate_python({
+            "runId": self.run_id, "agentId": agent_id, "responseId": response_id or None, "ts": self._clock(),
+            "payload": {"text": text},
+        })
+
+    def reasoning_delta(self, agent_id: str, text: str, response_id: str | None = None) -> ReasoningDeltaEvent:
+        """A stamped ``reasoning-delta`` of this run (see ``text_delta``)."""
+        return ReasoningDeltaEvent.__pydantic_validator__.validate_python({
+            "runId": self.run_id, "agentId": agent_id, "responseId": response_id or None, "ts": self._clock(),
+            "payload": {"text": text},
+        })
+
     def emit(self, event: Event) -> None:
-        """Stamp and queue one event; returns at once."""
+        """Queue one event (stamped here unless built stamped, as by ``text_delta``); returns at once."""
         if self._closed:
             self.dropped += 1
             log.debug("run %s: dropped %s emitted after the run finished", self.run_id, event.type)
             return
-        self._queue.append(self.stamp(event))
+        if event.ts is None or event.run_id != self.run_id:
+            self.stamp(event)
+        self._queue.append(event)
         self._idle.clear()
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._run_pump(), name=f"emit-{self.run_id}")
@@ -129,15 +148,37 @@ class RunEmitter:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
-                try:
-                    stored = await self.bus.publish_many(self.thread_id, [to_new_event(event) for event in batch])
+                new: list[NewEvent] | None = None
+                give_up_at: float | None = None
+                attempt = 0
+                while True:
+                    try:
+                        if new is None:
+                            new = [to_new_event(event) for event in batch]
+                        stored = await self.bus.publish_many(self.thread_id, new)
+                    except Exception as exc:  # noqa: BLE001 - the bus is ours: log and keep the run going
+                        self.failures += 1
+                        self.last_error = exc
+                        now = asyncio.get_running_loop().time()
+                        give_up_at = now + self.retry_for if give_up_at is None else give_up_at
+                        if is_unavailable(exc) and now < give_up_at:
+                            # storage down for now (issue 15): keep the batch (and everything emitted
+                            # meanwhile, queued behind it, in order) and try again
+                            if attempt == 0:
+                                log.warning("run %s: storage unavailable (%s); holding %d event(s) and retrying",
+                                            self.run_id, exc, len(batch))
+                            attempt += 1
+                            await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
+                            continue
+                        self.lost += len(batch)
+                        log.error("run %s: publishing %d event(s) failed: %s", self.run_id, len(batch), exc)
+                        break
                     self.published += len(batch)
                     if self.first_id is None and stored:
                         self.first_id = stored[0].id
-                except Exception as exc:  # noqa: BLE001 - the bus is ours: log and keep the run going
-                    self.failures += 1
-                    self.last_error = exc
-                    log.error("run %s: publishing %d event(s) failed: %s", self.run_id, len(batch), exc)
+                    if attempt:
+                        log.warning("run %s: storage is back; %d held event(s) stored", self.run_id, len(batch))
+                    break
         finally:
             if not self._queue:
                 self._idle.set()

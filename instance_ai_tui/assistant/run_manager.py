@@ -55,6 +55,7 @@ from ..runtime.messages import Message
 from ..runtime.model import ModelAdapter
 from ..runtime.usage import Usage
 from ..store.base import RunRecord, Store, StoredEvent
+from ..store.errors import is_unavailable
 from .approvals import load_allowances, remember_allowance
 from .confirmations import (
     DEFAULT_TTL_SECONDS,
@@ -78,6 +79,8 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_TOOL = "Interrupted by a process restart — effect unverified; verify before retrying."
 FAILED_REASON = "I hit an error before I could finish that response. Please try again."
+#: the reason of a run that failed because the server's storage (Redis, SQLite) was unavailable
+STORAGE_UNAVAILABLE = "storage unavailable: the server could not save this run's progress. Please try again."
 BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
 
 RunStatus = Literal["active", "suspended"]
@@ -105,6 +108,8 @@ class ActiveRun:
     usage: Usage = field(default_factory=Usage)
     #: the title generation's
     title_usage: Usage = field(default_factory=Usage)
+    #: input tokens of the orchestrator's last model request (the context window in use)
+    context_tokens: int = 0
 
     @property
     def run_id(self) -> str:
@@ -183,6 +188,7 @@ class RunManager:
                     thread_id=thread_id, run_id=run_id, message_group_id=group_id,
                     orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
                     services=self.services, allowances=await load_allowances(self.store, thread_id),
+                    model=await self._thread_model(thread_id),
                 )
                 record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
                                    owner=self.options.owner, started_at=datetime.now(UTC),
@@ -202,7 +208,7 @@ class RunManager:
                 await self._start_title(run)
                 scope = self._scope(run)
                 stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id,
-                                                  run_id=run_id, extra=scope.extra())
+                                                  run_id=run_id, extra=scope.extra(), model=ctx.model)
             except BaseException:
                 log.exception("run %s: starting failed", run_id)
                 ctx.emitter.emit(error_event(ctx.orchestrator_id, "The run could not be started."))
@@ -264,6 +270,7 @@ class RunManager:
             return
         # the orchestrator's usage is restored from its checkpoint on resume: this is the run's total
         run.usage = result.total_usage
+        run.context_tokens = result.context_tokens or run.context_tokens
         try:
             if result.status == "suspended" and (mapper.suspensions or run.confirmations):
                 # new suspensions, or (after one of several answers) the others still waiting
@@ -274,8 +281,15 @@ class RunManager:
                 await self._finish(run, "cancelled", run.cancel_reason or "user_cancelled")
             else:
                 error = result.error or "the run failed"
+                cause = mapper.error.exception if mapper.error is not None else None
+                if cause is not None and is_unavailable(cause):
+                    # our storage, not the model, failed: say so (it was "LLM provider unavailable")
+                    error = f"{STORAGE_UNAVAILABLE} ({error})"
+                    reason = STORAGE_UNAVAILABLE
+                else:
+                    reason = _friendly(error, result.status_code)
                 run.ctx.emitter.emit(error_event(run.ctx.orchestrator_id, error, result.status_code))
-                await self._finish(run, "error", _friendly(error, result.status_code))
+                await self._finish(run, "error", reason)
         except Exception:
             log.exception("run %s: ending the run failed", run.run_id)
 
@@ -419,10 +433,10 @@ class RunManager:
                     if pending.resume_kind == "approval":
                         decision = approval_decision(data)
                         stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, decision,
-                                                                extra=scope.extra())
+                                                                extra=scope.extra(), model=run.ctx.model)
                     else:
                         stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, data,
-                                                                extra=scope.extra())
+                                                                extra=scope.extra(), model=run.ctx.model)
                 except InvalidResumeData as exc:
                     raise InvalidRequest(str(exc)) from None
                 except ResumeConflict:
@@ -521,7 +535,7 @@ class RunManager:
             emitter = run.ctx.emitter
             await emitter.flush()
             run.usage, run.title_usage = run.usage + run.title_usage, Usage()
-            usage = await self._count_usage(run.thread_id, run.run_id, run.usage)
+            usage = await self._count_usage(run.thread_id, run.run_id, run.usage, run.context_tokens)
             finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason, **usage)
             for request_id in list(run.confirmations):
                 self._by_request.pop(request_id, None)
@@ -561,16 +575,20 @@ class RunManager:
             log.exception("run %s: storing its run-finish failed", emitter.run_id)
             await record()
 
-    async def _count_usage(self, thread_id: str, run_id: str, usage: Usage) -> dict[str, Any]:
+    async def _count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0) -> dict[str, Any]:
         """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
-        client reading the thread after it sees the total); the ``run-finish`` payload fields."""
+        client reading the thread after it sees the total); the ``run-finish`` payload fields
+        (``usage.contextTokens``: how full the model's context was at the run's last request)."""
         if usage.is_empty:
             return {}
         try:
-            await add_run_to_thread(self.store, thread_id, run_id, usage)
+            await add_run_to_thread(self.store, thread_id, run_id, usage, context_tokens)
         except Exception:
             log.exception("run %s: adding its usage to thread %s failed", run_id, thread_id)
-        return {"usage": usage_to_wire(usage)}
+        wire = usage_to_wire(usage)
+        if context_tokens > 0:
+            wire["contextTokens"] = int(context_tokens)
+        return {"usage": wire}
 
     async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,
                             last: Event | None = None) -> None:
@@ -669,13 +687,27 @@ class RunManager:
 
         await self._publish_finish(emitter, finish_event, mark_finished)
 
+    async def _thread_model(self, thread_id: str) -> ModelAdapter | None:
+        """The model chosen for the thread (``/model``, thread metadata ``model``); None: the
+        service's. A choice that cannot be built (e.g. its key was removed) falls back, logged."""
+        catalog = self.services.catalog
+        thread = await self.store.get_thread(thread_id)
+        name = thread.metadata.get("model") if thread is not None else None
+        if catalog is None or not isinstance(name, str) or not name:
+            return None
+        try:
+            return catalog.get(name)
+        except ValueError as exc:
+            log.warning("thread %s: model %r cannot be used (%s); using the default", thread_id, name, exc)
+            return None
+
     async def _reload(self, record: RunRecord) -> None:
         ctx = RunContext(
             thread_id=record.thread_id, run_id=record.run_id,
             message_group_id=record.message_group_id or record.run_id, orchestrator_id=orchestrator_id(record.run_id),
             emitter=RunEmitter(self.bus, record.thread_id, record.run_id), services=self.services,
             allowances=await load_allowances(self.store, record.thread_id),
-            tasks=list(record.data.get("tasks") or []),
+            tasks=list(record.data.get("tasks") or []), model=await self._thread_model(record.thread_id),
         )
         if record.data.get("firstEventId") is not None:
             ctx.emitter.first_id = int(record.data["firstEventId"])

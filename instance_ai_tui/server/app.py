@@ -13,6 +13,8 @@
 ``GET  threads/{threadId}/messages``  ``{threadId, messages, nextEventId}``
 ``GET  threads/{threadId}/status``    ``{hasActiveRun, isSuspended, runId?, backgroundTasks}``
 ``POST threads/{threadId}/rewind``    ``{messageId}`` -> ``{supersededRunIds, text}``; 409 while busy
+``PUT  threads/{threadId}/model``     ``{model}`` -> thread: the model of its next runs (``""``: default)
+``GET  models``                       ``{models: [{name, contextWindow?}], current, default}`` (``?threadId=``)
 ``GET  health``                       ``{service: "instance-ai", version, model, authRequired}``
 ``GET  openapi.json``                 the OpenAPI 3.1 document
 ====================================  ===========================================================
@@ -51,12 +53,14 @@ from ..assistant.service_api import AssistantService
 from ..protocol.api import (
     CreateThreadRequest,
     RewindRequest,
+    SetModelRequest,
     SendMessageRequest,
     SendMessageResponse,
     ThreadList,
     UpdateThreadRequest,
     parse_confirm_body,
 )
+from ..store.errors import is_unavailable
 from .openapi import build_openapi
 from .sse import SSE_HEADERS, SSE_MEDIA_TYPE, EventStream, StreamHub
 
@@ -227,11 +231,29 @@ class GuardMiddleware:
         try:
             await self.app(scope, receive, send_logged)
         except Exception as exc:
+            if is_unavailable(exc):  # Redis/SQLite down for now: say so, and when to retry
+                log.warning("storage unavailable on %s %s: %s", scope["method"], scope["path"], exc)
+                if response_started:
+                    raise
+                response = error_response(
+                    503, f"storage unavailable ({_short(exc)}); nothing was lost, retry in a few seconds",
+                    {"Retry-After": str(RETRY_AFTER_SECONDS)})
+                await response(scope, receive, send_logged)
+                return
             log.error("unexpected error on %s %s: %s", scope["method"], scope["path"], exc, exc_info=exc)
             if response_started:
                 raise
             response = error_response(500, "internal server error (this is a bug; the server log has the details)")
             await response(scope, receive, send_logged)
+
+
+#: seconds a client is asked to wait after a 503 (storage unavailable)
+RETRY_AFTER_SECONDS = 2
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text.splitlines()[0][:160]
 
 
 # --------------------------------------------------------------------------- the API
@@ -402,6 +424,17 @@ class InstanceAIApi:
         thread_id = await self._thread(request)
         return self._ok(await self.service.status(thread_id))
 
+    async def models(self, request: Request) -> Response:
+        thread_id = request.query_params.get("threadId") or None
+        if thread_id is not None and not _ID_RE.match(thread_id):
+            raise ApiError(400, "invalid threadId: use 1-128 letters, digits or ._:@-")
+        return self._ok(await self.service.models(thread_id))
+
+    async def set_model(self, request: Request) -> Response:
+        thread_id = self._path_id(request, "threadId")
+        body: SetModelRequest = self._model(SetModelRequest, await self._json(request))
+        return self._ok(await self.service.set_model(thread_id, body.model))
+
     async def rewind(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         body: RewindRequest = self._model(RewindRequest, await self._json(request))
@@ -436,6 +469,8 @@ class InstanceAIApi:
             Route(f"{p}/threads/{{threadId}}/permissions", self.permissions, methods=["GET"]),
             Route(f"{p}/threads/{{threadId}}/permissions/{{toolName}}", self.revoke_permission, methods=["DELETE"]),
             Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
+            Route(f"{p}/threads/{{threadId}}/model", self.set_model, methods=["PUT"]),
+            Route(f"{p}/models", self.models, methods=["GET"]),
         ]
 
 
@@ -477,7 +512,7 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     manage_service: bool = True,
     flush_interval: float = 0.005,
-    allowed_hosts: frozenset[str] | None | str = "auto",
+    allowed_hosts: frozenset[str] | str | None = "auto",
 ) -> Starlette:
     """The ASGI app for ``service``.
 

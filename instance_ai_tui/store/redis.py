@@ -142,7 +142,11 @@ class RedisStore:
     def from_url(cls, url: str, prefix: str = "iai:") -> RedisStore:
         import redis.asyncio as aioredis
 
-        return cls(aioredis.from_url(url, decode_responses=True), prefix=prefix)
+        # bounded waits: a stalled or unreachable Redis is an error (a 503 to clients) within
+        # seconds, not a request that hangs for as long as the outage lasts
+        client = aioredis.from_url(url, decode_responses=True, socket_connect_timeout=3.0, socket_timeout=10.0,
+                                   health_check_interval=15)
+        return cls(client, prefix=prefix)
 
     @property
     def redis(self) -> Any:
