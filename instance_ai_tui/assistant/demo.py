@@ -165,7 +165,7 @@ def apply_answers(goal: Goal, answers_text: str) -> Goal:
     sources = goal.sources or _match(low, _SOURCES) or [("n8n-nodes-base.httpRequest", "HTTP")]
     name = goal.name
     if name.startswith("Data"):
-        name = understand(" ".join(label for _, label in sources) + " " + " ".join(l for _, l in destinations)).name
+        name = understand(" ".join(label for _, label in sources) + " " + " ".join(label for _, label in destinations)).name
     return Goal(name=name, trigger=trigger, sources=sources, destinations=destinations)
 
 
@@ -174,6 +174,8 @@ def classify(text: str) -> str:
     words = re.findall(r"[\w']+", low)
     if not words:
         return "greeting"
+    if any(w in words for w in ("delete", "remove", "archive", "trash")) and ("workflow" in low or _quoted(text)):
+        return "delete-workflow"
     if "workflow" in low and any(w in words for w in ("list", "show", "which", "what")) and not _match(low, _DESTINATIONS):
         return "list-workflows"
     if any(w in words for w in ("file", "files", "folder", "workspace", "directory")) and not any(
@@ -204,10 +206,23 @@ def _tasks(statuses: list[str], goal: Goal, *, activate: bool) -> list[dict[str,
     descriptions = [f"Find the nodes for {goal.name}", f"Build the workflow \"{goal.name}\""]
     if activate:
         descriptions.append("Activate it (needs your approval)")
-    return [{"id": f"t{i + 1}", "description": d, "status": s} for i, (d, s) in enumerate(zip(descriptions, statuses))]
+    return [{"id": f"t{i + 1}", "description": d, "status": s} for i, (d, s) in enumerate(zip(descriptions, statuses, strict=False))]
+
+
+def _quoted(text: str) -> str | None:
+    match = re.search(r"[\"“']([^\"”']{2,60})[\"”']", text)
+    return match.group(1).strip() if match else None
+
+
+def _title_source(text: str) -> str:
+    """The user's own words of a title request (``generate_title`` wraps them in "User message:\n…
+    \n\nAssistant reply:\n…"; that scaffolding is not what the user said)."""
+    match = re.search(r"User message:\s*\n(.*?)(?:\n\nAssistant reply:|\Z)", text, re.S)
+    return match.group(1).strip() if match else text
 
 
 def _title_for(text: str) -> str:
+    text = _title_source(text)
     kind = classify(text)
     if kind == "build":
         return understand(text).name[:50]
@@ -236,8 +251,15 @@ def _orchestrator(turn: Turn) -> ScriptedResponse:
         return _answer_question(turn)
     if kind == "list-workflows" and "list-workflows" in turn.tools:
         return _list_workflows(turn)
+    if kind == "delete-workflow" and "list-workflows" in turn.tools:
+        return _delete_workflow(turn)
     if kind == "files" and "list-files" in turn.tools:
         return _show_files(turn)
+    if kind == "files":
+        return ScriptedResponse(text=(
+            "I can't see any of your files: no folder is shared with me. Start me with a folder to share, "
+            "for example `instance-ai --demo --workspace ~/projects/notes` (or set `INSTANCE_AI_WORKSPACE`), "
+            "and I can list, read and — with your approval — write files in it."))
     if kind == "write-note" and "write-file" in turn.tools:
         return _write_note(turn)
     return _build(turn)
@@ -270,6 +292,33 @@ def _list_workflows(turn: Turn) -> ScriptedResponse:
             state = "🟢 active" if row.get("active") else "⚪ inactive"
             lines.append(f"- **{row.get('name')}** (`{row.get('id')}`) — {state}")
     return ScriptedResponse(text="\n".join(lines))
+
+
+def _delete_workflow(turn: Turn) -> ScriptedResponse:
+    """'delete the Alpha workflow': find it by name, then delete it (a destructive approval)."""
+    text = turn.user_text
+    wanted = (_quoted(text) or re.sub(r"(?i)\b(please|delete|remove|archive|trash|the|my|workflow|workflows|called|"
+                                      r"named)\b", " ", text)).strip(" .!?")
+    listing = turn.calls("list-workflows")
+    if not listing:
+        return _call("list-workflows", {"name": wanted} if wanted else {},
+                     reasoning=f"Looking for the workflow \"{wanted}\" before deleting anything.")
+    rows = [r for r in listing[-1].result_json() or [] if isinstance(r, dict)] \
+        if isinstance(listing[-1].result_json(), list) else []
+    if not rows:
+        return ScriptedResponse(text=f"I found no workflow matching **{wanted or text}**, so I deleted nothing.")
+    if len(rows) > 1:
+        names = ", ".join(f"**{r.get('name')}** (`{r.get('id')}`)" for r in rows)
+        return ScriptedResponse(text=f"Several workflows match \"{wanted}\": {names}. Which one should I delete?")
+    target = rows[0]
+    deletes = turn.calls("delete-workflow")
+    if not deletes:
+        return _call("delete-workflow", {"workflowId": target["id"]},
+                     reasoning=f"Deleting **{target.get('name')}** cannot be undone, so this asks you first.")
+    if deletes[-1].failed:
+        reason = (deletes[-1].result or "").removeprefix("Error:").strip()
+        return ScriptedResponse(text=f"I did not delete **{target.get('name')}**: {reason}")
+    return ScriptedResponse(text=f"Deleted **{target.get('name')}** (`{target['id']}`).")
 
 
 def _show_files(turn: Turn) -> ScriptedResponse:

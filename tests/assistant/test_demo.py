@@ -111,3 +111,35 @@ async def test_files_and_notes(make_ai: Any, workspace: Path) -> None:
     await answer(ai, request["payload"]["requestId"], {"approved": True})
     await collect(ai, "f", after=request["id"])
     assert "call Bob tomorrow" in (workspace / "notes/instance-ai-note.md").read_text()
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["payload"]["text"] for e in of_type(events, "text-delta"))
+
+
+def test_delete_intent_and_titles_from_the_users_words() -> None:
+    from instance_ai_tui.assistant.demo import _title_for
+
+    assert classify("delete the Alpha workflow") == "delete-workflow"
+    assert classify('remove "RSS digest"') == "delete-workflow"
+    assert _title_for("User message:\nwhat can you do\n\nAssistant reply:\nI can build workflows") == "What can you do"
+
+
+async def test_delete_a_workflow_by_name_asks_first_then_deletes(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("d", "delete the RSS digest workflow")
+    events = await collect(ai, "d", until=("confirmation-request",))
+    request = of_type(events, "confirmation-request")[-1]["payload"]
+    assert request["severity"] == "destructive" and request["toolName"] == "delete-workflow"
+    await answer(ai, request["requestId"], {"kind": "approval", "approved": True})
+    events = await collect(ai, "d", after=events[-1]["id"])
+    assert "Deleted **RSS digest**" in text_of(events)
+    assert not [w for w in await ai.services.n8n.list_workflows() if w["name"] == "RSS digest"]
+
+
+async def test_show_files_without_a_workspace_explains_how_to_share_one(make_ai: Any) -> None:
+    ai = await make_ai("demo")
+    await ai.send("f", "show files")
+    events = await collect(ai, "f")
+    assert "tool-call" not in types(events)
+    assert "--workspace" in text_of(events)
