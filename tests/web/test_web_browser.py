@@ -1,0 +1,144 @@
+"""``instance-ai web`` in a real browser: Debian's chromium driven by Playwright, the embedded
+agent on a scripted model behind the real ``openai`` client (an OpenAI wire-format server).
+
+What the page draws is read from what the browser receives on its WebSocket (xterm.js paints
+on a canvas, so there is no DOM text): the escape sequences removed, the words the app wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse, Rule
+
+from .conftest import CHROMIUM_ARGS, WebProcess
+
+pytestmark = pytest.mark.web
+
+ANSWER = "Saved hello.txt in your workspace."
+FILE_TEXT = "hello from the browser\n"
+TOKEN = "browser-test-token"
+#: a path: save a screenshot of the approval card in the browser there (screenshots/web.png)
+SCREENSHOT_ENV = "INSTANCE_AI_WEB_SCREENSHOT"
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>78]")
+
+
+class Screen:
+    """Everything the page was sent, as text without escape sequences."""
+
+    def __init__(self) -> None:
+        self.raw: list[str] = []
+        self.clipboard_writes: list[str] = []
+
+    def feed(self, payload: str | bytes) -> None:
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+        self.raw.append(text)
+
+    @property
+    def text(self) -> str:
+        return _ESCAPES.sub("", "".join(self.raw))
+
+    def mark(self) -> int:
+        return len(self.raw)
+
+    def since(self, mark: int) -> str:
+        return _ESCAPES.sub("", "".join(self.raw[mark:]))
+
+    async def wait_for(self, needle: str, *, after: int = 0, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.since(after):
+            if time.monotonic() > deadline:
+                tail = re.sub(r"\s+", " ", self.since(after))[-3000:]
+                raise AssertionError(f"{needle!r} never reached the page; the page got (tail):\n{tail}")
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def model_server() -> AsyncIterator[MockOpenAIServer]:
+    script = [
+        # after the approved write: the answer
+        Rule(last_role="tool", has_tool="write-file", respond=MockResponse(text=ANSWER)),
+        Rule(has_tool="write-file", contains="hello file",
+             respond=MockResponse.call("write-file", {"path": "hello.txt", "content": FILE_TEXT})),
+        Rule(respond=MockResponse(text="Browser test")),  # anything else (a thread title)
+    ]
+    async with MockOpenAIServer(script) as server:
+        yield server
+
+
+async def open_page(chromium_path: str, url: str, screen: Screen) -> tuple[Any, Any, Any]:
+    from playwright.async_api import async_playwright
+
+    playwright = await async_playwright().start()
+    browser = await playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    origin = url.split("/", 3)[:3]
+    await context.grant_permissions(["clipboard-read", "clipboard-write"], origin="/".join(origin))
+    page = await context.new_page()
+    page.on("websocket", lambda ws: ws.on("framereceived", screen.feed))
+    await page.goto(url)
+    return playwright, browser, page
+
+
+async def test_a_message_an_approval_with_y_and_the_answer_in_chromium(
+    chromium_path: str, start_web: Callable[..., WebProcess], model_server: MockOpenAIServer, tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    web = start_web(
+        "--model", "gpt-mock", "--workspace", str(workspace), "--db", str(tmp_path / "web.sqlite3"), "--new",
+        "--token", TOKEN,
+        env={"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "sk-test-not-real"},
+    )
+    screen = Screen()
+    playwright, browser, page = await open_page(chromium_path, f"{web.url}/?token={TOKEN}", screen)
+    try:
+        assert page.url == f"{web.url}/"  # the token left the address bar for a cookie
+        await page.wait_for_selector("body.-first-byte", timeout=30_000)
+        await screen.wait_for("Message Instance AI")
+        await screen.wait_for("● embedded")  # the app opened its client (before that, a message is kept, not sent)
+        # the mouse: a click on the prompt (the bottom of the page, above the status lines) focuses it
+        await page.mouse.click(640, 725)
+        await asyncio.sleep(0.3)
+        await page.keyboard.type("please write the hello file", delay=20)
+        await screen.wait_for("please write the hello file")
+        mark = screen.mark()
+        await page.keyboard.press("Enter")
+        await screen.wait_for("hello.txt", after=mark)  # the approval card
+        await asyncio.sleep(1.0)
+        assert not (workspace / "hello.txt").exists()  # not before the approval
+        if SCREENSHOT_ENV in os.environ:  # the README's screenshot: the card waiting in the browser
+            await page.screenshot(path=os.environ[SCREENSHOT_ENV])
+        # focus back in the prompt (the mouse again): only Ctrl+G brings the y to the card
+        await page.mouse.click(640, 725)
+        await asyncio.sleep(0.3)
+        await page.keyboard.press("Control+g")
+        await asyncio.sleep(0.5)
+        mark = screen.mark()
+        await page.keyboard.press("y")
+        await screen.wait_for(ANSWER, after=mark)
+        assert (workspace / "hello.txt").read_text(encoding="utf-8") == FILE_TEXT
+        user = [r for r in model_server.requests if "write-file" in str(r.body.get("tools"))]
+        assert any("please write the hello file" in str(r.body["messages"]) for r in user)
+
+        # copy: the command palette's "Copy last answer" reaches the browser's clipboard
+        await page.keyboard.press("Control+p")
+        await asyncio.sleep(0.5)
+        await page.keyboard.type("Copy last answer")
+        await asyncio.sleep(0.5)
+        mark = screen.mark()
+        await page.keyboard.press("Enter")
+        await screen.wait_for("browser's clipboard", after=mark)
+        clipboard = await page.evaluate("navigator.clipboard.readText()")
+        assert clipboard.strip() == ANSWER
+    finally:
+        await browser.close()
+        await playwright.stop()
