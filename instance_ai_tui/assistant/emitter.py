@@ -34,7 +34,6 @@ from ..protocol.events import (
     StatusEvent,
     StatusPayload,
     TextDeltaEvent,
-    TextPayload,
     ToolErrorEvent,
     ToolErrorPayload,
     ToolInterruptedEvent,

@@ -40,7 +40,7 @@ from ..runtime.chunks import (
     ToolCallSuspendedChunk,
     ToolResultChunk,
 )
-from .emitter import RunEmitter, reasoning_delta, status_update, text_delta
+from .emitter import RunEmitter, status_update
 
 #: how long a tool waits for its tool-call event before publishing anyway (a safety net only)
 ANNOUNCE_TIMEOUT = 5.0
@@ -95,10 +95,10 @@ class ChunkMapper:
         emit = self.emitter.emit
         if isinstance(chunk, TextDeltaChunk):
             if chunk.delta:
-                emit(text_delta(self.agent_id, chunk.delta, chunk.response_id))
+                emit(self.emitter.text_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ReasoningDeltaChunk):
             if chunk.delta:
-                emit(reasoning_delta(self.agent_id, chunk.delta, chunk.response_id))
+                emit(self.emitter.reasoning_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ToolCallChunk):
             emit(ToolCallEvent(
                 agent_id=self.agent_id, response_id=chunk.response_id or None,

@@ -28,7 +28,10 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True, exclude_none=True)
+        """The compact JSON text as it goes on the wire (what ``to_wire`` gives, serialised)."""
+        # the serializer itself: what model_dump_json calls, without its wrapper's cost (the
+        # assistant serialises every streamed token through here)
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True).decode()
 
 
 class StrictWireModel(WireModel):
