@@ -224,7 +224,8 @@ class N8nClient(Client):
         try:
             response = await self._http.request(method, url, json=json, params=params, headers=self._session.headers())
         except httpx.HTTPError as exc:
-            self._set_state(ConnectionState.OFFLINE, f"cannot reach {self.base_url}")
+            # no state change here: the event stream owns the connection state (it reconnects
+            # by itself); marking it offline from a failed request could stick after n8n is back
             raise ClientError(f"cannot reach n8n at {self.base_url}: {type(exc).__name__} {exc}".rstrip()) from None
         self._session.absorb(response)
         if response.status_code == 401 and relogin and self._can_login():

@@ -988,6 +988,12 @@ class InstanceAiApp(App[None]):
             self._keep_in_prompt(text)
             return None
         except ClientError as exc:
+            if exc.status is None and conversation.discard_local(message.id):
+                # the server did not answer at all (restarting?): queued, sent once it is back
+                watcher.enqueue(text)
+                self.notify(f"{exc} — your message is queued and will be sent when the connection is back.",
+                            severity="warning", timeout=8)
+                return None
             self._mark_unsent(message.id, str(exc))
             self._keep_in_prompt(text)
             return None

@@ -145,7 +145,7 @@ async def test_interrupted_run_is_visible_after_reload(fake: FakeN8n, tmp_path: 
 async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: FakeN8n, tmp_path: Path) -> None:
     def script(message: str) -> list[Any]:
         if "first" in message:
-            return [Say("Working on the first.", "resp-1"), Pause(2.5), Say("First done.", "resp-2")]
+            return [Say("Working on the first.", "resp-1"), Pause(6), Say("First done.", "resp-2")]
         return [Say(f"Answer to: {message}", "resp-1")]
 
     fake.script = script
@@ -174,7 +174,7 @@ async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: Fa
 
 
 async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) -> None:
-    fake.script = lambda message: [Say("Working.", "resp-1"), Pause(0.6), Say("Done.", "resp-2")]
+    fake.script = lambda message: [Say("Working.", "resp-1"), Pause(5), Say("Done.", "resp-2")]
     app = make_app(n8n_client(fake, tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
@@ -185,7 +185,7 @@ async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) ->
         app.query_one(QueuedRow).focus()
         await pilot.press("x")
         await until(lambda: not app.connection.queued_bar.display, pilot)
-        await until(lambda: not app.conversation.is_streaming, pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot, timeout=15)
         await pilot.pause(0.5)
         assert users(app) == ["first"] and len(fake._threads[app.thread_id].groups) == 1
 
@@ -398,3 +398,29 @@ async def test_a_thread_of_more_than_100_messages_opens_whole(fake: FakeN8n, tmp
             await pilot.pause(0.1)
         assert app.view.first_index == 0
         await until(lambda: "question 0\n" in screen_text(app) + "\n", pilot, what="the first question shown")
+
+
+async def test_a_queued_message_that_meets_a_shutting_down_server_is_queued_again(
+    fake: FakeN8n, tmp_path: Path
+) -> None:
+    """As seen against the real n8n: on SIGTERM it ends the run (run-finish cancelled), the queued
+    message goes at once and meets a server that is going away; it must wait for the restart."""
+
+    def script(message: str) -> list[Any]:
+        if "long" in message:
+            return [Say("Starting the long job.", "resp-1"), Pause(60)]
+        return [Say(f"Answer to: {message}", "resp-1")]
+
+    fake.script = script
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "a long job")
+        await until(lambda: any("long job" in a for a in answers(app)), pilot, what="long job started")
+        await send(app, pilot, "after the restart")
+        await until(lambda: "queued: after the restart" in screen_text(app), pilot, what="queued")
+        await restart(fake, html_answers=1, not_found_seconds=0.5, down_seconds=0.5, crash=False)
+        await until(lambda: any("Answer to: after the restart" in a for a in answers(app)), pilot, timeout=20,
+                    what="answered after the restart")
+        assert users(app) == ["a long job", "after the restart"]
+        assert app.prompt.text == ""
