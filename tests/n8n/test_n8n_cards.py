@@ -214,6 +214,7 @@ async def test_incomplete_answers_are_refused_with_a_hint(shapes_fake: tuple[Fak
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         card = await open_card(app, pilot, "credentials")
+        assert card.parent is not None and card.parent.body is None  # the tool's arguments would only repeat the card
         await pilot.press("enter")  # nothing picked yet (requireUserSelection)
         await pilot.pause(0.2)
         assert shapes.bodies == [] and not card.answered
