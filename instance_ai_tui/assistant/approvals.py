@@ -29,12 +29,30 @@ def approval(
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}")
 
-    def needs_approval(args: Any, ctx: ToolContext) -> bool:
+    async def needs_approval(args: Any, ctx: ToolContext) -> bool:
         scope = ctx.extra.get(EXTRA_KEY)
-        return not (isinstance(scope, AgentScope) and scope.run.allows(ctx.tool_name))
+        if not (isinstance(scope, AgentScope) and scope.run.allows(ctx.tool_name)):
+            return True
+        await mark_auto_approved(scope, ctx)
+        return False
 
     return {"needs_approval": needs_approval, "approval_message": message, "approval_preview": preview,
             "metadata": {"severity": severity}}
+
+
+async def mark_auto_approved(scope: AgentScope, ctx: ToolContext) -> None:
+    """The call runs without asking because of an "always allow" grant: say so in the tree.
+
+    A second ``tool-call`` for the announced call carries ``autoApproved: true``; the reducer
+    keeps it on the call (n8n's reducer only re-sets ``args`` on a repeated ``tool-call``, so
+    the tree stays valid for every reader) and ``protocol.display_state`` marks it
+    "auto-approved (always allow)" in the app, in export and in ``run``."""
+    from ..protocol.events import ToolCallEvent, ToolCallPayload
+
+    await scope.mapper.announced(ctx.tool_call_id)
+    payload = ToolCallPayload.model_validate(
+        {"toolCallId": ctx.tool_call_id, "toolName": ctx.tool_name, "autoApproved": True})
+    scope.run.emitter.emit(ToolCallEvent(agent_id=scope.agent_id, payload=payload))
 
 
 def _scope(thread_id: str) -> str:

@@ -939,6 +939,12 @@ class RunReducer:
             return
         if call_id:
             announced = self._calls.get(call_id)
+            if announced is not None and (event.payload.model_extra or {}).get("autoApproved") is True:
+                # our assistant's mark for a call run without asking ("always allow"): kept on
+                # the call, the arguments stay as announced (protocol.display_state shows it)
+                announced.extra = {**(announced.extra or {}), "autoApproved": True}
+                self._touch_call(announced)
+                return
             if announced is not None:
                 announced.args = event.payload.args
                 if event.payload.tool_name and not announced.name:

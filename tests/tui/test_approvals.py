@@ -341,6 +341,21 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         await until(lambda: not app.conversation.is_streaming, pilot, timeout=20)
         thread_id = app.thread_id
         assert (await client.permissions(thread_id)).always_allow == ["activate-workflow"]
+        # the next build runs it without asking, and says so (tree, card, export)
+        before = len(app.view.assistant_turns())
+        app.prompt.load_text("every noon send the stock prices to Slack")
+        await pilot.press("enter")
+        await until(lambda: len(app.view.assistant_turns()) > before and not app.conversation.is_streaming, pilot,
+                    timeout=20)
+        await app.wait_until_rendered()
+        turn = app.view.assistant_turns()[-1]
+        activate = next(c for c in turn.cards.values() if c.tc.tool_name == "activate-workflow")
+        assert activate.shown_state is not None and activate.shown_state.auto_approved
+        assert activate.shown_state.kind == "done" and activate.tc.confirmation is None
+        assert "auto-approved (always allow)" in str(activate.header.visual)
+        from instance_ai_tui.protocol.transcript import to_markdown
+
+        assert "**🔧 activate-workflow** (done, auto-approved (always allow))" in to_markdown(app.conversation)
         app.prompt.load_text("/permissions")
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, PermissionsScreen) and app.screen.grants, pilot)
