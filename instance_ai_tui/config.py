@@ -44,6 +44,10 @@ class ModelSettings(BaseModel):
     first_token_timeout: float = 60.0
     idle_timeout: float = 60.0
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)  # model -> {input, output, cached_input} per 1M
+    #: more models offered by /model (besides the model server's own list)
+    choices: list[str] = Field(default_factory=list)
+    #: context windows (tokens) by model name prefix, beside the built-in table
+    context_windows: dict[str, int] = Field(default_factory=dict)
 
 
 class RemoteSettings(BaseModel):

@@ -42,6 +42,8 @@ class Services:
     sub_agent_max_iterations: int = 12
     #: tool name -> severity of its approval card ("destructive" | "warning" | "info")
     severities: dict[str, str] = field(default_factory=dict)
+    #: the models a thread may switch to (``assistant.models.ModelCatalog``); None: only ``model``
+    catalog: Any = None
 
 
 @dataclass
@@ -62,6 +64,8 @@ class RunContext:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     #: called when a sub-agent starts/ends (the run manager tracks live sub-agent streams)
     on_sub_agent: Callable[[str, Any | None], None] | None = None
+    #: the model of this run (the thread's choice, ``/model``); None: ``services.model``
+    model: ModelAdapter | None = None
 
     def allows(self, tool_name: str) -> bool:
         return tool_name in self.allowances

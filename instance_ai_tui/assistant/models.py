@@ -33,3 +33,86 @@ def select_model(name: str | None = None, settings: ModelSettings | None = None,
 
     model = OpenAIModel.from_settings(settings.model_copy(update={"name": chosen.strip()}))
     return ModelChoice(model, chosen.strip(), False)
+
+
+# --------------------------------------------------------------------------- per-thread models
+
+#: context windows (tokens) of well-known model families, matched by name prefix; the config
+#: file's ``model.context_windows`` adds or overrides entries
+CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-4-turbo", 128_000), ("gpt-4", 8_192),
+    ("gpt-5", 400_000), ("gpt-3.5-turbo", 16_385), ("o1", 200_000), ("o3", 200_000), ("o4-mini", 200_000),
+    ("claude", 200_000), ("gemini-1.5", 1_000_000), ("gemini-2", 1_000_000), ("llama3.1", 128_000),
+    ("llama3.2", 128_000), ("llama3", 8_192), ("qwen2.5", 32_768), ("qwen3", 40_960), ("mistral", 32_768),
+    ("mixtral", 32_768), ("deepseek", 128_000), ("phi3", 128_000), ("smollm2", 8_192),
+)
+
+
+def context_window(name: str, overrides: dict[str, int] | None = None) -> int | None:
+    """The context window of model ``name`` (tokens), or None when it is not known."""
+    short = name.strip().lower().split("/")[-1]
+    for table in (sorted((overrides or {}).items(), key=lambda kv: -len(kv[0])), CONTEXT_WINDOWS):
+        for prefix, size in table:
+            if short.startswith(prefix.lower()) or name.strip().lower() == prefix.lower():
+                return int(size)
+    return None
+
+
+class ModelCatalog:
+    """The models a thread may use: the configured one, ``model.choices`` from the config file, the
+    model server's own list (``GET /models``), and the offline demo. Adapters are built once each.
+
+    ``get(name)`` raises ``ValueError`` (with the reason) when a model cannot be built, e.g. no
+    API key for a real model."""
+
+    def __init__(self, primary: ModelChoice, settings: ModelSettings, *, demo_delay: float = 0.0) -> None:
+        self.primary = primary
+        self.settings = settings
+        self.demo_delay = demo_delay
+        self._adapters: dict[str, ModelAdapter] = {primary.label: primary.model}
+        self._owned: list[ModelAdapter] = []
+
+    def get(self, name: str | None) -> ModelAdapter:
+        if not name or name == self.primary.label:
+            return self.primary.model
+        name = name.strip()
+        if name not in self._adapters:
+            choice = select_model(name, self.settings, demo_delay=self.demo_delay)
+            self._adapters[name] = choice.model
+            if not choice.is_demo:
+                self._owned.append(choice.model)
+        return self._adapters[name]
+
+    def label(self, name: str | None) -> str:
+        if not name:
+            return self.primary.label
+        return DEMO_LABEL if is_demo_name(name) else name.strip()
+
+    async def available(self) -> list[str]:
+        names: list[str] = [self.primary.label, *self.settings.choices]
+        if not self.primary.is_demo or self.settings.base_url:
+            names += await self._server_models()
+        names.append("demo")
+        seen: dict[str, None] = {}
+        for name in names:
+            if name and name not in seen and not (is_demo_name(name) and any(is_demo_name(s) for s in seen)):
+                seen[name] = None
+        return list(seen)
+
+    async def _server_models(self) -> list[str]:
+        """The model server's ``GET /models`` (OpenAI wire format); nothing when it cannot be read."""
+        import asyncio
+
+        lister = getattr(self.primary.model, "list_models", None)
+        if lister is None:
+            return []
+        try:
+            return [str(m) for m in await asyncio.wait_for(lister(), 5.0)]
+        except Exception:  # noqa: BLE001 — a list that cannot be read is just not offered
+            return []
+
+    async def aclose(self) -> None:
+        for adapter in self._owned:
+            close = getattr(adapter, "aclose", None)
+            if close is not None:
+                await close()

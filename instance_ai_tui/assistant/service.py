@@ -32,6 +32,8 @@ from ..config import Settings
 from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
+    ModelInfo,
+    ModelList,
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
@@ -50,7 +52,7 @@ from .demo_instance import DemoN8n
 from .errors import InvalidRequest, PermissionNotFound, RunActive, ThreadNotFound
 from .history import thread_messages
 from .ids import new_thread_id
-from .models import select_model
+from .models import ModelCatalog, ModelChoice, context_window, is_demo_name, select_model
 from .n8n_client import N8nBackend, N8nPublicApi
 from .orchestrator import build_orchestrator
 from .run_manager import ManagerOptions, RunManager
@@ -155,6 +157,8 @@ class InstanceAI:
             sub_agent_max_iterations=self.options.sub_agent_max_iterations,
         )
         services.sub_agent_limit = asyncio.Semaphore(self.options.max_sub_agents)
+        services.catalog = ModelCatalog(ModelChoice(adapter, self.model_label, is_demo), self.settings.model,
+                                        demo_delay=self.options.demo_delay)
         self.services = services
         self.orchestrator = build_orchestrator(services, store, max_iterations=self.options.orchestrator_max_iterations,
                                                history_messages=self.options.history_messages)
@@ -204,6 +208,7 @@ class InstanceAI:
                 pass
             self._sweeper = None
         await self.runs.shutdown()
+        await self.services.catalog.aclose()
         for owned in self._owned:
             close = getattr(owned, "aclose", None)
             if close is not None:
@@ -279,6 +284,40 @@ class InstanceAI:
         return self.bus.subscribe(thread_id, after=max(0, int(after)))
 
     @_store_errors_translated
+    async def models(self, thread_id: str | None = None) -> ModelList:
+        """The models a thread can use, the one it uses, and context windows where known."""
+        catalog: ModelCatalog = self.services.catalog
+        current = self.model_label
+        if thread_id is not None:
+            thread = await self.get_thread(thread_id)
+            chosen = thread.metadata.get("model")
+            current = catalog.label(chosen) if isinstance(chosen, str) and chosen else current
+        names = await catalog.available()
+        if current not in names:
+            names.insert(0, current)
+        windows = self.settings.model.context_windows
+        return ModelList(models=[ModelInfo(name=n, context_window=context_window(n, windows)) for n in names],
+                         current=current, default=self.model_label)
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        """Use model ``name`` in this thread from its next run on (the default: ``""``)."""
+        check_thread_id(thread_id)
+        name = (name or "").strip()
+        record = await self.store.get_thread(thread_id)
+        if record is None:
+            record = await self.store.create_thread(thread_id)
+        catalog: ModelCatalog = self.services.catalog
+        default = not name or catalog.label(name) == self.model_label
+        if not default:
+            try:
+                catalog.get(name)
+            except ValueError as exc:
+                raise InvalidRequest(f"model {name!r} cannot be used: {exc}") from None
+        metadata = {k: v for k, v in record.metadata.items() if k != "model"}
+        if not default:
+            metadata["model"] = "demo" if is_demo_name(name) else name
+        return _thread_info(await self.store.update_thread(thread_id, metadata=metadata))
+
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay in
         the thread's history (marked ``superseded``) and leave the model's context, so the next

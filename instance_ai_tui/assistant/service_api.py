@@ -11,6 +11,7 @@ from typing import AsyncIterator, Protocol, runtime_checkable
 from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
+    ModelList,
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
@@ -51,6 +52,14 @@ class AssistantService(Protocol):
 
     def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
         """Stored events with id > after, then live ones."""
+        ...
+
+    async def models(self, thread_id: str | None = None) -> ModelList:
+        """The models a thread can use (``/model``), the one it uses, context windows."""
+        ...
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        """Use model ``name`` in the thread from its next run on (``InvalidRequest`` if it cannot be built)."""
         ...
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:

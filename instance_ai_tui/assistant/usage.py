@@ -60,7 +60,8 @@ def usage_from_wire(data: Any) -> Usage:
     return Usage(**values)
 
 
-async def add_run_to_thread(store: Store, thread_id: str, run_id: str, usage: Usage) -> dict[str, Any] | None:
+async def add_run_to_thread(store: Store, thread_id: str, run_id: str, usage: Usage,
+                            context_tokens: int = 0) -> dict[str, Any] | None:
     """Add a finished run's usage to the thread's ``metadata.usage``; returns the new total.
 
     Idempotent for the last run counted (``lastRunId``): finishing a run again after a crash
@@ -81,6 +82,8 @@ async def add_run_to_thread(store: Store, thread_id: str, run_id: str, usage: Us
     wire = usage_to_wire(total)
     wire["runs"] = (runs if isinstance(runs, int) and runs > 0 else 0) + 1
     wire["lastRunId"] = run_id
+    if context_tokens > 0:  # how full the model's context was at the last run's last request
+        wire["contextTokens"] = int(context_tokens)
     metadata[USAGE_KEY] = wire
     await store.update_thread(thread_id, metadata=metadata)
     return wire

@@ -14,6 +14,7 @@ from typing import AsyncIterator, Callable
 from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
+    ModelList,
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
@@ -187,6 +188,16 @@ class Client(abc.ABC):
 
     #: whether ``rewind`` works here (retry, edit and rewind need it)
     can_rewind: bool = False
+    #: whether ``set_model`` works here (``/model``)
+    can_switch_model: bool = False
+
+    async def list_models(self, thread_id: str | None = None) -> ModelList:
+        """The models a thread can use and the one it uses (``/model``)."""
+        raise ClientError("this server does not offer a model choice (/model needs our own server)")
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        """Use model ``name`` in the thread from its next run on (``""``: the default)."""
+        raise ClientError("this server does not let the client choose the model (/model needs our own server)")
 
     # ----------------------------------------------------------------- "always allow" grants
     async def permissions(self, thread_id: str) -> ThreadPermissions:

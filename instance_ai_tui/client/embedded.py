@@ -15,6 +15,7 @@ from ..assistant.errors import AssistantError
 from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
+    ModelList,
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
@@ -146,6 +147,15 @@ class EmbeddedClient(Client):
             return await self.service.status(thread_id)
 
     can_rewind = True
+    can_switch_model = True
+
+    async def list_models(self, thread_id: str | None = None) -> ModelList:
+        with _translated():
+            return await self.service.models(thread_id)
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        with _translated():
+            return await self.service.set_model(thread_id, name)
 
     async def permissions(self, thread_id: str) -> ThreadPermissions:
         with _translated():

@@ -20,6 +20,7 @@ from ..protocol.api import (
     ConfirmBody,
     ConfirmResponse,
     CreateThreadRequest,
+    ModelList,
     RewindResponse,
     SendMessageResponse,
     ThreadInfo,
@@ -253,6 +254,17 @@ class RemoteClient(Client):
         return self._parse(ThreadStatus, data, "status")
 
     can_rewind = True
+    can_switch_model = True
+
+    async def list_models(self, thread_id: str | None = None) -> ModelList:
+        params = {"threadId": thread_id} if thread_id else None
+        data = await self._request("GET", "/models", params=params, what="models")
+        return self._parse(ModelList, data, "models")
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        data = await self._request("PUT", f"/threads/{self._quote(thread_id)}/model", json={"model": name},
+                                   what="set model")
+        return self._parse(ThreadInfo, data, "set model")
 
     async def permissions(self, thread_id: str) -> ThreadPermissions:
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/permissions", what="permissions")

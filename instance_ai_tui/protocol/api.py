@@ -212,6 +212,27 @@ class ThreadPermissions(WireModel):
     always_allow: list[str] = Field(default_factory=list)
 
 
+class ModelInfo(WireModel):
+    name: str
+    #: tokens the model can read at once, when known (the status line shows how full it is)
+    context_window: int | None = None
+
+
+class ModelList(WireModel):
+    """``GET models[?threadId=]``: the models a thread can use (``/model``)."""
+
+    models: list[ModelInfo] = Field(default_factory=list)
+    #: the model the thread uses (or the default, without a thread)
+    current: str = ""
+    default: str = ""
+
+
+class SetModelRequest(WireModel):
+    """``PUT threads/:threadId/model``: ``""`` goes back to the default model."""
+
+    model: str = Field(default="", max_length=200)
+
+
 class RewindRequest(WireModel):
     """``POST threads/:threadId/rewind``: forget the turns from this user message on."""
 

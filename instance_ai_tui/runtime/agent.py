@@ -94,8 +94,10 @@ class _Run:
     """The mutable state of one run (the task's own object)."""
 
     def __init__(self, agent: Agent, run_id: str, thread_id: str | None, max_iterations: int,
-                 extra: dict[str, Any]) -> None:
+                 extra: dict[str, Any], model: ModelAdapter | None = None) -> None:
         self.agent = agent
+        #: the model of this run: the agent's, or one chosen for the thread (``stream(model=...)``)
+        self.model: ModelAdapter = model or agent.model
         self.run_id = run_id
         self.thread_id = thread_id
         self.max_iterations = max_iterations
@@ -116,7 +118,9 @@ class _Run:
         self.error: str | None = None
         self.status_code: int | None = None
         self.response_id: str | None = None
-        self.model_name = agent.model.name
+        self.model_name = self.model.name
+        #: input tokens of the latest model request (the context the model read)
+        self.last_input_tokens = 0
         self.cancel = asyncio.Event()
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
@@ -323,10 +327,13 @@ class Agent:
         cancel: asyncio.Event | None = None,
         extra: dict[str, Any] | None = None,
         max_iterations: int | None = None,
+        model: ModelAdapter | None = None,
     ) -> AgentStream:
-        """Start a run; returns at once with the stream of its chunks."""
+        """Start a run; returns at once with the stream of its chunks. ``model`` replaces the
+        agent's model for this run (e.g. the model chosen for the thread)."""
         messages = normalize_input(input)
-        run = _Run(self, run_id or new_id("run"), thread_id, max_iterations or self.max_iterations, dict(extra or {}))
+        run = _Run(self, run_id or new_id("run"), thread_id, max_iterations or self.max_iterations, dict(extra or {}),
+                   model)
         return self._start(run, cancel, self._main(run, None, messages, list(history or [])))
 
     async def generate(self, input: AgentInput, **options: Any) -> RunResult:
@@ -347,6 +354,7 @@ class Agent:
         cancel: asyncio.Event | None = None,
         extra: dict[str, Any] | None = None,
         max_iterations: int | None = None,
+        model: ModelAdapter | None = None,
     ) -> AgentStream:
         """Resume a suspended run from its checkpoint (this process or another one).
 
@@ -382,7 +390,8 @@ class Agent:
         claimed = await self.checkpoints.claim(run_id, record.version)
         if claimed is None:
             raise ResumeConflict(f"run {run_id!r} was already resumed")
-        run = _Run(self, run_id, state.thread_id, max(max_iterations or 0, state.max_iterations), dict(extra or {}))
+        run = _Run(self, run_id, state.thread_id, max(max_iterations or 0, state.max_iterations), dict(extra or {}),
+                   model)
         run.load(state)
         run.checkpointed = True
         return self._start(run, cancel, self._main(run, _Resume(tool_call_id, validated, approval), None, []))
@@ -548,10 +557,10 @@ class Agent:
         blocks: list[str] = []
         if self.memory is not None and self.memory.working_memory and run.thread_id:
             blocks.append(self.memory.working_memory_block(await self.memory.get_working_memory(run.thread_id)))
-        strict = bool(getattr(self.model, "supports_strict_tools", False))
+        strict = bool(getattr(run.model, "supports_strict_tools", False))
         request = ModelRequest(
             messages=run.list.for_llm(
-                self._instructions(), blocks, replay_reasoning=bool(getattr(self.model, "replay_reasoning", False))
+                self._instructions(), blocks, replay_reasoning=bool(getattr(run.model, "replay_reasoning", False))
             ),
             tools=[t.definition(strict=strict) for t in run.tools.values()],
             params=dict(self.model_params),
@@ -560,7 +569,7 @@ class Agent:
         reasoning: list[str] = []
         names: dict[int, tuple[str, str]] = {}
         finish: ModelFinish | None = None
-        stream = self.model.stream(request, cancel=run.cancel)
+        stream = run.model.stream(request, cancel=run.cancel)
         try:
             async for chunk in stream:
                 if isinstance(chunk, ModelTextDelta):
@@ -581,8 +590,10 @@ class Agent:
                 elif isinstance(chunk, ModelUsage):
                     usage = chunk.usage
                     if usage.cost is None and self.prices is not None:
-                        usage = self.prices.priced(self.model.name, usage)
+                        usage = self.prices.priced(run.model.name, usage)
                     run.usage = run.usage + usage
+                    if usage.input_tokens:
+                        run.last_input_tokens = int(usage.input_tokens)
                 elif isinstance(chunk, ModelFinish):
                     finish = chunk
                     if chunk.model:
@@ -592,7 +603,7 @@ class Agent:
             if aclose is not None:
                 await aclose()
         if finish is None:
-            raise ModelError(f"model {self.model.name!r} ended its stream without finishing")
+            raise ModelError(f"model {run.model.name!r} ended its stream without finishing")
         parts: list[ToolCallPart] = []
         pending: list[PendingToolCall] = []
         for call in finish.tool_calls:
@@ -788,7 +799,7 @@ class Agent:
             finish_reason=run.finish_reason, text=last.text if last else "", messages=responses,
             usage=run.usage, total_usage=run.total_usage(), sub_agent_usage=list(run.sub_usage),
             pending_suspend=[p for p in run.pending.values() if p.suspended], error=run.error,
-            status_code=run.status_code, model=run.model_name,
+            status_code=run.status_code, model=run.model_name, context_tokens=run.last_input_tokens,
         )
 
     def _finish_chunk(self, run: _Run, suspended: bool = False) -> FinishChunk:

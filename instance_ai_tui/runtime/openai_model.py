@@ -210,6 +210,11 @@ class OpenAIModel:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def list_models(self) -> list[str]:
+        """The model server's ``GET /models`` ids (raises ``openai`` errors when it cannot)."""
+        page = await self._client.models.list()
+        return sorted(str(model.id) for model in page.data)
+
     # -- the stream ------------------------------------------------------------------------------
 
     def _error(self, exc: Exception) -> ModelError:

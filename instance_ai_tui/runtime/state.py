@@ -92,6 +92,8 @@ class RunResult(BaseModel):
     error: str | None = None
     status_code: int | None = None
     model: str = ""
+    #: input tokens of the run's last model request: how full the model's context window was
+    context_tokens: int = 0
 
     @property
     def cost(self) -> float | None:

@@ -11,10 +11,12 @@ from ..protocol.api import (
     ConfirmResponse,
     CreateThreadRequest,
     ErrorBody,
+    ModelList,
     RewindRequest,
     RewindResponse,
     SendMessageRequest,
     SendMessageResponse,
+    SetModelRequest,
     ThreadInfo,
     ThreadList,
     ThreadMessages,
@@ -40,6 +42,8 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("ThreadMessages", "serialization", TypeAdapter(ThreadMessages)),
         ("ThreadStatus", "serialization", TypeAdapter(ThreadStatus)),
         ("RewindRequest", "validation", TypeAdapter(RewindRequest)),
+        ("SetModelRequest", "validation", TypeAdapter(SetModelRequest)),
+        ("ModelList", "serialization", TypeAdapter(ModelList)),
         ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
         ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
     ]
@@ -186,7 +190,24 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "operationId": "threadStatus",
                 "summary": "Whether a run is active or suspended, and background tasks",
                 "parameters": thread_param,
-                "responses": responses(_json(refs["ThreadStatus"]), 400, 404),
+                "responses": responses(_json(refs["ThreadStatus"]), 400, 404, write=False),
+            }
+        },
+        f"{p}/threads/{{threadId}}/model": {
+            "put": {
+                "operationId": "setThreadModel",
+                "summary": "Use a model in this thread from its next run on (empty: the default)",
+                "parameters": thread_param,
+                "requestBody": body(refs["SetModelRequest"]),
+                "responses": responses(_json(refs["ThreadInfo"]), 400, 413),
+            }
+        },
+        f"{p}/models": {
+            "get": {
+                "operationId": "listModels",
+                "summary": "The models a thread can use, the one it uses, context windows where known",
+                "parameters": [{"name": "threadId", "in": "query", "required": False, "schema": _ID_PARAM_SCHEMA}],
+                "responses": responses(_json(refs["ModelList"]), 400, 404),
             }
         },
         f"{p}/threads/{{threadId}}/rewind": {

@@ -361,7 +361,9 @@ class MockOpenAIServer:
     """A scripted OpenAI-compatible server on 127.0.0.1 (a random free port by default)."""
 
     def __init__(self, script: Script = (), *, host: str = "127.0.0.1", port: int = 0,
-                 openai_null_content: bool = False) -> None:
+                 openai_null_content: bool = False, models: Sequence[str] = ("mock",)) -> None:
+        #: what ``GET /v1/models`` lists
+        self.models = list(models)
         #: accept ``content: null`` on an assistant turn with tool_calls, as OpenAI does (n8n's ai-sdk
         #: sends that); the default refuses it as llama.cpp does
         self.openai_null_content = openai_null_content
@@ -436,7 +438,8 @@ class MockOpenAIServer:
         from starlette.routing import Route
 
         async def models(request: Request) -> JSONResponse:
-            return JSONResponse({"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "mock"}]})
+            return JSONResponse({"object": "list",
+                                 "data": [{"id": name, "object": "model", "owned_by": "mock"} for name in self.models]})
 
         async def list_requests(request: Request) -> JSONResponse:
             return JSONResponse([r.to_dict() for r in self.requests])

@@ -420,6 +420,7 @@ class InstanceAiApp(App[None]):
         self.status_info.message = ""
         self.status_info.input_tokens = self.status_info.output_tokens = 0
         self.status_info.cost = None
+        self.status_info.context_tokens = 0
         self._usage_counted_run = None
         view = self.view
         thread_list = self.thread_list
@@ -428,6 +429,7 @@ class InstanceAiApp(App[None]):
             view.load(conversation)
             view.set_placeholder(self._welcome())
             self._after_open(conversation)
+            self.run_worker(self.refresh_model_info(None), group="model-info", exclusive=True, exit_on_error=False)
             return
         view.set_placeholder(Content.styled("Loading…", "italic $text-muted"))
         try:
@@ -454,6 +456,7 @@ class InstanceAiApp(App[None]):
         view.load(conversation)
         view.set_placeholder(self._welcome())
         self._after_open(conversation)
+        self.run_worker(self.refresh_model_info(thread_id), group="model-info", exclusive=True, exit_on_error=False)
         try:
             status = await self.client.status(thread_id)
         except ClientError:
@@ -578,6 +581,9 @@ class InstanceAiApp(App[None]):
             cost = usage.get("cost")
             if isinstance(cost, (int, float)):
                 info.cost = (info.cost or 0.0) + float(cost)
+            context = usage.get("contextTokens")
+            if isinstance(context, int) and not isinstance(context, bool) and context > 0:
+                info.context_tokens = context  # the latest, not a sum: how full the context is now
 
     # ------------------------------------------------------------------ the frame
     async def _frame(self) -> None:
@@ -1320,6 +1326,7 @@ class InstanceAiApp(App[None]):
             "retry": lambda: self.rewind_last(resend=True),
             "edit": lambda: self.rewind_last(resend=False),
             "rewind": lambda: self.pick_rewind(),
+            "model": lambda: self.choose_model(arg),
             "quit": lambda: self.exit(),
             "exit": lambda: self.exit(),
         }
@@ -1327,7 +1334,7 @@ class InstanceAiApp(App[None]):
         if command is None:
             if name and " " not in text.split("\n")[0][: len(name) + 1] and name.isalpha():
                 self.notify(
-                    f"Unknown command /{name}. Commands: /new /threads /retry /edit /rewind /theme /export /permissions /help /quit",
+                    f"Unknown command /{name}. Commands: /new /threads /retry /edit /rewind /model /theme /export /permissions /help /quit",
                     severity="warning",
                 )
                 self.prompt.load_text(text)
@@ -1367,6 +1374,52 @@ class InstanceAiApp(App[None]):
             self._open_in_background(event.thread_id)
         else:
             self.prompt.focus()
+
+    # ------------------------------------------------------------------ the model (/model)
+    @work(group="model", exclusive=True, exit_on_error=False)
+    async def choose_model(self, name: str = "") -> None:
+        """``/model``: a picker of the models the open thread can use; ``/model NAME`` sets it."""
+        if not self.client.can_switch_model:
+            self._show_error("This server does not let the app choose the model (/model needs the embedded "
+                             "agent or instance-ai serve).")
+            return
+        try:
+            models = await self.client.list_models(self.thread_id)
+        except ClientError as exc:
+            self._show_error(f"Cannot list the models: {exc}")
+            return
+        if not name:
+            from .model_picker import ModelPicker
+
+            chosen = await self.push_screen_wait(ModelPicker(models))
+            if not chosen:
+                return
+            name = chosen
+        thread_id = self.thread_id
+        try:
+            if thread_id is None:  # a new thread: create it so the choice has a home
+                info = await self.client.create_thread(title="")
+                thread_id = info.id
+                await self.open_thread(thread_id)
+            await self.client.set_model(thread_id, "" if name == models.default else name)
+        except ClientError as exc:
+            self._show_error(f"Cannot switch the model: {exc}")
+            return
+        await self.refresh_model_info(thread_id)
+        self.notify(f"Model of this thread: {self.status_info.model} (from the next message on).", timeout=4)
+
+    async def refresh_model_info(self, thread_id: str | None) -> None:
+        """The thread's model and its context window, for the status line."""
+        if not self.client.can_switch_model:
+            return
+        try:
+            models = await self.client.list_models(thread_id)
+        except ClientError:
+            return
+        info = self.status_info
+        info.model = models.current or info.model
+        info.context_window = next((m.context_window for m in models.models if m.name == models.current), None)
+        self.status_line.refresh_info()
 
     # ------------------------------------------------------------------ block cursor (Alt+↑/↓)
     def action_block_previous(self) -> None:

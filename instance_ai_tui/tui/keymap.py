@@ -67,6 +67,7 @@ find                  ctrl+f               app             find
 find-next             f3                   find            next
 find-previous         shift+enter,shift+f3 find            previous
 find-close            escape               find            close
+model-picker-cancel   escape               model_picker    cancel
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -152,6 +153,7 @@ Scope = Literal[
     "rewind",
     "user_message",
     "find",
+    "model_picker",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -176,6 +178,7 @@ SCOPE_TITLES: dict[str, str] = {
     "rewind": "Rewind picker",
     "user_message": "Your message",
     "find": "Find in the conversation",
+    "model_picker": "Model picker",
 }
 
 
@@ -243,6 +246,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("find-next", "next", "f3", "Next match", "find", show=False),
     KeySpec("find-previous", "previous", "shift+enter,shift+f3", "Previous match", "find", show=False),
     KeySpec("find-close", "close", "escape", "Close the search", "find", show=False),
+    KeySpec("model-picker-cancel", "cancel", "escape", "Keep the current model", "model_picker", show=False),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

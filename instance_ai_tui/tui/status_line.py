@@ -40,6 +40,9 @@ class StatusInfo:
     waiting: str = ""
     #: the key that goes to them (from the key map), e.g. "Ctrl+G"
     waiting_key: str = "Ctrl+G"
+    #: how full the model's context was at the last request, and its size when known
+    context_tokens: int = 0
+    context_window: int | None = None
 
     def signature(self) -> tuple[object, ...]:
         return (
@@ -57,6 +60,8 @@ class StatusInfo:
             self.gateway_state,
             self.waiting,
             self.waiting_key,
+            self.context_tokens,
+            self.context_window,
         )
 
 
@@ -124,6 +129,11 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         parts.append((" DEMO ", "bold $background on $warning"))
         parts.append(" ")
     parts.append((info.model or "no model", "$text-secondary"))
+    if info.context_tokens and info.context_window:
+        share = info.context_tokens / info.context_window
+        style = "$text-error" if share >= 0.9 else "$text-warning" if share >= 0.7 else "$text-muted"
+        parts.append((f" · context {format_tokens(info.context_tokens)}/{format_tokens(info.context_window)}"
+                      f" ({share:.0%})", style))
     if info.gateway:
         parts.append(sep)
         state = info.gateway_state or "connecting"

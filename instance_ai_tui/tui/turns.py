@@ -574,6 +574,8 @@ class UserMessage(Static, can_focus=True):
 ## Your message
 
 **c** copies it to the clipboard. A long message is folded: **Enter**/**Space** unfolds it.
+**e** goes back to it: it and every later turn leave the agent's memory (they stay in the
+thread's history) and its text comes back to the prompt to be edited and sent again.
 """
     KEY_SCOPE = "block"
     KEY_SCOPES = ("user_message",)

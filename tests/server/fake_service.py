@@ -10,6 +10,8 @@ from typing import Any, AsyncIterator
 
 from instance_ai_tui.assistant.errors import ConfirmationNotFound, InvalidRequest, RunActive, ThreadNotFound
 from instance_ai_tui.protocol.api import (
+    ModelInfo,
+    ModelList,
     RewindResponse,
     ApprovalConfirm,
     ConfirmBody,
@@ -143,3 +145,9 @@ class FakeService:
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         await self.get_thread(thread_id)
         raise InvalidRequest(f"no user message {message_id!r} in this thread")
+
+    async def models(self, thread_id: str | None = None) -> ModelList:
+        return ModelList(models=[ModelInfo(name="fake")], current="fake", default="fake")
+
+    async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        raise InvalidRequest(f"model {name!r} cannot be used: the fake service has one model")

@@ -23,6 +23,7 @@ from ...protocol.api import BackgroundTask
 from ...protocol.events import AgentSpawnedEvent, AgentSpawnedPayload
 from ...runtime.agent import Agent, AgentStream
 from ...runtime.errors import RuntimeApiError
+from ...runtime.model import ModelAdapter
 from ...runtime.state import RunResult
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..confirmations import ConfirmationAnswer, approval_decision, card_fields
@@ -45,13 +46,14 @@ class DelegateArgs(BaseModel):
     tools: list[str] = Field(default_factory=list, description="Names of the tools the sub-agent may use")
 
 
-def build_sub_agent(services: Services, role: str, tool_names: list[str]) -> Agent:
-    """The sub-agent for ``role`` (rebuilt identically to resume it from its checkpoint)."""
+def build_sub_agent(services: Services, role: str, tool_names: list[str], model: ModelAdapter | None = None) -> Agent:
+    """The sub-agent for ``role`` (rebuilt identically to resume it from its checkpoint), on the
+    run's model (the thread's choice) or the service's."""
     tools = [services.sub_agent_tools[name] for name in tool_names if name in services.sub_agent_tools]
     return Agent(
         "sub-agent",
         SUB_AGENT_INSTRUCTIONS.format(role=role),
-        services.model,
+        model or services.model,
         tools,
         checkpoints=services.checkpoints,
         max_iterations=services.sub_agent_max_iterations,
@@ -92,7 +94,7 @@ async def delegate_handler(args: DelegateArgs, ctx: ToolContext) -> str:
     scope = scope_of(ctx)
     run, services = scope.run, scope.run.services
     tool_names = _check_tools(services, args.tools)
-    agent = build_sub_agent(services, args.role, tool_names)
+    agent = build_sub_agent(services, args.role, tool_names, scope.run.model)
     if ctx.resumed:
         info = dict((ctx.suspend_payload or {}).get("delegate") or {})
         agent_id = info.get("agentId") or sub_agent_id(args.role)
