@@ -60,8 +60,37 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": schema}}}
 
 
+def _match_the_validation(schemas: dict[str, Any]) -> None:
+    """Where the server checks more than the pydantic models say, the document says so too
+    (schemathesis ``--checks all`` found these: a schema-valid request the API rejected)."""
+    non_blank = {"type": "string", "minLength": 1, "pattern": r"\S"}
+    send = schemas["SendMessageRequest"]
+    send["properties"]["message"] = {**non_blank, "title": "Message"}
+    send["required"] = sorted({*send.get("required", []), "message"})
+    schemas["UpdateThreadRequest"] = {
+        "type": "object",
+        "title": "UpdateThreadRequest",
+        "description": "``PATCH threads/:threadId``: rename (metadata cannot be changed over this API).",
+        "properties": {"title": {**non_blank, "maxLength": 255, "title": "Title"}},
+        "required": ["title"],
+        "additionalProperties": False,
+    }
+    create = schemas["CreateThreadRequest"]["properties"]
+    create["threadId"] = {"anyOf": [_ID_PARAM_SCHEMA, {"type": "null"}], "default": None, "title": "Threadid"}
+    create["title"] = {"anyOf": [{"type": "string", "maxLength": 255}, {"type": "null"}], "default": None,
+                       "title": "Title"}
+    items = schemas.get("AgentNode", {}).get("properties", {}).get("timeline", {}).get("items", {})
+    if "oneOf" in items and "discriminator" not in items:
+        items["anyOf"] = items.pop("oneOf")  # OtherEntry takes any type: a text entry matched two of them
+    for schema in schemas.values():  # a kind-tagged confirm body must name its kind (else it is an approval)
+        kind = (schema.get("properties") or {}).get("kind")
+        if isinstance(kind, dict) and "const" in kind and schema.get("title", "").endswith("Confirm"):
+            schema["required"] = sorted({*schema.get("required", []), "kind"})
+
+
 def build_openapi(version: str) -> dict[str, Any]:
     refs, schemas = _component_schemas()
+    _match_the_validation(schemas)
     # The seed's bare {approved} (no kind) is an approval too.
     schemas["SeedApproval"] = {
         "type": "object",
@@ -83,12 +112,12 @@ def build_openapi(version: str) -> dict[str, Any]:
     }
     error = _json(refs["ErrorBody"])
 
-    def responses(ok: dict[str, Any], *codes: int, status: str = "200") -> dict[str, Any]:
+    def responses(ok: dict[str, Any], *codes: int, status: str = "200", write: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {status: {"description": "OK", **ok}}
-        for code in codes:
-            out[str(code)] = {"description": _ERROR_TEXT[code], **error}
-        if "401" not in out:
-            out["401"] = {"description": _ERROR_TEXT[401], **error}
+        # every route: a token (401), the Host guard (421), the storage (503); writes: the
+        # cross-site guard (403) and JSON bodies only (415)
+        for code in (*codes, 401, 421, 503, *((403, 415) if write else ())):
+            out.setdefault(str(code), {"description": _ERROR_TEXT[code], **error})
         return out
 
     def body(ref: dict[str, Any], required: bool = True) -> dict[str, Any]:
@@ -138,10 +167,11 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "parameters": thread_param
                 + [
                     {"name": "lastEventId", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
-                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                    {"name": "Last-Event-ID", "in": "header", "required": False,
+                     "schema": {"type": "string", "pattern": "^ *[0-9]{1,18} *$"}},
                 ],
                 "responses": responses(
-                    {"content": {"text/event-stream": {"schema": {"type": "string"}}}}, 400, 404
+                    {"content": {"text/event-stream": {"schema": {"type": "string"}}}}, 400, 404, write=False
                 ),
             }
         },
@@ -150,7 +180,7 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "operationId": "listThreads",
                 "summary": "List threads, newest first",
                 "parameters": [{"name": "search", "in": "query", "required": False, "schema": {"type": "string"}}],
-                "responses": responses(_json(refs["ThreadList"])),
+                "responses": responses(_json(refs["ThreadList"]), write=False),
             },
             "post": {
                 "operationId": "createThread",
@@ -182,7 +212,7 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "operationId": "threadMessages",
                 "summary": "History with agent trees and the SSE cursor (nextEventId)",
                 "parameters": thread_param,
-                "responses": responses(_json(refs["ThreadMessages"]), 400, 404),
+                "responses": responses(_json(refs["ThreadMessages"]), 400, 404, write=False),
             }
         },
         f"{p}/threads/{{threadId}}/status": {
@@ -239,6 +269,10 @@ def build_openapi(version: str) -> dict[str, Any]:
 _ERROR_TEXT = {
     400: "Invalid input",
     401: "Missing or invalid token",
+    403: "Cross-site request refused (Origin or Sec-Fetch-Site of another site)",
+    415: "The body is not application/json",
+    421: "Host name not served (only loopback names and the bound address, without a token)",
+    503: "Storage unavailable for now (Redis or SQLite); retry after the Retry-After seconds",
     404: "Unknown thread or request",
     409: "A run is already active in the thread",
     413: "Body too large",
