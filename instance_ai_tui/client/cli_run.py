@@ -371,6 +371,11 @@ class HeadlessRun:
         elif kind == "agent-completed":
             outcome = payload.error or summarize_result(payload.result, 100)
             self._note(f"◀ {payload.role or agent or event.agent_id}: {outcome}")
+        elif kind == "tool-call" and (payload.model_extra or {}).get("autoApproved") is True:
+            from ..protocol.display_state import AUTO_APPROVED_LABEL
+
+            name = self._tool_names.get(payload.tool_call_id, payload.tool_name or "tool")
+            self._note(f"  ↳ {name}: {AUTO_APPROVED_LABEL}")
         elif kind == "tool-call":
             self._tool_names[payload.tool_call_id] = payload.tool_name
             self._note(f"⚙ {who}{payload.tool_name} {summarize_result(payload.args, 100)}")

@@ -95,10 +95,10 @@ def display_state(call: ToolCallState, *, run_active: bool = True, resolved: boo
     if call.confirmation_status == "denied" or is_denied_result(call.result):
         return DisplayState("denied", "denied", auto)
     if call.is_loading:
+        if conf is not None and conf.expired and call.confirmation_status is None:
+            return DisplayState("expired", "expired (not answered in time)", auto)
         answered = resolved or call.confirmation_status == "approved"
         if conf is not None and not answered:
-            if conf.expired:
-                return DisplayState("expired", "expired (not answered in time)", auto)
             if run_active:
                 return DisplayState("waiting", waiting_label(conf.effective_input_type), auto)
             return DisplayState("unresolved", "not answered (the run ended)", auto)

@@ -199,8 +199,8 @@ class ApprovalCard(ConfirmCard):
 ## Approval
 
 The agent wants to run this tool. **{key:approve}** approve · **{key:deny}** deny ·
-**{key:always-allow}** always allow this tool for the rest of the thread. Keys are ignored
-for half a second after the card appears.
+**{key:always-allow}** always allow this tool for the rest of the thread (`/permissions`
+lists and revokes such grants). Keys are ignored for half a second after the card appears.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card")]

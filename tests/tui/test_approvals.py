@@ -451,3 +451,50 @@ async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
         await app.wait_until_rendered()
         assert app.tasks_panel.tasks is None
         assert "plan rejected" in str(app.tasks_panel.title_line.visual)
+
+
+# --------------------------------------------------------------------------- truthful states, restored
+
+
+class _RestoredClient(RecordedClient):
+    """Serves one thread's history as n8n's GET .../messages does (agent trees); the app's
+    restore path (load_history -> cards) is the real one."""
+
+    def __init__(self, history: dict[str, Any]) -> None:
+        super().__init__({"n8n": []}, titles={"n8n": "Restored"}, model_name="scripted-test")
+        self.history = history
+
+    async def messages(self, thread_id: str) -> Any:
+        from instance_ai_tui.protocol.api import ThreadMessages
+
+        return ThreadMessages.model_validate({"threadId": thread_id, **self.history})
+
+
+async def test_a_restored_n8n_tree_shows_denied_and_expired_truthfully() -> None:
+    tree = {
+        "agentId": "agent-001", "role": "orchestrator", "status": "completed", "textContent": "",
+        "toolCalls": [
+            {"toolCallId": "t1", "toolName": "activate-workflow", "args": {"workflowId": "w1"}, "isLoading": False,
+             "result": {"success": False, "denied": True, "reason": "User denied the action"},
+             "confirmation": {"requestId": "cr-1", "severity": "warning", "message": "Activate?"}},
+            {"toolCallId": "t2", "toolName": "archive-workflow", "args": {"workflowId": "w2"}, "isLoading": True,
+             "confirmation": {"requestId": "cr-2", "severity": "destructive", "message": "Archive?", "expired": True}},
+        ],
+        "timeline": [{"type": "tool-call", "toolCallId": "t1"}, {"type": "tool-call", "toolCallId": "t2"}],
+    }
+    history = {"nextEventId": 1, "messages": [
+        {"id": "u1", "role": "user", "createdAt": "2026-01-01T00:00:00Z", "content": "activate and archive"},
+        {"id": "m1", "role": "assistant", "createdAt": "2026-01-01T00:00:01Z", "runId": "r1", "agentTree": tree},
+    ]}
+    app = make_app(_RestoredClient(history))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        cards = app.view.assistant_turns()[-1].cards
+        await until(lambda: {"t1", "t2"} <= set(cards), pilot)
+        denied, expired = cards["t1"], cards["t2"]
+        await until(lambda: denied.shown_state is not None and expired.shown_state is not None, pilot)
+        assert denied.state == "denied" and "✗" in str(denied.header.visual) and "denied" in str(denied.header.visual)
+        assert "✓" not in str(denied.header.visual)
+        assert expired.state == "expired" and "expired" in str(expired.header.visual)
+        assert expired.card is None and not app.pending  # nothing to answer, no spinner
