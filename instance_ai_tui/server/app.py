@@ -302,6 +302,8 @@ class InstanceAIApi:
             raise ApiError(400, "the body contains a lone UTF-16 surrogate (e.g. \\ud800); send valid Unicode") from None
         except RecursionError:
             raise ApiError(400, "the body is nested too deeply") from None
+        if data is None and not required:
+            raise ApiError(400, "the body must be a JSON object (or empty), not null")
         return data
 
     @staticmethod
@@ -497,7 +499,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response(404, f"no such route: {request.method} {request.url.path}")
     if exc.status_code == 405:
-        return error_response(405, f"method {request.method} not allowed on {request.url.path}", dict(exc.headers or {}))
+        # Allow: every method of every route on this path (Starlette names only the first route's)
+        allowed: set[str] = set()
+        for route in request.app.routes:
+            if isinstance(route, Route) and route.path_regex.match(request.url.path) and route.methods:
+                allowed |= route.methods
+        headers = dict(exc.headers or {})
+        if allowed:
+            headers["Allow"] = ", ".join(sorted(allowed))
+        return error_response(405, f"method {request.method} not allowed on {request.url.path}", headers)
     return error_response(exc.status_code, str(exc.detail))
 
 
