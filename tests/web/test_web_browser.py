@@ -8,6 +8,7 @@ on a canvas, so there is no DOM text): the escape sequences removed, the words t
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import time
@@ -36,7 +37,12 @@ class Screen:
 
     def __init__(self) -> None:
         self.raw: list[str] = []
-        self.clipboard_writes: list[str] = []
+        self.size = (80, 24)  # columns, rows: the page's last resize
+
+    def sent(self, payload: str | bytes) -> None:
+        if isinstance(payload, str) and payload.startswith('["resize"'):
+            size = json.loads(payload)[1]
+            self.size = (int(size["width"]), int(size["height"]))
 
     def feed(self, payload: str | bytes) -> None:
         text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
@@ -83,7 +89,11 @@ async def open_page(chromium_path: str, url: str, screen: Screen) -> tuple[Any, 
     origin = url.split("/", 3)[:3]
     await context.grant_permissions(["clipboard-read", "clipboard-write"], origin="/".join(origin))
     page = await context.new_page()
-    page.on("websocket", lambda ws: ws.on("framereceived", screen.feed))
+    def watch(ws: Any) -> None:
+        ws.on("framereceived", screen.feed)
+        ws.on("framesent", screen.sent)
+
+    page.on("websocket", watch)
     await page.goto(url)
     return playwright, browser, page
 
@@ -142,3 +152,83 @@ async def test_a_message_an_approval_with_y_and_the_answer_in_chromium(
     finally:
         await browser.close()
         await playwright.stop()
+
+
+_MOVE = re.compile(r"\x1b\[(\d+);(\d+)H")
+
+
+async def cell_center(page: Any, screen: Screen, needle: str) -> tuple[float, float]:
+    """Where on the page the app last wrote ``needle``: the cursor move before it in the stream
+    (Textual writes every changed line from an absolute position), the cell size from the
+    terminal's size on the page and in cells."""
+    raw = "".join(screen.raw)
+    at = raw.rfind(needle)
+    assert at >= 0, f"{needle!r} was never written"
+    moves = list(_MOVE.finditer(raw, 0, at))
+    assert moves, "no cursor position before the text"
+    move = moves[-1]
+    row, col = int(move.group(1)) - 1, int(move.group(2)) - 1
+    col += len(_ESCAPES.sub("", raw[move.end():at]))
+    box = await page.locator(".xterm-screen").bounding_box()
+    cols, rows = screen.size
+    width, height = box["width"] / cols, box["height"] / rows
+    return box["x"] + (col + 1.5) * width, box["y"] + (row + 0.5) * height
+
+
+async def test_a_url_opens_in_a_new_tab_and_themes_switch_in_chromium(
+    chromium_path: str, start_web: Callable[..., WebProcess], tmp_path: Path,
+) -> None:
+    base: dict[str, str] = {}
+
+    def answer(body: dict[str, Any]) -> MockResponse:
+        if not body.get("tools"):
+            return MockResponse(text="Links")  # the thread's title
+        return MockResponse(text=f"The recorded requests: {base['url']}/_mock/requests (plain text).")
+
+    async with MockOpenAIServer(answer) as model_server:
+        base["url"] = model_server.base_url.rsplit("/v1", 1)[0]
+        web = start_web(
+            "--model", "gpt-mock", "--db", str(tmp_path / "web.sqlite3"), "--new",
+            env={"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "sk-test-not-real"},
+        )
+        screen = Screen()
+        playwright, browser, page = await open_page(chromium_path, f"{web.url}/", screen)
+        try:
+            await page.wait_for_selector("body.-first-byte", timeout=30_000)
+            await screen.wait_for("● embedded")
+            await page.mouse.click(640, 725)
+            await page.keyboard.type("where are the docs?", delay=20)
+            await screen.wait_for("where are the docs?")
+            mark = screen.mark()
+            await page.keyboard.press("Enter")
+            await screen.wait_for("/_mock/requests", after=mark)
+            await screen.wait_for("○ idle", after=mark)
+            await asyncio.sleep(1.0)
+            x, y = await cell_center(page, screen, "/_mock/requests")
+            await page.mouse.move(x - 5, y)  # xterm.js finds the URL under the pointer (its web links)
+            await asyncio.sleep(0.3)
+            await page.mouse.move(x, y)
+            await asyncio.sleep(0.5)
+            async with page.context.expect_page(timeout=15_000) as opened:
+                await page.mouse.click(x, y)
+            tab = await opened.value
+            await tab.wait_for_url(f"{base['url']}/_mock/requests", timeout=15_000)  # about:blank, then the link
+            assert page.url == f"{web.url}/"  # the app's own tab stays
+            await tab.close()
+
+            # themes: F9 picks one; the page gets the light theme's background
+            light = "48;2;246;247;249"  # instance-light's #f6f7f9
+            assert light not in "".join(screen.raw)
+            mark = screen.mark()
+            await page.keyboard.press("F9")
+            await asyncio.sleep(0.8)
+            await page.keyboard.type("instance-light", delay=20)
+            await asyncio.sleep(0.5)
+            await page.keyboard.press("Enter")
+            deadline = time.monotonic() + 15
+            while light not in "".join(screen.raw[mark:]):
+                assert time.monotonic() < deadline, "the light theme never reached the page"
+                await asyncio.sleep(0.1)
+        finally:
+            await browser.close()
+            await playwright.stop()
