@@ -787,6 +787,13 @@ class InstanceAiApp(App[None]):
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp,
                               events.Paste)) and not getattr(event, "is_forwarded", False):
             self._last_input_at = time.monotonic()
+        if (isinstance(event, events.Key) and event.key == "tab" and not getattr(event, "is_forwarded", False)
+                and self.pending and self.focused is self.prompt and self.screen is self.screen_stack[0]):
+            # Tab from the prompt goes to the card waiting for an answer (deliberately; keys
+            # typed right after it still wait for the grace period)
+            if self.go_to_pending(restart_grace=True):
+                self._pending_focus = []
+                return
         await super().on_event(event)
 
     def _focus_new_cards(self) -> None:

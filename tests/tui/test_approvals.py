@@ -112,7 +112,12 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         await pilot.pause(1.5)
         assert app.focused is app.prompt and app.prompt.text == "yes and always and no"
         assert confirms(client) == [] and app.focus_blocker() == "you are typing"
-        # a click reaches it deliberately
+        # Tab reaches it deliberately
+        await pilot.press("tab")
+        assert card_of(app) is not None and confirms(client) == []
+        assert app.prompt.text == "yes and always and no"
+        app.prompt.focus()
+        # so does a click
         turn = app.view.assistant_turns()[-1]
         card = turn.cards["w-r1"].card
         assert card is not None
