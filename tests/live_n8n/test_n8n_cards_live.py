@@ -1,10 +1,9 @@
 """Live: a real n8n 2.41.1 asks for domain access offline, and the card answers it (issue 16).
 
 n8n's ``research`` tool (``fetch-url``) suspends with a ``domainAccess`` confirmation for a host
-not yet allowed. The model is our scripted OpenAI wire-format server. The real app and
+not yet allowed. The model is the suite's scripted OpenAI wire-format server. The real app and
 ``N8nClient``: ``d`` on the card (allow the domain) makes n8n really fetch (offline:
-``ENOTFOUND``), ``n`` (another host) makes n8n's tool answer "denied". Skipped unless n8n is installed
-(``scripts/n8n-interop.sh`` / ``scripts/n8n_peer.py install``); it boots n8n once (~30 s).
+``ENOTFOUND``), ``n`` (another host) makes n8n's tool answer "denied".
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,10 @@ import pytest
 
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
+from instance_ai_tui.testing.openai_server import MockResponse
 from instance_ai_tui.tui import n8n_cards
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ConfirmCard
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-n8n_peer = pytest.importorskip("n8n_peer", reason="scripts/n8n_peer.py (the live n8n launcher) is not here")
-
-pytestmark = pytest.mark.skipif(not n8n_peer.installed(), reason="n8n 2.41.1 is not installed (scripts/n8n-interop.sh)")
 
 MARK = "h16-live-domain"
 #: one host per answer: "allow the domain" is remembered by n8n, so the next fetch there would not ask
@@ -45,7 +38,7 @@ def respond(body: dict[str, Any]) -> MockResponse:
     if messages and messages[-1].get("role") == "tool":
         return MockResponse(text="H16-LIVE-DONE")
     if "research" in tools:
-        url = re.search(r"read (https://\S+)", json.dumps(user.get("content")))
+        url = re.search(r"read (https://[^\s\"\\]+)", json.dumps(user.get("content")))
         return MockResponse.call("research", {"action": "fetch-url", "url": url.group(1) if url else URLS["d"]})
     return MockResponse(text="no research tool offered")
 
@@ -66,28 +59,24 @@ async def until(predicate: Any, pilot: Any, timeout: float) -> None:
         await pilot.pause(0.1)
 
 
-async def test_a_real_n8n_domain_access_request_answered_by_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_real_n8n_domain_access_request_answered_by_keys(
+    n8n: Any, model: Any, responder: Callable[[Any], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
-    llm = MockOpenAIServer(respond)
-    await llm.start()
-    peer = n8n_peer.N8nPeer(model_url=llm.base_url)
-    try:
-        await asyncio.to_thread(peer.start)
-        await answer_once(peer, llm, "d", "ENOTFOUND", tmp_path)  # allowed: n8n really fetched (offline)
-        await answer_once(peer, llm, "n", "denied", tmp_path)
-    finally:
-        peer.close()
-        await llm.stop()
+    responder(respond)
+    await answer_once(n8n, model.server, "d", "ENOTFOUND", tmp_path)  # allowed: n8n really fetched (offline)
+    await answer_once(n8n, model.server, "n", "denied", tmp_path)
 
 
-async def answer_once(peer: Any, llm: MockOpenAIServer, key: str, expect: str, tmp_path: Path) -> None:
+async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path) -> None:
     client = N8nClient(peer.url, peer.email, peer.password, config_dir=tmp_path / f"cfg-{key}", interactive=False)
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    thread = await client.create_thread()  # a thread of its own (the app would open the latest one)
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
     async with app.run_test(size=(120, 44)) as pilot:
         await app.wait_until_ready()
-        await pilot.press("ctrl+n")  # a new thread (the app may have opened the latest one)
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30)
         await pilot.pause(0.5)
         app.prompt.focus()
         app.prompt.load_text(f"{MARK}: read {URLS[key]}")
