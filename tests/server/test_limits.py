@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
+from instance_ai_tui.server import runner
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.runner import make_server
 
@@ -90,6 +91,7 @@ async def test_a_flood_of_failures_does_not_flood_the_log(caplog: pytest.LogCapt
 
     fake.list_threads = broken  # type: ignore[method-assign]
     caplog.set_level(logging.INFO)
+    runner._FILTER._seen.clear()  # other tests' errors in this process share the window
     async with serve(create_app(fake)) as (host, port):
         async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as http:
             for _ in range(60):
