@@ -48,6 +48,50 @@ _O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
 _O_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
 
 
+#: files that hold credentials and nothing else: never read (their text would be stored with the run)
+PRIVATE_KEY_FILES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass"})
+PRIVATE_KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
+_ENV_LINE = regex.compile(r"^(\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*)(.+?)\s*$")
+_PRIVATE_BLOCK = regex.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+                               regex.DOTALL)
+
+
+def is_env_file(name: str) -> bool:
+    """``.env``, ``.env.local``, ``prod.env``, ``.envrc``: settings files whose values are secrets."""
+    lower = name.lower()
+    return lower in (".env", ".envrc") or lower.startswith(".env.") or lower.endswith(".env")
+
+
+def is_private_key_file(name: str) -> bool:
+    lower = name.lower()
+    return lower in PRIVATE_KEY_FILES or lower.endswith(PRIVATE_KEY_SUFFIXES)
+
+
+def redact_secrets(name: str, text: str) -> tuple[str, int]:
+    """``text`` of the file ``name`` with secret values replaced by ``***`` (every value of an env
+    file; private key blocks in any file) and how many were hidden. The agent still sees which
+    settings exist; the values never reach the model, the event log or an export."""
+    hidden = 0
+
+    def block(_match: Any) -> str:
+        nonlocal hidden
+        hidden += 1
+        return "-----PRIVATE KEY (hidden)-----"
+
+    text = _PRIVATE_BLOCK.sub(block, text)
+    if not is_env_file(name):
+        return text, hidden
+    lines = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        match = _ENV_LINE.match(body) if not body.lstrip().startswith("#") else None
+        if match and match.group(2):
+            hidden += 1
+            line = f"{match.group(1)}***" + line[len(body):]
+        lines.append(line)
+    return "".join(lines), hidden
+
+
 class WorkspaceError(Exception):
     """A file operation the agent asked for cannot be done; the message is shown to it and the user."""
 
@@ -351,6 +395,8 @@ class Workspace:
         try:
             if target.name is None:
                 raise WorkspaceError(f"'{target.display}' is a folder; use list-files")
+            if is_private_key_file(target.name):
+                raise WorkspaceError(f"'{target.display}' holds a private key or credentials; not read")
             fd, _st = self._open_file(target.dir_fd, target.name, target.display)
         finally:
             target.close()
@@ -362,6 +408,7 @@ class Workspace:
             raise WorkspaceError(f"'{target.display}' looks like a binary file; not read")
         truncated = len(data) > self.max_read_bytes
         text = data[: self.max_read_bytes].decode("utf-8", errors="replace")
+        text, hidden = redact_secrets(target.parts[-1] if target.parts else "", text)
         lines = text.splitlines(keepends=True)
         end = len(lines) if max_lines is None else min(len(lines), start_line - 1 + max(0, max_lines))
         selected = lines[start_line - 1 : end]
@@ -373,6 +420,7 @@ class Workspace:
             "startLine": start_line,
             "endLine": start_line - 1 + len(selected),
             "truncated": truncated,
+            **({"secretsHidden": hidden} if hidden else {}),
         }
 
     # ----------------------------------------------------------------- search
@@ -453,6 +501,8 @@ class Workspace:
         hits: builtins.list[SearchHit] = []
         truncated = False
         for dir_fd, name, display in files:
+            if is_private_key_file(name):
+                continue
             try:
                 fd, _st = self._open_file(dir_fd, name, display, limit=self.max_read_bytes * 5)
                 data = self._read_fd(fd, self.max_read_bytes * 5)
@@ -460,7 +510,8 @@ class Workspace:
                 continue
             if b"\x00" in data[:8192]:
                 continue
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            text, _hidden = redact_secrets(name, data.decode("utf-8", errors="replace"))
+            for number, line in enumerate(text.splitlines(), start=1):
                 remaining = deadline - time.monotonic()
                 try:
                     if remaining <= 0:

@@ -230,3 +230,24 @@ async def test_catastrophic_regex_has_a_time_budget_and_never_holds_the_loop(roo
     assert max(gaps) < 0.3, f"the event loop stalled for {max(gaps):.2f} s"
     # an ordinary pattern still works
     assert (await ws.search(r"^WEATHER", regex=True, case_sensitive=True))["matches"][0]["line"] == 2
+
+
+async def test_secrets_the_agent_reads_are_hidden(root: Path) -> None:
+    """A workspace .env was read in clear: its values went to the model, the event log and exports."""
+    (root / ".env").write_text("# settings\nOPENAI_API_KEY=sk-live-abc123\nexport DB_PASSWORD = 'hunter2'\nEMPTY=\n",
+                               encoding="utf-8")
+    (root / "deploy.pem").write_text("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", encoding="utf-8")
+    (root / "notes.md").write_text("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\nok\n",
+                                   encoding="utf-8")
+    ws = Workspace(root)
+    read = await ws.read(".env")
+    assert "sk-live" not in read["content"] and "hunter2" not in read["content"]
+    assert read["content"] == "# settings\nOPENAI_API_KEY=***\nexport DB_PASSWORD = ***\nEMPTY=\n"
+    assert read["secretsHidden"] == 2
+    with pytest.raises(WorkspaceError, match="private key"):
+        await ws.read("deploy.pem")
+    notes = await ws.read("notes.md")
+    assert "MIIB" not in notes["content"] and notes["content"].endswith("ok\n")
+    for probe in ("sk-live", "hunter2", "MIIE", "MIIB"):
+        assert (await ws.search(probe))["matches"] == []
+    assert [m["path"] for m in (await ws.search("OPENAI_API_KEY"))["matches"]] == [".env"]
