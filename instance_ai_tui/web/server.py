@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ class WebServer(Server):
         super().__init__(command, host=host, port=port, title=TITLE, public_url=public_url, templates_path=TEMPLATES)
         self.token = token
         self.fixed_public_url = public_url
+
+    def initialize_logging(self) -> None:
+        super().initialize_logging()
+        # no line per request: they would fill the console and carry ?token=... into logs
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
