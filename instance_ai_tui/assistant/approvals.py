@@ -9,7 +9,8 @@ deleted with the thread. ``load_allowances`` lists them (``/permissions`` in the
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..runtime.tools import ToolContext
 from ..store.base import Store

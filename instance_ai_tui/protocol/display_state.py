@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from .tree import ToolCallState
 
-__all__ = ["DisplayState", "Kind", "display_state", "is_denied_result", "waiting_label", "AUTO_APPROVED_LABEL"]
+__all__ = ["AUTO_APPROVED_LABEL", "DisplayState", "Kind", "display_state", "is_denied_result", "waiting_label"]
 
 Kind = Literal["running", "waiting", "done", "failed", "denied", "not-run", "expired", "unresolved"]
 

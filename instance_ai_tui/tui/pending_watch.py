@@ -16,8 +16,9 @@ a log of what it did for tests and headless runs (``signals``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..client.base import ClientError
 

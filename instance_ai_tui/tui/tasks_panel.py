@@ -6,12 +6,13 @@ a status glyph *and* word per task so no state is told by colour alone.
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.content import Content
-from textual.containers import VerticalScroll
-from textual.widgets import Static
-
+from collections.abc import Sequence
 from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
 
 from ..protocol.display_state import display_state
 from ..protocol.events import TaskList, TaskStatus
@@ -32,7 +33,7 @@ def _same_plan(a: TaskList, b: Any) -> bool:
 
 
 def checklist(tasks: TaskList | None, *, run_status: str | None = None,
-              plan_reviews: list[Any] = ()) -> tuple[TaskList | None, str]:
+              plan_reviews: Sequence[Any] = ()) -> tuple[TaskList | None, str]:
     """The checklist to show and a note for its title (pure).
 
     * A plan the user rejected (its plan review denied or answered ``rejected``) is not the
