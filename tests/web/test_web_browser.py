@@ -232,3 +232,29 @@ async def test_a_url_opens_in_a_new_tab_and_themes_switch_in_chromium(
         finally:
             await browser.close()
             await playwright.stop()
+
+
+async def test_the_page_asks_for_the_token_and_a_wrong_one_gets_no_app_in_chromium(
+    chromium_path: str, start_web: Callable[..., WebProcess],
+) -> None:
+    web = start_web("--model", "demo", "--new", "--token", TOKEN)
+    screen = Screen()
+    playwright, browser, page = await open_page(chromium_path, f"{web.url}/", screen)
+    try:
+        assert await page.locator("input#token").is_visible()
+        await page.fill("input#token", "not-the-token")
+        await page.click("button[type=submit]")
+        await page.wait_for_selector(".error")
+        assert "That token is not right." in await page.inner_text(".error")
+        assert await page.locator("#terminal").count() == 0 and not screen.raw  # no app, no WebSocket
+        assert not await page.context.cookies()
+        await page.fill("input#token", TOKEN)
+        await page.click("button[type=submit]")
+        await page.wait_for_selector("body.-first-byte", state="attached", timeout=30_000)
+        await screen.wait_for("Message Instance AI")
+        cookies = await page.context.cookies()
+        assert [c["name"] for c in cookies] == ["instance_ai_web"] and cookies[0]["httpOnly"]
+        assert TOKEN not in cookies[0]["value"]
+    finally:
+        await browser.close()
+        await playwright.stop()
