@@ -136,7 +136,8 @@ class RateLimitFilter(logging.Filter):
 
 _limited_log = logging.getLogger("instance_ai_tui.server.limits")
 _FILTER = RateLimitFilter()
-for _name in ("asyncio", "uvicorn.error", "instance_ai_tui.server", "instance_ai_tui.server.limits"):
+for _name in ("asyncio", "uvicorn.error", "instance_ai_tui.server", "instance_ai_tui.server.limits",
+              "instance_ai_tui.server.sse", "instance_ai_tui.assistant.emitter"):
     if not any(isinstance(f, RateLimitFilter) for f in logging.getLogger(_name).filters):
         logging.getLogger(_name).addFilter(_FILTER)
 

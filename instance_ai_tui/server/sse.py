@@ -17,6 +17,7 @@ from collections import OrderedDict, deque
 from typing import AsyncIterator
 
 from ..store.base import StoredEvent
+from ..store.errors import is_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,11 @@ class EventStream:
                 if len(frames) >= self._max_pending:
                     self._space = loop.create_future()
                     await self._space
-        except Exception:  # a broken source ends this stream only; the client reconnects
-            log.exception("event source failed")
+        except Exception as exc:  # a broken source ends this stream only; the client reconnects
+            if is_unavailable(exc):  # storage down: expected, one line (many streams end at once)
+                log.warning("event source failed: storage unavailable (%s); the client will reconnect", exc)
+            else:
+                log.exception("event source failed")
         finally:
             self._ended = True
             self._wake()

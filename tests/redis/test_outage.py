@@ -61,7 +61,22 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
 
-async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path) -> None:
+async def follow(url: str, thread: str, run_id: str) -> list[tuple[int | None, str]]:
+    """What a client's SSE reader sees (reconnecting through the outage) until the run's end."""
+    from instance_ai_tui.client.remote import RemoteClient
+
+    seen: list[tuple[int | None, str]] = []
+    async with RemoteClient(url, initial_backoff=0.1, max_backoff=0.5) as client:
+        async for item in client.events(thread, after=0):
+            if item.event is not None and item.event.run_id == run_id:
+                seen.append((item.id, item.event.type))
+                if item.event.type == "run-finish":
+                    return seen
+    return seen
+
+
+async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     if shutil.which("redis-cli") is None:
         pytest.skip("redis-cli is not installed")
     redis = RedisProcess(tmp_path)
@@ -71,6 +86,7 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path) 
                                       generate_titles=False)
         async with serve_app(create_app(service)) as url, httpx.AsyncClient(base_url=url + API, timeout=30) as http:
             run_id = (await http.post("/chat/t-out", json={"message": "list my workflows"})).json()["runId"]
+            reader = asyncio.create_task(follow(url, "t-out", run_id))
             await asyncio.sleep(0.3)  # the run is streaming
             await asyncio.to_thread(redis.stop_saving)
             down = await http.get("/threads")
@@ -94,6 +110,7 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path) 
                 await asyncio.sleep(0.1)
             assert not state["hasActiveRun"]
             history = (await http.get("/threads/t-out/messages")).json()
+            seen = await asyncio.wait_for(reader, 30)
         store = service.store
         events = await store.read_events("t-out")
         ids = [e.id for e in events]
@@ -106,6 +123,9 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path) 
         # unavailable", not swept later as crash_interrupted)
         assert finish["status"] == "completed" or (
             finish["status"] == "error" and finish["reason"].startswith("storage unavailable")), finish
+        # the SSE reader got every event of the run once, in order, through the outage
+        assert seen == [(e.id, e.type) for e in mine]
+        assert not [r for r in caplog.records if r.name == "instance_ai_tui.server.sse" and r.exc_info]
         answer = [m for m in history["messages"] if m["role"] == "assistant"][0]
         assert answer["agentTree"] == build_agent_tree_wire([e.json for e in mine]).to_wire()
         assert answer["content"]
