@@ -170,6 +170,15 @@ def _http(method: str, url: str, body: Any = None, headers: dict[str, str] | Non
     return status, parsed, {"set-cookie": "; ".join(cookies)}
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started n8n dies (Linux), so a killed
+    test run or script never leaves an n8n behind."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 @dataclass
 class N8nPeer:
     """One n8n process on 127.0.0.1 with its own SQLite folder; ``restart()`` keeps port and data."""
@@ -255,7 +264,7 @@ class N8nPeer:
                 [str(node_dir(self.cache) / "bin" / "node"), str(n8n_dir(self.cache) / "node_modules" / "n8n" / "bin" / "n8n"),
                  "start"],
                 cwd=n8n_dir(self.cache), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
         finally:
             log.close()
         self._log_offset_marker = self.log_path.stat().st_size
@@ -351,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"n8n {N8N_VERSION} installed in {cache_dir()}" if ok else missing_reason())
             return 0 if ok else 1
         peer = N8nPeer(model_url=args.model_url, port=args.port)
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         try:
             peer.start()
             print(json.dumps(peer.info()), flush=True)
