@@ -698,6 +698,9 @@ class InstanceAiApp(App[None]):
         watch = self.pending_watch
         here = len(self.pending)
         counts = {tid: n for tid, n in watch.elsewhere.items() if tid != self.thread_id}
+        for tid in counts:  # a thread another client created after the app started
+            if self.thread_list.thread(tid) is None and tid in watch.infos:
+                self.thread_list.upsert_thread(watch.infos[tid])
         marks = dict(counts)
         if self.thread_id and here:
             marks[self.thread_id] = here

@@ -44,6 +44,8 @@ class PendingWatch:
     #: called after ``elsewhere`` changed
     on_change: Callable[[], None]
     elsewhere: dict[str, int] = field(default_factory=dict)
+    #: the threads seen at the last poll (also those created elsewhere after the app started)
+    infos: dict[str, ThreadInfo] = field(default_factory=dict)
     _counts: dict[tuple[str, str | None], int] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
 
@@ -81,7 +83,12 @@ class PendingWatch:
         """Ask every watched thread once; returns (and keeps) the counts."""
         open_id = self.open_thread()
         counts: dict[str, int] = {}
-        for info in self.threads()[:MAX_THREADS]:
+        try:  # the server's list: threads another client created meanwhile are watched too
+            threads = sorted(await self.client.list_threads(), key=lambda t: t.updated_at, reverse=True)
+        except ClientError:
+            threads = self.threads()
+        self.infos = {info.id: info for info in threads}
+        for info in threads[:MAX_THREADS]:
             if info.id == open_id:
                 continue
             try:

@@ -503,3 +503,37 @@ async def test_a_restored_n8n_tree_shows_denied_and_expired_truthfully() -> None
         assert "✓" not in str(denied.header.visual)
         assert expired.state == "expired" and "expired" in str(expired.header.visual)
         assert expired.card is None and not app.pending  # nothing to answer, no spinner
+
+
+async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_missed(tmp_path: Any) -> None:
+    from server.live import serve_app
+
+    from instance_ai_tui.client.remote import RemoteClient
+    from instance_ai_tui.config import ModelSettings, Settings
+    from instance_ai_tui.server.app import create_app
+    from instance_ai_tui.server.service_factory import build_service
+
+    settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
+    async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:
+        other = RemoteClient(url)  # another terminal, same server
+        await other.open()
+        try:
+            await other.create_thread("first", title="First")
+            app = make_app(RemoteClient(url))
+            async with app.run_test(size=SIZE) as pilot:
+                await app.wait_until_ready()
+                assert app.thread_id == "first"
+                await other.create_thread("elsewhere", title="Elsewhere")
+                await other.send("elsewhere", "every morning send the weather forecast to Slack")
+                await until(lambda: app.pending_watch.elsewhere.get("elsewhere") == 1, pilot, timeout=20)
+                await pilot.pause(0.1)
+                assert "◷ waiting · Elsewhere" in app.thread_list.row_text("elsewhere")
+                assert "1 answer waiting: 1 in “Elsewhere”" in app.status_line.plain
+                assert app.terminal.signals[-2:] == ["title:(1) answer waiting — Instance AI in “Elsewhere”", "bell"]
+                await pilot.press("ctrl+g")
+                await until(lambda: app.thread_id == "elsewhere" and card_of(app) is not None, pilot, timeout=10)
+                await pilot.pause(GRACE_SECONDS)
+                await pilot.press("y")
+                await until(lambda: "title-restored" in app.terminal.signals, pilot, timeout=20)
+        finally:
+            await other.close()
