@@ -1004,6 +1004,14 @@ class InstanceAiApp(App[None]):
             self._keep_in_prompt(text)
             return None
         except ClientError as exc:
+            if exc.status in (401, 403) and self.client.supports_login and conversation.discard_local(message.id):
+                # the n8n session ended and logging in again failed: ask, then the user sends again
+                self._keep_in_prompt(text)
+                from .login_screen import offer_login
+
+                if await offer_login(self, exc):
+                    self.notify("Logged in again. Press Enter to send your message.", timeout=8)
+                return None
             if exc.status is None and conversation.discard_local(message.id):
                 # the server did not answer at all (restarting?): queued, sent once it is back
                 watcher.enqueue(text)

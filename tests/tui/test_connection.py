@@ -424,3 +424,25 @@ async def test_a_queued_message_that_meets_a_shutting_down_server_is_queued_agai
                     what="answered after the restart")
         assert users(app) == ["a long job", "after the restart"]
         assert app.prompt.text == ""
+
+
+async def test_a_session_that_ends_mid_conversation_asks_to_log_in_again(fake: FakeN8n, tmp_path: Path) -> None:
+    from instance_ai_tui.tui.login_screen import LoginScreen
+
+    app = make_app(n8n_client(fake, tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, "hello")
+        await until(lambda: len(answers(app)) == 1 and not app.conversation.is_streaming, pilot)
+        old_password, fake.password = fake.password, "Changed-Passw0rd!"
+        fake.invalidate_sessions()  # the cookie is refused and the old password no longer works
+        await send(app, pilot, "still there?")
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        await type_into(pilot, app, "#login-password", "Changed-Passw0rd!")
+        await pilot.press("enter")
+        await until(lambda: not isinstance(app.screen, LoginScreen), pilot, what="logged in")
+        assert app.prompt.text == "still there?" and users(app) == ["hello"]  # nothing lost, not sent twice
+        app.prompt.focus()
+        await pilot.press("enter")
+        await until(lambda: len(answers(app)) == 2 and not app.conversation.is_streaming, pilot, what="answer")
+        assert users(app) == ["hello", "still there?"] and old_password != fake.password
