@@ -537,3 +537,39 @@ async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_
                 await until(lambda: "title-restored" in app.terminal.signals, pilot, timeout=20)
         finally:
             await other.close()
+
+
+async def test_a_card_in_an_n8n_thread_that_is_not_open_is_never_missed(tmp_path: Any) -> None:
+    from instance_ai_tui.client.n8n import N8nClient
+    from instance_ai_tui.testing.fake_n8n import FakeN8n
+
+    fake = FakeN8n(ping_interval=0.5)
+    await fake.start()
+
+    def n8n(name: str) -> N8nClient:
+        return N8nClient(fake.base_url, fake.email, fake.password, config_dir=tmp_path / name, interactive=False,
+                         initial_backoff=0.05, max_backoff=0.3, keepalive_timeout=5.0)
+
+    other = n8n("other")  # the browser, say
+    try:
+        await other.open()
+        first = await other.create_thread(title="First")
+        app = make_app(n8n("app"))
+        async with app.run_test(size=SIZE) as pilot:
+            await app.wait_until_ready()
+            assert app.thread_id == first.id
+            second = await other.create_thread(title="Old sync")
+            await other.send(second.id, "archive the old sync workflow")
+            await until(lambda: app.pending_watch.elsewhere.get(second.id) == 1, pilot, timeout=20)
+            await pilot.pause(0.1)
+            assert "◷ waiting" in app.thread_list.row_text(second.id)
+            assert "1 answer waiting: 1 in" in app.status_line.plain
+            assert app.terminal.signals[-1] == "bell" and app.terminal.signals[-2].startswith("title:(1) answer waiting")
+            await pilot.press("ctrl+g")
+            await until(lambda: app.thread_id == second.id and card_of(app) is not None, pilot, timeout=10)
+            await pilot.pause(GRACE_SECONDS)
+            await pilot.press("y")
+            await until(lambda: "title-restored" in app.terminal.signals, pilot, timeout=20)
+    finally:
+        await other.close()
+        await fake.stop()
