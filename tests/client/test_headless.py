@@ -55,3 +55,17 @@ def test_automatic_answers() -> None:
     domain = request(domainAccess={"url": "https://x.io", "host": "x.io"})
     assert auto_answer(domain, approve=True) == DomainAccessApproveConfirm(domain_access_action="allow_once")
     assert auto_answer(domain, approve=False) == DomainAccessDenyConfirm()
+
+
+async def test_without_a_terminal_denials_say_they_were_automatic_and_the_call_shows_denied(tmp_path: Path) -> None:
+    """issue 12: ``run`` with no terminal and no --approve does not claim the user denied; the
+    call's line says 'denied' (protocol.display_state), as the app and export do."""
+    out, err = io.StringIO(), io.StringIO()
+    async with EmbeddedClient(demo_settings(tmp_path)) as client:
+        run = HeadlessRun(client, "pipe", "every morning send the weather forecast to Slack", json_mode=False,
+                          policy="none", policy_chosen=False, out=out, err=err)
+        await run.run()
+    notes = err.getvalue()
+    assert "denied automatically: no terminal to ask on (pass --approve all or --approve none to choose)" in notes
+    assert "✗ activate-workflow: denied" in notes
+    assert "denied by user" not in notes.lower()
