@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -84,8 +84,32 @@ class MarkdownList:
     items: list[ListItem] = field(default_factory=list)
 
 
-Block = Union[Paragraph, Heading, Fence, MarkdownList]
+Block = Paragraph | Heading | Fence | MarkdownList
 Document = list[Block]
+
+
+@dataclass(frozen=True, slots=True)
+class Joins:
+    """How a chunk of a longer text meets its neighbours when a list or a code block runs
+    across chunks (``ChunkedMarkdown`` splits inside them): the pieces then draw what the
+    whole block draws.
+
+    ``head``: text parsed before the chunk's own (a continued code block's opening fence).
+    ``continues``: the first block continues the previous chunk's last block (no top
+    margin; a code block without its top padding line). ``start``: the number of the
+    first item of a continued ordered list. ``open_end``: the last block continues in the
+    next chunk (no bottom margin; a code block without its bottom padding line).
+    ``number_width``: the least width of the numbers of an ordered list at either edge
+    (the whole list's numbers are as wide as its last one)."""
+
+    head: str = ""
+    continues: bool = False
+    start: int | None = None
+    open_end: bool = False
+    number_width: int = 0
+
+
+NO_JOINS = Joins()
 
 _parser_instance: MarkdownIt | None = None
 
@@ -316,23 +340,32 @@ def _highlight(code: str, lexer: str, *, dark: bool, ansi: bool) -> Content:
     return highlight(code, language=lexer or None, theme=theme)
 
 
-def _lay_list(block: MarkdownList, ctx: _Context, top_level: bool, in_list: bool) -> _Laid:
+def list_numbers(block: MarkdownList, start: int | None = None) -> list[str]:
+    """The numbers of an ordered list as drawn ('8. ', '9. ', '10. ')."""
     items = block.items
-    symbols: list[str]
-    if block.ordered:
+    if start is None:
         start = 1
         if items:
             try:
                 start = int(items[0].bullet)
             except ValueError:
                 pass
-        numbers = [f"{number}. " for number in range(start, start + len(items))]
-        size = max((len(number) for number in numbers), default=0)
+    return [f"{number}. " for number in range(start, start + len(items))]
+
+
+def _lay_list(
+    block: MarkdownList, ctx: _Context, top_level: bool, in_list: bool, start: int | None = None, width: int = 0
+) -> _Laid:
+    items = block.items
+    symbols: list[str]
+    if block.ordered:
+        numbers = list_numbers(block, start)
+        size = max(width, max((len(number) for number in numbers), default=0))
         symbols = [number.rjust(size + 1) for number in numbers]
     else:
         symbols = [item.bullet for item in items]
     lines: list[Content] = []
-    for item, symbol in zip(items, symbols):
+    for item, symbol in zip(items, symbols, strict=True):
         bullet = Content.styled(symbol, ".flat--bullet")
         indent = bullet.cell_length
         inner = _Context(max(1, ctx.width - indent), ctx.dark, ctx.ansi, ctx.clipped)
@@ -352,12 +385,53 @@ def layout_document(document: Document, width: int, *, dark: bool = True, ansi: 
     return lay_out(document, width, dark=dark, ansi=ansi)[0]
 
 
-def lay_out(document: Document, width: int, *, dark: bool = True, ansi: bool = False) -> tuple[list[Content], bool]:
+def lay_out(
+    document: Document, width: int, *, dark: bool = True, ansi: bool = False, joins: Joins = NO_JOINS
+) -> tuple[list[Content], bool]:
     """``layout_document``, and whether a code line is cut at the right edge (Textual's
-    Markdown lets the reader scroll such a code block sideways; a flat one cannot)."""
+    Markdown lets the reader scroll such a code block sideways; a flat one cannot).
+    ``joins``: the document is a chunk of a longer text (see ``Joins``)."""
     ctx = _Context(max(1, width), dark, ansi)
-    lines = _stack([_lay_block(block, ctx, True, False) for block in document])
-    return lines, bool(ctx.clipped)
+    if joins is NO_JOINS:
+        return _stack([_lay_block(block, ctx, True, False) for block in document]), bool(ctx.clipped)
+    parts: list[_Laid] = []
+    last = len(document) - 1
+    for index, block in enumerate(document):
+        first_joined = index == 0 and joins.continues
+        last_joined = index == last and joins.open_end
+        if isinstance(block, MarkdownList) and (first_joined or last_joined):
+            top, bottom, lines = _lay_list(
+                block, ctx, True, False, joins.start if first_joined else None, joins.number_width
+            )
+        else:
+            top, bottom, lines = _lay_block(block, ctx, True, False)
+        if isinstance(block, Fence) and lines:
+            if first_joined:
+                lines = lines[1:]
+            if last_joined:
+                lines = lines[:-1]
+        if first_joined:
+            top = 0
+        if last_joined:
+            bottom = 0
+        parts.append((top, bottom, lines))
+    return _stack(parts), bool(ctx.clipped)
+
+
+def joined_number_width(document: Document, joins: Joins) -> int:
+    """How wide the numbers of the ordered list(s) this chunk shares with its neighbours
+    are (0: it shares none)."""
+    widths = [0]
+    last = len(document) - 1
+    for index in {0, last} if document else ():
+        block = document[index]
+        first_joined = index == 0 and joins.continues
+        if not isinstance(block, MarkdownList) or not block.ordered:
+            continue
+        if first_joined or (index == last and joins.open_end):
+            numbers = list_numbers(block, joins.start if first_joined else None)
+            widths.append(max((len(number) for number in numbers), default=0))
+    return max(widths)
 
 
 # --------------------------------------------------------------------------- drawing
@@ -502,14 +576,16 @@ class FlatMarkdown(Widget):
         *,
         classes: str | None = None,
         defer: bool = False,
+        joins: Joins = NO_JOINS,
     ) -> None:
         """``document``: ``parse_document(content)`` when the caller has it already.
         ``defer``: parse in a worker thread once mounted (nothing is drawn until then;
         ``Unsupported`` is posted if the text needs the Markdown widget). Otherwise
         raises ``ValueError`` if the content cannot be drawn flat."""
         super().__init__(classes=classes)
+        self.joins = joins
         if document is None and not defer:
-            document = parse_document(content)
+            document = parse_document(joins.head + content)
             if document is None:
                 raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
         self._target = content
@@ -543,7 +619,7 @@ class FlatMarkdown(Widget):
         if self._document is None:
             # a long document is parsed off the event loop (markdown-it is pure Python)
             text = self._target
-            document = await asyncio.to_thread(parse_document, text)
+            document = await asyncio.to_thread(parse_document, self.joins.head + text)
             if text != self._target or self._document is not None:
                 return  # set_target drew something newer meanwhile
             if document is None:
@@ -559,7 +635,7 @@ class FlatMarkdown(Widget):
         if content == self._target:
             return False
         if document is None:
-            document = parse_document(content)
+            document = parse_document(self.joins.head + content)
             if document is None:
                 raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
         self._target = content
@@ -567,6 +643,17 @@ class FlatMarkdown(Widget):
         self._lines = self._joined = None
         self.refresh(layout=True)
         return True
+
+    def set_joins(self, joins: Joins) -> None:
+        """How this chunk meets its neighbours changed (the head must stay the same)."""
+        if joins != self.joins:
+            self.joins = joins
+            self._lines = self._joined = None
+            self.refresh(layout=True)
+
+    @property
+    def document(self) -> Document | None:
+        return self._document
 
     async def flush(self) -> None:
         """Nothing to do: ``set_target`` draws at once."""
@@ -590,7 +677,7 @@ class FlatMarkdown(Widget):
             return cached[1]
         if self._document is None:
             return []  # parsing (deferred)
-        lines, clipped = lay_out(self._document, width, dark=key[1], ansi=key[2])
+        lines, clipped = lay_out(self._document, width, dark=key[1], ansi=key[2], joins=self.joins)
         self._lines = (key, lines)
         self._layouts += 1
         if clipped and not self._clipped:

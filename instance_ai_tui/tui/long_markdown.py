@@ -18,6 +18,8 @@ layout next to nothing. Chunks Textual's ``Markdown`` alone can draw (tables, qu
 
 from __future__ import annotations
 
+import re
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -25,7 +27,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from . import keymap
-from .flat_markdown import FlatMarkdown, parse_document
+from .flat_markdown import NO_JOINS, FlatMarkdown, Joins, _parser, joined_number_width, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -57,6 +59,7 @@ class LiveMarkdown(Markdown):
 
     async def _become_ready(self) -> None:
         self._ready = True
+        self._resume_at_last_block()
         if self._target != self._written:
             await self.flush()
 
@@ -84,7 +87,20 @@ class LiveMarkdown(Markdown):
             await self._stream.write(target[len(written) :])
         else:
             await self._stop_stream()
-            self.update(target)
+            await self.update(target)
+            self._resume_at_last_block()
+
+    def _resume_at_last_block(self) -> None:
+        """After ``update``, Markdown would parse appended text from the last line on, so a
+        table whose header came in the first text would lose it (its rows re-parsed alone
+        as a paragraph): appends re-parse from the start of the last top-level block, as
+        they do after an append."""
+        line = 0
+        for token in reversed(_parser().parse(self.source)):
+            if token.map is not None and token.level == 0:
+                line = token.map[0]
+                break
+        self._last_parsed_line = line
 
     async def _stop_stream(self) -> None:
         stream, self._stream = self._stream, None
@@ -111,16 +127,60 @@ def _is_fence(line: str) -> bool:
     return len(line) - len(stripped) <= 3 and (stripped.startswith("```") or stripped.startswith("~~~"))
 
 
-class _Splitter:
-    """Finds chunk starts in a growing text, incrementally (complete lines only)."""
+#: a list item's first line at the left edge: its marker (bullet character, or the
+#: ordered delimiter after the number)
+_ITEM = re.compile(r"([-*+]|(\d{1,9})([.)]))(?:[ \t]|$)")
+_RULE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+#: blocks with a top margin of their own (headings, code blocks) or drawn only by
+#: Markdown (quotes, tables): no chunk starts with one, as the previous chunk's bottom
+#: margin and its top margin would both be drawn where the whole text collapses them
+_OWN_MARGIN = ("#", "```", "~~~", ">", "|")
+#: how a col-0 line may go on a list item's paragraph (a lazy continuation line)
+_LAZY_START = re.compile(r"[\w*_\[!(\"'$]")
 
-    __slots__ = ("starts", "_pos", "_fence", "_blank")
+
+class _Splitter:
+    """Finds chunk starts in a growing text, incrementally (complete lines only).
+
+    A chunk starts at a paragraph boundary (a line after a blank line), or, inside a long
+    list or code block, at the next item of a top-level list or the next line of a
+    top-level code block: the chunk then *continues* the previous one (``conts``: the
+    text parsed before it, and a continued ordered list's next number), so a growing list
+    or code block is drawn as pieces of bounded size and the settled pieces never change.
+    """
+
+    __slots__ = ("_blank", "_fence", "_fence_head", "_list", "_no_join", "_number", "_pos", "conts", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = [0]
+        #: chunk index -> (head, start number) of a chunk that continues the previous one
+        self.conts: dict[int, tuple[str, int | None]] = {}
         self._pos = 0
         self._fence = False
+        #: the opening line of the top-level code block we are in ("" if nested)
+        self._fence_head = ""
         self._blank = False
+        #: the marker of the top-level list we are in, and its next item's number
+        self._list: str | None = None
+        self._number = 1
+        #: chunk indexes that cannot be continued (they hold what only Markdown draws)
+        self._no_join: set[int] = set()
+
+    def _can_join(self, text: str, pos: int) -> bool:
+        """The open chunk (up to ``pos``) is drawn flat, so it can leave its end open."""
+        index = len(self.starts) - 1
+        if index in self._no_join:
+            return False
+        head = self.conts.get(index, ("", None))[0]
+        if parse_document(head + text[self.starts[-1] : pos]) is None:
+            self._no_join.add(index)
+            return False
+        return True
+
+    def _split(self, pos: int, cont: tuple[str, int | None] | None) -> None:
+        if cont is not None:
+            self.conts[len(self.starts)] = cont
+        self.starts.append(pos)
 
     def scan(self, text: str, written: int = 0) -> None:
         """Find new chunk starts; none before ``written`` (text already shown in the open
@@ -132,18 +192,37 @@ class _Splitter:
             line = text[pos:nl]
             if not line.strip():
                 blank = True
-            else:
-                if (
-                    blank
-                    and not fence
-                    and pos - starts[-1] >= CHUNK_CHARS
-                    and pos >= written
-                    and not line.startswith((" ", "\t"))
-                ):
-                    starts.append(pos)
-                blank = False
+                pos = nl + 1
+                continue
+            room = pos - starts[-1] >= CHUNK_CHARS and pos >= written
+            if fence:
                 if _is_fence(line):
-                    fence = not fence
+                    fence = False
+                elif room and self._fence_head and not blank and self._can_join(text, pos):
+                    # (not after a blank line: a piece's code loses its trailing blank lines)
+                    self._split(pos, (self._fence_head + "\n", None))
+            else:
+                item = _ITEM.match(line) if not _RULE.match(line) else None
+                if item is not None:
+                    marker = item.group(3) or item.group(1)
+                    if marker == self._list:
+                        if room and self._can_join(text, pos):
+                            self._split(pos, ("", self._number if item.group(2) else None))
+                        self._number += 1
+                    else:
+                        if blank and room:
+                            self._split(pos, None)
+                        self._list = marker
+                        self._number = int(item.group(2)) + 1 if item.group(2) else 1
+                elif not line.startswith((" ", "\t")):
+                    if blank and room and not line.startswith(_OWN_MARGIN):
+                        self._split(pos, None)
+                    if blank or not _LAZY_START.match(line) or _is_fence(line):
+                        self._list = None
+                if _is_fence(line):
+                    fence = True
+                    self._fence_head = line.rstrip() if not line.startswith((" ", "\t")) else ""
+            blank = False
             pos = nl + 1
         self._pos, self._fence, self._blank = pos, fence, blank
 
@@ -204,6 +283,8 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         self.earlier = EarlierLine(self)
         #: stream writes of chunks that were replaced by a flat one
         self._retired_writes = 0
+        #: first chunk of a run of joined chunks -> the width of its ordered numbers
+        self._run_widths: dict[int, int] = {}
 
     # ------------------------------------------------------------------ reading
     @property
@@ -248,13 +329,39 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         """The chunk's text is final: a later chunk started, or the segment finished."""
         return not self.live or index < len(self._splitter.starts) - 1
 
+    def _run_first(self, index: int) -> int:
+        conts = self._splitter.conts
+        while index in conts:
+            index -= 1
+        return index
+
+    def _joins(self, index: int) -> Joins:
+        """How chunk ``index`` meets its neighbours (a list or code block across chunks)."""
+        conts = self._splitter.conts
+        cont = conts.get(index)
+        open_end = index + 1 in conts
+        if cont is None and not open_end:
+            return NO_JOINS
+        head, start = cont if cont is not None else ("", None)
+        width = self._run_widths.get(self._run_first(index), 0)
+        return Joins(head, cont is not None, start, open_end, width)
+
+    def _parse(self, index: int, text: str | None = None) -> tuple[str, Joins, list | None]:
+        joins = self._joins(index)
+        text = self._slice(index) if text is None else text
+        return text, joins, parse_document(joins.head + text)
+
     def _new_chunk(self, index: int) -> Chunk:
         """A final chunk is flat, parsed in a worker thread once mounted (it switches to
-        ``LiveMarkdown`` if it holds what only Markdown draws); the open chunk streams."""
-        text = self._slice(index)
+        ``LiveMarkdown`` if it holds what only Markdown draws). The open chunk is flat too
+        when it can be (re-parsing and laying out one bounded chunk costs far less than
+        Markdown's widgets); else it streams."""
         if self._final_chunk(index):
-            return FlatMarkdown(text, classes=self._chunk_classes, defer=True)
-        return LiveMarkdown(text, classes=self._chunk_classes)
+            return FlatMarkdown(self._slice(index), classes=self._chunk_classes, defer=True, joins=self._joins(index))
+        text, joins, document = self._parse(index)
+        if document is not None:
+            return FlatMarkdown(text, document, classes=self._chunk_classes, joins=joins)
+        return LiveMarkdown(joins.head + text, classes=self._chunk_classes)
 
     def _make(self, index: int) -> Chunk:
         chunk = self._new_chunk(index)
@@ -265,7 +372,10 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         event.stop()
         for index, chunk in self.chunks.items():
             if chunk is event.widget:
-                self._swap(index, LiveMarkdown(chunk.target, classes=self._chunk_classes))
+                text = chunk.target
+                if isinstance(chunk, FlatMarkdown) and chunk.joins.head:
+                    text = chunk.joins.head + text  # a continued code block as one of its own
+                self._swap(index, LiveMarkdown(text, classes=self._chunk_classes))
                 return
 
     def _update_earlier(self) -> None:
@@ -299,7 +409,10 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             return
         starts = self._splitter.starts
         old_count = len(starts)
-        self._splitter.scan(self._target, self._flushed)
+        # text a streaming chunk shows stays in it (its document only grows); a flat chunk
+        # is drawn anew anyway, so its text may move on into the next chunk
+        written = self._flushed if isinstance(self.chunks.get(old_count - 1), LiveMarkdown) else 0
+        self._splitter.scan(self._target, written)
         self._flushed = len(self._target)
         count = len(starts)
         # the open chunk (and any chunk that just closed) get their text
@@ -311,25 +424,48 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             new = [self._make(i) for i in range(max(old_count, count - self.keep), count)]
             self.mount_all(new)
             self._prune()
+        self._widen_numbers(count - 1)
+
+    def _widen_numbers(self, index: int) -> None:
+        """An ordered list across chunks draws its numbers as wide as its last one (as the
+        whole list does): when the open chunk's numbers grow wider, the chunks before it in
+        the same list are laid out again (once per extra digit)."""
+        if index not in self._splitter.conts:
+            return
+        chunk = self.chunks.get(index)
+        if not isinstance(chunk, FlatMarkdown) or chunk.document is None:
+            return
+        first = self._run_first(index)
+        width = joined_number_width(chunk.document, chunk.joins)
+        if width <= self._run_widths.get(first, 0):
+            return
+        self._run_widths[first] = width
+        for i in range(first, index + 1):
+            other = self.chunks.get(i)
+            if isinstance(other, FlatMarkdown):
+                other.set_joins(self._joins(i))
 
     async def _update_chunk(self, index: int, chunk: Chunk) -> None:
         """Give a mounted chunk its current text; a chunk that closed becomes flat."""
         text = self._slice(index)
         if isinstance(chunk, FlatMarkdown):
+            joins = self._joins(index)
             if text == chunk.target:
+                chunk.set_joins(joins)
                 return
-            document = parse_document(text)
+            document = parse_document(joins.head + text)
             if document is not None:
+                chunk.set_joins(joins)
                 chunk.set_target(text, document)
             else:  # now holds something only Markdown draws
-                self._swap(index, LiveMarkdown(text, classes=self._chunk_classes))
+                self._swap(index, LiveMarkdown(joins.head + text, classes=self._chunk_classes))
             return
         if self._final_chunk(index):
-            document = parse_document(text)
+            text, joins, document = self._parse(index, text)
             if document is not None:
-                self._swap(index, FlatMarkdown(text, document, classes=self._chunk_classes))
+                self._swap(index, FlatMarkdown(text, document, classes=self._chunk_classes, joins=joins))
                 return
-        chunk.set_target(text)
+        chunk.set_target(self._splitter.conts.get(index, ("", None))[0] + text)
         await chunk.flush()
         if self._final_chunk(index):
             chunk.finish()
@@ -352,6 +488,7 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             self._retired_writes += chunk.stream_writes
         self.remove_children(list(self.chunks.values()))
         self.chunks = {}
+        self._run_widths = {}
         self._splitter = _Splitter()
         self._splitter.scan(self._target)
         self._flushed = len(self._target)
@@ -389,9 +526,9 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             and not self._replaced
             and self._flushed == len(self._target)
         ):
-            document = parse_document(self._slice(last))
+            text, joins, document = self._parse(last)
             if document is not None:
-                self._swap(last, FlatMarkdown(self._slice(last), document, classes=self._chunk_classes))
+                self._swap(last, FlatMarkdown(text, document, classes=self._chunk_classes, joins=joins))
         self.release()
 
     def release(self) -> None:
@@ -403,4 +540,4 @@ class ChunkedMarkdown(Vertical, can_focus=True):
     def settled(self) -> bool:
         if self._replaced:
             return False
-        return all(chunk.settled and chunk.target == self._slice(i) for i, chunk in self.chunks.items())
+        return all(chunk.settled and chunk.target.endswith(self._slice(i)) for i, chunk in self.chunks.items())

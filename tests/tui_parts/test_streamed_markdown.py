@@ -1,0 +1,122 @@
+"""A streamed answer, split into pieces inside its lists and code blocks while it grows,
+ends up drawn cell for cell as Textual's ``Markdown`` draws the whole text; settled pieces
+are not laid out again while later ones stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+from instance_ai_tui.tui import long_markdown
+from instance_ai_tui.tui.flat_markdown import FlatMarkdown
+from instance_ai_tui.tui.long_markdown import ChunkedMarkdown, LiveMarkdown
+
+from .test_flat_markdown import Harness, _cells, _draw
+
+BULLETS = "Here is the list you asked for:\n\n" + "".join(
+    f"- item {i}: **{'word ' * (i % 7)}**done with `x{i}`\n" + ("  - a nested point\n" if i % 9 == 0 else "")
+    for i in range(1, 41)
+) + "\nThat is all.\n"
+
+# every item numbered '1.' (as models often write them): the whole list counts 1..120, and
+# its numbers grow from one digit to three while it streams
+ORDERED = "Steps:\n\n" + "".join(f"1. step {i} {'x' * (i % 11)}\n" for i in range(1, 121)) + "\nDone.\n"
+
+TABLE = "| # | name | value |\n|---|---|---|\n" + "".join(f"| {i} | row {i} | {i * i} |\n" for i in range(1, 25))
+
+CODE = "```python\n" + "".join(
+    f"def f{i}(x: int) -> int:\n    # step {i}\n    return x * {i} + {i % 5}\n\n" for i in range(1, 25)
+) + "```\n\nThe code above has 24 functions.\n"
+
+# (a code block continued into a piece that also holds a table or quote, which only
+# Markdown draws, shows its top padding line again there: not covered, see long_markdown)
+MIXED = (
+    "# Plan\n\nSome prose with *emphasis* and a [link](https://example.com).\n\n"
+    + TABLE[:200]
+    + "\n> a quoted line\n\n"
+    + BULLETS[:700]
+    + "\n\n## Code\n\n"
+    + CODE[:600]
+    + "\n```\n\nSome words after the code.\n\n"
+    + ORDERED[:400]
+    + "\n\nThe end.\n"
+)
+
+
+THEMES = (("textual-dark", "text-chunk"), ("textual-light", "text-chunk"), ("ansi-dark", "reasoning-chunk"))
+
+
+async def _stream(app: Any, pilot: Any, text: str, classes: str, step: int) -> ChunkedMarkdown:
+    box = app.query_one("#box")
+    await box.remove_children()
+    block = ChunkedMarkdown("", chunk_classes=classes)
+    block.keep = 10**6  # every chunk mounted: the whole text is compared
+    await box.mount(block)
+    for end in range(step, len(text) + step, step):
+        block.set_target(text[:end])
+        await block.flush()
+        await pilot.pause()
+    block.finish()
+    for _ in range(200):
+        await pilot.pause()
+        if block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()):
+            break
+    await pilot.pause(0.05)
+    return block
+
+
+@pytest.mark.parametrize("name", ["list", "ordered", "table", "code", "mixed"])
+async def test_streamed_answer_looks_like_markdown_of_the_whole_text(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = {"list": BULLETS, "ordered": ORDERED, "table": TABLE, "code": CODE, "mixed": MIXED}[name]
+    monkeypatch.setattr(long_markdown, "CHUNK_CHARS", 300)  # many pieces
+    app = Harness()
+    height = 200
+    async with app.run_test(size=(72, height)) as pilot:
+        for theme, classes in THEMES:
+            app.theme = theme
+            await pilot.pause()
+            # Textual's Markdown (the subclass the app styles its Markdown chunks by) of the whole text
+            whole = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
+            for step in ((13, 97) if theme == "textual-dark" and name != "mixed" else (53,)):
+                block = await _stream(app, pilot, text, classes, step)
+                streamed = _cells(app)
+                if name in ("list", "ordered", "code"):
+                    # the growing block was split into pieces that continue each other
+                    assert len(block._splitter.conts) >= 3, block._splitter.conts
+                text_rows = sum(1 for row in whole if "".join(c for c, _ in row).strip())
+                assert text_rows > 20
+                for y, (a, b) in enumerate(zip(whole, streamed, strict=True)):
+                    assert a == b, (
+                        f"{name}, {theme}, step {step}, row {y}:\n"
+                        f"{''.join(c for c, _ in a)!r}\n{''.join(c for c, _ in b)!r}"
+                    )
+
+
+async def test_settled_pieces_are_not_laid_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(long_markdown, "CHUNK_CHARS", 300)
+    app = Harness()
+    async with app.run_test(size=(72, 60)) as pilot:
+        box = app.query_one("#box")
+        block = ChunkedMarkdown("", chunk_classes="text-chunk")
+        block.keep = 10**6
+        await box.mount(block)
+        layouts: dict[int, int] = {}
+        for end in range(20, len(BULLETS), 20):
+            block.set_target(BULLETS[:end])
+            await block.flush()
+            await pilot.pause()
+            open_index = max(block.chunks)
+            for index, chunk in block.chunks.items():
+                assert isinstance(chunk, FlatMarkdown)
+                if index < open_index - 1 and index in layouts:
+                    # a piece two pieces back never changes again
+                    assert chunk._layouts == layouts[index], index
+                layouts[index] = chunk._layouts
+        assert len(block.chunks) >= 5
+        # the open piece stays small however long the list grows
+        starts = block._splitter.starts
+        assert len(BULLETS) - starts[-1] < 2 * 300 + 200
