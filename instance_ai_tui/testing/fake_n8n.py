@@ -823,7 +823,7 @@ class FakeN8n:
             run = _Run(f"run_{_nanoid()}", group.group_id, thread.id)
             group.run_ids.append(run.run_id)
             thread.run = run
-            run.task = asyncio.current_task()  # type: ignore[assignment]
+            run.task = asyncio.current_task()
 
     async def _steps(self, thread: _Thread, run: _Run, steps: list[Step], follow_ups: list[FollowUp]) -> None:
         queue = list(steps)
