@@ -34,6 +34,18 @@ class ConfirmationNotFound(AssistantError):
     status = 404
 
 
+class MessageNotFound(AssistantError):
+    """``rewind`` to a user message the thread does not have."""
+
+    status = 404
+
+
+class ModelNotAvailable(AssistantError):
+    """``set_model`` to a model this service cannot use (unknown, or no key for it)."""
+
+    status = 404
+
+
 class ConfirmationExpired(AssistantError):
     status = 400
 

@@ -49,7 +49,7 @@ from .confirmations import DEFAULT_TTL_SECONDS
 from .context import Services
 from .coordination import RunCoordinator
 from .demo_instance import DemoN8n
-from .errors import InvalidRequest, PermissionNotFound, RunActive, ThreadNotFound
+from .errors import InvalidRequest, MessageNotFound, ModelNotAvailable, PermissionNotFound, RunActive, ThreadNotFound
 from .history import thread_messages
 from .ids import new_thread_id
 from .models import ModelCatalog, ModelChoice, context_window, is_demo_name, select_model
@@ -312,7 +312,7 @@ class InstanceAI:
             try:
                 catalog.get(name)
             except ValueError as exc:
-                raise InvalidRequest(f"model {name!r} cannot be used: {exc}") from None
+                raise ModelNotAvailable(f"model {name!r} cannot be used: {exc}") from None
         metadata = {k: v for k, v in record.metadata.items() if k != "model"}
         if not default:
             metadata["model"] = "demo" if is_demo_name(name) else name
@@ -332,7 +332,7 @@ class InstanceAI:
             (n for n, r in enumerate(runs) if message_id in (r.data.get("messageId"), f"{r.run_id}-user")), None
         )
         if start is None:
-            raise InvalidRequest(f"no user message {message_id!r} in this thread")
+            raise MessageNotFound(f"no user message {message_id!r} in this thread")
         target = runs[start]
         rewound = [r for r in runs[start:] if not r.data.get("superseded")]
         for record in rewound:

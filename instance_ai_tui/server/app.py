@@ -427,7 +427,7 @@ class InstanceAIApi:
         return self._ok(await self.service.status(thread_id))
 
     async def models(self, request: Request) -> Response:
-        thread_id = request.query_params.get("threadId") or None
+        thread_id = request.query_params.get("threadId")
         if thread_id is not None and not _ID_RE.match(thread_id):
             raise ApiError(400, "invalid threadId: use 1-128 letters, digits or ._:@-")
         return self._ok(await self.service.models(thread_id))

@@ -229,7 +229,7 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "summary": "Use a model in this thread from its next run on (empty: the default)",
                 "parameters": thread_param,
                 "requestBody": body(refs["SetModelRequest"]),
-                "responses": responses(_json(refs["ThreadInfo"]), 400, 413),
+                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 413),
             }
         },
         f"{p}/models": {
