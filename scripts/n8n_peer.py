@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -264,7 +265,9 @@ class N8nPeer:
                 [str(node_dir(self.cache) / "bin" / "node"), str(n8n_dir(self.cache) / "node_modules" / "n8n" / "bin" / "n8n"),
                  "start"],
                 cwd=n8n_dir(self.cache), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                # the death signal follows the *thread* that forks: only from the main thread
+                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None)
         finally:
             log.close()
         self._log_offset_marker = self.log_path.stat().st_size
