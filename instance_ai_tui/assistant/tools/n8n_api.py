@@ -1,8 +1,13 @@
 """n8n tools on an ``N8nBackend`` (the public API, or the demo's in-memory instance).
 
-Reading is free; changing live behaviour asks first: ``update-workflow``, ``activate-workflow``
-and ``deactivate-workflow`` are ``warning`` approvals, ``delete-workflow`` is ``destructive``.
-Failures become tool errors with the backend's message (never the API key).
+Reading is free; changing live behaviour asks first: ``update-workflow``, ``activate-workflow``,
+``deactivate-workflow`` and ``archive-workflow`` are ``warning`` approvals, ``delete-workflow`` is
+``destructive``. Failures become tool errors with the backend's message (never the API key).
+
+``create-workflow``/``update-workflow`` complete what models leave out (``n8n_workflow``) and refuse
+unknown node types before anything is sent, so what reaches n8n is what its public API accepts
+(checked against n8n 2.41.1 in ``tests/live_n8n``). ``run-workflow`` exists only on backends that
+can run a workflow (the demo): n8n 2.41's public API has no endpoint for it.
 """
 
 from __future__ import annotations
