@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Static
@@ -144,7 +144,7 @@ class SendQueue:
 class QueuedRow(Horizontal, can_focus=True):
     """One queued message: Enter or E takes it back into the prompt, Delete or X removes it."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter,e", "edit", "Edit", id="queue.edit"),
         Binding("delete,x,backspace", "remove", "Remove", id="queue.remove"),
     ]

@@ -8,11 +8,11 @@ then says, in its banner, that it cannot send until it is logged in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
@@ -41,7 +41,7 @@ class LoginScreen(ModalScreen[bool]):
     LoginScreen Button { margin-right: 2; }
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="login.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="login.cancel")]
 
     def __init__(self, client: Client, reason: str, email: str = "") -> None:
         super().__init__()

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
@@ -66,7 +66,7 @@ class SetupScreen(ModalScreen[str]):
     SetupScreen Button { margin-right: 2; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "browse", "Browse without sending", id="setup.browse"),
         Binding("q", "quit_app", "Quit", id="setup.quit"),
     ]

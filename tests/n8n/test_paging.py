@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.testing.fake_n8n import FakeN8n, Say
 
-from .test_n8n_dialect import Stream, is_type
+from .test_n8n_dialect import Stream
 
 
 async def test_more_than_100_threads_are_listed(fake: FakeN8n, client: N8nClient) -> None:
     made = [str(uuid.uuid4()) for _ in range(130)]
     for tid in made:
         await client.create_thread(tid)
-    raw = await client._ai("GET", "/threads")  # noqa: SLF001 - n8n's first page, as the route gives it
+    raw = await client._ai("GET", "/threads")  # n8n's first page, as the route gives it
     assert len(raw["threads"]) == 100 and raw["hasMore"] is True
     listed = await client.list_threads()
     assert sorted(t.id for t in listed) == sorted(made)  # each once, none missing

@@ -7,6 +7,9 @@ with its SQLite file; the app is the real app with a ``RemoteClient`` (Pilot).
 from __future__ import annotations
 
 from pathlib import Path
+
+from server.live import ServeProcess, serve_app
+
 from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
@@ -14,8 +17,6 @@ from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.connection import UNAUTHORIZED
 from instance_ai_tui.tui.status_line import render_status
-
-from server.live import ServeProcess, serve_app
 
 from .test_connection import SIZE, answers, make_app, screen_text, send, until, users
 
