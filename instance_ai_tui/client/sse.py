@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import AsyncGenerator, Awaitable, Callable, Mapping
 
 import httpx
 
