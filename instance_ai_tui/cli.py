@@ -21,7 +21,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from . import __version__
 

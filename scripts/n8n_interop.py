@@ -84,7 +84,7 @@ async def setup(url: str, email: str, password: str) -> int:
 
 
 async def check(url: str, email: str, password: str, thread_id: str, jsonl: Path, workflow_id: str) -> int:
-    raw_lines = [line for line in jsonl.read_text(encoding="utf-8").splitlines() if line.strip()]
+    raw_lines = [line for line in jsonl.read_text(encoding="utf-8").splitlines() if line.strip()]  # noqa: ASYNC240 - a check script
     events: list[dict[str, Any]] = []
     bad = 0
     for line in raw_lines:
@@ -207,7 +207,7 @@ async def collect(client: N8nClient, thread_id: str, after: int | None, conversa
 
     try:
         await asyncio.wait_for(consume(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     return items
 
@@ -225,7 +225,7 @@ class LiveStream:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> "LiveStream":
+    async def __aenter__(self) -> LiveStream:
         self._task = asyncio.create_task(self._consume())
         return self
 
@@ -330,7 +330,7 @@ async def gateway(url: str, email: str, password: str, marker: str) -> int:
             async with httpx.AsyncClient(timeout=30.0) as http:
                 status = (await http.get(f"{url}/rest/instance-ai/gateway/status",
                                          headers=client.session.headers())).json()["data"]
-            report(status.get("connected") is True and status.get("directory") == str(root.resolve()),
+            report(status.get("connected") is True and status.get("directory") == str(root.resolve()),  # noqa: ASYNC240 - a check script
                    "gateway: paired and initialized (n8n reports it connected)", status.get("directory"))
             async with LiveStream(client, thread_id) as live:
                 await client.send(thread_id, f"{marker}: read notes/interop.md on my computer")

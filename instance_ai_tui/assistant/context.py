@@ -10,8 +10,9 @@ called it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.api import BackgroundTask
 from ..runtime.checkpoints import CheckpointStore

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+
 from ..protocol.api import InstanceAiMessage, ThreadMessages
 from ..protocol.reducer import build_agent_tree_wire
 from ..protocol.tree import AgentNode

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -132,7 +133,7 @@ class RedisCoordinator:
                 await self.heartbeat()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a background loop: one failed heartbeat is logged, the next one retries
                 log.warning("instance %s: heartbeat failed: %s", self.instance_id, exc)
 
     async def heartbeat(self) -> None:
@@ -165,7 +166,7 @@ class RedisCoordinator:
                 await self.sweep()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a background loop: one failed sweep is logged, the next one retries
                 log.warning("instance %s: sweep failed: %s", self.instance_id, exc)
 
     async def sweep(self) -> int:
@@ -224,7 +225,7 @@ class RedisCoordinator:
                 await self._locks.release(held.lock)
             if finished:
                 await self._redis.hdel(self._live, run_id)
-        except Exception as exc:  # the lock expires by itself
+        except Exception as exc:  # noqa: BLE001 - the lock expires by itself
             log.warning("instance %s: releasing thread %s failed: %s", self.instance_id, thread_id, exc)
 
     async def _under_lock(self, record: RunRecord, action: Callable[[RunRecord], Awaitable[None]]) -> bool:

@@ -31,9 +31,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from ..bus.base import EventBus
@@ -306,7 +306,7 @@ class RunManager:
             try:
                 title, usage = await generate_title(model, run.user_text)
                 run.title_usage = usage
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a title is optional: any failure leaves the thread untitled
                 log.warning("title generation for thread %s failed: %s", run.thread_id, exc)
                 return
             if not title:
@@ -328,9 +328,9 @@ class RunManager:
             return
         try:
             await asyncio.wait_for(asyncio.shield(task), self.options.title_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             task.cancel()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the title task logs its own failure; the run ends either way
             pass
 
     # ----------------------------------------------------------------- suspension
@@ -480,7 +480,7 @@ class RunManager:
                     if task.done():
                         continue
                     raise
-                except Exception:
+                except Exception:  # noqa: BLE001 - stopping a sub-agent: its own failure is already reported
                     pass
                 continue
             async with self._lock(thread_id):
@@ -512,7 +512,7 @@ class RunManager:
     async def _complete_checkpoint(self, run_id: str) -> None:
         try:
             await self.services.checkpoints.complete(run_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the checkpoint expires by itself; logged
             log.warning("completing checkpoint %s failed: %s", run_id, exc)
 
     async def _finish(self, run: ActiveRun, status: str, reason: str | None = None) -> None:
@@ -744,7 +744,7 @@ class RunManager:
                         ended += 1
         try:
             await self.services.checkpoints.sweep()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the next sweep retries; logged
             log.warning("sweeping expired checkpoints failed: %s", exc)
         return ended
 
@@ -810,6 +810,6 @@ def _friendly(error: str, status_code: int | None) -> str:
         return "The model provider is rate-limiting requests. Please try again in a moment."
     if "timed out" in low or "timeout" in low:
         return "The model did not answer in time. Please try again."
-    if status_code is not None and status_code >= 500 or "connect" in low or "unavailable" in low:
+    if (status_code is not None and status_code >= 500) or "connect" in low or "unavailable" in low:
         return "LLM provider unavailable. Please try again."
     return FAILED_REASON

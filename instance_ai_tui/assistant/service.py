@@ -214,7 +214,7 @@ class InstanceAI:
             if close is not None:
                 try:
                     await close()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - shutting down: one resource failing to close must not keep the others open
                     log.warning("closing %r failed: %s", owned, exc)
         self._owned.clear()
         if self.options.close_storage:

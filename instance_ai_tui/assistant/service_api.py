@@ -6,7 +6,8 @@ Errors are those of ``assistant.errors``.
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Protocol, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
 
 from ..protocol.api import (
     ConfirmBody,

@@ -8,8 +8,8 @@ publisher; if it falls behind its bounded queue it is resumed from storage.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ..store.base import NewEvent, StoredEvent
 

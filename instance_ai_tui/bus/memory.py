@@ -23,8 +23,9 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
 from ..store.base import NewEvent, Store, StoredEvent
 from .base import OnStored
@@ -60,7 +61,7 @@ class BusStats:
 class _Subscriber:
     """A subscription's live buffer: batches of events, bounded by an event count."""
 
-    __slots__ = ("limit", "batches", "count", "lagging", "closed", "waiter")
+    __slots__ = ("batches", "closed", "count", "lagging", "limit", "waiter")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -105,7 +106,7 @@ class _Subscriber:
 
 
 class _Channel:
-    __slots__ = ("thread_id", "subscribers", "pending", "flusher")
+    __slots__ = ("flusher", "pending", "subscribers", "thread_id")
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
@@ -166,7 +167,7 @@ class InProcessBus:
                 events = batch[0][0] if len(batch) == 1 else [event for part, _, _ in batch for event in part]
                 try:
                     stored = await self.store.append_events(channel.thread_id, events)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any storage failure is handed to every waiting publisher
                     for _, future, _ in batch:
                         if not future.done():
                             future.set_exception(exc)
@@ -341,4 +342,4 @@ def _to_new_event(event: dict[str, Any] | NewEvent) -> NewEvent:
     return NewEvent(type=str(event["type"]), run_id=str(event.get("runId") or ""), json=text)
 
 
-__all__ = ["InProcessBus", "BusClosed", "BusStats", "GAP_WAIT_SECONDS"]
+__all__ = ["GAP_WAIT_SECONDS", "BusClosed", "BusStats", "InProcessBus"]

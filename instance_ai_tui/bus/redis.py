@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from ..store.base import NewEvent, StoredEvent
 from ..store.redis import RedisStore, decode_records
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class _Subscriber:
-    __slots__ = ("queue", "overflowed")
+    __slots__ = ("overflowed", "queue")
 
     def __init__(self, size: int) -> None:
         self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue(maxsize=size)
@@ -92,7 +93,7 @@ class RedisBus:
                 message = await self._pubsub.get_message(timeout=1.0)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # connection trouble: subscribers catch up from the log
+            except Exception as exc:  # noqa: BLE001 - connection trouble: subscribers catch up from the log
                 log.warning("redis pub/sub listener: %s", exc)
                 await asyncio.sleep(0.5)
                 continue
@@ -153,7 +154,7 @@ class RedisBus:
                     continue
                 try:
                     event = await asyncio.wait_for(sub.queue.get(), timeout=self._poll)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if await self._store.last_event_id(thread_id) > cursor:
                         async for missed in self._store.iter_events(thread_id, after=cursor):
                             yield missed

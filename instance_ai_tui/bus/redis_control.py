@@ -24,8 +24,9 @@ import contextlib
 import json
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -183,12 +184,12 @@ class ControlChannel:
                 return None
             try:
                 await asyncio.wait_for(asyncio.shield(ack), ack_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 if not result.done():
                     return None
             try:
                 return await asyncio.wait_for(asyncio.shield(result), reply_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise ControlTimeout(f"no reply to {message.get('op')!r} within {reply_timeout:g} s") from None
         finally:
             self._waiting.pop(request_id, None)
@@ -196,7 +197,7 @@ class ControlChannel:
     async def _send(self, instance_id: str, data: dict[str, Any]) -> None:
         try:
             await self._r.publish(self.inbox(instance_id), json.dumps(data))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a lost control reply times out at the caller, which falls back
             log.warning("control reply to %s failed: %s", instance_id, exc)
 
     # ----------------------------------------------------------------- receiving
@@ -207,7 +208,7 @@ class ControlChannel:
                 message = await self._pubsub.get_message(timeout=1.0)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # connection trouble: requests time out and fall back
+            except Exception as exc:  # noqa: BLE001 - connection trouble: requests time out and fall back
                 log.warning("redis control listener: %s", exc)
                 await asyncio.sleep(0.5)
                 continue

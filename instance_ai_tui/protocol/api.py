@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, field_validator
 
@@ -112,20 +112,20 @@ class McpConnectConfirm(StrictWireModel):
 
 
 ConfirmBody = Annotated[
-    Union[
-        ApprovalConfirm,
-        PlanDenyConfirm,
-        QuestionsConfirm,
-        CredentialSelectionConfirm,
-        CredentialAutoSetupConfirm,
-        CredentialDestinationConfirm,
-        DomainAccessApproveConfirm,
-        DomainAccessDenyConfirm,
-        ResourceDecisionConfirm,
-        SetupWorkflowApplyConfirm,
-        SetupWorkflowTestTriggerConfirm,
-        McpConnectConfirm,
-    ],
+    (
+        ApprovalConfirm
+        | PlanDenyConfirm
+        | QuestionsConfirm
+        | CredentialSelectionConfirm
+        | CredentialAutoSetupConfirm
+        | CredentialDestinationConfirm
+        | DomainAccessApproveConfirm
+        | DomainAccessDenyConfirm
+        | ResourceDecisionConfirm
+        | SetupWorkflowApplyConfirm
+        | SetupWorkflowTestTriggerConfirm
+        | McpConnectConfirm
+    ),
     Field(discriminator="kind"),
 ]
 

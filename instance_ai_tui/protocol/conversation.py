@@ -20,9 +20,10 @@ seen) and advances ``cursor`` to the largest id seen; events without id always a
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from .api import InstanceAiMessage, ThreadMessages
 from .events import (
@@ -30,8 +31,8 @@ from .events import (
     Event,
     EventBase,
     EventParseError,
-    RunFinishEvent,
     ReasoningDeltaEvent,
+    RunFinishEvent,
     RunStartEvent,
     StatusEvent,
     TaskList,
@@ -59,13 +60,13 @@ _CONFIRMATION_TYPES = frozenset(
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _when(ts: float | None) -> datetime:
     if ts is not None:
         try:
-            return datetime.fromtimestamp(float(ts) / 1000.0, tz=timezone.utc)
+            return datetime.fromtimestamp(float(ts) / 1000.0, tz=UTC)
         except (OverflowError, OSError, ValueError):
             pass
     return _now()
@@ -75,18 +76,18 @@ class ConversationMessage:
     """A user or assistant message. An assistant message's text is its root agent's."""
 
     __slots__ = (
-        "id",
-        "role",
-        "run_id",
-        "message_group_id",
-        "run_ids",
-        "created_at",
-        "reducer",
-        "is_streaming",
-        "local",
         "_content",
         "_reasoning",
+        "created_at",
         "dirty",
+        "id",
+        "is_streaming",
+        "local",
+        "message_group_id",
+        "reducer",
+        "role",
+        "run_id",
+        "run_ids",
     )
 
     def __init__(

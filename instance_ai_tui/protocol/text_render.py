@@ -23,7 +23,7 @@ from typing import Any
 from .events import TaskList, TaskStatus
 from .tree import AgentNode, ToolCallState
 
-__all__ = ["render_text", "render_rich", "summarize_result", "task_glyph"]
+__all__ = ["render_rich", "render_text", "summarize_result", "task_glyph"]
 
 _TASK_GLYPHS = {
     TaskStatus.TODO: ("○", "[ ]"),

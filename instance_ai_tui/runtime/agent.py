@@ -11,8 +11,8 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Collection
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -533,7 +533,7 @@ class Agent:
                 while task.uncancel():
                     pass
             await self._cancelled(run)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the loop ends the run as failed (runs report failures, never raise)
             await self._failed(run, exc)
 
     async def _prepare(self, run: _Run, input_messages: list[Message], history: list[Message]) -> None:
@@ -733,7 +733,7 @@ class Agent:
                           tool_name=tool.name, result=result, is_error=False)
         try:
             output = tool.model_output(result, self.max_tool_output_chars)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a tool's odd result becomes a tool error, not a failed run
             fail(f"the tool's result could not be converted for the model: {exc}")
             return
         self._record(run, pending, SettledToolCall(
@@ -972,4 +972,4 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-__all__ = ["Agent", "AgentStream", "AgentInput", "normalize_input", "truncate"]
+__all__ = ["Agent", "AgentInput", "AgentStream", "normalize_input", "truncate"]

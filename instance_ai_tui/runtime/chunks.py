@@ -15,7 +15,7 @@ with reason ``tool-calls``) or one ``error`` (failure or abort; ``cancelled`` te
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -170,14 +170,14 @@ class ErrorChunk(_Chunk):
     type: Literal["error"] = "error"
 
 
-StreamChunk = Union[
-    TextDeltaChunk,
-    ReasoningDeltaChunk,
-    ToolCallDeltaChunk,
-    ToolCallChunk,
-    ToolResultChunk,
-    MessageChunk,
-    ToolCallSuspendedChunk,
-    FinishChunk,
-    ErrorChunk,
-]
+StreamChunk = (
+    TextDeltaChunk
+    | ReasoningDeltaChunk
+    | ToolCallDeltaChunk
+    | ToolCallChunk
+    | ToolResultChunk
+    | MessageChunk
+    | ToolCallSuspendedChunk
+    | FinishChunk
+    | ErrorChunk
+)

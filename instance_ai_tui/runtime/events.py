@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class AgentEventData:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-EventHandler = Callable[[AgentEventData], "None | Awaitable[None]"]
+EventHandler = Callable[[AgentEventData], "Awaitable[None] | None"]
 
 
 class EventHub:

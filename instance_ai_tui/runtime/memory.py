@@ -17,8 +17,9 @@ import hashlib
 import json
 import math
 import re
-from datetime import datetime, timezone
-from typing import Any, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -87,7 +88,7 @@ class HashingEmbedder:
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a)) or 1.0
     nb = math.sqrt(sum(y * y for y in b)) or 1.0
     return dot / (na * nb)
@@ -127,14 +128,14 @@ def message_to_record(thread_id: str, message: Message, run_id: str | None) -> M
 def record_to_message(record: MessageRecord) -> Message:
     created = record.created_at
     if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.utc)
+        created = created.replace(tzinfo=UTC)
     return Message.model_validate(
         {
             **record.data,
             "id": record.id,
             "role": record.role if record.role in ("system", "user", "assistant", "tool", "custom") else "custom",
             "content": record.content if record.content is not None else "",
-            "created_at": int(round(created.timestamp() * 1000)),
+            "created_at": round(created.timestamp() * 1000),
         }
     )
 
@@ -221,7 +222,7 @@ class StoreMemory:
             return
         vectors = await self.embedder.embed([m.text for m in todo])
         stored = await self.store.get_setting(self._scope(thread_id), "vectors") or {}
-        for m, v in zip(todo, vectors):
+        for m, v in zip(todo, vectors, strict=False):
             stored[m.id] = [round(x, 6) for x in v]
         await self.store.set_setting(self._scope(thread_id), "vectors", stored)
 
@@ -331,4 +332,4 @@ async def generate_title(model: ModelAdapter, user_text: str, assistant_text: st
 
 
 def utc_from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, Sequence
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,7 +87,7 @@ class Message(BaseModel):
 
     @property
     def created_at_datetime(self) -> datetime:
-        return datetime.fromtimestamp(self.created_at / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(self.created_at / 1000, tz=UTC)
 
     def to_openai(self, *, replay_reasoning: bool = False) -> dict[str, Any] | None:
         """This message in the OpenAI chat format (None for custom messages)."""

@@ -16,11 +16,11 @@ Failures raise ``ModelError`` (``ModelTimeout`` for first-token / idle timeouts)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
-
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from .usage import Usage
 
@@ -102,7 +102,7 @@ class ModelFinish:
     type: str = "finish"
 
 
-ModelChunk = Union[ModelTextDelta, ModelReasoningDelta, ModelToolCallDelta, ModelUsage, ModelFinish]
+ModelChunk = ModelTextDelta | ModelReasoningDelta | ModelToolCallDelta | ModelUsage | ModelFinish
 
 
 class ModelError(Exception):

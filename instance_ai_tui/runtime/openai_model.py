@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from typing import Any, AsyncIterator, Awaitable, Mapping, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, TypeVar
 
 from .model import (
     ModelCancelled,
@@ -343,7 +344,7 @@ class OpenAIModel:
             if stream is not None:
                 try:
                     await asyncio.shield(stream.close())
-                except BaseException:
+                except BaseException:  # noqa: BLE001 - closing an abandoned stream: nothing left to tell anyone
                     pass
 
 

@@ -15,7 +15,7 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from .model import (
     ModelCancelled,
@@ -64,10 +64,10 @@ class ScriptedResponse:
         return cls(text=text, tool_calls=[ScriptedToolCall(name, arguments, id)])
 
 
-Script = Union[
-    Sequence[ScriptedResponse | str],
-    Callable[[ModelRequest], ScriptedResponse | str | Awaitable[ScriptedResponse | str]],
-]
+Script = (
+    Sequence[ScriptedResponse | str]
+    | Callable[[ModelRequest], ScriptedResponse | str | Awaitable[ScriptedResponse | str]]
+)
 
 _PIECE = re.compile(r"\S+\s*|\s+")
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, NoReturn, get_type_hints
+from typing import Any, NoReturn, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 

@@ -8,7 +8,8 @@ config file (``[model.prices."my-model"] input = 0.2, output = 0.8, cached_input
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -53,9 +53,9 @@ from ..assistant.service_api import AssistantService
 from ..protocol.api import (
     CreateThreadRequest,
     RewindRequest,
-    SetModelRequest,
     SendMessageRequest,
     SendMessageResponse,
+    SetModelRequest,
     ThreadList,
     UpdateThreadRequest,
     parse_confirm_body,

@@ -164,9 +164,10 @@ def build_openapi(version: str) -> dict[str, Any]:
             "get": {
                 "operationId": "events",
                 "summary": "The thread's event stream (SSE): replay after the cursor, then live",
-                "parameters": thread_param
-                + [
-                    {"name": "lastEventId", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
+                "parameters": [
+                    *thread_param,
+                    {"name": "lastEventId", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 0}},
                     {"name": "Last-Event-ID", "in": "header", "required": False,
                      "schema": {"type": "string", "pattern": "^ *[0-9]{1,18} *$"}},
                 ],

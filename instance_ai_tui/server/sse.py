@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict, deque
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from ..store.base import StoredEvent
 from ..store.errors import is_unavailable
@@ -153,7 +153,7 @@ class EventStream:
             self._pump_task.cancel()
             try:
                 await self._pump_task
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the pump is being torn down; its failure was logged where it happened
                 pass
             aclose = getattr(self._source, "aclose", None)
             if aclose is not None:

@@ -6,9 +6,10 @@ Events are stored as their wire JSON text, so replay never re-serialises them.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from .base import (
     CheckpointRecord,
@@ -98,7 +99,7 @@ return ARGV[2]
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _clean(value: str) -> str:
@@ -206,7 +207,7 @@ class RedisStore:
         needle = search.casefold() if search else None
         words = _search_words(search) if search else []
         out: list[ThreadRecord] = []
-        for thread_id, data in zip(ids, rows):
+        for thread_id, data in zip(ids, rows, strict=False):
             if not data or "updated_at" not in data:
                 continue
             record = self._thread_from(thread_id, data)

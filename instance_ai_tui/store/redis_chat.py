@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -86,7 +86,7 @@ def _parse_time(value: str) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _content_text(content: Any) -> str:
@@ -165,7 +165,6 @@ def parse_entry(raw: str | bytes, index: int = 0) -> tuple[ChatMessage, Layout |
     if kind not in ("human", "ai", "tool", "system", "generic", "chat"):
         return ChatMessage(index=index, malformed=True, error=f"unknown message type {kind!r}", raw=text), None
     content = data.get("content")
-    role = "system" if kind in ("generic", "chat") else kind
     if kind == "ai":
         fields = _seed_ai_fields(content) if isinstance(content, str) else None
         if fields is not None:
@@ -327,13 +326,13 @@ class RedisChatSessions:
         lengths = await pipe.execute()
         descriptions = await self._redis.hmget(self._descriptions_key, keys)
         infos = []
-        for key, length, value in zip(keys, lengths, descriptions):
+        for key, length, value in zip(keys, lengths, descriptions, strict=False):
             title, updated = _title_from_value(value)
             started = _parse_time(key)
             infos.append(
                 ChatSessionInfo(session_id=key, title=title, length=int(length or 0), started_at=started, updated_at=updated)
             )
-        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        epoch = datetime.min.replace(tzinfo=UTC)
         infos.sort(key=lambda i: (i.updated_at or i.started_at or epoch, i.session_id), reverse=True)
         return infos
 
@@ -412,7 +411,7 @@ class RedisChatSessions:
                 obj = None
             if isinstance(obj, dict):
                 obj["title"] = title
-                obj["updated_at"] = datetime.now(timezone.utc).isoformat()
+                obj["updated_at"] = datetime.now(UTC).isoformat()
                 value = json.dumps(obj)
         await self._redis.hset(self._descriptions_key, session_id, value)
         return title

@@ -36,10 +36,11 @@ import re
 import sqlite3
 import stat
 from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -370,7 +371,7 @@ class SqliteStore:
         assert self._writer is not None
         outcomes = await _on_thread(self._writer, lambda db: self._run_batch(db, batch))
         stats = self.stats
-        for request, (ok, result) in zip(batch, outcomes):
+        for request, (ok, result) in zip(batch, outcomes, strict=False):
             if ok:
                 stats.requests += 1
                 if type(request) is _Append:
@@ -386,7 +387,7 @@ class SqliteStore:
     def _run_batch(self, db: sqlite3.Connection, batch: list[_Request]) -> list[tuple[bool, Any]]:
         try:
             results = self._transaction(db, batch)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
             if len(batch) == 1:
                 return [(False, exc)]
         else:
@@ -396,7 +397,7 @@ class SqliteStore:
         for request in batch:
             try:
                 outcomes.append((True, self._transaction(db, [request])[0]))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
                 outcomes.append((False, exc))
         return outcomes
 
@@ -789,4 +790,4 @@ class SqliteStore:
         )
 
 
-__all__ = ["SqliteStore", "WriteStats", "StoreError", "StoreClosed", "SchemaError"]
+__all__ = ["SchemaError", "SqliteStore", "StoreClosed", "StoreError", "WriteStats"]

@@ -7,12 +7,12 @@ JSON columns are compact JSON text.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .base import CheckpointRecord, MessageRecord, RunRecord, ThreadRecord
 
-UTC = timezone.utc
+UTC = UTC
 
 THREAD_COLUMNS = "id, title, metadata, created_at, updated_at"
 MESSAGE_COLUMNS = "id, thread_id, role, content, run_id, seq, created_at, data"

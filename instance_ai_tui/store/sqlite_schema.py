@@ -11,7 +11,7 @@ so they sort as text. JSON columns hold compact JSON text.
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import StoreError
 

@@ -30,9 +30,10 @@ import secrets
 import socket
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Awaitable, Callable, Union
+from datetime import UTC, datetime
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -123,7 +124,7 @@ class GatewayCall:
 class FollowUp:
     """After this run finishes, start another run in the same message group."""
 
-    steps: list["Step"]
+    steps: list[Step]
 
 
 @dataclass
@@ -133,7 +134,7 @@ class Fail:
     content: str = "Something went wrong before I could finish that response. Please try again."
 
 
-Step = Union[Say, Emit, Pause, ToolCall, Confirm, GatewayCall, FollowUp, Fail]
+Step = Say | Emit | Pause | ToolCall | Confirm | GatewayCall | FollowUp | Fail
 Script = Callable[[str], list[Step]]
 
 
@@ -228,7 +229,7 @@ def _error(status: int, message: str, **extra: Any) -> _HttpError:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _nanoid(n: int = 21) -> str:
@@ -1033,7 +1034,7 @@ class FakeN8n:
             while True:
                 try:
                     item = await asyncio.wait_for(queue.get(), self.ping_interval)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     yield ": ping\n\n"
                     continue
                 if item is None:

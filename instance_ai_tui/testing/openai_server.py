@@ -30,8 +30,9 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence, Union
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,8 +124,8 @@ class Rule(BaseModel):
         return True
 
 
-Responder = Callable[[dict[str, Any]], Union[MockResponse, Awaitable[MockResponse]]]
-Script = Union[Sequence[MockResponse], Sequence[Rule], Responder]
+Responder = Callable[[dict[str, Any]], MockResponse | Awaitable[MockResponse]]
+Script = Sequence[MockResponse] | Sequence[Rule] | Responder
 
 
 def _text(content: Any) -> str:
@@ -420,7 +421,7 @@ class MockOpenAIServer:
 
     async def wait_for_chunks(self, request_index: int, chunks: int, timeout: float = 5.0) -> None:
         async with asyncio.timeout(timeout):
-            while len(self.requests) <= request_index or self.requests[request_index].chunks_sent < chunks:
+            while len(self.requests) <= request_index or self.requests[request_index].chunks_sent < chunks:  # noqa: ASYNC110 - a test helper polling the server it runs
                 await asyncio.sleep(0.002)
 
     async def wait_disconnect(self, request_index: int, timeout: float = 5.0) -> float:
@@ -489,7 +490,7 @@ class MockOpenAIServer:
             if self._task is not None:
                 try:
                     await asyncio.wait_for(self._task, 5)
-                except (asyncio.TimeoutError, asyncio.CancelledError):
+                except (TimeoutError, asyncio.CancelledError):
                     self._task.cancel()
         if self._socket is not None:
             self._socket.close()
@@ -505,7 +506,7 @@ class MockOpenAIServer:
 async def _serve_forever(args: argparse.Namespace) -> None:
     script: Any = []
     if args.script:
-        with open(args.script, encoding="utf-8") as fh:
+        with open(args.script, encoding="utf-8") as fh:  # noqa: ASYNC230 - read once at start, before serving
             text = fh.read()
         if args.script.endswith((".yaml", ".yml")):
             import yaml

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ async def make(redis_url: str, redis_client: Any) -> AsyncIterator[Make]:
     for ai in made:
         try:
             await asyncio.wait_for(ai.shutdown(), 10)
-        except asyncio.TimeoutError:  # a hang is a bug: say where
+        except TimeoutError:  # a hang is a bug: say where
             import io
 
             stacks = io.StringIO()

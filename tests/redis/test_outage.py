@@ -126,7 +126,7 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path,
         # the SSE reader got every event of the run once, in order, through the outage
         assert seen == [(e.id, e.type) for e in mine]
         assert not [r for r in caplog.records if r.name == "instance_ai_tui.server.sse" and r.exc_info]
-        answer = [m for m in history["messages"] if m["role"] == "assistant"][0]
+        answer = next(m for m in history["messages"] if m["role"] == "assistant")
         assert answer["agentTree"] == build_agent_tree_wire([e.json for e in mine]).to_wire()
         assert answer["content"]
     finally:

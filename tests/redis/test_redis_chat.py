@@ -174,8 +174,9 @@ async def test_continue_langchain_session_keeps_lpush(redis_client) -> None:
     sessions = RedisChatSessions(redis_client)
     session = await sessions.append_turn("lc", "how are you?", "fine")
     assert [m.text for m in session.messages] == ["hello", "hi", "how are you?", "fine"]
-    newest = json.loads((await redis_client.lindex("lc", 0)))
-    assert newest == {"type": "ai", "data": {"content": "fine", "tool_calls": [], "invalid_tool_calls": [], "additional_kwargs": {}, "response_metadata": {}}}
+    newest = json.loads(await redis_client.lindex("lc", 0))
+    assert newest == {"type": "ai", "data": {"content": "fine", "tool_calls": [], "invalid_tool_calls": [],
+                                             "additional_kwargs": {}, "response_metadata": {}}}
     assert await redis_client.ttl("lc") == -1  # no TTL configured
 
 
@@ -191,7 +192,8 @@ async def test_json_descriptions_are_understood(redis_client) -> None:
 
 
 def test_parse_entry_never_raises_on_odd_input() -> None:
-    for raw in [b"\xff\xfe", "null", "[]", '{"type": "human"}', '{"type": "ai", "data": "x"}', '{"type": "tool", "data": {"content": [{"type": "text", "text": "a"}]}}']:
+    for raw in [b"\xff\xfe", "null", "[]", '{"type": "human"}', '{"type": "ai", "data": "x"}',
+                '{"type": "tool", "data": {"content": [{"type": "text", "text": "a"}]}}']:
         message, _ = parse_entry(raw)
         assert message.raw is not None
 

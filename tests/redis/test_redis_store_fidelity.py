@@ -3,7 +3,7 @@ into ``{}`` and round numbers to 14 digits if a script re-encoded the JSON)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from instance_ai_tui.store.base import CheckpointRecord, MessageRecord
@@ -21,7 +21,7 @@ STATE: dict[str, Any] = {
 
 async def test_checkpoint_claim_keeps_state_exact(redis_client: Any) -> None:
     store = RedisStore(redis_client)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     saved = await store.save_checkpoint(CheckpointRecord(run_id="r", thread_id="t", state=STATE, created_at=now,
                                                          updated_at=now))
     claimed = await store.compare_and_set_checkpoint("r", saved.version, "running")
@@ -35,7 +35,7 @@ async def test_checkpoint_claim_keeps_state_exact(redis_client: Any) -> None:
 
 async def test_message_upsert_keeps_content_exact_and_order(redis_client: Any) -> None:
     store = RedisStore(redis_client)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     first = MessageRecord(id="m1", thread_id="t", role="assistant", content={"parts": [], **STATE}, created_at=now)
     second = MessageRecord(id="m2", thread_id="t", role="user", content=[], created_at=now)
     await store.upsert_messages("t", [first, second])

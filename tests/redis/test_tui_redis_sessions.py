@@ -8,8 +8,9 @@ import asyncio
 import contextlib
 import json
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 import uvicorn

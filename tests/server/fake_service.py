@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
 from instance_ai_tui.assistant.errors import ConfirmationNotFound, InvalidRequest, RunActive, ThreadNotFound
 from instance_ai_tui.protocol.api import (
-    ModelInfo,
-    ModelList,
-    RewindResponse,
     ApprovalConfirm,
     ConfirmBody,
     ConfirmResponse,
+    ModelInfo,
+    ModelList,
+    RewindResponse,
     ThreadInfo,
     ThreadMessages,
     ThreadStatus,
@@ -49,7 +50,7 @@ class FakeService:
         return [t for t in self.threads.values() if not search or search in t.title]
 
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         thread_id = thread_id or f"t{len(self.threads) + 1}"
         info = ThreadInfo(id=thread_id, title=title, created_at=now, updated_at=now)
         self.threads.setdefault(thread_id, info)
@@ -130,7 +131,7 @@ class FakeService:
                 cursor += 1
                 yield log[cursor - 1]
             async with self.changed:
-                await self.changed.wait_for(lambda: len(self.log.get(thread_id, [])) > cursor)
+                await self.changed.wait_for(lambda seen=cursor: len(self.log.get(thread_id, [])) > seen)
 
     async def messages(self, thread_id: str) -> ThreadMessages:
         await self.get_thread(thread_id)

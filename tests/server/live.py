@@ -9,9 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator, Sequence
 
 import httpx
 from starlette.applications import Starlette
@@ -67,7 +67,7 @@ class ServeProcess:
 
     async def start(self, timeout: float = 20.0) -> None:
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
+        self.proc = subprocess.Popen(  # noqa: ASYNC220 - starting a test server process; returns at once
             [sys.executable, "-m", "instance_ai_tui", "serve", "--port", str(self.port), "--db", str(self.db),
              "--model", "demo", *self.extra],
             stdout=log, stderr=log, env=self.env, cwd=str(REPO),

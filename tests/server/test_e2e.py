@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -206,7 +207,7 @@ async def test_simple_sequence_with_the_openai_wire_format_server(tmp_path: Path
             run_id = (await http.post("/chat/oa", json={"message": "what files do I have?"})).json()["runId"]
             got = await frames(http, "oa", stop=finish_of(run_id))
     kinds = [e["type"] for _, e in got]
-    compact = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1] and k != "status"]
+    compact = [k for i, k in enumerate(kinds) if i == 0 or (k != kinds[i - 1] and k != "status")]
     assert compact == ["run-start", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
     call = next(e for _, e in got if e["type"] == "tool-call")
     assert call["payload"]["toolName"] == "list-files"

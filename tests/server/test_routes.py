@@ -152,7 +152,7 @@ async def test_cancel_is_idempotent_and_shutdown_ends_streams(fake: FakeService)
         await asyncio.sleep(0.3)
         await app.state.shutdown_gracefully()
         await asyncio.wait_for(listener, 5)  # the stream ended by itself
-    finishes = [json.loads(l[6:])["payload"] for l in received if l.startswith("data: ") and "run-finish" in l]
+    finishes = [json.loads(line[6:])["payload"] for line in received if line.startswith("data: ") and "run-finish" in line]
     assert finishes[0] == {"status": "cancelled", "reason": "user_cancelled"}
     assert finishes[-1] == {"status": "cancelled", "reason": "service_shutdown"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import hypothesis.strategies as st
 import pytest
