@@ -226,8 +226,10 @@ async def test_catastrophic_regex_has_a_time_budget_and_never_holds_the_loop(roo
             await ws.search(r"(a|aa)+$", regex=True)
     finally:
         beat.cancel()
-    assert time.monotonic() - started < 2.0
-    assert max(gaps) < 0.3, f"the event loop stalled for {max(gaps):.2f} s"
+    # without the budget this search runs for minutes and holds the loop all along; the bounds
+    # are loose so that a loaded machine does not fail them
+    assert time.monotonic() - started < 10.0
+    assert max(gaps) < 1.0, f"the event loop stalled for {max(gaps):.2f} s"
     # an ordinary pattern still works
     assert (await ws.search(r"^WEATHER", regex=True, case_sensitive=True))["matches"][0]["line"] == 2
 
