@@ -31,11 +31,13 @@ import fnmatch
 import json
 import os
 import platform
-import re
+import stat
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -113,6 +115,8 @@ class Policy:
     confirm_reads_over: int | None = None
     max_read_bytes: int = 256 * 1024
     max_search_file_bytes: int = 2 * 1024 * 1024
+    #: seconds a search (the agent's regular expression over every file) may take in all
+    search_timeout: float = 2.0
 
 
 def _text(text: str, *, error: bool = False) -> dict[str, Any]:
@@ -219,8 +223,9 @@ class FolderTools:
 
     def _read_text(self, target: Path, rel: str, start: int | None, count: int | None) -> dict[str, Any]:
         cap = self.policy.max_read_bytes
-        with target.open("rb") as handle:
-            data = handle.read(cap + 1)
+        data = _read_regular(target, cap + 1)
+        if data is None:
+            raise ToolFailure(f"{rel} is not a regular file (a pipe, a device or a link swapped meanwhile)")
         if b"\x00" in data[:8192]:
             raise ToolFailure(f"{rel} is a binary file ({target.stat().st_size} bytes); only text can be read")
         truncated = len(data) > cap
@@ -287,11 +292,16 @@ class FolderTools:
         top = self.resolve(args.get("path"), default=".")
         if not top.is_dir():
             raise ToolFailure(f"{self.relative(top)} is not a folder")
-        flags = 0 if args.get("caseSensitive") else re.IGNORECASE
+        # the agent's pattern runs on the regex engine with a time budget, releasing the GIL:
+        # a catastrophic pattern such as (a+)+$ can neither hang the search nor stall the app
+        import regex
+
+        flags = regex.VERSION0 | (0 if args.get("caseSensitive") else regex.IGNORECASE)
         try:
-            pattern = re.compile(query if args.get("regex") else re.escape(query), flags)
-        except re.error as exc:
+            pattern = regex.compile(query if args.get("regex") else regex.escape(query), flags)
+        except regex.error as exc:
             raise ToolFailure(f"invalid regular expression: {exc}") from None
+        deadline = time.monotonic() + self.policy.search_timeout
         glob = args.get("glob") if isinstance(args.get("glob"), str) else None
         limit = _positive(args.get("maxResults"), "maxResults") or 100
         matches: list[str] = []
@@ -306,13 +316,21 @@ class FolderTools:
             try:
                 if path.stat().st_size > self.policy.max_search_file_bytes:
                     continue
-                data = path.read_bytes()
+                data = _read_regular(path, self.policy.max_search_file_bytes + 1)
             except OSError:
                 continue
-            if b"\x00" in data[:8192]:
-                continue
+            if data is None or b"\x00" in data[:8192]:
+                continue  # a pipe or a device blocks whoever reads it: never opened
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                if pattern.search(line):
+                remaining = deadline - time.monotonic()
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    found = pattern.search(line, timeout=remaining, concurrent=True)
+                except TimeoutError:
+                    raise ToolFailure(f"the search took longer than {self.policy.search_timeout:g} s and was "
+                                      "stopped; use a simpler pattern or search a sub-folder") from None
+                if found:
                     matches.append(f"{path.relative_to(self.root).as_posix()}:{number}: {line.strip()[:300]}")
                     if len(matches) >= limit:
                         break
@@ -322,6 +340,30 @@ class FolderTools:
         if skipped:
             matches.append(f"[{skipped} files outside the allow-list were not searched; read them by name to ask]")
         return _text("\n".join(matches) if matches else f"no matches for {query!r}")
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path`` if it is a regular file, else None. Opened without
+    following a final symlink and without blocking (a FIFO would wait for a writer forever)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, min(65536, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _positive(value: Any, name: str) -> int | None:
