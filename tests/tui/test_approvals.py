@@ -23,7 +23,7 @@ from instance_ai_tui.tui.thread_list import RenameThreadScreen
 from .scripts import SIZE, approval_run, ev, make_app
 
 
-async def until(predicate: Any, pilot: Any, timeout: float = 10.0) -> None:
+async def until(predicate: Any, pilot: Any, timeout: float = 20.0) -> None:  # generous: a shared, loaded machine
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
