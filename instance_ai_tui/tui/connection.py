@@ -21,13 +21,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Static
 
 from ..client.base import ClientError, ConnectionState
 from ..protocol.events import RunFinishEvent, RunFinishPayload
+from . import keymap
 
 if TYPE_CHECKING:
     from ..protocol.api import ThreadInfo, ThreadStatus
@@ -144,10 +145,8 @@ class SendQueue:
 class QueuedRow(Horizontal, can_focus=True):
     """One queued message: Enter or E takes it back into the prompt, Delete or X removes it."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,e", "edit", "Edit", id="queue.edit"),
-        Binding("delete,x,backspace", "remove", "Remove", id="queue.remove"),
-    ]
+    KEY_SCOPE = "queued"
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("queued")]
 
     class Edit(Message):
         def __init__(self, item_id: int) -> None:

@@ -68,6 +68,15 @@ find-next             f3                   find            next
 find-previous         shift+enter,shift+f3 find            previous
 find-close            escape               find            close
 model-picker-cancel   escape               model_picker    cancel
+queue-edit            enter,e              queued          edit
+queue-remove          delete,x,backspace   queued          remove
+login-cancel          escape               login           cancel
+setup-browse          escape               setup           browse
+setup-quit            q                    setup           quit_app
+task-previous         up,k                 n8n_tasks       move(-1)
+task-next             down,j               n8n_tasks       move(1)
+task-cancel           x                    n8n_tasks       cancel_task
+task-correct          c                    n8n_tasks       correct_task
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -106,8 +115,9 @@ its ancestors, with ``app`` last. F1 help: ``km.help_markdown(scopes_for(app.foc
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from textual.binding import Binding, BindingType
 from textual.keys import Keys, _character_to_key
@@ -116,13 +126,13 @@ if TYPE_CHECKING:
     from textual.dom import DOMNode
 
 __all__ = [
-    "HelpRow",
     "KEYS",
+    "SCOPES",
+    "SCOPE_TITLES",
+    "HelpRow",
     "KeyMap",
     "KeyMapError",
     "KeySpec",
-    "SCOPES",
-    "SCOPE_TITLES",
     "Scope",
     "bindings",
     "descriptions_for",
@@ -154,6 +164,10 @@ Scope = Literal[
     "user_message",
     "find",
     "model_picker",
+    "queued",
+    "login",
+    "setup",
+    "n8n_tasks",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -179,6 +193,10 @@ SCOPE_TITLES: dict[str, str] = {
     "user_message": "Your message",
     "find": "Find in the conversation",
     "model_picker": "Model picker",
+    "queued": "A queued message",
+    "login": "n8n login",
+    "setup": "Model setup",
+    "n8n_tasks": "n8n background tasks",
 }
 
 
@@ -247,6 +265,15 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("find-previous", "previous", "shift+enter,shift+f3", "Previous match", "find", show=False),
     KeySpec("find-close", "close", "escape", "Close the search", "find", show=False),
     KeySpec("model-picker-cancel", "cancel", "escape", "Keep the current model", "model_picker", show=False),
+    KeySpec("queue-edit", "edit", "enter,e", "Edit", "queued"),
+    KeySpec("queue-remove", "remove", "delete,x,backspace", "Remove", "queued"),
+    KeySpec("login-cancel", "cancel", "escape", "Cancel", "login"),
+    KeySpec("setup-browse", "browse", "escape", "Browse without sending", "setup"),
+    KeySpec("setup-quit", "quit_app", "q", "Quit", "setup"),
+    KeySpec("task-previous", "move(-1)", "up,k", "Previous task", "n8n_tasks", show=False),
+    KeySpec("task-next", "move(1)", "down,j", "Next task", "n8n_tasks", show=False),
+    KeySpec("task-cancel", "cancel_task", "x", "Cancel the task", "n8n_tasks"),
+    KeySpec("task-correct", "correct_task", "c", "Send a correction", "n8n_tasks"),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from ..client.base import AuthError, Client, ClientError
+from . import keymap
 
 if TYPE_CHECKING:
     from .app import InstanceAiApp
@@ -41,7 +42,8 @@ class LoginScreen(ModalScreen[bool]):
     LoginScreen Button { margin-right: 2; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="login.cancel")]
+    KEY_SCOPES = ("login",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("login")]
 
     def __init__(self, client: Client, reason: str, email: str = "") -> None:
         super().__init__()

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Input, Static
 
 from ..client.base import ClientError
+from . import keymap
 
 if TYPE_CHECKING:
     from ..client.base import Client, StreamItem
@@ -70,12 +71,8 @@ def _seconds(value: Any) -> float:
 class TaskList(Static, can_focus=True):
     """The background tasks, one per line, with a cursor."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "move(-1)", "Previous task", show=False),
-        Binding("down,j", "move(1)", "Next task", show=False),
-        Binding("x", "cancel_task", "Cancel the task"),
-        Binding("c", "correct_task", "Send a correction"),
-    ]
+    KEY_SCOPE = "n8n_tasks"
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("n8n_tasks")]
 
     DEFAULT_CSS = """
     TaskList { height: auto; }

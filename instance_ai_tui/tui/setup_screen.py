@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
+
+from . import keymap
 
 if TYPE_CHECKING:
     from ..client.base import Client
@@ -66,10 +68,8 @@ class SetupScreen(ModalScreen[str]):
     SetupScreen Button { margin-right: 2; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "browse", "Browse without sending", id="setup.browse"),
-        Binding("q", "quit_app", "Quit", id="setup.quit"),
-    ]
+    KEY_SCOPES = ("setup",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("setup")]
 
     def __init__(self, model: str) -> None:
         super().__init__()
