@@ -35,15 +35,17 @@ class ConfirmationNotFound(AssistantError):
 
 
 class MessageNotFound(AssistantError):
-    """``rewind`` to a user message the thread does not have."""
+    """``rewind`` to a user message the thread does not have: 409, a conflict with the thread's
+    state (the thread exists, so not 404; the request is well formed, so not 400)."""
 
-    status = 404
+    status = 409
 
 
 class ModelNotAvailable(AssistantError):
-    """``set_model`` to a model this service cannot use (unknown, or no key for it)."""
+    """``set_model`` to a model this service cannot use (unknown, or no key for it): 409, a
+    conflict with the service's configuration."""
 
-    status = 404
+    status = 409
 
 
 class ConfirmationExpired(AssistantError):

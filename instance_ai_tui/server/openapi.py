@@ -20,6 +20,7 @@ from ..protocol.api import (
     ThreadInfo,
     ThreadList,
     ThreadMessages,
+    ThreadPermissions,
     ThreadStatus,
     UpdateThreadRequest,
 )
@@ -44,6 +45,7 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("RewindRequest", "validation", TypeAdapter(RewindRequest)),
         ("SetModelRequest", "validation", TypeAdapter(SetModelRequest)),
         ("ModelList", "serialization", TypeAdapter(ModelList)),
+        ("ThreadPermissions", "serialization", TypeAdapter(ThreadPermissions)),
         ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
         ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
     ]
@@ -230,7 +232,24 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "summary": "Use a model in this thread from its next run on (empty: the default)",
                 "parameters": thread_param,
                 "requestBody": body(refs["SetModelRequest"]),
-                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 413),
+                "responses": responses(_json(refs["ThreadInfo"]), 400, 409, 413),
+            }
+        },
+        f"{p}/threads/{{threadId}}/permissions": {
+            "get": {
+                "operationId": "threadPermissions",
+                "summary": "The tools the user chose 'always allow' for in this thread",
+                "parameters": thread_param,
+                "responses": responses(_json(refs["ThreadPermissions"]), 400, 404, write=False),
+            }
+        },
+        f"{p}/threads/{{threadId}}/permissions/{{toolName}}": {
+            "delete": {
+                "operationId": "revokePermission",
+                "summary": "Revoke 'always allow' for one tool in this thread (it asks again)",
+                "parameters": [*thread_param,
+                               {"name": "toolName", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}],
+                "responses": responses(_json(refs["ThreadPermissions"]), 400, 404),
             }
         },
         f"{p}/models": {
@@ -275,6 +294,7 @@ _ERROR_TEXT = {
     421: "Host name not served (only loopback names and the bound address, without a token)",
     503: "Storage unavailable for now (Redis or SQLite); retry after the Retry-After seconds",
     404: "Unknown thread or request",
-    409: "A run is already active in the thread",
+    409: "A run is already active in the thread, or the request conflicts with its state (no such message to "
+         "rewind to, a model the service cannot use)",
     413: "Body too large",
 }

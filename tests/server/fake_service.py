@@ -9,7 +9,13 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from instance_ai_tui.assistant.errors import ConfirmationNotFound, InvalidRequest, RunActive, ThreadNotFound
+from instance_ai_tui.assistant.errors import (
+    ConfirmationNotFound,
+    InvalidRequest,
+    PermissionNotFound,
+    RunActive,
+    ThreadNotFound,
+)
 from instance_ai_tui.protocol.api import (
     ApprovalConfirm,
     ConfirmBody,
@@ -19,6 +25,7 @@ from instance_ai_tui.protocol.api import (
     RewindResponse,
     ThreadInfo,
     ThreadMessages,
+    ThreadPermissions,
     ThreadStatus,
 )
 from instance_ai_tui.store.base import StoredEvent
@@ -31,6 +38,7 @@ class FakeService:
 
     def __init__(self) -> None:
         self.threads: dict[str, ThreadInfo] = {}
+        self.allowed: dict[str, set[str]] = {}
         self.log: dict[str, list[StoredEvent]] = {}
         self.changed = asyncio.Condition()
         self.active: dict[str, tuple[str, asyncio.Task[None]]] = {}
@@ -152,3 +160,15 @@ class FakeService:
 
     async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
         raise InvalidRequest(f"model {name!r} cannot be used: the fake service has one model")
+
+    async def permissions(self, thread_id: str) -> ThreadPermissions:
+        await self.get_thread(thread_id)
+        return ThreadPermissions(always_allow=sorted(self.allowed.get(thread_id, set())))
+
+    async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        await self.get_thread(thread_id)
+        granted = self.allowed.get(thread_id, set())
+        if tool_name not in granted:
+            raise PermissionNotFound(f"{tool_name!r} is not always allowed in this thread")
+        granted.discard(tool_name)
+        return await self.permissions(thread_id)

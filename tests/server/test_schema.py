@@ -41,7 +41,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_schema_is_valid_openapi() -> None:
-    assert len(OPERATIONS) == 13  # every route but the SSE stream and openapi.json itself
+    assert len(OPERATIONS) == 15  # every route but the SSE stream and openapi.json itself
     paths = SCHEMA.raw_schema["paths"]
     assert set(paths) >= {"/instance-ai/chat/{threadId}", "/instance-ai/confirm/{requestId}", "/instance-ai/threads"}
 
@@ -62,7 +62,8 @@ def test_schemathesis_checks_all_find_no_mismatch(base_url: str) -> None:
     requests accepted, invalid ones rejected, responses and Allow headers as documented).
 
     Excluded: the SSE stream (never ends). An unknown message to rewind to and a model the
-    service cannot use are 404s (not found), as the document says."""
+    service cannot use are 409s (a conflict with the thread's or the service's state), as the
+    document says: a 404 would claim the thread just created is gone."""
     import shutil
     import subprocess
 
