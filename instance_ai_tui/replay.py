@@ -155,6 +155,7 @@ def main(args: argparse.Namespace) -> int:
             payload: Any = assistants[0].reducer.tree().to_wire()  # type: ignore[union-attr]
         else:
             payload = [m.to_message().to_wire() for m in conversation.messages]
+        _separate_reasoning(payload)
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     blocks: list[str] = []
@@ -167,3 +168,24 @@ def main(args: argparse.Namespace) -> int:
             blocks.append(render_text(message.reducer.tree(), ascii=args.ascii))
     out.write("\n\n".join(blocks) + "\n")
     return 0
+
+
+def _separate_reasoning(value: Any) -> None:
+    """In the printed JSON, an agent's ``reasoning`` keeps a blank line between its segments
+    (thoughts before and after a tool call); n8n's tree joins the deltas with nothing, and the
+    ``timeline`` still holds each segment on its own."""
+    if isinstance(value, list):
+        for item in value:
+            _separate_reasoning(item)
+        return
+    if not isinstance(value, dict):
+        return
+    timeline = value.get("timeline")
+    if isinstance(timeline, list):
+        segments = [str(e.get("content") or "") for e in timeline if isinstance(e, dict) and e.get("type") == "reasoning"]
+        if len(segments) > 1 and isinstance(value.get("reasoning"), str):
+            value["reasoning"] = "\n\n".join(segment.strip() for segment in segments if segment.strip())
+    for key in ("children", "agentTree"):
+        child = value.get(key)
+        if child is not None:
+            _separate_reasoning(child)

@@ -179,3 +179,23 @@ def test_replay_missing_or_empty_file(tmp_path: Path, capsys: pytest.CaptureFixt
     empty.write_text(": ping\n\n", encoding="utf-8")
     code, out, err = run_replay([str(empty)], capsys)
     assert code == 1 and "no events found" in err
+
+
+def test_replay_json_keeps_reasoning_segments_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = [
+        n8n("run-start", {"messageId": "m1"}),
+        n8n("reasoning-delta", {"text": "First I list the workflows."}),
+        n8n("tool-call", {"toolCallId": "t1", "toolName": "list-workflows", "args": {}}),
+        n8n("tool-result", {"toolCallId": "t1", "result": {"workflows": []}}),
+        n8n("reasoning-delta", {"text": "None exist, so I say so."}),
+        n8n("text-delta", {"text": "You have no workflows."}),
+        n8n("run-finish", {"status": "completed"}),
+    ]
+    path = tmp_path / "capture.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events), encoding="utf-8")
+    code, out, _err = run_replay([str(path), "--json"], capsys)
+    assert code == 0
+    tree = json.loads(out)
+    assert tree["reasoning"] == "First I list the workflows.\n\nNone exist, so I say so."
+    assert [e["content"] for e in tree["timeline"] if e["type"] == "reasoning"] == [
+        "First I list the workflows.", "None exist, so I say so."]
