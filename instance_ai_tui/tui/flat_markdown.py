@@ -29,7 +29,7 @@ from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.color import Color
 from textual.content import Content, Span
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.style import Style
@@ -640,9 +640,37 @@ class FlatMarkdown(Widget):
                 raise ValueError("this Markdown needs the Markdown widget (tables, quotes or rules)")
         self._target = content
         self._document = document
-        self._lines = self._joined = None
-        self.refresh(layout=True)
+        self._joined = None
+        self._relay()
         return True
+
+    def _relay(self) -> None:
+        """Lay the new document out at once where the old one was laid out, and repaint
+        only the lines from the first that changed (a streaming chunk grows at its end);
+        layout only when the line count changed."""
+        old, width = self._lines, self.size.width
+        if old is None or width <= 0 or self._document is None or old[0] != self._state(width):
+            self._lines = None
+            self.refresh(layout=True)
+            return
+        old_lines = old[1]
+        self._lines = None
+        lines = self.lines(width)
+        first = 0
+        for first, (a, b) in enumerate(zip(old_lines, lines, strict=False)):  # noqa: B007
+            if a != b:
+                break
+        else:
+            first = min(len(old_lines), len(lines))
+        # drawn strips of the unchanged lines above stay valid
+        drawn_key = self._drawn_key
+        if isinstance(drawn_key, tuple) and drawn_key[0] == self._layouts - 1:
+            self._drawn = {y: strip for y, strip in self._drawn.items() if y < first}
+            self._drawn_key = (self._layouts, *drawn_key[1:])
+        if len(lines) != len(old_lines):
+            self.refresh(layout=True)
+        elif first < len(lines):
+            self.refresh(Region(0, first, width, len(lines) - first))
 
     def set_joins(self, joins: Joins) -> None:
         """How this chunk meets its neighbours changed (the head must stay the same)."""
