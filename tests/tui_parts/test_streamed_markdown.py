@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-
 from instance_ai_tui.tui import long_markdown
 from instance_ai_tui.tui.flat_markdown import FlatMarkdown
 from instance_ai_tui.tui.long_markdown import ChunkedMarkdown, LiveMarkdown
