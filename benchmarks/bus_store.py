@@ -28,14 +28,15 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from instance_ai_tui.bus.memory import InProcessBus  # noqa: E402
-from instance_ai_tui.store.base import NewEvent  # noqa: E402
-from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
+from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.store.base import NewEvent
+from instance_ai_tui.store.sqlite import SqliteStore
 
 
 def text_delta(n: int) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def stored_delta(n: int) -> NewEvent:
     return NewEvent(
         "text-delta",
         "run-1",
-        '{"type":"text-delta","runId":"run-1","agentId":"agent-1","payload":{"text":"token %d "}}' % n,
+        '{"type":"text-delta","runId":"run-1","agentId":"agent-1","payload":{"text":"token ' + str(n) + ' "}}',
     )
 
 

@@ -30,18 +30,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from instance_ai_tui.bus.base import EventBus  # noqa: E402
-from instance_ai_tui.bus.memory import InProcessBus  # noqa: E402
-from instance_ai_tui.bus.redis import RedisBus  # noqa: E402
-from instance_ai_tui.store.base import NewEvent  # noqa: E402
-from instance_ai_tui.store.redis import RedisStore  # noqa: E402
-from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
-from tests.support.net import free_port, wait_for_port  # noqa: E402
+from instance_ai_tui.bus.base import EventBus
+from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.bus.redis import RedisBus
+from instance_ai_tui.store.base import NewEvent
+from instance_ai_tui.store.redis import RedisStore
+from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.net import free_port, wait_for_port
 
 
 def delta(n: int) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def delta(n: int) -> dict[str, Any]:
 
 def stored_delta(n: int) -> NewEvent:
     return NewEvent("text-delta", "run-1",
-                    '{"type":"text-delta","runId":"run-1","agentId":"agent-1","payload":{"text":"token %d "}}' % n)
+                    '{"type":"text-delta","runId":"run-1","agentId":"agent-1","payload":{"text":"token ' + str(n) + ' "}}')
 
 
 def rate(count: int, seconds: float) -> float:
@@ -114,7 +115,7 @@ async def live(publisher: EventBus, subscriber: EventBus, thread: str, count: in
     await publisher.publish(thread, delta(-1))  # the subscriber is live before the clock starts
     try:
         await asyncio.wait_for(warm.wait(), 10)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise SystemExit("the subscriber did not receive the warm-up event") from None
     started = time.perf_counter()
     for index, first in enumerate(range(0, count, chunk)):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -48,8 +49,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -211,9 +214,9 @@ def _stream_client_class() -> type:
             self.first_pulled: float | None = None
             self.done_at: float | None = None
             self.done = asyncio.Event()
-            from datetime import datetime, timezone
+            from datetime import datetime
 
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             self.info = ThreadInfo(id=THREAD, title="", created_at=now, updated_at=now)
 
         async def open(self) -> None:
@@ -325,7 +328,7 @@ async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: 
 
     assert client.first_pulled is not None and ingest_done is not None
     ingest_seconds = ingest_done - client.first_pulled
-    gaps = [b - a for a, b in zip(frame_times, frame_times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(frame_times)]
     stalls = sorted(ticks)
     return {
         "events": len(events),

@@ -7,9 +7,9 @@ Implementations: ``EmbeddedClient`` (the assistant in process, SQLite), ``Remote
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import AsyncIterator, Callable
 
 from ..protocol.api import (
     ConfirmBody,
@@ -119,10 +119,10 @@ class Client(abc.ABC):
         raise ClientError("this connection has no login")
 
     # ----------------------------------------------------------------- lifecycle
-    async def open(self) -> None:
+    async def open(self) -> None:  # noqa: B027 - optional hook: most clients have nothing to open
         """Connect / start the in-process runtime. Idempotent."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - optional hook: most clients have nothing to close
         """Release everything. Idempotent."""
 
     async def __aenter__(self) -> Client:

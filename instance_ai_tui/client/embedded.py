@@ -9,7 +9,8 @@ so callers handle the embedded and the remote client the same way.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..assistant.errors import AssistantError
 from ..protocol.api import (

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .base import ClientError, ConnectionState
 
@@ -95,7 +96,7 @@ class GatewayHandle:
             await self.gateway.wait()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a fatal answer (refused key, feature disabled): tell the user
+        except Exception as exc:  # noqa: BLE001 - a fatal answer (refused key, feature disabled): tell the user
             if not self._stopping and self._on_end is not None:
                 self._on_end(f"the local gateway stopped: {exc}")
             return

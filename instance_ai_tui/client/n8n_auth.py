@@ -15,10 +15,10 @@ import getpass
 import os
 import sys
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
-from typing import Callable, Mapping
 
 import httpx
 from pydantic import SecretStr

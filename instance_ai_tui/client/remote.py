@@ -10,7 +10,8 @@ as such instead of as a confusing 404 later.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 from urllib.parse import quote
 
 import httpx

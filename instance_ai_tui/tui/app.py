@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -44,11 +45,11 @@ from ..client.base import Client, ClientError, ConnectionState, NotFoundError, R
 from . import keymap, themes
 from .connection import ConnectionWatcher, QueuedRow, settle_interrupted, show_foreign_user_message
 from .conversation_view import ConversationView
+from .n8n_activity import N8nActivity
+from .pending_watch import PendingWatch, TerminalSignals, waiting_summary
 from .prompt import PromptInput
 from .status_line import StatusInfo, StatusLine
-from .n8n_activity import N8nActivity
 from .tasks_panel import TasksPanel
-from .pending_watch import PendingWatch, TerminalSignals, waiting_summary
 from .thread_list import ThreadList
 
 # Imported when first needed, after the first frame (start-up time): the conversation model
@@ -713,7 +714,7 @@ class InstanceAiApp(App[None]):
         total = here + sum(counts.values())
         self.terminal.waiting(total, f" in “{elsewhere[0][0]}”" if elsewhere and not here else "")
         arrived: list[str] = []
-        for rid in new_ids:
+        for _rid in new_ids:
             if self._expected_waiting > 0:
                 self._expected_waiting -= 1  # it was already signalled in another thread
             else:
@@ -1265,7 +1266,7 @@ class InstanceAiApp(App[None]):
             usage["cost"] = info.cost
         text = to_markdown(conversation, title=conversation.title or None, usage=usage)
         name = conversation.thread_id or "thread"
-        target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"
+        target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"  # noqa: ASYNC240 - no I/O
         try:
             await asyncio.to_thread(_write_text, target, text)
         except OSError as exc:

@@ -30,8 +30,9 @@ import os
 import re
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["ConfigWriteError", "dumps", "set_config_value"]
 

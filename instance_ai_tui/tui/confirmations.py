@@ -553,7 +553,7 @@ feedback, Enter sends) · **{key:deny}** or **{key:reject-plan}** reject the pla
     KEY_SCOPES = ("plan",)
     #: the card's own word for the shared ``deny`` binding (footer and help alike)
     BINDING_DESCRIPTIONS: ClassVar[dict[str, str]] = _PLAN_WORDS
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *(replace(b, description=_PLAN_WORDS[b.id]) if isinstance(b, Binding) and b.id in _PLAN_WORDS else b
           for b in keymap.bindings("card")),
         *keymap.bindings("plan"),

@@ -22,7 +22,6 @@ from textual.widgets import TextArea
 
 from . import keymap
 
-
 #: a paste longer than this many lines (or characters) is folded to a token in the prompt
 PASTE_FOLD_LINES = 12
 PASTE_FOLD_CHARS = 2000
@@ -37,14 +36,15 @@ class PromptInput(TextArea):
     HELP = """
 ## Prompt
 
-Type a message for the agent. **Enter** sends; **Ctrl+J**, or **\\** then **Enter**, starts a
+Type a message for the agent. **Enter** sends; **Ctrl+J**, or `\\` then **Enter**, starts a
 new line in every terminal (**Shift+Enter** too where the terminal reports it) — swapped when
 `ui.enter_sends = false`. **Ctrl+C** clears the prompt (or stops a running agent). **End** in an empty prompt jumps to the
 newest output.
 **Up/Down** on the first/last line recall earlier prompts. A long paste shows as
 `[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full.
 
-Slash commands: `/new`, `/threads`, `/theme [name]`, `/export [file]`, `/help`, `/quit`.
+Slash commands: `/new`, `/threads`, `/retry`, `/edit`, `/rewind`, `/model [name]`, `/permissions`,
+`/theme [name]`, `/export [file]`, `/help`, `/quit`.
 """
 
     DEFAULT_CSS = """

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from ..client.base import Client, ConnectionState, NotFoundError, RunActiveError, StreamItem
 from ..protocol.api import (
@@ -37,9 +38,9 @@ from ..protocol.events import (
     Event,
     RunFinishEvent,
     RunFinishPayload,
+    ThreadTitleUpdatedEvent,
     ToolErrorEvent,
     ToolErrorPayload,
-    ThreadTitleUpdatedEvent,
     ToolResultEvent,
     parse_event,
 )
@@ -98,8 +99,8 @@ class RecordedClient(Client):
     # ----------------------------------------------------------------- threads
     def _new_thread(self, thread_id: str, title: str, age: float = 0) -> _Thread:
         """``age``: seconds before now of its creation (the thread list sorts by it)."""
-        now = datetime.now(timezone.utc)
-        stamp = datetime.fromtimestamp(now.timestamp() - age, timezone.utc)
+        now = datetime.now(UTC)
+        stamp = datetime.fromtimestamp(now.timestamp() - age, UTC)
         info = ThreadInfo(id=thread_id, title=title, created_at=stamp, updated_at=stamp)
         thread = _Thread(info)
         self._threads[thread_id] = thread
@@ -135,7 +136,7 @@ class RecordedClient(Client):
     # ----------------------------------------------------------------- stream
     def _publish(self, thread: _Thread, event: Event) -> None:
         thread.log.append(event)
-        thread.info = thread.info.model_copy(update={"updated_at": datetime.now(timezone.utc)})
+        thread.info = thread.info.model_copy(update={"updated_at": datetime.now(UTC)})
         if isinstance(event, ThreadTitleUpdatedEvent):
             thread.info = thread.info.model_copy(update={"title": event.payload.title})
         thread.changed.set()

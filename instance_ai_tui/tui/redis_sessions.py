@@ -16,7 +16,7 @@ if it did not, the turn is appended here in the session's own format, so n8n rea
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.api import InstanceAiMessage, ThreadInfo, ThreadMessages
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 SOURCE = "redis"
 SECTION_TITLE = "Redis sessions"
 #: the age shown for a session whose key and description carry no time
-UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 RAW_PREVIEW = 400
 
 
@@ -163,13 +163,13 @@ class RedisSessions:
     async def list(self) -> list[ThreadInfo]:
         try:
             return [session_info(info) for info in await self.sessions.list_sessions()]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Redis or webhook failure is shown to the user, not raised
             raise RedisSessionError(f"cannot list the chat sessions in Redis: {_reason(exc)}") from None
 
     async def load(self, session_id: str) -> ChatSession:
         try:
             return await self.sessions.load(session_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Redis or webhook failure is shown to the user, not raised
             raise RedisSessionError(f"cannot load chat session {session_id!r}: {_reason(exc)}") from None
 
     async def continue_session(self, session_id: str, text: str) -> ChatSession:
@@ -188,7 +188,7 @@ class RedisSessions:
             return after  # the workflow's memory wrote the turn
         try:
             return await self.sessions.append_turn(session_id, text, reply)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Redis or webhook failure is shown to the user, not raised
             raise RedisSessionError(f"the reply came, but writing the turn to Redis failed: {_reason(exc)}") from None
 
 
@@ -218,7 +218,7 @@ class RedisSessionsView:
     async def close(self) -> None:
         try:
             await self.data.close()
-        except Exception as exc:  # closing must not break the app's exit
+        except Exception as exc:  # noqa: BLE001 - closing must not break the app's exit
             self.app.log.error(f"closing the Redis chat connection failed: {exc}")
 
     async def refresh(self) -> None:

@@ -7,7 +7,7 @@ query against the title and the id (case-insensitive); ↑/↓ move, Enter opens
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from rich.text import Text
@@ -28,7 +28,7 @@ NEW_THREAD = "\x00new"
 
 def _age(when: datetime, now: datetime) -> str:
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     seconds = max(0, int((now - when).total_seconds()))
     for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
         if seconds >= size:
@@ -75,7 +75,7 @@ class ResumePicker(ModalScreen[str | None]):
     def _fill(self, query: str) -> None:
         options = self.query_one(OptionList)
         options.clear_options()
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         shown = [t for t in self.threads if matches(t, query)]
         for thread in shown:
             label = Text.assemble(

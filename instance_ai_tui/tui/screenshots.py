@@ -40,8 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 __all__ = ["SHOTS", "StepTimeout", "main", "take_screenshots"]
 
@@ -99,7 +100,7 @@ async def take_screenshots(
     unknown = wanted - set(SHOTS)
     if unknown:
         raise ValueError(f"unknown screenshot name(s) {', '.join(sorted(unknown))}; names: {', '.join(SHOTS)}")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a dev script, once at start
     written: list[Path] = []
 
     with tempfile.TemporaryDirectory(prefix="instance-ai-shots-") as tmp_name:
@@ -168,12 +169,7 @@ async def take_screenshots(
                 await _new_thread(app, timeout)
                 await app.send_message(request)
                 await _wait_for("a thread", lambda: app.thread_id is not None, timeout)
-                current = app.conversation
-                await _wait_for(
-                    f"the answer to {request!r}",
-                    lambda: current is not None and bool(current.messages) and not current.is_streaming,
-                    timeout,
-                )
+                await _wait_for(f"the answer to {request!r}", _answered(app.conversation), timeout)
                 await settle()
 
             # 3. a vague request in a new thread: the agent asks questions
@@ -276,3 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _answered(conversation: Any) -> Callable[[], bool]:
+    """Whether ``conversation`` has its answer (bound now, not when the check runs)."""
+    return lambda: conversation is not None and bool(conversation.messages) and not conversation.is_streaming

@@ -99,13 +99,13 @@ import asyncio
 import functools
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -121,12 +121,12 @@ __all__ = [
     "GLYPH_COLLAPSED",
     "GLYPH_EXPANDED",
     "GLYPH_READ_ONLY",
-    "LoadedTheme",
     "SEVERITY",
-    "StatusMark",
     "TASK_STATUS",
     "TOOL_STATUS",
-    "ThemeFile",
+    "LoadedTheme",
+    "StatusMark",
+    "ThemeFile",  # noqa: F822 - built on first use by the module's __getattr__
     "ThemeFileError",
     "ThemeLoadError",
     "ThemeManager",
@@ -440,7 +440,7 @@ def _yaml_load(text: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    return yaml.load(text, Loader=loader)
 
 
 def load_theme_file(path: Path) -> LoadedTheme:

@@ -43,9 +43,9 @@ highlighted thread, Esc clears the search (or, when empty, goes to the list).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from datetime import UTC, datetime
 
 from rich.table import Table
 from rich.text import Text
@@ -70,7 +70,7 @@ _NEW_OPTION = "new-thread"
 
 
 def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def format_age(moment: datetime, now: datetime) -> str:
@@ -289,7 +289,7 @@ class ThreadList(Vertical):
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._sections: dict[str, _Section] = {LOCAL: _Section(LOCAL, None, False)}
         self._targets: dict[str, tuple[str, str]] = {}  # option id -> (source, thread id)
         self._filter = ""
@@ -436,7 +436,7 @@ class ThreadList(Vertical):
         """The row of ``thread_id`` as plain text (what a screen reader or a test reads)."""
         from rich.console import Console
 
-        for option_id, (source, target) in self._targets.items():
+        for _option, (source, target) in self._targets.items():
             if target == thread_id:
                 import io
 
@@ -550,7 +550,7 @@ class ThreadList(Vertical):
         self.post_message(self.Selected(self, thread_id, source))
 
     def _source_of(self, thread_id: str) -> str:
-        for option_id, (source, target) in self._targets.items():
+        for _option, (source, target) in self._targets.items():
             if target == thread_id:
                 return source
         for key, section in self._sections.items():

@@ -3,7 +3,8 @@
 The header shows a status glyph (spinner while running, ✓ done, ✗ failed or denied, ◷ waiting
 for approval / your answer / your plan review, ⊘ not run, expired or not resolved) *and* a word
 — both decided by ``protocol.display_state``, the one rule shared with export and ``run`` —
-then the tool name, a short form of the arguments or the result, and the duration. The body is only mounted while the card is expanded; results are
+then the tool name, a short form of the arguments or the result, and the duration. The body is only
+mounted while the card is expanded; results are
 pretty-printed JSON with syntax highlighting, folded after ``FOLD_LINES`` lines.
 
 Expansion follows the state until the user toggles it: expanded when it fails or waits for
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
@@ -120,7 +122,7 @@ class ToolCallCard(Vertical, can_focus=True):
 """
 
     KEY_SCOPES = ("tool_card", "block")
-    BINDINGS = [*keymap.bindings("block"), *keymap.bindings("tool_card")]
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("block"), *keymap.bindings("tool_card")]
 
     DEFAULT_CSS = """
     ToolCallCard {

@@ -18,9 +18,10 @@ its summary.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
@@ -44,7 +45,7 @@ class Frame:
     budget of new timeline widgets (a section that runs out of it is "behind" and catches
     up in the next frames)."""
 
-    __slots__ = ("flush", "pending", "new_cards", "budget")
+    __slots__ = ("budget", "flush", "new_cards", "pending")
 
     #: budget units one frame may mount (``entry_cost``): keeps every frame short,
     #: whatever the event rate
@@ -579,7 +580,7 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
 """
     KEY_SCOPE = "block"
     KEY_SCOPES = ("user_message",)
-    BINDINGS = [*keymap.bindings("block"), *keymap.bindings("user_message")]
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("block"), *keymap.bindings("user_message")]
 
     class EditRequested(Message):
         """``e`` on a user message: rewind to it and edit it."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
+from server.live import serve_app
 
 from instance_ai_tui.client.base import Client, StreamItem
 from instance_ai_tui.client.embedded import EmbeddedClient
@@ -15,8 +17,6 @@ from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
-
-from server.live import serve_app
 
 DEMO_DELAY = 0.005
 

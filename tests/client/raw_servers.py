@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
 
 
 @dataclass

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server.live import REPO, ServeProcess, free_port
 
 from instance_ai_tui.protocol.events import EVENT_TYPES, parse_event
-
-from server.live import REPO, ServeProcess, free_port
 
 
 def cli(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

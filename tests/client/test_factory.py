@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
+from server.live import ServeProcess, serve_app
 
 from instance_ai_tui.client.base import AuthError, ClientError, ConnectionState, StreamItem
 from instance_ai_tui.client.remote import RemoteClient
@@ -16,8 +18,6 @@ from instance_ai_tui.protocol.events import UnknownEvent
 from instance_ai_tui.protocol.tree import AgentNode
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
-
-from server.live import ServeProcess, serve_app
 
 from .conftest import demo_settings, read_run
 from .raw_servers import HEALTH, CuttingProxy, RawRequest, RawServer, sse_head
@@ -72,7 +72,7 @@ async def test_server_killed_and_restarted_mid_run(tmp_path: Path) -> None:
             assert ConnectionState.RECONNECTING in states and states[-1] == ConnectionState.CONNECTED
             assert [item.id for item in items] == list(range(1, len(items) + 1))
             (workspace / "notes" / "instance-ai-note.md").unlink()  # the reference run starts from the same files
-            _, reference = await approved_run(client, "reference")
+            _, _reference = await approved_run(client, "reference")
             crashed_tree = (await client.messages("crashed")).messages[-1].agent_tree
             reference_tree = (await client.messages("reference")).messages[-1].agent_tree
         assert crashed_tree is not None and reference_tree is not None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ class AppServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def __aenter__(self) -> "AppServer":
+    async def __aenter__(self) -> AppServer:
         import uvicorn
 
         sock = socket.socket()

@@ -6,8 +6,8 @@ import asyncio
 import json
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import httpx
 import pytest
@@ -119,20 +119,20 @@ async def test_resource_decision_round_trip_through_the_agent(
         for _ in range(2):
             seen = len(stream.items)
             await client.send(tid, "read my plan")
-            request = await stream.until(lambda i: stream.items.index(i) >= seen and is_type("confirmation-request")(i))
+            request = await stream.until(lambda i, seen=seen: stream.items.index(i) >= seen and is_type("confirmation-request")(i))
             payload = request.event.payload  # type: ignore[union-attr]
             assert payload.input_type == "resource-decision"
             assert payload.resource_decision.resource == "private/plan.txt"
             assert payload.resource_decision.options == ["denyOnce", "allowOnce", "allowForSession"]
             assert payload.resource_decision.tool_group == "filesystemRead"
             await client.confirm(payload.request_id, ResourceDecisionConfirm(resource_decision=next(decisions)))
-            result = await stream.until(lambda i: stream.items.index(i) > seen and is_type("tool-result")(i))
+            result = await stream.until(lambda i, seen=seen: stream.items.index(i) > seen and is_type("tool-result")(i))
             outcomes.append(result.event.payload.result)  # type: ignore[union-attr]
-            await stream.until(lambda i: stream.items.index(i) > seen and is_type("run-finish")(i))
+            await stream.until(lambda i, seen=seen: stream.items.index(i) > seen and is_type("run-finish")(i))
         # allowed for the session: a third read needs no decision
         seen = len(stream.items)
         await client.send(tid, "read it again")
-        result = await stream.until(lambda i: stream.items.index(i) > seen and is_type("tool-result")(i))
+        result = await stream.until(lambda i, seen=seen: stream.items.index(i) > seen and is_type("tool-result")(i))
         assert not any(is_type("confirmation-request")(i) for i in stream.items[seen:])
     denied, allowed = outcomes
     assert denied["isError"] is True and "User denied access to private/plan.txt" in text_of(denied)

@@ -7,8 +7,9 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -40,7 +41,7 @@ class Stream:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> "Stream":
+    async def __aenter__(self) -> Stream:
         self._task = asyncio.create_task(self._run())
         return self
 
@@ -137,7 +138,7 @@ async def test_wrong_password_and_missing_credentials_are_clear(
     fake: FakeN8n, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad = make_client(fake, tmp_path, password="nope")
-    with pytest.raises(AuthError, match="refused the login for owner@example.com"):
+    with pytest.raises(AuthError, match=r"refused the login for owner@example\.com"):
         await bad.open()
     await bad.close()
     monkeypatch.delenv("N8N_EMAIL", raising=False)
@@ -147,7 +148,7 @@ async def test_wrong_password_and_missing_credentials_are_clear(
         await anonymous.open()
     await anonymous.close()
     no_password = make_client(fake, tmp_path, password=None)
-    with pytest.raises(AuthError, match="no n8n password for owner@example.com: set N8N_PASSWORD"):
+    with pytest.raises(AuthError, match=r"no n8n password for owner@example\.com: set N8N_PASSWORD"):
         await no_password.open()
     await no_password.close()
     assert "nope" not in repr(bad) and "Passw0rd" not in repr(anonymous.session)

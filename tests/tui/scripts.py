@@ -6,7 +6,8 @@ interface that replays recorded protocol events); everything else is the real ap
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp

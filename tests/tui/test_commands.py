@@ -13,7 +13,6 @@ from instance_ai_tui.tui.turns import UserMessage
 from .scripts import SIZE, approval_run, ev, make_app, recorded, simple_run, text_deltas
 from .test_interactions import _log, pending_card, send, turns, until
 
-
 # --------------------------------------------------------------------------- themes, copy, help, export
 
 
@@ -76,7 +75,8 @@ async def test_export_writes_markdown(tmp_path: Path) -> None:
 
 async def test_new_output_badge_and_end_key() -> None:
     long_answer = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
-    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40), ev("run-finish", status="completed")]], delay=0.02)
+    client = recorded([[ev("run-start", messageId="m"), *text_deltas(long_answer, size=40),
+                        ev("run-finish", status="completed")]], delay=0.02)
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()

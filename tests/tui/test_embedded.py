@@ -147,7 +147,8 @@ async def test_restore_after_restart_and_switch_threads(tmp_path: Path) -> None:
         await pilot.press("ctrl+n")
         await until(lambda: app.thread_id is None, pilot)
         await type_and_send(pilot, app, "hello there")
-        await until(lambda: app.thread_id not in (None, first_thread) and not app.conversation.is_streaming and app.view.assistant_turns(), pilot)
+        await until(lambda: app.thread_id not in (None, first_thread) and not app.conversation.is_streaming
+                    and app.view.assistant_turns(), pilot)
         await app.wait_until_rendered()
         second_thread = app.thread_id
     assert first_answer

@@ -322,7 +322,7 @@ async def test_restore_loads_history_then_streams_from_next_event_id() -> None:
     events = _log(subagent_run(), "r1")
     client = HistoryClient(events, split=7)
     app = make_app(client)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE):
         await app.wait_until_ready()
         await app.wait_until_rendered()
         assert client.order == [("messages", "t"), ("events", 7)]
@@ -359,7 +359,7 @@ async def test_a_replayed_stream_keeps_the_mounted_window_bounded() -> None:
         run = [ev("run-start", messageId=f"m{n}"), *text_deltas(f"Answer {n}."), ev("run-finish", status="completed")]
         log += _log(run, f"r{n}")
     app = make_app(RecordedClient({"t": log}))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE):
         await app.wait_until_ready()
         await app.wait_until_rendered()
         view = app.view

@@ -46,7 +46,7 @@ async def test_continue_opens_the_latest_thread() -> None:
 
 async def test_new_starts_in_a_new_thread() -> None:
     app = _app("new")
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE):
         await app.wait_until_ready()
         assert app.thread_id is None
 

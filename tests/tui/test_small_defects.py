@@ -52,11 +52,10 @@ async def test_ansi_theme_keeps_warning_words_readable() -> None:
     """16 colours cannot blend: no word may be drawn in its own background's colour."""
     from textual.widgets import Static
 
+    from instance_ai_tui.config import Settings
     from instance_ai_tui.tui.confirmations import ApprovalCard
 
     from .scripts import approval_run
-
-    from instance_ai_tui.config import Settings
 
     settings = Settings()
     settings.ui.theme = "instance-ansi"
@@ -255,7 +254,8 @@ async def test_a_failed_run_without_an_error_event_says_why_in_the_footer() -> N
 async def test_tool_summaries_use_the_width_and_stay_one_line() -> None:
     from .scripts import ev
 
-    long = "Created workflow 'Weather to Slack' with id wf-104 and 3 nodes: Schedule Trigger, OpenWeatherMap, Slack; it is inactive until you approve its activation"
+    long = ("Created workflow 'Weather to Slack' with id wf-104 and 3 nodes: Schedule Trigger, OpenWeatherMap, Slack; "
+            "it is inactive until you approve its activation")
     run = [ev("run-start", messageId="m1"), ev("tool-call", toolCallId="tc1", toolName="delegate", args={"role": "builder"}),
            ev("tool-result", toolCallId="tc1", result=long), ev("run-finish", status="completed")]
     for size, whole in (((220, 40), True), ((80, 24), False)):
@@ -263,7 +263,7 @@ async def test_tool_summaries_use_the_width_and_stay_one_line() -> None:
         async with app.run_test(size=size) as pilot:
             await app.wait_until_ready()
             await send(pilot, app, "build")
-            await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+            await until(lambda app=app: not app.conversation.is_streaming and turns(app), pilot)
             await app.wait_until_rendered()
             header = turns(app)[-1].cards["tc1"].header
             assert header.size.height == 1

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 
-from .scripts import SIZE, make_app
+from .scripts import make_app
 from .test_embedded import settings_for, type_and_send, until
 
 

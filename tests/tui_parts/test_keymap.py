@@ -169,8 +169,9 @@ def _widget_classes() -> list[type]:
     import inspect
     import pkgutil
 
-    import instance_ai_tui.tui as package
     from textual.dom import DOMNode
+
+    import instance_ai_tui.tui as package
 
     classes: list[type] = []
     for info in pkgutil.iter_modules(package.__path__):

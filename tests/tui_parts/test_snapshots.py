@@ -5,7 +5,7 @@ Update after an intended visual change: ``pytest tests/tui_parts --snapshot-upda
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from instance_ai_tui.tui.themes import SEVERITY, TASK_STATUS, TOOL_STATUS, Theme
 from instance_ai_tui.tui.thread_list import ThreadList
 
 REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
-NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 class ThreadListApp(App[None]):

@@ -81,7 +81,7 @@ def test_package_copy_matches_repo_folder() -> None:
     builtin = themes.builtin_themes_dir()
     repo_files = sorted(p.name for p in REPO_THEMES.glob("*.yaml"))
     assert repo_files == sorted(p.name for p in builtin.glob("*.yaml"))
-    match, mismatch, error = filecmp.cmpfiles(REPO_THEMES, builtin, repo_files, shallow=False)
+    _match, mismatch, error = filecmp.cmpfiles(REPO_THEMES, builtin, repo_files, shallow=False)
     assert mismatch == [] and error == [], f"copy themes/*.yaml to {builtin}: {mismatch or error}"
     assert themes.theme_dirs()[0] == REPO_THEMES  # a source checkout reads the repo folder
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from textual.app import App, ComposeResult
@@ -16,9 +16,7 @@ from instance_ai_tui.tui.thread_list import (
     format_age,
 )
 
-
-
-NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)  # the conftest's clock
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)  # the conftest's clock
 
 
 class ListApp(App[None]):
