@@ -23,7 +23,11 @@ SLASH_HELP = """
 | Command | What it does |
 |---|---|
 | `/new` | start a new thread |
-| `/threads` | show the thread list and search it |
+| `/threads` | show the thread list and search it (titles and message text) |
+| `/retry` | the last message again; its old answer leaves the agent's memory (kept in the history) |
+| `/edit` | the last message back in the prompt, to change and send again |
+| `/rewind` | pick an earlier message to go back to (`e` on a message does the same) |
+| `/model [name]` | the model of this thread (a picker, or `name`) |
 | `/theme [name]` | pick a theme (or switch to `name`) |
 | `/export [file]` | write the thread as Markdown (default: `<thread>.md` in the current folder) |
 | `/permissions` | the "always allow" grants of this thread, and revoke them |
