@@ -83,8 +83,8 @@ class SetupScreen(ModalScreen[str]):
                 yield Button("Quit", variant="primary", id="setup-quit")
                 yield Button("Browse threads without sending", id="setup-browse")
 
-    def on_mount(self) -> None:
-        self.query_one("#setup-quit", Button).focus()
+    #: focused once the screen is laid out (a query in on_mount raced its children in CI)
+    AUTO_FOCUS = "#setup-quit"
 
     @on(Button.Pressed, "#setup-quit")
     def action_quit_app(self) -> None:
