@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from instance_ai_tui.assistant.workspace import Workspace, WorkspaceError
+from tests.support import loop_gaps
 
 
 @pytest.fixture
@@ -209,23 +210,10 @@ async def test_catastrophic_regex_has_a_time_budget_and_never_holds_the_loop(roo
     """'(a|aa)+$' backtracks exponentially; the old search held the GIL (and so every request) until done."""
     (root / "evil.txt").write_text("a" * 34 + "!\n", encoding="utf-8")
     ws = Workspace(root, search_timeout=0.5)
-    gaps: list[float] = []
-
-    async def heartbeat() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    beat = asyncio.create_task(heartbeat())
     started = time.monotonic()
-    try:
+    async with loop_gaps() as gaps:
         with pytest.raises(WorkspaceError, match=r"longer than 0\.5 s"):
             await ws.search(r"(a|aa)+$", regex=True)
-    finally:
-        beat.cancel()
     # without the budget this search runs for minutes and holds the loop all along; the bounds
     # are loose so that a loaded machine does not fail them
     assert time.monotonic() - started < 10.0

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from instance_ai_tui.client.gateway import FolderTools, Policy
+from tests.support import loop_gaps
 
 
 def _text(result: dict) -> str:
@@ -29,21 +30,8 @@ async def test_a_fifo_in_the_folder_blocks_nothing(tmp_path: Path) -> None:
 async def test_a_catastrophic_pattern_is_stopped_and_never_holds_the_loop(tmp_path: Path) -> None:
     (tmp_path / "evil.txt").write_text("a" * 34 + "!\n", encoding="utf-8")
     tools = FolderTools(tmp_path, Policy(search_timeout=0.5))
-    gaps: list[float] = []
-
-    async def heartbeat() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    beat = asyncio.create_task(heartbeat())
-    try:
+    async with loop_gaps() as gaps:
         result = await asyncio.wait_for(tools.call("search_files", {"query": r"(a|aa)+$", "regex": True}), 30)
-    finally:
-        beat.cancel()
     assert result.get("isError") and "longer than 0.5 s" in _text(result)
     assert max(gaps) < 1.0  # without the budget: the GIL held for minutes
 

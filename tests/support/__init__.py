@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .asgi import serve_asgi
 from .config import isolate_config
+from .loop import loop_gaps
 from .net import free_port, wait_for_port
 
-__all__ = ["free_port", "isolate_config", "serve_asgi", "wait_for_port"]
+__all__ = ["free_port", "isolate_config", "loop_gaps", "serve_asgi", "wait_for_port"]
