@@ -521,6 +521,13 @@ class LocalGateway:
                     self._log("n8n no longer knows the gateway key; pairing again")
                     await self._pair_again()
                     continue
+                if self.pair_again and (exc.status in (200, 404) or exc.status >= 500):
+                    # n8n restarting: an HTML page, then 404s while its module boots (its
+                    # gateway-disconnect may have been lost with the old stream): pair again,
+                    # with backoff, until it is back
+                    self._log(f"n8n is restarting (HTTP {exc.status}); pairing again when it is back")
+                    await self._pair_again()
+                    continue
                 raise _gateway_error(exc.status, exc.body, "/events") from None
             finally:
                 await stream.aclose()
@@ -538,6 +545,7 @@ class LocalGateway:
         from .sse import backoff_delay, format_wait
 
         attempt = 0
+        self._set_state(ConnectionState.RECONNECTING, "(pairing again)")
         while True:
             attempt += 1
             if self._session is not None:
