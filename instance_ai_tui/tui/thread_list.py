@@ -480,7 +480,10 @@ class ThreadList(Vertical):
     def _rebuild(self, *, highlight_first: bool = False) -> None:
         if not self._ready:
             return
-        options_widget = self.query_one("#thread-options", OptionList)
+        found = self.query("#thread-options").results(OptionList)
+        options_widget = next(found, None)
+        if options_widget is None:
+            return  # being torn down (the app is closing): a late title update has nowhere to go
         keep = None if highlight_first else self.highlighted_thread_id
         now = self._clock()
         options: list[Option] = [Option(Text("+ New thread", style="bold"), id=_NEW_OPTION)]
