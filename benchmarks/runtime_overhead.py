@@ -121,7 +121,7 @@ async def start_server(script: list[dict[str, Any]]) -> tuple[asyncio.subprocess
     with os.fdopen(fd, "w") as fh:
         json.dump(script, fh)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "instance_ai_tui.testing.openai_server", "--script", path, cwd=str(ROOT),
+        sys.executable, "-m", "tests.support.openai_server", "--script", path, cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)

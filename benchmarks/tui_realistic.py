@@ -1,7 +1,7 @@
 """Real models do not flood: they stream long lists, tables and code at 50-400 tokens/s
 while the user keeps typing. This drives the real app (headless ``run_test``, embedded mode,
 the real ``openai`` client) against a local OpenAI-compatible server in another process
-(``instance_ai_tui/testing/openai_server.py``), side by side in the same run with a baseline
+(``tests/support/openai_server.py``), side by side in the same run with a baseline
 app that shows the same stream with Textual's stock ``Markdown`` + ``MarkdownStream`` (as
 peers such as Toad do).
 
@@ -98,7 +98,7 @@ class _Server:
         json.dump(script, self.file)
         self.file.close()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "instance_ai_tui.testing.openai_server", "--script", self.file.name],
+            [sys.executable, "-m", "tests.support.openai_server", "--script", self.file.name],
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
@@ -169,7 +169,7 @@ class _Ours:
         self.app.prompt.load_text("")
 
     def done(self, text: str) -> bool:
-        from instance_ai_tui.tui.long_markdown import ChunkedMarkdown
+        from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown
 
         want = text.rstrip()
         for block in self.app.view.query(ChunkedMarkdown):

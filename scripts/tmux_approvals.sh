@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Approvals a person can trust (issue 12), tried as a new user would in a real terminal (tmux):
-# a real OpenAI-compatible model server (instance_ai_tui.testing.openai_server, scripted to call
+# a real OpenAI-compatible model server (tests.support.openai_server, scripted to call
 # write-file 3 s after each request) and the app with --workspace.
 #   1. typing a search query full of y/a/n while a write-file card appears writes nothing;
 #   2. Ctrl+G then y writes the file;
@@ -27,7 +27,7 @@ cat > "$WORK/script.json" <<'JSON'
   {"respond": {"text": "{\"title\": \"The todo list\"}"}}
 ]
 JSON
-"$PY" -m instance_ai_tui.testing.openai_server --port 0 --script "$WORK/script.json" > "$WORK/llm.out" 2> "$WORK/llm.err" &
+"$PY" -m tests.support.openai_server --port 0 --script "$WORK/script.json" > "$WORK/llm.out" 2> "$WORK/llm.err" &
 LLM=$!
 cleanup() { [ -n "${KEEP:-}" ] || tmux kill-session -t "$SESSION" 2>/dev/null; kill "$LLM" 2>/dev/null; }
 trap cleanup EXIT

@@ -44,13 +44,13 @@ from textual.widgets import Footer, Static
 from ..client.base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError
 from . import keymap, themes
 from .connection import ConnectionWatcher, QueuedRow, settle_interrupted, show_foreign_user_message
-from .conversation_view import ConversationView
-from .n8n_activity import N8nActivity
 from .pending_watch import PendingWatch, TerminalSignals, waiting_summary
-from .prompt import PromptInput
-from .status_line import StatusInfo, StatusLine
-from .tasks_panel import TasksPanel
-from .thread_list import ThreadList
+from .widgets.conversation_view import ConversationView
+from .widgets.n8n_activity import N8nActivity
+from .widgets.prompt import PromptInput
+from .widgets.status_line import StatusInfo, StatusLine
+from .widgets.tasks_panel import TasksPanel
+from .widgets.thread_list import ThreadList
 
 # Imported when first needed, after the first frame (start-up time): the conversation model
 # (protocol.conversation / reducer), the turn widgets and cards (Markdown), the help screen.
@@ -59,9 +59,9 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..protocol.api import ThreadInfo
     from ..protocol.conversation import Conversation, PendingConfirmation
-    from .confirmations import ConfirmationAnswered, ConfirmCard
     from .redis_sessions import RedisSessionsView
-    from .turns import Frame
+    from .widgets.confirmations import ConfirmationAnswered, ConfirmCard
+    from .widgets.turns import Frame
 
 FRAME_HZ = 25
 #: more events than this between two frames (with more still coming) is a flood
@@ -179,7 +179,7 @@ class InstanceAiApp(App[None]):
         self._opening = 0
         self.view = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
-        from .find_bar import FindBar
+        from .widgets.find_bar import FindBar
 
         self.find_bar = FindBar()
         self.prompt = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)", id="prompt")
@@ -271,14 +271,14 @@ class InstanceAiApp(App[None]):
         if self.client.mode == "embedded":
             # the in-process assistant is a large import: do it off the event loop
             await asyncio.to_thread(_preload_embedded, self.client)
-            from .setup_screen import check_model_setup
+            from .screens.setup import check_model_setup
 
             if not await check_model_setup(self):  # a model without a key: say how to set it up
                 return
         try:
             await self.client.open()
         except ClientError as exc:
-            from .login_screen import offer_login
+            from .screens.login import offer_login
 
             if not await offer_login(self, exc):  # n8n: a login dialog instead of a dead app
                 self._show_error(f"Cannot connect: {exc}")
@@ -298,7 +298,7 @@ class InstanceAiApp(App[None]):
         self._load_redis_sessions()
         target = self.initial_thread_id
         if target is None and threads and self.start_mode == "pick":
-            from .resume_picker import ResumePicker
+            from .screens.resume_picker import ResumePicker
 
             target = await self.push_screen_wait(ResumePicker(threads))
         elif target is None and threads and self.start_mode == "latest":
@@ -470,7 +470,7 @@ class InstanceAiApp(App[None]):
         self._start_ingest(conversation, thread_id, conversation.cursor)
 
     def _after_open(self, conversation: Conversation) -> None:
-        from .turns import Frame
+        from .widgets.turns import Frame
 
         self.status_info.thread_title = conversation.title or ""
         self._refresh_pending(Frame(self.pending))
@@ -610,7 +610,7 @@ class InstanceAiApp(App[None]):
                 self.status_line.refresh_info(tick=True)
             return
         self._last_frame_empty = False
-        from .turns import Frame
+        from .widgets.turns import Frame
 
         frame = Frame(self.pending)
         with self.batch_update():
@@ -828,7 +828,7 @@ class InstanceAiApp(App[None]):
         tasks = conversation.latest_tasks
         if tasks is None:
             tasks = _tasks_from_history(conversation)
-        from .tasks_panel import checklist
+        from .widgets.tasks_panel import checklist
 
         # a rejected plan is not the checklist; a stopped run's unfinished tasks show stopped
         last = next((m for m in reversed(conversation.messages) if m.reducer is not None), None)
@@ -884,7 +884,7 @@ class InstanceAiApp(App[None]):
             if msg is None or msg.reducer is None:
                 continue
             for agent_id in reducer_changes.agents:
-                from .agent_info import agent_info
+                from .widgets.agent_info import agent_info
 
                 agent = agent_info(msg.reducer, agent_id)
                 if agent is None:
@@ -1008,7 +1008,7 @@ class InstanceAiApp(App[None]):
             if exc.status in (401, 403) and self.client.supports_login and conversation.discard_local(message.id):
                 # the n8n session ended and logging in again failed: ask, then the user sends again
                 self._keep_in_prompt(text)
-                from .login_screen import offer_login
+                from .screens.login import offer_login
 
                 if await offer_login(self, exc):
                     self.notify("Logged in again. Press Enter to send your message.", timeout=8)
@@ -1049,7 +1049,7 @@ class InstanceAiApp(App[None]):
         self.notify(f"Not sent: {reason}", severity="error", timeout=8)
 
         def mark() -> None:
-            from .turns import UserMessage
+            from .widgets.turns import UserMessage
 
             widget = self.view.turns.get(message_id)
             if isinstance(widget, UserMessage):
@@ -1239,12 +1239,12 @@ class InstanceAiApp(App[None]):
         self.search_themes()
 
     def action_help(self) -> None:
-        from .help_screen import HelpScreen, help_markdown
+        from .screens.help import HelpScreen, help_markdown
 
         self.push_screen(HelpScreen(help_markdown(self.keys, self.focused)))
 
     def show_full_help(self) -> None:
-        from .help_screen import HelpScreen, help_markdown
+        from .screens.help import HelpScreen, help_markdown
 
         self.push_screen(HelpScreen(help_markdown(self.keys, self.focused, everything=True)))
 
@@ -1318,7 +1318,7 @@ class InstanceAiApp(App[None]):
 
     def show_permissions(self) -> None:
         """``/permissions``: the open thread's "always allow" grants, with revoke."""
-        from .permissions_screen import open_permissions
+        from .screens.permissions import open_permissions
 
         open_permissions(self)
 
@@ -1408,7 +1408,7 @@ class InstanceAiApp(App[None]):
             self._show_error(f"Cannot list the models: {exc}")
             return
         if not name:
-            from .model_picker import ModelPicker
+            from .screens.model_picker import ModelPicker
 
             chosen = await self.push_screen_wait(ModelPicker(models))
             if not chosen:
@@ -1452,7 +1452,7 @@ class InstanceAiApp(App[None]):
         self.find_bar.open(self.conversation)
 
     def on_find_bar_show(self, event: Any) -> None:
-        from .find_bar import matched_widget
+        from .widgets.find_bar import matched_widget
 
         event.stop()
         previous = getattr(self, "_find_hit", None)
@@ -1483,7 +1483,7 @@ class InstanceAiApp(App[None]):
     # ------------------------------------------------------------------ retry, edit, rewind
     def _rewind_turns(self) -> list[Any] | None:
         """The user turns that can be rewound to, or None (with the reason shown)."""
-        from .rewind import user_turns
+        from .screens.rewind import user_turns
 
         conversation = self.conversation
         if not self.client.can_rewind:
@@ -1510,7 +1510,7 @@ class InstanceAiApp(App[None]):
 
     def pick_rewind(self) -> None:
         """``/rewind``: choose an earlier message to go back to."""
-        from .rewind import RewindPicker
+        from .screens.rewind import RewindPicker
 
         turns = self._rewind_turns()
         if turns:
@@ -1686,7 +1686,7 @@ class InstanceAiApp(App[None]):
 def _tasks_from_history(conversation: Conversation) -> Any:
     """The newest task list in the restored messages (their root agents' ``tasks``)."""
     from ..protocol.events import TaskList
-    from .agent_info import reducer_root_field
+    from .widgets.agent_info import reducer_root_field
 
     for msg in reversed(conversation.messages):
         reducer = msg.reducer
@@ -1708,8 +1708,8 @@ def _preload_ui() -> None:
     from ..protocol import conversation  # noqa: F401
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
-    from . import turns  # noqa: F401
-    from .flat_markdown import parse_document
+    from .widgets import turns  # noqa: F401
+    from .widgets.flat_markdown import parse_document
 
     parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
     highlight("{}", language="json")  # loads the lexers

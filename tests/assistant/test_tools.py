@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from instance_ai_tui.assistant.service import AssistantOptions
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .conftest import answer, collect, finish_status, of_type, types, without_status
 from .fake_n8n import API_KEY, make_fake_n8n

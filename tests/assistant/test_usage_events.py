@@ -20,7 +20,7 @@ from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.usage import DEFAULT_PRICES, Usage, compute_cost
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .conftest import answer, collect, of_type
 from .servers import serve

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("n8n_peer", REPO / "scripts" / "n8n_peer.py")

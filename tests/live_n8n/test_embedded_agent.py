@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from instance_ai_tui.testing.openai_server import MockResponse
+from tests.support.openai_server import MockResponse
 
 from .conftest import tool_names, tool_results, user_text
 

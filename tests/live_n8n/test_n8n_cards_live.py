@@ -19,10 +19,10 @@ import pytest
 
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.openai_server import MockResponse
-from instance_ai_tui.tui import n8n_cards
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ConfirmCard
+from instance_ai_tui.tui.widgets import n8n_cards
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard
+from tests.support.openai_server import MockResponse
 
 MARK = "h16-live-domain"
 #: one host per answer: "allow the domain" is remembered by n8n, so the next fetch there would not ask

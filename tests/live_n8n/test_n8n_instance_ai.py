@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.testing.openai_server import MockResponse
+from tests.support.openai_server import MockResponse
 
 from .conftest import REPO, tool_names, tool_results, user_text
 

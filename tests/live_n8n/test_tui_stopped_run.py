@@ -17,7 +17,7 @@ from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
 from instance_ai_tui.store.sqlite import SqliteStore
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.long_markdown import ChunkedMarkdown
+from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown
 
 
 def screen_text(app: InstanceAiApp) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.testing.fake_n8n import FakeN8n
+from tests.support.fake_n8n import FakeN8n
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from instance_ai_tui.client.base import ClientError
 from instance_ai_tui.client.gateway import CONFIRMATION_PREFIX, FolderTools, LocalGateway, Policy
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.protocol.api import ResourceDecisionConfirm
-from instance_ai_tui.testing.fake_n8n import FakeN8n, GatewayCall, Say
+from tests.support.fake_n8n import FakeN8n, GatewayCall, Say
 
 from .test_n8n_dialect import Stream, is_type
 

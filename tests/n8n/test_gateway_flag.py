@@ -15,8 +15,8 @@ import pytest
 from instance_ai_tui.cli import main as cli_main
 from instance_ai_tui.client.gateway_flag import GatewayRequest
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.fake_n8n import FakeN8n, GatewayCall, Say
 from instance_ai_tui.tui.app import InstanceAiApp
+from tests.support.fake_n8n import FakeN8n, GatewayCall, Say
 
 from .conftest import make_client
 
@@ -164,7 +164,7 @@ async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path
 
 async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
     """n8n sends gateway-disconnect, dies, boots (HTML, 404s) and forgot every gateway key."""
-    from instance_ai_tui.testing.n8n_boot import restart
+    from tests.support.n8n_boot import restart
 
     client = make_client(fake, tmp_path / "config")
     app = InstanceAiApp(client, Settings(), gateway=GatewayRequest(shared.resolve()),

@@ -16,8 +16,8 @@ import pytest
 from instance_ai_tui.client.base import ClientError
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.fake_n8n import Emit, FakeN8n, Say, Step
 from instance_ai_tui.tui.app import InstanceAiApp
+from tests.support.fake_n8n import Emit, FakeN8n, Say, Step
 
 from .conftest import make_client
 
@@ -155,7 +155,7 @@ async def test_setup_items_archived_workflows_and_the_quota_banner(fake: FakeN8n
 
 
 async def test_other_backends_say_they_have_no_background_tasks(tmp_path: Path) -> None:
-    from instance_ai_tui.tui.recorded import RecordedClient
+    from tests.support.recorded import RecordedClient
 
     client = RecordedClient(runs=[])
     with pytest.raises(ClientError, match="no background tasks"):

@@ -19,17 +19,17 @@ import pytest
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
-from instance_ai_tui.testing.fake_n8n import FakeN8n
-from instance_ai_tui.testing.n8n_shapes import SHAPES, ShapeScript
-from instance_ai_tui.tui import n8n_cards
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.confirmations import (
+from instance_ai_tui.tui.widgets import n8n_cards
+from instance_ai_tui.tui.widgets.confirmations import (
     GRACE_SECONDS,
     ApprovalCard,
     ConfirmCard,
     TextCard,
     build_card,
 )
+from tests.support.fake_n8n import FakeN8n
+from tests.support.n8n_shapes import SHAPES, ShapeScript
 
 from .conftest import make_client
 

@@ -23,7 +23,7 @@ from instance_ai_tui.client.n8n_auth import BROWSER_ID_FILE
 from instance_ai_tui.client.sse import SseFrame
 from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.conversation import Conversation
-from instance_ai_tui.testing.fake_n8n import Emit, FakeN8n, Pause, Say, ToolCall
+from tests.support.fake_n8n import Emit, FakeN8n, Pause, Say, ToolCall
 
 from .conftest import AppServer, make_client
 

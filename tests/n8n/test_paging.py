@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.testing.fake_n8n import FakeN8n, Say
+from tests.support.fake_n8n import FakeN8n, Say
 
 from .test_n8n_dialect import Stream
 

@@ -15,8 +15,8 @@ import pytest
 from instance_ai_tui.client.base import ClientError, ConnectionState
 from instance_ai_tui.client.n8n import ModuleNotReadyError, N8nClient
 from instance_ai_tui.client.sse import MAX_BACKOFF_CAP, backoff_delay
-from instance_ai_tui.testing.fake_n8n import FakeN8n, Pause, Say
-from instance_ai_tui.testing.n8n_boot import restart
+from tests.support.fake_n8n import FakeN8n, Pause, Say
+from tests.support.n8n_boot import restart
 
 from .conftest import make_client
 from .test_n8n_dialect import Stream, is_type

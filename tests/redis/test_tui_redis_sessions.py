@@ -21,8 +21,8 @@ from starlette.routing import Route
 
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.turns import TextBlock, UserMessage
+from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
+from tests.support.recorded import RecordedClient
 
 pytestmark = pytest.mark.timeout(60)
 

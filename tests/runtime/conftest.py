@@ -9,7 +9,7 @@ import pytest
 
 from instance_ai_tui.runtime.openai_model import OpenAIModel
 from instance_ai_tui.store.sqlite import SqliteStore
-from instance_ai_tui.testing.openai_server import MockOpenAIServer
+from tests.support.openai_server import MockOpenAIServer
 
 
 @pytest.fixture

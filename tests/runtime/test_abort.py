@@ -18,7 +18,7 @@ from instance_ai_tui.runtime import (
 )
 from instance_ai_tui.runtime.memory import record_to_message
 from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
-from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+from tests.support.openai_server import MockResponse, MockToolCall
 
 
 async def test_abort_mid_stream_closes_the_http_stream_within_100ms(server, make_model):

@@ -23,7 +23,7 @@ from instance_ai_tui.runtime import (
 )
 from instance_ai_tui.runtime.model import ToolCallAccumulator
 from instance_ai_tui.runtime.openai_model import ThinkSplitter
-from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+from tests.support.openai_server import MockResponse, MockToolCall
 
 
 async def collect(model, messages=None, **kw):

@@ -24,7 +24,7 @@ from instance_ai_tui.runtime import (
     ToolResultChunk,
     tool,
 )
-from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+from tests.support.openai_server import MockResponse, MockToolCall
 
 
 class Sleep(BaseModel):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from instance_ai_tui.runtime import Agent, HashingEmbedder, Message, StoreMemory, ToolCallPart, tool
 from instance_ai_tui.runtime.memory import message_to_record, record_to_message, sanitize_title
-from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+from tests.support.openai_server import MockResponse, MockToolCall
 
 
 def is_title_request(body: dict) -> bool:

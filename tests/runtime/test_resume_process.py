@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from instance_ai_tui.store.sqlite import SqliteStore
-from instance_ai_tui.testing.openai_server import MockResponse
+from tests.support.openai_server import MockResponse
 
 CHILD = Path(__file__).with_name("resume_child.py")
 ROOT = Path(__file__).resolve().parents[2]

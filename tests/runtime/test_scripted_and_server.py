@@ -23,7 +23,7 @@ from instance_ai_tui.runtime import (
     ScriptedToolCall,
     tool,
 )
-from instance_ai_tui.testing.openai_server import MockResponse, Rule
+from tests.support.openai_server import MockResponse, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,7 @@ async def test_server_runs_as_a_process(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"when": {"contains": "ping"}, "respond": {"text": "pong"}}]))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "instance_ai_tui.testing.openai_server", "--script", str(script), cwd=str(ROOT),
+        sys.executable, "-m", "tests.support.openai_server", "--script", str(script), cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None

@@ -24,7 +24,7 @@ from instance_ai_tui.runtime import (
     tool,
 )
 from instance_ai_tui.runtime.checkpoints import utcnow
-from instance_ai_tui.testing.openai_server import MockResponse, MockToolCall
+from tests.support.openai_server import MockResponse, MockToolCall
 
 
 class Path_(BaseModel):

@@ -6,7 +6,7 @@ import pytest
 
 from instance_ai_tui.runtime import Agent, FinishChunk, PriceTable, ScriptedModel, ScriptedResponse, Usage
 from instance_ai_tui.runtime.usage import Price, compute_cost
-from instance_ai_tui.testing.openai_server import MockResponse
+from tests.support.openai_server import MockResponse
 
 PRICES = {"m": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}
 

@@ -185,7 +185,7 @@ async def test_cancel_race_and_messages_cursor(http: httpx.AsyncClient) -> None:
 
 
 async def test_simple_sequence_with_the_openai_wire_format_server(tmp_path: Path) -> None:
-    from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse, Rule
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, Rule
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

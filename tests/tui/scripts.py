@@ -11,7 +11,7 @@ from typing import Any
 
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.recorded import RecordedClient
+from tests.support.recorded import RecordedClient
 
 SIZE = (120, 40)
 

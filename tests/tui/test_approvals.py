@@ -16,9 +16,9 @@ from textual.command import CommandPalette
 from textual.widgets import Input, OptionList
 
 from instance_ai_tui.protocol.api import ApprovalConfirm
-from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
-from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.thread_list import RenameThreadScreen
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
+from instance_ai_tui.tui.widgets.thread_list import RenameThreadScreen
+from tests.support.recorded import RecordedClient
 
 from .scripts import SIZE, approval_run, ev, make_app
 
@@ -277,7 +277,7 @@ async def test_the_open_threads_card_is_counted_and_the_bell_can_be_turned_off()
 
 async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
     from instance_ai_tui.config import Settings
-    from instance_ai_tui.tui.help_screen import HelpScreen
+    from instance_ai_tui.tui.screens.help import HelpScreen
 
     client = client_with(running_log())
     settings = Settings.model_validate({"ui": {"keys": {"approve": "ctrl+y", "deny": "ctrl+u", "always-allow": "ctrl+a"}}})
@@ -305,8 +305,8 @@ async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
 
 
 async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help() -> None:
-    from instance_ai_tui.tui.confirmations import PlanReviewCard
-    from instance_ai_tui.tui.help_screen import help_markdown
+    from instance_ai_tui.tui.screens.help import help_markdown
+    from instance_ai_tui.tui.widgets.confirmations import PlanReviewCard
 
     plan = ev("confirmation-request", run="r1", requestId="cr-p", toolCallId="p-r1", toolName="create-tasks",
               severity="info", message="Review the plan", inputType="plan-review",
@@ -333,7 +333,7 @@ async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help()
 async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
     """Build with the demo model, answer "always allow", then revoke it in /permissions."""
     from instance_ai_tui.config import Settings
-    from instance_ai_tui.tui.permissions_screen import PermissionsScreen
+    from instance_ai_tui.tui.screens.permissions import PermissionsScreen
 
     app = make_app(client, Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "ui.sqlite3"}))
     async with app.run_test(size=SIZE) as pilot:
@@ -428,7 +428,7 @@ async def test_cancelled_run_marks_unfinished_tasks_stopped() -> None:
 
 
 async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
-    from instance_ai_tui.tui.confirmations import PlanReviewCard
+    from instance_ai_tui.tui.widgets.confirmations import PlanReviewCard
 
     plan = [{"id": "t1", "description": "Build the workflow", "status": "pending"},
             {"id": "t2", "description": "Activate it", "status": "pending"}]
@@ -541,7 +541,7 @@ async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_
 
 async def test_a_card_in_an_n8n_thread_that_is_not_open_is_never_missed(tmp_path: Any) -> None:
     from instance_ai_tui.client.n8n import N8nClient
-    from instance_ai_tui.testing.fake_n8n import FakeN8n
+    from tests.support.fake_n8n import FakeN8n
 
     fake = FakeN8n(ping_interval=0.5)
     await fake.start()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from instance_ai_tui.tui.conversation_view import code_blocks
-from instance_ai_tui.tui.tool_card import ToolCallCard
-from instance_ai_tui.tui.turns import TextBlock, UserMessage
+from instance_ai_tui.tui.widgets.conversation_view import code_blocks
+from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
+from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
 
 from .scripts import SIZE, ev, make_app, recorded, simple_run, text_deltas
 from .test_interactions import send, turns, until

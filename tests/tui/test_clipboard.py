@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.tui.turns import UserMessage
+from instance_ai_tui.tui.widgets.turns import UserMessage
 
 from .scripts import SIZE, make_app, recorded, simple_run
 from .test_interactions import send, turns, until

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from instance_ai_tui.tui.confirmations import ApprovalCard
-from instance_ai_tui.tui.help_screen import HelpScreen
-from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.tool_card import ToolCallCard
-from instance_ai_tui.tui.turns import UserMessage
+from instance_ai_tui.tui.screens.help import HelpScreen
+from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
+from instance_ai_tui.tui.widgets.turns import UserMessage
+from tests.support.recorded import RecordedClient
 
 from .scripts import SIZE, approval_run, ev, make_app, recorded, simple_run, text_deltas
 from .test_interactions import _log, pending_card, send, turns, until

@@ -20,10 +20,10 @@ from textual.widgets import Static
 from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.fake_n8n import FakeN8n, Pause, Say, default_script
-from instance_ai_tui.testing.n8n_boot import restart
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.connection import INTERRUPTED_REASON, QueuedRow
+from tests.support.fake_n8n import FakeN8n, Pause, Say, default_script
+from tests.support.n8n_boot import restart
 
 SIZE = (120, 40)
 
@@ -271,7 +271,7 @@ async def type_into(pilot: Any, app: InstanceAiApp, selector: str, text: str) ->
 
 
 async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fake: FakeN8n, tmp_path: Path) -> None:
-    from instance_ai_tui.tui.login_screen import LoginScreen
+    from instance_ai_tui.tui.screens.login import LoginScreen
 
     app = make_app(wrong_login_client(fake, tmp_path))
     async with app.run_test(size=SIZE) as pilot:
@@ -291,7 +291,7 @@ async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fak
 
 
 async def test_the_login_dialog_asks_for_the_two_factor_code_when_n8n_does(fake: FakeN8n, tmp_path: Path) -> None:
-    from instance_ai_tui.tui.login_screen import LoginScreen
+    from instance_ai_tui.tui.screens.login import LoginScreen
 
     fake.mfa_code = "246810"
     app = make_app(wrong_login_client(fake, tmp_path, password=None))
@@ -312,7 +312,7 @@ async def test_the_login_dialog_asks_for_the_two_factor_code_when_n8n_does(fake:
 
 
 async def test_a_cancelled_login_leaves_a_banner_and_refuses_sends_visibly(fake: FakeN8n, tmp_path: Path) -> None:
-    from instance_ai_tui.tui.login_screen import LoginScreen
+    from instance_ai_tui.tui.screens.login import LoginScreen
 
     app = make_app(wrong_login_client(fake, tmp_path))
     async with app.run_test(size=SIZE) as pilot:
@@ -334,7 +334,7 @@ async def test_embedded_with_a_model_but_no_key_shows_the_setup_screen(
 ) -> None:
     from instance_ai_tui.client.embedded import EmbeddedClient
     from instance_ai_tui.config import ModelSettings
-    from instance_ai_tui.tui.setup_screen import SetupScreen
+    from instance_ai_tui.tui.screens.setup import SetupScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -356,7 +356,7 @@ async def test_embedded_with_a_model_but_no_key_shows_the_setup_screen(
 async def test_the_setup_screen_can_quit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from instance_ai_tui.client.embedded import EmbeddedClient
     from instance_ai_tui.config import ModelSettings
-    from instance_ai_tui.tui.setup_screen import SetupScreen
+    from instance_ai_tui.tui.screens.setup import SetupScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -427,7 +427,7 @@ async def test_a_queued_message_that_meets_a_shutting_down_server_is_queued_agai
 
 
 async def test_a_session_that_ends_mid_conversation_asks_to_log_in_again(fake: FakeN8n, tmp_path: Path) -> None:
-    from instance_ai_tui.tui.login_screen import LoginScreen
+    from instance_ai_tui.tui.screens.login import LoginScreen
 
     app = make_app(n8n_client(fake, tmp_path))
     async with app.run_test(size=SIZE) as pilot:

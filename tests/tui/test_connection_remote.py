@@ -16,7 +16,7 @@ from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.connection import UNAUTHORIZED
-from instance_ai_tui.tui.status_line import render_status
+from instance_ai_tui.tui.widgets.status_line import render_status
 
 from .test_connection import SIZE, answers, make_app, screen_text, send, until, users
 

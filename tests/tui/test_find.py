@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from instance_ai_tui.tui.find_bar import FindBar
+from instance_ai_tui.tui.widgets.find_bar import FindBar
 
 from .scripts import SIZE, ev, make_app, recorded, text_deltas
 from .test_interactions import until

@@ -15,10 +15,10 @@ from instance_ai_tui.protocol.api import (
     ThreadMessages,
 )
 from instance_ai_tui.protocol.conversation import Conversation
-from instance_ai_tui.tui.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
-from instance_ai_tui.tui.help_screen import HelpScreen
-from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
+from instance_ai_tui.tui.screens.help import HelpScreen
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
+from instance_ai_tui.tui.widgets.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
+from tests.support.recorded import RecordedClient
 
 from .scripts import (
     ANSWER,
@@ -414,7 +414,7 @@ def text_run() -> list[dict[str, Any]]:
 
 
 async def test_text_card_sends_the_typed_answer() -> None:
-    from instance_ai_tui.tui.confirmations import TextCard
+    from instance_ai_tui.tui.widgets.confirmations import TextCard
 
     client = recorded([text_run()])
     app = make_app(client)

@@ -12,8 +12,8 @@ import pytest
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse
-from instance_ai_tui.tui.model_picker import ModelPicker
+from instance_ai_tui.tui.screens.model_picker import ModelPicker
+from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .scripts import make_app, recorded
 from .test_embedded import type_and_send, until

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from instance_ai_tui.assistant.previews import file_change
-from instance_ai_tui.tui.confirmations import ApprovalCard
-from instance_ai_tui.tui.diff_view import ChangePreviewView
+from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+from instance_ai_tui.tui.widgets.diff_view import ChangePreviewView
 
 from .scripts import SIZE, ev, make_app, recorded
 from .test_interactions import send, until

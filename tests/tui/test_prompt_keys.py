@@ -7,7 +7,7 @@ from pathlib import Path
 from textual import events
 from textual.app import App, ComposeResult
 
-from instance_ai_tui.tui.prompt import PromptInput
+from instance_ai_tui.tui.widgets.prompt import PromptInput
 
 
 class PromptApp(App[None]):

@@ -6,7 +6,7 @@ from typing import Any
 
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.resume_picker import ResumePicker
+from instance_ai_tui.tui.screens.resume_picker import ResumePicker
 
 from .scripts import SIZE, ev, recorded, text_deltas
 from .test_interactions import until

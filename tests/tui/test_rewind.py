@@ -11,8 +11,8 @@ import pytest
 from instance_ai_tui.client.base import ClientError
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.runtime.memory import StoreMemory
-from instance_ai_tui.tui.rewind import RewindPicker
-from instance_ai_tui.tui.turns import UserMessage
+from instance_ai_tui.tui.screens.rewind import RewindPicker
+from instance_ai_tui.tui.widgets.turns import UserMessage
 
 from .scripts import make_app, recorded
 from .test_embedded import settings_for, type_and_send, until

@@ -53,7 +53,7 @@ async def test_ansi_theme_keeps_warning_words_readable() -> None:
     from textual.widgets import Static
 
     from instance_ai_tui.config import Settings
-    from instance_ai_tui.tui.confirmations import ApprovalCard
+    from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
 
     from .scripts import approval_run
 
@@ -150,7 +150,7 @@ async def test_side_panels_hide_by_themselves_below_100_columns() -> None:
 async def test_delete_dialog_text_is_not_cut_at_80_columns() -> None:
     from textual.widgets import Label
 
-    from instance_ai_tui.tui.thread_list import ConfirmDeleteScreen
+    from instance_ai_tui.tui.widgets.thread_list import ConfirmDeleteScreen
 
     app = make_app(recorded())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -171,7 +171,7 @@ async def test_delete_dialog_text_is_not_cut_at_80_columns() -> None:
 async def test_a_long_paste_folds_in_the_prompt_and_the_bubble_and_is_sent_whole() -> None:
     from textual import events
 
-    from instance_ai_tui.tui.turns import UserMessage
+    from instance_ai_tui.tui.widgets.turns import UserMessage
 
     pasted = "\n".join(f"line {n}: " + "x" * 50 for n in range(330))
     client = recorded([simple_run()])

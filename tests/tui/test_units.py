@@ -7,12 +7,12 @@ from typing import Any
 from instance_ai_tui.protocol.events import TaskList
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
-from instance_ai_tui.tui.agent_info import agent_info, reducer_root_field
-from instance_ai_tui.tui.recorded import RecordedClient
-from instance_ai_tui.tui.status_line import StatusInfo, format_tokens, render_status
-from instance_ai_tui.tui.tasks_panel import progress_label, render_tasks
-from instance_ai_tui.tui.tool_card import duration, pretty, result_summary, tool_state
-from instance_ai_tui.tui.turns import AgentSection
+from instance_ai_tui.tui.widgets.agent_info import agent_info, reducer_root_field
+from instance_ai_tui.tui.widgets.status_line import StatusInfo, format_tokens, render_status
+from instance_ai_tui.tui.widgets.tasks_panel import progress_label, render_tasks
+from instance_ai_tui.tui.widgets.tool_card import duration, pretty, result_summary, tool_state
+from instance_ai_tui.tui.widgets.turns import AgentSection
+from tests.support.recorded import RecordedClient
 
 from .scripts import SIZE, ev, make_app
 from .test_interactions import _log, until
@@ -113,8 +113,8 @@ async def test_tokens_and_cost_from_run_finish_usage() -> None:
 
 
 async def test_the_screenshot_script_opens_completed_sub_agents() -> None:
-    from instance_ai_tui.tui import screenshots
-    from instance_ai_tui.tui.turns import SubAgentSection
+    from instance_ai_tui.tui.widgets.turns import SubAgentSection
+    from scripts import screenshots
 
     from .scripts import subagent_run
 

@@ -16,7 +16,7 @@ from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
 from instance_ai_tui.runtime.usage import PriceTable, Usage
 from instance_ai_tui.store.sqlite import SqliteStore
-from instance_ai_tui.tui.recorded import RecordedClient
+from tests.support.recorded import RecordedClient
 
 from .scripts import SIZE, make_app
 

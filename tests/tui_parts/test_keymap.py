@@ -207,8 +207,8 @@ def test_every_binding_of_the_app_has_a_registered_id() -> None:
 
 
 def test_widget_scopes_show_in_the_help_for_the_focused_widget() -> None:
-    from instance_ai_tui.tui.confirmations import PlanReviewCard
-    from instance_ai_tui.tui.tool_card import ToolCallCard
+    from instance_ai_tui.tui.widgets.confirmations import PlanReviewCard
+    from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
 
     class Card(ToolCallCard):
         def __init__(self) -> None:  # no tool call needed to ask for its scopes

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.tui import screenshots
+from scripts import screenshots
 
 
 def test_size_argument_is_validated(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from textual.widgets import Static
 from instance_ai_tui.protocol.api import ThreadInfo
 from instance_ai_tui.tui.keymap import KeyMap
 from instance_ai_tui.tui.themes import SEVERITY, TASK_STATUS, TOOL_STATUS, ThemeManager, app_variable_defaults
-from instance_ai_tui.tui.thread_list import ThreadList
+from instance_ai_tui.tui.widgets.thread_list import ThreadList
 
 REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from instance_ai_tui.tui import long_markdown
-from instance_ai_tui.tui.flat_markdown import FlatMarkdown
-from instance_ai_tui.tui.long_markdown import ChunkedMarkdown, LiveMarkdown
+from instance_ai_tui.tui.widgets import long_markdown
+from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown
+from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown, LiveMarkdown
 
 from .test_flat_markdown import Harness, _cells, _draw
 

@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList
 
 from instance_ai_tui.protocol.api import ThreadInfo
-from instance_ai_tui.tui.thread_list import (
+from instance_ai_tui.tui.widgets.thread_list import (
     ConfirmDeleteScreen,
     RenameThreadScreen,
     ThreadList,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from instance_ai_tui.testing.openai_server import MockOpenAIServer, MockResponse, Rule
+from tests.support.openai_server import MockOpenAIServer, MockResponse, Rule
 
 from .conftest import CHROMIUM_ARGS, WebProcess
 

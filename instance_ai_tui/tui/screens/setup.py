@@ -19,12 +19,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from . import keymap
+from .. import keymap
 
 if TYPE_CHECKING:
-    from ..client.base import Client
-    from ..config import Settings
-    from .app import InstanceAiApp
+    from ...client.base import Client
+    from ...config import Settings
+    from ..app import InstanceAiApp
 
 
 def missing_model_key(client: Client, settings: Settings, env: Mapping[str, str] | None = None) -> str | None:

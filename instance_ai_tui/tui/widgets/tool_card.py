@@ -24,12 +24,12 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from ..protocol.display_state import AUTO_APPROVED_LABEL, DisplayState, display_state
-from ..protocol.tree import ToolCallState
-from . import keymap
+from ...protocol.display_state import AUTO_APPROVED_LABEL, DisplayState, display_state
+from ...protocol.tree import ToolCallState
+from .. import keymap
+from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .confirmations import ConfirmCard, build_card, short_json
 from .status_line import SPINNER
-from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 
 FOLD_LINES = 14
 

@@ -26,7 +26,7 @@ from textual.content import Content
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from . import keymap
+from .. import keymap
 from .flat_markdown import NO_JOINS, FlatMarkdown, Joins, _parser, joined_number_width, parse_document
 
 CHUNK_CHARS = 2000

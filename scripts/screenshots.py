@@ -2,7 +2,7 @@
 
 Run::
 
-    python -m instance_ai_tui.tui.screenshots [--out screenshots] [--size 120x40] [--png]
+    python scripts/screenshots.py [--out screenshots] [--size 120x40] [--png]
                                               [--only NAME ...] [--timeout 60]
 
 It starts ``InstanceAiApp(EmbeddedClient(settings), settings)`` with the offline demo model
@@ -92,9 +92,9 @@ async def take_screenshots(
     timeout: float = 60.0,
 ) -> list[Path]:
     """Run the session and write the SVGs into ``out``. Returns the files written."""
-    from ..client.embedded import EmbeddedClient
-    from ..config import ModelSettings, Settings, UiSettings
-    from .app import InstanceAiApp
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.config import ModelSettings, Settings, UiSettings
+    from instance_ai_tui.tui.app import InstanceAiApp
 
     wanted = set(only or SHOTS)
     unknown = wanted - set(SHOTS)
@@ -213,7 +213,7 @@ async def _new_thread(app: Any, timeout: float) -> None:
 
 def _expand_subagents(app: Any) -> None:
     """Open every completed sub-agent section (they collapse to a summary when done)."""
-    from .turns import SubAgentSection
+    from instance_ai_tui.tui.widgets.turns import SubAgentSection
 
     for section in app.query(SubAgentSection):
         if not section.expanded:
@@ -243,7 +243,7 @@ def _size(text: str) -> tuple[int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m instance_ai_tui.tui.screenshots",
+        prog="python scripts/screenshots.py",
         description="Drive the app headless through a demo session and write SVG screenshots.",
     )
     parser.add_argument("--out", type=Path, default=Path("screenshots"), help="output folder (default: ./screenshots)")
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--png", action="store_true", help="also write PNGs with rsvg-convert")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per step (default 60)")
     args = parser.parse_args(argv)
-    from ..client.base import ClientError
+    from instance_ai_tui.client.base import ClientError
 
     try:
         written = asyncio.run(take_screenshots(args.out, size=args.size, only=args.only, timeout=args.timeout))

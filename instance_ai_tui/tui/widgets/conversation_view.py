@@ -25,10 +25,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from . import keymap
+from .. import keymap
 
 if TYPE_CHECKING:
-    from ..protocol.conversation import Conversation, ConversationChanges, ConversationMessage
+    from ...protocol.conversation import Conversation, ConversationChanges, ConversationMessage
     from .tool_card import ToolCallCard
     from .turns import AssistantTurn, Frame
 

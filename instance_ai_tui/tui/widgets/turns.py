@@ -28,16 +28,16 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ..protocol.reducer import ReducerChanges, RunReducer
-from . import keymap
+from ...protocol.reducer import ReducerChanges, RunReducer
+from .. import keymap
+from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
 from .long_markdown import ChunkedMarkdown
 from .status_line import SPINNER
-from .themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .tool_card import ToolCallCard
 
 if TYPE_CHECKING:
-    from ..protocol.conversation import ConversationMessage
+    from ...protocol.conversation import ConversationMessage
 
 
 class Frame:

@@ -257,7 +257,7 @@ class ShapeScript:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m instance_ai_tui.testing.n8n_shapes --port N``: the fake n8n with every shape
+    """``python -m tests.support.n8n_shapes --port N``: the fake n8n with every shape
     (send ``shape:<name>``; names: see ``SHAPES``) for trying the cards by hand."""
     import argparse
 

@@ -17,8 +17,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..client.base import Client, ClientError
-from . import keymap
+from ...client.base import Client, ClientError
+from .. import keymap
 
 
 class PermissionsScreen(ModalScreen[None]):

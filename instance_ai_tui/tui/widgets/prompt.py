@@ -20,7 +20,7 @@ from textual.binding import BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from . import keymap
+from .. import keymap
 
 #: a paste longer than this many lines (or characters) is folded to a token in the prompt
 PASTE_FOLD_LINES = 12

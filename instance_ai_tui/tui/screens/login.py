@@ -17,11 +17,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from ..client.base import AuthError, Client, ClientError
-from . import keymap
+from ...client.base import AuthError, Client, ClientError
+from .. import keymap
 
 if TYPE_CHECKING:
-    from .app import InstanceAiApp
+    from ..app import InstanceAiApp
 
 NOT_LOGGED_IN = "not logged in to n8n — quit (Ctrl+Q) and start again to log in; nothing can be sent meanwhile."
 
@@ -102,7 +102,7 @@ class LoginScreen(ModalScreen[bool]):
 
     @work(exclusive=True, exit_on_error=False)
     async def submit(self) -> None:
-        from ..client.n8n_auth import MfaRequired
+        from ...client.n8n_auth import MfaRequired
 
         email = self.query_one("#login-email", Input).value.strip()
         password = self.query_one("#login-password", Input).value

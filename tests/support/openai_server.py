@@ -15,7 +15,7 @@ stream text, ``reasoning_content`` (or ``reasoning``) deltas, tool calls as prop
 client asks for it (``stream_options.include_usage``), errors with any HTTP status, errors in the
 middle of a stream, and slow or hanging streams (for timeout and abort tests).
 
-It also runs as a process: ``python -m instance_ai_tui.testing.openai_server --port 0 --script
+It also runs as a process: ``python -m tests.support.openai_server --port 0 --script
 script.json`` prints ``{"base_url": ...}`` on its first stdout line. ``GET /_mock/requests`` lists
 the recorded requests; ``POST /_mock/script`` replaces the script (JSON body, same format as the file).
 """
@@ -421,7 +421,7 @@ class MockOpenAIServer:
 
     async def wait_for_chunks(self, request_index: int, chunks: int, timeout: float = 5.0) -> None:
         async with asyncio.timeout(timeout):
-            while len(self.requests) <= request_index or self.requests[request_index].chunks_sent < chunks:  # noqa: ASYNC110 - a test helper polling the server it runs
+            while len(self.requests) <= request_index or self.requests[request_index].chunks_sent < chunks:
                 await asyncio.sleep(0.002)
 
     async def wait_disconnect(self, request_index: int, timeout: float = 5.0) -> float:
@@ -506,7 +506,7 @@ class MockOpenAIServer:
 async def _serve_forever(args: argparse.Namespace) -> None:
     script: Any = []
     if args.script:
-        with open(args.script, encoding="utf-8") as fh:  # noqa: ASYNC230 - read once at start, before serving
+        with open(args.script, encoding="utf-8") as fh:
             text = fh.read()
         if args.script.endswith((".yaml", ".yml")):
             import yaml

@@ -29,7 +29,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
-from ..protocol.api import (
+from ...protocol.api import (
     ApprovalConfirm,
     ConfirmBody,
     DomainAccessApproveConfirm,
@@ -39,10 +39,10 @@ from ..protocol.api import (
     QuestionsConfirm,
     ResourceDecisionConfirm,
 )
-from ..protocol.tree import Confirmation, ToolCallState
-from . import keymap
+from ...protocol.tree import Confirmation, ToolCallState
+from .. import keymap
+from ..themes import SEVERITY
 from .tasks_panel import render_tasks
-from .themes import SEVERITY
 
 GRACE_SECONDS = 0.5
 

@@ -14,9 +14,9 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ..protocol.display_state import display_state
-from ..protocol.events import TaskList, TaskStatus
-from .themes import TASK_STATUS
+from ...protocol.display_state import display_state
+from ...protocol.events import TaskList, TaskStatus
+from ..themes import TASK_STATUS
 
 _UNFINISHED = (TaskStatus.TODO, TaskStatus.IN_PROGRESS)
 _STOP_WORDS = {"cancelled": "run cancelled", "error": "run failed"}

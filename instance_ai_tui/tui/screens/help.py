@@ -15,7 +15,7 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from . import keymap
+from .. import keymap
 
 SLASH_HELP = """
 ## Slash commands

@@ -35,7 +35,7 @@ from textual.binding import BindingType
 from textual.content import Content
 from textual.widgets import Input, Static
 
-from ..protocol.api import (
+from ...protocol.api import (
     ApprovalConfirm,
     ConfirmBody,
     CredentialAutoSetupConfirm,
@@ -47,8 +47,8 @@ from ..protocol.api import (
     SetupWorkflowApplyConfirm,
     SetupWorkflowTestTriggerConfirm,
 )
-from ..protocol.tree import Confirmation, ToolCallState
-from . import keymap
+from ...protocol.tree import Confirmation, ToolCallState
+from .. import keymap
 from .confirmations import ConfirmCard, short_json
 
 #: input types the generic cards of ``confirmations`` answer

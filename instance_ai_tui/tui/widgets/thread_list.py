@@ -58,9 +58,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from ..protocol.api import ThreadInfo
-from . import keymap
-from .themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
+from ...protocol.api import ThreadInfo
+from .. import keymap
+from ..themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
 
 __all__ = ["ConfirmDeleteScreen", "RenameThreadScreen", "ThreadList", "format_age"]
 

@@ -19,8 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from ..protocol.api import ThreadInfo
-from . import keymap
+from ...protocol.api import ThreadInfo
+from .. import keymap
 
 #: the id of the "start a new thread" row
 NEW_THREAD = "\x00new"

@@ -18,7 +18,7 @@ Usage::
     ... fake.base_url ...
     await fake.stop()
 
-``python -m instance_ai_tui.testing.fake_n8n --port 5678`` serves it for manual trials.
+``python -m tests.support.fake_n8n --port 5678`` serves it for manual trials.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..protocol.events import EPHEMERAL_TYPES
+from instance_ai_tui.protocol.events import EPHEMERAL_TYPES
 
 GATEWAY_CONFIRMATION_PREFIX = "GATEWAY_CONFIRMATION_REQUIRED::"
 ORCHESTRATOR = "$orchestrator"  # placeholder in scripted payloads/agents: this run's orchestrator id
@@ -973,7 +973,7 @@ class FakeN8n:
             queue.put_nowait(frame)
 
     def _fold(self, thread: _Thread, run_ids: list[str]) -> dict[str, Any]:
-        from ..protocol.reducer import RunReducer
+        from instance_ai_tui.protocol.reducer import RunReducer
 
         wanted = set(run_ids)
         events = [json.loads(json.dumps(event)) for _seq, event in thread.log if event.get("runId") in wanted]
@@ -1184,7 +1184,7 @@ def _check_confirm_body(body: dict[str, Any]) -> None:
     """400 with the first issue (as n8n's Zod validation answers) for a body outside the union."""
     from pydantic import ValidationError
 
-    from ..protocol.api import parse_confirm_body
+    from instance_ai_tui.protocol.api import parse_confirm_body
 
     try:
         parse_confirm_body(body)

@@ -17,9 +17,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from ..protocol.api import ModelList
-from . import keymap
-from .status_line import format_tokens
+from ...protocol.api import ModelList
+from .. import keymap
+from ..widgets.status_line import format_tokens
 
 
 class ModelPicker(ModalScreen[str | None]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.reducer import RunReducer
+from ...protocol.reducer import RunReducer
 
 
 @dataclass(frozen=True, slots=True)

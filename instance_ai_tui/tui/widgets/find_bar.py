@@ -21,10 +21,10 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from . import keymap
+from .. import keymap
 
 if TYPE_CHECKING:
-    from ..protocol.conversation import Conversation, ConversationMessage
+    from ...protocol.conversation import Conversation, ConversationMessage
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from ..protocol.conversation import Conversation
-from . import keymap
+from ...protocol.conversation import Conversation
+from .. import keymap
 
 
 @dataclass(frozen=True, slots=True)

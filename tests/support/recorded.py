@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..client.base import Client, ConnectionState, NotFoundError, RunActiveError, StreamItem
-from ..protocol.api import (
+from instance_ai_tui.client.base import Client, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from instance_ai_tui.protocol.api import (
     ApprovalConfirm,
     ConfirmBody,
     ConfirmResponse,
@@ -33,7 +33,7 @@ from ..protocol.api import (
     ThreadMessages,
     ThreadStatus,
 )
-from ..protocol.events import (
+from instance_ai_tui.protocol.events import (
     ConfirmationRequestEvent,
     Event,
     RunFinishEvent,

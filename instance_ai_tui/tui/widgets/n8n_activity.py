@@ -27,12 +27,12 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Input, Static
 
-from ..client.base import ClientError
-from . import keymap
+from ...client.base import ClientError
+from .. import keymap
 
 if TYPE_CHECKING:
-    from ..client.base import Client, StreamItem
-    from ..protocol.api import ThreadMessages, ThreadStatus
+    from ...client.base import Client, StreamItem
+    from ...protocol.api import ThreadMessages, ThreadStatus
 
 #: ``error.code`` values shown as a banner (n8n renders them specially)
 QUOTA_CODES = frozenset({"quota_exhausted", "credits_exhausted", "insufficient_credits"})

@@ -1,1 +1,0 @@
-"""Test doubles that run as real local servers (used by the test suite and demos)."""
