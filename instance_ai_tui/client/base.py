@@ -45,6 +45,13 @@ class AuthError(ClientError):
     """Missing or refused credentials: HTTP 401/403."""
 
 
+class ReadOnlyError(ClientError):
+    """This source cannot change what it shows (HTTP 405 in spirit): the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 405)
+
+
 class ConnectionState(StrEnum):
     EMBEDDED = "embedded"
     CONNECTING = "connecting"
@@ -76,6 +83,14 @@ class Client(abc.ABC):
     mode: str = "embedded"
     #: model label for the status line (e.g. "gpt-4o-mini", "demo (offline)")
     model_name: str = ""
+    #: a thread source beside the main client (e.g. "redis"): its threads get their own section
+    #: of the thread list, titled ``source_title``; "" for the main client
+    source: str = ""
+    source_title: str = ""
+    #: threads cannot be created, renamed or deleted here (``ReadOnlyError``)
+    read_only: bool = False
+    #: shown after an open thread's title (e.g. "Redis session (read-only)")
+    thread_label: str = ""
 
     def __init__(self) -> None:
         self._state = ConnectionState.OFFLINE
@@ -119,6 +134,10 @@ class Client(abc.ABC):
         raise ClientError("this connection has no login")
 
     # ----------------------------------------------------------------- lifecycle
+    def preload(self) -> None:  # noqa: B027 - optional hook: most clients have nothing heavy to import
+        """Import what ``open`` will need (called off the event loop after the first frame, so
+        that opening does not freeze the screen). Blocking; never raises for a missing extra."""
+
     async def open(self) -> None:  # noqa: B027 - optional hook: most clients have nothing to open
         """Connect / start the in-process runtime. Idempotent."""
 

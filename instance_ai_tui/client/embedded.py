@@ -77,6 +77,11 @@ class EmbeddedClient(Client):
             raise ClientError("the embedded client is not open yet (call open() or use 'async with')")
         return self._service
 
+    def preload(self) -> None:
+        """The in-process assistant is a large import (the runtime, the tools, the store)."""
+        if self._service is None:
+            from ..assistant import factory, service  # noqa: F401
+
     async def open(self) -> None:
         if self._opened:
             return

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
+import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 INTERRUPTED_REASON = "interrupted by a server restart"
 #: after a reconnect, how long the replay gets to deliver a run's real end before it is settled
 SETTLE_DELAY = 0.6
+#: the client's reconnect detail, ``(attempt N, next try in Ns)`` (``client.sse.format_wait``)
+NEXT_TRY = re.compile(r"next try in (\d+(?:\.\d+)?)s")
 UNAUTHORIZED = "unauthorized: check --token"
 UNAUTHORIZED_HELP = (
     "unauthorized: check --token — the server refused the token. Quit (Ctrl+Q) and start again with the "
@@ -241,6 +246,14 @@ class ConnectionWatcher:
         self._resync_task: asyncio.Task[None] | None = None
         self._flush_lock = asyncio.Lock()
         self.reconnects = 0
+        #: ``time.monotonic()`` of the client's next reconnect attempt (the banner counts down to it)
+        self._next_try_at: float | None = None
+        self._ticker: Any = None
+
+    def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
 
     # ----------------------------------------------------------------- state
     @property
@@ -266,6 +279,10 @@ class ConnectionWatcher:
             self._was_away = self._was_away or state == ConnectionState.RECONNECTING
         if state == ConnectionState.OFFLINE and detail.startswith(UNAUTHORIZED):
             self.blocked = UNAUTHORIZED_HELP
+        wait = NEXT_TRY.search(detail) if state == ConnectionState.RECONNECTING else None
+        self._next_try_at = time.monotonic() + float(wait.group(1)) if wait else None
+        if wait and self._ticker is None:
+            self._ticker = self.app.set_interval(1.0, self._tick, name="reconnect-countdown")
         self._update_banner()
         if state == ConnectionState.CONNECTED:
             if self._was_away:
@@ -274,9 +291,31 @@ class ConnectionWatcher:
                 self._start_resync()
             self.flush_soon()
 
+    def _detail(self) -> str:
+        """The client's state detail, its "next try in Ns" counted down to now."""
+        detail = self.app.client.state_detail
+        if self._next_try_at is None:
+            return detail
+        left = max(0, math.ceil(self._next_try_at - time.monotonic() - 0.05))
+        return NEXT_TRY.sub(f"next try in {left}s", detail)
+
+    def _tick(self) -> None:
+        if self._next_try_at is None or self.app.client.state != ConnectionState.RECONNECTING:
+            return
+        self.app.set_connection(self.app.client.state.value, self._detail())
+        self._update_banner()
+
+    def lacks_user_message(self, conversation: Conversation, run_id: str) -> bool:
+        """The run's answer shows without the user message above it (another client started it)."""
+        msg = conversation.message_for_run(run_id)
+        if msg is None:
+            return False
+        index = conversation.messages.index(msg)
+        return not (index > 0 and conversation.messages[index - 1].role == "user")
+
     def _update_banner(self) -> None:
         client = self.app.client
-        state, detail = client.state, client.state_detail
+        state, detail = client.state, self._detail()
         if self.blocked:
             self.banner.say(self.blocked, error=True)
         elif state == ConnectionState.RECONNECTING:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from instance_ai_tui.client.chat_webhook import ChatWebhookError, send_chat_message
-from instance_ai_tui.store.redis_chat import DEFAULT_TITLE, RedisChatSessions, parse_entry, split_human_content
+from instance_ai_tui.client.redis_chat_memory import DEFAULT_TITLE, RedisChatSessions, parse_entry, split_human_content
 
 S1 = "2025-10-15T10:58:13.866-04:00"
 S2 = "2025-10-16T09:00:00.000-04:00"

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from instance_ai_tui.client.base import ReadOnlyError
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
@@ -132,7 +133,7 @@ async def open_by_search(pilot: Any, app: InstanceAiApp, words: str, session_id:
     await pilot.press(*words)
     await until(lambda: app.thread_list.highlighted_thread_id == session_id, pilot)
     await pilot.press("enter")
-    await until(lambda: app.redis_sessions is not None and app.redis_sessions.current == session_id, pilot)
+    await until(lambda: app.thread_id == session_id and app.thread_client.source == "redis", pilot)
     await app.wait_until_rendered()
 
 
@@ -160,7 +161,15 @@ async def test_browse_and_open_read_only(redis_url: str, redis_client: Any) -> N
         await pilot.press("enter")
         await pilot.pause(0.1)
         assert app.prompt.text == "can I continue?"  # kept: nothing was sent
+        assert any("read-only" in n.message and "--chat-webhook" in n.message for n in app._notifications)
+        assert user_texts(app) == ["Plan the database migration", "Thanks"]  # not shown as sent either
         assert await redis_client.llen(S1) == 6
+        # the source is a Client like any other: it refuses every change with a clear error
+        source = app.thread_client
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            await source.rename_thread(S1, "x")
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            await source.delete_thread(S1)
 
         await open_by_search(pilot, app, "lc-session", LC)
         assert user_texts(app) == ["How many workflows are active?"]

@@ -15,25 +15,9 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from .. import keymap
+from .. import commands, keymap
 
-SLASH_HELP = """
-## Slash commands
-
-| Command | What it does |
-|---|---|
-| `/new` | start a new thread |
-| `/threads` | show the thread list and search it (titles and message text) |
-| `/retry` | the last message again; its old answer leaves the agent's memory (kept in the history) |
-| `/edit` | the last message back in the prompt, to change and send again |
-| `/rewind` | pick an earlier message to go back to (`e` on a message does the same) |
-| `/model [name]` | the model of this thread (a picker, or `name`) |
-| `/theme [name]` | pick a theme (or switch to `name`) |
-| `/export [file]` | write the thread as Markdown (default: `<thread>.md` in the current folder) |
-| `/permissions` | the "always allow" grants of this thread, and revoke them |
-| `/help` | this help |
-| `/quit` | quit |
-"""
+SLASH_HELP = commands.help_markdown()
 
 
 def widget_help(node: DOMNode | None, km: keymap.KeyMap | None = None) -> str:

@@ -115,4 +115,4 @@ def open_permissions(app: Any) -> None:
         app.notify("No thread is open yet: nothing is always allowed.", severity="warning")
         return
     title = app.conversation.title if app.conversation is not None else ""
-    app.push_screen(PermissionsScreen(app.client, app.thread_id, title))
+    app.push_screen(PermissionsScreen(app.thread_client, app.thread_id, title))

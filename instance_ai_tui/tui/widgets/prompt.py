@@ -20,7 +20,7 @@ from textual.binding import BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from .. import keymap
+from .. import commands, keymap
 
 #: a paste longer than this many lines (or characters) is folded to a token in the prompt
 PASTE_FOLD_LINES = 12
@@ -33,7 +33,7 @@ class PromptInput(TextArea):
     KEY_SCOPE = "input"
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("input")]
 
-    HELP = """
+    HELP = f"""
 ## Prompt
 
 Type a message for the agent. **Enter** sends; **Ctrl+J**, or `\\` then **Enter**, starts a
@@ -43,8 +43,7 @@ newest output.
 **Up/Down** on the first/last line recall earlier prompts. A long paste shows as
 `[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full.
 
-Slash commands: `/new`, `/threads`, `/retry`, `/edit`, `/rewind`, `/model [name]`, `/permissions`,
-`/theme [name]`, `/export [file]`, `/help`, `/quit`.
+Slash commands: {commands.inline_list()}.
 """
 
     DEFAULT_CSS = """

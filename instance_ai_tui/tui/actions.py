@@ -1,0 +1,349 @@
+"""What the app's keys, slash commands and palette entries do (``tui.commands`` lists them).
+
+Stopping a run (Esc, Ctrl+C), export, screenshots, copying (with an honest account of where
+the text went), themes, the model of the thread (``/model``), the "always allow" grants,
+find (Ctrl+F), and going back in a conversation (``/retry``, ``/edit``, ``/rewind``). Thread
+operations go to the client of the open thread (``app.thread_client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..client.base import ClientError
+
+if TYPE_CHECKING:
+    from .app import InstanceAiApp
+
+
+class Actions:
+    def __init__(self, app: InstanceAiApp) -> None:
+        self.app = app
+        self._interrupt_at = 0.0
+        self._find_hit: Any = None
+
+    def work(self, coroutine: Any, group: str, *, exclusive: bool = False) -> None:
+        self.app.run_worker(coroutine, group=group, exclusive=exclusive, exit_on_error=False)
+
+    # ----------------------------------------------------------------- stopping
+    def cancel_run(self) -> None:
+        app = self.app
+        if app.conversation is None or not app.conversation.is_streaming or app.thread_id is None:
+            return
+        app.run_status.cancelling = True
+        app._update_run_state()
+        app.status_line.refresh_info()
+        self.work(self._cancel(app.thread_id), "cancel")
+
+    async def _cancel(self, thread_id: str) -> None:
+        try:
+            await self.app.thread_client.cancel(thread_id)
+        except ClientError as exc:
+            self.app.run_status.cancelling = False
+            self.app._show_error(f"Could not cancel: {exc}")
+
+    def interrupt(self) -> None:
+        """Ctrl+C as in every agent TUI: copy a selection; else stop the running agent; else
+        clear the prompt; with nothing to stop or clear, a second Ctrl+C within 2 s quits."""
+        app = self.app
+        focused = app.focused
+        selected = getattr(focused, "selected_text", "") if focused is not None else ""
+        if not selected:
+            selected = app.screen.get_selected_text() or ""
+        if selected:
+            self.copy_text(selected, "the selection")
+            self._interrupt_at = 0.0
+            return
+        if app.conversation is not None and app.conversation.is_streaming and not app.run_status.cancelling:
+            self.cancel_run()
+            app.notify("Stopping the agent… (Ctrl+C again with nothing running quits)", timeout=3)
+            self._interrupt_at = 0.0
+            return
+        if app.prompt.text:
+            app.prompt.clear()
+            self._interrupt_at = 0.0
+            return
+        now = time.monotonic()
+        if now - self._interrupt_at < 2.0:
+            app.exit()
+            return
+        self._interrupt_at = now
+        app.notify("Press Ctrl+C again to quit (or Ctrl+Q).", timeout=2)
+
+    # ----------------------------------------------------------------- export, screenshot, copy
+    async def export_thread(self, path: str | None) -> Path | None:
+        """Write the thread as Markdown (secrets redacted) and say where."""
+        app = self.app
+        conversation = app.conversation
+        if conversation is None or not conversation.messages:
+            app.notify("Nothing to export yet.", severity="warning")
+            return None
+        from ..protocol.transcript import to_markdown
+
+        info = app.status_info
+        usage: dict[str, Any] = {"inputTokens": info.input_tokens, "outputTokens": info.output_tokens}
+        if info.cost is not None:
+            usage["cost"] = info.cost
+        text = to_markdown(conversation, title=conversation.title or None, usage=usage)
+        name = conversation.thread_id or "thread"
+        target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"  # noqa: ASYNC240 - no I/O
+        try:
+            await asyncio.to_thread(_write_text, target, text)
+        except OSError as exc:
+            app._show_error(f"Cannot write {target}: {exc}")
+            return None
+        app.notify(f"Exported the thread to {target}", timeout=6)
+        return target
+
+    def screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of the screen: to ``path``, else the Downloads folder if there is one, else here."""
+        if path is None:
+            from platformdirs import user_downloads_path
+
+            downloads = user_downloads_path()
+            folder = downloads if downloads.is_dir() else Path.cwd()
+        else:
+            folder = Path(path).expanduser()
+        if not folder.is_dir():
+            self.app._show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
+            return
+        self.app.deliver_screenshot(filename, str(folder))
+
+    def copy_text(self, text: str, what: str) -> None:
+        self.work(self._copy(text, what), "copy")
+
+    async def _copy(self, text: str, what: str) -> None:
+        """Copy ``text`` and say truthfully where it went: the system clipboard (a clipboard tool),
+        the terminal's clipboard (OSC 52; in a browser, the page's), or — when the terminal is
+        known to drop OSC 52 — a private file."""
+        from . import clipboard
+
+        app = self.app
+        app.copy_to_clipboard(text)  # OSC 52, and the app's own clipboard (paste within the app)
+        if app.is_web:  # instance-ai web: OSC 52 reaches the page, which writes the browser's clipboard
+            app.notify(f"Copied {what} to the browser's clipboard.", timeout=3)
+            return
+        tool = await asyncio.to_thread(clipboard.copy_native, text)
+        if tool is not None:
+            app.notify(f"Copied {what} to the clipboard ({tool}).", timeout=3)
+            return
+        blocker = await asyncio.to_thread(clipboard.osc52_blocker)
+        if blocker is None:
+            app.notify(f"Copied {what} through the terminal (OSC 52).", timeout=3)
+            return
+        try:
+            path = await asyncio.to_thread(clipboard.save_copy, text)
+        except OSError as exc:
+            app._show_error(f"Cannot copy {what}: {blocker}, and saving it failed: {exc}")
+            return
+        app.notify(f"Not copied to your clipboard: {blocker}. {what[:1].upper()}{what[1:]} is saved in {path}.",
+                   severity="warning", timeout=10)
+
+    def copy_last_answer(self) -> None:
+        turns = self.app.view.assistant_turns()
+        if not turns:
+            self.app.notify("No answer to copy yet.", severity="warning")
+            return
+        self.copy_text(turns[-1].answer_text(), "the last answer")
+
+    def show_permissions(self) -> None:
+        """``/permissions``: the open thread's "always allow" grants, with revoke."""
+        from .screens.permissions import open_permissions
+
+        open_permissions(self.app)
+
+    def show_help(self, *, everything: bool) -> None:
+        from .screens.help import HelpScreen, help_markdown
+
+        app = self.app
+        app.push_screen(HelpScreen(help_markdown(app.keys, app.focused, everything=everything)))
+
+    # ----------------------------------------------------------------- themes
+    def set_theme(self, name: str) -> None:
+        """``/theme [name]``: the picker, or that theme (a typo changes nothing and says so)."""
+        app = self.app
+        if not name:
+            app.search_themes()
+            return
+        if name not in app.available_themes:
+            import difflib
+
+            known = sorted(app.available_themes)
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(close)}?" if close else f" Themes: {', '.join(known)}"
+            app.notify(f"No theme named {name!r}; the theme is unchanged.{hint}", severity="warning", timeout=8)
+            return
+        if app.theme_manager is not None:
+            if app.theme_manager.apply(name) == name:
+                app.notify(f"Theme: {name}", timeout=2)
+        else:
+            app.theme = name
+
+    # ----------------------------------------------------------------- the model (/model)
+    def choose_model(self, name: str = "") -> None:
+        self.work(self._choose_model(name), "model", exclusive=True)
+
+    async def _choose_model(self, name: str) -> None:
+        """A picker of the models the open thread can use; ``name``: set that one."""
+        app = self.app
+        client = app.thread_client
+        if not client.can_switch_model:
+            app._show_error("This server does not let the app choose the model (/model needs the embedded "
+                            "agent or instance-ai serve).")
+            return
+        try:
+            models = await client.list_models(app.thread_id)
+        except ClientError as exc:
+            app._show_error(f"Cannot list the models: {exc}")
+            return
+        if not name:
+            from .screens.model_picker import ModelPicker
+
+            chosen = await app.push_screen_wait(ModelPicker(models))
+            if not chosen:
+                return
+            name = chosen
+        thread_id = app.thread_id
+        try:
+            if thread_id is None:  # a new thread: create it so the choice has a home
+                info = await client.create_thread(title="")
+                thread_id = info.id
+                await app.open_thread(thread_id)
+            await client.set_model(thread_id, "" if name == models.default else name)
+        except ClientError as exc:
+            app._show_error(f"Cannot switch the model: {exc}")
+            return
+        await self.refresh_model_info(thread_id)
+        app.notify(f"Model of this thread: {app.status_info.model} (from the next message on).", timeout=4)
+
+    async def refresh_model_info(self, thread_id: str | None) -> None:
+        """The thread's model and its context window, for the status line."""
+        app = self.app
+        client = app.thread_client
+        if not client.can_switch_model:
+            return
+        try:
+            models = await client.list_models(thread_id)
+        except ClientError:
+            return
+        info = app.status_info
+        info.model = models.current or info.model
+        info.context_window = next((m.context_window for m in models.models if m.name == models.current), None)
+        app.status_line.refresh_info()
+
+    # ----------------------------------------------------------------- find (Ctrl+F)
+    def show_find_hit(self, match: Any) -> None:
+        from .widgets.find_bar import matched_widget
+
+        app = self.app
+        if self._find_hit is not None:
+            self._find_hit.remove_class("-find-hit")
+        self._find_hit = None
+        if match is None:
+            return
+        widget = matched_widget(app.view, match)
+        if widget is None:
+            return
+        widget.add_class("-find-hit")
+        self._find_hit = hit = widget
+        app.view.following = False
+
+        def reveal() -> None:
+            if hit.is_attached and self._find_hit is hit:
+                app.view.scroll_to_widget(hit, animate=False, top=True, immediate=True)
+
+        # once now, and once more after older turns just mounted above it have their heights
+        app.call_after_refresh(reveal)
+        app.set_timer(0.15, reveal)
+
+    # ----------------------------------------------------------------- retry, edit, rewind
+    def _rewind_turns(self) -> list[Any] | None:
+        """The user turns that can be rewound to, or None (with the reason shown)."""
+        from .screens.rewind import user_turns
+
+        app = self.app
+        conversation = app.conversation
+        if not app.thread_client.can_rewind:
+            app._show_error("This server cannot rewind a conversation: retry and edit need our own server "
+                            "(embedded, or instance-ai serve).")
+            return None
+        if conversation is None or app.thread_id is None:
+            app.notify("Nothing to go back to yet.", severity="warning")
+            return None
+        if conversation.is_streaming:
+            app.notify("The agent is working: stop it first (Esc or Ctrl+C).", severity="warning")
+            return None
+        turns = user_turns(conversation)
+        if not turns:
+            app.notify("Nothing to go back to yet.", severity="warning")
+            return None
+        return turns
+
+    def rewind_last(self, *, resend: bool) -> None:
+        """``/retry`` (the same message again) and ``/edit`` (the last message back in the prompt)."""
+        turns = self._rewind_turns()
+        if turns:
+            self.rewind(turns[-1], resend=resend)
+
+    def pick_rewind(self) -> None:
+        """``/rewind``: choose an earlier message to go back to."""
+        from .screens.rewind import RewindPicker
+
+        turns = self._rewind_turns()
+        if turns:
+
+            def chosen(turn: Any) -> None:
+                if turn:
+                    self.rewind(turn, resend=False)
+
+            self.app.push_screen(RewindPicker(turns), chosen)
+
+    def edit_message(self, message_id: str) -> None:
+        """``e`` on a user message: go back to it."""
+        turns = self._rewind_turns()
+        if turns:
+            turn = next((t for t in turns if t.message_id == message_id), None)
+            if turn is None:
+                self.app.notify("This message has no answer to go back from yet.", severity="warning")
+                return
+            self.rewind(turn, resend=False)
+
+    def rewind(self, turn: Any, *, resend: bool) -> None:
+        self.work(self._rewind(turn, resend=resend), "rewind", exclusive=True)
+
+    async def _rewind(self, turn: Any, *, resend: bool) -> None:
+        app = self.app
+        thread_id = app.thread_id
+        if thread_id is None:
+            return
+        try:
+            result = await app.thread_client.rewind(thread_id, turn.rewind_id)
+        except ClientError as exc:
+            app._show_error(f"Cannot go back: {exc}")
+            return
+        text = result.text or turn.text
+        await app.open_thread(thread_id)
+        count = len(result.superseded_run_ids)
+        kept = f"{count} turn{'s' if count != 1 else ''} left the agent's memory (kept in the thread's history)"
+        if resend:
+            app.notify(f"Retrying. {kept}.", timeout=4)
+            await app.send_message(text)
+        else:
+            app.prompt.load_text(text)
+            app.prompt.move_cursor(app.prompt.document.end)
+            app.prompt.focus()
+            app.notify(f"Edit the message and send it. {kept}.", timeout=5)
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "thread"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write an export; a folder that does not exist is an error, not created silently."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"the folder {path.parent} does not exist")
+    path.write_text(text, encoding="utf-8")

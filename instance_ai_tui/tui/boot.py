@@ -1,0 +1,116 @@
+"""Start-up: the first frame is painted before anything slow happens.
+
+``InstanceAiApp.on_mount`` composes the screen from light widgets and schedules ``boot`` after
+the first refresh. ``boot`` then, off the event loop where it can: imports what the first turn
+and Markdown block need (``preload_ui``), lets the client import what it needs
+(``Client.preload``: the in-process assistant for the embedded client), opens the client (a
+login dialog for n8n, a setup dialog for a model without a key), starts the local gateway
+(``--gateway``), lists the threads and the extra thread sources (``--redis-chat``) and opens
+the first thread (the latest, a new one, or one picked with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..client.base import ClientError, ConnectionState
+
+if TYPE_CHECKING:
+    from ..client.gateway_flag import GatewayRequest
+    from ..protocol.api import ThreadInfo
+    from .app import InstanceAiApp
+
+
+def is_demo(app: InstanceAiApp) -> bool:
+    """The offline demo model is what answers (a banner says so)."""
+    client, settings = app.client, app.settings
+    if "demo" in (client.model_name or "").lower():
+        return True
+    return client.mode == "embedded" and not client.model_name and settings.model.name in (None, "demo")
+
+
+async def boot(app: InstanceAiApp) -> None:
+    """Everything the app does at start after its first frame (see the module docstring)."""
+    # the turn widgets, the conversation model and the Markdown parser are large imports:
+    # do them off the event loop, before a thread opens (the UI stays responsive)
+    await asyncio.to_thread(preload_ui)
+    await asyncio.to_thread(app.client.preload)
+    if app.client.mode == "embedded":
+        from .screens.setup import check_model_setup
+
+        if not await check_model_setup(app):  # a model without a key: say how to set it up
+            return
+    try:
+        await app.client.open()
+    except ClientError as exc:
+        from .screens.login import offer_login
+
+        if not await offer_login(app, exc):  # n8n: a login dialog instead of a dead app
+            app.show_error(f"Cannot connect: {exc}")
+            app.set_connection("offline", str(exc))
+            app.ready.set()
+            return
+    app.status_info.model = app.client.model_name or app.status_info.model
+    app.status_info.demo = is_demo(app)
+    if app.gateway_request is not None:
+        await start_gateway(app, app.gateway_request)
+    threads: list[ThreadInfo] = []
+    try:
+        threads = await app.client.list_threads()
+    except ClientError as exc:
+        app.show_error(f"Cannot list threads: {exc}")
+    app.thread_list.set_threads(threads)
+    app.threads.attach_sources()
+    target = app.initial_thread_id
+    if target is None and threads and app.start_mode == "pick":
+        from .screens.resume_picker import ResumePicker
+
+        target = await app.push_screen_wait(ResumePicker(threads))
+    elif target is None and threads and app.start_mode == "latest":
+        target = max(threads, key=lambda t: t.updated_at).id
+    await app.open_thread(target)
+    app.ready.set()
+    app.pending_watch.start()
+
+
+async def start_gateway(app: InstanceAiApp, request: GatewayRequest) -> None:
+    """Share ``request.root`` with n8n (``--gateway``); its state shows in the status line."""
+    from ..client import gateway_flag
+
+    info = app.status_info
+    info.gateway, info.gateway_state = request.root.name or str(request.root), "connecting"
+
+    def on_state(state: ConnectionState, detail: str) -> None:
+        word = gateway_flag.STATE_WORDS.get(state, state.value)
+        info.gateway_state = f"{word} {detail}" if state == ConnectionState.RECONNECTING and detail else word
+
+    def on_end(message: str) -> None:
+        info.gateway_state = "stopped"
+        app.notify(message.capitalize(), severity="warning", timeout=10)
+
+    try:
+        app.gateway = await gateway_flag.start(app.client, request, set_state=on_state, on_end=on_end,
+                                               log=lambda message: app.log.info(f"gateway: {message}"))
+    except ClientError as exc:
+        info.gateway_state = "failed"
+        app.show_error(f"The local gateway could not start: {exc}")
+        return
+    info.gateway_state = "sharing"
+    app.notify(f"Sharing {request.root} (read-only) with n8n's agent", timeout=6)
+
+
+def preload_ui() -> None:
+    """Import what the first turn, tool card and Markdown block need (off the event loop)."""
+    from textual.highlight import highlight
+
+    from ..protocol import conversation  # noqa: F401
+    from ..protocol.events import TaskList
+    from ..protocol.tree import AgentNode, Confirmation, ToolCallState
+    from .widgets import turns  # noqa: F401
+    from .widgets.flat_markdown import parse_document
+
+    parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
+    highlight("{}", language="json")  # loads the lexers
+    for model in (ToolCallState, Confirmation, AgentNode, TaskList):
+        model.model_rebuild()  # the wire models build their validators on first use

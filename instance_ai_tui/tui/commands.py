@@ -1,0 +1,129 @@
+"""The app's commands, declared once.
+
+Every command is a slash command (``/new``) and an entry of the command palette (Ctrl+P);
+``/help``, the prompt's help, the "unknown command" message and the palette are all derived
+from ``COMMANDS``, so a command added here shows up everywhere. The palette hides a command
+whose ``available`` says it has nothing to act on (no run to cancel, no card waiting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .app import InstanceAiApp
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    #: the slash command's name, without the slash
+    name: str
+    #: what it does, for ``/help``
+    summary: str
+    #: its title and help line in the command palette
+    title: str
+    palette_help: str
+    #: runs it: ``run(app, argument)`` (the argument is "" from the palette)
+    run: Callable[[InstanceAiApp, str], object]
+    #: how the argument is written in help, e.g. ``[name]``
+    arg: str = ""
+    aliases: tuple[str, ...] = ()
+    #: whether it has anything to act on now (the palette hides it otherwise)
+    available: Callable[[InstanceAiApp], bool] | None = None
+
+    @property
+    def usage(self) -> str:
+        return f"/{self.name} {self.arg}" if self.arg else f"/{self.name}"
+
+
+def _streaming(app: InstanceAiApp) -> bool:
+    return app.conversation is not None and app.conversation.is_streaming
+
+
+def _waiting(app: InstanceAiApp) -> bool:
+    return bool(app.pending) or bool(app.pending_watch.elsewhere)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("new", "start a new thread", "New thread", "Start a new conversation",
+            lambda app, arg: app.action_new_thread()),
+    Command("threads", "show the thread list and search it (titles and message text)", "Threads",
+            "Show and search the thread list", lambda app, arg: app.show_threads()),
+    Command("retry", "the last message again; its old answer leaves the agent's memory (kept in the history)",
+            "Retry the last message", "Send it again; the old answer leaves the agent's memory",
+            lambda app, arg: app.actions.rewind_last(resend=True)),
+    Command("edit", "the last message back in the prompt, to change and send again", "Edit the last message",
+            "Put it back in the prompt to change and send again",
+            lambda app, arg: app.actions.rewind_last(resend=False)),
+    Command("rewind", "pick an earlier message to go back to (`e` on a message does the same)",
+            "Rewind to an earlier message", "Pick a message to go back to", lambda app, arg: app.actions.pick_rewind()),
+    Command("model", "the model of this thread (a picker, or `name`)", "Model", "Choose the model of this thread",
+            lambda app, arg: app.actions.choose_model(arg), arg="[name]"),
+    Command("theme", "pick a theme (or switch to `name`)", "Theme", "Pick a theme",
+            lambda app, arg: app.actions.set_theme(arg), arg="[name]"),
+    Command("export", "write the thread as Markdown (default: `<thread>.md` in the current folder)",
+            "Export thread", "Write the thread as Markdown", lambda app, arg: app.export_thread(arg or None),
+            arg="[file]"),
+    Command("copy", "copy the agent's last answer", "Copy last answer", "Copy the agent's last answer",
+            lambda app, arg: app.actions.copy_last_answer()),
+    Command("tasks", "show or hide the task checklist", "Toggle task list", "Show or hide the task checklist",
+            lambda app, arg: app.action_toggle_tasks()),
+    Command("follow", "scroll to the newest output and follow it", "Jump to newest output",
+            "Scroll to the bottom and follow", lambda app, arg: app.view.follow()),
+    Command("pending", "go to the card waiting for your answer (here, then in other threads)",
+            "Go to pending approval", "Jump to the card waiting for you",
+            lambda app, arg: app.action_next_pending_card(), available=_waiting),
+    Command("cancel", "stop the running agent", "Cancel run", "Stop the agent",
+            lambda app, arg: app.action_cancel_run(), available=_streaming),
+    Command("permissions", "the \"always allow\" grants of this thread, and revoke them", "Permissions",
+            "The thread's always-allow grants; revoke them", lambda app, arg: app.actions.show_permissions()),
+    Command("help", "this help", "Help", "Every key and slash command", lambda app, arg: app.show_full_help()),
+    Command("quit", "quit", "Quit", "Quit the application", lambda app, arg: app.exit(), aliases=("exit",)),
+)
+
+#: the palette entries of Textual's own that a command here replaces (same title)
+REPLACED_SYSTEM_TITLES = frozenset(command.title for command in COMMANDS)
+
+
+def find(name: str) -> Command | None:
+    """The command called ``name`` (or one of its aliases), ignoring case."""
+    name = name.lower()
+    return next((c for c in COMMANDS if c.name == name or name in c.aliases), None)
+
+
+def looks_like_command(text: str) -> str | None:
+    """The would-be command name of ``/word …`` (letters only), or ``None``: then the text is a
+    message that happens to start with a slash (a path, ``/ 2``, ...)."""
+    name, _ = parse(text)
+    return name if name and text[1:].startswith(name) and name.isalpha() else None
+
+
+def parse(text: str) -> tuple[str, str]:
+    """``/name rest`` -> ``(name, rest)``."""
+    name, _, arg = text[1:].strip().partition(" ")
+    return name, arg.strip()
+
+
+def unknown_text(name: str) -> str:
+    return f"Unknown command /{name}. Commands: {' '.join('/' + c.name for c in COMMANDS)}"
+
+
+def help_markdown() -> str:
+    """The slash-command table of ``/help``."""
+    rows = "\n".join(f"| `{c.usage}` | {c.summary} |" for c in COMMANDS)
+    return f"\n## Slash commands\n\n| Command | What it does |\n|---|---|\n{rows}\n"
+
+
+def inline_list() -> str:
+    """``/new``, ``/threads``, … for running text (the prompt's help)."""
+    return ", ".join(f"`{c.usage}`" for c in COMMANDS)
+
+
+def palette(app: InstanceAiApp) -> Iterator[tuple[Command, Callable[[], object]]]:
+    """The commands the palette offers now, each with what selecting it does."""
+    for command in COMMANDS:
+        if command.available is None or command.available(app):
+            yield command, partial(command.run, app, "")

@@ -1,0 +1,208 @@
+"""Opening and switching threads, and the thread list's actions (search, rename, delete).
+
+Threads come from the app's client and from extra thread sources (``Client.source``; e.g.
+``client.redis_chat.RedisChatClient`` for ``--redis-chat``), each listed in its own section of
+the thread list. Opening a thread (start, switch, restore) reads its history through the client
+of its source, then follows that client's event stream from ``nextEventId - 1``, in that
+order, so nothing shows twice; ``thread_client`` is the client of the thread that is open.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+
+from ..client.base import Client, ClientError, NotFoundError
+from .connection import settle_interrupted
+
+if TYPE_CHECKING:
+    from ..protocol.conversation import Conversation
+    from .app import InstanceAiApp
+
+
+class Threads:
+    """The open thread and the thread sources of ``app``."""
+
+    def __init__(self, app: InstanceAiApp, sources: list[Client]) -> None:
+        self.app = app
+        #: extra thread sources by ``Client.source`` (the main client is ``app.client``)
+        self.sources: dict[str, Client] = {source.source: source for source in sources}
+        #: the client of the open thread
+        self.client: Client = app.client
+        #: thread opens in progress (rendering is not "caught up" meanwhile)
+        self.opening = 0
+
+    def client_of(self, source: str | None) -> Client:
+        return self.sources.get(source or "", self.app.client)
+
+    # ----------------------------------------------------------------- sources
+    def attach_sources(self) -> None:
+        for source in self.sources.values():
+            self.app.run_worker(self._attach(source), group=f"source-{source.source}", exit_on_error=False)
+
+    async def _attach(self, source: Client) -> None:
+        try:
+            await source.open()
+            threads = await source.list_threads()
+        except ClientError as exc:
+            self.app.notify(str(exc), severity="error", timeout=10)
+            return
+        self.app.thread_list.set_section(source.source, threads, title=source.source_title or source.source,
+                                         read_only=source.read_only)
+
+    async def close_sources(self) -> None:
+        for source in self.sources.values():
+            try:
+                await source.close()
+            except (ClientError, OSError) as exc:
+                self.app.log.error(f"closing the thread source {source.source!r} failed: {exc}")
+
+    # ----------------------------------------------------------------- opening
+    async def open(self, thread_id: str | None, source: str | None = None) -> None:
+        """Show ``thread_id`` of ``source`` (``None``: a new, not yet created thread of the app's
+        client). History first, then the event stream from ``nextEventId - 1``."""
+        self.opening += 1
+        try:
+            await self._open(thread_id, self.client_of(source))
+        finally:
+            self.opening -= 1
+
+    async def _open(self, thread_id: str | None, client: Client) -> None:
+        from ..protocol.conversation import Conversation
+
+        app = self.app
+        app._stop_ingest()
+        conversation = Conversation(thread_id or "")
+        app.cards.leave_thread(thread_id)
+        self.client = client
+        app.conversation = conversation
+        app.thread_id = thread_id
+        app.n8n_activity.reset(thread_id)
+        app.run_status.reset()
+        view = app.view
+        thread_list = app.thread_list
+        thread_list.active_thread_id = thread_id
+        if thread_id is None:
+            view.load(conversation)
+            view.set_placeholder(self.welcome())
+            self.after_open(conversation)
+            app.run_worker(app.actions.refresh_model_info(None), group="model-info", exclusive=True,
+                           exit_on_error=False)
+            return
+        view.set_placeholder(Content.styled("Loading…", "italic $text-muted"))
+        try:
+            history = await client.messages(thread_id)
+        except NotFoundError:
+            history = None
+        except ClientError as exc:
+            app._show_error(f"Cannot load the thread: {exc}")
+            return
+        if app.conversation is not conversation:
+            return  # switched again meanwhile
+        if history is not None:
+            conversation.load_history(history)
+        info = thread_list.thread(thread_id)
+        conversation.title = info.title if info is not None and info.title else conversation.title
+        # the thread's total: from the history (read with its cursor) or else the thread list
+        metadata = history.metadata if history is not None and history.metadata is not None else (
+            info.metadata if info is not None else {})
+        app.run_status.count_thread_usage(metadata.get("usage"))
+        conversation.drain_changes()
+        view.load(conversation)
+        view.set_placeholder(self.welcome())
+        self.after_open(conversation)
+        app.run_worker(app.actions.refresh_model_info(thread_id), group="model-info", exclusive=True,
+                       exit_on_error=False)
+        try:
+            status = await client.status(thread_id)
+        except ClientError:
+            status = None
+        if status is not None and status.is_suspended and not conversation.is_streaming:
+            app.status_info.run_state = "awaiting approval"
+        app.n8n_activity.reset(thread_id, status, history)
+        settle_interrupted(conversation, status)  # a run the server no longer runs: show how it ended
+        app.connection.show_queue()
+        app._start_ingest(conversation, thread_id, conversation.cursor)
+
+    def after_open(self, conversation: Conversation) -> None:
+        from .widgets.turns import Frame
+
+        app = self.app
+        title = conversation.title or ""
+        app.status_info.thread_title = title
+        app._refresh_pending(Frame(app.pending))
+        app._update_tasks(conversation)
+        app._update_run_state()
+        label = self.client.thread_label if self.client is not app.client else ""
+        if label:
+            app.sub_title = f"{title} · {label}" if title else label
+        else:
+            app.sub_title = title or ("New thread" if not conversation.thread_id else "")
+
+    def welcome(self) -> Content:
+        lines: list[str | tuple[str, str]] = [
+            ("Ask Instance AI to build or change a workflow, e.g.\n", "bold"),
+            "  “every morning send the weather forecast to Slack”\n\n",
+            ("Enter sends · Ctrl+J or \\ Enter new line · Esc or Ctrl+C stops a run · F1 help · Ctrl+P commands",
+             "$text-muted"),
+        ]
+        if self.app.status_info.demo:
+            lines.append(("\nDemo mode: an offline model with canned behaviour, no real n8n.", "$text-warning"))
+        return Content.assemble(*lines)
+
+    def open_in_background(self, thread_id: str | None, source: str | None = None) -> None:
+        self.app.run_worker(self._open_and_focus(thread_id, source), group="open", exclusive=True,
+                            exit_on_error=False)
+
+    async def _open_and_focus(self, thread_id: str | None, source: str | None) -> None:
+        await self.open(thread_id, source)
+        self.app.prompt.focus()
+
+    # ----------------------------------------------------------------- the thread list's actions
+    async def search(self, text: str) -> None:
+        """Full-text thread search through the client (the caller waits for the typing to pause)."""
+        app = self.app
+        try:
+            found = await app.client.search_threads(text)
+        except ClientError as exc:
+            app.thread_list.set_content_matches(text, ())
+            app.notify(f"Searching messages failed: {exc}; titles only.", severity="warning", timeout=4)
+            return
+        app.thread_list.set_content_matches(text, [thread.id for thread in found])
+
+    async def rename(self, thread_id: str, title: str, source: str | None = None) -> None:
+        app = self.app
+        try:
+            info = await self.client_of(source).rename_thread(thread_id, title)
+        except ClientError as exc:
+            app._show_error(f"Cannot rename: {exc}")
+            return
+        app.thread_list.update_title(thread_id, info.title)
+        app.connection.titles.note(thread_id, info.title)
+        if thread_id == app.thread_id and app.conversation is not None:
+            app.conversation.title = info.title
+            app._update_title(app.conversation)
+
+    async def delete(self, thread_id: str, source: str | None = None) -> None:
+        app = self.app
+        try:
+            await self.client_of(source).delete_thread(thread_id)
+        except ClientError as exc:
+            app._show_error(f"Cannot delete: {exc}")
+            return
+        app.thread_list.remove_thread(thread_id, source or None)
+        if thread_id == app.thread_id:
+            await self.open(None)
+
+    async def refresh(self) -> None:
+        """The main client's threads again (titles guarded against older answers)."""
+        app = self.app
+        guard = app.connection.titles
+        requested_at = guard.mark()
+        try:
+            threads = await app.client.list_threads()
+        except ClientError:
+            return
+        for info in threads:
+            app.thread_list.upsert_thread(guard.fix(info, requested_at))
