@@ -45,6 +45,8 @@ def modules(package: str) -> list[Path]:
 @pytest.mark.parametrize(("package", "forbidden"), [
     ("protocol", {"tui", "client", "server", "assistant", "runtime", "bus", "store", "testing", "config"}),
     ("client", {"server", "store", "tui"}),
+    # the screen sees only a Client: nothing of the store, the server, the assistant or the runtime
+    ("tui", {"store", "server", "assistant", "runtime"}),
 ])
 def test_layers(package: str, forbidden: set[str]) -> None:
     assert modules(package)
@@ -72,3 +74,25 @@ def test_the_checker_sees_every_form_of_import(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert imported_packages(module, package) == {"bus", "store", "runtime", "client", "server", "tui"}
+
+
+def test_every_tui_module_is_checked() -> None:
+    """The tui rule covers its sub-packages (widgets/, screens/) and the modules app.py was split into."""
+    names = {str(path.relative_to(PACKAGE / "tui")) for path in modules("tui")}
+    assert {"app.py", "boot.py", "threads.py", "sending.py", "cards.py", "commands.py"} <= names
+    assert any(name.startswith("widgets/") for name in names) and any(name.startswith("screens/") for name in names)
+
+
+def test_the_checker_sees_imports_inside_functions_and_importlib_strings(tmp_path: Path) -> None:
+    package = tmp_path / "instance_ai_tui"
+    (package / "tui" / "widgets").mkdir(parents=True)
+    module = package / "tui" / "widgets" / "w.py"
+    module.write_text(
+        "import importlib\n"
+        "class W:\n"
+        "    def later(self):\n"
+        "        from ...assistant import service\n"
+        "        return importlib.import_module('instance_ai_tui.runtime.agent')\n",
+        encoding="utf-8",
+    )
+    assert imported_packages(module, package) == {"assistant", "runtime"}
