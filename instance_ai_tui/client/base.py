@@ -10,20 +10,21 @@ import abc
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from ..protocol.api import (
-    ConfirmBody,
-    ConfirmResponse,
-    ModelList,
-    RewindResponse,
-    ThreadInfo,
-    ThreadMessages,
-    ThreadPermissions,
-    ThreadStatus,
-)
-from ..protocol.events import Event
-from ..protocol.tree import RunSyncPayload
-
+if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
+    from ..protocol.api import (
+        ConfirmBody,
+        ConfirmResponse,
+        ModelList,
+        RewindResponse,
+        ThreadInfo,
+        ThreadMessages,
+        ThreadPermissions,
+        ThreadStatus,
+    )
+    from ..protocol.events import Event
+    from ..protocol.tree import RunSyncPayload
 
 class ClientError(Exception):
     """A failure the user should read: bad URL, refused token, unknown thread, ..."""

@@ -13,22 +13,21 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..assistant.errors import AssistantError
-from ..protocol.api import (
-    ConfirmBody,
-    ConfirmResponse,
-    ModelList,
-    RewindResponse,
-    ThreadInfo,
-    ThreadMessages,
-    ThreadPermissions,
-    ThreadStatus,
-)
-from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
     from ..config import Settings
+    from ..protocol.api import (
+        ConfirmBody,
+        ConfirmResponse,
+        ModelList,
+        RewindResponse,
+        ThreadInfo,
+        ThreadMessages,
+        ThreadPermissions,
+        ThreadStatus,
+    )
 
 
 def client_error(exc: AssistantError) -> ClientError:
@@ -176,6 +175,8 @@ class EmbeddedClient(Client):
             return await self.service.rewind(thread_id, message_id)
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        from ..protocol.events import EventParseError, UnknownEvent, parse_event
+
         service = self.service
         with _translated():
             await service.get_thread(thread_id)

@@ -30,7 +30,6 @@ from textual.message import Message
 from textual.widgets import Static
 
 from ..client.base import ClientError, ConnectionState
-from ..protocol.events import RunFinishEvent, RunFinishPayload
 from . import keymap
 
 if TYPE_CHECKING:
@@ -61,6 +60,8 @@ def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) 
     """
     if status is None or status.has_active_run or status.is_suspended:
         return []
+    from ..protocol.events import RunFinishEvent, RunFinishPayload
+
     ended: list[str] = []
     background = {t.message_group_id for t in status.background_tasks if t.status == "running"}
     for msg in list(conversation.messages):

@@ -7,28 +7,34 @@ a status glyph *and* word per task so no state is told by colour alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ...protocol.display_state import display_state
-from ...protocol.events import TaskList, TaskStatus
 from ..themes import TASK_STATUS
 
-_UNFINISHED = (TaskStatus.TODO, TaskStatus.IN_PROGRESS)
+if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
+    from ...protocol.events import TaskList, TaskStatus
+
+#: ``TaskStatus`` values (a ``StrEnum``: equal to these strings)
+_UNFINISHED = ("todo", "in_progress")
 _STOP_WORDS = {"cancelled": "run cancelled", "error": "run failed"}
 
 
 def _rejected(call: Any) -> bool:
+    from ...protocol.display_state import display_state
+
     result = call.result
     return display_state(call, run_active=False).kind == "denied" or (
         isinstance(result, dict) and result.get("rejected") is True)
 
 
 def _same_plan(a: TaskList, b: Any) -> bool:
+    from ...protocol.events import TaskList
+
     return isinstance(b, TaskList) and [t.description for t in a.tasks] == [t.description for t in b.tasks]
 
 
@@ -51,6 +57,8 @@ def checklist(tasks: TaskList | None, *, run_status: str | None = None,
             return None, "plan rejected"
     word = _STOP_WORDS.get(run_status or "")
     if word and any(t.status in _UNFINISHED for t in tasks.tasks):
+        from ...protocol.events import TaskStatus
+
         stopped = [t.model_copy(update={"status": TaskStatus.CANCELLED}) if t.status in _UNFINISHED else t
                    for t in tasks.tasks]
         return tasks.model_copy(update={"tasks": stopped}), f"stopped: {word}"
@@ -71,6 +79,8 @@ def render_tasks(tasks: TaskList | None) -> Content:
     """The checklist as styled content (pure)."""
     if tasks is None or not tasks.tasks:
         return Content.styled("No task list yet.", "$text-muted italic")
+    from ...protocol.events import TaskStatus
+
     parts: list[tuple[str, str] | str] = []
     for i, task in enumerate(tasks.tasks):
         glyph, style, word = _mark(task.status)

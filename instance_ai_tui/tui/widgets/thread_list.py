@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -58,9 +59,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from ...protocol.api import ThreadInfo
 from .. import keymap
 from ..themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
+
+if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
+    from ...protocol.api import ThreadInfo
 
 __all__ = ["ConfirmDeleteScreen", "RenameThreadScreen", "ThreadList", "format_age"]
 
