@@ -56,18 +56,18 @@ class EmbeddedClient(Client):
         """``service_options`` go to ``assistant.factory.build_service`` (e.g. ``demo_delay``)."""
         super().__init__()
         self._service_options = service_options
-        from ..assistant.service_api import AssistantService
+        # settings or nothing: the service is built in ``open`` (the assistant is a large
+        # import, which the app makes after its first frame through ``preload``)
+        from ..config import Settings, load_settings
 
-        if isinstance(source, AssistantService):
-            self._service: AssistantService | None = source
-            self._settings: Settings | None = None
-            self._owns_service = False
-        else:
-            from ..config import load_settings
-
-            self._service = None
-            self._settings = source if source is not None else load_settings()
+        if source is None or isinstance(source, Settings):
+            self._service: AssistantService | None = None
+            self._settings: Settings | None = source if source is not None else load_settings()
             self._owns_service = True
+        else:
+            self._service = source
+            self._settings = None
+            self._owns_service = False
         self._opened = False
 
     @property
