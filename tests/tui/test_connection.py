@@ -446,3 +446,28 @@ async def test_a_session_that_ends_mid_conversation_asks_to_log_in_again(fake: F
         await pilot.press("enter")
         await until(lambda: len(answers(app)) == 2 and not app.conversation.is_streaming, pilot, what="answer")
         assert users(app) == ["hello", "still there?"] and old_password != fake.password
+
+
+async def test_the_reconnect_banner_counts_down_to_the_next_try() -> None:
+    from tests.support.recorded import RecordedClient
+
+    client = RecordedClient(model_name="scripted-test")
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        client._set_state(ConnectionState.RECONNECTING, "(attempt 2, next try in 3s)")
+        await pilot.pause(0.1)
+        banner = app.connection.banner
+        assert "next try in 3s" in banner.message and banner.display
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while "next try in 1s" not in banner.message and loop.time() < deadline:
+            await pilot.pause(0.1)
+        assert "(attempt 2, next try in 1s)" in banner.message  # 3s, 2s, 1s: one step a second
+        assert "next try in 1s" in app.status_info.connection_detail
+        client._set_state(ConnectionState.RECONNECTING, "(attempt 2)")  # the attempt runs
+        await pilot.pause(1.2)
+        assert "next try" not in banner.message and "(attempt 2)" in banner.message
+        client._set_state(ConnectionState.CONNECTED, "")
+        await pilot.pause(0.1)
+        assert not banner.display
