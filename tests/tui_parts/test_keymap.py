@@ -174,10 +174,10 @@ def _widget_classes() -> list[type]:
     import instance_ai_tui.tui as package
 
     classes: list[type] = []
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name in ("screenshots", "cli"):
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        if info.ispkg or info.name.rsplit(".", 1)[-1] == "cli":
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        module = importlib.import_module(info.name)
         for _name, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, DOMNode) and cls.__module__ == module.__name__:
                 classes.append(cls)
