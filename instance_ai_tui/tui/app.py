@@ -683,7 +683,7 @@ class InstanceAiApp(App[None]):
             if command.title not in commands.REPLACED_SYSTEM_TITLES:
                 yield command
         for entry, run in commands.palette(self):
-            yield SystemCommand(entry.title, f"{entry.palette_help}  ({entry.usage})", run)
+            yield SystemCommand(entry.title, f"{entry.palette_help}  (/{entry.name})", run)
 
     # ------------------------------------------------------------------ headless hooks
     async def wait_until_ready(self, timeout: float = 10.0) -> None:
