@@ -210,3 +210,25 @@ async def test_continue_through_the_chat_webhook(redis_url: str, redis_client: A
             assert await redis_client.llen(LC) == 6
             assert json.loads((await redis_client.lrange(LC, 0, 0))[0])["data"]["content"] == "echo: And inactive ones?"
             assert user_texts(app) == ["How many workflows are active?", "And inactive ones?"]
+
+
+async def test_a_webhook_that_cannot_be_reached_leaves_the_message_in_the_prompt(redis_url: str,
+                                                                                redis_client: Any) -> None:
+    await seed(redis_client)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/webhook/chat"
+    app = make_app(redis_url, dead)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: len(app.thread_list.visible_thread_ids()) == 3, pilot)
+        await open_by_search(pilot, app, "Migration", S1)
+        app.prompt.focus()
+        app.prompt.load_text("Add a rollback step")
+        await pilot.press("enter")
+        await until(lambda: any("Not sent" in n.message and "chat webhook" in n.message for n in app._notifications),
+                    pilot)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        assert app.prompt.text == "Add a rollback step"
+        assert await redis_client.llen(S1) == 6  # nothing written
+        assert app.status_info.run_state == "error"  # the run that tried says how it ended
