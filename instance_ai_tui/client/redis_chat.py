@@ -225,7 +225,11 @@ class RedisChatClient(Client):
         return self._sessions
 
     def preload(self) -> None:
-        from . import chat_webhook, redis_chat_memory  # noqa: F401
+        import redis.asyncio  # noqa: F401
+
+        from . import redis_chat_memory  # noqa: F401
+        if self.webhook:
+            from . import chat_webhook  # noqa: F401
 
     async def open(self) -> None:
         self._set_state(ConnectionState.CONNECTED)

@@ -9,6 +9,7 @@ order, so nothing shows twice; ``thread_client`` is the client of the thread tha
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from textual.content import Content
@@ -42,6 +43,7 @@ class Threads:
             self.app.run_worker(self._attach(source), group=f"source-{source.source}", exit_on_error=False)
 
     async def _attach(self, source: Client) -> None:
+        await asyncio.to_thread(source.preload)  # e.g. the Redis client library, off the event loop
         try:
             await source.open()
             threads = await source.list_threads()
