@@ -8,6 +8,12 @@ Prints one JSON object:
   answers. The time spent inside the model's stream is measured and subtracted, so
   ``overhead_per_round_trip_us`` is the loop's own cost (message list, request building, tool
   validation and execution, chunks, state) per model-call + tool-call round trip.
+* ``round_trips``: ``--trips`` tool round trips (a no-op tool asked for each time, then an answer) against
+  the same local OpenAI-wire server, each variant in a fresh process: our ``Agent`` + ``OpenAIModel``
+  (``ours``), the same through the SDK's ``chat.completions.create`` (``ours_sdk_create``, the path before
+  issue 14: the SDK walks the whole history per request), and the peers ``openai-agents`` and
+  ``pydantic-ai`` when installed (``pip install openai-agents 'pydantic-ai-slim[openai]'``; a missing
+  peer is reported as skipped). Per variant: wall seconds, client CPU seconds, peak RSS (MB).
 * ``adapter``: a local OpenAI-wire-format server (a separate process) streams ``chunks`` one-word
   SSE chunks; ``raw_client_chunks_per_s`` is the bare ``openai`` client, ``adapter_chunks_per_s``
   the same stream through ``OpenAIModel.stream`` and ``agent_chunks_per_s`` through ``Agent.stream``.
@@ -116,12 +122,12 @@ async def _short(policy_rounds: int) -> float:
     return round(best, 1)
 
 
-async def start_server(script: list[dict[str, Any]]) -> tuple[asyncio.subprocess.Process, str]:
+async def start_server(script: list[dict[str, Any]], *flags: str) -> tuple[asyncio.subprocess.Process, str]:
     fd, path = tempfile.mkstemp(suffix=".json")
     with os.fdopen(fd, "w") as fh:
         json.dump(script, fh)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.support.openai_server", "--script", path, cwd=str(ROOT),
+        sys.executable, "-m", "tests.support.openai_server", "--script", path, *flags, cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
@@ -176,17 +182,138 @@ async def bench_adapter(chunks: int) -> dict[str, Any]:
     }
 
 
+VARIANTS = ("ours", "ours_sdk_create", "openai_agents", "pydantic_ai")
+
+
+def _trip_script(trips: int) -> list[dict[str, Any]]:
+    calls = [{"tool_calls": [{"name": "noop", "arguments": {"n": i}}], "prompt_tokens": 10, "completion_tokens": 5}
+             for i in range(trips)]
+    return [*calls, {"text": "done", "prompt_tokens": 10, "completion_tokens": 1}]
+
+
+async def _one_variant(variant: str, base_url: str, trips: int) -> dict[str, Any]:
+    """Run ``trips`` tool round trips with one runtime (in this process) and return its figures."""
+    import resource
+
+    import httpx
+    import openai
+
+    async with httpx.AsyncClient() as http:  # a fresh script for this run
+        root = base_url.removesuffix("/").removesuffix("/v1")
+        (await http.post(f"{root}/_mock/script", json=_trip_script(trips))).raise_for_status()
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+    calls = 0
+
+    def noop(n: int) -> dict[str, int]:
+        nonlocal calls
+        calls += 1
+        return {"n": n}
+
+    start, cpu = time.perf_counter(), time.process_time()
+    if variant in ("ours", "ours_sdk_create"):
+        from instance_ai_tui.runtime import openai_model
+        from instance_ai_tui.runtime.openai_model import OpenAIModel
+
+        if variant == "ours_sdk_create":
+            openai_model._sdk_fast_path = lambda client: None  # type: ignore[assignment]
+        model = OpenAIModel("m", base_url=base_url, api_key="x", client=client)
+        agent = Agent("bench", "Call noop until told otherwise.", model, tools=[tool(noop)], max_iterations=trips + 5)
+        result = await agent.generate("go")
+        text = result.text
+    elif variant == "openai_agents":
+        from agents import Agent as PeerAgent
+        from agents import OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+
+        set_tracing_disabled(True)
+        peer = PeerAgent(name="bench", instructions="Call noop until told otherwise.", tools=[function_tool(noop)],
+                         model=OpenAIChatCompletionsModel(model="m", openai_client=client))
+        streamed = Runner.run_streamed(peer, "go", max_turns=trips + 5)
+        async for _event in streamed.stream_events():
+            pass
+        text = str(streamed.final_output)
+    else:
+        from pydantic_ai import Agent as PeerAgent
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+        from pydantic_ai.usage import UsageLimits
+
+        peer = PeerAgent(OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client)),
+                         instructions="Call noop until told otherwise.", tools=[noop])
+        async with peer.iter("go", usage_limits=UsageLimits(request_limit=None)) as run:
+            async for node in run:
+                if peer.is_model_request_node(node):
+                    async with node.stream(run.ctx) as events:
+                        async for _event in events:
+                            pass
+        assert run.result is not None
+        text = str(run.result.output)
+    wall, used = time.perf_counter() - start, time.process_time() - cpu
+    await client.close()
+    return {"variant": variant, "trips": calls, "answer": text, "wall_s": round(wall, 3), "cpu_s": round(used, 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def _installed(variant: str) -> bool:
+    import importlib.util
+
+    module = {"openai_agents": "agents", "pydantic_ai": "pydantic_ai"}.get(variant)
+    return module is None or importlib.util.find_spec(module) is not None
+
+
+async def bench_round_trips(trips: int, repeats: int) -> dict[str, Any]:
+    proc, base_url = await start_server([], "--openai-null-content")  # the peers send null, as OpenAI allows
+    out: dict[str, Any] = {"trips": trips, "note": "best of the repeats; each run a fresh process (cold imports "
+                           "excluded from the timings, included in RSS)"}
+    try:
+        for variant in VARIANTS:
+            if not _installed(variant):
+                out[variant] = {"skipped": "not installed: pip install openai-agents 'pydantic-ai-slim[openai]'"}
+                continue
+            best: dict[str, Any] | None = None
+            for _ in range(repeats):
+                run = await asyncio.create_subprocess_exec(
+                    sys.executable, str(Path(__file__).resolve()), "--one", variant, "--base-url", base_url,
+                    "--trips", str(trips), cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdout, stderr = await run.communicate()
+                if run.returncode != 0:
+                    best = {"error": stderr.decode()[-500:]}
+                    break
+                figures = json.loads(stdout.decode().strip().splitlines()[-1])
+                if best is None or figures["cpu_s"] < best["cpu_s"]:
+                    best = figures
+            out[variant] = best
+        ours = out.get("ours", {})
+        for variant in VARIANTS[1:]:
+            other = out.get(variant, {})
+            if "cpu_s" in other and "cpu_s" in ours and ours["cpu_s"]:
+                other["cpu_vs_ours"] = round(other["cpu_s"] / ours["cpu_s"], 2)
+    finally:
+        proc.terminate()
+        await proc.wait()
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--chunks", type=int, default=10000)
+    parser.add_argument("--trips", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=("loop", "adapter", "round_trips"))
+    parser.add_argument("--one", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    out = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "loop": await bench_loop(args.rounds),
-        "adapter": await bench_adapter(args.chunks),
-    }
+    if args.one:
+        print(json.dumps(await _one_variant(args.one, args.base_url, args.trips)))
+        return
+    out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    if args.only in (None, "loop"):
+        out["loop"] = await bench_loop(args.rounds)
+    if args.only in (None, "adapter"):
+        out["adapter"] = await bench_adapter(args.chunks)
+    if args.only in (None, "round_trips"):
+        out["round_trips"] = await bench_round_trips(args.trips, args.repeats)
     print(json.dumps(out, indent=2))
 
 

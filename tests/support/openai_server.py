@@ -515,7 +515,7 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         else:
             data = json.loads(text)
         script = _parse_script(data)
-    server = MockOpenAIServer(script, host=args.host, port=args.port)
+    server = MockOpenAIServer(script, host=args.host, port=args.port, openai_null_content=args.openai_null_content)
     await server.start()
     print(json.dumps({"base_url": server.base_url, "port": server.port}), flush=True)
     try:
@@ -529,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", help="JSON or YAML file: a list of responses, or of rules {when..., respond}")
+    parser.add_argument("--openai-null-content", action="store_true",
+                        help="accept content: null on assistant messages with tool_calls, as api.openai.com does")
     args = parser.parse_args(argv)
     try:
         asyncio.run(_serve_forever(args))
