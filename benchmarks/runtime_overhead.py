@@ -272,7 +272,7 @@ async def bench_round_trips(trips: int, repeats: int) -> dict[str, Any]:
             best: dict[str, Any] | None = None
             for _ in range(repeats):
                 run = await asyncio.create_subprocess_exec(
-                    sys.executable, str(Path(__file__).resolve()), "--one", variant, "--base-url", base_url,
+                    sys.executable, str(ROOT / "benchmarks" / "runtime_overhead.py"), "--one", variant, "--base-url", base_url,
                     "--trips", str(trips), cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
                 stdout, stderr = await run.communicate()
