@@ -41,8 +41,6 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from .events import (
@@ -70,7 +68,26 @@ from .events import (
     WireEvent,
     parse_event,
 )
-from .tree import AgentNode, Confirmation, ToolCallState
+from .reducer_changes import ReducerChanges, SegmentChange
+from .reducer_reads import ReducerReads
+from .reducer_state import (
+    AGENT_STATUSES,
+    CANCELLATION,
+    KNOWN_ERROR_CODES,
+    MAX_AGENT_DEPTH,
+    MAX_DIAGNOSTICS,
+    AgentRecord,
+    Call,
+    Raw,
+    Ref,
+    Seg,
+    id_ok,
+    iso,
+    render_hint,
+    ts_ok,
+    user_ok,
+)
+from .tree import AgentNode, Confirmation
 
 __all__ = [
     "KNOWN_ERROR_CODES",
@@ -82,305 +99,30 @@ __all__ = [
     "render_hint",
 ]
 
-#: Ids n8n refuses as object keys; ignored here too so both fold the same.
-_UNSAFE_IDS = frozenset({"__proto__", "constructor", "prototype"})
-#: Error codes the UI renders specially; their text is not inlined (n8n does the same).
-KNOWN_ERROR_CODES = frozenset({"quota_exhausted"})
-_AGENT_STATUSES = frozenset({"active", "completed", "cancelled", "error"})
-_CANCELLATION = {
-    "user_cancelled": "user",
-    "timeout": "timeout",
-    "service_shutdown": "shutdown",
-    "crash_interrupted": "interrupted",
-}
-_MAX_DIAGNOSTICS = 100
-
-_RENDER_HINTS = {
-    "task-control": "tasks",
-    "delegate": "delegate",
-    "build-workflow": "builder",
-    "build-workflow-with-agent": "builder",
-    "workflow-build-flow": "builder",
-    "manage-data-tables-with-agent": "data-table",
-    "agent-data-table-manager": "data-table",
-    "research-with-agent": "researcher",
-    "create-tasks": "planner",
-    "plan": "planner",
-    "eval-setup-with-agent": "eval-setup",
-    "list_skills": "skill",
-    "load_skill": "skill",
-}
-
-
-def render_hint(tool_name: str) -> str:
-    """n8n's ``getRenderHint``: how the UI should draw a tool call."""
-    return _RENDER_HINTS.get(tool_name, "default")
-
-
-def _ok(value: Any) -> bool:
-    return type(value) is str and value not in _UNSAFE_IDS
-
-
-def _iso(ts: float | None) -> str | None:
-    """Epoch milliseconds -> ISO 8601 like JavaScript's ``toISOString()``."""
-    if ts is None:
-        return None
-    try:
-        moment = datetime.fromtimestamp(float(ts) / 1000.0, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-# --------------------------------------------------------------------------- internal state
-
-
-class _Seg:
-    """A text or reasoning timeline entry; its content is a list of chunks."""
-
-    __slots__ = ("dirty", "in_agg", "kind", "parts", "replaced", "rid", "sent")
-
-    def __init__(self, kind: str, text: str, rid: str | None, dirty: bool = True) -> None:
-        self.kind = kind
-        self.parts = [text]
-        self.rid = rid
-        #: whether this segment's content is part of the agent's aggregate text
-        #: (false only for segments adopted from an inconsistent snapshot)
-        self.in_agg = True
-        #: reported (or new) since the last ``drain_changes``
-        self.dirty = dirty
-        #: characters already reported by ``drain_changes``
-        self.sent = 0
-        self.replaced = False
-
-    def text(self) -> str:
-        parts = self.parts
-        if len(parts) == 1:
-            return parts[0]
-        joined = "".join(parts)
-        self.parts = [joined]
-        return joined
-
-
-class _Ref:
-    """A ``tool-call`` or ``child`` timeline entry (points at a call or agent by id)."""
-
-    __slots__ = ("kind", "ref", "rid")
-
-    def __init__(self, kind: str, ref: str, rid: str | None) -> None:
-        self.kind = kind
-        self.ref = ref
-        self.rid = rid
-
-
-class _Raw:
-    """A timeline entry of an unknown type adopted from a snapshot, kept as is."""
-
-    __slots__ = ("data", "kind", "rid")
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.kind = str(data.get("type"))
-        self.data = data
-        rid = data.get("responseId")
-        self.rid = rid if type(rid) is str and rid else None
-
-
-_Entry = _Seg | _Ref | _Raw
-
-
-class _Call:
-    __slots__ = (
-        "agent",
-        "args",
-        "completed",
-        "conf_status",
-        "confirmation",
-        "dirty",
-        "error",
-        "extra",
-        "hint",
-        "id",
-        "interrupted",
-        "loading",
-        "name",
-        "result",
-        "started",
-    )
-
-    def __init__(self, call_id: str, name: str, args: dict[str, Any], agent: _Agent, started: str | None) -> None:
-        self.id = call_id
-        self.name = name
-        self.args = args
-        self.result: Any = None
-        self.error: str | None = None
-        self.loading = True
-        self.hint: str | None = render_hint(name)
-        self.confirmation: Confirmation | None = None
-        self.conf_status: str | None = None
-        self.interrupted: bool | None = None
-        self.started = started
-        self.completed: str | None = None
-        self.extra: dict[str, Any] | None = None
-        self.agent = agent
-        self.dirty = False
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"toolCallId": self.id, "toolName": self.name, "args": self.args}
-        if self.result is not None:
-            out["result"] = self.result
-        if self.error is not None:
-            out["error"] = self.error
-        out["isLoading"] = self.loading
-        if self.hint is not None:
-            out["renderHint"] = self.hint
-        if self.confirmation is not None:
-            out["confirmation"] = self.confirmation.to_wire()
-        if self.conf_status is not None:
-            out["confirmationStatus"] = self.conf_status
-        if self.interrupted is not None:
-            out["interrupted"] = self.interrupted
-        if self.started is not None:
-            out["startedAt"] = self.started
-        if self.completed is not None:
-            out["completedAt"] = self.completed
-        if self.extra:
-            for key, value in self.extra.items():
-                out.setdefault(key, value)
-        return out
-
-
-#: sub-agents nest at most this deep; a deeper spawn is folded into its parent (a hostile or
-#: broken stream of 500 nested agents made every tree walk a RecursionError)
-MAX_AGENT_DEPTH = 64
-
-
-class _Agent:
-    __slots__ = (
-        "calls",
-        "children",
-        "depth",
-        "dirty",
-        "fields",
-        "id",
-        "reasoning_pre",
-        "role",
-        "status",
-        "status_message",
-        "text_pre",
-        "timeline",
-        "tl_mark",
-    )
-
-    def __init__(self, agent_id: str, role: str) -> None:
-        self.id = agent_id
-        self.role = role
-        self.status = "active"
-        self.status_message: str | None = None
-        self.timeline: list[_Entry] = []
-        self.calls: list[_Call] = []
-        self.children: list[_Agent] = []
-        self.depth = 0
-        #: aggregate text not covered by in-aggregate segments (adopted snapshots only)
-        self.text_pre: list[str] = []
-        self.reasoning_pre: list[str] = []
-        #: every other node field, in wire (camelCase, JSON-ready) form
-        self.fields: dict[str, Any] = {}
-        self.dirty = False
-        #: timeline length at the last ``drain_changes``
-        self.tl_mark = 0
-
-    def aggregate(self, kind: str) -> str:
-        pre = self.text_pre if kind == "text" else self.reasoning_pre
-        chunks = list(pre)
-        for entry in self.timeline:
-            if type(entry) is _Seg and entry.kind == kind and entry.in_agg:
-                chunks.append(entry.text())
-        return "".join(chunks)
-
-    def has_content(self) -> bool:
-        f = self.fields
-        return bool(
-            self.timeline
-            or self.calls
-            or self.children
-            or self.status_message
-            or "".join(self.text_pre)
-            or "".join(self.reasoning_pre)
-            or f.get("planItems")
-            or f.get("result")
-            or f.get("error")
-            or f.get("tasks") is not None
-            or f.get("setupItemsByWorkflowId") is not None
-        )
-
-
-# --------------------------------------------------------------------------- change tracking
-
-
-@dataclass(slots=True)
-class SegmentChange:
-    """New text in an existing timeline segment since the last ``drain_changes``.
-
-    ``text`` is what was appended, or the whole new content when ``replaced`` (a
-    ``text-block``/``reasoning-block`` replaced streamed text).
-    """
-
-    agent_id: str
-    index: int
-    kind: str
-    text: str
-    replaced: bool = False
-
-
-@dataclass(slots=True)
-class ReducerChanges:
-    """What changed since the last ``drain_changes``.
-
-    ``reset``: the whole tree is new (first ``run-start``, ``from_tree``); redraw from
-    ``tree()`` and ignore the other fields. ``agents``: agents whose own fields,
-    children or timeline changed. ``timeline_appends``: agent id -> index of its first
-    new timeline entry (new entries are reported only here, with their full content).
-    ``tool_calls``: calls whose state changed. ``segments``: appended/replaced text of
-    entries that already existed at the previous drain.
-    """
-
-    reset: bool = False
-    run_status: bool = False
-    agents: list[str] = field(default_factory=list)
-    timeline_appends: dict[str, int] = field(default_factory=dict)
-    tool_calls: list[str] = field(default_factory=list)
-    segments: list[SegmentChange] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.reset or self.run_status or self.agents or self.timeline_appends or self.tool_calls or self.segments
-        )
-
 
 # --------------------------------------------------------------------------- the reducer
 
 
-class RunReducer:
+class RunReducer(ReducerReads):
     """Folds the events of one message group into its agent tree. Never raises in ``apply``."""
 
     def __init__(self, root_id: str = "agent-001") -> None:
-        if not _ok(root_id):
+        if not id_ok(root_id):
             root_id = "agent-001"
-        self._root = _Agent(root_id, "orchestrator")
+        self._root = AgentRecord(root_id, "orchestrator")
         #: agent id (and root aliases) -> node
-        self._agents: dict[str, _Agent] = {root_id: self._root}
-        self._calls: dict[str, _Call] = {}
+        self._agents: dict[str, AgentRecord] = {root_id: self._root}
+        self._calls: dict[str, Call] = {}
         #: ids of calls that carry a confirmation, in arrival order
         self._confirm_ids: dict[str, None] = {}
         #: run status: active / completed / cancelled / error
         self.status = "active"
         self.archived_workflow_ids: list[str] = []
-        self.diagnostics: deque[str] = deque(maxlen=_MAX_DIAGNOSTICS)
+        self.diagnostics: deque[str] = deque(maxlen=MAX_DIAGNOSTICS)
         self.diagnostic_count = 0
-        self._dirty_agents: list[_Agent] = []
-        self._dirty_calls: list[_Call] = []
-        self._dirty_segs: list[tuple[_Agent, _Seg, int]] = []
+        self._dirty_agents: list[AgentRecord] = []
+        self._dirty_calls: list[Call] = []
+        self._dirty_segs: list[tuple[AgentRecord, Seg, int]] = []
         self._reset = True
         self._run_status_changed = False
         #: event class -> fold (text and reasoning deltas are folded inline by ``apply``);
@@ -426,36 +168,36 @@ class RunReducer:
         reducer._agents = {}
         reducer._root = reducer._adopt(data)
         for alias in aliases:
-            if _ok(alias) and alias not in reducer._agents:
+            if id_ok(alias) and alias not in reducer._agents:
                 reducer._agents[alias] = reducer._root
         run_status = status if status is not None else reducer._root.status
-        reducer.status = run_status if run_status in _AGENT_STATUSES else "active"
+        reducer.status = run_status if run_status in AGENT_STATUSES else "active"
         return reducer
 
-    def _adopt(self, data: dict[str, Any], depth: int = 0) -> _Agent:
-        agent = _Agent(data["agentId"], str(data.get("role", "orchestrator")))
+    def _adopt(self, data: dict[str, Any], depth: int = 0) -> AgentRecord:
+        agent = AgentRecord(data["agentId"], str(data.get("role", "orchestrator")))
         agent.depth = depth
         status = data.get("status")
-        agent.status = status if status in _AGENT_STATUSES else "active"
+        agent.status = status if status in AGENT_STATUSES else "active"
         agent.status_message = data.get("statusMessage") or None
         self._agents.setdefault(agent.id, agent)
         for raw in data.get("timeline") or ():
             kind = raw.get("type")
             rid = raw.get("responseId") or None
             if kind == "text" or kind == "reasoning":
-                agent.timeline.append(_Seg(kind, str(raw.get("content", "")), rid, dirty=False))
-            elif kind == "tool-call" and _ok(raw.get("toolCallId")):
-                agent.timeline.append(_Ref(kind, raw["toolCallId"], rid))
-            elif kind == "child" and _ok(raw.get("agentId")):
-                agent.timeline.append(_Ref(kind, raw["agentId"], rid))
+                agent.timeline.append(Seg(kind, str(raw.get("content", "")), rid, dirty=False))
+            elif kind == "tool-call" and id_ok(raw.get("toolCallId")):
+                agent.timeline.append(Ref(kind, raw["toolCallId"], rid))
+            elif kind == "child" and id_ok(raw.get("agentId")):
+                agent.timeline.append(Ref(kind, raw["agentId"], rid))
             elif kind not in ("tool-call", "child"):
-                agent.timeline.append(_Raw(dict(raw)))
+                agent.timeline.append(Raw(dict(raw)))
         text = str(data.get("textContent") or "")
         reasoning = str(data.get("reasoning") or "")
-        if reasoning and not any(type(e) is _Seg and e.kind == "reasoning" for e in agent.timeline):
-            agent.timeline.insert(0, _Seg("reasoning", reasoning, None, dirty=False))
+        if reasoning and not any(type(e) is Seg and e.kind == "reasoning" for e in agent.timeline):
+            agent.timeline.insert(0, Seg("reasoning", reasoning, None, dirty=False))
         for kind, whole in (("text", text), ("reasoning", reasoning)):
-            segs = [e for e in agent.timeline if type(e) is _Seg and e.kind == kind]
+            segs = [e for e in agent.timeline if type(e) is Seg and e.kind == kind]
             covered = "".join(s.text() for s in segs)
             pre = agent.text_pre if kind == "text" else agent.reasoning_pre
             if whole.endswith(covered):
@@ -466,9 +208,9 @@ class RunReducer:
                 for seg in segs:
                     seg.in_agg = False
         for raw in data.get("toolCalls") or ():
-            if not _ok(raw.get("toolCallId")):
+            if not id_ok(raw.get("toolCallId")):
                 continue
-            call = _Call(
+            call = Call(
                 raw["toolCallId"], str(raw.get("toolName", "")), dict(raw.get("args") or {}), agent, raw.get("startedAt")
             )
             call.result = raw.get("result")
@@ -493,7 +235,7 @@ class RunReducer:
             if depth + 1 >= MAX_AGENT_DEPTH:
                 self._diag(f"agents nested deeper than {MAX_AGENT_DEPTH} levels under {agent.id!r} were left out")
                 break
-            if _ok(raw_child.get("agentId")) and raw_child["agentId"] not in self._agents:
+            if id_ok(raw_child.get("agentId")) and raw_child["agentId"] not in self._agents:
                 agent.children.append(self._adopt(raw_child, depth + 1))
         core = {
             "agentId", "role", "status", "statusMessage", "textContent", "reasoning", "toolCalls", "children",
@@ -502,123 +244,6 @@ class RunReducer:
         agent.fields = {k: v for k, v in data.items() if k not in core}
         agent.tl_mark = len(agent.timeline)
         return agent
-
-    # ----------------------------------------------------------------- reading
-    @property
-    def root_id(self) -> str:
-        return self._root.id
-
-    @property
-    def aliases(self) -> list[str]:
-        """Agent ids other than the root's own that resolve to the root."""
-        root = self._root
-        return [key for key, agent in self._agents.items() if agent is root and key != root.id]
-
-    def tree(self) -> AgentNode:
-        """The agent tree as the pydantic model (built fresh on every call)."""
-        return AgentNode.model_validate(self.tree_dict())
-
-    def tree_dict(self) -> dict[str, Any]:
-        """The agent tree in wire form (camelCase, JSON-ready; the messages endpoint's
-        ``agentTree``). Values such as tool args are shared with the state: read only."""
-        return self._agent_dict(self._root)
-
-    def _agent_dict(self, agent: _Agent) -> dict[str, Any]:
-        out: dict[str, Any] = {"agentId": agent.id, "role": agent.role}
-        out.update(agent.fields)
-        out["status"] = agent.status
-        if agent.status_message:
-            out["statusMessage"] = agent.status_message
-        out["textContent"] = agent.aggregate("text")
-        out["reasoning"] = agent.aggregate("reasoning")
-        out["toolCalls"] = [call.to_dict() for call in agent.calls]
-        out["children"] = [self._agent_dict(child) for child in agent.children]
-        out["timeline"] = [_entry_dict(entry) for entry in agent.timeline]
-        return out
-
-    def agent(self, agent_id: str) -> AgentNode | None:
-        """One agent's node (with its sub-tree), or ``None`` if unknown."""
-        node = self._agents.get(agent_id)
-        return AgentNode.model_validate(self._agent_dict(node)) if node is not None else None
-
-    def agent_fields(self, agent_id: str) -> dict[str, Any] | None:
-        """An agent's own fields in wire form (``agentId``, ``role``, ``status``,
-        ``statusMessage``, ``title``, ``result``, ``error``, ``tasks``, ...) without its
-        text, tool calls, children or timeline. Cheap: meant for every UI frame."""
-        node = self._agents.get(agent_id)
-        if node is None:
-            return None
-        out: dict[str, Any] = {"agentId": node.id, "role": node.role}
-        out.update(node.fields)
-        out["status"] = node.status
-        if node.status_message:
-            out["statusMessage"] = node.status_message
-        return out
-
-    def child_ids(self, agent_id: str) -> list[str]:
-        """Ids of an agent's direct sub-agents, in spawn order."""
-        node = self._agents.get(agent_id)
-        return [child.id for child in node.children] if node is not None else []
-
-    def has_agent(self, agent_id: str) -> bool:
-        return agent_id in self._agents
-
-    def resolve_agent_id(self, agent_id: str) -> str | None:
-        """The canonical id of an agent (an alias resolves to the root's id)."""
-        node = self._agents.get(agent_id)
-        return node.id if node is not None else None
-
-    def tool_call(self, tool_call_id: str) -> ToolCallState | None:
-        call = self._calls.get(tool_call_id)
-        return ToolCallState.model_validate(call.to_dict()) if call is not None else None
-
-    def tool_call_agent_id(self, tool_call_id: str) -> str | None:
-        call = self._calls.get(tool_call_id)
-        return call.agent.id if call is not None else None
-
-    def timeline_length(self, agent_id: str) -> int:
-        node = self._agents.get(agent_id)
-        return len(node.timeline) if node is not None else 0
-
-    def timeline_entry(self, agent_id: str, index: int) -> dict[str, Any] | None:
-        """One timeline entry in wire form, or ``None``."""
-        node = self._agents.get(agent_id)
-        if node is None or not -len(node.timeline) <= index < len(node.timeline):
-            return None
-        return _entry_dict(node.timeline[index])
-
-    def segment_text(self, agent_id: str, index: int) -> str:
-        """The content of a text/reasoning timeline entry ('' if it is not one)."""
-        node = self._agents.get(agent_id)
-        if node is None or not -len(node.timeline) <= index < len(node.timeline):
-            return ""
-        entry = node.timeline[index]
-        return entry.text() if type(entry) is _Seg else ""
-
-    def text(self, agent_id: str | None = None) -> str:
-        """An agent's aggregate ``textContent`` (the root's by default)."""
-        node = self._root if agent_id is None else self._agents.get(agent_id)
-        return node.aggregate("text") if node is not None else ""
-
-    def reasoning(self, agent_id: str | None = None) -> str:
-        node = self._root if agent_id is None else self._agents.get(agent_id)
-        return node.aggregate("reasoning") if node is not None else ""
-
-    def confirmation_calls(self) -> Iterator[tuple[str, ToolCallState]]:
-        """(agent id, call) for every call that carries a confirmation, in arrival order."""
-        for call_id in list(self._confirm_ids):
-            call = self._calls.get(call_id)
-            if call is not None and call.confirmation is not None:
-                yield call.agent.id, ToolCallState.model_validate(call.to_dict())
-
-    def set_confirmation_status(self, tool_call_id: str, status: str | None) -> bool:
-        """Set the UI-side ``confirmationStatus`` (pending/approved/denied) of a call."""
-        call = self._calls.get(tool_call_id)
-        if call is None or status not in (None, "pending", "approved", "denied"):
-            return False
-        call.conf_status = status
-        self._touch_call(call)
-        return True
 
     # ----------------------------------------------------------------- change tracking
     def drain_changes(self) -> ReducerChanges:
@@ -632,7 +257,7 @@ class RunReducer:
                 agent.dirty = False
                 agent.tl_mark = len(agent.timeline)
                 for entry in agent.timeline:
-                    if type(entry) is _Seg:
+                    if type(entry) is Seg:
                         entry.dirty = False
                         entry.replaced = False
                         entry.sent = len(entry.text())
@@ -649,7 +274,7 @@ class RunReducer:
             if len(timeline) > agent.tl_mark:
                 changes.timeline_appends[agent.id] = agent.tl_mark
                 for entry in timeline[agent.tl_mark :]:
-                    if type(entry) is _Seg:
+                    if type(entry) is Seg:
                         entry.dirty = False
                         entry.replaced = False
                         entry.sent = len(entry.text())
@@ -673,19 +298,19 @@ class RunReducer:
         self._dirty_segs.clear()
         return changes
 
-    def _unique_agents(self) -> Iterator[_Agent]:
+    def _unique_agents(self) -> Iterator[AgentRecord]:
         seen: set[int] = set()
         for agent in self._agents.values():
             if id(agent) not in seen:
                 seen.add(id(agent))
                 yield agent
 
-    def _touch(self, agent: _Agent) -> None:
+    def _touch(self, agent: AgentRecord) -> None:
         if not agent.dirty:
             agent.dirty = True
             self._dirty_agents.append(agent)
 
-    def _touch_call(self, call: _Call) -> None:
+    def _touch_call(self, call: Call) -> None:
         if not call.dirty:
             call.dirty = True
             self._dirty_calls.append(call)
@@ -736,8 +361,8 @@ class RunReducer:
                         and type(agent_id) is str
                         and (rid is None or type(rid) is str)
                         and type(data.get("runId", "")) is str
-                        and _ts_ok(data.get("ts"))
-                        and _user_ok(data.get("userId"))
+                        and ts_ok(data.get("ts"))
+                        and user_ok(data.get("userId"))
                     ):
                         if kind == "status":
                             message = payload.get("message", "")
@@ -776,11 +401,11 @@ class RunReducer:
             return
         self._append(agent, "text" if is_text else "reasoning", text, rid)
 
-    def _append(self, agent: _Agent, kind: str, text: str, rid: str | None) -> None:
+    def _append(self, agent: AgentRecord, kind: str, text: str, rid: str | None) -> None:
         timeline = agent.timeline
         if timeline:
             last = timeline[-1]
-            if type(last) is _Seg and last.kind == kind and last.rid == rid:
+            if type(last) is Seg and last.kind == kind and last.rid == rid:
                 last.parts.append(text)
                 if not last.in_agg:
                     (agent.text_pre if kind == "text" else agent.reasoning_pre).append(text)
@@ -788,7 +413,7 @@ class RunReducer:
                     last.dirty = True
                     self._dirty_segs.append((agent, last, len(timeline) - 1))
                 return
-        timeline.append(_Seg(kind, text, rid))
+        timeline.append(Seg(kind, text, rid))
         if not agent.dirty:
             agent.dirty = True
             self._dirty_agents.append(agent)
@@ -800,13 +425,13 @@ class RunReducer:
         self._block("reasoning", event.agent_id, event.payload.text, event.response_id or None)
 
     def _block(self, kind: str, agent_id: str, text: str, rid: str | None) -> None:
-        agent = self._agents.get(agent_id) if _ok(agent_id) else None
+        agent = self._agents.get(agent_id) if id_ok(agent_id) else None
         if agent is None:
             self._diag(f"{kind}-block for unknown agent {agent_id!r}")
             return
         timeline = agent.timeline
         last = timeline[-1] if timeline else None
-        if type(last) is _Seg and last.kind == kind and rid is not None and last.rid == rid:
+        if type(last) is Seg and last.kind == kind and rid is not None and last.rid == rid:
             streamed = last.text()
             if text.startswith(streamed) or text.endswith(streamed):
                 if last.in_agg:
@@ -817,14 +442,14 @@ class RunReducer:
                     pre = agent.text_pre if kind == "text" else agent.reasoning_pre
                     pre[:] = [whole[: len(whole) - len(streamed)]]
                     for entry in timeline:
-                        if type(entry) is _Seg and entry.kind == kind:
+                        if type(entry) is Seg and entry.kind == kind:
                             entry.in_agg = False
                     last.in_agg = True
                     self._replace(agent, last, text, len(timeline) - 1)
                     return
         self._append(agent, kind, text, rid)
 
-    def _replace(self, agent: _Agent, seg: _Seg, text: str, index: int) -> None:
+    def _replace(self, agent: AgentRecord, seg: Seg, text: str, index: int) -> None:
         seg.parts = [text]
         seg.replaced = True
         if not seg.dirty:
@@ -847,7 +472,7 @@ class RunReducer:
     # ----------------------------------------------------------------- run lifecycle
     def _on_run_start(self, event: RunStartEvent) -> None:
         root_id = event.agent_id
-        if not _ok(root_id):
+        if not id_ok(root_id):
             self._diag(f"run-start with unusable agentId {root_id!r}")
             return
         root = self._root
@@ -860,7 +485,7 @@ class RunReducer:
             elif self._agents[root_id] is not root:
                 self._diag(f"run-start agentId {root_id!r} is already a sub-agent")
         else:
-            self._root = _Agent(root_id, "orchestrator")
+            self._root = AgentRecord(root_id, "orchestrator")
             self._agents = {root_id: self._root}
             self._calls = {}
             self._confirm_ids = {}
@@ -881,7 +506,7 @@ class RunReducer:
         self._touch(root)
         reason = event.payload.reason
         if status == "cancelled":
-            cause = _CANCELLATION.get(reason or "")
+            cause = CANCELLATION.get(reason or "")
             if cause is None:
                 root.fields.pop("cancellationReason", None)
             else:
@@ -900,21 +525,21 @@ class RunReducer:
                 self._touch_call(call)
 
     # ----------------------------------------------------------------- tool calls
-    def _new_call(self, agent: _Agent, call_id: str, name: str, args: dict[str, Any], event: Event) -> None:
-        call = _Call(call_id, name, args, agent, _iso(event.ts))
+    def _new_call(self, agent: AgentRecord, call_id: str, name: str, args: dict[str, Any], event: Event) -> None:
+        call = Call(call_id, name, args, agent, iso(event.ts))
         self._calls[call_id] = call
         agent.calls.append(call)
-        agent.timeline.append(_Ref("tool-call", call_id, event.response_id or None))
+        agent.timeline.append(Ref("tool-call", call_id, event.response_id or None))
         self._touch(agent)
         self._touch_call(call)
 
-    def _synthetic_call_id(self, agent: _Agent) -> str:
+    def _synthetic_call_id(self, agent: AgentRecord) -> str:
         number = len(agent.calls) + 1
         while f"{agent.id}/call-{number}" in self._calls:
             number += 1
         return f"{agent.id}/call-{number}"
 
-    def _latest_loading(self, agent_id: str, tool_name: str = "") -> _Call | None:
+    def _latest_loading(self, agent_id: str, tool_name: str = "") -> Call | None:
         agent = self._agents.get(agent_id)
         if agent is None:
             return None
@@ -925,7 +550,7 @@ class RunReducer:
 
     def _on_tool_input_start(self, event: ToolInputStartEvent) -> None:
         call_id = event.payload.tool_call_id
-        if not _ok(call_id) or not call_id or call_id in self._calls:
+        if not id_ok(call_id) or not call_id or call_id in self._calls:
             return
         agent = self._agents.get(event.agent_id)
         if agent is None:
@@ -935,7 +560,7 @@ class RunReducer:
 
     def _on_tool_call(self, event: ToolCallEvent) -> None:
         call_id = event.payload.tool_call_id
-        if not _ok(call_id):
+        if not id_ok(call_id):
             return
         if call_id:
             announced = self._calls.get(call_id)
@@ -958,9 +583,9 @@ class RunReducer:
             return
         self._new_call(agent, call_id or self._synthetic_call_id(agent), event.payload.tool_name, event.payload.args, event)
 
-    def _find_call(self, call_id: str, agent_id: str, what: str) -> _Call | None:
+    def _find_call(self, call_id: str, agent_id: str, what: str) -> Call | None:
         if call_id:
-            call = self._calls.get(call_id) if _ok(call_id) else None
+            call = self._calls.get(call_id) if id_ok(call_id) else None
             if call is None:
                 self._diag(f"{what} for unknown tool call {call_id!r}")
             return call
@@ -975,7 +600,7 @@ class RunReducer:
             return
         call.result = event.payload.result
         call.loading = False
-        call.completed = _iso(event.ts)
+        call.completed = iso(event.ts)
         self._touch_call(call)
 
     def _on_tool_error(self, event: ToolErrorEvent | ToolInterruptedEvent) -> None:
@@ -986,14 +611,14 @@ class RunReducer:
         if event.type == "tool-interrupted":
             call.interrupted = True
         call.loading = False
-        call.completed = _iso(event.ts)
+        call.completed = iso(event.ts)
         self._touch_call(call)
 
     def _on_confirmation(self, event: ConfirmationRequestEvent) -> None:
         payload = event.payload
         call_id = payload.tool_call_id
         if call_id:
-            call = self._calls.get(call_id) if _ok(call_id) else None
+            call = self._calls.get(call_id) if id_ok(call_id) else None
         else:
             call = self._latest_loading(event.agent_id, payload.tool_name)
         if call is None:
@@ -1010,7 +635,7 @@ class RunReducer:
     def _on_agent_spawned(self, event: AgentSpawnedEvent) -> None:
         payload = event.payload
         agent_id, parent_id = event.agent_id, payload.parent_id
-        if not _ok(agent_id) or not _ok(parent_id):
+        if not id_ok(agent_id) or not id_ok(parent_id):
             return
         extra = payload.model_extra or {}
         existing = self._agents.get(agent_id)
@@ -1036,7 +661,7 @@ class RunReducer:
             self._diag(f"agent-spawned {agent_id!r} nests deeper than {MAX_AGENT_DEPTH} levels; folded into its parent")
             self._agents[agent_id] = parent  # its events land in the parent: nothing is lost
             return
-        child = _Agent(agent_id, payload.role)
+        child = AgentRecord(agent_id, payload.role)
         child.depth = parent.depth + 1
         wire = payload.to_wire()
         for key in ("tools", "taskId", "kind", "activity", "title", "subtitle", "goal", "targetResource"):
@@ -1045,12 +670,12 @@ class RunReducer:
         self._agents[agent_id] = child
         parent.children.append(child)
         rid = event.response_id or (parent.timeline[-1].rid if parent.timeline else None)
-        parent.timeline.append(_Ref("child", agent_id, rid))
+        parent.timeline.append(Ref("child", agent_id, rid))
         self._touch(parent)
         self._touch(child)
 
     def _on_agent_completed(self, event: AgentCompletedEvent) -> None:
-        agent = self._agents.get(event.agent_id) if _ok(event.agent_id) else None
+        agent = self._agents.get(event.agent_id) if id_ok(event.agent_id) else None
         if agent is None:
             self._diag(f"agent-completed for unknown agent {event.agent_id!r}")
             return
@@ -1058,7 +683,7 @@ class RunReducer:
         status = payload.status
         if status == "interrupted":
             status = "cancelled"
-        if status not in _AGENT_STATUSES:
+        if status not in AGENT_STATUSES:
             status = "error" if payload.error else "completed"
         agent.status = status
         if "result" in payload.model_fields_set:
@@ -1080,7 +705,7 @@ class RunReducer:
 
     # ----------------------------------------------------------------- plan, setup, errors
     def _on_tasks_update(self, event: TasksUpdateEvent) -> None:
-        agent = self._agents.get(event.agent_id) if _ok(event.agent_id) else None
+        agent = self._agents.get(event.agent_id) if id_ok(event.agent_id) else None
         if agent is None:
             self._diag(f"tasks-update for unknown agent {event.agent_id!r}")
             return
@@ -1091,7 +716,7 @@ class RunReducer:
 
     def _on_setup_items(self, event: SetupItemsEvent) -> None:
         workflow_id = event.payload.workflow_id
-        if not _ok(workflow_id):
+        if not id_ok(workflow_id):
             return
         root = self._root
         source = self._agents.get(event.agent_id)
@@ -1099,7 +724,7 @@ class RunReducer:
             "workflowId": workflow_id,
             "agentId": source.id if source is not None else event.agent_id,
         }
-        stamp = _iso(event.ts)
+        stamp = iso(event.ts)
         if stamp is not None:
             announcement["timestamp"] = stamp
         root.fields["latestSetupAnnouncement"] = announcement
@@ -1110,7 +735,7 @@ class RunReducer:
 
     def _on_error(self, event: ErrorEvent) -> None:
         payload = event.payload
-        agent = self._agents.get(event.agent_id) if _ok(event.agent_id) else None
+        agent = self._agents.get(event.agent_id) if id_ok(event.agent_id) else None
         if agent is None:
             agent = self._root
         if payload.code not in KNOWN_ERROR_CODES:
@@ -1130,25 +755,6 @@ class RunReducer:
         agent.fields["errorDetails"] = details
         self._touch(agent)
 
-
-def _ts_ok(value: Any) -> bool:
-    return value is None or (type(value) in (int, float))
-
-
-def _user_ok(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
-def _entry_dict(entry: _Entry) -> dict[str, Any]:
-    if type(entry) is _Seg:
-        out: dict[str, Any] = {"type": entry.kind, "content": entry.text()}
-    elif type(entry) is _Ref:
-        out = {"type": entry.kind, ("toolCallId" if entry.kind == "tool-call" else "agentId"): entry.ref}
-    else:
-        return dict(entry.data)  # type: ignore[union-attr]
-    if entry.rid is not None:
-        out["responseId"] = entry.rid
-    return out
 
 
 def build_agent_tree(events: Iterable[Event]) -> AgentNode:
