@@ -345,6 +345,39 @@ class N8nPeer:
                 "workDir": str(self.work), "bootSeconds": round(self.boot_seconds, 1)}
 
 
+NODE_TABLE_PATH = Path(__file__).resolve().parents[1] / "instance_ai_tui" / "assistant" / "data" / "n8n_nodes.json"
+
+
+def node_table(peer: N8nPeer) -> dict[str, Any]:
+    """The node catalogue of a running n8n, as ``assistant/data/n8n_nodes.json`` holds it:
+    ``type -> [default typeVersion, display name, is a trigger, every version]`` (sorted by type)."""
+    browser_id = str(uuid.uuid4())
+    status, _body, headers = _http("POST", f"{peer.url}/rest/login",
+                                   {"emailOrLdapLoginId": peer.email, "password": peer.password},
+                                   {"browser-id": browser_id})
+    cookie = next((part.strip() for part in headers["set-cookie"].split(";") if part.strip().startswith("n8n-auth=")), "")
+    status, body, _ = _http("GET", f"{peer.url}/types/nodes.json", headers={"Cookie": cookie, "browser-id": browser_id},
+                            timeout=120.0)
+    if status != 200 or not isinstance(body, list):
+        raise PeerError(f"GET /types/nodes.json answered {status}: {str(body)[:300]}")
+    table: dict[str, list[Any]] = {}
+    for node in body:
+        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
+            continue
+        raw = node.get("version", 1)
+        versions = [v for v in (raw if isinstance(raw, list) else [raw]) if isinstance(v, (int, float))]
+        entry = table.setdefault(node["name"], [None, node.get("displayName") or "", False, []])
+        entry[3] = sorted(set(entry[3]) | set(versions))
+        default = node.get("defaultVersion")
+        if isinstance(default, (int, float)):
+            entry[0] = default
+        entry[2] = entry[2] or "trigger" in (node.get("group") or [])
+    for entry in table.values():
+        if entry[0] is None:
+            entry[0] = max(entry[3]) if entry[3] else 1
+    return {"n8nVersion": N8N_VERSION, "nodes": dict(sorted(table.items()))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -353,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     start = sub.add_parser("start", help="start a fresh n8n and keep it up until Ctrl+C")
     start.add_argument("--model-url", required=True, help="OpenAI-compatible base URL for n8n's Instance AI")
     start.add_argument("--port", type=int, default=0)
+    table = sub.add_parser("node-table", help=f"regenerate {NODE_TABLE_PATH.name} (the offline node catalogue) from a fresh n8n")
+    table.add_argument("--out", type=Path, default=NODE_TABLE_PATH)
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
@@ -362,6 +397,16 @@ def main(argv: list[str] | None = None) -> int:
             ok = installed()
             print(f"n8n {N8N_VERSION} installed in {cache_dir()}" if ok else missing_reason())
             return 0 if ok else 1
+        if args.command == "node-table":
+            with contextlib.closing(N8nPeer(model_url="http://127.0.0.1:9/v1")) as peer:
+                peer.start()
+                data = node_table(peer)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            lines = [f"  {json.dumps(name)}: {json.dumps(entry, ensure_ascii=False)}" for name, entry in data["nodes"].items()]
+            body = ",\n".join(lines)
+            args.out.write_text(f'{{"n8nVersion": {json.dumps(data["n8nVersion"])}, "nodes": {{\n{body}\n}}}}\n')
+            print(f"{len(data['nodes'])} node types of n8n {N8N_VERSION} written to {args.out}")
+            return 0
         peer = N8nPeer(model_url=args.model_url, port=args.port)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         try:

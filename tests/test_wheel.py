@@ -46,6 +46,7 @@ def test_the_wheel_holds_no_test_doubles(tmp_path: Path) -> None:
     modules = [n for n in names if n.endswith(".py")]
     assert "instance_ai_tui/tui/app.py" in modules  # the product is there
     assert "instance_ai_tui/tui/app.tcss" in names  # and its data files
+    assert "instance_ai_tui/assistant/data/n8n_nodes.json" in names
     doubles = [
         n
         for n in modules

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..store.base import Store
 from .n8n_client import N8nApiError, summarise_workflow
-from .n8n_node_table import NODE_TABLE
+from .n8n_node_table import node_table
 from .n8n_workflow import NodeCatalogue, NodeType, activation_error, public_api_error
 
 NODE_CATALOGUE: tuple[dict[str, str], ...] = (
@@ -114,7 +114,7 @@ class DemoN8n:
     @staticmethod
     def _node(node_type: str, index: int, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
         display = next((n["displayName"] for n in NODE_CATALOGUE if n["type"] == node_type), node_type.rsplit(".", 1)[-1])
-        version = NODE_TABLE[node_type][0] if node_type in NODE_TABLE else 1
+        version = node_table()[node_type][0] if node_type in node_table() else 1
         return {"id": f"node-{index + 1}", "name": display, "type": node_type, "typeVersion": version,
                 "position": [240 + 220 * index, 300], "parameters": parameters or {}}
 
@@ -138,7 +138,7 @@ class DemoN8n:
         """The simulated instance knows only its small catalogue (versions as in n8n 2.41.1)."""
         types = []
         for entry in NODE_CATALOGUE:
-            version, _display, trigger, versions = NODE_TABLE.get(entry["type"], (1, "", False, (1,)))
+            version, _display, trigger, versions = node_table().get(entry["type"], (1, "", False, (1,)))
             types.append(NodeType(entry["type"], version, entry["displayName"], entry["group"] == "trigger" or trigger,
                                   versions))
         return NodeCatalogue(types, source="the demo instance's node catalogue")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from .n8n_node_table import NODE_TABLE
+from .n8n_node_table import node_table
 
 #: keys of a node the public API accepts (its ``node`` schema has additionalProperties: false)
 NODE_KEYS = frozenset({
@@ -79,7 +79,7 @@ class NodeCatalogue:
     @classmethod
     def built_in(cls) -> NodeCatalogue:
         return cls((NodeType(name, v, display, trig, versions) for name, (v, display, trig, versions)
-                    in NODE_TABLE.items()), source="the node table of n8n 2.41.1", complete=False)
+                    in node_table().items()), source="the node table of n8n 2.41.1", complete=False)
 
     @classmethod
     def from_nodes_json(cls, data: Any) -> NodeCatalogue:
@@ -398,7 +398,7 @@ def public_api_error(body: Any) -> str | None:
 
 def activation_error(workflow: Mapping[str, Any], trigger_types: Iterable[str] | None = None) -> str | None:
     """n8n's 400 for activating a workflow without a trigger, webhook or polling node."""
-    known = set(trigger_types) if trigger_types is not None else {n for n, v in NODE_TABLE.items() if v[2]}
+    known = set(trigger_types) if trigger_types is not None else {n for n, v in node_table().items() if v[2]}
     known -= NOT_ACTIVATING
     nodes = workflow.get("nodes") or []
     if not any(isinstance(n, Mapping) and not n.get("disabled") and n.get("type") not in NOT_ACTIVATING
