@@ -38,7 +38,6 @@ import asyncio
 import gc
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -57,6 +56,7 @@ from .boot import boot, is_demo
 from .cards import Cards
 from .connection import ConnectionWatcher, QueuedRow, show_foreign_user_message
 from .pending_watch import PendingWatch, TerminalSignals
+from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
 from .sending import Sender
 from .threads import Threads
@@ -76,35 +76,6 @@ if TYPE_CHECKING:
     from ..protocol.conversation import Conversation
     from .widgets.confirmations import ConfirmationAnswered
     from .widgets.turns import Frame
-
-FRAME_HZ = 25
-#: more events than this between two frames (with more still coming) is a flood
-FLOOD_EVENTS = 2000
-#: the ingest worker yields to the event loop at least this often (seconds)
-INGEST_SLICE = 0.005
-
-
-@dataclass
-class IngestStats:
-    """Counters for benchmarks and tests."""
-
-    #: ``time.perf_counter()`` when the first frame was painted (cold start)
-    first_frame_at: float | None = None
-    events: int = 0
-    frames: int = 0
-    busy_frames: int = 0
-    slowest_frame: float = 0.0
-    first_event_at: float | None = None
-    last_event_at: float | None = None
-    frame_times: list[float] = field(default_factory=list)
-
-    def record_frame(self, seconds: float) -> None:
-        self.busy_frames += 1
-        self.slowest_frame = max(self.slowest_frame, seconds)
-        if len(self.frame_times) < 100_000:
-            self.frame_times.append(seconds)
-
-
 
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
@@ -151,22 +122,17 @@ class InstanceAiApp(App[None]):
         self.pending: set[str] = set()
         self.status_info = StatusInfo(model=client.model_name)
         self.status_info.demo = is_demo(self)
-        self.stats = IngestStats()
+        #: the ingest worker and the frame projection (``tui.projection``)
+        self.projection = Projection(self)
+        self.stats = self.projection.stats
         self.keys = self._load_keymap()
         self.theme_manager: themes.ThemeManager | None = None
         self._frame_timer: Any = None
-        self._frame_no = 0
-        self._last_frame_empty = True
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
-        self._ingest_task: asyncio.Task[None] | None = None
-        self._ingest_waiting = False
         self._remove_state_listener: Any = None
         #: new cards that take focus when the focus rule allows (``tui.cards``)
         self._pending_focus: list[str] = []
-        self._events_at_frame = 0
-        self._catching_up = False
-        self._gc_held = False
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.find_bar = FindBar()
@@ -277,8 +243,8 @@ class InstanceAiApp(App[None]):
             self._remove_state_listener()
         if self.theme_manager is not None:
             self.theme_manager.stop()
-        self._stop_ingest()
-        self._release_gc()
+        self.projection.stop()
+        self.projection.release_gc()
         gc.unfreeze()  # what was frozen at mount may be garbage now (tests run many apps)
         if self.gateway is not None:
             gateway, self.gateway = self.gateway, None
@@ -323,70 +289,30 @@ class InstanceAiApp(App[None]):
         """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``."""
         await self.threads.open(thread_id, source)
 
-    # ------------------------------------------------------------------ ingest
+    # ------------------------------------------------------------------ ingest and frame (tui.projection)
     def _start_ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
-        self._stop_ingest()
-        self._ingest_task = asyncio.create_task(self._ingest(conversation, thread_id, after), name="ingest")
+        self.projection.start(conversation, thread_id, after)
 
     def _stop_ingest(self) -> None:
-        task, self._ingest_task = self._ingest_task, None
-        if task is not None and not task.done():
-            task.cancel()
+        self.projection.stop()
 
-    async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
-        """Fold every stream item into the model. No widget work happens here.
+    async def _frame(self) -> None:
+        """The frame timer's callback: project what changed in the model onto the widgets."""
+        await self.projection.frame()
 
-        ``_ingest_waiting`` is true only while the stream itself has nothing to give: it is
-        set at the end of every item, but other tasks only see it when the stream really
-        suspended (an item that is ready at once is taken in the same step).
-        """
-        stats = self.stats
-        apply = conversation.apply
-        apply_sync = conversation.apply_run_sync
-        observe = self.n8n_activity.observe
-        clock = time.perf_counter
-        slice_end = clock() + INGEST_SLICE
-        stream = self.thread_client.events(thread_id, after=after)
-        try:
-            self._ingest_waiting = True
-            async for item in stream:
-                self._ingest_waiting = False
-                event = item.event
-                if event is not None:
-                    apply(item.id, event)
-                    if event.type == "run-finish":
-                        self._note_run_finish(event)
-                    elif event.type == "run-start":
-                        self._check_foreign_message(conversation, event.run_id)
-                elif item.run_sync is not None:
-                    apply_sync(item.run_sync)
-                observe(item)
-                stats.events += 1
-                if stats.first_event_at is None:
-                    stats.first_event_at = clock()
-                if not stats.events & 63:
-                    now = clock()
-                    stats.last_event_at = now
-                    if now >= slice_end:
-                        await asyncio.sleep(0)
-                        slice_end = clock() + INGEST_SLICE
-                        if self.conversation is not conversation:
-                            return
-                self._ingest_waiting = True
-        except asyncio.CancelledError:
-            raise
-        except ClientError as exc:
-            if self.conversation is conversation:
-                self._show_error(f"The event stream stopped: {exc}")
-        finally:
-            self._ingest_waiting = False
-            stats.last_event_at = clock()
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except (RuntimeError, ClientError):
-                    pass
+    @property
+    def ingest_idle(self) -> bool:
+        """The ingest worker is waiting for the stream's next item (or none runs)."""
+        return self.projection.ingest_idle
+
+    @property
+    def rendered(self) -> bool:
+        """The last frame projected nothing new and every Markdown block has parsed its text."""
+        return self.projection.rendered
+
+    async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
+        """Wait until rendering caught up (and, with ``events``, that many were ingested); seconds waited."""
+        return await self.projection.wait_until_rendered(timeout, events=events)
 
     def _check_foreign_message(self, conversation: Conversation, run_id: str) -> None:
         """A run nobody here started (another client): fetch its user message (n8n's
@@ -397,82 +323,6 @@ class InstanceAiApp(App[None]):
 
     def _note_run_finish(self, event: Any) -> None:
         self.run_status.note_run_finish(event)
-
-    # ------------------------------------------------------------------ the frame
-    async def _frame(self) -> None:
-        """Project what changed in the model onto the widgets, in one batched update."""
-        self._frame_no += 1
-        self.stats.frames += 1
-        conversation = self.conversation
-        view = self.view
-        if conversation is None or not view.is_attached:
-            return
-        started = time.perf_counter()
-        if self._flooded():
-            return
-        changes = conversation.drain_changes()
-        behind = view.behind
-        if changes.empty and not behind:
-            self._last_frame_empty = True
-            if self._pending_focus:
-                self._focus_new_cards()
-            if self._frame_no % 3 == 0:
-                view.ticks()
-                self._update_run_state()
-                self.status_line.refresh_info(tick=True)
-            return
-        self._last_frame_empty = False
-        from .widgets.turns import Frame
-
-        frame = Frame(self.pending)
-        with self.batch_update():
-            if changes.confirmations or changes.reset:
-                self._refresh_pending(frame)
-            grew = view.apply(changes, frame)
-            grew = view.catch_up(frame) or grew
-            if changes.tasks or changes.reset:
-                self._update_tasks(conversation)
-            if changes.title and conversation.title:
-                self._update_title(conversation)
-            if changes.messages:
-                self._update_status_message(conversation, changes)
-            if changes.streaming:
-                self._on_streaming_changed(conversation)
-            self._update_run_state()
-            self.status_line.refresh_info(tick=True)
-            if grew and not view.following:
-                self._show_new_output_badge()
-        await frame.run()
-        self._focus_new_cards()
-        self.stats.record_frame(time.perf_counter() - started)
-
-    def _flooded(self) -> bool:
-        """During a flood of events (a replayed log, a burst after a reconnect) skip the
-        projection: the model keeps every change and one later frame projects the end
-        state, so no widget is mounted only to be pruned a moment later and the event loop
-        stays with the ingest. Live agent output (hundreds of events/s) is never a flood."""
-        backlog = self.stats.events - self._events_at_frame
-        self._events_at_frame = self.stats.events
-        flooding = backlog > FLOOD_EVENTS and not self.ingest_idle
-        if flooding:
-            if not self._catching_up and gc.isenabled():
-                # a flood allocates fast: hold the cyclic collector (reference counting
-                # still frees nearly everything) instead of letting it stall every few frames
-                gc.disable()
-                self._gc_held = True
-            self._catching_up = True
-            self.status_info.message = f"catching up… {self.stats.events:,} events"
-            self.status_line.refresh_info(tick=True)
-        elif self._catching_up:
-            self._catching_up = False
-            self.status_info.message = ""
-            self._release_gc()
-        return flooding
-
-    def _release_gc(self) -> None:
-        if self._gc_held:
-            self._gc_held = False
-            gc.enable()
 
     # ------------------------------------------------------------------ what the frame updates
     def _refresh_pending(self, frame: Frame) -> None:
@@ -690,37 +540,3 @@ class InstanceAiApp(App[None]):
         """Until the first thread is open (or the connection failed)."""
         await asyncio.wait_for(self.ready.wait(), timeout)
 
-    @property
-    def ingest_idle(self) -> bool:
-        """The ingest worker is waiting for the stream's next item (or none runs)."""
-        task = self._ingest_task
-        return task is None or task.done() or self._ingest_waiting
-
-    @property
-    def rendered(self) -> bool:
-        """The last frame projected nothing new and every Markdown block has parsed its text."""
-        return (
-            self._last_frame_empty and not self._catching_up and not self._opening and self.view.settled
-        )
-
-    async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
-        """Wait until rendering caught up (and, with ``events``, that many were ingested).
-
-        Returns the seconds waited. Raises ``TimeoutError``.
-        """
-        started = time.perf_counter()
-        deadline = started + timeout
-        while True:
-            enough = events is None or self.stats.events >= events
-            if enough and self.ingest_idle and self.rendered and not self._model_dirty():
-                return time.perf_counter() - started
-            if time.perf_counter() > deadline:
-                raise TimeoutError(
-                    f"rendering did not catch up in {timeout} s (events={self.stats.events}, "
-                    f"frame empty={self._last_frame_empty})"
-                )
-            await asyncio.sleep(1 / FRAME_HZ / 2)
-
-    def _model_dirty(self) -> bool:
-        conversation = self.conversation
-        return conversation is not None and conversation.has_changes

@@ -1,0 +1,246 @@
+"""The ingest worker and the frame: from the client's event stream to the widgets.
+
+Data flow (DESIGN.md, "Performance architecture")::
+
+    client.events()  --ingest worker-->  Conversation (reducer model)   no widget work
+                                              |  drain_changes()
+    frame timer (25 Hz)  --one batch_update-->  widgets (only what changed)
+
+``Projection`` owns both halves for the open thread: ``start``/``stop`` the ingest of a thread,
+``frame()`` (the app's frame timer) projects what the reducer changed, floods skip projection
+until the backlog is folded, and ``wait_until_rendered`` is the "rendering caught up" signal of
+headless use. ``IngestStats`` counts events and frames for benchmarks and tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..client.base import ClientError
+
+if TYPE_CHECKING:
+    from ..protocol.conversation import Conversation
+    from .app import InstanceAiApp
+
+FRAME_HZ = 25
+#: more events than this between two frames (with more still coming) is a flood
+FLOOD_EVENTS = 2000
+#: the ingest worker yields to the event loop at least this often (seconds)
+INGEST_SLICE = 0.005
+
+
+@dataclass
+class IngestStats:
+    """Counters for benchmarks and tests."""
+
+    #: ``time.perf_counter()`` when the first frame was painted (cold start)
+    first_frame_at: float | None = None
+    events: int = 0
+    frames: int = 0
+    busy_frames: int = 0
+    slowest_frame: float = 0.0
+    first_event_at: float | None = None
+    last_event_at: float | None = None
+    frame_times: list[float] = field(default_factory=list)
+
+    def record_frame(self, seconds: float) -> None:
+        self.busy_frames += 1
+        self.slowest_frame = max(self.slowest_frame, seconds)
+        if len(self.frame_times) < 100_000:
+            self.frame_times.append(seconds)
+
+
+class Projection:
+    """The ingest worker and the frame projection of one app (``app.projection``)."""
+
+    def __init__(self, app: InstanceAiApp) -> None:
+        self.app = app
+        self.stats = IngestStats()
+        self.ingest_task: asyncio.Task[None] | None = None
+        self.ingest_waiting = False
+        self.frame_no = 0
+        self.last_frame_empty = True
+        self.events_at_frame = 0
+        self.catching_up = False
+        self.gc_held = False
+
+    # ------------------------------------------------------------------ ingest
+    def start(self, conversation: Conversation, thread_id: str, after: int) -> None:
+        self.stop()
+        self.ingest_task = asyncio.create_task(self._ingest(conversation, thread_id, after), name="ingest")
+
+    def stop(self) -> None:
+        task, self.ingest_task = self.ingest_task, None
+        if task is not None and not task.done():
+            task.cancel()
+
+    async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
+        """Fold every stream item into the model. No widget work happens here.
+
+        ``_ingest_waiting`` is true only while the stream itself has nothing to give: it is
+        set at the end of every item, but other tasks only see it when the stream really
+        suspended (an item that is ready at once is taken in the same step).
+        """
+        stats = self.stats
+        apply = conversation.apply
+        apply_sync = conversation.apply_run_sync
+        observe = self.app.n8n_activity.observe
+        clock = time.perf_counter
+        slice_end = clock() + INGEST_SLICE
+        stream = self.app.thread_client.events(thread_id, after=after)
+        try:
+            self.ingest_waiting = True
+            async for item in stream:
+                self.ingest_waiting = False
+                event = item.event
+                if event is not None:
+                    apply(item.id, event)
+                    if event.type == "run-finish":
+                        self.app._note_run_finish(event)
+                    elif event.type == "run-start":
+                        self.app._check_foreign_message(conversation, event.run_id)
+                elif item.run_sync is not None:
+                    apply_sync(item.run_sync)
+                observe(item)
+                stats.events += 1
+                if stats.first_event_at is None:
+                    stats.first_event_at = clock()
+                if not stats.events & 63:
+                    now = clock()
+                    stats.last_event_at = now
+                    if now >= slice_end:
+                        await asyncio.sleep(0)
+                        slice_end = clock() + INGEST_SLICE
+                        if self.app.conversation is not conversation:
+                            return
+                self.ingest_waiting = True
+        except asyncio.CancelledError:
+            raise
+        except ClientError as exc:
+            if self.app.conversation is conversation:
+                self.app._show_error(f"The event stream stopped: {exc}")
+        finally:
+            self.ingest_waiting = False
+            stats.last_event_at = clock()
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except (RuntimeError, ClientError):
+                    pass
+
+    # ------------------------------------------------------------------ the frame
+    async def frame(self) -> None:
+        """Project what changed in the model onto the widgets, in one batched update."""
+        self.frame_no += 1
+        self.stats.frames += 1
+        conversation = self.app.conversation
+        view = self.app.view
+        if conversation is None or not view.is_attached:
+            return
+        started = time.perf_counter()
+        if self.flooded():
+            return
+        changes = conversation.drain_changes()
+        behind = view.behind
+        if changes.empty and not behind:
+            self.last_frame_empty = True
+            if self.app._pending_focus:
+                self.app._focus_new_cards()
+            if self.frame_no % 3 == 0:
+                view.ticks()
+                self.app._update_run_state()
+                self.app.status_line.refresh_info(tick=True)
+            return
+        self.last_frame_empty = False
+        from .widgets.turns import Frame
+
+        frame = Frame(self.app.pending)
+        with self.app.batch_update():
+            if changes.confirmations or changes.reset:
+                self.app._refresh_pending(frame)
+            grew = view.apply(changes, frame)
+            grew = view.catch_up(frame) or grew
+            if changes.tasks or changes.reset:
+                self.app._update_tasks(conversation)
+            if changes.title and conversation.title:
+                self.app._update_title(conversation)
+            if changes.messages:
+                self.app._update_status_message(conversation, changes)
+            if changes.streaming:
+                self.app._on_streaming_changed(conversation)
+            self.app._update_run_state()
+            self.app.status_line.refresh_info(tick=True)
+            if grew and not view.following:
+                self.app._show_new_output_badge()
+        await frame.run()
+        self.app._focus_new_cards()
+        self.stats.record_frame(time.perf_counter() - started)
+
+    def flooded(self) -> bool:
+        """During a flood of events (a replayed log, a burst after a reconnect) skip the
+        projection: the model keeps every change and one later frame projects the end
+        state, so no widget is mounted only to be pruned a moment later and the event loop
+        stays with the ingest. Live agent output (hundreds of events/s) is never a flood."""
+        backlog = self.stats.events - self.events_at_frame
+        self.events_at_frame = self.stats.events
+        flooding = backlog > FLOOD_EVENTS and not self.ingest_idle
+        if flooding:
+            if not self.catching_up and gc.isenabled():
+                # a flood allocates fast: hold the cyclic collector (reference counting
+                # still frees nearly everything) instead of letting it stall every few frames
+                gc.disable()
+                self.gc_held = True
+            self.catching_up = True
+            self.app.status_info.message = f"catching up… {self.stats.events:,} events"
+            self.app.status_line.refresh_info(tick=True)
+        elif self.catching_up:
+            self.catching_up = False
+            self.app.status_info.message = ""
+            self.release_gc()
+        return flooding
+
+    def release_gc(self) -> None:
+        if self.gc_held:
+            self.gc_held = False
+            gc.enable()
+
+    # ------------------------------------------------------------------ caught up?
+    @property
+    def ingest_idle(self) -> bool:
+        """The ingest worker is waiting for the stream's next item (or none runs)."""
+        task = self.ingest_task
+        return task is None or task.done() or self.ingest_waiting
+
+    @property
+    def rendered(self) -> bool:
+        """The last frame projected nothing new and every Markdown block has parsed its text."""
+        return (
+            self.last_frame_empty and not self.catching_up and not self.app._opening and self.app.view.settled
+        )
+
+    async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
+        """Wait until rendering caught up (and, with ``events``, that many were ingested).
+
+        Returns the seconds waited. Raises ``TimeoutError``.
+        """
+        started = time.perf_counter()
+        deadline = started + timeout
+        while True:
+            enough = events is None or self.stats.events >= events
+            if enough and self.ingest_idle and self.rendered and not self.model_dirty():
+                return time.perf_counter() - started
+            if time.perf_counter() > deadline:
+                raise TimeoutError(
+                    f"rendering did not catch up in {timeout} s (events={self.stats.events}, "
+                    f"frame empty={self.last_frame_empty})"
+                )
+            await asyncio.sleep(1 / FRAME_HZ / 2)
+
+    def model_dirty(self) -> bool:
+        conversation = self.app.conversation
+        return conversation is not None and conversation.has_changes
