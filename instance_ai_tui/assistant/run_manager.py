@@ -56,6 +56,7 @@ from ..runtime.model import ModelAdapter
 from ..runtime.usage import Usage
 from ..store.base import RunRecord, Store, StoredEvent
 from ..store.errors import is_unavailable
+from . import run_recovery
 from .approvals import load_allowances, remember_allowance
 from .confirmations import (
     DEFAULT_TTL_SECONDS,
@@ -69,11 +70,11 @@ from .confirmations import (
 )
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
-from .emitter import RunEmitter, agent_completed, error_event, to_new_event, tool_error, tool_interrupted
+from .emitter import RunEmitter, agent_completed, error_event, to_new_event, tool_error
 from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
-from .usage import USAGE_KEY, add_run_to_thread, usage_from_wire, usage_to_wire
+from .usage import USAGE_KEY, add_run_to_thread, usage_to_wire
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class RunManager:
                     thread_id=thread_id, run_id=run_id, message_group_id=group_id,
                     orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
                     services=self.services, allowances=await load_allowances(self.store, thread_id),
-                    model=await self._thread_model(thread_id),
+                    model=await run_recovery.thread_model(self, thread_id),
                 )
                 record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
                                    owner=self.options.owner, started_at=datetime.now(UTC),
@@ -610,143 +611,14 @@ class RunManager:
                 out.append(event)
         return out
 
-    # ----------------------------------------------------------------- restart
+    # ----------------------------------------------------------------- restart (assistant.run_recovery)
     async def recover(self) -> None:
-        """At start: sweep runs a crash left active; reload suspended runs. With other processes
-        on the same store (``coordinator``), only the runs no live process owns."""
-        await self.coordinator.start(self)
-        for record in await self.store.list_runs(status=["active"]):
-            try:
-                await self.coordinator.recover(record)
-            except Exception:
-                log.exception("sweeping run %s failed", record.run_id)
-        for record in await self.store.list_runs(status=["suspended"]):
-            if record.thread_id in self._runs:
-                continue
-            try:
-                await self.coordinator.recover(record)
-            except Exception:
-                log.exception("reloading suspended run %s failed", record.run_id)
-
-    async def _sweep(self, record: RunRecord) -> None:
-        emitter = RunEmitter(self.bus, record.thread_id, record.run_id)
-        root = orchestrator_id(record.run_id)
-        events = await self.run_events(record.thread_id, record.run_id, record.data.get("firstEventId"))
-        if not events:
-            # the process died while POST chat was starting this run (before run-start): nobody
-            # got its runId and the log has nothing of it; a run-finish alone would be an orphan
-            record.status = "interrupted"
-            record.finished_at = datetime.now(UTC)
-            record.data["neverStarted"] = True
-            await self._complete_checkpoint(record.run_id)
-            await self.store.upsert_run(record)
-            return
-        finished = next((e for e in reversed(events) if e.type == "run-finish"), None)
-        if finished is not None:
-            # the process died after storing run-finish, before the record said so: trust the log
-            status = (finished.data().get("payload") or {}).get("status")
-            record.status = status if status in ("completed", "cancelled", "error", "interrupted") else "interrupted"
-            record.finished_at = datetime.now(UTC)
-            await self._complete_checkpoint(record.run_id)
-            await self.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"))
-            await self.store.upsert_run(record)
-            return
-        open_calls: dict[str, str] = {}
-        open_agents: dict[str, str] = {}
-        for event in events:
-            data = event.data()
-            payload = data.get("payload") or {}
-            kind = data.get("type")
-            if kind == "tool-call":
-                open_calls[payload.get("toolCallId", "")] = data.get("agentId", root)
-            elif kind in ("tool-result", "tool-error", "tool-interrupted"):
-                open_calls.pop(payload.get("toolCallId", ""), None)
-            elif kind == "agent-spawned":
-                open_agents[data.get("agentId", "")] = payload.get("role", "")
-            elif kind == "agent-completed":
-                open_agents.pop(data.get("agentId", ""), None)
-        for call_id, agent_id in open_calls.items():
-            emitter.emit(tool_interrupted(agent_id, call_id, INTERRUPTED_TOOL))
-        for agent_id, role in open_agents.items():
-            emitter.emit(agent_completed(agent_id, role, "cancelled", error="interrupted by a process restart"))
-        await emitter.flush()
-        # tokens spent before the crash (as recorded when the run last suspended or resumed)
-        spent = usage_from_wire(record.data.get(USAGE_KEY)) + usage_from_wire(record.data.get(TITLE_USAGE_KEY))
-        usage = await self._count_usage(record.thread_id, record.run_id, spent)
-        finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted", **usage)
-        await self._complete_checkpoint(record.run_id)
-        for checkpoint in await self.services.checkpoints.list(thread_id=record.thread_id):
-            if checkpoint.run_id.startswith(f"{record.run_id}-"):
-                await self._complete_checkpoint(checkpoint.run_id)
-        await self.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"), finish_event)
-
-        async def mark_finished() -> None:  # after run-finish is in the log: a crash before is swept again
-            record.status = "interrupted"
-            record.finished_at = datetime.now(UTC)
-            await self.store.upsert_run(record)
-
-        await self._publish_finish(emitter, finish_event, mark_finished)
-
-    async def _thread_model(self, thread_id: str) -> ModelAdapter | None:
-        """The model chosen for the thread (``/model``, thread metadata ``model``); None: the
-        service's. A choice that cannot be built (e.g. its key was removed) falls back, logged."""
-        catalog = self.services.catalog
-        thread = await self.store.get_thread(thread_id)
-        name = thread.metadata.get("model") if thread is not None else None
-        if catalog is None or not isinstance(name, str) or not name:
-            return None
-        try:
-            return catalog.get(name)
-        except ValueError as exc:
-            log.warning("thread %s: model %r cannot be used (%s); using the default", thread_id, name, exc)
-            return None
-
-    async def _reload(self, record: RunRecord) -> None:
-        ctx = RunContext(
-            thread_id=record.thread_id, run_id=record.run_id,
-            message_group_id=record.message_group_id or record.run_id, orchestrator_id=orchestrator_id(record.run_id),
-            emitter=RunEmitter(self.bus, record.thread_id, record.run_id), services=self.services,
-            allowances=await load_allowances(self.store, record.thread_id),
-            tasks=list(record.data.get("tasks") or []), model=await self._thread_model(record.thread_id),
-        )
-        if record.data.get("firstEventId") is not None:
-            ctx.emitter.first_id = int(record.data["firstEventId"])
-        run = ActiveRun(ctx, str(record.data.get("messageId", "")), str(record.data.get("userMessage", "")), record,
-                        status="suspended", usage=usage_from_wire(record.data.get(USAGE_KEY)),
-                        title_usage=usage_from_wire(record.data.get(TITLE_USAGE_KEY)))
-        run.finished = asyncio.get_running_loop().create_future()
-        for request_id, raw in (record.data.get("confirmations") or {}).items():
-            pending = PendingConfirmation.model_validate(raw)
-            run.confirmations[request_id] = pending
-            self._by_request[request_id] = record.thread_id
-        self._runs[record.thread_id] = run
-        published = {
-            (e.data().get("payload") or {}).get("requestId")
-            for e in await self.run_events(record.thread_id, record.run_id, record.data.get("firstEventId"))
-            if e.type == "confirmation-request"
-        }
-        for pending in run.confirmations.values():
-            if pending.request_id not in published and pending.request:
-                self._publish_request(run, pending)  # the process died between recording and publishing
-        await ctx.emitter.flush()
+        """After a restart: sweep runs that cannot resume, reload suspended ones."""
+        await run_recovery.recover(self)
 
     async def expire(self) -> int:
-        """End suspended runs whose every confirmation expired (``run-finish {cancelled, timeout}``)
-        and drop expired checkpoints. Returns how many runs were ended."""
-        ended = 0
-        for run in list(self._runs.values()):
-            if run.status != "suspended" or not run.confirmations:
-                continue
-            if all(c.expired() for c in run.confirmations.values()):
-                async with self._lock(run.thread_id):
-                    if self._runs.get(run.thread_id) is run and run.status == "suspended":
-                        await self._end_suspended(run, "cancelled", "timeout")
-                        ended += 1
-        try:
-            await self.services.checkpoints.sweep()
-        except Exception as exc:  # noqa: BLE001 - the next sweep retries; logged
-            log.warning("sweeping expired checkpoints failed: %s", exc)
-        return ended
+        """End suspended runs whose every confirmation expired; how many ended."""
+        return await run_recovery.expire(self)
 
     # ----------------------------------------------------------------- other processes (assistant.coordination)
     def live_runs(self) -> list[ActiveRun]:
@@ -757,7 +629,7 @@ class RunManager:
 
     async def sweep_orphan(self, record: RunRecord) -> None:
         """End a run its (crashed) owner left ``active``: ``run-finish {interrupted, crash_interrupted}``."""
-        await self._sweep(record)
+        await run_recovery.sweep(self, record)
 
     async def adopt(self, record: RunRecord) -> None:
         """Take over a suspended run whose owner is gone (or our own, after a restart)."""
@@ -766,7 +638,7 @@ class RunManager:
         if record.owner != self.options.owner:
             record.owner = self.options.owner
             await self.store.upsert_run(record)
-        await self._reload(record)
+        await run_recovery.reload(self, record)
 
     def abandon(self, thread_id: str, run_id: str) -> None:
         """Another process took this run over (our lease expired): drop it here, publish nothing more."""
