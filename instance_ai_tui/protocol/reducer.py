@@ -290,9 +290,9 @@ class RunReducer(ReducerReads):
             seg.dirty = False
             content = seg.text()
             if seg.replaced:
-                changes.segments.append(SegmentChange(agent.id, index, seg.kind, content, True))
+                changes.segments.append(SegmentChange(agent.id, index, seg.kind, content, True, len(content)))
             elif len(content) > seg.sent:
-                changes.segments.append(SegmentChange(agent.id, index, seg.kind, content[seg.sent :], False))
+                changes.segments.append(SegmentChange(agent.id, index, seg.kind, content[seg.sent :], False, len(content)))
             seg.replaced = False
             seg.sent = len(content)
         self._dirty_segs.clear()

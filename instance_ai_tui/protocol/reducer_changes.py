@@ -12,7 +12,9 @@ class SegmentChange:
     """New text in an existing timeline segment since the last ``drain_changes``.
 
     ``text`` is what was appended, or the whole new content when ``replaced`` (a
-    ``text-block``/``reasoning-block`` replaced streamed text).
+    ``text-block``/``reasoning-block`` replaced streamed text); ``length`` is the length of the
+    whole content after it, so a screen can append ``text`` without comparing the whole text and
+    still tell a widget that already has it (built from the reducer after the drain).
     """
 
     agent_id: str
@@ -20,6 +22,7 @@ class SegmentChange:
     kind: str
     text: str
     replaced: bool = False
+    length: int = -1
 
 
 @dataclass(slots=True)

@@ -119,3 +119,57 @@ async def test_settled_pieces_are_not_laid_out_again(monkeypatch: pytest.MonkeyP
         # the open piece stays small however long the list grows
         starts = block._splitter.starts
         assert len(BULLETS) - starts[-1] < 2 * 300 + 200
+
+
+async def test_the_reducers_change_is_taken_without_re_diffing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``take_change`` appends the reducer's delta (issue 11: the screen uses the reducer's change): it
+    never compares the whole text, draws the same as ``set_target`` of the whole text, skips a change it
+    already shows and says when it is out of step (so the caller sets the whole text)."""
+    from instance_ai_tui.protocol.reducer import RunReducer
+
+    monkeypatch.setattr(long_markdown, "CHUNK_CHARS", 300)
+    reducer = RunReducer()
+    reducer.apply_wire({"type": "run-start", "runId": "r", "agentId": "agent-001", "payload": {"messageId": "m"}})
+    reducer.drain_changes()
+    app = Harness()
+    async with app.run_test(size=(72, 200)) as pilot:
+        whole = await _draw(app, pilot, LiveMarkdown(TABLE, classes="text-chunk"))
+        box = app.query_one("#box")
+        await box.remove_children()
+        block = ChunkedMarkdown("", chunk_classes="text-chunk")
+        block.keep = 10**6
+        await box.mount(block)
+
+        compared: list[str] = []
+        real_startswith = str.startswith
+
+        class Watched(str):
+            def startswith(self, *args: Any, **kw: Any) -> bool:  # a whole-text re-diff would call this
+                compared.append("startswith")
+                return real_startswith(self, *args, **kw)
+
+        taken = 0
+        for start in range(0, len(TABLE), 37):
+            reducer.apply_wire({"type": "text-delta", "runId": "r", "agentId": "agent-001",
+                                "payload": {"text": TABLE[start : start + 37]}})
+            changes = reducer.drain_changes()
+            for change in changes.segments:
+                assert change.length == len(reducer.segment_text("agent-001", change.index))
+                result = block.take_change(Watched(change.text), change.replaced, change.length)
+                assert result is True
+                taken += 1
+                assert block.take_change(change.text, False, change.length) is False  # already shown
+            if not changes.segments and changes.timeline_appends:  # the first delta: a new entry
+                block.set_target(reducer.segment_text("agent-001", 0))
+            await block.flush()
+            await pilot.pause()
+        assert taken > 10 and compared == []
+        # a change this widget cannot continue (it missed one) is refused, not glued on
+        assert block.take_change("zzz", False, len(TABLE) + 10) is None
+        block.finish()
+        for _ in range(200):
+            await pilot.pause()
+            if block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()):
+                break
+        await pilot.pause(0.05)
+        assert _cells(app) == whole

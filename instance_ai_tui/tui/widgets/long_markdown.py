@@ -401,6 +401,26 @@ class ChunkedMarkdown(Vertical, can_focus=True):
         self._target = content
         return True
 
+    def take_change(self, text: str, replaced: bool, length: int) -> bool | None:
+        """Take the reducer's change of this text (``SegmentChange``): ``text`` was appended, or is the
+        whole new content when ``replaced``; ``length`` is the content's length after it. Costs the
+        size of the change, not of the text (no re-diff). Returns whether there is something to
+        flush, or None when this widget is out of step with the change (it was built from the
+        reducer after the change was drained): the caller then sets the whole text."""
+        if replaced:
+            if text == self._target:
+                return False
+            self._target = text
+            self._replaced = True
+            return True
+        have = len(self._target)
+        if have == length:
+            return False  # built after the drain: it already shows this text
+        if have != length - len(text):
+            return None
+        self._target += text
+        return True
+
     async def flush(self) -> None:
         if not self.is_attached:
             return

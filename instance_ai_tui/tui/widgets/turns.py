@@ -28,7 +28,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from ...protocol.reducer import ReducerChanges, RunReducer
+from ...protocol.reducer import ReducerChanges, RunReducer, SegmentChange
 from .. import keymap
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
@@ -510,6 +510,19 @@ class AgentSection(Vertical):
         self.target_first = max(0, self.length - self.window)
         self.turn.behind.add(self)
 
+    def take_segment_change(self, change: SegmentChange, reducer: RunReducer, frame: Frame) -> None:
+        """The reducer's change of a text entry: only the appended text goes to the widget (no re-diff of
+        the whole text); a widget built after the drain, or a reasoning entry, gets the whole content."""
+        widget = self.entries.get(change.index)
+        if isinstance(widget, TextBlock):
+            taken = widget.take_change(change.text, change.replaced, change.length)
+            if taken:
+                frame.add_flush(widget)
+                return
+            if taken is False:
+                return
+        self.set_segment(change.index, reducer.segment_text(change.agent_id, change.index), frame)
+
     def set_segment(self, index: int, text: str, frame: Frame) -> None:
         """The whole current content of a text/reasoning entry."""
         widget = self.entries.get(index)
@@ -691,8 +704,7 @@ class AssistantTurn(Vertical):
         for seg in changes.segments:
             section = self.sections.get(seg.agent_id)
             if section is not None and seg.index in section.entries:
-                # absolute content, so a section composed after the drain cannot double text
-                section.set_segment(seg.index, reducer.segment_text(seg.agent_id, seg.index), frame)
+                section.take_segment_change(seg, reducer, frame)
         for call_id in changes.tool_calls:
             card = self.cards.get(call_id)
             if card is not None:
