@@ -96,3 +96,30 @@ def test_the_checker_sees_imports_inside_functions_and_importlib_strings(tmp_pat
         encoding="utf-8",
     )
     assert imported_packages(module, package) == {"assistant", "runtime"}
+
+
+def _names_imported_from(path: Path, module_suffix: str) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(module_suffix)
+        for alias in node.names
+    }
+
+
+@pytest.mark.parametrize("package", ["runtime", "bus"])
+def test_the_runtime_and_the_bus_depend_on_small_storage_protocols(package: str) -> None:
+    """Issue 11 item 7: nothing in runtime/ or bus/ depends on the whole ``Store``; each names the part it
+    uses (``EventLog``, ``MessageStore``, ``CheckpointRecords``, … or its own ``MemoryStorage``)."""
+    for path in modules(package):
+        assert "Store" not in _names_imported_from(path, "store.base"), path
+
+
+def test_no_module_of_the_package_is_over_800_lines() -> None:
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert sizes and {name: n for name, n in sizes.items() if n > 800} == {}
+    assert sizes["tui/app.py"] < 600

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..runtime.tools import ToolContext
-from ..store.base import Store
+from ..store.base import SettingsStore
 from .context import EXTRA_KEY, AgentScope
 
 SEVERITIES = ("destructive", "warning", "info")
@@ -60,12 +60,12 @@ def _scope(thread_id: str) -> str:
     return f"thread:{thread_id}"
 
 
-async def load_allowances(store: Store, thread_id: str) -> set[str]:
+async def load_allowances(store: SettingsStore, thread_id: str) -> set[str]:
     value = await store.get_setting(_scope(thread_id), ALWAYS_ALLOW_KEY)
     return {str(v) for v in value} if isinstance(value, list) else set()
 
 
-async def revoke_allowance(store: Store, thread_id: str, tool_name: str, live: set[str] | None = None) -> list[str]:
+async def revoke_allowance(store: SettingsStore, thread_id: str, tool_name: str, live: set[str] | None = None) -> list[str]:
     """Take ``tool_name`` out of the thread's always-allowed tools (stored, and ``live``: the
     set of a run that is going now, so its next call asks again). Returns what is left."""
     stored = await load_allowances(store, thread_id)
@@ -76,7 +76,7 @@ async def revoke_allowance(store: Store, thread_id: str, tool_name: str, live: s
     return sorted(stored)
 
 
-async def remember_allowance(store: Store, thread_id: str, tool_name: str, allowances: set[str]) -> None:
+async def remember_allowance(store: SettingsStore, thread_id: str, tool_name: str, allowances: set[str]) -> None:
     """Add ``tool_name`` to the thread's always-allowed tools (in memory and in the store)."""
     allowances.add(tool_name)
     stored = await load_allowances(store, thread_id)

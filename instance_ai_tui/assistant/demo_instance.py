@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
-from ..store.base import Store
+from ..store.base import SettingsStore
 from .n8n_client import N8nApiError, summarise_workflow
 from .n8n_node_table import node_table
 from .n8n_workflow import NodeCatalogue, NodeType, activation_error, public_api_error
@@ -67,7 +67,7 @@ class DemoN8n:
     SETTINGS_SCOPE = "demo"
     SETTINGS_KEY = "n8n"
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: SettingsStore | None = None) -> None:
         self._store = store
         self._workflows: dict[str, dict[str, Any]] = {}
         self._executions: dict[str, dict[str, Any]] = {}

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ..protocol.api import InstanceAiMessage, ThreadMessages
 from ..protocol.reducer import build_agent_tree_wire
 from ..protocol.tree import AgentNode
-from ..store.base import RunRecord, Store
+from ..store.base import EventLog, RunRecord, RunRecords, SnapshotStore, ThreadStore
 from .confirmations import PendingConfirmation
 from .run_manager import RunManager
 
@@ -54,7 +55,11 @@ def _expired_calls(record: RunRecord, now: float) -> set[str]:
     return out
 
 
-async def thread_messages(store: Store, manager: RunManager, thread_id: str) -> ThreadMessages:
+
+class HistoryStorage(ThreadStore, EventLog, RunRecords, SnapshotStore, Protocol):
+    """What the history of a thread reads: the thread, its runs, their snapshots, the event log's end."""
+
+async def thread_messages(store: HistoryStorage, manager: RunManager, thread_id: str) -> ThreadMessages:
     snapshots = await store.get_snapshots(thread_id)
     last_id = await store.last_event_id(thread_id)
     runs = await store.list_runs(thread_id=thread_id)

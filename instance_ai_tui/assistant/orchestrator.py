@@ -9,9 +9,8 @@ service (runs are independent; per-run context travels in ``ToolContext.extra``)
 from __future__ import annotations
 
 from ..runtime.agent import Agent
-from ..runtime.memory import StoreMemory
+from ..runtime.memory import MemoryStorage, StoreMemory
 from ..runtime.tools import Tool
-from ..store.base import Store
 from .context import Services
 from .tools.ask_user import ask_user_tool
 from .tools.delegate import delegate_tool
@@ -53,7 +52,7 @@ def instructions_for(services: Services) -> str:
     return INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
 
 
-def build_orchestrator(services: Services, store: Store, *, max_iterations: int = 30,
+def build_orchestrator(services: Services, store: MemoryStorage, *, max_iterations: int = 30,
                        history_messages: int = 40) -> Agent:
     """The orchestrator; also fills ``services.sub_agent_tools`` and ``services.severities``."""
     domain = domain_tools(services)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.usage import Usage
-from ..store.base import Store
+from ..store.base import ThreadStore
 
 USAGE_KEY = "usage"
 
@@ -60,7 +60,7 @@ def usage_from_wire(data: Any) -> Usage:
     return Usage(**values)
 
 
-async def add_run_to_thread(store: Store, thread_id: str, run_id: str, usage: Usage,
+async def add_run_to_thread(store: ThreadStore, thread_id: str, run_id: str, usage: Usage,
                             context_tokens: int = 0) -> dict[str, Any] | None:
     """Add a finished run's usage to the thread's ``metadata.usage``; returns the new total.
 

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store.base import NewEvent, Store, StoredEvent
+from ..store.base import EventLog, NewEvent, StoredEvent
 from .base import OnStored
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class InProcessBus:
     to catching up from the store.
     """
 
-    def __init__(self, store: Store, queue_size: int = 2048) -> None:
+    def __init__(self, store: EventLog, queue_size: int = 2048) -> None:
         if queue_size < 1:
             raise ValueError("queue_size must be at least 1")
         self.store = store

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from ..store.base import CheckpointRecord, Store
+from ..store.base import CheckpointRecord, CheckpointRecords
 
 
 def utcnow() -> datetime:
@@ -127,10 +127,15 @@ class InMemoryCheckpointStore:
         return len(expired)
 
 
+
+class CheckpointStorage(CheckpointRecords, Protocol):
+    """What ``StoreCheckpointStore`` needs of a store: the versioned checkpoint records (the runtime's
+    own declaration; SQLite and Redis implement it)."""
+
 class StoreCheckpointStore:
     """Checkpoints on a ``Store``'s checkpoint methods (e.g. ``store.sqlite.SqliteStore``)."""
 
-    def __init__(self, store: Store, default_ttl: float | None = 7 * 24 * 3600.0) -> None:
+    def __init__(self, store: CheckpointStorage, default_ttl: float | None = 7 * 24 * 3600.0) -> None:
         self.store = store
         self.default_ttl = default_ttl
 

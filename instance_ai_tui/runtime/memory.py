@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ..store.base import MessageRecord, Store
+from ..store.base import MessageRecord, MessageStore, SettingsStore, ThreadStore
 from .messages import Message
 from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
 from .tools import Tool, ToolContext
@@ -35,13 +35,18 @@ WORKING_MEMORY_TOOL = "update_working_memory"
 SUPERSEDED_RUNS = "superseded_runs"
 
 
-async def superseded_runs(store: Store, thread_id: str) -> set[str]:
+
+class MemoryStorage(ThreadStore, MessageStore, SettingsStore, Protocol):
+    """What ``StoreMemory`` needs of a store: threads, their messages, small settings (the runtime's own
+    declaration; ``store.sqlite.SqliteStore`` and ``store.redis.RedisStore`` implement it)."""
+
+async def superseded_runs(store: SettingsStore, thread_id: str) -> set[str]:
     """Runs of ``thread_id`` the user rewound past: their messages stay stored but leave the context."""
     value = await store.get_setting(f"thread:{thread_id}", SUPERSEDED_RUNS)
     return {str(v) for v in value} if isinstance(value, list) else set()
 
 
-async def mark_superseded(store: Store, thread_id: str, run_ids: Sequence[str]) -> None:
+async def mark_superseded(store: SettingsStore, thread_id: str, run_ids: Sequence[str]) -> None:
     known = await superseded_runs(store, thread_id)
     await store.set_setting(f"thread:{thread_id}", SUPERSEDED_RUNS, sorted(known | set(run_ids)))
 
@@ -145,7 +150,7 @@ class StoreMemory:
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryStorage,
         *,
         last_messages: int | None = 40,
         working_memory: bool = False,

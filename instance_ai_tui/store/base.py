@@ -103,14 +103,14 @@ class ThreadNotFound(KeyError):
     """The thread does not exist."""
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Everything the app persists. Every method is a coroutine; none blocks the loop."""
+# Small protocols, one per kind of record: a caller depends on the one(s) it uses; ``Store`` is
+# all of them (SQLite and Redis implement it). The runtime declares its own, smaller still
+# (``runtime.checkpoints.CheckpointStorage``, ``runtime.memory.MemoryStorage``).
 
-    async def open(self) -> None: ...
-    async def close(self) -> None: ...
 
-    # threads (newest ``updated_at`` first)
+class ThreadStore(Protocol):
+    """Threads, newest ``updated_at`` first."""
+
     async def create_thread(
         self, thread_id: str, title: str = "", metadata: dict[str, Any] | None = None
     ) -> ThreadRecord: ...
@@ -121,17 +121,26 @@ class Store(Protocol):
     ) -> ThreadRecord: ...
     async def delete_thread(self, thread_id: str) -> bool: ...
 
-    # the per-thread event log; ids are assigned here, gap-free, starting at 1
+
+class EventLog(Protocol):
+    """The per-thread event log; ids are assigned here, gap-free, starting at 1."""
+
     async def append_events(self, thread_id: str, events: Sequence[NewEvent]) -> list[StoredEvent]: ...
     async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]: ...
     def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]: ...
     async def last_event_id(self, thread_id: str) -> int: ...
 
-    # messages (upsert by id; ``seq`` keeps insertion order)
+
+class MessageStore(Protocol):
+    """Messages, upserted by id; ``seq`` keeps insertion order."""
+
     async def upsert_messages(self, thread_id: str, messages: Sequence[MessageRecord]) -> None: ...
     async def list_messages(self, thread_id: str) -> list[MessageRecord]: ...
 
-    # checkpoints
+
+class CheckpointRecords(Protocol):
+    """Suspended runs' checkpoints (versioned: compare-and-set)."""
+
     async def save_checkpoint(self, record: CheckpointRecord) -> CheckpointRecord: ...
     async def get_checkpoint(self, run_id: str) -> CheckpointRecord | None: ...
     async def compare_and_set_checkpoint(
@@ -141,15 +150,34 @@ class Store(Protocol):
     async def delete_checkpoint(self, run_id: str) -> None: ...
     async def sweep_checkpoints(self, now: datetime) -> int: ...
 
-    # runs
+
+class RunRecords(Protocol):
+    """The record of each run (status, usage, what it waits for)."""
+
     async def upsert_run(self, record: RunRecord) -> None: ...
     async def get_run(self, run_id: str) -> RunRecord | None: ...
     async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]: ...
 
-    # agent-tree snapshots per run (the reducer's tree as a wire dict)
+
+class SnapshotStore(Protocol):
+    """Agent-tree snapshots per run (the reducer's tree as a wire dict)."""
+
     async def save_snapshot(self, thread_id: str, run_id: str, tree: dict[str, Any]) -> None: ...
     async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]: ...
 
-    # small per-thread key/value settings (e.g. tools "always allowed" in a thread)
+
+class SettingsStore(Protocol):
+    """Small per-scope key/value settings (e.g. tools "always allowed" in a thread)."""
+
     async def get_setting(self, scope: str, key: str) -> Any: ...
     async def set_setting(self, scope: str, key: str, value: Any) -> None: ...
+
+
+@runtime_checkable
+class Store(
+    ThreadStore, EventLog, MessageStore, CheckpointRecords, RunRecords, SnapshotStore, SettingsStore, Protocol
+):
+    """Everything the app persists. Every method is a coroutine; none blocks the loop."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
