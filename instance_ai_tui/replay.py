@@ -17,23 +17,12 @@ when the stream holds one message group, else a JSON list of all messages
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 _MAX_DIAGNOSTICS_SHOWN = 50
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", help="recorded stream: raw SSE text or JSON lines of events ('-' reads stdin)"
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print the agent tree JSON (a list of messages if several groups)"
-    )
-    parser.add_argument("--ascii", action="store_true", help="draw the text tree without emoji or box characters")
 
 
 def _read(name: str) -> bytes:
@@ -114,12 +103,13 @@ def _sse_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any]
     return items
 
 
-def main(args: argparse.Namespace) -> int:
+def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
+    """Fold the recorded stream in file ``name`` ('-': stdin) and print its tree; the exit code
+    (``instance-ai replay``, see ``cli.replay``)."""
     from .protocol.conversation import Conversation
     from .protocol.text_render import render_text
     from .protocol.tree import RunSyncPayload
 
-    name = args.file
     try:
         data = _read(name)
     except OSError as exc:
@@ -150,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"instance-ai replay: no events found in {'stdin' if name == '-' else repr(name)}", file=sys.stderr)
         return 1
     out = sys.stdout
-    if args.json:
+    if as_json:
         if len(assistants) == 1:
             payload: Any = assistants[0].reducer.tree().to_wire()  # type: ignore[union-attr]
         else:
@@ -163,9 +153,9 @@ def main(args: argparse.Namespace) -> int:
         blocks.append(f"Thread: {conversation.title}")
     for message in conversation.messages:
         if message.reducer is None:
-            blocks.append(("[user] " if args.ascii else "👤 ") + message.content)
+            blocks.append(("[user] " if ascii else "👤 ") + message.content)
         else:
-            blocks.append(render_text(message.reducer.tree(), ascii=args.ascii))
+            blocks.append(render_text(message.reducer.tree(), ascii=ascii))
     out.write("\n\n".join(blocks) + "\n")
     return 0
 

@@ -123,3 +123,20 @@ def test_no_module_of_the_package_is_over_800_lines() -> None:
     }
     assert sizes and {name: n for name, n in sizes.items() if n > 800} == {}
     assert sizes["tui/app.py"] < 600
+
+
+def test_argument_parsing_lives_in_the_cli_package() -> None:
+    """Issue 11 item 5: every command's argparse is in ``instance_ai_tui/cli/``; the layers expose plain
+    functions (``replay.replay``, ``client.gateway.share_folder``, ...)."""
+    outside = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.is_relative_to(PACKAGE / "cli"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if "argparse" in names or module == "argparse":
+                outside.append(str(path.relative_to(PACKAGE)))
+    assert outside == []
+    assert (PACKAGE / "cli" / "__init__.py").is_file()

@@ -20,12 +20,11 @@ than ``confirm_reads_over`` bytes, answers ``GATEWAY_CONFIRMATION_REQUIRED::{jso
 the user and calls again with ``_confirmation`` = ``denyOnce`` / ``allowOnce`` /
 ``allowForSession``.
 
-Run it alone: ``python -m instance_ai_tui.client.gateway --url URL --email E --dir FOLDER``.
+Run it alone: ``python -m instance_ai_tui.cli.gateway --url URL --email E --dir FOLDER``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import fnmatch
 import json
@@ -640,35 +639,23 @@ def _gateway_error(status: int, body: str, path: str) -> ClientError:
 # --------------------------------------------------------------------------- command line
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m instance_ai_tui.client.gateway",
-        description="Share one local folder (read-only) with an n8n instance's AI agent.",
-    )
-    parser.add_argument("--url", required=True, help="n8n base URL, e.g. http://127.0.0.1:5678")
-    parser.add_argument("--dir", required=True, type=Path, help="the folder to share")
-    parser.add_argument("--key", help="gateway key: a pairing token from n8n, or N8N_INSTANCE_AI_GATEWAY_API_KEY")
-    parser.add_argument("--email", help="log in as this n8n user and pair (password: N8N_PASSWORD or prompt)")
-    parser.add_argument("--allow", action="append", metavar="GLOB",
-                        help="files readable without asking (repeatable); others need the user's decision")
-    parser.add_argument("--confirm-reads-over", type=int, metavar="BYTES", help="ask before reading larger files")
-    return parser
-
-
-async def _amain(args: argparse.Namespace) -> int:
+async def share_folder(url: str, folder: Path, *, key: str | None = None, email: str | None = None,
+                       allow: list[str] | None = None, confirm_reads_over: int | None = None) -> int:
+    """Share ``folder`` with the n8n at ``url`` until stopped (``python -m instance_ai_tui.cli.gateway``);
+    the exit code. Pairs with ``key``, or logs in as ``email`` first."""
     from .n8n_auth import load_browser_id, login, resolve_credentials
 
     session: N8nSession | None = None
     async with httpx.AsyncClient(timeout=30.0) as http:
-        if args.key is None:
-            credentials = await asyncio.to_thread(resolve_credentials, args.email, None)
+        if key is None:
+            credentials = await asyncio.to_thread(resolve_credentials, email, None)
             if credentials is None:
                 print("gateway: give --key, or --email with N8N_PASSWORD or a terminal to type it", file=sys.stderr)
                 return 2
             session = N8nSession(browser_id=await asyncio.to_thread(load_browser_id))
-            await login(http, args.url, session, credentials)
-        gateway = LocalGateway(args.url, args.dir, key=args.key, session=session, allow=args.allow,
-                               confirm_reads_over=args.confirm_reads_over, http=http,
+            await login(http, url, session, credentials)
+        gateway = LocalGateway(url, folder, key=key, session=session, allow=allow,
+                               confirm_reads_over=confirm_reads_over, http=http,
                                log=lambda message: print(f"gateway: {message}", file=sys.stderr, flush=True))
         await gateway.start()
         try:
@@ -676,18 +663,3 @@ async def _amain(args: argparse.Namespace) -> int:
         finally:
             await gateway.stop()
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return asyncio.run(_amain(args))
-    except KeyboardInterrupt:
-        return 130
-    except (ClientError, OSError) as exc:
-        print(f"gateway: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

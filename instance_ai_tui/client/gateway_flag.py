@@ -12,7 +12,6 @@ resource decision, which n8n asks for as a ``confirmation-request``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,23 +50,6 @@ class GatewayRequest:
 
     root: Path
     allow: tuple[str, ...] | None = None
-
-
-def from_args(args: argparse.Namespace) -> GatewayRequest | None:
-    """The request in ``args`` (None without ``--gateway``); ``GatewayFlagError`` when misused."""
-    root = getattr(args, "gateway", None)
-    allow = getattr(args, "gateway_allow", None)
-    if not root:
-        if allow:
-            raise GatewayFlagError("--gateway-allow needs --gateway DIR")
-        return None
-    path = Path(root).expanduser()
-    if not path.exists():
-        raise GatewayFlagError(f"--gateway {root}: no such folder")
-    if not path.is_dir():
-        raise GatewayFlagError(f"--gateway {root}: not a folder")
-    patterns = tuple(p.strip() for p in allow or () if p.strip())
-    return GatewayRequest(path.resolve(), patterns or None)
 
 
 def check_connection(request: GatewayRequest | None, settings: Settings, dialect: str | None = None) -> None:

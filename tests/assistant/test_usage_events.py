@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from instance_ai_tui.assistant.usage import usage_from_wire
-from instance_ai_tui.client.cli_export import export_thread
-from instance_ai_tui.client.cli_run import HeadlessRun
+from instance_ai_tui.cli.export import export_thread
+from instance_ai_tui.cli.run import HeadlessRun
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import Settings

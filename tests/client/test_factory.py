@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from instance_ai_tui.cli.connection import add_connection_arguments, settings_from_args
 from instance_ai_tui.client.base import ClientError
 from instance_ai_tui.client.embedded import EmbeddedClient
-from instance_ai_tui.client.factory import add_connection_arguments, build_client, detect_dialect, settings_from_args
+from instance_ai_tui.client.factory import build_client, detect_dialect
 from instance_ai_tui.client.remote import RemoteClient
 
 from .raw_servers import HEALTH, RawRequest, RawServer, json_response

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.client.cli_run import HeadlessRun, auto_answer, describe_answer
+from instance_ai_tui.cli.run import HeadlessRun, auto_answer, describe_answer
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.protocol.api import (
     ApprovalConfirm,

@@ -219,7 +219,7 @@ async def test_the_gateway_command_serves_until_n8n_disconnects(
         link = await http.post(fake.base_url + "/rest/instance-ai/gateway/create-link", headers=client.session.headers())
     token = link.json()["data"]["token"]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "instance_ai_tui.client.gateway", "--url", fake.base_url, "--key", token,
+        sys.executable, "-m", "instance_ai_tui.cli.gateway", "--url", fake.base_url, "--key", token,
         "--dir", str(shared), "--allow", "docs/*",
         cwd=str(Path(__file__).resolve().parents[2]), stderr=asyncio.subprocess.PIPE,
     )

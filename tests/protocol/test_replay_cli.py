@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from instance_ai_tui import replay
+from instance_ai_tui.cli import replay
 from instance_ai_tui.protocol.reducer import build_agent_tree_wire
 
 RUN = "run_x"

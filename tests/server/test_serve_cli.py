@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from instance_ai_tui.cli import build_parser
-from instance_ai_tui.server.cli import is_loopback, main
+from instance_ai_tui.cli.serve import is_loopback, main
 
 
 def test_loopback_detection() -> None:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from instance_ai_tui.cli import build_parser
+from instance_ai_tui.cli.web import app_arguments
 from instance_ai_tui.web.access import (
     COOKIE_NAME,
     AccessError,
@@ -26,7 +27,6 @@ from instance_ai_tui.web.access import (
     same_origin,
     session_value,
 )
-from instance_ai_tui.web.cli import app_arguments
 
 from .conftest import WebProcess
 

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .access import TOKEN_ENV, AccessError, check_settings
+from ..web.access import TOKEN_ENV, AccessError, check_settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5690
-TUI_MODULE = "instance_ai_tui.tui.cli"
+TUI_MODULE = "instance_ai_tui.cli.tui"
 #: app flags that web mode does not pass on (``--token``: the web token takes the name; the
 #: app's server token comes from the environment)
 NOT_PASSED = {"help", "token"}
@@ -81,12 +81,12 @@ def _check_app_flags(args: argparse.Namespace) -> str | None:
     """What the app would refuse at start (a broken config file, --gateway without n8n), said
     once here instead of in every tab; ``None``: fine."""
     from ..client.base import ClientError
-    from ..client.factory import settings_from_args
-    from ..client.gateway_flag import GatewayFlagError, check_connection, from_args
+    from ..client.gateway_flag import GatewayFlagError, check_connection
+    from .connection import gateway_from_args, settings_from_args
 
     try:
         settings = settings_from_args(args)
-        check_connection(from_args(args), settings, settings.remote.dialect)
+        check_connection(gateway_from_args(args), settings, settings.remote.dialect)
     except (ClientError, GatewayFlagError, ValueError, OSError) as exc:
         return str(exc)
     return None
@@ -112,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
     except ImportError:
         print("instance-ai web: textual-serve is not installed: pip install textual-serve", file=sys.stderr)
         return 1
-    from .server import WebServer
+    from ..web.server import WebServer
 
     server = WebServer(app_command(args), host=args.host, port=args.port, token=token, public_url=args.public_url)
     try:

@@ -71,9 +71,9 @@ def main(args: argparse.Namespace) -> int:
     import logging
 
     from ..config import load_settings
-    from .app import create_app, loopback_hosts
-    from .runner import make_server
-    from .service_factory import build_service
+    from ..server.app import create_app, loopback_hosts
+    from ..server.runner import make_server
+    from ..server.service_factory import build_service
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides: dict[str, object] = {}
@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     if args.workspace:
         overrides["workspace_root"] = args.workspace
     settings = load_settings(overrides)
-    from .redis_service import (
+    from ..server.redis_service import (
         build_redis_service,
         check_redis,
         redacted,

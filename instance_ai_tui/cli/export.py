@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .factory import add_connection_arguments
+from .connection import add_connection_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .base import ClientError
-    from .factory import settings_from_args
+    from ..client.base import ClientError
+    from .connection import settings_from_args
 
     try:
         text = asyncio.run(export_thread(settings_from_args(args), args.thread, args.format))
@@ -46,9 +46,9 @@ def main(args: argparse.Namespace) -> int:
 
 async def export_thread(settings: object, thread_id: str, fmt: str) -> str:
     """The thread ``thread_id`` as Markdown (``md``) or JSON (``json``)."""
+    from ..client.factory import open_client
     from ..protocol.conversation import Conversation
     from ..protocol.transcript import to_json, to_markdown
-    from .factory import open_client
 
     client = await open_client(settings)  # type: ignore[arg-type]
     try:

@@ -31,7 +31,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .factory import add_connection_arguments, add_gateway_arguments
+from .connection import add_connection_arguments, add_gateway_arguments
 
 #: seconds without an event of the run before ``run`` gives up
 DEFAULT_IDLE_TIMEOUT = 300.0
@@ -60,9 +60,9 @@ def json_line(data: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 if TYPE_CHECKING:
+    from ..client.base import Client
     from ..protocol.api import ConfirmBody
     from ..protocol.events import ConfirmationPayload, Event
-    from .base import Client
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,14 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .base import ClientError
-    from .factory import settings_from_args
-    from .gateway_flag import GatewayFlagError, check_connection, from_args
+    from ..client.base import ClientError
+    from ..client.gateway_flag import GatewayFlagError, check_connection
+    from .connection import gateway_from_args, settings_from_args
 
     policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
     try:
         settings = settings_from_args(args)
-        gateway = from_args(args)
+        gateway = gateway_from_args(args)
         remote = settings.remote
         check_connection(gateway, settings, remote.dialect or ("n8n" if remote.email else None))
         return asyncio.run(_main(settings, args, policy, gateway))
@@ -121,12 +121,12 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
     import asyncio
     import signal
 
-    from .factory import open_client
+    from ..client.factory import open_client
 
     client = await open_client(settings)
     shared = None
     if gateway is not None:
-        from . import gateway_flag
+        from ..client import gateway_flag
 
         try:
             shared = await gateway_flag.start(
@@ -222,7 +222,7 @@ class HeadlessRun:
     async def cancel(self) -> None:
         import asyncio
 
-        from .base import ClientError
+        from ..client.base import ClientError
 
         if self.run_id is None:
             return
@@ -272,7 +272,7 @@ class HeadlessRun:
                 await asyncio.gather(follow, return_exceptions=True)
 
     def _on_state(self, state: Any, detail: str) -> None:
-        from .base import ConnectionState
+        from ..client.base import ConnectionState
 
         match = re.search(r"attempt (\d+)", detail)
         if state == ConnectionState.RECONNECTING and match:
@@ -299,9 +299,9 @@ class HeadlessRun:
         self._retries = 0
 
     async def _follow(self) -> int:
+        from ..client.base import NotFoundError
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
-        from .base import NotFoundError
 
         try:
             history = await self.client.messages(self.thread_id)

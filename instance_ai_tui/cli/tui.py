@@ -16,7 +16,7 @@ DEMO_DELAY = 0.02
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..client.factory import add_connection_arguments, add_gateway_arguments
+    from .connection import add_connection_arguments, add_gateway_arguments
 
     add_connection_arguments(parser)
     add_gateway_arguments(parser)
@@ -47,12 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ..client.base import Client, ClientError
-    from ..client.factory import build_client, detect_dialect, settings_from_args
-    from ..client.gateway_flag import GatewayFlagError, check_connection, from_args
+    from ..client.factory import build_client, detect_dialect
+    from ..client.gateway_flag import GatewayFlagError, check_connection
+    from .connection import gateway_from_args, settings_from_args
 
     settings = settings_from_args(args)
     try:
-        gateway = from_args(args)
+        gateway = gateway_from_args(args)
         check_connection(gateway, settings)
     except GatewayFlagError as exc:
         print(f"instance-ai: {exc}", file=sys.stderr)
@@ -78,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2
 
-    from .app import InstanceAiApp
+    from ..tui.app import InstanceAiApp
 
     app = InstanceAiApp(
         client,

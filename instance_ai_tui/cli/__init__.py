@@ -23,18 +23,18 @@ import os
 import sys
 from collections.abc import Collection, Sequence
 
-from . import __version__
+from .. import __version__
 
 #: sub-command -> (module, help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("instance_ai_tui.server.cli", "run the HTTP/SSE server"),
-    "run": ("instance_ai_tui.client.cli_run", "send one message headless and stream the answer"),
-    "threads": ("instance_ai_tui.client.cli_threads", "list threads"),
-    "export": ("instance_ai_tui.client.cli_export", "export a thread as Markdown or JSON"),
-    "replay": ("instance_ai_tui.replay", "fold a recorded event stream into an agent tree and print it"),
-    "web": ("instance_ai_tui.web.cli", "serve the app to browsers (one app per tab; loopback unless --token)"),
+    "serve": ("instance_ai_tui.cli.serve", "run the HTTP/SSE server"),
+    "run": ("instance_ai_tui.cli.run", "send one message headless and stream the answer"),
+    "threads": ("instance_ai_tui.cli.threads", "list threads"),
+    "export": ("instance_ai_tui.cli.export", "export a thread as Markdown or JSON"),
+    "replay": ("instance_ai_tui.cli.replay", "fold a recorded event stream into an agent tree and print it"),
+    "web": ("instance_ai_tui.cli.web", "serve the app to browsers (one app per tab; loopback unless --token)"),
 }
-TUI_MODULE = "instance_ai_tui.tui.cli"
+TUI_MODULE = "instance_ai_tui.cli.tui"
 DESCRIPTION = "A terminal client for Instance AI agents: embedded, our own server, or n8n."
 EXIT_CODES = "exit codes: 0 done, 1 error, 2 bad arguments, 130 interrupted, 141 output closed early"
 #: the exit code when the reader of our output went away (128 + SIGPIPE, as the shell reports it)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .factory import add_connection_arguments
+from .connection import add_connection_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .base import ClientError
-    from .factory import settings_from_args
+    from ..client.base import ClientError
+    from .connection import settings_from_args
 
     try:
         return asyncio.run(_main(settings_from_args(args), args.json))
@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
 async def _main(settings: object, as_json: bool) -> int:
     import json
 
-    from .factory import open_client
+    from ..client.factory import open_client
 
     client = await open_client(settings)  # type: ignore[arg-type]
     try:
