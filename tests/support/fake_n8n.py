@@ -1221,10 +1221,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=5678)
     args = parser.parse_args(argv)
 
+    return serve_forever(FakeN8n(step_delay=0.05), args.port)
+
+
+def serve_forever(fake: FakeN8n, port: int, *, after_start: Callable[[FakeN8n], str] | None = None) -> int:
+    """Run ``fake`` on ``port`` until Ctrl+C, saying where (and what ``after_start`` adds) once it is up."""
+
     async def serve() -> None:
-        fake = FakeN8n(step_delay=0.05)
-        await fake.start(args.port)
-        print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password})", flush=True)
+        await fake.start(port)
+        extra = after_start(fake) if after_start is not None else ""
+        print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password}){extra}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:

@@ -261,30 +261,20 @@ def main(argv: list[str] | None = None) -> int:
     (send ``shape:<name>``; names: see ``SHAPES``) for trying the cards by hand."""
     import argparse
 
-    from .fake_n8n import FakeN8n
+    from .fake_n8n import FakeN8n, serve_forever
 
     parser = argparse.ArgumentParser(description="Serve the fake n8n with every confirmation shape on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=5678)
     args = parser.parse_args(argv)
 
-    async def serve() -> None:
-        script = ShapeScript()
-        fake = FakeN8n(script=script, step_delay=0.05)
-        await fake.start(args.port)
+    script = ShapeScript()
+
+    def started(fake: FakeN8n) -> str:
         script.project_id = fake.project_id
         script.fake = fake
-        print(f"fake n8n on {fake.base_url} (login {fake.email} / {fake.password}); send shape:<name>, names: "
-              + ", ".join(SHAPES), flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await fake.stop()
+        return "; send shape:<name>, names: " + ", ".join(SHAPES)
 
-    try:
-        asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve_forever(FakeN8n(script=script, step_delay=0.05), args.port, after_start=started)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,13 +57,18 @@ async def _stream(app: Any, pilot: Any, text: str, classes: str, step: int) -> C
         block.set_target(text[:end])
         await block.flush()
         await pilot.pause()
+    await _finish(block, pilot)
+    return block
+
+
+async def _finish(block: ChunkedMarkdown, pilot: Any) -> None:
+    """End the stream and wait until every piece has drawn its last text."""
     block.finish()
     for _ in range(200):
         await pilot.pause()
         if block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()):
             break
     await pilot.pause(0.05)
-    return block
 
 
 @pytest.mark.parametrize("name", ["list", "ordered", "table", "code", "mixed"])
@@ -166,10 +171,5 @@ async def test_the_reducers_change_is_taken_without_re_diffing(monkeypatch: pyte
         assert taken > 10 and compared == []
         # a change this widget cannot continue (it missed one) is refused, not glued on
         assert block.take_change("zzz", False, len(TABLE) + 10) is None
-        block.finish()
-        for _ in range(200):
-            await pilot.pause()
-            if block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()):
-                break
-        await pilot.pause(0.05)
+        await _finish(block, pilot)
         assert _cells(app) == whole
