@@ -41,7 +41,6 @@ import json
 import os
 import platform
 import random
-import re
 import resource
 import statistics
 import subprocess
@@ -351,61 +350,15 @@ async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: 
     }
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?<>=$ ]*[A-Za-z~]|\x1b[()][A-Z0-9]|\x1b[=>NOM78c]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
-_MARKERS = (b"Message Instance AI", b"Search threads")
 
 
 def _cold_start_once(timeout: float = 20.0) -> float | None:
-    """Seconds from exec to the first frame of ``python -m instance_ai_tui`` in a pty."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
+    """Seconds from exec to the first frame of ``python -m instance_ai_tui`` in a pty (the measure of
+    ``benchmarks/cold_start.py``, which also compares it with a minimal Textual app)."""
+    from benchmarks.cold_start import first_paint
 
-    with tempfile.TemporaryDirectory(prefix="instance-ai-cold-") as tmp:
-        env = {
-            **os.environ,
-            "TERM": "xterm-256color",
-            "XDG_CONFIG_HOME": f"{tmp}/config",
-            "XDG_DATA_HOME": f"{tmp}/data",
-            "INSTANCE_AI_CONFIG": f"{tmp}/config/config.toml",
-            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        }
-        for name in ("TEXTUAL_THEME", "INSTANCE_AI_MODEL", "OPENAI_API_KEY", "INSTANCE_AI_DB"):
-            env.pop(name, None)
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "instance_ai_tui", "--model", "demo", "--db", f"{tmp}/cold.sqlite3"],
-            stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp, close_fds=True, start_new_session=True,
-        )
-        os.close(slave)
-        output, first = b"", None
-        try:
-            while time.perf_counter() - started < timeout and process.poll() is None:
-                ready, _, _ = select.select([master], [], [], 0.01)
-                if not ready:
-                    continue
-                try:
-                    data = os.read(master, 1 << 16)
-                except OSError:
-                    break
-                output += data
-                if first is None:
-                    plain = _ANSI.sub(b"", output)
-                    if any(marker in plain for marker in _MARKERS):
-                        first = time.perf_counter() - started
-                        os.write(master, b"\x11")  # ctrl+q
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        finally:
-            os.close(master)
-    return first
+    return first_paint([sys.executable, "-m", "instance_ai_tui", "--model", "demo", "--db", "cold.sqlite3"],
+                       b"Message Instance AI", SIZE, timeout)
 
 
 def _import_seconds() -> float:
