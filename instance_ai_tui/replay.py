@@ -17,123 +17,192 @@ when the stream holds one message group, else a JSON list of all messages
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 _MAX_DIAGNOSTICS_SHOWN = 50
+#: bytes read at a time: the file is folded as it is read, so memory does not grow with its size
+_CHUNK = 1 << 20
 
 
-def _read(name: str) -> bytes:
-    if name == "-":
-        return sys.stdin.buffer.read()
-    return Path(name).expanduser().read_bytes()
+class _Diagnostics:
+    """The first ``_MAX_DIAGNOSTICS_SHOWN`` diagnostics and how many there were (bounded memory)."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.count = 0
+
+    def append(self, line: str) -> None:
+        self.count += 1
+        if len(self.shown) < _MAX_DIAGNOSTICS_SHOWN:
+            self.shown.append(line)
+
+    def extend(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.append(line)
 
 
-def _looks_like_json(text: str) -> bool:
-    for line in text.splitlines():
-        stripped = line.strip()
+def _open(name: str) -> BinaryIO:
+    return sys.stdin.buffer if name == "-" else Path(name).expanduser().open("rb")
+
+
+def _chunks(stream: BinaryIO) -> Iterator[str]:
+    """The stream's text, a chunk at a time (UTF-8; bad bytes replaced; a leading BOM dropped)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    first = True
+    while True:
+        data = stream.read(_CHUNK)
+        text = decoder.decode(data, final=not data)
+        if first and text:
+            text, first = text.lstrip("\ufeff"), False
+        if text:
+            yield text
+        if not data:
+            return
+
+
+def _split_format(chunks: Iterator[str]) -> tuple[bool, Iterator[str]]:
+    """Whether the stream is JSON (its first non-blank character is ``{`` or ``[``), and the chunks again."""
+    seen: list[str] = []
+    is_json = False
+    for chunk in chunks:
+        seen.append(chunk)
+        stripped = chunk.lstrip()
         if stripped:
-            return stripped[0] in "{["
-    return False
+            is_json = stripped[0] in "{["
+            break
+    return is_json, itertools.chain(seen, chunks)
 
 
-def _json_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any]]:
-    from .protocol.sse import MAX_JSON_DEPTH, json_too_deep
+def _item(number: int, obj: Any, diagnostics: _Diagnostics) -> tuple[int | None, Any] | None:
+    """One recorded JSON object as a stream item (None: reported and skipped)."""
     from .protocol.tree import RunSyncPayload
 
-    objects: list[tuple[int, Any]] = []
-    stripped = text.strip()
-    whole: Any = None
-    if stripped.startswith("["):
+    if not isinstance(obj, dict):
+        diagnostics.append(f"line {number}: expected a JSON object, got {type(obj).__name__}")
+        return None
+    event_id: int | None = None
+    raw_id = obj.get("id")
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        event_id = raw_id
+    inner = obj.get("event", obj.get("data")) if "type" not in obj else None
+    if isinstance(inner, str):
         try:
-            whole = json.loads(stripped)
+            inner = json.loads(inner)
+        except ValueError:
+            inner = None
+    if isinstance(inner, dict):
+        obj = inner
+    if obj.get("type") == "run-sync" or ("type" not in obj and "agentTree" in obj):
+        try:
+            return event_id, RunSyncPayload.model_validate(obj.get("payload", obj))
+        except ValueError as exc:
+            diagnostics.append(f"line {number}: invalid run-sync payload: {str(exc).splitlines()[0]}")
+            return None
+    if event_id is not None and "type" in obj and "id" in obj:
+        obj = {k: v for k, v in obj.items() if k != "id"}
+    return event_id, obj
+
+
+def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tuple[int | None, Any]]:
+    """JSON lines, folded line by line as they are read; a single JSON array is read whole."""
+    from .protocol.sse import MAX_JSON_DEPTH, json_too_deep
+
+    head = ""
+    for chunk in chunks:  # up to the first non-blank chunk: the format shows there
+        head += chunk
+        if head.strip():
+            break
+    if head.lstrip().startswith("["):
+        text = head + "".join(chunks)
+        try:
+            whole = json.loads(text)
         except (ValueError, RecursionError):
             whole = None
-    if isinstance(whole, list):
-        objects = [(index + 1, obj) for index, obj in enumerate(whole)]
+        if isinstance(whole, list):
+            for index, obj in enumerate(whole):
+                item = _item(index + 1, obj, diagnostics)
+                if item is not None:
+                    yield item
+            return
+        chunks = iter([text])
     else:
-        for number, line in enumerate(text.splitlines(), start=1):
+        chunks = itertools.chain([head], chunks)
+    pending = ""
+    number = 0
+    for chunk in itertools.chain(chunks, ["\n"]):
+        lines = (pending + chunk).split("\n")
+        pending = lines.pop()
+        for line in lines:
+            number += 1
             if not line.strip():
                 continue
             if json_too_deep(line):
                 diagnostics.append(f"line {number}: nested deeper than {MAX_JSON_DEPTH} levels; skipped")
                 continue
             try:
-                objects.append((number, json.loads(line)))
+                obj = json.loads(line)
             except (ValueError, RecursionError) as exc:
                 diagnostics.append(f"line {number}: not JSON ({exc})")
-    items: list[tuple[int | None, Any]] = []
-    for number, obj in objects:
-        if not isinstance(obj, dict):
-            diagnostics.append(f"line {number}: expected a JSON object, got {type(obj).__name__}")
-            continue
-        event_id: int | None = None
-        raw_id = obj.get("id")
-        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
-            event_id = raw_id
-        inner = obj.get("event", obj.get("data")) if "type" not in obj else None
-        if isinstance(inner, str):
-            try:
-                inner = json.loads(inner)
-            except ValueError:
-                inner = None
-        if isinstance(inner, dict):
-            obj = inner
-        if obj.get("type") == "run-sync" or ("type" not in obj and "agentTree" in obj):
-            try:
-                items.append((event_id, RunSyncPayload.model_validate(obj.get("payload", obj))))
-            except ValueError as exc:
-                diagnostics.append(f"line {number}: invalid run-sync payload: {str(exc).splitlines()[0]}")
-            continue
-        if event_id is not None and "type" in obj and "id" in obj:
-            obj = {k: v for k, v in obj.items() if k != "id"}
-        items.append((event_id, obj))
-    return items
+                continue
+            item = _item(number, obj, diagnostics)
+            if item is not None:
+                yield item
 
 
-def _sse_items(text: str, diagnostics: list[str]) -> list[tuple[int | None, Any]]:
+def _sse_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tuple[int | None, Any]]:
+    """Raw SSE text, decoded a chunk at a time."""
     from .protocol.sse import EventStreamDecoder
 
     decoder = EventStreamDecoder(raw_events=True, max_diagnostics=10_000)
-    items = decoder.feed(text)
-    items.extend(decoder.close(dispatch_incomplete=True))
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+        diagnostics.extend(decoder.diagnostics)
+        decoder.diagnostics.clear()
+    yield from decoder.close(dispatch_incomplete=True)
     diagnostics.extend(decoder.diagnostics)
-    return items
 
 
 def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
     """Fold the recorded stream in file ``name`` ('-': stdin) and print its tree; the exit code
-    (``instance-ai replay``, see ``cli.replay``)."""
+    (``instance-ai replay``, see ``cli.replay``). The file is folded as it is read: memory holds the
+    conversation, not the file or its events."""
     from .protocol.conversation import Conversation
     from .protocol.text_render import render_text
     from .protocol.tree import RunSyncPayload
 
+    diagnostics = _Diagnostics()
+    conversation = Conversation()
     try:
-        data = _read(name)
+        stream = _open(name)
+        try:
+            is_json, chunks = _split_format(_chunks(stream))
+            items = _json_items(chunks, diagnostics) if is_json else _sse_items(chunks, diagnostics)
+            for event_id, item in items:
+                if isinstance(item, RunSyncPayload):
+                    conversation.apply(event_id, item)
+                else:
+                    conversation.apply_wire(event_id, item)
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
     except OSError as exc:
         reason = exc.strerror or str(exc)
         print(f"instance-ai replay: cannot read {name!r}: {reason}", file=sys.stderr)
         return 2
-    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
-    diagnostics: list[str] = []
-    items = _json_items(text, diagnostics) if _looks_like_json(text) else _sse_items(text, diagnostics)
-
-    conversation = Conversation()
-    for event_id, item in items:
-        if isinstance(item, RunSyncPayload):
-            conversation.apply(event_id, item)
-        else:
-            conversation.apply_wire(event_id, item)
     diagnostics.extend(conversation.diagnostics)
     for message in conversation.messages:
         if message.reducer is not None:
             diagnostics.extend(f"message {message.id}: {d}" for d in message.reducer.diagnostics)
-    for line in diagnostics[:_MAX_DIAGNOSTICS_SHOWN]:
+    for line in diagnostics.shown:
         print(f"replay: {line}", file=sys.stderr)
-    if len(diagnostics) > _MAX_DIAGNOSTICS_SHOWN:
-        print(f"replay: ... and {len(diagnostics) - _MAX_DIAGNOSTICS_SHOWN} more diagnostics", file=sys.stderr)
+    if diagnostics.count > _MAX_DIAGNOSTICS_SHOWN:
+        print(f"replay: ... and {diagnostics.count - _MAX_DIAGNOSTICS_SHOWN} more diagnostics", file=sys.stderr)
 
     assistants = [m for m in conversation.messages if m.reducer is not None]
     if not assistants:

@@ -199,3 +199,39 @@ def test_replay_json_keeps_reasoning_segments_apart(tmp_path: Path, capsys: pyte
     assert tree["reasoning"] == "First I list the workflows.\n\nNone exist, so I say so."
     assert [e["content"] for e in tree["timeline"] if e["type"] == "reasoning"] == [
         "First I list the workflows.", "None exist, so I say so."]
+
+
+@pytest.mark.parametrize("form", ["sse", "json-lines", "json-array"])
+def test_replay_reads_in_chunks_with_the_same_result(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is folded as it is read (bounded memory for large recordings, issue 14): any chunk size
+    gives the same tree, also with a BOM, leading blank lines and multi-byte characters cut between chunks."""
+    from instance_ai_tui import replay as replay_module
+
+    events = [*N8N_EVENTS[:-1], (9, None, {"type": "thread-title-updated", "runId": "", "agentId": "orchestrator",
+                                             "payload": {"title": "Wörkflöws ✓ 🚀"}})]
+    if form == "sse":
+        text = sse(events)
+    elif form == "json-lines":
+        text = "\n".join(json.dumps({"id": i, "event": e}, ensure_ascii=False) for i, _kind, e in events) + "\n"
+    else:
+        text = json.dumps([{"id": i, "event": e} for i, _kind, e in events], ensure_ascii=False, indent=1)
+    path = tmp_path / "capture"
+    path.write_bytes(b"\xef\xbb\xbf" + ("\n\n   \n" + text).encode("utf-8"))
+    whole = run_replay([str(path), "--json"], capsys)
+    assert whole[0] == 0 and whole[1].startswith("{")
+    for size in (1, 2, 3, 7, 64):
+        monkeypatch.setattr(replay_module, "_CHUNK", size)
+        assert run_replay([str(path), "--json"], capsys) == whole, size
+    assert "Wörkflöws ✓ 🚀" in run_replay([str(path)], capsys)[1]
+
+
+def test_replay_keeps_only_the_diagnostics_it_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "noisy.jsonl"
+    good = json.dumps(n8n("run-start", {"messageId": "m1"}))
+    path.write_text("\n".join([good] + ["{not json"] * 5000), encoding="utf-8")
+    code, _out, err = run_replay([str(path)], capsys)
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) == 51 and lines[-1] == "replay: ... and 4950 more diagnostics"
