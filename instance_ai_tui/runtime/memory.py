@@ -174,10 +174,24 @@ class StoreMemory:
             await self.store.create_thread(thread_id)
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        records = await self.store.list_messages(thread_id)
+        """The messages a new run sends: the newest ``last_messages`` (those of superseded runs left
+        out), read a page at a time from the newest, never the whole thread when it is long."""
         gone = await superseded_runs(self.store, thread_id)
+        wanted = self.last_messages
+        cut = False  # whether older messages were left unread (the window then starts mid-thread)
+        if wanted is None:
+            records = await self.store.list_messages(thread_id)
+        else:
+            page = wanted
+            while True:  # (messages of superseded runs do not count: then read a bigger page)
+                records = await self.store.list_messages(thread_id, last=page)
+                kept = sum(1 for r in records if r.run_id is None or r.run_id not in gone)
+                if len(records) < page or kept >= wanted:
+                    cut = len(records) == page
+                    break
+                page *= 4
         messages = [record_to_message(r) for r in records if r.run_id is None or r.run_id not in gone]
-        if self.last_messages is not None and len(messages) > self.last_messages:
+        if self.last_messages is not None and (cut or len(messages) > self.last_messages):
             messages = messages[-self.last_messages :]
             # do not start the window with tool results whose call was cut off
             while messages and messages[0].role == "tool":

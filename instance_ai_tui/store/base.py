@@ -135,7 +135,10 @@ class MessageStore(Protocol):
     """Messages, upserted by id; ``seq`` keeps insertion order."""
 
     async def upsert_messages(self, thread_id: str, messages: Sequence[MessageRecord]) -> None: ...
-    async def list_messages(self, thread_id: str) -> list[MessageRecord]: ...
+    async def list_messages(self, thread_id: str, last: int | None = None) -> list[MessageRecord]:
+        """The thread's messages in order; with ``last``, only the newest ``last`` of them (a page:
+        a run's context must not read the whole history)."""
+        ...
 
 
 class CheckpointRecords(Protocol):

@@ -318,11 +318,14 @@ class RedisStore:
                 args=[message.id, message.model_dump_json(exclude={"seq"})],
             )
 
-    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
+    async def list_messages(self, thread_id: str, last: int | None = None) -> list[MessageRecord]:
+        # one hash per thread: read whole and cut (Redis keeps no order index of messages)
         rows = await self._r.hvals(self.key("msgs", thread_id))
         records = [MessageRecord.model_validate_json(row) for row in rows]
         records.sort(key=lambda m: m.seq)
-        return records
+        if last is None:
+            return records
+        return records[-last:] if last > 0 else []
 
     # ----------------------------------------------------------------- checkpoints
 

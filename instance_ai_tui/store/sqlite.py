@@ -612,8 +612,15 @@ class SqliteStore:
 
         await self._write(run)
 
-    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
-        rows = await self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,))
+    async def list_messages(self, thread_id: str, last: int | None = None) -> list[MessageRecord]:
+        if last is None:
+            rows = await self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,))
+        else:  # the newest ``last`` through the (thread_id, seq) index, then in order
+            rows = await self._read(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?",
+                (thread_id, max(0, last)),
+            )
+            rows.reverse()
         return [message_record(row) for row in rows]
 
     # -- checkpoints -----------------------------------------------------------------------

@@ -144,3 +144,45 @@ async def test_created_at_is_strictly_monotonic_when_stored(server, make_model, 
     stamps = [r.created_at for r in records]
     assert all(a < b for a, b in itertools.pairwise(stamps)), stamps
     assert stamps[0] == future
+
+
+async def test_the_context_of_a_run_reads_a_page_not_the_whole_thread(store):
+    """Issue 14 item 7: the newest ``last_messages`` come from a page read from the newest (the same
+    window as filtering the whole thread), also when superseded runs (a rewind) sit in the newest page."""
+    from instance_ai_tui.runtime.memory import mark_superseded
+
+    def run(index: int) -> list[Message]:
+        call = f"c{index}"
+        return [Message.user(f"q{index}"),
+                Message.assistant("", tool_calls=[ToolCallPart(id=call, name="t", arguments={})]),
+                Message.tool(call, "t", "{}"), Message.assistant(f"a{index}")]
+
+    for index in range(300):
+        await store.upsert_messages("t1", [message_to_record("t1", m, f"r{index}") for m in run(index)])
+    asked: list[int | None] = []
+    real = store.list_messages
+
+    async def counting(thread_id: str, last: int | None = None):  # type: ignore[no-untyped-def]
+        asked.append(last)
+        return await real(thread_id, last)
+
+    store.list_messages = counting  # type: ignore[method-assign]
+    memory = StoreMemory(store, last_messages=10)
+
+    async def expected() -> list[str]:  # the old way: the whole thread, filtered, then cut
+        records = await real("t1")
+        gone = {f"r{i}" for i in range(290, 300)} if superseded else set()
+        kept = [record_to_message(r) for r in records if r.run_id not in gone][-10:]
+        while kept and kept[0].role == "tool":
+            kept.pop(0)
+        return [m.text or m.role for m in kept]
+
+    superseded = False
+    assert [m.text or m.role for m in await memory.load_history("t1")] == await expected()
+    assert asked == [10]  # one page of 10 rows, not 1,200
+    asked.clear()
+    await mark_superseded(store, "t1", [f"r{i}" for i in range(290, 300)])  # the newest 40 are rewound away
+    superseded = True
+    history = await memory.load_history("t1")
+    assert [m.text or m.role for m in history] == await expected()
+    assert history[-1].text == "a289" and asked == [10, 40, 160] and all(a is not None for a in asked)
