@@ -560,8 +560,19 @@ class RunManager:
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
             await self.coordinator.release(run.thread_id, run.run_id, finished=True)
+            await self._coalesce(run)  # the thread is free already: a new run does not wait for this
             if run.finished is not None and not run.finished.done():
                 run.finished.set_result(status)
+
+    async def _coalesce(self, run: ActiveRun) -> None:
+        """Store the finished run as n8n does: one block per answer segment, not a delta per token
+        (``store.coalesce``). Best effort: the deltas are a correct log too."""
+        first = run.record.data.get("firstEventId")
+        try:
+            after = max(0, int(first) - 1) if first is not None else 0
+            await self.store.coalesce_run(run.thread_id, run.run_id, after)
+        except Exception:
+            log.exception("run %s: coalescing its stored deltas failed", run.run_id)
 
     async def _publish_finish(self, emitter: RunEmitter, finish_event: Event, record: Any) -> None:
         """Store ``run-finish``, then ``await record()``, then deliver it: one step as far as a

@@ -54,6 +54,7 @@ from .base import (
     ThreadNotFound,
     ThreadRecord,
 )
+from .coalesce import plan_coalesce
 from .errors import StoreClosed, StoreError
 from .sqlite_codec import (
     CHECKPOINT_COLUMNS,
@@ -567,6 +568,26 @@ class SqliteStore:
             if len(rows) < batch:
                 return
             last = rows[-1][0]
+
+    async def coalesce_run(self, thread_id: str, run_id: str, after: int = 0) -> int:
+        """One write transaction: the run's deltas become one block per segment (``store.coalesce``)."""
+
+        def run(db: sqlite3.Connection) -> int:
+            rows = db.execute(
+                "SELECT id, json FROM events WHERE thread_id = ? AND id > ? AND run_id = ? ORDER BY id",
+                (thread_id, after, run_id),
+            ).fetchall()
+            plan = plan_coalesce(rows)
+            if plan.empty:
+                return 0
+            db.executemany("DELETE FROM events WHERE thread_id = ? AND id = ?", [(thread_id, i) for i in plan.remove])
+            db.executemany(
+                "UPDATE events SET type = ?, json = ? WHERE thread_id = ? AND id = ?",
+                [(kind, text, thread_id, event_id) for event_id, (kind, text) in plan.replace.items()],
+            )
+            return len(plan.remove)
+
+        return await self._write(run)
 
     async def last_event_id(self, thread_id: str) -> int:
         """The id of the thread's last committed event (0 if none)."""

@@ -16,6 +16,7 @@ from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.sse import SSEParser
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+from tests.support.coalesced import assert_same_run
 
 from .live import serve_app
 
@@ -76,9 +77,12 @@ async def test_simple_sequence_full_replay_and_headers(http: httpx.AsyncClient) 
     finish = dict(got[-1][1]["payload"])
     usage = finish.pop("usage")  # the run's tokens (the demo model estimates them from the text)
     assert finish == {"status": "completed"} and usage["inputTokens"] > 0 and usage["requests"] >= 1
-    # full history replay without a cursor gives the same frames
-    replay = await frames(http, "simple", stop=lambda e, out: len(out) == len(got))
-    assert replay == got
+    # full history replay without a cursor: the finished run as n8n stores it (issue 14): every other
+    # frame as it was, each answer segment one text-block/reasoning-block at the id of its last delta,
+    # and the same tree
+    replay = await frames(http, "simple", stop=finish_of(run_id))
+    assert_same_run(got, replay)
+    assert len(replay) < len(got) and "text-block" in {e["type"] for _, e in replay}
     async with http.stream("GET", "/events/simple") as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["cache-control"] == "no-cache"
@@ -129,8 +133,9 @@ async def test_reconnect_mid_run_gives_exactly_the_missing_events(http: httpx.As
     await http.post(f"/confirm/{request['requestId']}", json={"approved": True})
     part4 = await frames(http, "re", stop=finish_of(run_id), headers={"Last-Event-ID": str(part3[-1][0])})
     full = await frames(http, "re", stop=finish_of(run_id))
-    assert part1 + part2 + part3 + part4 == full
-    assert [i for i, _ in full] == list(range(1, len(full) + 1))
+    live = part1 + part2 + part3 + part4
+    assert [i for i, _ in live] == list(range(1, len(live) + 1))  # read while it ran: every id, once
+    assert_same_run(live, full)  # read back after it finished: n8n's coalesced blocks, the same run
 
 
 async def test_deny_questions_and_kind_bodies(http: httpx.AsyncClient) -> None:
