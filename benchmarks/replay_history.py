@@ -59,6 +59,12 @@ async def build_thread(db: Path, runs: int) -> str:
     return "long"
 
 
+def copy_database(source: Path, target: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
+
+
 async def replay_once(url: str, thread: str, last_id: int) -> tuple[float, int, int]:
     import httpx
 
@@ -116,9 +122,7 @@ async def main() -> None:
             await build_thread(deltas, args.runs)
         finally:
             RunManager._coalesce = real  # type: ignore[method-assign]
-        for suffix in ("", "-wal", "-shm"):
-            if Path(f"{deltas}{suffix}").exists():
-                shutil.copy(f"{deltas}{suffix}", f"{coalesced}{suffix}")
+        await asyncio.to_thread(copy_database, deltas, coalesced)
         from instance_ai_tui.store.sqlite import SqliteStore
 
         async with SqliteStore(coalesced) as store:
