@@ -31,10 +31,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 import sqlite3
-import stat
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -70,7 +68,7 @@ from .sqlite_codec import (
     to_text,
     to_text_or_none,
 )
-from .sqlite_schema import SchemaError, migrate
+from .sqlite_schema import SchemaError, prepare_file, setup_writer
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -144,42 +142,6 @@ def _check_thread_id(thread_id: str) -> None:
         raise ValueError(f"thread id must be a non-empty string, got {thread_id!r}")
 
 
-def _prepare_file(path: Path) -> None:
-    """Create the parent directory (0700) and the database file (0600) if they are missing; an
-    existing database (and its WAL files) readable by others is made 0600 (it holds every
-    conversation)."""
-    parent = path.parent
-    if not parent.exists():
-        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(parent, 0o700)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            try:
-                mode = existing.stat().st_mode
-                if stat.S_ISREG(mode) and mode & 0o077:
-                    os.chmod(existing, stat.S_IMODE(mode) & 0o600)
-            except OSError:
-                pass  # absent, or not ours to change: opening will tell
-        return
-    os.close(fd)
-    os.chmod(path, 0o600)
-
-
-def _setup_writer(db: sqlite3.Connection) -> None:
-    mode = db.execute("PRAGMA journal_mode=WAL").fetchone()
-    if not mode or str(mode[0]).lower() != "wal":
-        raise StoreError(f"cannot switch the database to WAL mode (journal_mode is {mode[0] if mode else None!r})")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA foreign_keys=ON")
-    # Checkpoints (copying the WAL into the file, with fsyncs) run on their own connection
-    # (see _checkpoint_loop), so a commit never stalls behind one.
-    db.execute("PRAGMA wal_autocheckpoint=0")
-    db.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
-    migrate(db)
-
-
 def _casefold(value: str | None) -> str | None:
     return None if value is None else value.casefold()
 
@@ -240,13 +202,13 @@ class SqliteStore:
         if self._writer_task is not None:
             return
         try:
-            await asyncio.to_thread(_prepare_file, self.path)
+            await asyncio.to_thread(prepare_file, self.path)
         except OSError as exc:
             raise StoreError(f"cannot create the database file {self.path}: {exc.strerror or exc}") from None
         writer = reader = checkpointer = None
         try:
             writer = await self._connect()
-            await _on_thread(writer, _setup_writer)
+            await _on_thread(writer, setup_writer)
             reader = await self._connect()
             await reader.execute("PRAGMA query_only=ON")
             await reader.create_function("casefold", 1, _casefold, deterministic=True)

@@ -10,8 +10,11 @@ so they sort as text. JSON columns hold compact JSON text.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
 from .errors import StoreError
 
@@ -164,3 +167,42 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> tuple[int, 
         db.execute("ROLLBACK")
         raise
     return before, max(before, target)
+
+
+# -- the database file -----------------------------------------------------------------
+
+
+def prepare_file(path: Path) -> None:
+    """Create the parent directory (0700) and the database file (0600) if they are missing; an
+    existing database (and its WAL files) readable by others is made 0600 (it holds every
+    conversation)."""
+    parent = path.parent
+    if not parent.exists():
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(parent, 0o700)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            try:
+                mode = existing.stat().st_mode
+                if stat.S_ISREG(mode) and mode & 0o077:
+                    os.chmod(existing, stat.S_IMODE(mode) & 0o600)
+            except OSError:
+                pass  # absent, or not ours to change: opening will tell
+        return
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def setup_writer(db: sqlite3.Connection) -> None:
+    mode = db.execute("PRAGMA journal_mode=WAL").fetchone()
+    if not mode or str(mode[0]).lower() != "wal":
+        raise StoreError(f"cannot switch the database to WAL mode (journal_mode is {mode[0] if mode else None!r})")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    # Checkpoints (copying the WAL into the file, with fsyncs) run on their own connection
+    # (see _checkpoint_loop), so a commit never stalls behind one.
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
+    migrate(db)
