@@ -137,6 +137,16 @@ async def open_by_search(pilot: Any, app: InstanceAiApp, words: str, session_id:
     await app.wait_until_rendered()
 
 
+
+async def send_in_migration(pilot: Any, app: Any) -> None:
+    """Open the seeded "Migration" session from the thread list and send a message in it."""
+    await app.wait_until_ready()
+    await until(lambda: len(app.thread_list.visible_thread_ids()) == 3, pilot)
+    await open_by_search(pilot, app, "Migration", S1)
+    app.prompt.focus()
+    app.prompt.load_text("Add a rollback step")
+    await pilot.press("enter")
+
 async def test_browse_and_open_read_only(redis_url: str, redis_client: Any) -> None:
     await seed(redis_client)
     app = make_app(redis_url)
@@ -184,12 +194,7 @@ async def test_continue_through_the_chat_webhook(redis_url: str, redis_client: A
     async with chat_webhook(redis_client) as (url, received):
         app = make_app(redis_url, url)
         async with app.run_test(size=SIZE) as pilot:
-            await app.wait_until_ready()
-            await until(lambda: len(app.thread_list.visible_thread_ids()) == 3, pilot)
-            await open_by_search(pilot, app, "Migration", S1)
-            app.prompt.focus()
-            app.prompt.load_text("Add a rollback step")
-            await pilot.press("enter")
+            await send_in_migration(pilot, app)
             await until(lambda: "echo: Add a rollback step" in assistant_texts(app), pilot)
             assert received == [{"action": "sendMessage", "sessionId": S1, "chatInput": "Add a rollback step"}]
             assert user_texts(app)[-1] == "Add a rollback step"
@@ -220,12 +225,7 @@ async def test_a_webhook_that_cannot_be_reached_leaves_the_message_in_the_prompt
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}/webhook/chat"
     app = make_app(redis_url, dead)
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: len(app.thread_list.visible_thread_ids()) == 3, pilot)
-        await open_by_search(pilot, app, "Migration", S1)
-        app.prompt.focus()
-        app.prompt.load_text("Add a rollback step")
-        await pilot.press("enter")
+        await send_in_migration(pilot, app)
         await until(lambda: any("Not sent" in n.message and "chat webhook" in n.message for n in app._notifications),
                     pilot)
         await until(lambda: not app.conversation.is_streaming, pilot)
