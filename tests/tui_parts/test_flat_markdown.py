@@ -65,6 +65,28 @@ def f(x):
 ```
 """
 
+TABLES = """Intro
+
+| # | node | time |
+|---|:-:|--:|
+| 1 | **Slack** `x` | 37 ms |
+| 22 | webhook trigger | 1000 ms |
+
+| name | what the node does, long enough to wrap at a narrow width | x |
+|---|---|---|
+| HTTP Request | Makes an HTTP request and returns the response as items | |
+| Code | Runs *JavaScript* or Python code | ok |
+
+| only a header |
+|---|
+
+| w |
+|---|
+| averyveryverylongword that is longer than the column and more |
+
+- an item after the tables
+"""
+
 SIZE = (70, 60)
 
 
@@ -110,10 +132,14 @@ async def test_flat_markdown_looks_like_the_markdown_widget() -> None:
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
         # (a light theme: test_theme_switch_redraws_flat_markdown)
-        for theme, size, classes in (("textual-dark", SIZE, "text-chunk"), ("ansi-dark", (34, 90), "reasoning-chunk")):
+        for theme, size, classes in (
+            ("textual-dark", SIZE, "text-chunk"),
+            ("ansi-dark", (34, 90), "reasoning-chunk"),
+            ("textual-light", (44, 70), "text-chunk"),
+        ):
             app.theme = theme
             await pilot.resize_terminal(*size)
-            for text in (LISTS, BLOCKS):
+            for text in (LISTS, BLOCKS, TABLES):
                 assert parse_document(text) is not None
                 live = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
                 flat = await _draw(app, pilot, FlatMarkdown(text, classes=classes))
@@ -123,8 +149,9 @@ async def test_flat_markdown_looks_like_the_markdown_widget() -> None:
 
 
 def test_only_what_is_drawn_flat_parses() -> None:
-    for text in ("| a | b |\n|---|---|\n| 1 | 2 |\n", "> quoted\n", "before\n\n---\n\nafter\n"):
+    for text in ("> quoted\n", "before\n\n---\n\nafter\n", "- item\n\n  | a |\n  |---|\n  | 1 |\n"):
         assert parse_document(text) is None, text
+    assert parse_document("| a | b |\n|---|---|\n| 1 | 2 |\n") is not None  # a top-level table is drawn flat
     assert parse_document("") == []
     document = parse_document("- a\n\n  ```\n  x\n  ```\n")
     assert document is not None
@@ -165,10 +192,10 @@ def _paragraphs(count: int) -> str:
     return "".join(f"Paragraph {i} " + "word " * 60 + "\n\n- a list item\n- another one\n\n" for i in range(count))
 
 
-async def test_streamed_text_is_flat_while_it_streams_and_a_table_streams_live() -> None:
+async def test_streamed_text_is_flat_while_it_streams_and_a_quote_streams_live() -> None:
     text = _paragraphs(14)
     assert len(text) > 2 * CHUNK_CHARS
-    table = "| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(30))
+    table = "".join(f"> quoted line {i} of a long quote\n" for i in range(30))
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
         block = ChunkedMarkdown("", chunk_classes="text-chunk")
@@ -187,7 +214,7 @@ async def test_streamed_text_is_flat_while_it_streams_and_a_table_streams_live()
             await block.flush()
             await pilot.pause()
         last = block.chunks[max(block.chunks)]
-        assert isinstance(last, LiveMarkdown)  # a table only Markdown draws: it streams
+        assert isinstance(last, LiveMarkdown)  # a quote only Markdown draws: it streams
         assert block.stream_writes >= 2
         block.finish()
         for _ in range(50):
@@ -199,7 +226,7 @@ async def test_streamed_text_is_flat_while_it_streams_and_a_table_streams_live()
 
 
 async def test_a_finished_chunk_that_needs_the_markdown_widget_stays_live() -> None:
-    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    table = "> a quote\n> of two lines\n"
     app = Harness()
     async with app.run_test(size=SIZE) as pilot:
         block = ChunkedMarkdown(table + "\nafter the table\n", chunk_classes="text-chunk", live=False)
@@ -245,3 +272,23 @@ async def test_a_code_line_wider_than_the_block_keeps_the_markdown_widget() -> N
             if isinstance(block.chunks[0], LiveMarkdown) and block.settled:
                 break
         assert isinstance(block.chunks[0], LiveMarkdown) and block.source == short + long
+
+
+async def test_a_table_too_wide_to_draw_flat_keeps_the_markdown_widget() -> None:
+    """Six columns in 24 cells would be crushed below their padding: Markdown draws that."""
+    wide = "| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n| 1 | 2 | 3 | 4 | 5 | 6 |\n"
+    app = Harness()
+    async with app.run_test(size=(70, 30)) as pilot:
+        block = ChunkedMarkdown("| a | b |\n|---|---|\n| 1 | 2 |\n", chunk_classes="text-chunk", live=False)
+        await app.query_one("#box").mount(block)
+        await pilot.pause(0.1)
+        assert isinstance(block.chunks[0], FlatMarkdown)
+        await pilot.resize_terminal(24, 30)
+        block.set_target(wide)
+        await block.flush()
+        for _ in range(100):
+            await pilot.pause()
+            if isinstance(block.chunks[0], LiveMarkdown) and block.settled:
+                break
+        assert isinstance(block.chunks[0], LiveMarkdown) and block.settled
+        assert "┌" in "".join("".join(c for c, _ in row) for row in _cells(app))

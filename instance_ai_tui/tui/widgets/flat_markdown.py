@@ -12,9 +12,10 @@ inline and fence styles. So a chunk that stops streaming switches from ``LiveMar
 ``FlatMarkdown`` with no visible change (``tests/tui_parts/test_flat_markdown.py`` compares
 the two cell by cell).
 
-Only a subset is drawn flat: paragraphs, headings, bullet and ordered lists (nested) and
-code blocks. ``parse_document`` returns ``None`` for anything else (tables, block quotes,
-rules), and such a chunk stays a ``LiveMarkdown``.
+Only a subset is drawn flat: paragraphs, headings, bullet and ordered lists (nested), code
+blocks and top-level tables (``flat_table.py``). ``parse_document`` returns ``None`` for
+anything else (block quotes, rules, a table in a list), and such a chunk stays a
+``LiveMarkdown``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
+
+from .flat_table import Table, TableBuilder, lay_table
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -84,7 +87,7 @@ class MarkdownList:
     items: list[ListItem] = field(default_factory=list)
 
 
-Block = Paragraph | Heading | Fence | MarkdownList
+Block = Paragraph | Heading | Fence | MarkdownList | Table
 Document = list[Block]
 
 
@@ -140,9 +143,21 @@ def parse_document(source: str) -> Document | None:
             return True
         return False
 
+    table: TableBuilder | None = None
     for token in _parser().parse(source):
         kind = token.type
-        if kind == "paragraph_open":
+        if table is not None:
+            if kind == "table_close":
+                document.append(table.build())
+                table = None
+            else:
+                table.feed(token, inline_content(token) if kind == "inline" else None)
+            continue
+        if kind == "table_open":
+            if stack:
+                return None  # a table in a list item: Markdown draws it
+            table = TableBuilder()
+        elif kind == "paragraph_open":
             stack.append(Paragraph())
         elif kind == "heading_open":
             stack.append(Heading(int(token.tag[1:])))
@@ -179,7 +194,7 @@ def parse_document(source: str) -> Document | None:
                 return None
         elif kind not in _SKIPPED:
             return None
-    return None if stack else document
+    return None if stack or table is not None else document
 
 
 def inline_content(token: Token) -> Content:
@@ -250,8 +265,9 @@ class _Context:
     width: int
     dark: bool
     ansi: bool
-    #: code blocks whose lines are cut at the right edge (Markdown scrolls them)
-    clipped: list[Fence] = field(default_factory=list)
+    #: code blocks whose lines are cut at the right edge (Markdown scrolls them), and
+    #: tables too narrow to draw here
+    clipped: list[Fence | Table] = field(default_factory=list)
 
 
 def _stack(parts: list[_Laid]) -> list[Content]:
@@ -305,6 +321,12 @@ def _lay_block(block: Block, ctx: _Context, top_level: bool, in_list: bool) -> _
         return (2, 1, lines) if block.level <= 2 else (1, 1, lines)
     if isinstance(block, Fence):
         return _lay_fence(block, ctx)
+    if isinstance(block, Table):
+        table_lines = lay_table(block, width, dark=ctx.dark)
+        if table_lines is None:
+            ctx.clipped.append(block)
+            return (0, 1, [])
+        return (0, 1, [_full_width(line, width, ".flat--table") for line in table_lines])
     return _lay_list(block, ctx, top_level, in_list)
 
 
@@ -485,6 +507,12 @@ def style_markup(
     if name == ".code_inline":
         markup = "$text-warning 95% on $warning 10%" if dark else "$text-error 95% on $error 5%"
         return markup.split(" on ")[0] + " on ansi_default" if ansi else markup
+    if name == ".flat--th":
+        return "$primary"
+    if name == ".flat--keyline":
+        return "$foreground 20%"
+    if name == ".flat--table":
+        return "" if dark else "on white 30%"
     if name == ".flat--bullet":
         return "$text-primary" if dark else "$text-secondary"
     if name == ".flat--fence":
@@ -509,6 +537,9 @@ STYLE_NAMES = (
     ".code_inline",
     ".flat--bullet",
     ".flat--fence",
+    ".flat--th",
+    ".flat--keyline",
+    ".flat--table",
     *(f".flat--h{level}" for level in range(1, 7)),
     *(f".flat--h{level}-fill" for level in range(1, 7)),
 )
