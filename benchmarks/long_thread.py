@@ -8,6 +8,12 @@ measures ``StoreMemory.load_history`` (the last 40 messages a new run sends to t
 (the fresh thread has 10 runs, so both send 40 messages):
 ``long_ms`` vs ``fresh_ms`` (best of ``--repeats``), and the rows read. Target: a run in the long
 thread costs ≤ 1.1× a run in a fresh thread, so the context load must not grow with the thread.
+
+Then the restore: each run also gets its run record and agent-tree snapshot (as a finished run
+leaves them), and the real app (headless, embedded, this database) opens the thread: seconds from
+starting the app to the newest answer mounted and drawn, ``restore_long_s`` vs ``restore_fresh_s``,
+and ``restore_long_whole_s`` for the same thread read whole (as before history was paged; the
+``Client.recent_messages`` of the app replaced by ``messages``). Target: < 0.3 s.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ sys.path.append(str(ROOT))  # PYTHONPATH first: another checkout can be measured
 from instance_ai_tui.runtime.memory import StoreMemory, message_to_record  # noqa: E402
 from instance_ai_tui.runtime.messages import Message, ToolCallPart  # noqa: E402
 from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
+from tests.support.finished_runs import fill_runs  # noqa: E402
 
 
 def one_run(index: int) -> list[Message]:
@@ -47,6 +54,38 @@ async def fill(store: SqliteStore, thread_id: str, runs: int) -> None:
     for index in range(runs):
         records = [message_to_record(thread_id, m, f"run_{thread_id}_{index}") for m in one_run(index)]
         await store.upsert_messages(thread_id, records)
+
+
+async def restore_s(db: Path, thread_id: str, *, whole: bool) -> float:
+    """The real app opens ``thread_id``: seconds until its newest answer is mounted and drawn."""
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.config import Settings
+    from instance_ai_tui.protocol.api import ThreadMessages
+    from instance_ai_tui.tui.app import InstanceAiApp
+
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": db})
+    client = EmbeddedClient(settings)
+    if whole:
+        async def whole_history(thread: str, limit: int) -> ThreadMessages:
+            return await client.messages(thread)
+
+        client.recent_messages = whole_history  # type: ignore[method-assign]
+    started = time.perf_counter()
+    app = InstanceAiApp(client, settings, thread_id=thread_id, watch_themes=False, persist_theme=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while True:
+            conversation = app.conversation
+            if (
+                conversation is not None
+                and conversation.messages
+                and conversation.messages[-1].id in app.view.turns
+                and app.projection.rendered
+            ):
+                await pilot.pause()
+                return time.perf_counter() - started
+            if time.perf_counter() - started > 60:
+                raise TimeoutError("the thread did not open in 60 s")
+            await asyncio.sleep(0.002)
 
 
 async def best_ms(memory: StoreMemory, thread_id: str, repeats: int) -> tuple[float, int]:
@@ -71,12 +110,20 @@ async def main() -> None:
             memory = StoreMemory(store, last_messages=40)
             long_ms, long_count = await best_ms(memory, "long", args.repeats)
             fresh_ms, fresh_count = await best_ms(memory, "fresh", args.repeats)
+            await fill_runs(store, "long", args.runs)
+            await fill_runs(store, "fresh", 10)
+        db = Path(tmp) / "long.sqlite3"
+        restore = {}
+        for name, thread, whole in (("long", "long", False), ("fresh", "fresh", False), ("long_whole", "long", True)):
+            restore[f"restore_{name}_s"] = round(min([await restore_s(db, thread, whole=whole) for _ in range(3)]), 3)
     out = {
         "runs": args.runs, "messages_in_long_thread": args.runs * 4,
         "load_history_long_ms": long_ms, "load_history_fresh_ms": fresh_ms,
         "messages_sent_long": long_count, "messages_sent_fresh": fresh_count,
         "long_vs_fresh": round(long_ms / fresh_ms, 2) if fresh_ms else None,
         "target_long_vs_fresh": 1.1,
+        **restore,
+        "target_restore_s": 0.3,
         "python": platform.python_version(), "cpus": os.cpu_count(),
     }
     print(json.dumps(out, indent=2))

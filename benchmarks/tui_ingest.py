@@ -296,7 +296,9 @@ async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: 
             await super()._frame()
 
     settings = Settings(ui=UiSettings(theme="textual-dark"))
-    app = BenchApp(client, settings, watch_themes=False, persist_theme=False)
+    # tune_gc: as the CLI starts it (tui/heap.py); BENCH_TUNE_GC=0 measures the collector untuned
+    tune_gc = os.environ.get("BENCH_TUNE_GC", "1") == "1"
+    app = BenchApp(client, settings, watch_themes=False, persist_theme=False, tune_gc=tune_gc)
     rss_before = _rss_mb()
     ticks: list[float] = []
     stop = asyncio.Event()

@@ -12,7 +12,8 @@ Answers: a 150-item list, a 60-row table, 200 lines of code, prose of 120 senten
 server sends one word (a token, roughly) per chunk at the rate. Per answer and app, JSON:
 
 * ``lag_s``: from the server's last chunk (``time.monotonic``, shared by both processes) until
-  the answer's whole text is in its widgets, parsed, and a frame was processed after;
+  the answer's whole text is in its widgets, parsed, and the screen has nothing left to paint
+  (looked at every 5 ms once typing stops);
 * ``key_echo_ms``: p50/p99/max of keys typed while the answer streams (one every ~80 ms, each a
   ``Key`` event posted to the app): from posting until the prompt holds the character;
 * ``cpu_s``: process CPU seconds from sending the prompt until the end is on screen.
@@ -133,6 +134,17 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def _painted(app: Any, timeout: float = 1.0) -> None:
+    """Wait until the screen has painted what its widgets asked for: no layout, repaint or
+    dirty widget pending (checked every 2 ms, after the widgets' own idle refresh checks)."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0.002)
+        screen = app.screen
+        if not (screen._layout_required or screen._repaint_required or screen._dirty_widgets):
+            return
+
+
 # --------------------------------------------------------------------------- the apps
 
 
@@ -147,7 +159,11 @@ class _Ours:
         settings = Settings.model_validate(
             {"model": {"name": "gpt-4o-mini", "base_url": base_url, "api_key": "sk-bench"}, "db_path": db}
         )
-        self.app = InstanceAiApp(EmbeddedClient(settings), settings, watch_themes=False, persist_theme=False)
+        # tune_gc: as the CLI starts it (tui/heap.py); BENCH_TUNE_GC=0 measures the collector untuned
+        tune_gc = os.environ.get("BENCH_TUNE_GC", "1") == "1"
+        self.app = InstanceAiApp(
+            EmbeddedClient(settings), settings, watch_themes=False, persist_theme=False, tune_gc=tune_gc
+        )
 
     async def ready(self, pilot: Any) -> None:
         await self.app.wait_until_ready()
@@ -265,7 +281,7 @@ async def _measure(kind: str, server: _Server, texts: dict[str, str], rates: lis
                 end_at: float | None = None
                 while loop.time() < deadline:
                     if host.done(text):
-                        await pilot.pause()
+                        await _painted(host.app)
                         end_at = time.monotonic()
                         break
                     if loop.time() - started < streaming:
@@ -276,7 +292,10 @@ async def _measure(kind: str, server: _Server, texts: dict[str, str], rates: lis
                         while len(host.typed()) == before and time.perf_counter() - start < 10:
                             await asyncio.sleep(0.001)
                         echoes.append((time.perf_counter() - start) * 1000)
-                    await asyncio.sleep(0.08)
+                        await asyncio.sleep(0.08)
+                    else:
+                        # the stream is about to end: look often, so the lag is not this loop's own
+                        await asyncio.sleep(0.005)
                 cpu = time.process_time() - cpu0
                 last_chunk = server.last_chunk_at(prompt)
                 results.append(

@@ -11,6 +11,11 @@ The thread's ``metadata`` (with its token/cost total, ``assistant.usage``) is re
 it counts every run whose ``run-finish`` is at or before ``L`` (a run's usage is added before
 its ``run-finish`` is stored), and at most the next one, named by ``usage.lastRunId``.
 Pending confirmations that expired are marked ``expired`` on their tool call.
+
+Paging (n8n's ``?limit=&page=``): a page holds the runs of the newest ``limit`` messages (two
+per run: the user's and the answer), page 0 the newest; only those runs' snapshots are read
+and validated, so opening a 1,000-run thread costs a page, not the thread. ``hasMore`` says
+whether older runs exist.
 """
 
 from __future__ import annotations
@@ -59,10 +64,28 @@ def _expired_calls(record: RunRecord, now: float) -> set[str]:
 class HistoryStorage(ThreadStore, EventLog, RunRecords, SnapshotStore, Protocol):
     """What the history of a thread reads: the thread, its runs, their snapshots, the event log's end."""
 
-async def thread_messages(store: HistoryStorage, manager: RunManager, thread_id: str) -> ThreadMessages:
-    snapshots = await store.get_snapshots(thread_id)
-    last_id = await store.last_event_id(thread_id)
-    runs = await store.list_runs(thread_id=thread_id)
+async def thread_messages(
+    store: HistoryStorage, manager: RunManager, thread_id: str, *, limit: int | None = None, page: int = 0
+) -> ThreadMessages:
+    """The thread's messages; with ``limit``, page ``page`` of them (see the module docstring)."""
+    has_more: bool | None = None
+    if limit is None:
+        snapshots = await store.get_snapshots(thread_id)
+        last_id = await store.last_event_id(thread_id)
+        runs = await store.list_runs(thread_id=thread_id)
+    else:
+        listed = await store.list_runs(thread_id=thread_id)  # (to choose the page's runs)
+        per_page = max(1, (limit + 1) // 2)
+        end = max(0, len(listed) - page * per_page)
+        start = max(0, end - per_page)
+        has_more = start > 0
+        page_ids = {record.run_id for record in listed[start:end]}
+        snapshots = await store.get_snapshots(thread_id, [record.run_id for record in listed[start:end]])
+        last_id = await store.last_event_id(thread_id)
+        # listed again after L, as without paging: a run that started meanwhile is on page 0
+        # (folded up to L), and one that finished meanwhile is folded from its events
+        runs = await store.list_runs(thread_id=thread_id)
+        runs = runs[start:] if page == 0 else [record for record in runs if record.run_id in page_ids]
     now = time.time()
     messages: list[InstanceAiMessage] = []
     for record in runs:
@@ -97,5 +120,5 @@ async def thread_messages(store: HistoryStorage, manager: RunManager, thread_id:
         ))
     thread = await store.get_thread(thread_id)
     return ThreadMessages(thread_id=thread_id, messages=messages, next_event_id=last_id + 1,
-                          metadata=dict(thread.metadata) if thread is not None else None)
+                          metadata=dict(thread.metadata) if thread is not None else None, has_more=has_more)
 

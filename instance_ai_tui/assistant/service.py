@@ -342,9 +342,9 @@ class InstanceAI:
                               text=str(target.data.get("userMessage") or ""))
 
     @_store_errors_translated
-    async def messages(self, thread_id: str) -> ThreadMessages:
+    async def messages(self, thread_id: str, *, limit: int | None = None, page: int = 0) -> ThreadMessages:
         await self.get_thread(thread_id)
-        return await thread_messages(self.store, self.runs, thread_id)
+        return await thread_messages(self.store, self.runs, thread_id, limit=limit, page=page)
 
     @_store_errors_translated
     async def permissions(self, thread_id: str) -> ThreadPermissions:

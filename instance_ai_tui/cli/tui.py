@@ -89,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
         chat_webhook=getattr(args, "chat_webhook", None),
         gateway=gateway,
         start=getattr(args, "tui_start", None) or "latest",
+        tune_gc=True,
     )
     app.run()  # the app opens the client at start and closes it when it quits
     return int(app.return_code or 0)

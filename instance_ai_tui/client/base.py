@@ -194,6 +194,12 @@ class Client(abc.ABC):
     async def messages(self, thread_id: str) -> ThreadMessages:
         """History with agent trees, and ``next_event_id`` for the stream cursor."""
 
+    async def recent_messages(self, thread_id: str, limit: int) -> ThreadMessages:
+        """The newest ``limit`` messages or so, ``has_more`` true when older ones exist (what
+        opening a thread shows first). A client whose server does not page returns the whole
+        history (``has_more`` None)."""
+        return await self.messages(thread_id)
+
     @abc.abstractmethod
     async def status(self, thread_id: str) -> ThreadStatus: ...
 

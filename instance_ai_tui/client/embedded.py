@@ -147,6 +147,10 @@ class EmbeddedClient(Client):
         with _translated():
             return await self.service.messages(thread_id)
 
+    async def recent_messages(self, thread_id: str, limit: int) -> ThreadMessages:
+        with _translated():
+            return await self.service.messages(thread_id, limit=limit)
+
     async def status(self, thread_id: str) -> ThreadStatus:
         with _translated():
             return await self.service.status(thread_id)

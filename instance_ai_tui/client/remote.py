@@ -250,6 +250,12 @@ class RemoteClient(Client):
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/messages", what="messages")
         return self._parse(ThreadMessages, data, "messages")
 
+    async def recent_messages(self, thread_id: str, limit: int) -> ThreadMessages:
+        data = await self._request(
+            "GET", f"/threads/{self._quote(thread_id)}/messages", params={"limit": str(limit)}, what="messages"
+        )
+        return self._parse(ThreadMessages, data, "messages")
+
     async def status(self, thread_id: str) -> ThreadStatus:
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
         return self._parse(ThreadStatus, data, "status")

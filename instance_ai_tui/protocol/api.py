@@ -252,6 +252,8 @@ class ThreadMessages(WireModel):
     next_event_id: int = 1
     #: the thread's metadata (our server: ``usage`` = the thread's token/cost total); absent from n8n
     metadata: dict[str, Any] | None = None
+    #: a page (``limit``) was asked for and older messages exist (our server; absent from n8n)
+    has_more: bool | None = None
 
 
 class BackgroundTask(WireModel):

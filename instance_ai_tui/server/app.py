@@ -73,6 +73,16 @@ _ID_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 _PUBLIC_PATHS = frozenset({f"{PREFIX}/health", f"{PREFIX}/openapi.json"})
 
 
+def _bounded_int(request: Request, name: str, low: int, high: int) -> int | None:
+    """An integer query parameter within ``low``..``high`` (400 otherwise), or None if absent."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+        raise ApiError(400, f"{name} must be an integer from {low} to {high}")
+    return int(text)
+
 class ApiError(Exception):
     """An error answer: ``{code: status, message}``."""
 
@@ -420,7 +430,10 @@ class InstanceAIApi:
 
     async def messages(self, request: Request) -> Response:
         thread_id = await self._thread(request)
-        return self._ok(await self.service.messages(thread_id))
+        # n8n's paging: ``limit`` 1-200, ``page`` 0-1000 (page 0 the newest); no limit: the whole thread
+        limit = _bounded_int(request, "limit", 1, 200)
+        page = _bounded_int(request, "page", 0, 1000)
+        return self._ok(await self.service.messages(thread_id, limit=limit, page=page or 0))
 
     async def status(self, request: Request) -> Response:
         thread_id = await self._thread(request)

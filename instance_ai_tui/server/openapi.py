@@ -213,8 +213,15 @@ def build_openapi(version: str) -> dict[str, Any]:
         f"{p}/threads/{{threadId}}/messages": {
             "get": {
                 "operationId": "threadMessages",
-                "summary": "History with agent trees and the SSE cursor (nextEventId)",
-                "parameters": thread_param,
+                "summary": "History with agent trees and the SSE cursor (nextEventId); with limit, one page "
+                "(page 0 the newest; hasMore says whether older messages exist)",
+                "parameters": [
+                    *thread_param,
+                    {"name": "limit", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                    {"name": "page", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 0, "maximum": 1000}},
+                ],
                 "responses": responses(_json(refs["ThreadMessages"]), 400, 404, write=False),
             }
         },

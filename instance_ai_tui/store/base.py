@@ -170,7 +170,9 @@ class SnapshotStore(Protocol):
     """Agent-tree snapshots per run (the reducer's tree as a wire dict)."""
 
     async def save_snapshot(self, thread_id: str, run_id: str, tree: dict[str, Any]) -> None: ...
-    async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]: ...
+    async def get_snapshots(
+        self, thread_id: str, run_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]: ...
 
 
 class SettingsStore(Protocol):

@@ -426,9 +426,17 @@ class RedisStore:
     async def save_snapshot(self, thread_id: str, run_id: str, tree: dict[str, Any]) -> None:
         await self._r.hset(self.key("snap", thread_id), run_id, json.dumps(tree))
 
-    async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]:
-        rows = await self._r.hgetall(self.key("snap", thread_id))
-        return {run_id: json.loads(raw) for run_id, raw in rows.items()}
+    async def get_snapshots(
+        self, thread_id: str, run_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        if run_ids is None:
+            rows = await self._r.hgetall(self.key("snap", thread_id))
+            return {run_id: json.loads(raw) for run_id, raw in rows.items()}
+        wanted = list(run_ids)
+        if not wanted:
+            return {}
+        raws = await self._r.hmget(self.key("snap", thread_id), wanted)
+        return {run_id: json.loads(raw) for run_id, raw in zip(wanted, raws, strict=True) if raw is not None}
 
     # ----------------------------------------------------------------- settings
 

@@ -756,9 +756,23 @@ class SqliteStore:
 
         await self._write(run)
 
-    async def get_snapshots(self, thread_id: str) -> dict[str, dict[str, Any]]:
-        """run id -> tree, in the order the runs were first saved."""
-        rows = await self._read("SELECT run_id, tree FROM snapshots WHERE thread_id = ? ORDER BY rowid", (thread_id,))
+    async def get_snapshots(
+        self, thread_id: str, run_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """run id -> tree, in the order the runs were first saved (``run_ids``: only these runs'
+        snapshots, through the (thread_id, run_id) key: a page of history reads only its own)."""
+        if run_ids is None:
+            rows = await self._read("SELECT run_id, tree FROM snapshots WHERE thread_id = ? ORDER BY rowid", (thread_id,))
+        else:
+            rows = []
+            wanted = list(run_ids)
+            for start in range(0, len(wanted), 500):  # (SQLite's limit on bound parameters)
+                part = wanted[start : start + 500]
+                rows += await self._read(
+                    f"SELECT run_id, tree FROM snapshots WHERE thread_id = ? AND run_id IN ({', '.join('?' for _ in part)})"
+                    " ORDER BY rowid",
+                    (thread_id, *part),
+                )
         return {row[0]: json.loads(row[1]) for row in rows}
 
     # -- settings --------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from .actions import Actions
 from .boot import boot, is_demo
 from .cards import Cards
 from .connection import ConnectionWatcher, QueuedRow, show_foreign_user_message
+from .heap import HeapPolicy
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
@@ -104,8 +105,11 @@ class InstanceAiApp(App[None]):
         close_client: bool = True,
         gateway: GatewayRequest | None = None,
         start: str = "latest",
+        tune_gc: bool = False,
     ) -> None:
         super().__init__()
+        #: the garbage collector's policy (``heap.py``; only the real app tunes it)
+        self.heap = HeapPolicy(tune_gc)
         #: which thread opens at start without ``thread_id``: "latest", "new", or "pick" (a picker)
         self.start_mode = start
         self.client = client
@@ -323,6 +327,13 @@ class InstanceAiApp(App[None]):
 
     def _note_run_finish(self, event: Any) -> None:
         self.run_status.note_run_finish(event)
+        if self.heap.enabled:
+            self.set_timer(1.0, self._settle_heap_if_idle)
+
+    def _settle_heap_if_idle(self) -> None:
+        conversation = self.conversation
+        if conversation is None or (not conversation.is_streaming and self.projection.ingest_idle):
+            self.heap.settle(collect_young=True)
 
     # ------------------------------------------------------------------ what the frame updates
     def _refresh_pending(self, frame: Frame) -> None:
@@ -490,6 +501,11 @@ class InstanceAiApp(App[None]):
     @on(PromptInput.JumpToEnd)
     def _jump_to_end(self) -> None:
         self.view.follow()
+
+    @on(ConversationView.WholeThreadWanted)
+    def _whole_thread_wanted(self, event: ConversationView.WholeThreadWanted) -> None:
+        event.stop()
+        self.threads.open_whole_in_background()
 
     # ------------------------------------------------------------------ the thread list
     @on(ThreadList.Selected)

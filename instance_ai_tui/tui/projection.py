@@ -4,7 +4,7 @@ Data flow (DESIGN.md, "Performance architecture")::
 
     client.events()  --ingest worker-->  Conversation (reducer model)   no widget work
                                               |  drain_changes()
-    frame timer (25 Hz)  --one batch_update-->  widgets (only what changed)
+    frame timer (25 Hz, fewer under load)  --one batch_update-->  widgets (only what changed)
 
 ``Projection`` owns both halves for the open thread: ``start``/``stop`` the ingest of a thread,
 ``frame()`` (the app's frame timer) projects what the reducer changed, floods skip projection
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from .app import InstanceAiApp
 
 FRAME_HZ = 25
+#: under load a frame's own work takes at most this share of the event loop's time: after a
+#: frame that took t seconds the next waits t / FRAME_SHARE (keys and the ingest get the rest)
+FRAME_SHARE = 0.3
+#: ... but never fewer frames than this per second
+MIN_FRAME_HZ = 4
 #: more events than this between two frames (with more still coming) is a flood
 FLOOD_EVENTS = 2000
 #: the ingest worker yields to the event loop at least this often (seconds)
@@ -54,6 +59,30 @@ class IngestStats:
             self.frame_times.append(seconds)
 
 
+class FramePacer:
+    """The adaptive frame rate: ``FRAME_HZ`` while frames are cheap; after an expensive one
+    the next waits until the frame's share of the loop is back under ``FRAME_SHARE``."""
+
+    __slots__ = ("next_at", "skipped")
+
+    def __init__(self) -> None:
+        self.next_at = 0.0
+        #: timer ticks skipped to keep the share (tests and benchmarks read it)
+        self.skipped = 0
+
+    def due(self, now: float) -> bool:
+        if now >= self.next_at:
+            return True
+        self.skipped += 1
+        return False
+
+    def record(self, started: float, seconds: float) -> None:
+        """A frame that started at ``started`` did ``seconds`` of work."""
+        wait = min(1 / MIN_FRAME_HZ, seconds / FRAME_SHARE)
+        # (a cheap frame leaves the timer's own rate: within half a tick of it is due)
+        self.next_at = started + wait if wait > 1 / FRAME_HZ else 0.0
+
+
 class Projection:
     """The ingest worker and the frame projection of one app (``app.projection``)."""
 
@@ -67,6 +96,7 @@ class Projection:
         self.events_at_frame = 0
         self.catching_up = False
         self.gc_held = False
+        self.pacer = FramePacer()
 
     # ------------------------------------------------------------------ ingest
     def start(self, conversation: Conversation, thread_id: str, after: int) -> None:
@@ -143,6 +173,8 @@ class Projection:
         if conversation is None or not view.is_attached:
             return
         started = time.perf_counter()
+        if not self.pacer.due(started):
+            return  # the last frame was expensive: the loop is the keys' for a while
         if self.flooded():
             return
         changes = conversation.drain_changes()
@@ -179,7 +211,9 @@ class Projection:
                 self.app._show_new_output_badge()
         await frame.run()
         self.app._focus_new_cards()
-        self.stats.record_frame(time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        self.stats.record_frame(seconds)
+        self.pacer.record(started, seconds)
 
     def flooded(self) -> bool:
         """During a flood of events (a replayed log, a burst after a reconnect) skip the
@@ -202,6 +236,8 @@ class Projection:
             self.catching_up = False
             self.app.status_info.message = ""
             self.release_gc()
+            # what the flood built is the thread's model: keep it out of full collections
+            self.app.heap.settle()
         return flooding
 
     def release_gc(self) -> None:

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from .app import InstanceAiApp
 
 
+#: messages a thread opens with (as n8n's own frontend asks for); older ones on request
+HISTORY_PAGE = 100
+
+
 class Threads:
     """The open thread and the thread sources of ``app``."""
 
@@ -61,20 +65,49 @@ class Threads:
                 self.app.log.error(f"closing the thread source {source.source!r} failed: {exc}")
 
     # ----------------------------------------------------------------- opening
-    async def open(self, thread_id: str | None, source: str | None = None) -> None:
+    async def open(self, thread_id: str | None, source: str | None = None, *, whole: bool = False) -> None:
         """Show ``thread_id`` of ``source`` (``None``: a new, not yet created thread of the app's
-        client). History first, then the event stream from ``nextEventId - 1``."""
+        client). History first (its newest ``HISTORY_PAGE`` messages; ``whole``: all of them),
+        then the event stream from ``nextEventId - 1``."""
         self.opening += 1
         try:
-            await self._open(thread_id, self.client_of(source))
+            await self._open(thread_id, self.client_of(source), whole=whole)
         finally:
             self.opening -= 1
 
-    async def _open(self, thread_id: str | None, client: Client) -> None:
+    async def open_whole(self) -> None:
+        """The user wants messages older than the page the thread opened with: open it again
+        with its whole history, at the message that was the first one."""
+        app = self.app
+        conversation, thread_id = app.conversation, app.thread_id
+        if conversation is None or thread_id is None:
+            return
+        first = conversation.messages[0].id if conversation.messages else None
+        app.status_info.message = "loading the whole thread…"
+        app.status_line.refresh_info(tick=True)
+        self.opening += 1
+        try:
+            await self._open(thread_id, self.client, whole=True)
+        finally:
+            self.opening -= 1
+            app.status_info.message = ""
+            app.status_line.refresh_info(tick=True)
+        view = app.view
+        if first is None:
+            return
+        while first not in view.turns and view.load_older(keep_position=False):
+            pass
+        widget = view.turns.get(first)
+        if widget is not None:
+            view.release_anchor()
+            view.call_after_refresh(view.scroll_to_widget, widget, animate=False, top=True)
+
+    async def _open(self, thread_id: str | None, client: Client, *, whole: bool = False) -> None:
         from ..protocol.conversation import Conversation
 
         app = self.app
         app._stop_ingest()
+        app.heap.release()  # the open thread's objects may become garbage now
         conversation = Conversation(thread_id or "")
         app.cards.leave_thread(thread_id)
         self.client = client
@@ -83,6 +116,7 @@ class Threads:
         app.n8n_activity.reset(thread_id)
         app.run_status.reset()
         view = app.view
+        view.more_on_server = False
         thread_list = app.thread_list
         thread_list.active_thread_id = thread_id
         if thread_id is None:
@@ -91,10 +125,14 @@ class Threads:
             self.after_open(conversation)
             app.run_worker(app.actions.refresh_model_info(None), group="model-info", exclusive=True,
                            exit_on_error=False)
+            app.heap.settle()
             return
         view.set_placeholder(Content.styled("Loading…", "italic $text-muted"))
         try:
-            history = await client.messages(thread_id)
+            if whole:
+                history = await client.messages(thread_id)
+            else:
+                history = await client.recent_messages(thread_id, HISTORY_PAGE)
         except NotFoundError:
             history = None
         except ClientError as exc:
@@ -111,6 +149,7 @@ class Threads:
             info.metadata if info is not None else {})
         app.run_status.count_thread_usage(metadata.get("usage"))
         conversation.drain_changes()
+        view.more_on_server = bool(history is not None and history.has_more)
         view.load(conversation)
         view.set_placeholder(self.welcome())
         self.after_open(conversation)
@@ -125,6 +164,7 @@ class Threads:
         app.n8n_activity.reset(thread_id, status, history)
         settle_interrupted(conversation, status)  # a run the server no longer runs: show how it ended
         app.connection.show_queue()
+        app.heap.settle()  # (before the stream's replay: a flood holds the collector)
         app._start_ingest(conversation, thread_id, conversation.cursor)
 
     def after_open(self, conversation: Conversation) -> None:
@@ -152,6 +192,9 @@ class Threads:
         if self.app.status_info.demo:
             lines.append(("\nDemo mode: an offline model with canned behaviour, no real n8n.", "$text-warning"))
         return Content.assemble(*lines)
+
+    def open_whole_in_background(self) -> None:
+        self.app.run_worker(self.open_whole(), group="open", exclusive=True, exit_on_error=False)
 
     def open_in_background(self, thread_id: str | None, source: str | None = None) -> None:
         self.app.run_worker(self._open_and_focus(thread_id, source), group="open", exclusive=True,

@@ -125,6 +125,8 @@ async def test_runs_snapshots_settings(store: RedisStore) -> None:
     assert (await store.get_run("r2")).status == "completed"
     await store.save_snapshot("t", "r1", {"agentId": "a", "children": []})
     assert await store.get_snapshots("t") == {"r1": {"agentId": "a", "children": []}}
+    assert await store.get_snapshots("t", ["r1", "missing"]) == {"r1": {"agentId": "a", "children": []}}
+    assert await store.get_snapshots("t", []) == {}
     assert await store.get_setting("thread:t", "always") is None
     await store.set_setting("thread:t", "always", ["write-file"])
     assert await store.get_setting("thread:t", "always") == ["write-file"]

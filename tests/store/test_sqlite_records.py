@@ -249,6 +249,10 @@ async def test_snapshots(store: SqliteStore) -> None:
     assert list(snapshots) == ["r2", "r1"]
     assert snapshots["r2"] == {"agentId": "root", "textContent": "replaced"}
     assert (await store.get_thread("t")) is not None
+    # a page of history reads only its runs' snapshots (and more ids than SQLite binds at once)
+    assert await store.get_snapshots("t", ["r1", "missing"]) == {"r1": {"agentId": "root", "textContent": "first"}}
+    assert await store.get_snapshots("t", []) == {}
+    assert list(await store.get_snapshots("t", [f"x{i}" for i in range(1200)] + ["r2"])) == ["r2"]
 
 
 async def test_settings(store: SqliteStore) -> None:

@@ -119,6 +119,9 @@ one at a time · **Ctrl+F** finds text.
     class LoadOlder(Message):
         """Mount older messages."""
 
+    class WholeThreadWanted(Message):
+        """The user asked for messages older than the page the thread opened with."""
+
     class Empty(Message):
         """Nothing to show (new thread)."""
 
@@ -128,6 +131,8 @@ one at a time · **Ctrl+F** finds text.
         self.conversation: Conversation | None = None
         self.turns: dict[str, Widget] = {}
         self.first_index = 0
+        #: the thread opened with its newest page: older messages are on the server
+        self.more_on_server = False
         self.following = True
         self.older = OlderLine("", classes="older-line", markup=False)
         self.older.display = False
@@ -184,8 +189,12 @@ one at a time · **Ctrl+F** finds text.
 
     def _update_older(self) -> None:
         hidden = self.first_index
-        self.older.display = hidden > 0
-        if hidden:
+        self.older.display = hidden > 0 or self.more_on_server
+        if not hidden and self.more_on_server:
+            self.older.update(
+                Content.styled("▲ earlier messages — Home, or Enter here, to load the whole thread", "italic $text-muted")
+            )
+        elif hidden:
             self.older.update(
                 Content.styled(
                     f"▲ {hidden} earlier message{'s' if hidden != 1 else ''} — scroll up, Home, or Enter here to load",
@@ -455,10 +464,19 @@ one at a time · **Ctrl+F** finds text.
         self.scroll_end(animate=False, immediate=True)
         self.post_message(self.Followed())
 
+    def want_older(self) -> bool:
+        """The user asked for older messages: mount the previous batch, or, at the first one
+        this page has, ask for the whole thread (``WholeThreadWanted``)."""
+        if self.load_older():
+            return True
+        if self.first_index == 0 and self.more_on_server:
+            self.post_message(self.WholeThreadWanted())
+        return False
+
     def action_load_older(self) -> None:
         """Home: load the previous batch and show the top."""
         self.release_anchor()
-        self.load_older()
+        self.want_older()
         self.call_after_refresh(self._scroll_home_quietly)
 
     def _scroll_home_quietly(self) -> None:
@@ -468,4 +486,4 @@ one at a time · **Ctrl+F** finds text.
     def on_conversation_view_load_older(self, event: LoadOlder) -> None:
         event.stop()
         self.release_anchor()
-        self.load_older()
+        self.want_older()

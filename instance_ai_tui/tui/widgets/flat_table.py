@@ -81,6 +81,45 @@ def _longest_word(content: Content) -> int:
     return max((cell_len(word) for word in words), default=0)
 
 
+#: laid-out rows by (cells, widths, header): a streamed table is laid out again on every
+#: frame, and only its last row (or its widths) changed
+_ROWS: dict[tuple[object, ...], list[Content]] = {}
+_ROWS_MAX = 4096
+
+
+def _row_lines(row: list[Content], widths: tuple[int, ...], header: bool, bar: Content) -> list[Content]:
+    """One grid row's lines: each cell wrapped in its column, padded, between keylines."""
+    key = (widths, header, *((cell.plain, tuple(cell.spans)) for cell in row))
+    cached = _ROWS.get(key)
+    if cached is not None:
+        return cached
+    wrapped = [cell.wrap(max(1, widths[i] - 2 * _PAD), overflow="ellipsis") for i, cell in enumerate(row)]
+    height = max((len(cell_lines) for cell_lines in wrapped), default=1)
+    lines = []
+    for y in range(height):
+        parts = [bar]
+        for index, size in enumerate(widths):
+            text = Content("")
+            if index < len(wrapped):
+                cell_lines = wrapped[index]
+                # a header is bottom-aligned in its row (``content-align: left bottom``)
+                line_no = y - (height - len(cell_lines)) if header else y
+                if 0 <= line_no < len(cell_lines):
+                    text = cell_lines[line_no]
+                    if header:
+                        text = text.stylize_before(".flat--th")
+            inner_width = size - 2 * _PAD
+            if text.cell_length > inner_width:
+                text = text.truncate(inner_width)
+            parts.append(Content(" " * _PAD) + text.pad_right(inner_width - text.cell_length) + Content(" " * _PAD))
+            parts.append(bar)
+        lines.append(Content("").join(parts))
+    if len(_ROWS) >= _ROWS_MAX:
+        _ROWS.clear()
+    _ROWS[key] = lines
+    return lines
+
+
 def _has_link(content: Content) -> bool:
     return any(not isinstance(span.style, str) and "@click" in span.style.meta for span in content.spans)
 
@@ -133,27 +172,8 @@ def lay_table(table: Table, width: int, *, dark: bool = True) -> list[Content] |
 
     bar = Content.styled("│", keyline)
     lines = [rule("┌", "┬", "┐")]
+    last = len(grid) - 1
     for row_index, row in enumerate(grid):
-        header = row_index == 0
-        wrapped = [cell.wrap(max(1, widths[i] - 2 * _PAD), overflow="ellipsis") for i, cell in enumerate(row)]
-        height = max((len(cell_lines) for cell_lines in wrapped), default=1)
-        for y in range(height):
-            parts = [bar]
-            for index, size in enumerate(widths):
-                text = Content("")
-                if index < len(wrapped):
-                    cell_lines = wrapped[index]
-                    # a header is bottom-aligned in its row (``content-align: left bottom``)
-                    line_no = y - (height - len(cell_lines)) if header else y
-                    if 0 <= line_no < len(cell_lines):
-                        text = cell_lines[line_no]
-                        if header:
-                            text = text.stylize_before(".flat--th")
-                inner_width = size - 2 * _PAD
-                if text.cell_length > inner_width:
-                    text = text.truncate(inner_width)
-                parts.append(Content(" " * _PAD) + text.pad_right(inner_width - text.cell_length) + Content(" " * _PAD))
-                parts.append(bar)
-            lines.append(Content("").join(parts))
-        lines.append(rule("├", "┼", "┤") if row_index < len(grid) - 1 else rule("└", "┴", "┘"))
+        lines.extend(_row_lines(row, tuple(widths), row_index == 0, bar))
+        lines.append(rule("├", "┼", "┤") if row_index < last else rule("└", "┴", "┘"))
     return lines

@@ -1,0 +1,35 @@
+"""The frame rate adapts to load: an expensive frame makes the next ones wait, so a frame's
+work stays under its share of the event loop and keys are handled meanwhile."""
+
+from __future__ import annotations
+
+from instance_ai_tui.tui.projection import FRAME_HZ, FRAME_SHARE, MIN_FRAME_HZ, FramePacer
+
+
+def test_cheap_frames_run_at_the_timers_rate() -> None:
+    pacer = FramePacer()
+    now = 100.0
+    for _ in range(10):
+        assert pacer.due(now)
+        pacer.record(now, 0.004)  # 4 ms of work: well under the share at 25 Hz
+        now += 1 / FRAME_HZ
+    assert pacer.skipped == 0
+
+
+def test_an_expensive_frame_makes_the_next_ones_wait_for_its_share() -> None:
+    pacer = FramePacer()
+    pacer.record(100.0, 0.030)  # 30 ms: the next frame may start 100 ms later
+    wait = 0.030 / FRAME_SHARE
+    assert not pacer.due(100.0 + 1 / FRAME_HZ)
+    assert not pacer.due(100.0 + wait - 0.001)
+    assert pacer.due(100.0 + wait)
+    assert pacer.skipped == 2
+    # then a cheap frame: back to every tick
+    pacer.record(100.0 + wait, 0.002)
+    assert pacer.due(100.0 + wait + 1 / FRAME_HZ)
+
+
+def test_a_very_slow_frame_still_leaves_a_minimum_rate() -> None:
+    pacer = FramePacer()
+    pacer.record(5.0, 2.0)  # two seconds (a huge mount): wait no more than a quarter second
+    assert pacer.due(5.0 + 1 / MIN_FRAME_HZ)
