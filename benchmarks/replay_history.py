@@ -65,13 +65,13 @@ def copy_database(source: Path, target: Path) -> None:
             shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
 
 
-async def replay_once(url: str, thread: str, last_id: int) -> tuple[float, int, int]:
+async def read_replay(url: str, headers: dict[str, str], last_id: int) -> tuple[float, int, int]:
+    """Seconds, bytes and events of one full replay (SSE at ``url``) read up to event ``last_id``."""
     import httpx
 
     started = time.perf_counter()
     size = events = 0
-    async with httpx.AsyncClient(base_url=url + PREFIX, timeout=60) as http, \
-            http.stream("GET", f"/events/{thread}") as response:
+    async with httpx.AsyncClient(timeout=60, headers=headers) as http, http.stream("GET", url) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
             size += len(line) + 1
@@ -96,7 +96,7 @@ async def measure(db: Path, repeats: int) -> dict[str, Any]:
         async with serve_asgi(app) as url:
             best: tuple[float, int, int] | None = None
             for _ in range(repeats):
-                got = await replay_once(url, "long", last_id)
+                got = await read_replay(f"{url}{PREFIX}/events/long", {}, last_id)
                 if best is None or got[0] < best[0]:
                     best = got
     finally:

@@ -23,7 +23,6 @@ import statistics
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ sys.path.append(str(ROOT))
 sys.path.append(str(ROOT / "scripts"))
 
 import n8n_peer  # noqa: E402  (scripts/n8n_peer.py: install, cache and start a real n8n)
+from replay_history import read_replay  # noqa: E402
 
 ANSWER = " ".join(f"word{i}" for i in range(1, 121)) + "."
 
@@ -56,23 +56,6 @@ class ModelServer:
         asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(15)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-
-
-async def read_replay(url: str, headers: dict[str, str], last_id: int) -> tuple[float, int, int]:
-    """Seconds, bytes and events of one full replay read up to event ``last_id``."""
-    import httpx
-
-    started = time.perf_counter()
-    size = events = 0
-    async with httpx.AsyncClient(timeout=60, headers=headers) as http, http.stream("GET", url) as response:
-        response.raise_for_status()
-        async for line in response.aiter_lines():
-            size += len(line) + 1
-            if line.startswith("id:"):
-                events += 1
-                if int(line[3:].strip()) >= last_id:
-                    break
-    return time.perf_counter() - started, size, events
 
 
 def summary(samples: list[tuple[float, int, int]]) -> dict[str, Any]:
@@ -112,22 +95,12 @@ async def measure_n8n(model_url: str, runs: int, repeats: int) -> dict[str, Any]
                 last = await fill_thread(client, thread, runs)
             finally:
                 await client.close()
-        headers = login_headers(peer)
+        headers = n8n_peer.login_headers(peer)
         url = f"{peer.url}/rest/instance-ai/events/{thread}"
         samples = [await read_replay(url, headers, last) for _ in range(repeats)]
         return {"version": "2.41.1", "last_event_id": last, **summary(samples)}
     finally:
         peer.close()
-
-
-def login_headers(peer: Any) -> dict[str, str]:
-    import httpx
-
-    browser_id = str(uuid.uuid4())
-    response = httpx.post(f"{peer.url}/rest/login", json={"emailOrLdapLoginId": peer.email, "password": peer.password},
-                          headers={"browser-id": browser_id}, timeout=30)
-    response.raise_for_status()
-    return {"Cookie": f"n8n-auth={response.cookies['n8n-auth']}", "browser-id": browser_id}
 
 
 async def measure_ours(model_url: str, runs: int, repeats: int) -> dict[str, Any]:

@@ -345,6 +345,19 @@ class N8nPeer:
                 "workDir": str(self.work), "bootSeconds": round(self.boot_seconds, 1)}
 
 
+def login_headers(peer: N8nPeer) -> dict[str, str]:
+    """Cookie + browser-id of a fresh login to ``peer`` (n8n's REST API, not the public one)."""
+    import uuid
+
+    import httpx
+
+    browser_id = str(uuid.uuid4())
+    response = httpx.post(f"{peer.url}/rest/login", json={"emailOrLdapLoginId": peer.email, "password": peer.password},
+                          headers={"browser-id": browser_id}, timeout=30)
+    response.raise_for_status()
+    return {"Cookie": f"n8n-auth={response.cookies['n8n-auth']}", "browser-id": browser_id}
+
+
 NODE_TABLE_PATH = Path(__file__).resolve().parents[1] / "instance_ai_tui" / "assistant" / "data" / "n8n_nodes.json"
 
 

@@ -102,15 +102,8 @@ def responder(model: ModelServer) -> Iterator[Callable[[Responder], None]]:
     model.responder = lambda body: MockResponse(text="(no responder set)")
 
 
-def login_headers(peer: Any) -> dict[str, str]:
-    """Cookie + browser-id of a fresh login (n8n's REST API, not the public one)."""
-    import uuid
-
-    browser_id = str(uuid.uuid4())
-    response = httpx.post(f"{peer.url}/rest/login", json={"emailOrLdapLoginId": peer.email, "password": peer.password},
-                          headers={"browser-id": browser_id}, timeout=30)
-    response.raise_for_status()
-    return {"Cookie": f"n8n-auth={response.cookies['n8n-auth']}", "browser-id": browser_id}
+#: cookie + browser-id of a fresh login (n8n's REST API, not the public one)
+login_headers = n8n_peer.login_headers
 
 
 @pytest.fixture(scope="session")
