@@ -108,7 +108,7 @@ def preload_ui() -> None:
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
     from .widgets import turns  # noqa: F401
-    from .widgets.flat_markdown import parse_document
+    from .widgets.markdown_document import parse_document
 
     parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
     highlight("{}", language="json")  # loads the lexers

@@ -13,8 +13,9 @@ from textual.widget import Widget
 
 import instance_ai_tui.tui.app as app_module
 from instance_ai_tui.tui import themes
-from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, layout_document, parse_document
+from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, layout_document
 from instance_ai_tui.tui.widgets.long_markdown import CHUNK_CHARS, ChunkedMarkdown, LiveMarkdown
+from instance_ai_tui.tui.widgets.markdown_document import parse_document
 
 LISTS = """Intro with **bold**, *em*, `code`, ~~gone~~ and a [link](https://example.com).
 

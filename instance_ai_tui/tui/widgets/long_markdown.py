@@ -27,7 +27,8 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from .. import keymap
-from .flat_markdown import NO_JOINS, FlatMarkdown, Joins, _parser, joined_number_width, parse_document
+from .flat_markdown import FlatMarkdown, joined_number_width
+from .markdown_document import NO_JOINS, Joins, _parser, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
