@@ -108,9 +108,9 @@ def preload_ui() -> None:
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
     from .widgets import turns  # noqa: F401
-    from .widgets.markdown_document import parse_document
+    from .widgets.markdown_document import warm_up
 
-    parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parser
+    warm_up()  # builds the markdown-it parsers and compiles their lazy regular expressions
     highlight("{}", language="json")  # loads the lexers
     for model in (ToolCallState, Confirmation, AgentNode, TaskList):
         model.model_rebuild()  # the wire models build their validators on first use

@@ -28,7 +28,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from .. import keymap
 from .flat_markdown import FlatMarkdown, joined_number_width
-from .markdown_document import NO_JOINS, Joins, _parser, parse_document
+from .markdown_document import NO_JOINS, Joins, _parser, drawn_flat, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -173,7 +173,7 @@ class _Splitter:
         if index in self._no_join:
             return False
         head = self.conts.get(index, ("", None))[0]
-        if parse_document(head + text[self.starts[-1] : pos]) is None:
+        if not drawn_flat(head + text[self.starts[-1] : pos]):
             self._no_join.add(index)
             return False
         return True

@@ -93,20 +93,60 @@ class Joins:
 NO_JOINS = Joins()
 
 _parser_instance: MarkdownIt | None = None
+_block_parser_instance: MarkdownIt | None = None
+#: the core rules that work inside blocks (a block-only parse leaves inline tokens unparsed)
+_INLINE_RULES = ["inline", "linkify", "replacements", "smartquotes", "text_join"]
+#: a line that may hold what only ``Markdown`` draws: a block quote or a thematic break
+#: (after any list markers), or a table row (any "|")
+_MAYBE_MARKDOWN_ONLY = re.compile(
+    r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:>|([-*_])(?:[ \t]*\1){2,}[ \t]*$)|\|", re.MULTILINE
+)
 
 
-def _parser() -> MarkdownIt:
-    global _parser_instance
-    if _parser_instance is None:
+def _parser(inline: bool = True) -> MarkdownIt:
+    """The markdown-it "gfm-like" parser ``Markdown`` uses by default; ``inline=False``: the
+    same parser with the inline rules off (block structure only)."""
+    global _parser_instance, _block_parser_instance
+    if _parser_instance is None or _block_parser_instance is None:
         from markdown_it import MarkdownIt
 
-        _parser_instance = MarkdownIt("gfm-like")  # what ``Markdown`` uses by default
-    return _parser_instance
+        _parser_instance = MarkdownIt("gfm-like")
+        _block_parser_instance = MarkdownIt("gfm-like").disable(_INLINE_RULES, ignoreInvalid=True)
+    return _parser_instance if inline else _block_parser_instance
 
 
-def parse_document(source: str) -> Document | None:
+def drawn_flat(source: str) -> bool:
+    """``parse_document(source) is not None``, at a fraction of the cost: text with no line
+    that could start a block quote, a rule or a table is drawn flat; otherwise only its
+    block structure is parsed (what makes it Markdown-only is never inline)."""
+    if _MAYBE_MARKDOWN_ONLY.search(source) is None:
+        return True
+    return parse_document(source, inline=False) is not None
+
+
+#: text that makes the parser compile every regular expression it compiles lazily (links,
+#: e-mail addresses, tables, ...): 60 ms of ``re`` work on first use, done off the event loop
+#: at start (``tui.boot.preload_ui``) instead of in the middle of a stream
+WARM_UP = (
+    "# Warm *up*\n\nA [link](http://example.com/a), http://example.com/a?b=1 https://example.net ftp://example.org "
+    "//example.com mailto:me@example.com me@example.com www.example.org, ~~old~~ `code` "
+    "**bold** _em_ (c) -- \"quoted\"\n\n- item\n  1. one\n\n> quote\n\n---\n\n| a | b |\n|:--|--:|\n| 1 | 2 |\n\n"
+    "```json\n{}\n```\n\n    indented\n\n<div>html</div>\n"
+)
+
+
+def warm_up() -> None:
+    """Compile what the parsers compile lazily (see ``WARM_UP``)."""
+    parse_document(WARM_UP)
+    parse_document(WARM_UP, inline=False)
+    drawn_flat(WARM_UP)
+
+
+def parse_document(source: str, *, inline: bool = True) -> Document | None:
     """The blocks of ``source``, or ``None`` if it uses something drawn only by
-    Textual's ``Markdown`` widget (tables, block quotes, horizontal rules, ...)."""
+    Textual's ``Markdown`` widget (block quotes, horizontal rules, a table in a list, ...).
+    ``inline=False``: the blocks' inline text is left empty (the same blocks, or ``None``,
+    for a fraction of the cost)."""
     document: Document = []
     #: open blocks (list items hold their blocks; lists their items)
     stack: list[Paragraph | Heading | MarkdownList | ListItem] = []
@@ -122,7 +162,7 @@ def parse_document(source: str) -> Document | None:
         return False
 
     table: TableBuilder | None = None
-    for token in _parser().parse(source):
+    for token in _parser(inline).parse(source):
         kind = token.type
         if table is not None:
             if kind == "table_close":
