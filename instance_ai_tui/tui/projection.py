@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from .app import InstanceAiApp
 
 FRAME_HZ = 25
-#: under load a frame's own work takes at most this share of the event loop's time: after a
-#: frame that took t seconds the next waits t / FRAME_SHARE (keys and the ingest get the rest)
+#: under load a frame's work (its own, and the layout and paint it makes Textual do) takes at
+#: most this share of the event loop's time: after a frame that cost t seconds the next waits
+#: t / FRAME_SHARE (keys and the ingest get the rest)
 FRAME_SHARE = 0.3
 #: ... but never fewer frames than this per second
 MIN_FRAME_HZ = 4
@@ -61,7 +62,8 @@ class IngestStats:
 
 class FramePacer:
     """The adaptive frame rate: ``FRAME_HZ`` while frames are cheap; after an expensive one
-    the next waits until the frame's share of the loop is back under ``FRAME_SHARE``."""
+    the next waits until the frame's share of the loop is back under ``FRAME_SHARE``. A frame
+    is recorded twice: when its own work is done, then with the paint it caused."""
 
     __slots__ = ("next_at", "skipped")
 
@@ -173,8 +175,10 @@ class Projection:
         if conversation is None or not view.is_attached:
             return
         started = time.perf_counter()
-        if not self.pacer.due(started):
-            return  # the last frame was expensive: the loop is the keys' for a while
+        if not self.pacer.due(started) and conversation.is_streaming:
+            return  # the last frame was expensive: the loop is the keys' for a while (the end of a
+            # stream is drawn at once)
+        cpu_started = time.thread_time()
         if self.flooded():
             return
         changes = conversation.drain_changes()
@@ -214,6 +218,14 @@ class Projection:
         seconds = time.perf_counter() - started
         self.stats.record_frame(seconds)
         self.pacer.record(started, seconds)
+        # Textual lays out and paints what the frame changed after it: that is the frame's
+        # cost too (a growing answer scrolls the view: every visible line is drawn again).
+        # Counted in the event loop thread's CPU time until the screen has refreshed, so
+        # waiting for the refresh is not, and the keys and events handled meanwhile are.
+        self.app.call_after_refresh(self._painted, started, cpu_started)
+
+    def _painted(self, started: float, cpu_started: float) -> None:
+        self.pacer.record(started, time.thread_time() - cpu_started)
 
     def flooded(self) -> bool:
         """During a flood of events (a replayed log, a burst after a reconnect) skip the

@@ -52,3 +52,47 @@ def test_the_warm_up_text_holds_what_compiles_lazily() -> None:
     for needle in ("http://", "https://", "mailto:", "@example.com", "www.", "| a |", "> quote", "---"):
         assert needle in WARM_UP
     assert parse_document(WARM_UP) is None and not drawn_flat(WARM_UP)
+
+
+INLINE_LINES = [
+    "", "plain words", "*em* and **strong** and ~~gone~~", "`code` with http://example.com/a?b=1", "me@example.com",
+    "a [link](http://x.org \"title\") here", "![alt](img.png)", "[ref link][id]", "[id]: http://ref.example",
+    "- item with *em*", "1. **bold** item", "  - nested `code`", "# heading *em*", "| a | *b* |", "|---|---|",
+    "| `1` | www.example.org |", "line with trailing spaces  ", "back\\\\slash \\* escaped", "\"quotes\" -- dash (c)",
+    "<span>html</span> inline", "```", "code **not em**",
+]
+
+
+def _inline_texts(text: str, *, whole: bool) -> list[tuple[str, tuple[object, ...]]]:
+    """Every inline text of ``text`` as (plain, spans): from one whole parse, or as
+    ``parse_document`` builds it (the blocks, then each inline text on its own)."""
+    env: dict[str, object] = {}
+    if whole:
+        tokens = markdown_document._parser().parse(text)
+        of = markdown_document.inline_content
+    else:
+        tokens = markdown_document._parser(inline=False).parse(text, env)
+        of = markdown_document._cached_inline
+    if env.get("references"):
+        return _inline_texts(text, whole=True)
+    out = []
+    for token in tokens:
+        if token.type == "inline":
+            content = of(token)
+            out.append((content.plain, tuple(content.spans)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(INLINE_LINES), max_size=12))
+def test_inline_text_parsed_on_its_own_is_what_a_whole_parse_gives(lines: list[str]) -> None:
+    text = "\n".join(lines) + "\n"
+    assert _inline_texts(text, whole=False) == _inline_texts(text, whole=True)
+
+
+def test_a_document_with_link_references_is_parsed_whole() -> None:
+    document = parse_document("see [the docs][d]\n\n[d]: http://example.com/docs\n")
+    assert document is not None
+    paragraph = document[0]
+    assert isinstance(paragraph, markdown_document.Paragraph) and paragraph.content.plain == "see the docs"
+    assert any("link" in str(span.style) for span in paragraph.content.spans)

@@ -142,11 +142,42 @@ def warm_up() -> None:
     drawn_flat(WARM_UP)
 
 
+#: inline text (a paragraph's, a heading's, a table cell's) -> its ``Content``
+_INLINE_CACHE: dict[str, Content] = {}
+INLINE_CACHE_SIZE = 4096
+
+
+def _cached_inline(token: Token) -> Content:
+    """``inline_content`` of an inline token the block-only parser left unparsed, parsed
+    once per distinct text: a growing document re-parsed at every frame re-parses only its
+    new paragraphs and items (inline parsing is most of a parse)."""
+    text = token.content
+    content = _INLINE_CACHE.get(text)
+    if content is None:
+        content = _content_of(_parser().parseInline(text)[0].children)
+        if len(_INLINE_CACHE) >= INLINE_CACHE_SIZE:
+            _INLINE_CACHE.clear()
+        _INLINE_CACHE[text] = content
+    return content
+
+
 def parse_document(source: str, *, inline: bool = True) -> Document | None:
     """The blocks of ``source``, or ``None`` if it uses something drawn only by
     Textual's ``Markdown`` widget (block quotes, horizontal rules, a table in a list, ...).
     ``inline=False``: the blocks' inline text is left empty (the same blocks, or ``None``,
-    for a fraction of the cost)."""
+    for a fraction of the cost).
+
+    The blocks are parsed first; each block's inline text is parsed on its own (and kept:
+    ``_cached_inline``), which gives the tokens a whole parse gives, except where link
+    reference definitions (``[id]: url``) are in the text: their links need the whole
+    parse's references, and such a text is parsed whole."""
+    env: dict[str, object] = {}
+    tokens = _parser(inline=False).parse(source, env)
+    text_of = _cached_inline
+    if not inline:
+        text_of = inline_content  # (no children: empty)
+    elif env.get("references"):
+        tokens, text_of = _parser().parse(source), inline_content
     document: Document = []
     #: open blocks (list items hold their blocks; lists their items)
     stack: list[Paragraph | Heading | MarkdownList | ListItem] = []
@@ -162,14 +193,14 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
         return False
 
     table: TableBuilder | None = None
-    for token in _parser(inline).parse(source):
+    for token in tokens:
         kind = token.type
         if table is not None:
             if kind == "table_close":
                 document.append(table.build())
                 table = None
             else:
-                table.feed(token, inline_content(token) if kind == "inline" else None)
+                table.feed(token, text_of(token) if kind == "inline" else None)
             continue
         if kind == "table_open":
             if stack:
@@ -206,7 +237,7 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
             target = stack[-1] if stack else None
             if not isinstance(target, (Paragraph, Heading)):
                 return None
-            target.content = inline_content(token)
+            target.content = text_of(token)
         elif kind == "fence" or kind == "code_block":
             if not add(Fence(token.content.rstrip(), token.info)):
                 return None
@@ -217,7 +248,11 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
 
 def inline_content(token: Token) -> Content:
     """An inline token as styled ``Content``, as ``MarkdownBlock`` builds it."""
-    if token.children is None:
+    return _content_of(token.children)
+
+
+def _content_of(children: list[Token] | None) -> Content:
+    if children is None:
         return Content("")
     parts: list[str] = []
     spans: list[Span] = []
@@ -234,7 +269,7 @@ def inline_content(token: Token) -> Content:
             style, start = styles.pop()
             spans.append(Span(start, position, style))
 
-    for child in token.children:
+    for child in children:
         kind = child.type
         if kind == "text":
             add(_SPACES.sub(" ", child.content))
