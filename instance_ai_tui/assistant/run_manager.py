@@ -604,12 +604,18 @@ class RunManager:
 
     async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,
                             last: Event | None = None) -> None:
-        """Fold the run's stored events (and ``last``, its not yet published ``run-finish``)."""
-        reducer = RunReducer().apply_all_wire(e.json for e in await self.run_events(thread_id, run_id, first_id))
-        if last is not None:
-            reducer.apply(last)
-        tree = reducer.tree()
-        await self.store.save_snapshot(thread_id, run_id, tree.to_wire())
+        """Fold the run's stored events (and ``last``, its not yet published ``run-finish``).
+        The fold runs in a worker thread: a long answer is thousands of events (50 ms for a
+        150-item list), and in embedded mode this event loop is the app's."""
+        events = [e.json for e in await self.run_events(thread_id, run_id, first_id)]
+
+        def fold() -> dict[str, Any]:
+            reducer = RunReducer().apply_all_wire(events)
+            if last is not None:
+                reducer.apply(last)
+            return reducer.tree().to_wire()
+
+        await self.store.save_snapshot(thread_id, run_id, await asyncio.to_thread(fold))
 
     async def run_events(self, thread_id: str, run_id: str, first_id: int | None = None,
                          upto: int | None = None) -> list[StoredEvent]:
