@@ -22,10 +22,11 @@ def collector() -> Iterator[None]:
 def test_objects_frozen_at_start_stay_frozen_when_the_first_thread_opens(collector: None) -> None:
     keep = [[i] for i in range(1000)]
     gc.freeze()  # as the app does once its first frame is composed
-    frozen = gc.get_freeze_count()
+    assert gc.get_freeze_count() >= len(keep)
     heap = HeapPolicy(enabled=True)
     heap.release()  # the first thread opens: nothing of a thread was frozen
-    assert gc.get_freeze_count() == frozen >= len(keep)
+    # still frozen (objects freed meanwhile leave the count, so it is not compared exactly)
+    assert gc.get_freeze_count() >= len(keep)
 
 
 def test_a_settled_thread_is_handed_back_when_another_opens(collector: None) -> None:
