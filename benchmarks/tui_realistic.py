@@ -164,12 +164,16 @@ class _Ours:
         self.app = InstanceAiApp(
             EmbeddedClient(settings), settings, watch_themes=False, persist_theme=False, tune_gc=tune_gc
         )
+        self.turns_before: set[int] = set()
 
     async def ready(self, pilot: Any) -> None:
         await self.app.wait_until_ready()
 
     async def send(self, pilot: Any, text: str) -> None:
         app = self.app
+        # the answer is looked for in the turn this prompt starts (an earlier answer may be the
+        # same text: the same answer at another rate)
+        self.turns_before = {id(turn) for turn in app.view.assistant_turns()}
         app.prompt.focus()
         app.prompt.load_text(text)
         await pilot.press("enter")
@@ -188,7 +192,10 @@ class _Ours:
         from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown
 
         want = text.rstrip()
-        for block in self.app.view.query(ChunkedMarkdown):
+        turns = self.app.view.assistant_turns()
+        if not turns or id(turns[-1]) in self.turns_before:
+            return False
+        for block in turns[-1].query(ChunkedMarkdown):
             if block.target.rstrip() == want:
                 return bool(block.settled)
         return False
