@@ -2,7 +2,8 @@
 
 ``InstanceAiApp.on_mount`` composes the screen from light widgets and schedules ``boot`` after
 the first refresh. ``boot`` then, off the event loop where it can: imports what the first turn
-and Markdown block need (``preload_ui``), lets the client import what it needs
+and Markdown block need (``preload_ui``; the Markdown parsers' lazy expressions compile in a
+background thread, ``warm_up_markdown``), lets the client import what it needs
 (``Client.preload``: the in-process assistant for the embedded client), opens the client (a
 login dialog for n8n, a setup dialog for a model without a key), starts the local gateway
 (``--gateway``), lists the threads and the extra thread sources (``--redis-chat``) and opens
@@ -35,6 +36,9 @@ async def boot(app: InstanceAiApp) -> None:
     # the turn widgets, the conversation model and the Markdown parser are large imports:
     # do them off the event loop, before a thread opens (the UI stays responsive)
     await asyncio.to_thread(preload_ui)
+    # the parsers' lazily compiled expressions: in the background, not on the way to the
+    # first thread (60 ms); done long before a stream needs them
+    app.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
     await asyncio.to_thread(app.client.preload)
     if app.client.mode == "embedded":
         from .screens.setup import check_model_setup
@@ -108,9 +112,16 @@ def preload_ui() -> None:
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
     from .widgets import turns  # noqa: F401
-    from .widgets.markdown_document import warm_up
+    from .widgets.markdown_document import parse_document
 
-    warm_up()  # builds the markdown-it parsers and compiles their lazy regular expressions
+    parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parsers
     highlight("{}", language="json")  # loads the lexers
     for model in (ToolCallState, Confirmation, AgentNode, TaskList):
         model.model_rebuild()  # the wire models build their validators on first use
+
+
+def warm_up_markdown() -> None:
+    """Compile what the Markdown parsers compile on first use (``markdown_document.warm_up``)."""
+    from .widgets.markdown_document import warm_up
+
+    warm_up()
