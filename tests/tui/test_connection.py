@@ -191,10 +191,15 @@ async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) ->
 
 
 async def test_a_title_by_event_is_not_replaced_by_an_older_list_answer(fake: FakeN8n, tmp_path: Path) -> None:
-    """n8n sends thread-title-updated ~180 ms after run-finish; the list asked at run-finish lands later."""
+    """n8n sends thread-title-updated ~180 ms after run-finish; the list asked at run-finish lands later.
+
+    Ordered by events, not by sleeps: the title event goes out once the list request has read
+    the threads without it, and that stale answer is sent 0.5 s after the title event."""
     published: dict[str, str] = {}
     served: list[list[str]] = []
     publish = fake._publish
+    held: list[Any] = []  # title events waiting for the stale list request
+    stale_read = False
 
     def late_titles(thread: Any, run: Any, event: dict[str, Any]) -> None:
         if event.get("type") != "thread-title-updated":
@@ -205,16 +210,24 @@ async def test_a_title_by_event_is_not_replaced_by_an_older_list_answer(fake: Fa
             published[thread.id] = event["payload"]["title"]
             publish(thread, run, event)
 
-        asyncio.get_running_loop().call_later(0.18, later)
+        if stale_read:
+            asyncio.get_running_loop().call_soon(later)
+        else:
+            held.append(later)
 
     fake._publish = late_titles  # type: ignore[method-assign]
 
     async def slow_list(scope: dict[str, Any], receive: Any, send_: Any) -> bool:
+        nonlocal stale_read
         if scope["path"] != "/rest/instance-ai/threads" or scope["method"] != "GET":
             return False
         # what n8n has when the request arrives: the title is not generated yet
         threads = [{**t.info(), "title": published.get(t.id, "")} for t in fake._threads.values() if t.created]
-        await asyncio.sleep(0.5)  # ... and the answer lands after the title event
+        if threads and not stale_read:
+            stale_read = True
+            while held:
+                held.pop(0)()  # now the title event goes out ...
+        await asyncio.sleep(0.5)  # ... and this answer lands after it
         body = json.dumps({"data": {"threads": threads, "total": len(threads), "page": 0, "hasMore": False}}).encode()
         await send_({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send_({"type": "http.response.body", "body": body})
