@@ -124,9 +124,9 @@ def drawn_flat(source: str) -> bool:
     return parse_document(source, inline=False) is not None
 
 
-#: text that makes the parser compile every regular expression it compiles lazily (links,
-#: e-mail addresses, tables, ...): 60 ms of ``re`` work on first use, done off the event loop
-#: at start (``tui.boot.preload_ui``) instead of in the middle of a stream
+#: text that makes the parsers compile every regular expression they compile lazily (links,
+#: e-mail addresses, tables, ...): 60 ms of ``re`` work on first use, done in a background
+#: thread at start (``tui.boot.warm_up_markdown``) instead of in the middle of a stream
 WARM_UP = (
     "# Warm *up*\n\nA [link](http://example.com/a), http://example.com/a?b=1 https://example.net ftp://example.org "
     "//example.com mailto:me@example.com me@example.com www.example.org, ~~old~~ `code` "
@@ -136,10 +136,9 @@ WARM_UP = (
 
 
 def warm_up() -> None:
-    """Compile what the parsers compile lazily (see ``WARM_UP``)."""
+    """Compile what the parsers compile lazily (see ``WARM_UP``): one parse runs the block
+    parser over it and the whole parser over each inline text."""
     parse_document(WARM_UP)
-    parse_document(WARM_UP, inline=False)
-    drawn_flat(WARM_UP)
 
 
 #: inline text (a paragraph's, a heading's, a table cell's) -> its ``Content``
