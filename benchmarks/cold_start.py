@@ -73,6 +73,13 @@ TARGET_RATIO = 1.5
 KEEP_NO_BYTECODE = False
 
 
+def _bytecode_policy(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without ``PYTHONDONTWRITEBYTECODE`` unless ``--no-bytecode-cache``."""
+    if not KEEP_NO_BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def clean_env(tmp: str) -> dict[str, str]:
     env = {
         **os.environ,
@@ -84,9 +91,7 @@ def clean_env(tmp: str) -> dict[str, str]:
     }
     for name in ("TEXTUAL_THEME", "INSTANCE_AI_MODEL", "OPENAI_API_KEY", "INSTANCE_AI_DB", "INSTANCE_AI_TOKEN"):
         env.pop(name, None)
-    if not KEEP_NO_BYTECODE:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
+    return _bytecode_policy(env)
 
 
 def first_paint(argv: list[str], marker: bytes, size: tuple[int, int], timeout: float = 30.0) -> float | None:
@@ -156,9 +161,7 @@ def demo_server() -> Iterator[str]:
 
 def import_seconds(module: str) -> float:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if not KEEP_NO_BYTECODE:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = _bytecode_policy({**os.environ, "PYTHONPATH": str(ROOT)})
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
     return float(result.stdout.strip())
 
