@@ -11,7 +11,7 @@ peers such as Toad do).
 Answers: a 150-item list, a 60-row table, 200 lines of code, prose of 120 sentences. The
 server sends one word (a token, roughly) per chunk at the rate. Per answer and app, JSON:
 
-* ``lag_s``: from the server's last chunk (``time.monotonic``, shared by both processes) until
+* ``lag_s``: from the server's last text chunk (``time.monotonic``, shared by both processes) until
   the answer's whole text is in its widgets, parsed, and the screen has nothing left to paint
   (looked at every 5 ms once typing stops);
 * ``key_echo_ms``: p50/p99/max of keys typed while the answer streams (one every ~80 ms, each a
@@ -113,13 +113,20 @@ class _Server:
 
         return httpx.get(self.base_url.removesuffix("/v1") + "/_mock/requests", timeout=10).json()
 
-    def last_chunk_at(self, prompt: str) -> float:
-        for request in reversed(self.requests()):
-            messages = request["body"].get("messages") or []
-            user = [m for m in messages if m.get("role") == "user"]
-            if user and prompt in json.dumps(user[-1].get("content")) and request["completed_at"]:
-                return float(request["completed_at"])
-        raise LookupError(prompt)
+    def last_chunk_at(self, prompt: str, wait: float = 10.0) -> float:
+        """When the server sent the answer's last text chunk (``time.monotonic``). The app may
+        show the end before the server has sent its finish chunk and closed the stream: wait
+        for the request to complete."""
+        deadline = time.monotonic() + wait
+        while True:
+            for request in reversed(self.requests()):
+                messages = request["body"].get("messages") or []
+                user = [m for m in messages if m.get("role") == "user"]
+                if user and prompt in json.dumps(user[-1].get("content")) and request["completed_at"]:
+                    return float(request["last_content_at"] or request["completed_at"])
+            if time.monotonic() > deadline:
+                raise LookupError(prompt)
+            time.sleep(0.05)
 
     def close(self) -> None:
         self.proc.terminate()

@@ -152,6 +152,8 @@ class RecordedRequest:
     response: MockResponse | None = None
     chunks_sent: int = 0
     first_chunk_at: float | None = None
+    #: when the last chunk with answer text (``delta.content``) went out
+    last_content_at: float | None = None
     completed_at: float | None = None
     disconnected_at: float | None = None
     _disconnected: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
@@ -164,6 +166,7 @@ class RecordedRequest:
             "received_at": self.received_at,
             "chunks_sent": self.chunks_sent,
             "first_chunk_at": self.first_chunk_at,
+            "last_content_at": self.last_content_at,
             "completed_at": self.completed_at,
             "disconnected_at": self.disconnected_at,
         }
@@ -324,8 +327,11 @@ class _ChatEndpoint:
         await send({"type": "http.response.body", "body": b"data: " + json.dumps(data).encode() + b"\n\n",
                     "more_body": True})
         record.chunks_sent += 1
+        now = time.monotonic()
         if record.first_chunk_at is None:
-            record.first_chunk_at = time.monotonic()
+            record.first_chunk_at = now
+        if any((choice.get("delta") or {}).get("content") for choice in data.get("choices") or ()):
+            record.last_content_at = now
 
 
 def _validate_request(body: dict[str, Any], null_content_with_tool_calls: bool = False) -> str | None:
