@@ -16,7 +16,8 @@ server sends one word (a token, roughly) per chunk at the rate. Per answer and a
   (looked at every 5 ms once typing stops);
 * ``key_echo_ms``: p50/p99/max of keys typed while the answer streams (one every ~80 ms, each a
   ``Key`` event posted to the app): from posting until the prompt holds the character;
-* ``cpu_s``: process CPU seconds from sending the prompt until the end is on screen.
+* ``cpu_s``: process CPU seconds from sending the prompt until the end is on screen;
+* ``frames_per_s`` (ours): frames that changed the widgets, per second of the stream.
 
 Targets (issue 14): lag <= 0.1 s p50 and <= 0.5 s max, key echo <= 50 ms p99 and <= 200 ms
 max, >= 5x less CPU than the baseline on the list and table answers.
@@ -192,6 +193,9 @@ class _Ours:
     def idle(self) -> bool:
         return not self.app.conversation.is_streaming
 
+    def frames(self) -> int | None:
+        return int(self.app.stats.busy_frames)
+
     def clear(self) -> None:
         self.app.prompt.load_text("")
 
@@ -258,6 +262,9 @@ class _Baseline:
     def idle(self) -> bool:
         return True
 
+    def frames(self) -> int | None:
+        return None  # Markdown.append runs as often as the stream writes
+
     def clear(self) -> None:
         self.app.query_one("#prompt").value = ""
 
@@ -285,6 +292,7 @@ async def _measure(kind: str, server: _Server, texts: dict[str, str], rates: lis
                 await pilot.pause(0.2)
                 host.clear()
                 cpu0 = time.process_time()
+                frames0 = host.frames()
                 await host.send(pilot, prompt)
                 echoes: list[float] = []
                 loop = asyncio.get_running_loop()
@@ -311,6 +319,8 @@ async def _measure(kind: str, server: _Server, texts: dict[str, str], rates: lis
                         # the stream is about to end: look often, so the lag is not this loop's own
                         await asyncio.sleep(0.005)
                 cpu = time.process_time() - cpu0
+                frames = host.frames()
+                fps = (frames - frames0) / streaming if frames is not None and frames0 is not None else None
                 last_chunk = server.last_chunk_at(prompt)
                 results.append(
                     {
@@ -325,6 +335,7 @@ async def _measure(kind: str, server: _Server, texts: dict[str, str], rates: lis
                             "max": round(max(echoes, default=0), 1),
                         },
                         "cpu_s": round(cpu, 2),
+                        "frames_per_s": None if fps is None else round(fps, 1),
                     }
                 )
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)

@@ -250,6 +250,7 @@ class InstanceAiApp(App[None]):
         self.projection.stop()
         self.projection.release_gc()
         gc.unfreeze()  # what was frozen at mount may be garbage now (tests run many apps)
+        self.heap.restore()
         if self.gateway is not None:
             gateway, self.gateway = self.gateway, None
             try:

@@ -111,6 +111,7 @@ def preload_ui() -> None:
     from ..protocol import conversation  # noqa: F401
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
+    from .screens import setup  # noqa: F401  (boot's model check; on the loop it stalled it 34 ms)
     from .widgets import turns  # noqa: F401
     from .widgets.markdown_document import parse_document
 

@@ -30,7 +30,7 @@ FRAME_HZ = 25
 #: under load a frame's work (its own, and the layout and paint it makes Textual do) takes at
 #: most this share of the event loop's time: after a frame that cost t seconds the next waits
 #: t / FRAME_SHARE (keys and the ingest get the rest)
-FRAME_SHARE = 0.3
+FRAME_SHARE = 0.2
 #: ... but never fewer frames than this per second
 MIN_FRAME_HZ = 4
 #: more events than this between two frames (with more still coming) is a flood
@@ -101,6 +101,9 @@ class Projection:
         self.pacer = FramePacer()
         #: the open conversation was streaming at the last frame tick
         self.was_streaming = False
+        #: a frame is being projected (the timer's, or one drawn at a stream's end)
+        self.in_frame = False
+        self.end_frame_pending = False
 
     # ------------------------------------------------------------------ ingest
     def start(self, conversation: Conversation, thread_id: str, after: int) -> None:
@@ -135,6 +138,7 @@ class Projection:
                     apply(item.id, event)
                     if event.type == "run-finish":
                         self.app._note_run_finish(event)
+                        self.stream_ended()
                     elif event.type == "run-start":
                         self.app._check_foreign_message(conversation, event.run_id)
                 elif item.run_sync is not None:
@@ -168,8 +172,31 @@ class Projection:
                     pass
 
     # ------------------------------------------------------------------ the frame
+    def stream_ended(self) -> None:
+        """A run of the open thread finished: draw its end now, not at the next tick (up to
+        1 / FRAME_HZ later, or later still when the pacer holds the frames back)."""
+        if not self.end_frame_pending:
+            self.end_frame_pending = True
+            self.app.call_later(self._end_frame)
+
+    async def _end_frame(self) -> None:
+        self.end_frame_pending = False
+        # only when the stream has nothing more right now: during a flood (a replayed log)
+        # the frames stay paced by the timer and the flood rule
+        if self.ingest_waiting and not self.in_frame:
+            await self.frame()
+
     async def frame(self) -> None:
         """Project what changed in the model onto the widgets, in one batched update."""
+        if self.in_frame:
+            return  # the end-of-stream frame is running (or the timer's, for the end-of-stream one)
+        self.in_frame = True
+        try:
+            await self._frame()
+        finally:
+            self.in_frame = False
+
+    async def _frame(self) -> None:
         self.frame_no += 1
         self.stats.frames += 1
         conversation = self.app.conversation
@@ -179,6 +206,8 @@ class Projection:
         started = time.perf_counter()
         streaming = conversation.is_streaming
         ended, self.was_streaming = self.was_streaming and not streaming, streaming
+        if streaming:
+            self.app.heap.hold_full()  # (tui/heap.py; settled when the run ends and all is idle)
         if not self.pacer.due(started) and not ended:
             return  # the last frame was expensive: the loop is the keys' for a while (but the
             # end of a stream is drawn at once)

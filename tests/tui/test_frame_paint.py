@@ -54,3 +54,42 @@ async def test_a_held_back_frame_rate_still_draws_the_end_of_the_stream_at_once(
         await app.wait_until_rendered(timeout=10)
         assert pacer.skipped > 0
         assert answer_text(app).strip()
+
+
+async def test_the_end_of_a_stream_is_drawn_without_waiting_for_the_next_frame_tick(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.08), settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await type_and_send(pilot, app, "hello")
+        await until(lambda: app.conversation.is_streaming and answer_text(app).strip(), pilot, timeout=30)
+        app._frame_timer.pause()  # no frame tick from now on: only the run's end draws
+        drawn_while_paused = answer_text(app)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await until(lambda: answer_text(app) != drawn_while_paused, pilot, timeout=5)
+        at_end = answer_text(app)
+        app._frame_timer.resume()
+        await app.wait_until_rendered(timeout=10)
+        assert answer_text(app) == at_end  # the frame at the run's end drew the whole answer
+
+
+async def test_the_tuned_collector_defers_full_collections_while_an_answer_streams(tmp_path: Path) -> None:
+    import gc
+
+    thresholds = gc.get_threshold()
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.005), settings, tune_gc=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.wait_until_ready()
+            assert app.heap.held_thresholds is None
+            await type_and_send(pilot, app, "hello")
+            # the answer streamed with full collections held (settle runs a full collection only
+            # then); the run ended and the app is idle: the deferred full collection, the
+            # thresholds back
+            await until(lambda: app.heap.full_collections == 1, pilot, timeout=10)
+            assert app.heap.held_thresholds is None
+        assert gc.get_threshold() == thresholds  # the app gave the process its collector back
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
