@@ -64,9 +64,10 @@ async def test_the_end_of_a_stream_is_drawn_without_waiting_for_the_next_frame_t
         await type_and_send(pilot, app, "hello")
         await until(lambda: app.conversation.is_streaming and answer_text(app).strip(), pilot, timeout=30)
         app._frame_timer.pause()  # no frame tick from now on: only the run's end draws
-        drawn_while_paused = answer_text(app)
-        await until(lambda: not app.conversation.is_streaming, pilot)
-        await until(lambda: answer_text(app) != drawn_while_paused, pilot, timeout=5)
+        frames = app.stats.frames
+        # the run ends; one frame is projected (no tick came) and its Markdown has parsed
+        await until(lambda: not app.conversation.is_streaming and app.stats.frames > frames
+                    and not app.projection.in_frame and app.view.settled, pilot)
         at_end = answer_text(app)
         app._frame_timer.resume()
         await app.wait_until_rendered(timeout=10)
