@@ -186,13 +186,13 @@ class Projection:
         self.end_frame_pending = False
         # only when the stream has nothing more right now: during a flood (a replayed log)
         # the frames stay paced by the timer and the flood rule
-        if self.ingest_waiting and not self.in_frame:
+        if self.ingest_waiting:
             await self.frame()
 
     async def frame(self) -> None:
         """Project what changed in the model onto the widgets, in one batched update."""
         if self.in_frame:
-            return  # the end-of-stream frame is running (or the timer's, for the end-of-stream one)
+            return  # another frame is being projected (the timer's, or the end-of-stream one)
         self.in_frame = True
         try:
             await self._frame()
