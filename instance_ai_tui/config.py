@@ -8,33 +8,17 @@ or the environment; they are never written to the SQLite file, logs or exports.
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, SecretStr
 
-APP_NAME = "instance-ai"
-
-
-def config_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
-
-
-def data_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-
-
-def config_path() -> Path:
-    return Path(os.environ.get("INSTANCE_AI_CONFIG", config_dir() / "config.toml"))
-
-
-def default_db_path() -> Path:
-    return data_dir() / "instance-ai.sqlite3"
+from .config_file import APP_NAME as APP_NAME
+from .config_file import ConfigFileError, read_config_file
+from .config_file import config_dir as config_dir
+from .config_file import config_path as config_path
+from .config_file import data_dir as data_dir
+from .config_file import default_db_path as default_db_path
 
 
 class ModelSettings(BaseModel):
@@ -121,12 +105,10 @@ def load_settings(
 ) -> Settings:
     """File, then environment, then ``overrides`` (from flags). A broken file is a clear error."""
     path = path or config_path()
-    data: dict[str, Any] = {}
-    if path.exists():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SystemExit(f"instance-ai: cannot read config file {path}: {exc}") from None
+    try:
+        data = read_config_file(path)
+    except ConfigFileError as exc:
+        raise SystemExit(f"instance-ai: {exc}") from None
     data = _merge(data, _env_overrides(dict(os.environ if env is None else env)))
     data = _merge(data, overrides or {})
     return Settings.model_validate(data)

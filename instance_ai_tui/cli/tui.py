@@ -1,15 +1,25 @@
 """``instance-ai`` with no sub-command: the TUI.
 
 ``add_arguments`` adds the top-level flags (connection, model, database, workspace, theme,
-Redis chat sessions, the local gateway for n8n); ``main`` builds the client through ``client.factory`` and runs the
-app. Nothing heavy is imported at module level: ``instance-ai --help`` and the other
+Redis chat sessions, the local gateway for n8n); ``main`` runs the app, which paints its first
+frame and then awaits ``load``: the settings and the client (through ``client.factory``), see
+``tui.startup``. Nothing heavy is imported at module level: ``instance-ai --help`` and the other
 sub-commands must not pay for Textual.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import functools
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..client.base import Client
+    from ..client.gateway_flag import GatewayRequest
+    from ..config import Settings
+    from ..tui.startup import Started
 
 #: seconds between the demo model's streamed pieces in the TUI (a lifelike pace)
 DEMO_DELAY = 0.02
@@ -46,50 +56,94 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..client.base import Client, ClientError
-    from ..client.factory import build_client, detect_dialect
-    from ..client.gateway_flag import GatewayFlagError, check_connection
-    from .connection import gateway_from_args, settings_from_args
+    """Paint the app's first frame, then build its settings and client (``tui.startup``)."""
+    from ..client.gateway_flag import GatewayFlagError
+    from ..config_file import peek_ui
+    from ..tui.startup import FirstFramePrefs, Startup
+    from .connection import gateway_from_args
 
-    settings = settings_from_args(args)
+    settings: Settings | None = None
     try:
         gateway = gateway_from_args(args)
-        check_connection(gateway, settings)
+        if gateway is not None:  # refused before the screen opens, like any other misused flag
+            from ..client.gateway_flag import check_connection
+            from .connection import settings_from_args
+
+            settings = settings_from_args(args)
+            check_connection(gateway, settings)
     except GatewayFlagError as exc:
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2
+    prefs = FirstFramePrefs.from_ui(peek_ui(), theme=getattr(args, "theme", None))
+
+    from ..tui.app import InstanceAiApp
+
+    app = InstanceAiApp(
+        startup=Startup(prefs, functools.partial(load, args, settings, gateway)),
+        thread_id=getattr(args, "tui_thread", None),
+        redis_chat=getattr(args, "redis_chat", None),
+        chat_webhook=getattr(args, "chat_webhook", None),
+        start=getattr(args, "tui_start", None) or "latest",
+        tune_gc=True,
+    )
+    app.run()  # the app opens the client at start and closes it when it quits
+    if app.start_error is not None:
+        print(f"instance-ai: {app.start_error}", file=sys.stderr)
+        return 2
+    return int(app.return_code or 0)
+
+
+async def load(args: argparse.Namespace, settings: Settings | None, gateway: GatewayRequest | None) -> Started:
+    """The settings (file, environment, flags; ``settings`` if already read) and the client,
+    built after the app's first frame; ``StartError`` when they cannot be."""
+    from ..client.base import ClientError
+    from ..client.factory import detect_dialect
+    from ..client.gateway_flag import check_connection
+    from ..tui.startup import Started, StartError
+
+    if settings is None:
+        settings = await asyncio.to_thread(read_settings, args)
     if getattr(args, "theme", None):
         settings.ui.theme = args.theme
     remote = settings.remote
     dialect = remote.dialect or ("n8n" if remote.email else None)
     try:
         if remote.url and dialect is None:
-            import asyncio
-
-            dialect = asyncio.run(detect_dialect(remote.url))
+            dialect = await detect_dialect(remote.url)
         check_connection(gateway, settings, dialect)
-        if not remote.url:
-            # embedded; the offline demo model (if that is the model) streams at a readable pace
-            from ..client.embedded import EmbeddedClient
-
-            client: Client = EmbeddedClient(settings, demo_delay=DEMO_DELAY)
-        else:
-            client = build_client(settings, dialect, interactive=False)  # n8n: the app's login dialog asks
+        client = await asyncio.to_thread(build, settings, dialect)
     except ClientError as exc:  # GatewayFlagError included
-        print(f"instance-ai: {exc}", file=sys.stderr)
-        return 2
+        raise StartError(str(exc)) from None
+    return Started(client, settings, gateway)
 
-    from ..tui.app import InstanceAiApp
 
-    app = InstanceAiApp(
-        client,
-        settings,
-        thread_id=getattr(args, "tui_thread", None),
-        redis_chat=getattr(args, "redis_chat", None),
-        chat_webhook=getattr(args, "chat_webhook", None),
-        gateway=gateway,
-        start=getattr(args, "tui_start", None) or "latest",
-        tune_gc=True,
-    )
-    app.run()  # the app opens the client at start and closes it when it quits
-    return int(app.return_code or 0)
+def read_settings(args: argparse.Namespace) -> Settings:
+    """``settings_from_args`` (blocking), its failures as a ``StartError`` with a readable message."""
+    from pydantic import ValidationError
+
+    from ..config_file import config_path
+    from ..tui.startup import StartError
+    from .connection import settings_from_args
+
+    try:
+        settings = settings_from_args(args)
+    except SystemExit as exc:  # the settings file cannot be read
+        raise StartError(str(exc.code).removeprefix("instance-ai: ")) from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise StartError(f"invalid settings (in {config_path()}, the environment or the flags): {problems}") from None
+    return settings
+
+
+def build(settings: Settings, dialect: str | None) -> Client:
+    """The client for ``settings`` (blocking: the import of its module)."""
+    if not settings.remote.url:
+        # embedded; the offline demo model (if that is the model) streams at a readable pace
+        from ..client.embedded import EmbeddedClient
+
+        return EmbeddedClient(settings, demo_delay=DEMO_DELAY)
+    from ..client.factory import build_client
+
+    return build_client(settings, dialect, interactive=False)  # n8n: the app's login dialog asks

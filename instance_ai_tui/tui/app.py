@@ -52,7 +52,7 @@ from textual.worker import Worker
 from ..client.base import Client, ClientError, ConnectionState
 from . import commands, keymap, themes
 from .actions import Actions
-from .boot import boot, is_demo
+from .boot import attach, boot
 from .cards import Cards
 from .connection import ConnectionWatcher, QueuedRow, show_foreign_user_message
 from .heap import HeapPolicy
@@ -60,6 +60,7 @@ from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
 from .sending import Sender
+from .startup import FirstFramePrefs, Started, StartingClient, Startup
 from .threads import Threads
 from .widgets.conversation_view import ConversationView
 from .widgets.find_bar import FindBar
@@ -93,9 +94,10 @@ class InstanceAiApp(App[None]):
 
     def __init__(
         self,
-        client: Client,
-        settings: Settings,
+        client: Client | None = None,
+        settings: Settings | None = None,
         *,
+        startup: Startup | None = None,
         thread_id: str | None = None,
         redis_chat: str | None = None,
         chat_webhook: str | None = None,
@@ -108,24 +110,38 @@ class InstanceAiApp(App[None]):
         tune_gc: bool = False,
     ) -> None:
         super().__init__()
+        if client is not None and settings is not None and startup is None:
+            prefs = FirstFramePrefs.from_settings(settings)
+        elif client is None and settings is None and startup is not None:
+            prefs = startup.prefs
+        else:
+            raise TypeError("InstanceAiApp takes a client and its settings, or a startup (tui.startup)")
+        #: how the client and settings are built after the first frame (``None``: given)
+        self.startup = startup
+        #: why the app could not start (``startup.load`` failed): ``cli.tui`` prints it, exit code 2
+        self.start_error: str | None = None
+        #: the preferences the screen is drawn with (from the settings once they are loaded)
+        self.prefs = prefs
         #: the garbage collector's policy (``heap.py``; only the real app tunes it)
         self.heap = HeapPolicy(tune_gc)
         #: which thread opens at start without ``thread_id``: "latest", "new", or "pick" (a picker)
         self.start_mode = start
-        self.client = client
+        #: until ``attach``: a ``StartingClient`` ("connecting")
+        self.client: Client = client if client is not None else StartingClient()
+        self.settings: Settings
         #: ``--gateway``: the folder to share with n8n once the client is open
         self.gateway_request = gateway
         self.gateway: GatewayHandle | None = None
-        self.settings = settings
         self.initial_thread_id = thread_id
         self._watch_themes = watch_themes
         self._persist_theme = persist_theme
         self._close_client = close_client
+        self._extra_sources = list(sources)
+        self._redis_chat = (redis_chat, chat_webhook)
         self.conversation: Conversation | None = None
         self.thread_id: str | None = None
         self.pending: set[str] = set()
-        self.status_info = StatusInfo(model=client.model_name)
-        self.status_info.demo = is_demo(self)
+        self.status_info = StatusInfo(model=self.client.model_name)
         #: the ingest worker and the frame projection (``tui.projection``)
         self.projection = Projection(self)
         self.stats = self.projection.stats
@@ -135,6 +151,7 @@ class InstanceAiApp(App[None]):
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
         self._remove_state_listener: Any = None
+        self._mounted = False
         #: new cards that take focus when the focus rule allows (``tui.cards``)
         self._pending_focus: list[str] = []
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
@@ -145,25 +162,25 @@ class InstanceAiApp(App[None]):
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
-        self.n8n_activity = N8nActivity(client, id="n8n-activity")
+        self.n8n_activity = N8nActivity(self.client, id="n8n-activity")
         self.thread_list = ThreadList(id="threads")
         #: answers waiting in threads that are not open, and the terminal's title and bell
-        self.pending_watch = PendingWatch(client, threads=self.thread_list.local_threads,
+        self.pending_watch = PendingWatch(self.client, threads=self.thread_list.local_threads,
                                           open_thread=lambda: self.thread_id, on_change=self._pending_changed)
-        self.terminal = TerminalSignals(self._write_terminal, bell=settings.ui.bell,
-                                        desktop=settings.ui.desktop_notifications)
+        self.terminal = TerminalSignals(self._write_terminal)
         #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
         self.connection: ConnectionWatcher = ConnectionWatcher(self)
-        extra = list(sources)
-        if redis_chat:
-            from ..client.redis_chat import RedisChatClient
-
-            extra.append(RedisChatClient(redis_chat, chat_webhook))
-        self.threads: Threads = Threads(self, extra)
+        self.threads: Threads = Threads(self, [])
         self.sender: Sender = Sender(self)
         self.cards: Cards = Cards(self)
         self.run_status: RunStatus = RunStatus(self)
         self.actions: Actions = Actions(self)
+        if client is not None and settings is not None:
+            self.attach(Started(client, settings, gateway))
+
+    def attach(self, started: Started) -> None:
+        """Use ``started``'s client and settings (``tui.boot.attach``)."""
+        attach(self, started)
 
     @property
     def thread_client(self) -> Client:
@@ -178,40 +195,53 @@ class InstanceAiApp(App[None]):
     def _load_keymap(self) -> keymap.KeyMap:
         """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
         self._keymap_error: str | None = None
+        prefs = self.prefs
         try:
-            return keymap.KeyMap.from_settings(self.settings.ui)
+            return keymap.KeyMap(prefs.keys, enter_sends=prefs.enter_sends)
         except keymap.KeyMapError as exc:
             self._keymap_error = str(exc)
-            return keymap.KeyMap(enter_sends=self.settings.ui.enter_sends)
+            return keymap.KeyMap(enter_sends=prefs.enter_sends)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.app_variable_defaults(self.current_theme)
 
     def compose(self) -> ComposeResult:
+        """What the first frame shows; the widgets hidden at start follow it (``_mount_hidden``)."""
         yield self.thread_list
         with Vertical(id="main"):
             if self.status_info.demo:
-                with Horizontal(id="demo-banner"):
-                    yield Static(" DEMO MODE ", classes="demo-label", markup=False)
-                    yield Static(
-                        "offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
-                        classes="demo-text",
-                        markup=False,
-                    )
-            yield self.find_bar
+                yield self._demo_banner()
             yield self.view
-            yield self.badge
-            yield self.n8n_activity
-            yield self.connection.banner
-            yield self.connection.queued_bar
             yield self.prompt
             yield self.status_line
-        yield self.tasks_panel
         yield Footer()
+
+    def _mount_hidden(self) -> None:
+        """Mount what is hidden at start (the find bar, the new-output badge, n8n's activity,
+        the connection banner, the queue, the tasks panel) after the first frame: styling them
+        and reading their CSS would delay it by ~10 ms."""
+        main = self.query_one("#main")
+        main.mount(self.find_bar, before=self.view)
+        main.mount_all([self.badge, self.n8n_activity, self.connection.banner, self.connection.queued_bar],
+                       before=self.prompt)
+        self.mount(self.tasks_panel, after=main)
+
+    @staticmethod
+    def _demo_banner() -> Horizontal:
+        return Horizontal(
+            Static(" DEMO MODE ", classes="demo-label", markup=False),
+            Static(
+                "offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
+                classes="demo-text",
+                markup=False,
+            ),
+            id="demo-banner",
+        )
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
-        self.theme_manager.install(self.settings.ui.theme)
+        self._mounted = True
+        self.theme_manager.install(self.prefs.theme)
         self.set_keymap(self.keys.textual_keymap())
         if self._keymap_error:
             self.notify(self._keymap_error + "\nUsing the default keys.", severity="error", timeout=15)
@@ -233,6 +263,7 @@ class InstanceAiApp(App[None]):
 
     def _first_frame(self) -> None:
         self.stats.first_frame_at = time.perf_counter()
+        self._mount_hidden()
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:

@@ -1,13 +1,15 @@
 """Start-up: the first frame is painted before anything slow happens.
 
 ``InstanceAiApp.on_mount`` composes the screen from light widgets and schedules ``boot`` after
-the first refresh. ``boot`` then, off the event loop where it can: imports what the first turn
-and Markdown block need (``preload_ui``; the Markdown parsers' lazy expressions compile in a
-background thread, ``warm_up_markdown``), lets the client import what it needs
-(``Client.preload``: the in-process assistant for the embedded client), opens the client (a
-login dialog for n8n, a setup dialog for a model without a key), starts the local gateway
-(``--gateway``), lists the threads and the extra thread sources (``--redis-chat``) and opens
-the first thread (the latest, a new one, or one picked with ``--resume``).
+the first refresh. ``boot`` then, off the event loop where it can: builds the settings and the
+client when the app was started without them (``tui.startup``; the real app is) and hands them
+to the app (``attach``), imports what the first turn and Markdown block need (``preload_ui``;
+the Markdown parsers' lazy expressions compile in a background thread, ``warm_up_markdown``),
+lets the client import what it needs (``Client.preload``: the in-process assistant for the
+embedded client), opens the client (a login dialog for n8n, a setup dialog for a model without
+a key), starts the local gateway (``--gateway``), lists the threads and the extra thread
+sources (``--redis-chat``) and opens the first thread (the latest, a new one, or one picked
+with ``--resume``).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..client.base import ClientError, ConnectionState
+from .startup import FirstFramePrefs, StartError
 
 if TYPE_CHECKING:
     from ..client.gateway_flag import GatewayRequest
     from ..protocol.api import ThreadInfo
     from .app import InstanceAiApp
+    from .startup import Started
 
 
 def is_demo(app: InstanceAiApp) -> bool:
@@ -31,8 +35,53 @@ def is_demo(app: InstanceAiApp) -> bool:
     return client.mode == "embedded" and not client.model_name and settings.model.name in (None, "demo")
 
 
+def attach(app: InstanceAiApp, started: Started) -> None:
+    """Use ``started``'s client and settings: in ``__init__`` when the app was given them,
+    else once ``startup.load`` has built them after the first frame (``tui.startup``)."""
+    client, settings = started.client, started.settings
+    app.client, app.settings = client, settings
+    if started.gateway is not None:
+        app.gateway_request = started.gateway
+    # everything that was given the starting client gets the real one
+    app.threads.client = app.n8n_activity.client = app.pending_watch.client = client
+    app.terminal.bell_enabled, app.terminal.desktop = settings.ui.bell, settings.ui.desktop_notifications
+    extra = app._extra_sources
+    redis_chat, chat_webhook = app._redis_chat
+    if redis_chat:
+        from ..client.redis_chat import RedisChatClient
+
+        extra.append(RedisChatClient(redis_chat, chat_webhook))
+    app.threads.add_sources(extra)
+    app.status_info.model = client.model_name
+    app.status_info.demo = is_demo(app)
+    prefs, app.prefs = app.prefs, FirstFramePrefs.from_settings(settings)
+    if not app._mounted:
+        if prefs != app.prefs:
+            app.keys = app._load_keymap()
+        return
+    if prefs != app.prefs:  # the settings file said something its unvalidated read did not
+        app.keys = app._load_keymap()
+        app.set_keymap(app.keys.textual_keymap())
+        if app.theme_manager is not None and app.prefs.theme != prefs.theme:
+            app.theme_manager.apply(app.prefs.theme)
+    if app._remove_state_listener is not None:
+        app._remove_state_listener()
+    app._remove_state_listener = client.add_state_listener(app._on_connection_state)
+    app._on_connection_state(client.state, client.state_detail)
+    if app.status_info.demo:
+        app.query_one("#main").mount(app._demo_banner(), before=0)
+
+
 async def boot(app: InstanceAiApp) -> None:
     """Everything the app does at start after its first frame (see the module docstring)."""
+    if app.startup is not None:  # the settings and the client (``tui.startup``)
+        try:
+            started = await app.startup.load()
+        except StartError as exc:
+            app.start_error = str(exc)
+            app.exit(return_code=2)
+            return
+        app.attach(started)
     # the turn widgets, the conversation model and the Markdown parser are large imports:
     # do them off the event loop, before a thread opens (the UI stays responsive)
     await asyncio.to_thread(preload_ui)

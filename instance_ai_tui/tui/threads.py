@@ -38,6 +38,10 @@ class Threads:
         #: thread opens in progress (rendering is not "caught up" meanwhile)
         self.opening = 0
 
+    def add_sources(self, sources: list[Client]) -> None:
+        """More thread sources (``attach_sources`` opens them)."""
+        self.sources.update({source.source: source for source in sources})
+
     def client_of(self, source: str | None) -> Client:
         return self.sources.get(source or "", self.app.client)
 

@@ -84,3 +84,60 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "COLUMNS": "100"}
+
+
+def _run_in_pty(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 60.0) -> tuple[int, str]:
+    """Run ``argv`` in a real pseudo-terminal (the TUI needs one); its exit code and output."""
+    import os
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True)
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:
+                    break
+                if not data:
+                    break
+                output += data
+            elif process.poll() is not None:
+                break
+        code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    return code, output.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[ui\ntheme = 'x'\n", "cannot read config file"),
+        ("[ui]\nbell = 'loud'\n", "invalid settings (in"),
+    ],
+)
+def test_a_settings_file_that_cannot_work_ends_the_app_with_its_reason(tmp_path: Path, config: str,
+                                                                         message: str) -> None:
+    """The settings are read after the first frame (``tui.startup``): a broken file still ends the
+    app with exit code 2 and says why, in a real terminal."""
+    import os
+
+    path = tmp_path / "config.toml"
+    path.write_text(config, encoding="utf-8")
+    env = {**os.environ, "TERM": "xterm-256color", "INSTANCE_AI_CONFIG": str(path), "XDG_DATA_HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    code, output = _run_in_pty([sys.executable, "-m", "instance_ai_tui", "--new"], env, tmp_path)
+    assert code == 2, output[-2000:]
+    assert f"instance-ai: {message}" in output
+    if "bell" in config:
+        assert "ui.bell: Input should be a valid boolean" in output

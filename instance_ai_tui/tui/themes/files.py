@@ -10,13 +10,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+# pydantic is imported where a theme file is validated: the app's first frame, painted with a
+# built-in theme, does not wait for it (~30 ms)
 if TYPE_CHECKING:
-    pass
-
+    from pydantic import BaseModel, ValidationError
 
 from .variables import APP_VARIABLE_SOURCES, APP_VARIABLES, generated_variables
 
@@ -54,6 +54,7 @@ def _check_color_value(value: str) -> str:
 def _theme_file_model() -> type[BaseModel]:
     """``ThemeFile``, built on first use: creating the pydantic model costs ~20 ms, which
     the app's start-up should not pay when the theme in use is a built-in."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 
     class ThemeFile(BaseModel):
         """One theme file (YAML), validated."""
@@ -212,6 +213,7 @@ def _yaml_load(text: str) -> Any:
 def load_theme_file(path: Path) -> LoadedTheme:
     """Read, validate and convert one theme file. Raises ``ThemeFileError``."""
     import yaml
+    from pydantic import ValidationError
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -282,7 +284,7 @@ def repo_themes_dir() -> Path | None:
 
 
 def user_themes_dir() -> Path:
-    from ...config import config_dir
+    from ...config_file import config_dir
 
     return config_dir() / "themes"
 
@@ -301,7 +303,7 @@ def save_theme_choice(name: str, path: Path | None = None) -> None:
 
     Raises ``config_writer.ConfigWriteError`` with a readable message.
     """
-    from ...config import config_path
+    from ...config_file import config_path
     from ..config_writer import set_config_value
 
     set_config_value(path or config_path(), ("ui", "theme"), name)

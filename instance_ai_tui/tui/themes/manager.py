@@ -220,6 +220,11 @@ class ThemeManager:
         return applied
 
     async def _load_later(self) -> None:
+        # after the next frame (the first, at start): the files are validated with pydantic,
+        # whose import would compete with that frame for the interpreter
+        painted = asyncio.Event()
+        self.app.call_after_refresh(painted.set)
+        await painted.wait()
         was_ansi = self.app.current_theme.ansi
         await self.load_async()
         self.report_errors()
