@@ -79,6 +79,12 @@ if TYPE_CHECKING:
     from .widgets.confirmations import ConfirmationAnswered
     from .widgets.turns import Frame
 
+class _MainScreen(Screen[Any]):
+    """Keys typed while the app starts go to the prompt (not to the first focusable widget)."""
+
+    AUTO_FOCUS = "#prompt"
+
+
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
 
@@ -202,6 +208,9 @@ class InstanceAiApp(App[None]):
             self._keymap_error = str(exc)
             return keymap.KeyMap(enter_sends=prefs.enter_sends)
 
+    def get_default_screen(self) -> Screen[Any]:
+        return _MainScreen(id="_default")
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.app_variable_defaults(self.current_theme)
 
@@ -217,9 +226,8 @@ class InstanceAiApp(App[None]):
         yield Footer()
 
     def _mount_hidden(self) -> None:
-        """Mount what is hidden at start (the find bar, the new-output badge, n8n's activity,
-        the connection banner, the queue, the tasks panel) after the first frame: styling them
-        and reading their CSS would delay it by ~10 ms."""
+        """Mount what is hidden at start (find bar, badge, n8n activity, connection banner, queue,
+        tasks panel) after the first frame: styling them and reading their CSS delays it ~10 ms."""
         main = self.query_one("#main")
         main.mount(self.find_bar, before=self.view)
         main.mount_all([self.badge, self.n8n_activity, self.connection.banner, self.connection.queued_bar],

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from textual.widgets import Input
+
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
@@ -158,3 +160,17 @@ print(json.dumps(seen))
                             check=True)
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen == {"first_frame": True, "early": []}
+
+
+async def test_keys_typed_while_the_app_starts_go_to_the_prompt(tmp_path: Path) -> None:
+    """Textual focuses the first focusable widget when the screen is composed (the thread list's
+    search) and ``on_mount``'s ``prompt.focus()`` runs later: keys typed while the app started went
+    to the search (seen in tmux). The screen itself focuses the prompt now."""
+    app, gate, _built = gated_app(tmp_path)
+    app.prompt.focus = lambda scroll_visible=True: app.prompt  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.focused is app.prompt
+        await pilot.press(*"hi")
+        assert app.prompt.text == "hi" and app.query_one("#thread-search", Input).value == ""
+        gate.set()
+        await app.wait_until_ready()
