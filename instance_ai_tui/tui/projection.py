@@ -36,6 +36,9 @@ FRAME_HZ = 25
 FRAME_SHARE = 0.15
 #: ... but never fewer frames than this per second
 MIN_FRAME_HZ = 4
+#: the status line's spinner turns at most this often (seconds), whatever the frame rate: a
+#: frame that only grows the answer leaves the rows below the view (prompt, status line) alone
+SPINNER_INTERVAL = 0.1
 #: more events than this between two frames (with more still coming) is a flood
 FLOOD_EVENTS = 2000
 #: the ingest worker yields to the event loop at least this often (seconds)
@@ -106,6 +109,8 @@ class Projection:
         self.was_streaming = False
         #: a frame is being projected (the timer's, or one drawn at a stream's end)
         self.in_frame = False
+        #: when the status line's spinner last turned (``time.perf_counter``)
+        self.spun_at = 0.0
         self.end_frame_pending = False
 
     # ------------------------------------------------------------------ ingest
@@ -226,7 +231,7 @@ class Projection:
             if self.frame_no % 3 == 0:
                 view.ticks()
                 self.app._update_run_state()
-                self.app.status_line.refresh_info(tick=True)
+                self._refresh_status(started)
             return
         self.last_frame_empty = False
         from .widgets.turns import Frame
@@ -246,7 +251,7 @@ class Projection:
             if changes.streaming:
                 self.app._on_streaming_changed(conversation)
             self.app._update_run_state()
-            self.app.status_line.refresh_info(tick=True)
+            self._refresh_status(started)
             if grew and not view.following:
                 self.app._show_new_output_badge()
         await frame.run()
@@ -262,6 +267,13 @@ class Projection:
         # paced by the frames' own work: it ends sooner.)
         if streaming:
             self.app.call_after_refresh(self._painted, started, cpu_started)
+
+    def _refresh_status(self, now: float) -> None:
+        """The status line shows the run's state; its spinner turns every ``SPINNER_INTERVAL``."""
+        tick = now - self.spun_at >= SPINNER_INTERVAL
+        if tick:
+            self.spun_at = now
+        self.app.status_line.refresh_info(tick=tick)
 
     def _painted(self, started: float, cpu_started: float) -> None:
         self.pacer.record(started, time.thread_time() - cpu_started)

@@ -33,3 +33,22 @@ def test_a_very_slow_frame_still_leaves_a_minimum_rate() -> None:
     pacer = FramePacer()
     pacer.record(5.0, 2.0)  # two seconds (a huge mount): wait no more than a quarter second
     assert pacer.due(5.0 + 1 / MIN_FRAME_HZ)
+
+
+def test_the_status_spinner_turns_at_its_own_pace_whatever_the_frame_rate() -> None:
+    from types import SimpleNamespace
+
+    from instance_ai_tui.tui.projection import SPINNER_INTERVAL, Projection
+
+    ticks: list[bool] = []
+
+    def refresh_info(*, force: bool = False, tick: bool = False) -> None:
+        ticks.append(tick)
+
+    projection = Projection(SimpleNamespace(status_line=SimpleNamespace(refresh_info=refresh_info)))  # type: ignore[arg-type]
+    for frame in range(50):  # a second of frames at 50 Hz: the status line is refreshed each time
+        projection._refresh_status(100.0 + frame * 0.02)
+    assert len(ticks) == 50
+    # ... but its spinner turns every SPINNER_INTERVAL only (a frame that only grows the
+    # answer leaves the rows below the view alone)
+    assert round(1.0 / (SPINNER_INTERVAL + 0.02)) <= sum(ticks) <= round(1.0 / SPINNER_INTERVAL)

@@ -49,6 +49,7 @@ from .markdown_document import (
     Paragraph,
     parse_document,
 )
+from .painted_rows import KeepsPaintedRows
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -123,11 +124,12 @@ def _lay_block(block: Block, ctx: _Context, top_level: bool, in_list: bool) -> _
     if isinstance(block, Fence):
         return _lay_fence(block, ctx)
     if isinstance(block, Table):
-        table_lines = lay_table(block, width, dark=ctx.dark)
+        # (each line is ``width`` wide, the table's own background under it)
+        table_lines = lay_table(block, width, dark=ctx.dark, base=".flat--table")
         if table_lines is None:
             ctx.clipped.append(block)
             return (0, 1, [])
-        return (0, 1, [_full_width(line, width, ".flat--table") for line in table_lines])
+        return (0, 1, table_lines)
     return _lay_list(block, ctx, top_level, in_list)
 
 
@@ -369,7 +371,7 @@ def theme_styles(app: App[object]) -> dict[str, Style]:
     return styles
 
 
-class FlatMarkdown(Widget):
+class FlatMarkdown(KeepsPaintedRows, Widget):
     """A finished Markdown document in one widget (see the module docstring).
 
     The same interface as ``LiveMarkdown`` (``target``, ``set_target``, ``flush``,
@@ -479,7 +481,8 @@ class FlatMarkdown(Widget):
     def _relay(self) -> None:
         """Lay the new document out at once where the old one was laid out, and repaint
         only the lines from the first that changed (a streaming chunk grows at its end);
-        layout only when the line count changed."""
+        layout only when the line count changed (the rows above stay painted:
+        ``KeepsPaintedRows``)."""
         old, width = self._lines, self.size.width
         if old is None or width <= 0 or self._document is None or old[0] != self._state(width):
             self._lines = None
@@ -490,7 +493,8 @@ class FlatMarkdown(Widget):
         lines = self.lines(width)
         first = 0
         for first, (a, b) in enumerate(zip(old_lines, lines, strict=False)):  # noqa: B007
-            if a != b:
+            # (a table's unchanged rows are the same objects; ``Content ==`` compares text only)
+            if a is not b and (a.plain != b.plain or a.spans != b.spans):
                 break
         else:
             first = min(len(old_lines), len(lines))
@@ -499,10 +503,11 @@ class FlatMarkdown(Widget):
         if isinstance(drawn_key, tuple) and drawn_key[0] == self._layouts - 1:
             self._drawn = {y: strip for y, strip in self._drawn.items() if y < first}
             self._drawn_key = (self._layouts, *drawn_key[1:])
+        changed = max(len(lines), len(old_lines)) - first
         if len(lines) != len(old_lines):
-            self.refresh(layout=True)
-        elif first < len(lines):
-            self.refresh(Region(0, first, width, len(lines) - first))
+            self.refresh(Region(0, first, width, changed), layout=True)
+        elif changed > 0:
+            self.refresh(Region(0, first, width, changed))
 
     def set_joins(self, joins: Joins) -> None:
         """How this chunk meets its neighbours changed (the head must stay the same)."""

@@ -33,6 +33,10 @@ _GUTTER = 1
 class Table:
     headers: list[Content] = field(default_factory=list)
     rows: list[list[Content]] = field(default_factory=list)
+    #: the source line of the header row and of each row (``markdown_document`` re-parses
+    #: only the last rows of a table that grows at the end of the text); -1: not known
+    line: int = -1
+    row_lines: list[int] = field(default_factory=list)
 
 
 class TableBuilder:
@@ -40,8 +44,8 @@ class TableBuilder:
 
     __slots__ = ("_cell", "_in_head", "table")
 
-    def __init__(self) -> None:
-        self.table = Table()
+    def __init__(self, line: int = -1) -> None:
+        self.table = Table(line=line)
         self._in_head = False
         self._cell: Content | None = None
 
@@ -54,6 +58,7 @@ class TableBuilder:
             self._in_head = False
         elif kind == "tr_open" and not self._in_head:
             self.table.rows.append([])
+            self.table.row_lines.append(token.map[0] if token.map else -1)
         elif kind in ("th_open", "td_open"):
             self._cell = Content("")
         elif kind == "inline" and inline is not None:
@@ -68,28 +73,44 @@ class TableBuilder:
 
     def build(self) -> Table:
         table = self.table
-        table.rows = [row for row in table.rows if row]
+        if not all(table.rows):
+            kept = [(row, line) for row, line in zip(table.rows, table.row_lines, strict=True) if row]
+            table.rows = [row for row, _line in kept]
+            table.row_lines = [line for _row, line in kept]
         return table
 
 
-def _longest_line(content: Content) -> int:
-    return max((cell_len(line) for line in content.plain.split("\n")), default=0)
+#: a cell's text -> (its longest line, its longest word) in cells
+_MEASURES: dict[str, tuple[int, int]] = {}
 
 
-def _longest_word(content: Content) -> int:
-    words = content.plain.split()
-    return max((cell_len(word) for word in words), default=0)
+def _measure(content: Content) -> tuple[int, int]:
+    """How wide a cell wants to be, and how narrow it may get (measured once per text: a
+    streamed table is laid out again on every frame)."""
+    plain = content.plain
+    measured = _MEASURES.get(plain)
+    if measured is None:
+        longest_line = max((cell_len(line) for line in plain.split("\n")), default=0)
+        longest_word = max((cell_len(word) for word in plain.split()), default=0)
+        if len(_MEASURES) >= _ROWS_MAX:
+            _MEASURES.clear()
+        measured = _MEASURES[plain] = (longest_line, longest_word)
+    return measured
 
 
-#: laid-out rows by (cells, widths, header): a streamed table is laid out again on every
-#: frame, and only its last row (or its widths) changed
+#: laid-out rows by (cells, widths, header, base style): a streamed table is laid out again
+#: on every frame, and only its last row (or its widths) changed; the same rows are the
+#: same ``Content`` objects, so a caller can tell unchanged lines by identity
 _ROWS: dict[tuple[object, ...], list[Content]] = {}
 _ROWS_MAX = 4096
+#: the keylines between rows by (widths, base style, which rule)
+_RULES: dict[tuple[object, ...], Content] = {}
 
 
-def _row_lines(row: list[Content], widths: tuple[int, ...], header: bool, bar: Content) -> list[Content]:
-    """One grid row's lines: each cell wrapped in its column, padded, between keylines."""
-    key = (widths, header, *((cell.plain, tuple(cell.spans)) for cell in row))
+def _row_lines(row: list[Content], widths: tuple[int, ...], header: bool, bar: Content, base: str) -> list[Content]:
+    """One grid row's lines: each cell wrapped in its column, padded, between keylines,
+    ``base`` under everything."""
+    key = (widths, header, base, *((cell.plain, tuple(cell.spans)) for cell in row))
     cached = _ROWS.get(key)
     if cached is not None:
         return cached
@@ -113,7 +134,7 @@ def _row_lines(row: list[Content], widths: tuple[int, ...], header: bool, bar: C
                 text = text.truncate(inner_width)
             parts.append(Content(" " * _PAD) + text.pad_right(inner_width - text.cell_length) + Content(" " * _PAD))
             parts.append(bar)
-        lines.append(Content("").join(parts))
+        lines.append(Content("").join(parts).stylize_before(base))
     if len(_ROWS) >= _ROWS_MAX:
         _ROWS.clear()
     _ROWS[key] = lines
@@ -124,9 +145,9 @@ def _has_link(content: Content) -> bool:
     return any(not isinstance(span.style, str) and "@click" in span.style.meta for span in content.spans)
 
 
-def lay_table(table: Table, width: int, *, dark: bool = True) -> list[Content] | None:
+def lay_table(table: Table, width: int, *, dark: bool = True, base: str = "") -> list[Content] | None:
     """The table's lines at ``width`` cells (style names ``.flat--th`` for header text,
-    ``.flat--keyline`` for the lines), or ``None`` when a column would be narrower than a
+    ``.flat--keyline`` for the lines, ``base`` under everything), or ``None`` when a column would be narrower than a
     cell's padding (``Markdown`` crops such a grid in ways not reproduced here), or in a
     light theme when a cell holds a link (its automatic colour is worked out against the
     table's own background there)."""
@@ -147,8 +168,11 @@ def lay_table(table: Table, width: int, *, dark: bool = True) -> list[Content] |
     minimums = [1] * columns
     for row in grid:
         for index, cell in enumerate(row):
-            natural[index] = max(natural[index], _longest_line(cell) + 2 * _PAD)
-            minimums[index] = max(minimums[index], _longest_word(cell) + 2 * _PAD)
+            longest_line, longest_word = _measure(cell)
+            if longest_line + 2 * _PAD > natural[index]:
+                natural[index] = longest_line + 2 * _PAD
+            if longest_word + 2 * _PAD > minimums[index]:
+                minimums[index] = longest_word + 2 * _PAD
     inner = Size(width - 2, 0)  # the keylines take a cell on each side
     resolved = resolve(
         [Scalar.from_number(value) for value in natural],
@@ -165,15 +189,23 @@ def lay_table(table: Table, width: int, *, dark: bool = True) -> list[Content] |
         return None
 
     keyline = ".flat--keyline"
+    sizes = tuple(widths)
 
     def rule(left: str, middle: str, right: str) -> Content:
-        text = left + middle.join("─" * size for size in widths) + right
-        return Content.styled(text, keyline)
+        key = (sizes, base, left)
+        line = _RULES.get(key)
+        if line is None:
+            text = left + middle.join("─" * size for size in widths) + right
+            if len(_RULES) >= _ROWS_MAX:
+                _RULES.clear()
+            line = _RULES[key] = Content.styled(text, keyline).stylize_before(base)
+        return line
 
     bar = Content.styled("│", keyline)
     lines = [rule("┌", "┬", "┐")]
+    between = rule("├", "┼", "┤")
     last = len(grid) - 1
     for row_index, row in enumerate(grid):
-        lines.extend(_row_lines(row, tuple(widths), row_index == 0, bar))
-        lines.append(rule("├", "┼", "┤") if row_index < last else rule("└", "┴", "┘"))
+        lines.extend(_row_lines(row, sizes, row_index == 0, bar, base))
+        lines.append(between if row_index < last else rule("└", "┴", "┘"))
     return lines

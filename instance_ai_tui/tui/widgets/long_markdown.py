@@ -29,6 +29,7 @@ from textual.widgets.markdown import MarkdownStream
 from .. import keymap
 from .flat_markdown import FlatMarkdown, joined_number_width
 from .markdown_document import NO_JOINS, Joins, _parser, drawn_flat, parse_document
+from .painted_rows import BlankRows
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -251,7 +252,7 @@ class EarlierLine(Static, can_focus=True):
 Chunk = LiveMarkdown | FlatMarkdown
 
 
-class ChunkedMarkdown(Vertical, can_focus=True):
+class ChunkedMarkdown(BlankRows, Vertical, can_focus=True):
     """One text segment as Markdown chunks, the newest ``KEEP_CHUNKS`` mounted.
 
     ``live``: the segment may still grow; its last chunk streams. ``finish()`` says the
@@ -474,7 +475,10 @@ class ChunkedMarkdown(Vertical, can_focus=True):
             if text == chunk.target:
                 chunk.set_joins(joins)
                 return
-            document = parse_document(joins.head + text)
+            # the chunk's text grew: what it had parsed is where parsing starts (a table)
+            old = chunk.document
+            grown_from = (chunk.joins.head + chunk.target, old) if old is not None else None
+            document = parse_document(joins.head + text, grown_from=grown_from)
             if document is not None:
                 chunk.set_joins(joins)
                 chunk.set_target(text, document)

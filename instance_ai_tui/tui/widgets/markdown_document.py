@@ -18,6 +18,8 @@ from textual.style import Style
 from .flat_table import Table, TableBuilder
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
@@ -160,7 +162,9 @@ def _cached_inline(token: Token) -> Content:
     return content
 
 
-def parse_document(source: str, *, inline: bool = True) -> Document | None:
+def parse_document(
+    source: str, *, inline: bool = True, grown_from: tuple[str, Document] | None = None
+) -> Document | None:
     """The blocks of ``source``, or ``None`` if it uses something drawn only by
     Textual's ``Markdown`` widget (block quotes, horizontal rules, a table in a list, ...).
     ``inline=False``: the blocks' inline text is left empty (the same blocks, or ``None``,
@@ -169,7 +173,16 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
     The blocks are parsed first; each block's inline text is parsed on its own (and kept:
     ``_cached_inline``), which gives the tokens a whole parse gives, except where link
     reference definitions (``[id]: url``) are in the text: their links need the whole
-    parse's references, and such a text is parsed whole."""
+    parse's references, and such a text is parsed whole.
+
+    ``grown_from``: an earlier text that ``source`` continues and its document. When that
+    document ends with a table, only the table's last row and what follows are parsed
+    again (``_grow_table``): a table streamed row by row costs a row per frame, not the
+    whole table."""
+    if grown_from is not None and inline:
+        grown = _grow_table(source, *grown_from)
+        if grown is not None:
+            return grown
     env: dict[str, object] = {}
     tokens = _parser(inline=False).parse(source, env)
     text_of = _cached_inline
@@ -177,6 +190,80 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
         text_of = inline_content  # (no children: empty)
     elif env.get("references"):
         tokens, text_of = _parser().parse(source), inline_content
+    return _document_of(tokens, text_of)
+
+
+#: more cells than this and a table is parsed whole (markdown-it caps the empty cells it
+#: fills in short rows at 65,536 per table, counted from the table's start)
+_GROW_CELLS = 0x8000
+
+
+def _line_start(source: str, line: int, start: int = 0, from_line: int = 0) -> int:
+    """The offset of line ``line`` (counting from ``from_line`` at offset ``start``), or -1."""
+    pos = start
+    for _ in range(line - from_line):
+        pos = source.find("\n", pos) + 1
+        if pos == 0:
+            return -1
+    return pos
+
+
+def _grow_table(source: str, old_source: str, old: Document) -> Document | None:
+    """``parse_document(source)`` from the document of ``old_source``, which ``source``
+    continues and which ends with a table, or ``None`` (parse it whole).
+
+    GFM parses a table's body line by line, each row on its own (its cells, or the end of
+    the table: a blank line, a line that starts another block, an indented one), and blocks
+    that end before the table cannot change when text is added after it. So the header and
+    delimiter rows and the text from the table's last row on are parsed, and their rows
+    replace the last one; what follows the table comes from the same parse."""
+    table = old[-1] if old else None
+    if (
+        not isinstance(table, Table)
+        or table.line < 0
+        or not table.row_lines
+        or len(table.row_lines) != len(table.rows)
+        or (len(table.rows) + 1) * max(1, len(table.headers)) > _GROW_CELLS
+        or not source.startswith(old_source)
+        or "\r" in source
+        or "\0" in source
+    ):
+        return None
+    last = table.row_lines[-1]
+    if last < table.line + 2:
+        return None
+    head_at = _line_start(source, table.line)
+    body_at = _line_start(source, table.line + 2, head_at, table.line) if head_at >= 0 else -1
+    last_at = _line_start(source, last, body_at, table.line + 2) if body_at >= 0 else -1
+    if last_at < 0 or last_at > len(old_source):
+        return None
+    env: dict[str, object] = {}
+    tokens = _parser(inline=False).parse(source[head_at:body_at] + source[last_at:], env)
+    opening = tokens[0] if tokens else None
+    if env.get("references") or opening is None or opening.type != "table_open" or not opening.map or opening.map[0]:
+        return None
+    tail = _document_of(tokens, _cached_inline)
+    if not tail or not isinstance(tail[0], Table):
+        return None
+    grown, shift = tail[0], last - 2
+    if [cell.plain for cell in grown.headers] != [cell.plain for cell in table.headers]:
+        return None
+    merged = Table(
+        table.headers,
+        table.rows[:-1] + grown.rows,
+        table.line,
+        table.row_lines[:-1] + [line + shift for line in grown.row_lines],
+    )
+    after: Document = []
+    for block in tail[1:]:
+        if isinstance(block, Table):  # another table after this one: its lines in ``source``
+            block = Table(block.headers, block.rows, block.line + shift, [line + shift for line in block.row_lines])
+        after.append(block)
+    return [*old[:-1], merged, *after]
+
+
+def _document_of(tokens: list[Token], text_of: Callable[[Token], Content]) -> Document | None:
+    """The blocks of a block parse's tokens (see ``parse_document``)."""
     document: Document = []
     #: open blocks (list items hold their blocks; lists their items)
     stack: list[Paragraph | Heading | MarkdownList | ListItem] = []
@@ -204,7 +291,7 @@ def parse_document(source: str, *, inline: bool = True) -> Document | None:
         if kind == "table_open":
             if stack:
                 return None  # a table in a list item: Markdown draws it
-            table = TableBuilder()
+            table = TableBuilder(token.map[0] if token.map else -1)
         elif kind == "paragraph_open":
             stack.append(Paragraph())
         elif kind == "heading_open":

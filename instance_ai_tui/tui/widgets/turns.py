@@ -33,6 +33,7 @@ from .. import keymap
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
 from .long_markdown import ChunkedMarkdown
+from .painted_rows import BlankRows
 from .status_line import SPINNER
 from .tool_card import ToolCallCard
 
@@ -337,14 +338,12 @@ def entry_cost(widget: Widget | None) -> int:
     return 1
 
 
-class AgentSection(Vertical):
+class AgentSection(BlankRows, Vertical):
     """The timeline of one agent, windowed to its last ``WINDOW`` entries."""
 
     WINDOW = 40
 
-    DEFAULT_CSS = """
-    AgentSection { height: auto; }
-    """
+    DEFAULT_CSS = "AgentSection { height: auto; }"
 
     def __init__(self, turn: AssistantTurn, agent_id: str, *, active: bool) -> None:
         super().__init__(classes="agent-section")
@@ -639,7 +638,7 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
         """Nothing to release."""
 
 
-class AssistantTurn(Vertical):
+class AssistantTurn(BlankRows, Vertical):
     """One assistant message (message group): its agent tree, projected incrementally."""
 
     DEFAULT_CSS = """

@@ -1,0 +1,123 @@
+"""A streamed answer repaints its new rows only.
+
+A streamed answer grows at its end: every frame the open Markdown chunk gets a line or two
+taller, and so do the containers around it (the text block, the agent section, the turn),
+and the view scrolls. Textual (8.2) treats any change of a widget's size as "paint all of
+it again": ``Widget._size_updated`` and the ``virtual_size`` reactive both clear the widget's
+line cache (``StylesCache``). So each frame every visible row of the chunk and of each
+container around it was drawn anew (styles, padding, filters; a container's row by
+rendering its whole height) and then cut again at the screen's widget edges by the
+compositor (``Strip.divide``, a new ``Strip`` per piece), though only the last rows had
+changed: for a 60-row table streamed at 150 tokens/s most of Textual's paint.
+
+``KeepsPaintedRows`` (``FlatMarkdown``) keeps, across a change of height alone (same
+width), the cached rows above the bottom gutter (padding, border) of the smaller of the
+two heights; rows marked for repainting are still repainted. What a row shows must then
+not depend on the height: ``FlatMarkdown`` marks the rows its new text changed (``refresh``
+with a region) instead of the whole widget, and a kept row is the very ``Strip`` the
+compositor cut last frame (its cuts are cached on it).
+
+``BlankRows`` (the turn, the agent section, the text block: containers that draw nothing
+of their own) draws row 0 as Textual does and hands it over for every row of the frame:
+with no top or bottom border or padding, outline, keylines, border title or selection,
+every row of such a container is the same.
+
+``KeepsPaintedRows`` uses Textual internals (``_size_updated``, ``_styles_cache``): if a
+Textual release changes them, it falls back to Textual's own behaviour.
+``tests/tui_parts/test_painted_rows.py`` checks that what is on screen while an answer
+streams is, cell for cell, what Textual paints from scratch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from textual.geometry import Size
+
+    _Base = Widget
+else:
+    _Base = object
+
+
+class KeepsPaintedRows(_Base):
+    """Mixin (before the Textual widget class): a change of height keeps the painted rows
+    that stay the same (see the module docstring)."""
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        old = self._size
+        cache: Any = getattr(self, "_styles_cache", None)
+        rows = getattr(cache, "_cache", None)
+        dirty = getattr(cache, "_dirty_lines", None)
+        if (
+            not rows
+            or not isinstance(rows, dict)
+            or not isinstance(dirty, set)
+            or old.width != size.width
+            or old.height == size.height
+            or self._has_outline()
+        ):
+            return super()._size_updated(size, virtual_size, container_size, layout)
+        kept_rows, kept_dirty = dict(rows), set(dirty)
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if cache._cache is not rows or cache._dirty_lines is not dirty:
+            return resized  # not the cache this was written for
+        keep = min(old.height, size.height) - self.styles.gutter.bottom
+        rows.update({y: strip for y, strip in kept_rows.items() if y < keep and y not in kept_dirty})
+        # rows Textual marked dirty for the resize are painted again only from ``keep`` on
+        dirty.intersection_update(range(keep, max(old.height, size.height)))
+        dirty.update(kept_dirty)
+        return resized
+
+    def _has_outline(self) -> bool:
+        outline = self.styles.outline
+        return any(edge[0] not in ("", "none", "hidden") for edge in outline)
+
+
+class BlankRows(_Base):
+    """Mixin (before the Textual container class) for a container that draws nothing of its
+    own: every row is the same blank, drawn once per width and style, and a frame hands the
+    compositor that one row as many times as it shows rows (the same ``Strip``: the
+    compositor's cuts of it are cached on it). Rows differ only with a top or bottom border
+    or padding, an outline, keylines, a border title or a text selection: then Textual
+    draws them."""
+
+    _blank_row: tuple[object, Strip] | None = None
+
+    def _uniform_rows(self) -> bool:
+        styles = self.styles
+        return (
+            self.is_container
+            and self.text_selection is None
+            and str(styles.keyline[0]) == "none"
+            and styles.padding.top == 0
+            and styles.padding.bottom == 0
+            and styles.border_top[0] in ("", "none", "hidden")
+            and styles.border_bottom[0] in ("", "none", "hidden")
+            and all(edge[0] in ("", "none", "hidden") for edge in styles.outline)
+            and self._border_title is None
+            and self._border_subtitle is None
+        )
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if crop.height <= 1 or not self._uniform_rows():
+            return super().render_lines(crop)
+        # row 0 as Textual draws it (styles, left and right border and padding, filters)
+        return super().render_lines(Region(crop.x, 0, crop.width, 1)) * crop.height
+
+    def render_line(self, y: int) -> Strip:
+        if not self._uniform_rows():
+            return super().render_line(y)
+        style = self.visual_style
+        key = (self.size.width, style, self.background_colors)
+        cached = self._blank_row
+        if cached is None or cached[0] != key:
+            # Textual renders the container's blank visual at its full height: one row of it
+            strips = Visual.to_strips(self, self._render(), self.size.width, 1, style)
+            cached = self._blank_row = (key, strips[0] if strips else Strip.blank(self.size.width, style.rich_style))
+        return cached[1]
