@@ -44,13 +44,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker
 
 from ..client.base import Client, ClientError, ConnectionState
-from . import commands, keymap, themes
+from . import commands, keymap, layout, themes
 from .actions import Actions
 from .boot import attach, boot
 from .cards import Cards
@@ -78,12 +77,6 @@ if TYPE_CHECKING:
     from ..protocol.conversation import Conversation
     from .widgets.confirmations import ConfirmationAnswered
     from .widgets.turns import Frame
-
-class _MainScreen(Screen[Any]):
-    """Keys typed while the app starts go to the prompt (not to the first focusable widget)."""
-
-    AUTO_FOCUS = "#prompt"
-
 
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
@@ -158,6 +151,8 @@ class InstanceAiApp(App[None]):
         self.ready = asyncio.Event()
         self._remove_state_listener: Any = None
         self._mounted = False
+        #: the widgets hidden at start are mounted (``layout.mount_hidden``)
+        self.hidden_mounted = False
         #: new cards that take focus when the focus rule allows (``tui.cards``)
         self._pending_focus: list[str] = []
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
@@ -209,42 +204,13 @@ class InstanceAiApp(App[None]):
             return keymap.KeyMap(enter_sends=prefs.enter_sends)
 
     def get_default_screen(self) -> Screen[Any]:
-        return _MainScreen(id="_default")
+        return layout.MainScreen(id="_default")
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.app_variable_defaults(self.current_theme)
 
     def compose(self) -> ComposeResult:
-        """What the first frame shows; the widgets hidden at start follow it (``_mount_hidden``)."""
-        yield self.thread_list
-        with Vertical(id="main"):
-            if self.status_info.demo:
-                yield self._demo_banner()
-            yield self.view
-            yield self.prompt
-            yield self.status_line
-        yield Footer()
-
-    def _mount_hidden(self) -> None:
-        """Mount what is hidden at start (find bar, badge, n8n activity, connection banner, queue,
-        tasks panel) after the first frame: styling them and reading their CSS delays it ~10 ms."""
-        main = self.query_one("#main")
-        main.mount(self.find_bar, before=self.view)
-        main.mount_all([self.badge, self.n8n_activity, self.connection.banner, self.connection.queued_bar],
-                       before=self.prompt)
-        self.mount(self.tasks_panel, after=main)
-
-    @staticmethod
-    def _demo_banner() -> Horizontal:
-        return Horizontal(
-            Static(" DEMO MODE ", classes="demo-label", markup=False),
-            Static(
-                "offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
-                classes="demo-text",
-                markup=False,
-            ),
-            id="demo-banner",
-        )
+        return layout.compose(self)  # the first frame; what is hidden follows it (``layout``)
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
@@ -271,7 +237,7 @@ class InstanceAiApp(App[None]):
 
     def _first_frame(self) -> None:
         self.stats.first_frame_at = time.perf_counter()
-        self._mount_hidden()
+        layout.mount_hidden(self)
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
@@ -317,6 +283,7 @@ class InstanceAiApp(App[None]):
     def set_connection(self, state: str, detail: str) -> None:
         self.status_info.connection = state
         self.status_info.connection_detail = detail
+        self.status_line.refresh_info()  # at once: before a thread is open no frame does
 
     def show_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=10)
@@ -412,6 +379,8 @@ class InstanceAiApp(App[None]):
         return self.cards.go_to(request_id, restart_grace)
 
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent) and not self.hidden_mounted and self.is_mounted(self.prompt):
+            layout.mount_hidden(self)  # a key typed while the app starts may need them (the queue)
         if self.cards.on_input(event):
             return
         await super().on_event(event)
@@ -511,6 +480,9 @@ class InstanceAiApp(App[None]):
         self.view.move_block(+1)
 
     def action_find(self) -> None:
+        if not self.find_bar.is_mounted:  # Ctrl+F typed while the app starts (``layout.mount_hidden``)
+            self.call_after_refresh(self.action_find)
+            return
         self.find_bar.open(self.conversation)
 
     def on_find_bar_show(self, event: Any) -> None:

@@ -18,6 +18,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..client.base import ClientError, ConnectionState
+from .layout import demo_banner
 from .startup import FirstFramePrefs, StartError
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def attach(app: InstanceAiApp, started: Started) -> None:
 
         extra.append(RedisChatClient(redis_chat, chat_webhook))
     app.threads.add_sources(extra)
-    app.status_info.model = client.model_name
+    app.status_info.model = client.model_name or app.status_info.model  # known once open, for some
     app.status_info.demo = is_demo(app)
     prefs, app.prefs = app.prefs, FirstFramePrefs.from_settings(settings)
     if not app._mounted:
@@ -67,9 +68,11 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     if app._remove_state_listener is not None:
         app._remove_state_listener()
     app._remove_state_listener = client.add_state_listener(app._on_connection_state)
-    app._on_connection_state(client.state, client.state_detail)
+    if client.state != ConnectionState.OFFLINE or client.state_detail:  # not "never opened": say so
+        app._on_connection_state(client.state, client.state_detail)
     if app.status_info.demo:
-        app.query_one("#main").mount(app._demo_banner(), before=0)
+        app.query_one("#main").mount(demo_banner(), before=0)
+    app.status_line.refresh_info()
 
 
 async def boot(app: InstanceAiApp) -> None:
@@ -124,6 +127,7 @@ async def boot(app: InstanceAiApp) -> None:
         target = max(threads, key=lambda t: t.updated_at).id
     await app.open_thread(target)
     app.ready.set()
+    app.connection.adopt_start_queue()
     app.pending_watch.start()
 
 

@@ -359,6 +359,14 @@ class ConnectionWatcher:
         self.show_queue()
         return item
 
+    def adopt_start_queue(self) -> None:
+        """The first thread is open: what was queued while the app started is sent there."""
+        for item in self.queue.items:
+            if item.thread_id is None:
+                item.thread_id = self.app.thread_id
+        self.show_queue()
+        self.flush_soon()
+
     def show_queue(self) -> None:
         self.app.call_later(self.queued_bar.show, self.queue.of(self.app.thread_id))
 

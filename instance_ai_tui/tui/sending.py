@@ -52,6 +52,9 @@ class Sender:
             return None
         client = app.thread_client
         watcher = app.connection
+        if conversation is None and not app.ready.is_set() and not watcher.blocked:
+            watcher.enqueue(text)  # typed while the app starts: sent in the thread it opens
+            return None
         if conversation is None or watcher.blocked:
             reason = watcher.blocked or f"not connected ({client.state_detail or client.state.value})"
             app.notify(f"Not sent: {reason}", severity="error", timeout=8)

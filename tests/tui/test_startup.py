@@ -57,12 +57,13 @@ async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Pat
         starting = app.client
         assert isinstance(starting, StartingClient) and not built
         assert app.focused is app.prompt
-        assert "connecting" in app.status_line.plain and "starting" in app.status_line.plain
+        shown = str(app.status_line.render())  # what the widget shows (not only what it would)
+        assert "connecting" in shown and "starting…" in shown, shown
         await pilot.press(*"hello")
-        await pilot.press("enter")  # nothing to send it with yet: it stays in the prompt, and says why
+        await pilot.press("enter")  # nothing to send it with yet: it waits in the queue, visibly
         await pilot.pause(0.1)
-        assert app.prompt.text == "hello"
-        assert any("Not sent" in str(n.message) for n in app._notifications)
+        assert app.prompt.text == "" and [item.text for item in app.connection.queue.items] == ["hello"]
+        assert "queued: hello" in " ".join(str(w.render()) for w in app.query(".queued-text"))
         # the hidden parts were mounted after the first frame
         assert app.find_bar.is_mounted and app.tasks_panel.is_mounted and app.connection.banner.is_mounted
         assert not app.query("#demo-banner")
@@ -76,9 +77,12 @@ async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Pat
         del starting
         gc.collect()
         assert not [obj for obj in gc.get_objects() if isinstance(obj, StartingClient)]
-        app.prompt.load_text("")  # now a message is sent as usual
-        run_id = await app.send_message("every morning send the weather forecast to Slack")
-        assert run_id
+        # the queued message was sent in the thread that opened (a new one: there were none)
+        await until(lambda: app.thread_id is not None and not app.connection.queue.items, pilot)
+        await until(lambda: app.conversation is not None and not app.conversation.is_streaming
+                    and any(m.role == "user" for m in app.conversation.messages), pilot)
+        assert [m.content for m in app.conversation.messages if m.role == "user"] == ["hello"]
+        assert app.thread_list.local_threads()[0].id == app.thread_id
 
 
 async def test_a_start_that_cannot_work_ends_the_app_with_its_reason() -> None:

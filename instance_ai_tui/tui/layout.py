@@ -1,0 +1,68 @@
+"""What the app's screen is made of, and in which order it appears.
+
+The first frame shows the thread list, the conversation, the prompt and the status line (and
+the demo banner when the settings are known to be the demo's); ``mount_hidden`` adds what is
+hidden at start (find bar, new-output badge, n8n activity, connection banner, queue, tasks
+panel) right after it, since styling them and reading their CSS would delay it by ~10 ms, or
+before the first key or click if one comes sooner (``InstanceAiApp.on_event``). ``MainScreen``
+focuses the prompt as it is composed, so keys typed while the app starts go there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+if TYPE_CHECKING:
+    from .app import InstanceAiApp
+
+
+class MainScreen(Screen[Any]):
+    """The app's screen; it focuses the prompt (Textual's default is the first focusable widget,
+    the thread list's search, until ``on_mount``'s focus has run)."""
+
+    AUTO_FOCUS = "#prompt"
+
+
+def compose(app: InstanceAiApp) -> ComposeResult:
+    """What the first frame shows."""
+    yield app.thread_list
+    with Vertical(id="main"):
+        if app.status_info.demo:
+            yield demo_banner()
+        yield app.view
+        yield app.prompt
+        yield app.status_line
+    yield Footer()
+
+
+def mount_hidden(app: InstanceAiApp) -> AwaitComplete | None:
+    """Mount what is hidden at start (see the module docstring). Once; ``None`` after that."""
+    if app.hidden_mounted:
+        return None
+    app.hidden_mounted = True
+    main = app.query_one("#main")
+    return AwaitComplete(
+        main.mount(app.find_bar, before=app.view),
+        main.mount_all([app.badge, app.n8n_activity, app.connection.banner, app.connection.queued_bar],
+                       before=app.prompt),
+        app.mount(app.tasks_panel, after=main),
+    )
+
+
+def demo_banner() -> Horizontal:
+    """The offline demo model answers: a banner says so, above the conversation."""
+    return Horizontal(
+        Static(" DEMO MODE ", classes="demo-label", markup=False),
+        Static(
+            "offline scripted model — canned answers, a simulated n8n instance; nothing real is changed.",
+            classes="demo-text",
+            markup=False,
+        ),
+        id="demo-banner",
+    )
