@@ -15,7 +15,10 @@ with ``--resume``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING
+
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from ..client.base import ClientError, ConnectionState
 from .layout import demo_banner
@@ -88,9 +91,10 @@ async def boot(app: InstanceAiApp) -> None:
     # the turn widgets, the conversation model and the Markdown parser are large imports:
     # do them off the event loop, before a thread opens (the UI stays responsive)
     await asyncio.to_thread(preload_ui)
-    # the parsers' lazily compiled expressions: in the background, not on the way to the
-    # first thread (60 ms); done long before a stream needs them
-    app.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
+    # the parsers' lazily compiled expressions (60 ms): in the background, beside the
+    # client's own preload and opening; done before the first thread opens, whose replay would
+    # otherwise share the interpreter with it (every loop callback then takes twice as long)
+    warm_up = app.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
     await asyncio.to_thread(app.client.preload)
     if app.client.mode == "embedded":
         from .screens.setup import check_model_setup
@@ -125,6 +129,8 @@ async def boot(app: InstanceAiApp) -> None:
         target = await app.push_screen_wait(ResumePicker(threads))
     elif target is None and threads and app.start_mode == "latest":
         target = max(threads, key=lambda t: t.updated_at).id
+    with contextlib.suppress(WorkerFailed, WorkerCancelled):  # (a failed warm-up only costs time)
+        await warm_up.wait()
     await app.open_thread(target)
     app.ready.set()
     app.connection.adopt_start_queue()

@@ -178,3 +178,32 @@ async def test_keys_typed_while_the_app_starts_go_to_the_prompt(tmp_path: Path) 
         assert app.prompt.text == "hi" and app.query_one("#thread-search", Input).value == ""
         gate.set()
         await app.wait_until_ready()
+
+
+async def test_the_first_thread_opens_after_the_markdown_warm_up(tmp_path: Path, monkeypatch: Any) -> None:
+    """The warm-up (the parsers' lazy expressions, in a thread) ends before the first thread
+    opens: a replay sharing the interpreter with it ran every loop callback twice as long
+    (tui_ingest's worst stall 31-46 ms with it, 21-26 ms after)."""
+    import time
+
+    from instance_ai_tui.tui import boot
+
+    order: list[str] = []
+
+    def slow_warm_up() -> None:
+        time.sleep(0.3)
+        order.append("warm-up done")
+
+    monkeypatch.setattr(boot, "warm_up_markdown", slow_warm_up)
+    app, gate, _built = gated_app(tmp_path)
+    real_open = app.open_thread
+
+    async def open_thread(thread_id: str | None, source: str | None = None) -> None:
+        order.append("thread opened")
+        await real_open(thread_id, source)
+
+    app.open_thread = open_thread  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE):
+        gate.set()
+        await app.wait_until_ready()
+    assert order == ["warm-up done", "thread opened"]
