@@ -26,6 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from .. import keymap
+from .painted_rows import BlankRows
 
 if TYPE_CHECKING:
     from ...protocol.conversation import Conversation, ConversationChanges, ConversationMessage
@@ -88,7 +89,7 @@ class OlderLine(Static, can_focus=True):
         self.post_message(ConversationView.LoadOlder())
 
 
-class ConversationView(VerticalScroll):
+class ConversationView(BlankRows, VerticalScroll):
     HELP = """
 ## Conversation
 
