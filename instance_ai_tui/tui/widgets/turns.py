@@ -790,8 +790,8 @@ class AssistantTurn(BlankRows, Vertical):
 
     @property
     def settled(self) -> bool:
-        if self.behind:
-            return False
+        if self.behind or (self.root is not None and self.root.agent_id not in self.sections):
+            return False  # (the root section registers itself when it composes its first entries)
         return all(md.settled for section in self.sections.values() for md in section.markdown_blocks())
 
     def answer_text(self) -> str:
