@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from .config_file import APP_NAME as APP_NAME
 from .config_file import ConfigFileError, read_config_file
@@ -103,7 +103,8 @@ def load_settings(
     path: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
-    """File, then environment, then ``overrides`` (from flags). A broken file is a clear error."""
+    """File, then environment, then ``overrides`` (from flags). A broken file or a value of the
+    wrong type is a clear error (``SystemExit`` with the message)."""
     path = path or config_path()
     try:
         data = read_config_file(path)
@@ -111,4 +112,20 @@ def load_settings(
         raise SystemExit(f"instance-ai: {exc}") from None
     data = _merge(data, _env_overrides(dict(os.environ if env is None else env)))
     data = _merge(data, overrides or {})
-    return Settings.model_validate(data)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SystemExit(
+            f"instance-ai: invalid settings (in {path}, the environment or the flags): {validation_summary(exc)}"
+        ) from None
+
+
+def validation_summary(error: ValidationError, whole: str = "file") -> str:
+    """``where: what`` for each problem of ``error`` (``whole`` when it is the entire input),
+    joined by "; " (the settings here, the theme files in ``tui.themes``)."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item.get("loc", ())) or whole
+        message = item.get("msg", "invalid").removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)

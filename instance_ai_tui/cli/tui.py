@@ -118,23 +118,15 @@ async def load(args: argparse.Namespace, settings: Settings | None, gateway: Gat
 
 
 def read_settings(args: argparse.Namespace) -> Settings:
-    """``settings_from_args`` (blocking), its failures as a ``StartError`` with a readable message."""
-    from pydantic import ValidationError
-
-    from ..config_file import config_path
+    """``settings_from_args`` (blocking), its failure (an unreadable file, a value of the wrong
+    type: ``config.load_settings``) as a ``StartError``."""
     from ..tui.startup import StartError
     from .connection import settings_from_args
 
     try:
-        settings = settings_from_args(args)
-    except SystemExit as exc:  # the settings file cannot be read
+        return settings_from_args(args)
+    except SystemExit as exc:
         raise StartError(str(exc.code).removeprefix("instance-ai: ")) from None
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
-        raise StartError(f"invalid settings (in {config_path()}, the environment or the flags): {problems}") from None
-    return settings
 
 
 def build(settings: Settings, dialect: str | None) -> Client:

@@ -150,7 +150,6 @@ class InstanceAiApp(App[None]):
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
         self._remove_state_listener: Any = None
-        self._mounted = False
         #: the widgets hidden at start are mounted (``layout.mount_hidden``)
         self.hidden_mounted = False
         #: new cards that take focus when the focus rule allows (``tui.cards``)
@@ -196,12 +195,11 @@ class InstanceAiApp(App[None]):
     def _load_keymap(self) -> keymap.KeyMap:
         """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
         self._keymap_error: str | None = None
-        prefs = self.prefs
         try:
-            return keymap.KeyMap(prefs.keys, enter_sends=prefs.enter_sends)
+            return keymap.KeyMap.from_settings(self.prefs)
         except keymap.KeyMapError as exc:
             self._keymap_error = str(exc)
-            return keymap.KeyMap(enter_sends=prefs.enter_sends)
+            return keymap.KeyMap(enter_sends=self.prefs.enter_sends)
 
     def get_default_screen(self) -> Screen[Any]:
         return layout.MainScreen(id="_default")
@@ -214,7 +212,6 @@ class InstanceAiApp(App[None]):
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
-        self._mounted = True
         self.theme_manager.install(self.prefs.theme)
         self.set_keymap(self.keys.textual_keymap())
         if self._keymap_error:

@@ -59,14 +59,14 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     app.status_info.model = client.model_name or app.status_info.model  # known once open, for some
     app.status_info.demo = is_demo(app)
     prefs, app.prefs = app.prefs, FirstFramePrefs.from_settings(settings)
-    if not app._mounted:
-        if prefs != app.prefs:
-            app.keys = app._load_keymap()
-        return
-    if prefs != app.prefs:  # the settings file said something its unvalidated read did not
+    changed = prefs != app.prefs  # the settings file said what its unvalidated read did not
+    if changed:
         app.keys = app._load_keymap()
+    if app.theme_manager is None:  # not mounted yet (``__init__``): on_mount uses what is set
+        return
+    if changed:
         app.set_keymap(app.keys.textual_keymap())
-        if app.theme_manager is not None and app.prefs.theme != prefs.theme:
+        if app.prefs.theme != prefs.theme:
             app.theme_manager.apply(app.prefs.theme)
     if app._remove_state_listener is not None:
         app._remove_state_listener()

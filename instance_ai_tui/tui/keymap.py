@@ -468,7 +468,7 @@ class KeyMap:
 
     @classmethod
     def from_settings(cls, ui: Any) -> KeyMap:
-        """From ``config.UiSettings`` (``keys`` and ``enter_sends``)."""
+        """From ``config.UiSettings`` or ``tui.startup.FirstFramePrefs`` (``keys`` and ``enter_sends``)."""
         return cls(dict(ui.keys), enter_sends=bool(ui.enter_sends))
 
     @staticmethod

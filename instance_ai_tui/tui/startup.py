@@ -7,8 +7,8 @@ frame needs, read from the settings file without validation (``FirstFramePrefs``
 keys), and ``load``, a coroutine that builds what the rest needs (``Started``: the validated
 ``Settings``, the ``Client``, the ``--gateway`` request). Until ``boot`` has awaited it and
 ``InstanceAiApp.attach`` has swapped it in, the app's client is a ``StartingClient``: its state
-is "connecting" ("starting"), so the status line says so and a message sent meanwhile is
-refused the way it is while any client connects (it stays in the prompt). A ``StartError``
+is "connecting" ("starting"), so the status line says so, and a message sent meanwhile waits
+in the visible queue and goes to the thread that opens (``tui.sending``). A ``StartError``
 from ``load`` (a broken settings file, a flag that cannot work) ends the app with exit code 2,
 and ``cli.tui`` prints its message, as it did before the first frame.
 

@@ -16,7 +16,7 @@ from textual.theme import Theme
 # pydantic is imported where a theme file is validated: the app's first frame, painted with a
 # built-in theme, does not wait for it (~30 ms)
 if TYPE_CHECKING:
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel
 
 from .variables import APP_VARIABLE_SOURCES, APP_VARIABLES, generated_variables
 
@@ -194,15 +194,6 @@ class LoadedTheme:
     source: Any  # a ThemeFile
 
 
-def _format_validation(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item.get("loc", ())) or "file"
-        message = item.get("msg", "invalid").removeprefix("Value error, ")
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts)
-
-
 def _yaml_load(text: str) -> Any:
     import yaml
 
@@ -214,6 +205,8 @@ def load_theme_file(path: Path) -> LoadedTheme:
     """Read, validate and convert one theme file. Raises ``ThemeFileError``."""
     import yaml
     from pydantic import ValidationError
+
+    from ...config import validation_summary
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -232,7 +225,7 @@ def load_theme_file(path: Path) -> LoadedTheme:
         source: Any = _theme_file_model().model_validate(data)  # a ThemeFile (its class is built lazily)
         theme = source.to_theme()
     except ValidationError as exc:
-        raise ThemeFileError(path, _format_validation(exc)) from None
+        raise ThemeFileError(path, validation_summary(exc)) from None
     except (ValueError, ColorParseError) as exc:
         raise ThemeFileError(path, str(exc)) from None
     return LoadedTheme(theme=theme, path=path, source=source)

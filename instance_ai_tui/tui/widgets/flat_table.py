@@ -192,7 +192,7 @@ def lay_table(table: Table, width: int, *, dark: bool = True, base: str = "") ->
     sizes = tuple(widths)
 
     def rule(left: str, middle: str, right: str) -> Content:
-        key = (sizes, base, left)
+        key = (sizes, base, left, middle, right)
         line = _RULES.get(key)
         if line is None:
             text = left + middle.join("─" * size for size in widths) + right
