@@ -200,3 +200,14 @@ def test_only_the_tables_last_row_is_parsed_again(monkeypatch: pytest.MonkeyPatc
     grown = parse_document(before + "| 30 | web", grown_from=(before, document))
     assert grown is not None and len(parsed) == 1
     assert parsed[0].count("\n") <= 4  # the header, the delimiter row, the last row, the new one
+
+
+def test_a_container_drawn_off_its_screen_is_drawn_by_textual() -> None:
+    """A modal's background draws the screen under it, where a widget that is being removed has
+    no screen any more: its rows are Textual's to draw (reading its text selection raised
+    NoScreen and crashed the app when the n8n login dialog opened mid-conversation)."""
+
+    class Box(BlankRows, Vertical):
+        is_container = True  # as while it still holds its children
+
+    assert Box()._uniform_rows() is False

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from textual.dom import NoScreen
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.visual import Visual
@@ -90,10 +91,14 @@ class BlankRows(_Base):
     _blank_row: tuple[object, Strip] | None = None
 
     def _uniform_rows(self) -> bool:
+        try:
+            selection = self.text_selection
+        except NoScreen:  # drawn while it leaves its screen (a modal's background): Textual draws it
+            return False
         styles = self.styles
         return (
             self.is_container
-            and self.text_selection is None
+            and selection is None
             and str(styles.keyline[0]) == "none"
             and styles.padding.top == 0
             and styles.padding.bottom == 0
