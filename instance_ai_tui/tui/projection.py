@@ -37,6 +37,13 @@ FRAME_HZ = 25
 FRAME_SHARE = 0.1
 #: ... but never fewer frames than this per second
 MIN_FRAME_HZ = 4
+#: while an answer streams, at most this many frames per second however cheap they are: a
+#: growing answer scrolls the view, and every frame then repaints every visible row
+#: (Textual has no terminal scrolling), so the frames cost CPU in proportion to their rate,
+#: not to the text. 12.5 (every other tick) draws 4 tokens a frame at 50 tokens/s and 12
+#: at 150; keys are echoed by Textual at once whatever this is, and the end of a stream is
+#: drawn at once (``Projection.stream_ended``)
+STREAM_FRAME_HZ = 12.5
 #: the status line's spinner turns at most this often (seconds), whatever the frame rate: a
 #: frame that only grows the answer leaves the rows below the view (prompt, status line) alone
 SPINNER_INTERVAL = 0.1
@@ -72,12 +79,14 @@ class FramePacer:
     the next waits until the frame's share of the loop is back under ``FRAME_SHARE``. A frame
     is recorded twice: when its own work is done, then with the paint it caused."""
 
-    __slots__ = ("next_at", "skipped")
+    __slots__ = ("floor", "next_at", "skipped")
 
     def __init__(self) -> None:
         self.next_at = 0.0
         #: timer ticks skipped to keep the share (tests and benchmarks read it)
         self.skipped = 0
+        #: the least time between two frames (``1 / STREAM_FRAME_HZ`` while an answer streams)
+        self.floor = 0.0
 
     def due(self, now: float) -> bool:
         if now >= self.next_at:
@@ -88,8 +97,14 @@ class FramePacer:
     def record(self, started: float, seconds: float) -> None:
         """A frame that started at ``started`` did ``seconds`` of work."""
         wait = min(1 / MIN_FRAME_HZ, seconds / FRAME_SHARE)
-        # (a cheap frame leaves the timer's own rate: within half a tick of it is due)
-        self.next_at = started + wait if wait > 1 / FRAME_HZ else 0.0
+        if wait > 1 / FRAME_HZ:
+            self.next_at = started + max(wait, self.floor - 0.5 / FRAME_HZ)
+        elif self.floor > 1 / FRAME_HZ:
+            # (the timer ticks every 1 / FRAME_HZ: due half a tick early, the frame comes on
+            # the tick ``floor`` after this one)
+            self.next_at = started + self.floor - 0.5 / FRAME_HZ
+        else:
+            self.next_at = 0.0  # a cheap frame leaves the timer's own rate
 
 
 class Projection:
@@ -217,6 +232,7 @@ class Projection:
         ended, self.was_streaming = self.was_streaming and not streaming, streaming
         if streaming:
             self.app.heap.hold_full()  # (tui/heap.py; settled when the run ends and all is idle)
+        self.pacer.floor = 1 / STREAM_FRAME_HZ if streaming else 0.0
         if not self.pacer.due(started) and not ended:
             return  # the last frame was expensive: the loop is the keys' for a while (but the
             # end of a stream is drawn at once)

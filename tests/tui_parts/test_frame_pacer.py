@@ -3,7 +3,7 @@ work stays under its share of the event loop and keys are handled meanwhile."""
 
 from __future__ import annotations
 
-from instance_ai_tui.tui.projection import FRAME_HZ, FRAME_SHARE, MIN_FRAME_HZ, FramePacer
+from instance_ai_tui.tui.projection import FRAME_HZ, FRAME_SHARE, MIN_FRAME_HZ, STREAM_FRAME_HZ, FramePacer
 
 
 def test_cheap_frames_run_at_the_timers_rate() -> None:
@@ -28,6 +28,28 @@ def test_an_expensive_frame_makes_the_next_ones_wait_for_its_share() -> None:
     # then a cheap frame: back to every tick
     pacer.record(100.0 + wait, 0.002)
     assert pacer.due(100.0 + wait + 1 / FRAME_HZ)
+
+
+def test_while_an_answer_streams_cheap_frames_come_at_the_streaming_rate() -> None:
+    """A streamed answer scrolls the view: each frame repaints every visible row, so frames
+    are not drawn more often than ``STREAM_FRAME_HZ`` however cheap they are."""
+    pacer = FramePacer()
+    pacer.floor = 1 / STREAM_FRAME_HZ
+    now, frames = 100.0, 0
+    for _ in range(int(FRAME_HZ * 4)):  # four seconds of timer ticks
+        if pacer.due(now):
+            frames += 1
+            pacer.record(now + 0.001, 0.003)  # (a frame starts a little after its tick)
+        now += 1 / FRAME_HZ
+    assert frames == round(STREAM_FRAME_HZ * 4)
+    # an expensive frame still waits for its share
+    pacer.record(now, 0.020)
+    assert not pacer.due(now + 0.020 / FRAME_SHARE - 0.001)
+    assert pacer.due(now + 0.020 / FRAME_SHARE)
+    # the stream ended: back to every tick
+    pacer.floor = 0.0
+    pacer.record(now, 0.003)
+    assert pacer.due(now + 1 / FRAME_HZ)
 
 
 def test_a_very_slow_frame_still_leaves_a_minimum_rate() -> None:

@@ -37,14 +37,26 @@ class BoxedTurn(BlankRows, Vertical):
     DEFAULT_CSS = "BoxedTurn { height: auto; border: round $primary; padding: 1 1; }"
 
 
+class View(BlankRows, VerticalScroll):
+    """A scroll view as the app's conversation view is one (``LaidOutOnce``)."""
+
+
+class Column(BlankRows, Vertical):
+    """A container as the app's turns and sections are."""
+
+
 class Chat(Harness):
     """An answer in a turn, in a view shorter than the answer that follows its end."""
 
     CSS = "#history, #history Vertical { height: auto; }"
 
+    def __init__(self, view_class: type[VerticalScroll] = VerticalScroll) -> None:
+        super().__init__()
+        self.view_class = view_class
+
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="box"):
-            yield Vertical(id="history")
+        with self.view_class(id="box"):
+            yield (Column if self.view_class is View else Vertical)(id="history")
 
 
 def _tokens(text: str) -> list[str]:
@@ -72,11 +84,11 @@ async def _settle(app: App[Any], pilot: Any) -> None:
             return
 
 
-@pytest.mark.parametrize("turn_class", [Turn, BoxedTurn])
+@pytest.mark.parametrize(("turn_class", "view_class"), [(Turn, VerticalScroll), (BoxedTurn, VerticalScroll), (Turn, View)])
 async def test_what_streams_on_screen_is_what_textual_paints_from_scratch(
-    turn_class: type[Vertical], monkeypatch: pytest.MonkeyPatch
+    turn_class: type[Vertical], view_class: type[VerticalScroll], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = Chat()
+    app = Chat(view_class)
     async with app.run_test(size=(72, 24)) as pilot:
         box = app.query_one("#box", VerticalScroll)
         box.anchor()
@@ -134,6 +146,40 @@ async def test_a_growing_table_paints_only_its_new_rows() -> None:
         # (the last row, a new row and its keyline, the line below the table), never the view
         late = per_step[len(per_step) // 2 :]
         assert late and max(late) <= 6, per_step
+
+
+async def test_a_growing_answer_is_laid_out_once_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual follows a layout that changed a widget's size with a second one (its
+    ``virtual_size`` reactive asks for it): the turn, the text and the view each grew, so
+    every frame of a streamed answer was laid out and painted twice."""
+    from textual._compositor import Compositor
+
+    app = Chat(View)
+    async with app.run_test(size=(72, 24)) as pilot:
+        box = app.query_one("#box", VerticalScroll)
+        box.anchor()
+        block = ChunkedMarkdown("", chunk_classes="text-chunk")
+        await app.query_one("#history").mount(Turn(Column(block)))
+        layouts: list[int] = []
+        real = Compositor.reflow
+
+        def reflow(self: Compositor, parent: Widget, size: Any) -> Any:
+            layouts.append(1)
+            return real(self, parent, size)
+
+        monkeypatch.setattr(Compositor, "reflow", reflow)
+        tokens = _tokens(TABLE)
+        per_step: list[int] = []
+        for end in range(7, len(tokens) + 7, 7):
+            block.set_target("".join(tokens[:end]))
+            await block.flush()
+            layouts.clear()
+            await _settle(app, pilot)
+            per_step.append(len(layouts))
+        assert box.scroll_y > 20 and box.scroll_y == box.max_scroll_y  # it grew, and the view followed it
+        # (0: the step only changed a row; the step where the view's scrollbar appears takes
+        # more: the text is narrower then)
+        assert max(per_step[len(per_step) // 3 :]) == 1 and sum(per_step) < len(per_step), per_step
 
 
 def _blocks(document: Any) -> Any:

@@ -22,6 +22,14 @@ of their own) draws row 0 as Textual does and hands it over for every row of the
 with no top or bottom border or padding, outline, keylines, border title or selection,
 every row of such a container is the same.
 
+``LaidOutOnce`` (both mixins): a layout pass that changed a widget's size then set its
+``virtual_size`` reactive, which asks for a *second* layout pass of the whole screen (and a
+repaint of the widget) on the next update, though the sizes just came from that layout:
+every frame of a growing answer was laid out and painted twice. Here the size a layout
+gives is only recorded, except for a scroll container whose own size changed (its
+scrollbars may come or go); a scroll container's anchor (the view following the answer's
+end) is applied within the layout pass itself.
+
 ``KeepsPaintedRows`` uses Textual internals (``_size_updated``, ``_styles_cache``): if a
 Textual release changes them, it falls back to Textual's own behaviour.
 ``tests/tui_parts/test_painted_rows.py`` checks that what is on screen while an answer
@@ -46,7 +54,22 @@ else:
     _Base = object
 
 
-class KeepsPaintedRows(_Base):
+def _scrolls(widget: Widget) -> bool:
+    styles = widget.styles
+    return styles.overflow_x != "hidden" or styles.overflow_y != "hidden"
+
+
+class LaidOutOnce(_Base):
+    """Mixin: the sizes a layout pass gives do not ask for another layout pass (see the
+    module docstring)."""
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        if layout and not (_scrolls(self) and (size != self._size or container_size != self._container_size)):
+            layout = False
+        return super()._size_updated(size, virtual_size, container_size, layout)
+
+
+class KeepsPaintedRows(LaidOutOnce):
     """Mixin (before the Textual widget class): a change of height keeps the painted rows
     that stay the same (see the module docstring)."""
 
@@ -80,7 +103,7 @@ class KeepsPaintedRows(_Base):
         return any(edge[0] not in ("", "none", "hidden") for edge in outline)
 
 
-class BlankRows(_Base):
+class BlankRows(LaidOutOnce):
     """Mixin (before the Textual container class) for a container that draws nothing of its
     own: every row is the same blank, drawn once per width and style, and a frame hands the
     compositor that one row as many times as it shows rows (the same ``Strip``: the
