@@ -351,38 +351,49 @@ class OpenAIModel:
                     break
                 except openai.OpenAIError as exc:
                     raise self._error(exc) from exc
-                model_name = model_name or getattr(chunk, "model", None)
-                if getattr(chunk, "usage", None):
-                    usage = usage_from_openai(chunk.usage)
-                if not chunk.choices:
+                data = _chunk_data(chunk)
+                if data is None:
+                    raise ModelError(f"model {self.model!r} sent a malformed stream chunk: {_preview(chunk)}")
+                if model_name is None and isinstance(data.get("model"), str):
+                    model_name = data["model"]
+                raw_usage = data.get("usage")
+                if isinstance(raw_usage, dict) and raw_usage:
+                    usage = usage_from_openai(raw_usage)
+                choices = data.get("choices")
+                if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                     continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                if delta is not None:
-                    extra = delta.model_extra or {}
-                    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+                choice = choices[0]
+                delta = choice.get("delta")
+                if isinstance(delta, dict):
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str) and reasoning:
                         got_token = True
                         yield ModelReasoningDelta(reasoning)
-                    if delta.content:
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
                         got_token = True
-                        for is_reasoning, piece in think.feed(delta.content):
+                        for is_reasoning, piece in think.feed(content):
                             yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
-                    if delta.tool_calls:
+                    tool_calls = delta.get("tool_calls")
+                    if isinstance(tool_calls, list) and tool_calls:
                         got_token = True
-                        for position, tc in enumerate(delta.tool_calls):
-                            fn = tc.function
-                            out = tools.feed(
-                                tc.index if tc.index is not None else position,
-                                tc.id,
-                                fn.name if fn is not None else None,
-                                fn.arguments if fn is not None else None,
-                            )
+                        for position, tc in enumerate(tool_calls):
+                            if not isinstance(tc, dict):
+                                continue
+                            fn = tc.get("function")
+                            fn = fn if isinstance(fn, dict) else {}
+                            index = tc.get("index")
+                            call_id, name = _text_or_none(tc.get("id")), _text_or_none(fn.get("name"))
+                            arguments = _text_or_none(fn.get("arguments"))
+                            if call_id is None and name is None and arguments is None:
+                                continue  # a fragment that says nothing (not a call of its own)
+                            out = tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
                             if out is not None:
                                 yield out
-                if choice.finish_reason:
+                reason = choice.get("finish_reason")
+                if isinstance(reason, str) and reason:
                     got_token = True
-                    finish_reason = choice.finish_reason
+                    finish_reason = reason
             for is_reasoning, piece in think.flush():
                 yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
             if usage is not None:
@@ -404,6 +415,29 @@ class OpenAIModel:
 _FAST_PATH: Any = None
 
 
+def _chunk_data(chunk: Any) -> dict[str, Any] | None:
+    """A stream chunk as the JSON object the server sent. The fast path asks the SDK for the
+    decoded JSON itself (``AsyncStream[object]``: building a ``ChatCompletionChunk`` per token
+    cost about 50 us, and the fields read here are a handful); ``create`` (a client that is not
+    the SDK's own) gives SDK objects. None: not an object at all."""
+    if isinstance(chunk, dict):
+        return chunk
+    dump = getattr(chunk, "model_dump", None)
+    if callable(dump):
+        data = dump()
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _preview(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:
     """The SDK pieces the fast path needs, or None when the client is not an ``openai.AsyncOpenAI`` or
     this SDK version lacks them (then ``create`` is used, as before)."""
@@ -416,7 +450,7 @@ def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:
         try:
             from openai import AsyncStream
             from openai._base_client import make_request_options
-            from openai.types.chat import ChatCompletion, ChatCompletionChunk
+            from openai.types.chat import ChatCompletion
         except ImportError:  # pragma: no cover - an SDK without these internals
             _FAST_PATH = False
             return None
@@ -434,7 +468,9 @@ def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:
         if http is None:  # pragma: no cover
             _FAST_PATH = False
             return None
-        _FAST_PATH = (make_options, ChatCompletion, AsyncStream[ChatCompletionChunk], http)
+        # the stream yields each chunk's decoded JSON (``_chunk_data``); the SDK still decodes the
+        # SSE, ends at [DONE] and turns an error event into ``APIError``
+        _FAST_PATH = (make_options, ChatCompletion, AsyncStream[object], http)
     return _FAST_PATH or None
 
 

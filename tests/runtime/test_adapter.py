@@ -122,6 +122,42 @@ async def test_error_in_the_middle_of_the_stream(server, make_model):
         await collect(make_model())
 
 
+def _chunk(delta, finish=None, **extra):
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+async def test_chunks_of_the_wrong_shape_are_skipped_and_the_rest_arrives(server, make_model):
+    """The stream's chunks are read as the JSON the server sent (not SDK objects): fields of
+    the wrong type are ignored, the answer's good parts are kept."""
+    server.set_script([MockResponse(raw_chunks=[
+        _chunk({"role": "assistant", "content": ""}),
+        {"choices": "not a list"},
+        {"choices": [42]},
+        _chunk("a string delta"),
+        _chunk({"content": 7}),
+        _chunk({"content": "Hello"}),
+        _chunk({"tool_calls": ["junk", {"index": "x", "function": "junk"}]}),
+        _chunk({"content": " world"}, finish=3),
+        {"choices": [], "usage": "lots"},
+        _chunk({}, finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 2}),
+    ])])
+    chunks = await collect(make_model())
+    assert "".join(c.text for c in chunks if isinstance(c, ModelTextDelta)) == "Hello world"
+    finish = chunks[-1]
+    assert isinstance(finish, ModelFinish) and finish.reason == "stop" and finish.model == "m"
+    assert not finish.tool_calls and not [c for c in chunks if isinstance(c, ModelToolCallDelta)]
+    usage = next(c.usage for c in chunks if isinstance(c, ModelUsage))
+    assert (usage.input_tokens, usage.output_tokens) == (5, 2)
+
+
+@pytest.mark.parametrize("junk", [["a", "list"], "a string", 12])
+async def test_a_chunk_that_is_not_an_object_is_a_clear_error(server, make_model, junk):
+    server.set_script([MockResponse(raw_chunks=[_chunk({"content": "Hi"}), junk, _chunk({"content": "!"})])])
+    with pytest.raises(ModelError, match="malformed stream chunk"):
+        await collect(make_model())
+
+
 async def test_first_token_timeout(server, make_model):
     server.set_script([MockResponse(text="late", first_chunk_delay=2.0)])
     start = time.monotonic()

@@ -78,6 +78,8 @@ class MockResponse(BaseModel):
     args_chunk_size: int = 6
     llama_cpp_style: bool = False  # repeat id and function.name in every tool-call delta
     omit_role_chunk: bool = False
+    #: sent as the stream's chunks instead (each any JSON value: a broken or hostile server)
+    raw_chunks: list[Any] | None = None
 
     @classmethod
     def call(cls, name: str, arguments: dict[str, Any] | str | None = None, **kw: Any) -> MockResponse:
@@ -308,6 +310,8 @@ class _ChatEndpoint:
         if (body.get("stream_options") or {}).get("include_usage"):
             events.append({"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
                            "choices": [], "usage": usage})
+        if r.raw_chunks is not None:
+            events = list(r.raw_chunks)
         for n, event in enumerate(events):
             if r.error_after_chunks is not None and n == r.error_after_chunks:
                 await self._sse(send, {"error": {"message": r.error or "mock stream error", "type": "mock_error"}}, record)
@@ -323,14 +327,18 @@ class _ChatEndpoint:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         record.completed_at = time.monotonic()
 
-    async def _sse(self, send: Any, data: dict[str, Any], record: RecordedRequest) -> None:
+    async def _sse(self, send: Any, data: Any, record: RecordedRequest) -> None:
         await send({"type": "http.response.body", "body": b"data: " + json.dumps(data).encode() + b"\n\n",
                     "more_body": True})
         record.chunks_sent += 1
         now = time.monotonic()
         if record.first_chunk_at is None:
             record.first_chunk_at = now
-        if any((choice.get("delta") or {}).get("content") for choice in data.get("choices") or ()):
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if isinstance(choices, list) and any(
+            isinstance(choice, dict) and isinstance(choice.get("delta"), dict) and choice["delta"].get("content")
+            for choice in choices
+        ):
             record.last_content_at = now
 
 
