@@ -30,8 +30,9 @@ gives is only recorded, except for a scroll container whose own size changed (it
 scrollbars may come or go); a scroll container's anchor (the view following the answer's
 end) is applied within the layout pass itself.
 
-``KeepsPaintedRows`` uses Textual internals (``_size_updated``, ``_styles_cache``): if a
-Textual release changes them, it falls back to Textual's own behaviour.
+``KeepsPaintedRows`` and ``LaidOutOnce`` use Textual internals (``_size_updated``,
+``_styles_cache``, ``_size``, ``_container_size``): if a Textual release changes them, they
+fall back to Textual's own behaviour.
 ``tests/tui_parts/test_painted_rows.py`` checks that what is on screen while an answer
 streams is, cell for cell, what Textual paints from scratch.
 """
@@ -64,7 +65,13 @@ class LaidOutOnce(_Base):
     module docstring)."""
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        if layout and not (_scrolls(self) and (size != self._size or container_size != self._container_size)):
+        old_size, old_container = getattr(self, "_size", None), getattr(self, "_container_size", None)
+        if (
+            layout
+            and old_size is not None
+            and old_container is not None
+            and not (_scrolls(self) and (size != old_size or container_size != old_container))
+        ):
             layout = False
         return super()._size_updated(size, virtual_size, container_size, layout)
 
