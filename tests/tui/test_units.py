@@ -127,3 +127,19 @@ async def test_the_screenshot_script_opens_completed_sub_agents() -> None:
         screenshots._expand_subagents(app)
         await pilot.pause()
         assert all(section.expanded and section.body is not None for section in sections)
+
+
+def test_an_assistant_turn_not_composed_yet_is_not_settled() -> None:
+    """``wait_until_rendered`` asks the turns whether they are settled: a turn mounted but not
+    composed yet (no root section: under load its compose comes a loop cycle later) is not,
+    or the wait returned with ``turn.root`` still None (a rare CI rerun)."""
+    from instance_ai_tui.protocol.conversation import Conversation
+    from instance_ai_tui.tui.widgets.turns import AssistantTurn
+
+    conversation = Conversation("t")
+    conversation.apply_wire(1, ev("run-start", messageId="m"))
+    conversation.apply_wire(2, ev("text-delta", text="hi"))
+    message = conversation.messages[-1]
+    turn = AssistantTurn(message, set())
+    assert turn.root is None
+    assert not turn.settled

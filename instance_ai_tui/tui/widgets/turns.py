@@ -790,8 +790,8 @@ class AssistantTurn(BlankRows, Vertical):
 
     @property
     def settled(self) -> bool:
-        if self.behind or (self.root is not None and self.root.agent_id not in self.sections):
-            return False  # (the root section registers itself when it composes its first entries)
+        if self.behind or self.root is None or self.root.agent_id not in self.sections:
+            return False  # (not composed yet; the root section registers itself when it composes its entries)
         return all(md.settled for section in self.sections.values() for md in section.markdown_blocks())
 
     def answer_text(self) -> str:
