@@ -84,6 +84,20 @@ async def _settle(app: App[Any], pilot: Any) -> None:
             return
 
 
+async def _stream_steps(app: App[Any], pilot: Any, block: ChunkedMarkdown, seen: list[Any]) -> list[int]:
+    """Stream ``TABLE`` into ``block`` 7 tokens a step; for each step, how many entries ``seen``
+    (a spy's record, cleared before the step is drawn) got while it was drawn."""
+    tokens = _tokens(TABLE)
+    per_step: list[int] = []
+    for end in range(7, len(tokens) + 7, 7):
+        block.set_target("".join(tokens[:end]))
+        await block.flush()
+        seen.clear()
+        await _settle(app, pilot)
+        per_step.append(len(seen))
+    return per_step
+
+
 @pytest.mark.parametrize(("turn_class", "view_class"), [(Turn, VerticalScroll), (BoxedTurn, VerticalScroll), (Turn, View)])
 async def test_what_streams_on_screen_is_what_textual_paints_from_scratch(
     turn_class: type[Vertical], view_class: type[VerticalScroll], monkeypatch: pytest.MonkeyPatch
@@ -130,14 +144,7 @@ async def test_a_growing_table_paints_only_its_new_rows() -> None:
 
         FlatMarkdown.render_line = render_line  # type: ignore[method-assign]
         try:
-            tokens = _tokens(TABLE)
-            per_step: list[int] = []
-            for end in range(7, len(tokens) + 7, 7):
-                block.set_target("".join(tokens[:end]))
-                await block.flush()
-                painted.clear()
-                await _settle(app, pilot)
-                per_step.append(len(painted))
+            per_step = await _stream_steps(app, pilot, block, painted)
         finally:
             FlatMarkdown.render_line = real  # type: ignore[method-assign]
         chunk = next(iter(block.chunks.values()))
@@ -168,14 +175,7 @@ async def test_a_growing_answer_is_laid_out_once_per_step(monkeypatch: pytest.Mo
             return real(self, parent, size)
 
         monkeypatch.setattr(Compositor, "reflow", reflow)
-        tokens = _tokens(TABLE)
-        per_step: list[int] = []
-        for end in range(7, len(tokens) + 7, 7):
-            block.set_target("".join(tokens[:end]))
-            await block.flush()
-            layouts.clear()
-            await _settle(app, pilot)
-            per_step.append(len(layouts))
+        per_step = await _stream_steps(app, pilot, block, layouts)
         assert box.scroll_y > 20 and box.scroll_y == box.max_scroll_y  # it grew, and the view followed it
         # (0: the step only changed a row; the step where the view's scrollbar appears takes
         # more: the text is narrower then)
