@@ -82,19 +82,25 @@ class ThinkSplitter:
         return [(self.in_think, rest)] if rest else []
 
 
-def usage_from_openai(raw: Any) -> Usage:
-    """Convert an OpenAI ``CompletionUsage`` (or a dict of one) to ``Usage``."""
-    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw or {})
-    prompt = int(data.get("prompt_tokens") or 0)
-    completion = int(data.get("completion_tokens") or 0)
-    prompt_details = data.get("prompt_tokens_details") or {}
-    completion_details = data.get("completion_tokens_details") or {}
+def _count(data: Any, key: str) -> int:
+    """A token count of a usage object as the server sent it (JSON); 0 when absent or not a
+    non-negative number."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return 0
+    return int(value)
+
+
+def usage_from_openai(data: dict[str, Any]) -> Usage:
+    """A stream's ``usage`` object (JSON) as ``Usage``; counts of the wrong type count 0."""
+    prompt = _count(data, "prompt_tokens")
+    completion = _count(data, "completion_tokens")
     return Usage(
         input_tokens=prompt,
         output_tokens=completion,
-        total_tokens=int(data.get("total_tokens") or prompt + completion),
-        cached_input_tokens=int(prompt_details.get("cached_tokens") or 0),
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        total_tokens=_count(data, "total_tokens") or prompt + completion,
+        cached_input_tokens=_count(data.get("prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=_count(data.get("completion_tokens_details"), "reasoning_tokens"),
         requests=1,
     )
 

@@ -140,6 +140,8 @@ async def test_chunks_of_the_wrong_shape_are_skipped_and_the_rest_arrives(server
         _chunk({"tool_calls": ["junk", {"index": "x", "function": "junk"}]}),
         _chunk({"content": " world"}, finish=3),
         {"choices": [], "usage": "lots"},
+        {"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": -1, "prompt_tokens_details": "x",
+                                  "completion_tokens_details": {"reasoning_tokens": None}}},
         _chunk({}, finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 2}),
     ])])
     chunks = await collect(make_model())
