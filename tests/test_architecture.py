@@ -58,6 +58,103 @@ def test_layers(package: str, forbidden: set[str]) -> None:
     assert broken == {}
 
 
+# The rule of every package of ``instance_ai_tui`` (docs/architecture.md, "Layers"): what each may import.
+# A package (or top-level module) missing here fails ``test_every_package_states_its_rule``: a new one must say.
+ALLOWED: dict[str, set[str]] = {
+    "protocol": set(),
+    "config_file": set(),
+    "__init__": set(),
+    "config": {"config_file"},
+    "confine": set(),
+    "store": {"protocol", "config", "config_file"},
+    "bus": {"protocol", "store"},
+    "runtime": {"protocol", "store"},
+    "replay": {"protocol"},
+    "assistant": {"protocol", "store", "bus", "runtime", "config", "config_file", "confine"},
+    "server": {"protocol", "store", "bus", "runtime", "assistant", "config", "config_file", "confine"},
+    # the embedded client starts the assistant through its composition root; no other client module may
+    "client": {"protocol", "config", "config_file", "assistant", "confine"},
+    "tui": {"client", "protocol", "config", "config_file"},
+    "web": {"config", "config_file", "protocol"},
+    "cli": {"protocol", "store", "bus", "runtime", "assistant", "server", "client", "tui", "web", "replay",
+            "config", "config_file", "confine", "__init__"},
+    "__main__": {"cli"},
+}
+CLIENT_MODULES_THAT_START_THE_ASSISTANT = {"embedded.py", "factory.py"}
+
+
+def packages() -> dict[str, list[Path]]:
+    """Every first-level package (and top-level module) of ``instance_ai_tui`` with its modules."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        name = parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+        found.setdefault(name, []).append(path)
+    return found
+
+
+def package_imports(name: str, paths: list[Path]) -> set[str]:
+    imported: set[str] = set()
+    for path in paths:
+        imported |= imported_packages(path)
+    imported.discard(name)
+    # ``from instance_ai_tui import __version__`` names the package's own __init__
+    return {"__init__" if found.startswith("__version__") else found for found in imported}
+
+
+def test_every_package_states_its_rule() -> None:
+    assert set(packages()) - set(ALLOWED) == set(), "add the new package's rule to ALLOWED (and docs/architecture.md)"
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_every_package_imports_only_what_its_rule_allows(name: str) -> None:
+    paths = packages().get(name, [])
+    broken = {
+        str(path.relative_to(PACKAGE)): sorted(package_imports(name, [path]) - ALLOWED[name])
+        for path in paths
+        if package_imports(name, [path]) - ALLOWED[name]
+    }
+    assert broken == {}
+
+
+def test_only_the_embedded_client_starts_the_assistant() -> None:
+    starting = {path.name for path in modules("client") if "assistant" in imported_packages(path)}
+    assert starting <= CLIENT_MODULES_THAT_START_THE_ASSISTANT
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` (a path that comes back to its start), or [] when it has none."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_packages_form_no_cycle() -> None:
+    graph = {name: package_imports(name, paths) for name, paths in packages().items()}
+    assert _cycle(graph) == []
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
 def test_the_checker_sees_every_form_of_import(tmp_path: Path) -> None:
     package = tmp_path / "instance_ai_tui"
     (package / "client").mkdir(parents=True)
