@@ -1,15 +1,11 @@
 """A folder the agent may read and (with approval) change: every path is confined to its root.
 
-Paths are resolved *openat-style*: one component at a time, each opened with ``O_NOFOLLOW``
-relative to the descriptor of the folder above it, starting at a descriptor of the root. A
-symlink met on the way is read (``readlink``) and its target walked the same way, so a link
-may point anywhere *inside* the root but never out of it, and a link swapped in between a
-check and an open cannot redirect us (the open refuses to follow it). Loops end after
-:data:`MAX_SYMLINKS` links with a clear error.
-
-Only regular files are read or replaced (a FIFO, device or socket is refused before it is
-opened, and files are opened ``O_NONBLOCK`` so a swapped-in FIFO cannot block a worker); a
-file with more than one hard link is refused (it may be a file from outside the folder).
+Paths are confined by :mod:`instance_ai_tui.confine` (the one module the local gateway uses too):
+resolved one component at a time with ``O_NOFOLLOW`` from a descriptor of the root, symlinks
+followed only inside it, only regular files opened (``O_NONBLOCK``), a file with more than one
+hard link refused (it may be a file from outside the folder). A listing or search skips what it
+cannot show (a symlink loop, a folder it cannot read) and says so in ``skipped``; a link leading
+outside is left out.
 Writes go to a fresh temporary file created ``O_EXCL | O_NOFOLLOW`` with an unpredictable
 name in the target folder, then renamed over the target. Every path has a size limit.
 
@@ -24,27 +20,22 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import errno
 import os
 import secrets
 import stat
 import time
-from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import regex  # type: ignore[import-untyped,unused-ignore]
 
+from ..confine import ConfinedRoot, Target, Walk, kind_of, read_fd
+
 #: directories never listed or searched (noise, not user content)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache"})
-#: symbolic links followed while resolving one path (as the kernel's own limit)
-MAX_SYMLINKS = 40
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _O_CLOEXEC
-_O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC
 _O_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
 
 
@@ -106,32 +97,6 @@ class SearchHit:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
-@dataclass(slots=True)
-class _Target:
-    """A resolved path: an open descriptor of its folder and its last name (``None``: the folder itself)."""
-
-    dir_fd: int
-    name: str | None
-    parts: tuple[str, ...]  # components below the root (after following links)
-
-    @property
-    def display(self) -> str:
-        return "/".join(self.parts) or "."
-
-    def close(self) -> None:
-        os.close(self.dir_fd)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 class Workspace:
     """File operations inside ``root``. All public methods are coroutines."""
 
@@ -147,104 +112,16 @@ class Workspace:
         self.max_read_bytes = max_read_bytes
         self.max_write_bytes = max_write_bytes
         self.search_timeout = search_timeout
+        self._confined = ConfinedRoot(self.root, noun="the workspace", error=WorkspaceError,
+                                      skipped_dirs=SKIPPED_DIRS)
 
     # ----------------------------------------------------------------- paths
     def _components(self, path: str) -> list[str]:
-        if not isinstance(path, str):
-            raise WorkspaceError("path must be a string")
-        if "\x00" in path:
-            raise WorkspaceError("path contains a NUL byte")
-        raw = path.strip() or "."
-        if raw.startswith("/"):
-            normalized = Path(os.path.normpath(raw))
-            if not normalized.is_relative_to(self.root):
-                raise WorkspaceError(f"'{path}' is outside the workspace root; refused")
-            raw = normalized.relative_to(self.root).as_posix()
-        return [p for p in raw.split("/") if p not in ("", ".")]
+        return self._confined.components(path)
 
-    def _open_root(self) -> int:
-        try:
-            return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot open the workspace folder: {exc.strerror}") from None
-
-    def _resolve(self, path: str, *, create_parents: bool = False) -> _Target:
-        """Walk ``path`` below the root one component at a time (see the module docstring)."""
-        pending: deque[str] = deque(self._components(path))
-        stack: list[int] = [self._open_root()]
-        parts: list[str] = []
-        links = 0
-
-        def follow(name: str) -> None:
-            nonlocal links
-            links += 1
-            if links > MAX_SYMLINKS:
-                raise WorkspaceError(f"'{path}': too many levels of symbolic links (a link loop?); refused")
-            target = os.readlink(name, dir_fd=stack[-1])
-            if target.startswith("/"):
-                absolute = Path(os.path.normpath(target))
-                if not absolute.is_relative_to(self.root):
-                    raise WorkspaceError(f"'{path}' is a symlink that points outside the workspace; refused")
-                while len(stack) > 1:
-                    os.close(stack.pop())
-                parts.clear()
-                target = absolute.relative_to(self.root).as_posix()
-            pending.extendleft(reversed([p for p in target.split("/") if p not in ("", ".")]))
-
-        try:
-            while pending:
-                name = pending.popleft()
-                if name == "..":
-                    if not parts:
-                        if links:
-                            raise WorkspaceError(f"'{path}' is a symlink that points outside the workspace; refused")
-                        raise WorkspaceError(f"'{path}' is outside the workspace root; refused")
-                    os.close(stack.pop())
-                    parts.pop()
-                    continue
-                if not pending:  # the last component: resolve links, do not open
-                    try:
-                        st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
-                    except FileNotFoundError:
-                        st = None
-                    if st is not None and stat.S_ISLNK(st.st_mode):
-                        follow(name)
-                        continue
-                    fd = stack.pop()
-                    for other in stack:
-                        os.close(other)
-                    stack.clear()
-                    return _Target(fd, name, (*parts, name))
-                try:
-                    fd = os.open(name, _O_DIR, dir_fd=stack[-1])
-                except FileNotFoundError:
-                    if not create_parents:
-                        raise WorkspaceError(f"'{'/'.join((*parts, name))}' does not exist") from None
-                    try:
-                        os.mkdir(name, 0o777, dir_fd=stack[-1])
-                    except FileExistsError:
-                        pass
-                    pending.appendleft(name)
-                    continue
-                except OSError as exc:
-                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                        raise
-                    if stat.S_ISLNK(os.stat(name, dir_fd=stack[-1], follow_symlinks=False).st_mode):
-                        follow(name)
-                        continue
-                    raise WorkspaceError(f"'{'/'.join((*parts, name))}' is a file, not a folder") from None
-                stack.append(fd)
-                parts.append(name)
-            fd = stack.pop()
-            for other in stack:
-                os.close(other)
-            stack.clear()
-            return _Target(fd, None, tuple(parts))
-        except OSError as exc:
-            raise WorkspaceError(f"cannot open '{path}': {exc.strerror}") from None
-        finally:
-            for fd in stack:
-                os.close(fd)
+    def _resolve(self, path: str, *, create_parents: bool = False) -> Target:
+        """Walk ``path`` below the root one component at a time (:mod:`instance_ai_tui.confine`)."""
+        return self._confined.resolve(path, create_parents=create_parents)
 
     def resolve(self, path: str) -> Path:
         """The absolute path of ``path`` (relative to the root), refusing anything outside it."""
@@ -256,69 +133,24 @@ class Workspace:
         rel = absolute.relative_to(self.root).as_posix()
         return rel or "."
 
-    def _open_folder(self, path: str) -> _Target:
+    def _open_folder(self, path: str) -> Target:
         """``path`` as an open folder descriptor (``name`` is ``None``)."""
-        target = self._resolve(path)
-        if target.name is None:
-            return target
-        try:
-            st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            target.close()
-            raise WorkspaceError(f"'{target.display}' does not exist") from None
-        if not stat.S_ISDIR(st.st_mode):
-            target.close()
-            raise WorkspaceError(f"'{target.display}' is a file, not a folder")
-        try:
-            fd = os.open(target.name, _O_DIR, dir_fd=target.dir_fd)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot open '{target.display}': {exc.strerror}") from None
-        finally:
-            target.close()
-        return _Target(fd, None, target.parts)
+        return self._confined.open_folder(path)
 
     def _open_file(self, dir_fd: int, name: str, display: str, limit: int | None = None) -> tuple[int, os.stat_result]:
-        """An open descriptor of the regular file ``name`` in ``dir_fd``; anything else is refused before opening."""
+        """An open descriptor of the regular file ``name`` in ``dir_fd``; anything else (a folder, a FIFO, a
+        file with more than one hard link) is refused before reading."""
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            raise WorkspaceError(f"'{display}' does not exist") from None
-        except OSError as exc:
-            raise WorkspaceError(f"cannot read '{display}': {exc.strerror}") from None
-        if stat.S_ISDIR(st.st_mode):
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(f"'{display}' is a folder; use list-files")
-        if not stat.S_ISREG(st.st_mode):
-            raise WorkspaceError(f"'{display}' is {_kind(st.st_mode)}, not a regular file; refused")
-        try:
-            fd = os.open(name, _O_READ, dir_fd=dir_fd)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot read '{display}': {exc.strerror}") from None
-        opened = os.fstat(fd)
-        problem = None
-        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-            problem = f"'{display}' changed while it was being opened; refused"
-        elif opened.st_nlink > 1:
-            problem = (f"'{display}' has {opened.st_nlink} hard links (it may be a file from outside the "
-                       "workspace); refused")
-        elif limit is not None and opened.st_size > limit:
-            problem = f"'{display}' is {opened.st_size} bytes; the limit is {limit}"
-        if problem:
-            os.close(fd)
-            raise WorkspaceError(problem)
-        return fd, opened
+        return self._confined.open_file(dir_fd, name, display, limit)
 
     @staticmethod
     def _read_fd(fd: int, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            while size < limit:
-                chunk = fh.read(min(1 << 20, limit - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-        return b"".join(chunks)
+        return read_fd(fd, limit)
 
     # ----------------------------------------------------------------- list
     async def list(self, path: str = ".", recursive: bool = False, limit: int = 500) -> dict[str, Any]:
@@ -328,63 +160,23 @@ class Workspace:
         folder = self._open_folder(path)
         entries: builtins.list[dict[str, Any]] = []
         truncated = False
+        walk = Walk()
         try:
-            for _dir_fd, _name, display, st, _link in self._walk(folder.dir_fd, folder.parts, recursive):
+            for entry in self._confined.walk(folder.dir_fd, folder.parts, recursive, walk):
                 if len(entries) >= limit:
                     truncated = True
                     break
-                is_dir = stat.S_ISDIR(st.st_mode)
-                item: dict[str, Any] = {"path": display, "type": "dir" if is_dir else "file"}
+                is_dir = stat.S_ISDIR(entry.st.st_mode)
+                item: dict[str, Any] = {"path": entry.display, "type": "dir" if is_dir else "file"}
                 if not is_dir:
-                    item["size"] = st.st_size if stat.S_ISREG(st.st_mode) else None
+                    item["size"] = entry.st.st_size if stat.S_ISREG(entry.st.st_mode) else None
                 entries.append(item)
         finally:
             folder.close()
-        return {"path": folder.display, "entries": entries, "truncated": truncated}
-
-    def _walk(
-        self, dir_fd: int, parts: tuple[str, ...], recursive: bool
-    ) -> Iterator[tuple[int, str, str, os.stat_result, bool]]:
-        """(folder fd, name, display path, stat) of each entry; a symlink is shown by its own name with its
-        target's stat, and only when the target is inside the root. Links are never descended into."""
-        try:
-            with os.scandir(dir_fd) as it:
-                names = [(e.name, e.is_symlink()) for e in it]
-        except OSError as exc:
-            raise WorkspaceError(f"cannot list '{'/'.join(parts) or '.'}': {exc.strerror}") from None
-        rows: builtins.list[tuple[str, bool, os.stat_result]] = []
-        for name, is_link in names:
-            display = "/".join((*parts, name))
-            try:
-                if is_link:
-                    target = self._resolve(display)
-                    try:
-                        if target.name is None:
-                            st = os.fstat(target.dir_fd)
-                        else:
-                            st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
-                    finally:
-                        target.close()
-                else:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except (WorkspaceError, OSError):
-                continue  # a dangling link or one escaping the root: invisible
-            if stat.S_ISDIR(st.st_mode) and name in SKIPPED_DIRS:
-                continue
-            rows.append((name, is_link, st))
-        rows.sort(key=lambda r: (not stat.S_ISDIR(r[2].st_mode), r[0].lower()))
-        for name, is_link, st in rows:
-            display = "/".join((*parts, name))
-            yield dir_fd, name, display, st, is_link
-            if recursive and stat.S_ISDIR(st.st_mode) and not is_link:
-                try:
-                    child = os.open(name, _O_DIR, dir_fd=dir_fd)
-                except OSError:
-                    continue  # replaced since it was listed
-                try:
-                    yield from self._walk(child, (*parts, name), True)
-                finally:
-                    os.close(child)
+        result: dict[str, Any] = {"path": folder.display, "entries": entries, "truncated": truncated}
+        if walk.notes:
+            result["skipped"] = walk.notes
+        return result
 
     # ----------------------------------------------------------------- read
     async def read(self, path: str, start_line: int = 1, max_lines: int | None = None) -> dict[str, Any]:
@@ -452,6 +244,7 @@ class Workspace:
         target = self._resolve(path)
         files: builtins.list[tuple[int, str, str]] = []  # (dir fd, name, display); the fds are closed below
         owned: builtins.list[int] = []
+        walk = Walk()
         try:
             if target.name is not None:
                 try:
@@ -463,41 +256,19 @@ class Workspace:
             if not files:
                 folder = self._open_folder(path)
                 owned.append(folder.dir_fd)
-                for dir_fd, name, display, st in self._walk_fds(folder.dir_fd, folder.parts, owned):
-                    if stat.S_ISREG(st.st_mode):
-                        files.append((dir_fd, name, display))
-            return self._search_files(pattern, files, limit, deadline)
+                for entry in self._confined.walk_files(folder.dir_fd, folder.parts, owned, walk):
+                    files.append((entry.dir_fd, entry.name, entry.display))
+            result = self._search_files(pattern, files, limit, deadline, walk)
         finally:
             target.close()
             for fd in owned:
                 os.close(fd)
-
-    def _walk_fds(self, dir_fd: int, parts: tuple[str, ...], owned: builtins.list[int]) -> Iterator[tuple[int, str, str, os.stat_result]]:
-        """Like :meth:`_walk` (recursive) but keeps every folder fd open (listed in ``owned``) for the reads
-        that follow; a symlinked file is yielded with its target's folder and name."""
-        for parent, name, display, st, is_link in self._walk(dir_fd, parts, False):
-            if is_link:
-                if not stat.S_ISREG(st.st_mode):
-                    continue  # linked folders are not descended into
-                try:
-                    resolved = self._resolve(display)
-                except WorkspaceError:
-                    continue
-                owned.append(resolved.dir_fd)
-                if resolved.name is not None:
-                    yield resolved.dir_fd, resolved.name, display, st
-            elif stat.S_ISDIR(st.st_mode):
-                try:
-                    child = os.open(name, _O_DIR, dir_fd=parent)
-                except OSError:
-                    continue
-                owned.append(child)
-                yield from self._walk_fds(child, (*parts, name), owned)
-            else:
-                yield parent, name, display, st
+        if walk.notes:
+            result["skipped"] = walk.notes
+        return result
 
     def _search_files(self, pattern: regex.Pattern[str], files: builtins.list[tuple[int, str, str]], limit: int,
-                      deadline: float) -> dict[str, Any]:
+                      deadline: float, walk: Walk) -> dict[str, Any]:
         hits: builtins.list[SearchHit] = []
         truncated = False
         for dir_fd, name, display in files:
@@ -506,7 +277,11 @@ class Workspace:
             try:
                 fd, _st = self._open_file(dir_fd, name, display, limit=self.max_read_bytes * 5)
                 data = self._read_fd(fd, self.max_read_bytes * 5)
-            except (WorkspaceError, OSError):
+            except WorkspaceError as exc:
+                if "hard link" in str(exc):
+                    walk.note(f"'{display}' skipped: {exc}")
+                continue
+            except OSError:
                 continue
             if b"\x00" in data[:8192]:
                 continue
@@ -564,7 +339,7 @@ class Workspace:
             if stat.S_ISDIR(existing.st_mode):
                 raise WorkspaceError(f"'{display}' is a folder")
             if not stat.S_ISREG(existing.st_mode):
-                raise WorkspaceError(f"'{display}' is {_kind(existing.st_mode)}, not a regular file; refused")
+                raise WorkspaceError(f"'{display}' is {kind_of(existing.st_mode)}, not a regular file; refused")
         tmp = ""
         try:
             for _ in range(16):

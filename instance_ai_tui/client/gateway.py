@@ -14,8 +14,11 @@ It plays the part of n8n's ``@n8n/computer-use`` daemon (reference §7), read-on
    sends it when it shuts down) and a key the restarted server no longer knows (401) lead to
    pairing again, retried with backoff while n8n is away, instead of the end of the session.
 
-Every path is confined to the folder: ``..``, absolute paths and symlinks that lead outside
-are refused. Resource decisions (§7.5): a read of a file outside the ``allow`` globs, or larger
+Every path is confined to the folder by :mod:`instance_ai_tui.confine`, the module the workspace
+uses: resolved one component at a time with ``O_NOFOLLOW``; ``..``, absolute paths and symlinks
+that lead outside are refused; a symlink loop is skipped with a note in a listing or search. A
+file with more than one hard link (it may be a file from outside linked in) is read only after
+asking, like a file outside the allow-list. Resource decisions (§7.5): a read of a file outside the ``allow`` globs, or larger
 than ``confirm_reads_over`` bytes, answers ``GATEWAY_CONFIRMATION_REQUIRED::{json}``; n8n asks
 the user and calls again with ``_confirmation`` = ``denyOnce`` / ``allowOnce`` /
 ``allowForSession``.
@@ -40,6 +43,7 @@ from typing import Any
 
 import httpx
 
+from ..confine import ConfinedRoot, Target, Walk, kind_of, read_fd
 from .base import AuthError, ClientError, ConnectionState
 from .n8n_auth import N8nSession
 from .sse import SseStatusError, reconnecting_sse
@@ -126,13 +130,15 @@ def _text(text: str, *, error: bool = False) -> dict[str, Any]:
 
 
 class FolderTools:
-    """The three read-only tools, confined to ``root``. Blocking file work runs in threads."""
+    """The three read-only tools, confined to ``root`` by :mod:`instance_ai_tui.confine` (the module the
+    workspace uses too). Blocking file work runs in threads."""
 
     def __init__(self, root: Path | str, policy: Policy | None = None) -> None:
         self.root = Path(root).expanduser().resolve(strict=True)
         if not self.root.is_dir():
             raise NotADirectoryError(f"{self.root} is not a folder")
         self.policy = policy or Policy()
+        self.confined = ConfinedRoot(self.root, noun="the shared folder", error=ToolFailure)
         self._session_allowed: set[str] = set()
 
     @staticmethod
@@ -156,36 +162,16 @@ class FolderTools:
         except ToolFailure as exc:
             return _text(str(exc), error=True)
         except OSError as exc:
-            return _text(f"{exc.strerror or exc}: {self._display(exc.filename)}", error=True)
+            return _text(f"{exc.strerror or exc}", error=True)
 
     # ------------------------------------------------------------------ confinement
-    def resolve(self, path: Any, *, default: str | None = None) -> Path:
-        """The real path of ``path`` (relative to the folder). Refuses anything that leads outside."""
+    @staticmethod
+    def _path(path: Any, default: str | None = None) -> str:
         if path is None and default is not None:
             path = default
         if not isinstance(path, str) or not path.strip():
             raise ToolFailure("path must be a non-empty string")
-        if "\x00" in path:
-            raise ToolFailure("path must not contain NUL characters")
-        candidate = Path(path).expanduser()
-        resolved = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
-        if not self.inside(resolved):
-            raise ToolFailure(f"{path!r} is outside the shared folder; only files under it can be read")
-        return resolved
-
-    def inside(self, resolved: Path) -> bool:
-        return resolved == self.root or self.root in resolved.parents
-
-    def relative(self, resolved: Path) -> str:
-        return resolved.relative_to(self.root).as_posix() or "."
-
-    def _display(self, filename: Any) -> str:
-        if not filename:
-            return ""
-        try:
-            return self.relative(Path(filename).resolve())
-        except ValueError:
-            return "(outside the shared folder)"
+        return path
 
     def allowed(self, rel: str) -> bool:
         patterns = self.policy.allow
@@ -194,19 +180,35 @@ class FolderTools:
         return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, p.rstrip("/") + "/*") for p in patterns)
 
     # ------------------------------------------------------------------ tools
+    def _inspect(self, path: str) -> tuple[str, os.stat_result]:
+        """The path shown for ``path`` and its file's stat; a folder, a pipe or a missing file is refused."""
+        target = self.confined.resolve(path)
+        try:
+            if target.name is None:
+                raise ToolFailure(f"{target.display} is not a file (a folder; use list_files)")
+            try:
+                st = os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise ToolFailure(f"no such file: {path}") from None
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolFailure(f"{target.display} is not a file (a folder; use list_files)")
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolFailure(f"{target.display} is not a file ({kind_of(st.st_mode)}); refused")
+            return target.display, st
+        finally:
+            target.close()
+
     async def _read_file(self, args: dict[str, Any], decision: str | None) -> dict[str, Any]:
-        target = self.resolve(args.get("path"))
-        if not target.is_file():
-            raise ToolFailure(f"{self.relative(target)} is not a file" if target.exists()
-                              else f"no such file: {args.get('path')}")
-        rel = self.relative(target)
-        size = (await asyncio.to_thread(target.stat)).st_size
+        path = self._path(args.get("path"))
+        rel, st = await asyncio.to_thread(self._inspect, path)
         reasons = []
         if not self.allowed(rel):
             reasons.append("it is not in the gateway's allow-list")
         limit = self.policy.confirm_reads_over
-        if limit is not None and size > limit and rel not in self._session_allowed:
-            reasons.append(f"it is large ({size} bytes)")
+        if limit is not None and st.st_size > limit and rel not in self._session_allowed:
+            reasons.append(f"it is large ({st.st_size} bytes)")
+        if st.st_nlink > 1 and rel not in self._session_allowed:
+            reasons.append(f"it has {st.st_nlink} hard links (it may be a file from outside the shared folder)")
         if reasons:
             if decision is None:
                 request = {"toolGroup": TOOL_GROUP, "resource": rel,
@@ -218,15 +220,23 @@ class FolderTools:
             if decision == "allowForSession":
                 self._session_allowed.add(rel)
         start, count = _positive(args.get("startLine"), "startLine"), _positive(args.get("maxLines"), "maxLines")
-        return await asyncio.to_thread(self._read_text, target, rel, start, count)
+        # a person who was asked about this file's links may read it; otherwise a link made since is refused
+        asked = bool(reasons) or rel in self._session_allowed
+        return await asyncio.to_thread(self._read_text, path, start, count, asked)
 
-    def _read_text(self, target: Path, rel: str, start: int | None, count: int | None) -> dict[str, Any]:
+    def _read_text(self, path: str, start: int | None, count: int | None, hard_links: bool) -> dict[str, Any]:
         cap = self.policy.max_read_bytes
-        data = _read_regular(target, cap + 1)
-        if data is None:
-            raise ToolFailure(f"{rel} is not a regular file (a pipe, a device or a link swapped meanwhile)")
+        target = self.confined.resolve(path)
+        try:
+            if target.name is None:
+                raise ToolFailure(f"{target.display} is not a file (a folder; use list_files)")
+            fd, st = self.confined.open_file(target.dir_fd, target.name, target.display, hard_links=hard_links)
+        finally:
+            target.close()
+        rel = target.display
+        data = read_fd(fd, cap + 1)
         if b"\x00" in data[:8192]:
-            raise ToolFailure(f"{rel} is a binary file ({target.stat().st_size} bytes); only text can be read")
+            raise ToolFailure(f"{rel} is a binary file ({st.st_size} bytes); only text can be read")
         truncated = len(data) > cap
         text = data[:cap].decode("utf-8", errors="replace")
         if start is not None or count is not None:
@@ -237,60 +247,42 @@ class FolderTools:
             text += f"\n[... truncated: {rel} is larger than {cap} bytes; use startLine/maxLines]"
         return _text(text)
 
-    def _walk(self, top: Path, recursive: bool) -> list[tuple[Path, bool]]:
-        """``(path, is_dir)`` under ``top`` in a stable order; escaping symlinks are left out."""
-        out: list[tuple[Path, bool]] = []
-        for current, dirs, files in os.walk(top, followlinks=False):
-            dirs.sort()
-            here = Path(current)
-            kept_dirs = []
-            for name in dirs:
-                path = here / name
-                if path.is_symlink():
-                    real = path.resolve()
-                    if not self.inside(real):
-                        continue
-                    out.append((path, True))  # listed, never descended into (no cycles)
-                    continue
-                kept_dirs.append(name)
-                out.append((path, True))
-            dirs[:] = kept_dirs if recursive else []
-            for name in sorted(files):
-                path = here / name
-                if path.is_symlink() and not self.inside(path.resolve()):
-                    continue
-                out.append((path, False))
-            if not recursive:
-                break
-        return out
+    def _open_top(self, args: dict[str, Any]) -> Target:
+        try:
+            return self.confined.open_folder(self._path(args.get("path"), default="."))
+        except ToolFailure as exc:
+            if "is a file, not a folder" in str(exc):
+                raise ToolFailure(str(exc).replace("is a file, not a folder", "is not a folder")) from None
+            raise
 
     def _list_files(self, args: dict[str, Any]) -> dict[str, Any]:
-        top = self.resolve(args.get("path"), default=".")
-        if not top.is_dir():
-            raise ToolFailure(f"{self.relative(top)} is not a folder")
         limit = _positive(args.get("maxEntries"), "maxEntries") or 500
-        entries = self._walk(top, bool(args.get("recursive")))
-        lines = []
-        for path, is_dir in entries[:limit]:
-            shown = path.relative_to(self.root).as_posix()
-            if is_dir:
-                lines.append(shown + "/")
-            else:
-                try:
-                    lines.append(f"{shown} ({path.stat().st_size} bytes)")
-                except OSError:
-                    lines.append(shown)
-        if len(entries) > limit:
-            lines.append(f"[... {len(entries) - limit} more entries; raise maxEntries or list a sub-folder]")
-        return _text("\n".join(lines) if lines else f"{self.relative(top)} is empty")
+        top = self._open_top(args)
+        walk = Walk()
+        lines: list[str] = []
+        more = 0
+        try:
+            for entry in self.confined.walk(top.dir_fd, top.parts, bool(args.get("recursive")), walk):
+                if len(lines) >= limit:
+                    more += 1
+                    continue
+                if stat.S_ISDIR(entry.st.st_mode):
+                    lines.append(entry.display + "/")
+                elif stat.S_ISREG(entry.st.st_mode):
+                    lines.append(f"{entry.display} ({entry.st.st_size} bytes)")
+                else:
+                    lines.append(entry.display)
+        finally:
+            top.close()
+        if more:
+            lines.append(f"[... {more} more entries; raise maxEntries or list a sub-folder]")
+        lines.extend(f"[{note}]" for note in walk.notes)
+        return _text("\n".join(lines) if lines else f"{top.display} is empty")
 
     def _search_files(self, args: dict[str, Any]) -> dict[str, Any]:
         query = args.get("query")
         if not isinstance(query, str) or not query:
             raise ToolFailure("query must be a non-empty string")
-        top = self.resolve(args.get("path"), default=".")
-        if not top.is_dir():
-            raise ToolFailure(f"{self.relative(top)} is not a folder")
         # the agent's pattern runs on the regex engine with a time budget, releasing the GIL:
         # a catastrophic pattern such as (a+)+$ can neither hang the search nor stall the app
         import regex
@@ -303,66 +295,56 @@ class FolderTools:
         deadline = time.monotonic() + self.policy.search_timeout
         glob = args.get("glob") if isinstance(args.get("glob"), str) else None
         limit = _positive(args.get("maxResults"), "maxResults") or 100
+        top = self._open_top(args)
         matches: list[str] = []
-        skipped = 0
-        for path, is_dir in self._walk(top, True):
-            if is_dir or (glob and not fnmatch.fnmatch(path.name, glob)):
-                continue
-            rel = self.relative(path.resolve())
-            if not self.allowed(rel):
-                skipped += 1
-                continue
-            try:
-                if path.stat().st_size > self.policy.max_search_file_bytes:
+        skipped = linked = 0
+        walk = Walk()
+        owned = [top.dir_fd]
+        try:
+            for entry in self.confined.walk_files(top.dir_fd, top.parts, owned, walk):
+                if glob and not fnmatch.fnmatch(entry.display.rsplit("/", 1)[-1], glob):
                     continue
-                data = _read_regular(path, self.policy.max_search_file_bytes + 1)
-            except OSError:
-                continue
-            if data is None or b"\x00" in data[:8192]:
-                continue  # a pipe or a device blocks whoever reads it: never opened
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                remaining = deadline - time.monotonic()
+                if not self.allowed(entry.display):
+                    skipped += 1
+                    continue
+                if entry.st.st_nlink > 1 and entry.display not in self._session_allowed:
+                    linked += 1
+                    continue
                 try:
-                    if remaining <= 0:
-                        raise TimeoutError
-                    found = pattern.search(line, timeout=remaining, concurrent=True)
-                except TimeoutError:
-                    raise ToolFailure(f"the search took longer than {self.policy.search_timeout:g} s and was "
-                                      "stopped; use a simpler pattern or search a sub-folder") from None
-                if found:
-                    matches.append(f"{path.relative_to(self.root).as_posix()}:{number}: {line.strip()[:300]}")
-                    if len(matches) >= limit:
-                        break
-            if len(matches) >= limit:
-                matches.append(f"[... stopped at {limit} matches]")
-                break
+                    fd, _st = self.confined.open_file(entry.dir_fd, entry.name, entry.display,
+                                                      self.policy.max_search_file_bytes,
+                                                      hard_links=entry.display in self._session_allowed)
+                    data = read_fd(fd, self.policy.max_search_file_bytes + 1)
+                except (ToolFailure, OSError):
+                    continue  # too large, changed, or not a regular file (a pipe is never opened)
+                if b"\x00" in data[:8192]:
+                    continue
+                for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                    remaining = deadline - time.monotonic()
+                    try:
+                        if remaining <= 0:
+                            raise TimeoutError
+                        found = pattern.search(line, timeout=remaining, concurrent=True)
+                    except TimeoutError:
+                        raise ToolFailure(f"the search took longer than {self.policy.search_timeout:g} s and was "
+                                          "stopped; use a simpler pattern or search a sub-folder") from None
+                    if found:
+                        matches.append(f"{entry.display}:{number}: {line.strip()[:300]}")
+                        if len(matches) >= limit:
+                            break
+                if len(matches) >= limit:
+                    matches.append(f"[... stopped at {limit} matches]")
+                    break
+        finally:
+            for fd in owned:
+                os.close(fd)
         if skipped:
             matches.append(f"[{skipped} files outside the allow-list were not searched; read them by name to ask]")
+        if linked:
+            matches.append(f"[{linked} files with more than one hard link were not searched (they may be files "
+                           "from outside the shared folder); read them by name to ask]")
+        matches.extend(f"[{note}]" for note in walk.notes)
         return _text("\n".join(matches) if matches else f"no matches for {query!r}")
-
-
-def _read_regular(path: Path, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of ``path`` if it is a regular file, else None. Opened without
-    following a final symlink and without blocking (a FIFO would wait for a writer forever)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        while size < limit:
-            chunk = os.read(fd, min(65536, limit - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _positive(value: Any, name: str) -> int | None:

@@ -241,3 +241,44 @@ async def test_secrets_the_agent_reads_are_hidden(root: Path) -> None:
     for probe in ("sk-live", "hunter2", "MIIE", "MIIB"):
         assert (await ws.search(probe))["matches"] == []
     assert [m["path"] for m in (await ws.search("OPENAI_API_KEY"))["matches"]] == [".env"]
+
+
+async def test_a_symlink_loop_is_skipped_with_a_note_and_the_rest_is_listed_and_searched(root: Path) -> None:
+    """Issue 31 item 4: one loop anywhere must not make listing or search of the whole folder fail."""
+    (root / "deep").mkdir()
+    (root / "deep" / "found.md").write_text("needle in the deep folder\n", encoding="utf-8")
+    os.symlink("b", root / "deep" / "a")
+    os.symlink("a", root / "deep" / "b")
+    os.symlink("loop", root / "loop")
+    ws = Workspace(root)
+    listing = await ws.list(".", recursive=True)
+    paths = {e["path"] for e in listing["entries"]}
+    assert {"notes.md", "deep/found.md"} <= paths and "loop" not in paths and "deep/a" not in paths
+    assert sorted(listing["skipped"]) == [
+        "'deep/a' skipped: a symlink loop (too many levels of symbolic links)",
+        "'deep/b' skipped: a symlink loop (too many levels of symbolic links)",
+        "'loop' skipped: a symlink loop (too many levels of symbolic links)",
+    ]
+    found = await ws.search("needle")
+    assert [m["path"] for m in found["matches"]] == ["deep/found.md"]
+    assert len(found["skipped"]) == 3 and all("symlink loop" in note for note in found["skipped"])
+
+
+async def test_a_hard_link_to_a_file_outside_is_refused_by_read_and_named_by_search(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text("needle: the password outside\n", encoding="utf-8")
+    os.link(outside, root / "linked.txt")
+    ws = Workspace(root)
+    with pytest.raises(WorkspaceError, match="2 hard links"):
+        await ws.read("linked.txt")
+    found = await ws.search("needle")
+    assert found["matches"] == []
+    assert found["skipped"] == ["'linked.txt' skipped: 'linked.txt' has 2 hard links (it may be a file from outside "
+                                "the workspace); refused"]
+
+
+def test_the_workspace_and_the_gateway_share_one_confinement(root: Path) -> None:
+    from instance_ai_tui.client.gateway import FolderTools
+    from instance_ai_tui.confine import ConfinedRoot
+
+    assert type(Workspace(root)._confined) is ConfinedRoot and type(FolderTools(root).confined) is ConfinedRoot

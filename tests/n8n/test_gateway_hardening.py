@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
 
-from instance_ai_tui.client.gateway import FolderTools, Policy
+from instance_ai_tui.client.gateway import CONFIRMATION_PREFIX, FolderTools, Policy
 from tests.support import loop_gaps
 
 
@@ -49,3 +50,46 @@ async def test_a_link_swapped_in_after_the_listing_is_not_followed(tmp_path: Pat
     assert "hunter2" not in _text(found)
     read = await tools.call("read_file", {"path": "b.txt"})
     assert read.get("isError") and "hunter2" not in _text(read)
+
+
+async def test_a_symlink_loop_is_skipped_with_a_note_and_the_rest_is_listed_and_searched(tmp_path: Path) -> None:
+    """Issue 31 item 4: before, one loop made ``Path.resolve`` raise and the whole listing/search fail."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "readme.md").write_text("slack alerts\n", encoding="utf-8")
+    os.symlink("b", tmp_path / "docs" / "a")
+    os.symlink("a", tmp_path / "docs" / "b")
+    os.symlink("loop", tmp_path / "loop")
+    tools = FolderTools(tmp_path)
+    listing = await tools.call("list_files", {"recursive": True})
+    assert not listing.get("isError")
+    lines = _text(listing).splitlines()
+    assert lines[:2] == ["docs/", "docs/readme.md (13 bytes)"]
+    assert sorted(lines[2:]) == [f"['{name}' skipped: a symlink loop (too many levels of symbolic links)]"
+                                 for name in ("docs/a", "docs/b", "loop")]
+    found = await tools.call("search_files", {"query": "slack"})
+    assert _text(found).splitlines()[0] == "docs/readme.md:1: slack alerts"
+    assert "symlink loop" in _text(found)
+    loop = await tools.call("read_file", {"path": "loop"})
+    assert loop.get("isError") and "too many levels of symbolic links" in _text(loop)
+
+
+async def test_a_hard_link_to_a_file_outside_is_read_only_after_asking(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n", encoding="utf-8")
+    os.link(secret, shared / "linked.txt")
+    tools = FolderTools(shared)  # no allow-list: every other file is read without a question
+    asked = await tools.call("read_file", {"path": "linked.txt"})
+    assert asked.get("isError") and _text(asked).startswith(CONFIRMATION_PREFIX)
+    request = json.loads(_text(asked)[len(CONFIRMATION_PREFIX):])
+    assert request["resource"] == "linked.txt" and "2 hard links" in request["description"]
+    assert "hunter2" not in _text(asked)
+    denied = await tools.call("read_file", {"path": "linked.txt", "_confirmation": "denyOnce"})
+    assert "User denied access to linked.txt" in _text(denied)
+    found = await tools.call("search_files", {"query": "password"})
+    assert "hunter2" not in _text(found) and "1 files with more than one hard link were not searched" in _text(found)
+    allowed = await tools.call("read_file", {"path": "linked.txt", "_confirmation": "allowOnce"})
+    assert _text(allowed) == "password=hunter2\n"
+    listing = await tools.call("list_files", {})
+    assert _text(listing) == "linked.txt (17 bytes)"  # named (its size only), never read

@@ -96,7 +96,8 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         return await asyncio.to_thread(file_change, args.path, old, new)
 
     return [
-        Tool("list-files", "List the files and folders of the workspace (or of one folder).", ListArgs, list_files),
+        Tool("list-files", "List the files and folders of the workspace (or of one folder); what cannot be shown "
+             "(a symlink loop, a folder it cannot read) is named under `skipped`.", ListArgs, list_files),
         Tool("read-file", "Read a text file of the workspace.", ReadArgs, read_file),
         Tool("search-files", "Find lines containing a text (or matching a regex) in the workspace files.",
              SearchArgs, search_files),
