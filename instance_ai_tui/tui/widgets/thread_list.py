@@ -59,6 +59,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from ...protocol.safe_text import visible
 from .. import keymap
 from ..themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
 
@@ -91,6 +92,12 @@ def format_age(moment: datetime, now: datetime) -> str:
     if moment.year == now.year:
         return moment.strftime("%b %d")
     return moment.strftime("%Y-%m-%d")
+
+
+def _visible_thread(thread: ThreadInfo) -> ThreadInfo:
+    """A thread as a server sent it, with its title made visible (``protocol.safe_text``)."""
+    title = visible(thread.title)
+    return thread if title is thread.title else thread.model_copy(update={"title": title})
 
 
 def _title_of(thread: ThreadInfo) -> str:
@@ -303,7 +310,7 @@ class ThreadList(Vertical):
         #: thread id -> answers waiting in it (a marker on its row: glyph and word)
         self._pending: dict[str, int] = {}
         for thread in threads:
-            self._sections[LOCAL].threads[thread.id] = thread
+            self._sections[LOCAL].threads[thread.id] = _visible_thread(thread)
 
     def compose(self) -> ComposeResult:
         yield _SearchInput(placeholder="Search threads  /", id="thread-search")
@@ -331,7 +338,7 @@ class ThreadList(Vertical):
         else:
             section.title = title if title is not None else section.title
             section.read_only = read_only
-        section.threads = {thread.id: thread for thread in threads}
+        section.threads = {thread.id: _visible_thread(thread) for thread in threads}
         self._rebuild()
 
     def remove_section(self, source: str) -> None:
@@ -345,11 +352,12 @@ class ThreadList(Vertical):
         section = self._sections.get(source)
         if section is None:
             section = self._sections[source] = _Section(source, source, False)
-        section.threads[thread.id] = thread
+        section.threads[thread.id] = _visible_thread(thread)
         self._rebuild()
 
     def update_title(self, thread_id: str, title: str) -> bool:
         changed = False
+        title = visible(title)
         for section in self._sections.values():
             thread = section.threads.get(thread_id)
             if thread is not None and thread.title != title:
