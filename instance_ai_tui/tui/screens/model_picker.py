@@ -18,6 +18,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...protocol.api import ModelList
+from ...protocol.safe_text import visible
 from .. import keymap
 from ..widgets.status_line import format_tokens
 
@@ -44,7 +45,7 @@ class ModelPicker(ModalScreen[str | None]):
         for model in self.models.models:
             label = Text.assemble(
                 ("● " if model.name == self.models.current else "  ", "bold"),
-                (model.name, "bold" if model.name == self.models.current else ""),
+                (visible(model.name), "bold" if model.name == self.models.current else ""),
                 (f"  {format_tokens(model.context_window)} context" if model.context_window else "", "dim"),
                 ("  (default)" if model.name == self.models.default else "", "dim italic"),
             )

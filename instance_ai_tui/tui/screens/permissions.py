@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
+from ...protocol.safe_text import visible
 from .. import keymap
 
 
@@ -76,11 +77,11 @@ The tools this thread may run without asking ("always allow" on a card).
             self.grants = []
             options.clear_options()
             options.display = False
-            self.message.update(f"Cannot list the grants: {exc}")
+            self.message.update(visible(f"Cannot list the grants: {exc}"))
             return
         self.grants = list(grants)
         options.clear_options()
-        options.add_options([Option(f"✓ {name} — runs without asking", id=name) for name in self.grants])
+        options.add_options([Option(f"✓ {visible(name)} — runs without asking", id=name) for name in self.grants])
         options.display = bool(self.grants)
         self.message.update(
             "Nothing is always allowed here: every tool that asks, asks." if not self.grants else
@@ -100,9 +101,9 @@ The tools this thread may run without asking ("always allow" on a card).
         try:
             await self.client.revoke_permission(self.thread_id, name)
         except ClientError as exc:
-            self.notify(f"Could not revoke {name}: {exc}", severity="error", timeout=8)
+            self.notify(visible(f"Could not revoke {name}: {exc}"), severity="error", timeout=8)
             return
-        self.notify(f"Revoked: {name} asks again next time.", timeout=4)
+        self.notify(f"Revoked: {visible(name)} asks again next time.", timeout=4)
         await self.reload()
 
     def action_close(self) -> None:
