@@ -22,6 +22,7 @@ from .emitter import RunEmitter
 from .mapping import ChunkMapper
 
 if TYPE_CHECKING:
+    from .mcp.manager import McpServers
     from .n8n_client import N8nBackend
     from .workspace import Workspace
 
@@ -45,6 +46,8 @@ class Services:
     severities: dict[str, str] = field(default_factory=dict)
     #: the models a thread may switch to (``assistant.models.ModelCatalog``); None: only ``model``
     catalog: Any = None
+    #: the configured MCP servers (``assistant.mcp``); their tools join the domain tools
+    mcp: McpServers | None = None
 
 
 @dataclass

@@ -52,6 +52,7 @@ from .demo_instance import DemoN8n
 from .errors import InvalidRequest, MessageNotFound, ModelNotAvailable, PermissionNotFound, RunActive, ThreadNotFound
 from .history import thread_messages
 from .ids import new_thread_id
+from .mcp import servers_for
 from .models import ModelCatalog, ModelChoice, context_window, is_demo_name, select_model
 from .n8n_client import N8nBackend, N8nPublicApi
 from .orchestrator import build_orchestrator
@@ -155,6 +156,7 @@ class InstanceAI:
             workspace=workspace,
             n8n=backend,
             sub_agent_max_iterations=self.options.sub_agent_max_iterations,
+            mcp=servers_for(self.settings),
         )
         services.sub_agent_limit = asyncio.Semaphore(self.options.max_sub_agents)
         services.catalog = ModelCatalog(ModelChoice(adapter, self.model_label, is_demo), self.settings.model,
@@ -186,6 +188,8 @@ class InstanceAI:
         if self._started:
             return
         await self.store.open()
+        if self.services.mcp is not None:
+            self.services.mcp.start()  # in the background: the service is ready before its MCP servers
         await self.runs.recover()
         if self.options.sweep_interval > 0:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="instance-ai-sweeper")
@@ -209,6 +213,8 @@ class InstanceAI:
             self._sweeper = None
         await self.runs.shutdown()
         await self.services.catalog.aclose()
+        if self.services.mcp is not None:
+            await self.services.mcp.aclose()  # every server's process is gone before this returns
         for owned in self._owned:
             close = getattr(owned, "aclose", None)
             if close is not None:
