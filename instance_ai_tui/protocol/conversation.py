@@ -13,17 +13,26 @@ the user message before the assistant message, unless the same text was already 
 locally with ``add_user_message``. ``payload.userMessageId`` names it if present. Neither
 field is part of n8n's protocol; our server may send them, n8n does not.
 
+Text from outside is made visible here (``safe_text.visible``): every string of every event,
+run-sync frame and history page is folded with its control characters and bidi overrides
+shown, never raw (the boundary where such text enters a UI; ``export``, ``replay`` and ``run``
+fold through here too). Streamed deltas are checked with one regular expression; other models
+are walked only when their JSON holds such a character.
+
 Event ids: ``apply(id, event)`` (and ``apply_wire`` for stored/wire JSON) drops every event whose id is ``<= cursor`` (already
 seen) and advances ``cursor`` to the largest id seen; events without id always apply.
 """
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from .api import InstanceAiMessage, ThreadMessages
 from .events import (
@@ -35,6 +44,7 @@ from .events import (
     RunFinishEvent,
     RunStartEvent,
     StatusEvent,
+    StatusPayload,
     TaskList,
     TasksUpdateEvent,
     TextDeltaEvent,
@@ -44,6 +54,7 @@ from .events import (
     parse_event,
 )
 from .reducer import ReducerChanges, RunReducer
+from .safe_text import UNSAFE, unsafe_in_json, visible, visible_data
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
@@ -57,6 +68,47 @@ _NO_TREE_TYPES = frozenset({"thread-title-updated", "filesystem-request", "prefe
 _CONFIRMATION_TYPES = frozenset(
     {"confirmation-request", "tool-result", "tool-error", "tool-interrupted", "agent-completed", "run-finish", "run-start"}
 )
+
+
+_M = TypeVar("_M", bound=BaseModel)
+_unsafe = UNSAFE.search
+
+
+def _visible_model(model: _M) -> _M:
+    """``model`` with ``visible`` applied to every string in it (the same object when none
+    needs it: one JSON dump and one regular expression decide)."""
+    document = model.model_dump_json()
+    if not unsafe_in_json(document):
+        return model
+    return type(model).model_validate(visible_data(json.loads(document)))
+
+
+def _visible_hot(event: TextDeltaEvent | ReasoningDeltaEvent | StatusEvent) -> Any:
+    """A streamed delta or status with its text made visible (a copy only when needed)."""
+    payload = event.payload
+    if type(payload) is StatusPayload:
+        if _unsafe(payload.message) is None:
+            return event
+        new_payload: Any = payload.model_copy(update={"message": visible(payload.message)})
+    else:
+        text = payload.text  # type: ignore[union-attr]
+        if _unsafe(text) is None:
+            return event
+        new_payload = payload.model_copy(update={"text": visible(text)})
+    return _visible_model(event.model_copy(update={"payload": new_payload}))
+
+
+def _visible_wire(data: dict[str, Any]) -> dict[str, Any]:
+    """A hot event in wire form (a dict) with its text made visible (a copy only when needed)."""
+    payload = data.get("payload")
+    if type(payload) is dict:
+        for key in ("text", "message"):
+            value = payload.get(key)
+            if type(value) is str and _unsafe(value) is not None:
+                payload = {**payload, key: visible(value)}
+        if payload is not data["payload"]:
+            data = {**data, "payload": payload}
+    return data  # (the reducer reads only the text, or the message, and the ids)
 
 
 def _now() -> datetime:
@@ -208,7 +260,7 @@ class Conversation:
         #: largest event id seen; events with an id <= cursor are dropped
         self.cursor = 0
         self.active_run_id: str | None = None
-        self.title: str | None = None
+        self._title: str | None = None
         self.latest_tasks: TaskList | None = None
         self.archived_workflow_ids: list[str] = []
         self.diagnostics: deque[str] = deque(maxlen=100)
@@ -227,6 +279,16 @@ class Conversation:
         self._confirmations_changed = False
 
     # ----------------------------------------------------------------- reading
+    @property
+    def title(self) -> str | None:
+        """The thread's title (from ``thread-title-updated``, or set by who opened it), made
+        visible (``safe_text.visible``)."""
+        return self._title
+
+    @title.setter
+    def title(self, value: str | None) -> None:
+        self._title = visible(value) if value is not None else None
+
     @property
     def has_changes(self) -> bool:
         """Something was folded since the last ``drain_changes`` (a UI has work to do)."""
@@ -296,7 +358,7 @@ class Conversation:
     def add_user_message(self, text: str) -> ConversationMessage:
         """Show the user's message at once, before the server confirms the run."""
         self._local_seq += 1
-        msg = ConversationMessage(f"local-{self._local_seq}", "user", content=text)
+        msg = ConversationMessage(f"local-{self._local_seq}", "user", content=visible(text))
         msg.local = True
         self._append(msg)
         return msg
@@ -317,6 +379,7 @@ class Conversation:
         Returns ``False`` if ``before_id`` is unknown or the message is already shown."""
         if any(m.id == message_id for m in self.messages):
             return False
+        text = visible(text)
         for index, msg in enumerate(self.messages):
             if msg.id == before_id:
                 self.messages.insert(index, ConversationMessage(message_id, "user", created_at=msg.created_at,
@@ -328,6 +391,7 @@ class Conversation:
     # ----------------------------------------------------------------- history
     def load_history(self, history: ThreadMessages) -> None:
         """Replace the messages with a history page; the cursor becomes ``nextEventId - 1``."""
+        history = _visible_model(history)
         self.messages = []
         self._by_group = {}
         self._group_of_run = {}
@@ -398,6 +462,7 @@ class Conversation:
             self.cursor = id
         if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
             # the bulk of every stream: straight to the message's reducer (which never raises)
+            event = _visible_hot(event)
             hot = self._hot_msg
             if event.run_id != self._hot_run or hot is None:
                 hot = self._hot_message(event.run_id)
@@ -416,7 +481,7 @@ class Conversation:
             if not isinstance(event, EventBase):
                 self.diagnostics.append(f"not an event model: {type(event).__name__} (wire data goes through apply_wire)")
                 return False
-            self._apply_event(event)
+            self._apply_event(_visible_model(event))
             return True
         except Exception as exc:  # noqa: BLE001 - folding must never raise
             self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
@@ -437,7 +502,7 @@ class Conversation:
                 if kind in _HOT_TYPES:
                     msg = self._hot_message(data.get("runId", ""))
                     if msg is not None and msg.reducer is not None:
-                        msg.reducer.apply_wire(data)
+                        msg.reducer.apply_wire(_visible_wire(data))
                         if not msg.dirty:
                             self._mark(msg)
                         return True
@@ -578,6 +643,7 @@ class Conversation:
         """Replace the tree of a live message group with the server's snapshot."""
         if not isinstance(sync, RunSyncPayload):
             sync = RunSyncPayload.model_validate(sync)
+        sync = _visible_model(sync)
         run_id = sync.run_id
         group = sync.message_group_id or self._group_of_run.get(run_id, run_id)
         msg = self._by_group.get(group) or self.message_for_run(run_id)
