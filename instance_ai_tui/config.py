@@ -8,10 +8,11 @@ or the environment; they are never written to the SQLite file, logs or exports.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from .config_file import APP_NAME as APP_NAME
 from .config_file import ConfigFileError, read_config_file
@@ -19,6 +20,18 @@ from .config_file import config_dir as config_dir
 from .config_file import config_path as config_path
 from .config_file import data_dir as data_dir
 from .config_file import default_db_path as default_db_path
+
+
+class LimitSettings(BaseModel):
+    """Limits on what a model may send (``[model.limits]``; 0 turns one off). Past one, the run ends
+    with a model error and nothing over the limit is stored (``runtime.limits``)."""
+
+    max_delta_chars: int = 100_000
+    max_tool_args_chars: int = 1_000_000
+    max_answer_chars: int = 2_000_000
+    max_answer_seconds: float = 600.0
+    max_run_chars: int = 8_000_000
+    max_run_seconds: float = 3600.0
 
 
 class ModelSettings(BaseModel):
@@ -32,6 +45,8 @@ class ModelSettings(BaseModel):
     choices: list[str] = Field(default_factory=list)
     #: context windows (tokens) by model name prefix, beside the built-in table
     context_windows: dict[str, int] = Field(default_factory=dict)
+    #: limits on what the model may send
+    limits: LimitSettings = Field(default_factory=LimitSettings)
 
 
 class RemoteSettings(BaseModel):
@@ -53,8 +68,81 @@ class UiSettings(BaseModel):
     desktop_notifications: bool = False
 
 
+_MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class McpServerSettings(BaseModel):
+    """One MCP server (``[mcp.servers.NAME]``): a command (stdio) or a ``url`` (Streamable HTTP).
+
+    The server's environment holds only ``env`` and the variables named in ``pass_env`` (plus
+    ``PATH`` when ``command`` is a bare name, so it can be found and can find its own
+    interpreter); values of ``env`` and ``headers`` are secrets: never logged or exported.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    #: names of variables copied from the app's own environment (e.g. ``["HOME"]``)
+    pass_env: list[str] = Field(default_factory=list)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    enabled: bool = True
+    #: "auto": tools with a read-only hint run, the others ask first; "always": every tool asks;
+    #: "never": no tool asks (you trust this server's every tool)
+    approval: Literal["auto", "always", "never"] = "auto"
+    #: tools (their MCP names) that run without asking, whatever their hints
+    allow: list[str] = Field(default_factory=list)
+    #: tools that always ask first, whatever their hints
+    ask: list[str] = Field(default_factory=list)
+    #: seconds to start and list the tools
+    startup_timeout: float = Field(30.0, gt=0)
+    #: seconds one call may take (Esc cancels sooner)
+    call_timeout: float = Field(600.0, gt=0)
+    #: a result's text beyond this many bytes is cut before it is stored or shown
+    max_result_bytes: int = Field(1_000_000, ge=1_000)
+
+    @field_validator("env", "pass_env")
+    @classmethod
+    def _env_names(cls, value: Any) -> Any:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either command (a stdio server) or url (a Streamable HTTP server)")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        if self.url and (self.args or self.env or self.pass_env or self.cwd):
+            raise ValueError("args, env, pass_env and cwd are for a command; a url server takes headers")
+        if self.command and self.headers:
+            raise ValueError("headers are for a url server")
+        return self
+
+
+class McpSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in value:
+            if not _MCP_NAME.match(name) or "__" in name:
+                raise ValueError(f"server name {name!r}: use 1-32 letters, digits, '_' or '-' (no '__')")
+        return value
+
+
 class Settings(BaseModel):
     model: ModelSettings = Field(default_factory=ModelSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
     ui: UiSettings = Field(default_factory=UiSettings)
     db_path: Path | None = None

@@ -41,6 +41,13 @@ def approval(
             "metadata": {"severity": severity}}
 
 
+def hinted_approval(destructive: bool, message: Callable[[Any], str]) -> dict[str, Any]:
+    """``approval`` for a tool described by its hints (an MCP server's tool that asks first):
+    a ``destructiveHint`` makes its card "destructive", any other tool's card a "warning".
+    (A tool whose ``readOnlyHint`` is set runs without asking: it gets no ``approval`` at all.)"""
+    return approval("destructive" if destructive else "warning", message)
+
+
 async def mark_auto_approved(scope: AgentScope, ctx: ToolContext) -> None:
     """The call runs without asking because of an "always allow" grant: say so in the tree.
 

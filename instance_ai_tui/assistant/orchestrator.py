@@ -1,15 +1,24 @@
 """The orchestrator agent: instructions, tools, memory and limits.
 
 The orchestrator has the orchestration tools (``plan``, ``delegate``, ``ask-user``) and every
-domain tool (workspace files when a workspace root is set, n8n when a backend is configured).
-Sub-agents may be given domain tools only. One orchestrator ``Agent`` serves every run of the
-service (runs are independent; per-run context travels in ``ToolContext.extra``).
+domain tool (workspace files when a workspace root is set, n8n when a backend is configured,
+the tools of the configured MCP servers). Sub-agents may be given domain tools only. One
+orchestrator ``Agent`` serves every run of the service (runs are independent; per-run context
+travels in ``ToolContext.extra``).
+
+MCP servers start in the background, so their tools are not known when the orchestrator is
+built: ``Orchestrator`` adds them at each model call (waiting first for servers still
+starting), to its tool table, to the tools sub-agents may be given, and to the instructions.
 """
 
 from __future__ import annotations
 
-from ..runtime.agent import Agent
+from typing import Any
+
+from ..runtime.agent import Agent, AgentStream
+from ..runtime.events import AgentEvent
 from ..runtime.memory import MemoryStorage, StoreMemory
+from ..runtime.run import Run
 from ..runtime.tools import Tool
 from .context import Services
 from .tools.ask_user import ask_user_tool
@@ -52,6 +61,57 @@ def instructions_for(services: Services) -> str:
     return INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
 
 
+class Orchestrator(Agent):
+    """The orchestrator ``Agent`` with the MCP servers' tools of the moment."""
+
+    def __init__(self, services: Services, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.services = services
+
+    def _mcp_tools(self) -> list[Tool]:
+        mcp = self.services.mcp
+        if mcp is None:
+            return []
+        tools: list[Tool] = list(mcp.tools())
+        sub = self.services.sub_agent_tools
+        for name in [n for n, t in sub.items() if t.metadata.get("mcp_server") and n not in {t.name for t in tools}]:
+            del sub[name]
+        for tool in tools:
+            sub.setdefault(tool.name, tool)
+            if tool.metadata.get("severity"):
+                self.services.severities[tool.name] = str(tool.metadata["severity"])
+        return tools
+
+    @property
+    def tools(self) -> list[Tool]:
+        own = super().tools
+        names = {t.name for t in own}
+        return own + [t for t in self._mcp_tools() if t.name not in names]
+
+    def _tool_table(self, thread_id: str | None) -> dict[str, Tool]:
+        table = super()._tool_table(thread_id)
+        for tool in self._mcp_tools():
+            table.setdefault(tool.name, tool)
+        return table
+
+    async def _event(self, run: Run, kind: AgentEvent, **data: Any) -> None:
+        if kind is AgentEvent.TURN_START and self.services.mcp is not None:
+            mcp = self.services.mcp
+            mcp.retry_unknown()
+            await mcp.wait_starting()
+            current = {t.name: t for t in self._mcp_tools()}
+            for name in [n for n, t in run.tools.items() if t.metadata.get("mcp_server") and n not in current]:
+                del run.tools[name]
+            for name, tool in current.items():
+                run.tools.setdefault(name, tool)
+        await super()._event(run, kind, **data)
+
+    async def resume(self, *args: Any, **kwargs: Any) -> AgentStream:
+        if self.services.mcp is not None:
+            await self.services.mcp.wait_starting()  # a suspended call of an MCP tool needs its tool
+        return await super().resume(*args, **kwargs)
+
+
 def build_orchestrator(services: Services, store: MemoryStorage, *, max_iterations: int = 30,
                        history_messages: int = 40) -> Agent:
     """The orchestrator; also fills ``services.sub_agent_tools`` and ``services.severities``."""
@@ -59,9 +119,10 @@ def build_orchestrator(services: Services, store: MemoryStorage, *, max_iteratio
     services.sub_agent_tools = {t.name: t for t in domain}
     services.severities = {t.name: str(t.metadata.get("severity")) for t in domain if t.metadata.get("severity")}
     tools = [plan_tool(), delegate_tool(), ask_user_tool(), *domain]
-    return Agent(
+    return Orchestrator(
+        services,
         ORCHESTRATOR_NAME,
-        instructions_for(services),
+        lambda: instructions_for(services),
         services.model,
         tools,
         memory=StoreMemory(store, last_messages=history_messages),

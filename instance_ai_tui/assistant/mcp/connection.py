@@ -1,0 +1,375 @@
+"""One MCP server: started in the background, its tools listed, called, stopped, restarted.
+
+A ``ServerConnection`` owns one task that holds the SDK's transport (``stdio_client`` or
+``streamable_http_client``) and its ``ClientSession`` open until ``stop()``; calls are made from
+the runs' tasks on that session. A server that fails to start, dies (its stderr pipe closes) or
+breaks a call is ``failed`` with the reason and the tail of its stderr, and is started again by
+its next call (``ensure_ready``).
+
+The environment of a stdio server holds only what its config names (``env``, ``pass_env``) and
+``PATH`` when its command is a bare name: the SDK would add ``HOME``, ``USER``, ``SHELL``, ...
+of the app's own environment, so the command runs under ``env -i`` (which execs it: the server
+keeps the PID that ``env`` started with).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import ClientSession
+
+    from ...config import McpServerSettings
+
+log = logging.getLogger(__name__)
+
+#: bytes of the server's stderr kept (the last ones)
+STDERR_TAIL_BYTES = 8_192
+#: the most tools one server may offer (more are left out, with a note in its error)
+MAX_TOOLS = 128
+#: longest tool description offered to the model (outside text: bounded)
+MAX_DESCRIPTION = 2_000
+#: largest tool input schema accepted (JSON characters)
+MAX_SCHEMA_CHARS = 64_000
+#: the most pages of tools/list read
+MAX_LIST_PAGES = 20
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class McpCallError(Exception):
+    """A call that could not be made or did not complete: the message says why (and the server's stderr)."""
+
+
+class _StderrTail(asyncio.Protocol):
+    """Reads a server's stderr pipe to the end, keeping its last ``STDERR_TAIL_BYTES``."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self.data += data
+        if len(self.data) > STDERR_TAIL_BYTES:
+            del self.data[: len(self.data) - STDERR_TAIL_BYTES]
+
+    def eof_received(self) -> bool | None:
+        self.closed.set()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+    def text(self) -> str:
+        return bytes(self.data).decode("utf-8", "replace")
+
+
+def describe(exc: BaseException) -> str:
+    """A readable one-line reason for ``exc`` (an exception group: its first leaf)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    name = type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return "it did not answer in time"
+    return f"{name}: {text}" if text else name
+
+
+class ServerConnection:
+    """One configured MCP server."""
+
+    def __init__(self, name: str, settings: McpServerSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self.state = "stopped" if settings.enabled else "disabled"
+        self.tools: list[mcp_types.Tool] = []
+        self.error: str | None = None
+        self.note: str | None = None
+        self.starts = 0
+        self.pid: int | None = None
+        self._stderr: _StderrTail | None = None
+        self._stderr_text = ""
+        self._session: ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+        #: called when the tool list or the state changes
+        self.on_change: Callable[[], None] | None = None
+        self._last_failure = 0.0
+
+    # ----------------------------------------------------------------- what it is
+    @property
+    def transport(self) -> str:
+        return "http" if self.settings.url else "stdio"
+
+    @property
+    def target(self) -> str:
+        s = self.settings
+        if s.url:
+            return s.url
+        return shlex.join([s.command or "", *s.args])
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.text() if self._stderr is not None else self._stderr_text
+
+    def failure(self) -> str:
+        """The reason its calls fail now, with the tail of its stderr."""
+        reason = f"MCP server {self.name!r} is not available: {self.error or self.state}"
+        tail = _last_lines(self.stderr, 12)
+        return f"{reason}\n--- its stderr (last lines) ---\n{tail}" if tail else reason
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start it in the background (no-op when starting, ready or disabled)."""
+        if not self.settings.enabled:
+            return
+        if self._task is not None and not self._task.done():
+            return
+        self._settled = asyncio.Event()
+        self._stop = asyncio.Event()
+        self.state = "starting"
+        self.error = None
+        self.starts += 1
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"mcp:{self.name}")
+        self._changed()
+
+    async def wait_settled(self, timeout: float | None = None) -> None:
+        """Until a start in progress has ended (ready or failed)."""
+        if self.state != "starting":
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), timeout)
+
+    async def ensure_ready(self) -> ClientSession:
+        """The session, starting the server first when it is stopped or failed."""
+        async with self._lock:
+            if self.state in ("stopped", "failed") and self.settings.enabled:
+                self.start()
+        await self.wait_settled(self.settings.startup_timeout + 5)
+        session = self._session
+        if self.state != "ready" or session is None:
+            raise McpCallError(self.failure())
+        return session
+
+    async def restart(self) -> None:
+        await self.stop()
+        self.start()
+        await self.wait_settled(self.settings.startup_timeout + 5)
+
+    async def stop(self) -> None:
+        """Stop it and wait until its process is gone (the SDK closes stdin, then terminates)."""
+        task = self._task
+        if task is None:
+            return
+        self._stop.set()
+        if not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 15)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            except asyncio.CancelledError:
+                task.cancel()
+                raise
+        self._task = None
+        if self.state != "disabled":
+            self.state = "stopped"
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:
+                log.exception("MCP change listener failed")
+
+    def _fail(self, reason: str) -> None:
+        self.state = "failed"
+        self.error = reason
+        self._last_failure = time.monotonic()
+        self._session = None
+        self._changed()
+
+    async def _run(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                try:
+                    # the transport's task groups are entered and left in this task (no wait_for)
+                    async with asyncio.timeout(self.settings.startup_timeout):
+                        session = await self._connect(stack)
+                except Exception as exc:  # noqa: BLE001 - any start failure is this server's state, never the app's
+                    self._fail(f"it did not start: {describe(exc)}")
+                    self._settled.set()
+                    return
+                self._session = session
+                self.state = "ready"
+                self._settled.set()
+                self._changed()
+                waits = [asyncio.ensure_future(self._stop.wait())]
+                if self._stderr is not None:
+                    waits.append(asyncio.ensure_future(self._stderr.closed.wait()))
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                if not self._stop.is_set():
+                    # its stderr closed: the process ended (let the pipe's last bytes arrive)
+                    await asyncio.sleep(0.05)
+                    self._fail("the server exited")
+        except Exception as exc:
+            if self.state == "ready":
+                self._fail(f"the connection broke: {describe(exc)}")
+            log.debug("MCP server %s: closing failed", self.name, exc_info=True)
+        finally:
+            self._session = None
+            self._settled.set()
+            if self._stderr is not None:
+                self._stderr_text = self._stderr.text()
+
+    async def _connect(self, stack: AsyncExitStack) -> ClientSession:
+        import mcp_types
+        from mcp import ClientSession
+
+        if self.settings.url:
+            read, write = await stack.enter_async_context(self._http_transport())
+        else:
+            read, write = await self._stdio_transport(stack)
+        session = await stack.enter_async_context(ClientSession(
+            read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1")))
+        await session.initialize()
+        self.tools = await self._list_tools(session)
+        return session
+
+    async def _list_tools(self, session: ClientSession) -> list[mcp_types.Tool]:
+        import json
+
+        import mcp_types
+
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        skipped: list[str] = []
+        for _ in range(MAX_LIST_PAGES):
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            for tool in page.tools:
+                if len(json.dumps(tool.input_schema, default=str)) > MAX_SCHEMA_CHARS:
+                    skipped.append(f"{tool.name} (its input schema is over {MAX_SCHEMA_CHARS} characters)")
+                    continue
+                tools.append(tool)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        if len(tools) > MAX_TOOLS:
+            skipped.append(f"{len(tools) - MAX_TOOLS} tools past the first {MAX_TOOLS}")
+            tools = tools[:MAX_TOOLS]
+        self.note = "left out: " + "; ".join(skipped) if skipped else None
+        return tools
+
+    def _http_transport(self) -> Any:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {k: v.get_secret_value() for k, v in self.settings.headers.items()}
+        client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=self.settings.call_timeout))
+
+        @contextlib.asynccontextmanager
+        async def transport() -> Any:
+            async with client, streamable_http_client(str(self.settings.url), http_client=client) as streams:
+                yield streams
+
+        return transport()
+
+    async def _stdio_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        command, env = server_command(self.settings)
+        cwd = self.settings.cwd.expanduser() if self.settings.cwd else None
+        loop = asyncio.get_running_loop()
+        read_fd, write_fd = os.pipe()
+        tail = _StderrTail()
+        self._stderr = tail
+        # a pipe's two ends (no file is opened): the write end goes to the child, closed below
+        errlog = os.fdopen(write_fd, "w", encoding="utf-8")
+        reader = os.fdopen(read_fd, "rb", buffering=0)  # owned by the pipe transport
+        pipe, _ = await loop.connect_read_pipe(lambda: tail, reader)
+        stack.callback(pipe.close)
+        argv = ["-i", *(f"{k}={v}" for k, v in env.items()), *command]
+        params = StdioServerParameters(command=shutil.which("env") or "/usr/bin/env", args=argv, cwd=cwd)
+        try:
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        finally:
+            errlog.close()  # the child has its copy: the pipe ends when the server (and its children) exit
+        return streams
+
+    # ----------------------------------------------------------------- calls
+    async def call(self, tool: str, arguments: dict[str, Any], progress: ProgressCallback | None = None) -> Any:
+        """``tools/call`` on a ready session (started first if needed). A broken connection
+        fails the server (restarted by the next call) and raises ``McpCallError``."""
+        session = await self.ensure_ready()
+        try:
+            return await session.call_tool(tool, arguments, read_timeout_seconds=self.settings.call_timeout,
+                                           progress_callback=progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure of a call is this server's, told to the model
+            from mcp import MCPError
+
+            if isinstance(exc, MCPError) and not _connection_lost(exc) and self._alive():
+                raise McpCallError(f"MCP server {self.name!r}: {describe(exc)}") from None
+            # the server died or the connection broke mid-call: this call fails, the next restarts it
+            await asyncio.sleep(0.1)  # its last stderr lines
+            if self.state == "ready":
+                self._fail(f"the call broke: {describe(exc)}")
+            self._stop.set()
+            raise McpCallError(self.failure()) from None
+
+    def _alive(self) -> bool:
+        return self.state == "ready" and not (self._stderr is not None and self._stderr.closed.is_set())
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "connection closed" in text or ("closed" in text and "connection" in text)
+
+
+def _last_lines(text: str, count: int) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-count:])
+
+
+def server_command(settings: McpServerSettings) -> tuple[list[str], dict[str, str]]:
+    """The command line and the environment of a stdio server: only what the config names, plus
+    ``PATH`` when the command is a bare name (found on the app's ``PATH``)."""
+    command = settings.command or ""
+    env = {name: os.environ[name] for name in settings.pass_env if name in os.environ}
+    env.update({k: v.get_secret_value() for k, v in settings.env.items()})
+    if "/" in command:
+        path = Path(command).expanduser()
+        if not path.is_absolute() and settings.cwd is not None:
+            path = settings.cwd.expanduser() / path
+        resolved = str(path.resolve())
+    else:
+        app_path = os.environ.get("PATH", os.defpath)
+        found = shutil.which(command, path=env.get("PATH", app_path))
+        if found is None:
+            raise McpCallError(f"command {command!r} not found on PATH")
+        resolved = found
+        env.setdefault("PATH", app_path)
+    if "=" in resolved:
+        raise McpCallError(f"command {resolved!r}: a path with '=' cannot be started")
+    return [resolved, *settings.args], env

@@ -1,0 +1,130 @@
+"""The assistant's MCP servers: started in the background with the service, their tools offered
+to the orchestrator (and to sub-agents given them), stopped with the service.
+
+``McpServers.start()`` launches every enabled server and returns at once (start-up is not
+slower); the orchestrator waits for servers still starting before a model call
+(``wait_starting``), takes the current tools (``tools()``) and a server that failed is started
+again by the next call of one of its tools, or (when its tools are not known yet) before a run's
+next model call at most every ``RETRY_INTERVAL`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .connection import ServerConnection
+from .tools import McpTool, asks_first, is_read_only
+
+if TYPE_CHECKING:
+    from ...config import McpServerSettings
+    from ...protocol.mcp import McpStatus
+
+log = logging.getLogger(__name__)
+
+#: a server whose tools are unknown (it never started) is tried again at most this often
+RETRY_INTERVAL = 30.0
+
+
+class McpServers:
+    """Every configured MCP server of one assistant service."""
+
+    def __init__(self, servers: Mapping[str, McpServerSettings]) -> None:
+        self.connections: dict[str, ServerConnection] = {name: ServerConnection(name, s) for name, s in servers.items()}
+        self._tools: dict[str, McpTool] = {}
+        self._version = 0
+        self._built_version = -1
+        for conn in self.connections.values():
+            conn.on_change = self._changed
+        self._started = False
+
+    def __bool__(self) -> bool:
+        return bool(self.connections)
+
+    def _changed(self) -> None:
+        self._version += 1
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Launch every enabled server in the background (returns at once)."""
+        self._started = True
+        for conn in self.connections.values():
+            conn.start()
+
+    async def wait_starting(self, timeout: float | None = None) -> None:
+        """Until no server is starting (at most ``timeout`` seconds, default their start-up timeout)."""
+        waits = [conn.wait_settled(timeout if timeout is not None else conn.settings.startup_timeout + 5)
+                 for conn in self.connections.values() if conn.state == "starting"]
+        if waits:
+            await asyncio.gather(*waits)
+
+    def retry_unknown(self) -> None:
+        """Start again the failed servers whose tools were never listed (the next run may use them)."""
+        if not self._started:
+            return
+        now = time.monotonic()
+        for conn in self.connections.values():
+            if conn.state == "failed" and not conn.tools and now - conn._last_failure >= RETRY_INTERVAL:
+                conn.start()
+
+    async def aclose(self) -> None:
+        """Stop every server and wait until their processes are gone."""
+        await asyncio.gather(*(conn.stop() for conn in self.connections.values()), return_exceptions=True)
+        self._started = False
+
+    async def restart(self, name: str) -> bool:
+        conn = self.connections.get(name)
+        if conn is None:
+            return False
+        await conn.restart()
+        return True
+
+    # ----------------------------------------------------------------- tools
+    def tools(self) -> list[McpTool]:
+        """The tools of every server whose tools are known (a failed server's too: their calls
+        restart it, or fail with its reason)."""
+        if self._built_version != self._version:
+            self._rebuild()
+        return list(self._tools.values())
+
+    def _rebuild(self) -> None:
+        version = self._version
+        built: dict[str, McpTool] = {}
+        for conn in self.connections.values():
+            if not conn.settings.enabled:
+                continue
+            for spec in conn.tools:
+                current = self._tools.get(_key(conn.name, spec.name))
+                tool = current if current is not None and current.mcp_tool is spec else McpTool(conn, spec)
+                if tool.name in {t.name for t in built.values()}:
+                    log.warning("MCP: two tools of %s are both named %s; the second is left out", conn.name, tool.name)
+                    continue
+                built[_key(conn.name, spec.name)] = tool
+        self._tools = built
+        self._built_version = version
+
+    # ----------------------------------------------------------------- status
+    def status(self) -> McpStatus:
+        from ...protocol.mcp import McpServerInfo, McpStatus, McpToolInfo
+
+        tools = self.tools()
+        servers = []
+        for conn in self.connections.values():
+            infos = [McpToolInfo(name=t.name, mcp_name=t.mcp_name, description=t.mcp_tool.description or "",
+                                 read_only=is_read_only(t.mcp_tool), asks=asks_first(conn, t.mcp_tool))
+                     for t in tools if t.conn is conn]
+            error = conn.error
+            if conn.note:
+                error = f"{error}; {conn.note}" if error else conn.note
+            servers.append(McpServerInfo(name=conn.name, transport="http" if conn.settings.url else "stdio",
+                                         target=conn.target, state=conn.state,  # type: ignore[arg-type]
+                                         tools=infos, error=error, stderr=conn.stderr[-4000:], starts=conn.starts,
+                                         pid=conn.pid))
+        return McpStatus(servers=servers)
+
+
+def _key(server: str, tool: str) -> str:
+    return f"{server}\x00{tool}"

@@ -1,0 +1,255 @@
+"""An MCP server's tool as a runtime ``Tool``: its JSON schema as is, its approval from its hints,
+its result as text for the model and a value for the card.
+
+Names: ``mcp__<server>__<tool>`` (letters, digits, ``_`` and ``-``; at most 64 characters, a
+short hash keeps a shortened name unique), so two servers' tools never clash, nor with ours.
+
+Results are outside input: text beyond the server's ``max_result_bytes`` (1 MB) is cut before
+it is stored; an image or audio part becomes a placeholder with its type and size (its bytes
+are neither stored nor sent to the model); a resource link becomes a link; an embedded text
+resource its text. ``isError`` results are tool errors the model reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ...runtime.tools import Tool, ToolContext, ToolError
+from ..approvals import hinted_approval
+from .connection import MAX_DESCRIPTION, McpCallError, ServerConnection
+
+if TYPE_CHECKING:
+    import mcp_types
+
+PREFIX = "mcp__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: at most this many progress updates a second reach the events
+PROGRESS_INTERVAL = 0.25
+
+
+class McpArgs(BaseModel):
+    """Whatever the model sends: the MCP server validates its own arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def tool_name(server: str, mcp_name: str) -> str:
+    """``mcp__<server>__<tool>``, made safe and at most 64 characters."""
+    safe = _UNSAFE.sub("_", mcp_name) or "tool"
+    name = f"{PREFIX}{server}__{safe}"
+    if len(name) <= 64 and safe == mcp_name:
+        return name
+    digest = hashlib.sha1(f"{server}/{mcp_name}".encode()).hexdigest()[:6]
+    return f"{name[:57]}_{digest}"
+
+
+def is_read_only(tool: mcp_types.Tool) -> bool:
+    return bool(tool.annotations is not None and tool.annotations.read_only_hint)
+
+
+def asks_first(conn: ServerConnection, tool: mcp_types.Tool) -> bool:
+    """Whether a call asks the user (before any "always allow"): the config, then the hints."""
+    s = conn.settings
+    if tool.name in s.ask:
+        return True
+    if tool.name in s.allow:
+        return False
+    if s.approval == "always":
+        return True
+    if s.approval == "never":
+        return False
+    return not is_read_only(tool)
+
+
+class McpTool(Tool):
+    """One tool of one MCP server."""
+
+    def __init__(self, conn: ServerConnection, tool: mcp_types.Tool) -> None:
+        self.conn = conn
+        self.mcp_tool = tool
+        self.mcp_name = tool.name
+        description = (tool.description or tool.title or "").strip()
+        if len(description) > MAX_DESCRIPTION:
+            description = description[: MAX_DESCRIPTION - 1] + "…"
+        label = f"[MCP server {conn.name}] "
+        options: dict[str, Any] = {}
+        asks = asks_first(conn, tool)
+        if asks:
+            destructive = bool(tool.annotations is not None and tool.annotations.destructive_hint)
+            options = hinted_approval(destructive, lambda args: self._approval_message(args))
+        super().__init__(tool_name(conn.name, tool.name), label + description, McpArgs, self._call,
+                         strict=False, **options)
+        self.asks = asks
+        self.metadata.update({"mcp_server": conn.name, "mcp_tool": tool.name})
+        schema = dict(tool.input_schema or {})
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        self.parameters = schema
+
+    def _approval_message(self, args: Any) -> str:
+        data = args.model_dump() if isinstance(args, BaseModel) else dict(args or {})
+        shown = json.dumps(data, ensure_ascii=False, default=str)
+        if len(shown) > 300:
+            shown = shown[:299] + "…"
+        return f"Run `{self.mcp_name}` of the MCP server `{self.conn.name}` with {shown}?"
+
+    def definition(self, *, strict: bool = True) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def validate_args(self, args: dict[str, Any]) -> BaseModel:
+        return McpArgs.model_validate(args)
+
+    async def _call(self, args: McpArgs, ctx: ToolContext) -> Any:
+        """The converted result's card value (text, or the structured JSON); the model reads
+        the same (``to_text``: JSON for a structured result)."""
+        arguments = args.model_dump()
+        progress = _ProgressReporter(ctx, self.name)
+        try:
+            result = await self.conn.call(self.mcp_name, arguments, progress.report)
+        except McpCallError as exc:
+            raise ToolError(str(exc)) from None
+        finally:
+            progress.close()
+        converted = convert_result(result, self.conn.settings.max_result_bytes)
+        if converted.is_error:
+            raise ToolError(f"the MCP tool {self.mcp_name} failed: {converted.model_text}")
+        return converted.shown
+
+
+class McpResult(BaseModel):
+    """A converted ``CallToolResult``: ``shown`` is what the card keeps (the text, or the
+    structured JSON when the text is just that JSON), ``model_text`` what the model reads."""
+
+    model_text: str
+    shown: Any
+    is_error: bool = False
+
+
+def _size(num: int) -> str:
+    if num < 1024:
+        return f"{num} B"
+    if num < 1024 * 1024:
+        return f"{num / 1024:.1f} KB"
+    return f"{num / (1024 * 1024):.1f} MB"
+
+
+def _b64_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (ValueError, TypeError):
+        return len(data) * 3 // 4
+
+
+def _cut(text: str, budget: int) -> tuple[str, int]:
+    """``text`` within ``budget`` UTF-8 bytes, with a marker when cut; returns the bytes used."""
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= budget:
+        return text, len(raw)
+    kept = raw[: max(budget, 0)].decode("utf-8", "ignore")
+    marker = f"\n[... {_size(len(raw) - len(kept.encode()))} cut: the result is over the MCP size limit ...]"
+    return kept + marker, budget
+
+
+def convert_result(result: Any, max_bytes: int) -> McpResult:
+    """A ``CallToolResult`` as text for the model and a value for the card, within ``max_bytes``."""
+    import mcp_types as t
+
+    budget = max_bytes
+    parts: list[str] = []
+    for item in getattr(result, "content", None) or []:
+        if budget <= 0:
+            parts.append("[... more content left out: the result is over the MCP size limit ...]")
+            break
+        if isinstance(item, t.TextContent):
+            text, used = _cut(item.text, budget)
+        elif isinstance(item, t.ImageContent | t.AudioContent):
+            kind = "image" if isinstance(item, t.ImageContent) else "audio"
+            text = f"[{kind} {item.mime_type}, {_size(_b64_size(item.data))}: not shown]"
+            used = len(text)
+        elif isinstance(item, t.ResourceLink):
+            label = item.title or item.name
+            extra = f" ({item.mime_type})" if item.mime_type else ""
+            text, used = _cut(f"[resource: {label}]({item.uri}){extra}", budget)
+        elif isinstance(item, t.EmbeddedResource):
+            res = item.resource
+            if isinstance(res, t.TextResourceContents):
+                text, used = _cut(f"[resource {res.uri}]\n{res.text}", budget)
+            else:
+                size = _b64_size(getattr(res, "blob", "") or "")
+                text = f"[resource {res.uri}, {res.mime_type or 'binary'}, {_size(size)}: not shown]"
+                used = len(text)
+        else:
+            text = f"[{getattr(item, 'type', 'unknown')} content: not shown]"
+            used = len(text)
+        parts.append(text)
+        budget -= used
+    structured = getattr(result, "structured_content", None)
+    is_error = bool(getattr(result, "is_error", False))
+    text = "\n".join(parts)
+    if structured is not None:
+        encoded = json.dumps(structured, ensure_ascii=False, default=str)
+        if len(encoded.encode()) <= max_bytes:
+            if not text:
+                text = encoded
+            if len(parts) <= 1 and (not parts or _same_json(parts[0], structured)):
+                return McpResult(model_text=text, shown=structured, is_error=is_error)
+        elif not text:
+            text, _ = _cut(encoded, max_bytes)
+    if not text:
+        text = "(the tool returned no content)"
+    return McpResult(model_text=text, shown=text, is_error=is_error)
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
+
+
+class _ProgressReporter:
+    """Progress notifications of one call, as the agent's status ("Running … 40% copying")."""
+
+    def __init__(self, ctx: ToolContext, name: str) -> None:
+        self.ctx = ctx
+        self.name = name
+        self._last = 0.0
+        self._closed = False
+
+    async def report(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._closed:
+            return
+        now = time.monotonic()
+        if now - self._last < PROGRESS_INTERVAL:
+            return
+        self._last = now
+        from ..context import EXTRA_KEY, AgentScope
+        from ..emitter import status_update
+
+        scope = self.ctx.extra.get(EXTRA_KEY)
+        if not isinstance(scope, AgentScope):
+            return
+        text = progress_text(progress, total, message)
+        scope.run.emitter.emit(status_update(scope.agent_id, f"Running {self.name}… {text}"))
+        await asyncio.sleep(0)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    if total:
+        head = f"{min(100, round(100 * progress / total))}%"
+    else:
+        head = f"{progress:g}"
+    note = (message or "").strip().splitlines()[0][:120] if (message or "").strip() else ""
+    return f"{head} {note}".strip()

@@ -1,0 +1,49 @@
+"""The MCP servers of an assistant as the app sees them (``GET /api/instance-ai/mcp``, ``/mcp``).
+
+One ``McpServerInfo`` per configured server: its state, the tools it offers (the names the
+model calls them by), the last error and the tail of its stderr. Our own API only (n8n has no
+such route): a client without it says so in the view.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import WireModel
+
+#: ``starting``: being launched or listing its tools; ``ready``: its tools run; ``failed``: it
+#: did not start or it died (it is started again at its next use); ``stopped``: not started yet
+#: or shut down; ``disabled``: ``enabled = false`` in the config
+McpState = Literal["starting", "ready", "failed", "stopped", "disabled"]
+
+
+class McpToolInfo(WireModel):
+    #: the name the model calls it by (``mcp__<server>__<tool>``)
+    name: str
+    #: the name on the MCP server
+    mcp_name: str
+    description: str = ""
+    read_only: bool = False
+    #: True when a call asks the user first (before any "always allow")
+    asks: bool = True
+
+
+class McpServerInfo(WireModel):
+    name: str
+    transport: Literal["stdio", "http"] = "stdio"
+    #: the command line or the URL (never the env values or headers: those are secrets)
+    target: str = ""
+    state: McpState = "stopped"
+    tools: list[McpToolInfo] = Field(default_factory=list)
+    error: str | None = None
+    #: the last lines the server wrote to stderr (stdio servers)
+    stderr: str = ""
+    #: how many times it was started
+    starts: int = 0
+    pid: int | None = None
+
+
+class McpStatus(WireModel):
+    servers: list[McpServerInfo] = Field(default_factory=list)

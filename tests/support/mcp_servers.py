@@ -1,0 +1,115 @@
+"""Real MCP servers written with the ``mcp`` SDK, for the MCP tests (issue 28).
+
+Run as a script for a stdio server::
+
+    python tests/support/mcp_servers.py tools     # lookup (read-only), write_note, slow, crash, media, env_keys, big
+    python tests/support/mcp_servers.py fail      # writes to stderr and exits 3 before answering
+
+``MCP_TEST_PID_FILE`` (when the config names it) gets the server's PID, so a test can check
+that no process is left; ``MCP_TEST_LOG`` gets one line per call (what the server did).
+``http_app()`` is the same ``tools`` server as a Streamable HTTP ASGI app (``serve_asgi``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ImageContent, ResourceLink, TextContent, ToolAnnotations
+
+SCRIPT = Path(__file__).resolve()
+
+
+def stdio_config(kind: str = "tools", **extra: Any) -> dict[str, Any]:
+    """A ``[mcp.servers.NAME]`` table running this script with the interpreter of the tests."""
+    return {"command": sys.executable, "args": [str(SCRIPT), kind], **extra}
+
+
+def _log(line: str) -> None:
+    path = os.environ.get("MCP_TEST_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+def build_server(label: str = "tools") -> Any:
+    server = MCPServer(label, instructions="Test tools for instance-ai.")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def lookup(key: str) -> str:
+        """Look a key up in the test table (read-only)."""
+        _log(f"lookup {key}")
+        return f"{label}: the value of {key} is 42"
+
+    @server.tool()
+    def write_note(text: str) -> str:
+        """Write a note (changes things: asks first)."""
+        _log(f"write_note {text}")
+        return f"note saved: {text}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def slow(steps: int, ctx: Context) -> str:
+        """Count slowly, reporting progress at each step."""
+        for step in range(steps):
+            await ctx.report_progress(step + 1, steps, f"step {step + 1} of {steps}")
+            _log(f"slow step {step + 1}")
+            await asyncio.sleep(0.3)
+        _log("slow done")
+        return f"counted to {steps}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def crash(reason: str = "boom") -> str:
+        """Exit the server process in the middle of the call."""
+        print(f"crashing on purpose: {reason}", file=sys.stderr, flush=True)
+        os._exit(7)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def media() -> list[Any]:
+        """An image, a resource link and some JSON."""
+        png = base64.b64encode(b"\x89PNG" + b"\0" * 2044).decode()
+        return [TextContent(type="text", text="a chart"), ImageContent(type="image", data=png, mime_type="image/png"),
+                ResourceLink(type="resource_link", name="report", uri="file:///tmp/report.csv", mime_type="text/csv")]
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def env_keys() -> str:
+        """The names of the server's environment variables."""
+        return ",".join(sorted(os.environ))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def big(size: int) -> str:
+        """A text of ``size`` bytes."""
+        return "x" * size
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def whoami() -> dict[str, Any]:
+        """The server's process id and label."""
+        return {"pid": os.getpid(), "label": label}
+
+    return server
+
+
+def http_app(label: str = "http") -> Any:
+    """The tools server as a Streamable HTTP ASGI app (path ``/mcp``)."""
+    return build_server(label).streamable_http_app(streamable_http_path="/mcp")
+
+
+def main(argv: list[str]) -> None:
+    kind = argv[1] if len(argv) > 1 else "tools"
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        with open(pid_file, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
+    if kind == "fail":
+        print("starting the fail server", file=sys.stderr)
+        print("error: MCP_TEST_TOKEN is not set; cannot log in", file=sys.stderr, flush=True)
+        sys.exit(3)
+    build_server(os.environ.get("MCP_TEST_LABEL", kind)).run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
