@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..client.base import ClientError
+from .deferred import Deferred
 
 if TYPE_CHECKING:
     from .app import InstanceAiApp
@@ -25,8 +26,10 @@ class Actions:
         self._interrupt_at = 0.0
         self._find_hit: Any = None
 
-    def work(self, coroutine: Any, group: str, *, exclusive: bool = False) -> None:
-        self.app.run_worker(coroutine, group=group, exclusive=exclusive, exit_on_error=False)
+    def work(self, job: Deferred[Any], group: str, *, exclusive: bool = False) -> None:
+        """Run ``job`` in a worker: its coroutine is made when the worker starts, so an exclusive worker
+        that replaces one not started yet leaves no coroutine behind un-awaited."""
+        self.app.run_worker(job, group=group, exclusive=exclusive, exit_on_error=False)
 
     # ----------------------------------------------------------------- stopping
     def cancel_run(self) -> None:
@@ -36,7 +39,7 @@ class Actions:
         app.run_status.cancelling = True
         app._update_run_state()
         app.status_line.refresh_info()
-        self.work(self._cancel(app.thread_id), "cancel")
+        self.work(Deferred(self._cancel, app.thread_id), "cancel")
 
     async def _cancel(self, thread_id: str) -> None:
         try:
@@ -113,7 +116,7 @@ class Actions:
         self.app.deliver_screenshot(filename, str(folder))
 
     def copy_text(self, text: str, what: str) -> None:
-        self.work(self._copy(text, what), "copy")
+        self.work(Deferred(self._copy, text, what), "copy")
 
     async def _copy(self, text: str, what: str) -> None:
         """Copy ``text`` and say truthfully where it went: the system clipboard (a clipboard tool),
@@ -184,7 +187,7 @@ class Actions:
 
     # ----------------------------------------------------------------- the model (/model)
     def choose_model(self, name: str = "") -> None:
-        self.work(self._choose_model(name), "model", exclusive=True)
+        self.work(Deferred(self._choose_model, name), "model", exclusive=True)
 
     async def _choose_model(self, name: str) -> None:
         """A picker of the models the open thread can use; ``name``: set that one."""
@@ -312,7 +315,7 @@ class Actions:
             self.rewind(turn, resend=False)
 
     def rewind(self, turn: Any, *, resend: bool) -> None:
-        self.work(self._rewind(turn, resend=resend), "rewind", exclusive=True)
+        self.work(Deferred(self._rewind, turn, resend=resend), "rewind", exclusive=True)
 
     async def _rewind(self, turn: Any, *, resend: bool) -> None:
         app = self.app

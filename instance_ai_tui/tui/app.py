@@ -54,6 +54,7 @@ from .actions import Actions
 from .boot import attach, boot
 from .cards import Cards
 from .connection import ConnectionWatcher, QueuedRow, show_foreign_user_message
+from .deferred import Deferred
 from .heap import HeapPolicy
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
@@ -275,7 +276,7 @@ class InstanceAiApp(App[None]):
         self._update_run_state()
 
     def refresh_threads_soon(self) -> None:
-        self.run_worker(self.threads.refresh(), group="refresh-threads", exclusive=True, exit_on_error=False)
+        self.run_worker(Deferred(self.threads.refresh), group="refresh-threads", exclusive=True, exit_on_error=False)
 
     def set_connection(self, state: str, detail: str) -> None:
         self.status_info.connection = state

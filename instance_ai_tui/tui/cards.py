@@ -1,22 +1,26 @@
-"""Cards waiting for the user's answer: which exist, when one takes focus, how to reach them.
+"""Cards waiting for the user's answer, and the keyboard model: where keys go, who moves focus.
 
-FOCUS RULE (issue 12). ``focus_new`` is the only place where the app moves focus to a card by
-itself. A new card takes focus only when ALL of these hold:
+THE KEYBOARD MODEL (issue 32; ``docs/keyboard.md`` says it for people). This module is where
+focus is decided.
 
-1. the main screen is on top: no dialog (rename, delete), palette, help, picker or other
-   screen — keys there belong to it;
-2. focus is on nothing, the conversation, or an EMPTY message prompt — never on the thread
-   list, the thread search, a text field of another card (a wizard), another card, or a prompt
-   with text in it;
-3. the user is not interacting: no key, click, scroll or paste for ``IDLE_BEFORE_FOCUS`` seconds
-   (``last_input_at``).
+1. The prompt owns printable keys whenever it is on screen, unless the person moved focus on
+   purpose: Tab, Ctrl+G, Ctrl+B, Ctrl+F, Alt+Up/Down, a click, an arrow key in a list.
+2. Nothing moves focus by itself. A new card NEVER takes the keyboard: it is announced (a
+   notice, the status line's count, the thread list's marker, the terminal's title and bell)
+   and waits until the person goes to it with Ctrl+G (``next-pending-card``), Tab from the
+   prompt, or a click. Prose typed into the prompt can therefore never answer a card. Past the
+   last card here, Ctrl+G opens the next thread with an answer waiting (``tui.pending_watch``).
+3. When the focused widget goes away or can no longer take keys (a card answered, cancelled
+   or expired; a block pruned or folded; a panel hidden), focus goes back to the prompt, not
+   to whatever Textual finds next (``guard_focus``, run before every key and paste is
+   dispatched, and ten times a second). After an answer focus returns to the prompt too.
+4. The status line names where keys go now ("keys: prompt", "keys: card", "keys: thread
+   list", ...; ``where_keys_go``); a card says on its last line whether it has the keys. Esc
+   from any widget that is not a text field goes back to the prompt.
+5. A card's keys are ignored for ``confirmations.GRACE_SECONDS`` after it is drawn, and a
+   grant that lasts ("always allow") takes a second, different key (``ConfirmCard.ask_always``).
 
-Otherwise the card waits (it stays queued in ``app._pending_focus`` and this is asked again
-every frame), and the user is told once that it waits and how to reach it. Even when it takes
-focus, its keys are ignored for ``confirmations.GRACE_SECONDS`` (``restart_grace``). The
-pending card is reached deliberately with Ctrl+G (``next-pending-card`` in the key map), a
-click, or Tab; past the last card here, Ctrl+G opens the next thread with an answer waiting
-(``tui.pending_watch`` finds those). Answers go to the client of the open thread.
+Answers go to the client of the open thread.
 """
 
 from __future__ import annotations
@@ -33,14 +37,14 @@ from . import keymap
 from .pending_watch import waiting_summary
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from ..protocol.api import ConfirmBody
     from ..protocol.conversation import PendingConfirmation
     from .app import InstanceAiApp
     from .widgets.confirmations import ConfirmCard
     from .widgets.turns import Frame
 
-#: a new card takes focus only after this many seconds without a key, click or scroll
-IDLE_BEFORE_FOCUS = 1.0
 _INPUT_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp, events.Paste)
 
 
@@ -80,6 +84,9 @@ class Cards:
         self._expected_waiting = 0
         #: the thread Ctrl+G is opening to reach its card
         self._going_to: str | None = None
+        #: the widget that had the keys when ``guard_focus`` last looked, and its card
+        self._owner: Widget | None = None
+        self._owner_card: Widget | None = None
 
     def leave_thread(self, next_thread: str | None) -> None:
         """Another thread opens: the cards of this one are remembered as waiting elsewhere."""
@@ -153,31 +160,18 @@ class Cards:
             app.terminal.arrived(f"Instance AI: an answer is waiting ({arrived[0]})")
         app.refresh_bindings()
 
-    # ----------------------------------------------------------------- the focus rule
-    def blocker(self) -> str | None:
-        """Why a card may not take focus now (``None``: it may). See the focus rule."""
-        app = self.app
-        if len(app.screen_stack) > 1 or app.screen is not app.screen_stack[0]:
-            return "a dialog is open"
-        focused = app.focused
-        if focused is not None and inside_card(focused):
-            return "another card has focus"
-        if focused is not None and focused is not app.prompt and not inside(focused, app.view):
-            return "you are using another part of the screen"
-        if focused is app.prompt and app.prompt.text.strip():
-            return "you are typing"
-        if time.monotonic() - self.last_input_at < IDLE_BEFORE_FOCUS:
-            return "you are typing"
-        return None
-
+    # ----------------------------------------------------------------- the keyboard model
     def on_input(self, event: events.Event) -> bool:
-        """Every key, click, scroll and paste counts as interacting. Tab from the prompt goes to
-        the card waiting (deliberately; keys typed right after it still wait for the grace
-        period). Returns True when the event was used here."""
+        """Every key, click, scroll and paste counts as interacting. Before a key or a paste is
+        dispatched, focus that moved by itself is put back (``guard_focus``). Tab from the
+        prompt goes to the card waiting (deliberately; keys typed right after it still wait for
+        the grace period). Returns True when the event was used here."""
         app = self.app
         if getattr(event, "is_forwarded", False) or not isinstance(event, _INPUT_EVENTS):
             return False
         self.last_input_at = time.monotonic()
+        if isinstance(event, (events.Key, events.Paste)):
+            self.guard_focus()
         if (isinstance(event, events.Key) and event.key == "tab" and app.pending and app.focused is app.prompt
                 and app.screen is app.screen_stack[0] and self.go_to(restart_grace=True)):
             app._pending_focus = []
@@ -185,33 +179,72 @@ class Cards:
         return False
 
     def focus_new(self) -> None:
-        """Bring a newly pending card to the user: focus it if the focus rule allows, else leave
-        it queued (asked again next frame) and say once how to reach it. A card whose widget is
-        not mounted yet stays queued for the next frame."""
+        """Newly pending cards: say once, for each, that an answer is waiting and which key
+        goes to it. A card never takes the keyboard by itself (the keyboard model, rule 2)."""
         app = self.app
         if not app._pending_focus:
             return
         wanted = [rid for rid in app._pending_focus if rid in app.pending]
-        if not wanted:
-            app._pending_focus = []
+        app._pending_focus = []
+        unannounced = [rid for rid in wanted if rid not in self.announced]
+        if not unannounced:
             return
-        if self.blocker() is not None:
-            unannounced = [rid for rid in wanted if rid not in self.announced and self._going_to is None]
-            if unannounced:
-                self.announced.update(unannounced)
-                key = keymap.display_keys(app.keys.keys("next-pending-card"))
-                app.notify(f"The agent needs your answer — press {key} to go to it.", timeout=6)
-            app._pending_focus = wanted
+        self.announced.update(unannounced)
+        if self._going_to is not None:
+            return  # the user is on the way to it (Ctrl+G opened its thread)
+        key = keymap.display_keys(app.keys.keys("next-pending-card"))
+        app.notify(f"The agent needs your answer — press {key} to go to it (your typing stays in the prompt).",
+                   timeout=6)
+
+    def _main_screen_on_top(self) -> bool:
+        app = self.app
+        return len(app.screen_stack) == 1 and app.screen is app.screen_stack[0]
+
+    def guard_focus(self) -> None:
+        """Nothing moves focus by itself (rule 3): when the widget that had the keys went away
+        or cannot take them any more and Textual moved focus to a neighbour (a block of the
+        transcript, say), or nothing has focus, the prompt gets it. Moves the person made (Tab,
+        a click, Ctrl+G...) leave the widget they came from in place, so they are kept; so is a
+        move inside one card (a wizard's field to its page). Synchronous, so a key dispatched
+        right after goes where the status line says."""
+        app = self.app
+        prompt = app.prompt
+        if not self._main_screen_on_top() or not prompt.is_attached or not prompt.display:
+            self._owner = None
+            self._owner_card = None
             return
-        if self.go_to(wanted[0], restart_grace=True):
-            app._pending_focus = []
+        focused = app.focused
+        owner = self._owner
+        if focused is owner and focused is not None:
+            return
+        back = focused is None
+        if not back and owner is not None and focused is not prompt and _gone(owner):
+            card = self._owner_card
+            back = not (card is not None and card.is_attached and inside(focused, card))
+        if back:
+            app.screen.set_focus(prompt, scroll_visible=False)
+            focused = prompt
+        self._owner = focused
+        self._owner_card = _card_of(focused)
+        self.show_where()
+
+    def show_where(self) -> None:
+        """The status line's "keys: …" (rule 4)."""
+        app = self.app
+        info = app.status_info
+        where = where_keys_go(app)
+        if where != info.keys_at:
+            info.keys_at = where
+            info.back_key = keymap.display_keys(app.keys.keys("conversation-back")[:1])
+            app.status_line.refresh_info()
 
     # ----------------------------------------------------------------- going to a card
     def go_to(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
-        """Scroll to a pending card (the first one by default) and focus it.
+        """Scroll to a pending card (the first one by default) and focus it: only ever for a
+        deliberate act (Ctrl+G, Tab, opening its thread with Ctrl+G).
 
-        ``restart_grace``: the app moved focus by itself, so the card's key grace period
-        starts now (the user may have been typing a moment ago).
+        ``restart_grace``: the card's key grace period starts now (Tab from the prompt: keys
+        typed right after it still wait).
         """
         view = self.app.view
         ids = [request_id] if request_id else list(self.by_id)
@@ -279,7 +312,7 @@ class Cards:
                         key=lambda tid: order.index(tid) if tid in order else len(order))
         if not others:
             return False
-        app.run_worker(self._open_and_go(others[0]), group="open", exclusive=True, exit_on_error=False)
+        app.run_worker(Deferred(self._open_and_go, others[0]), group="open", exclusive=True, exit_on_error=False)
         return True
 
     async def _open_and_go(self, thread_id: str) -> None:
@@ -321,10 +354,57 @@ class Cards:
             app.conversation.mark_confirmation_resolved(request_id, approved)
         card.settle(summary)
         if app.focused is None or inside_card(app.focused) or app.focused is card:
+            # back to the prompt: the next card (if any) waits to be reached on purpose
+            app.prompt.focus()
+            app.view.follow()  # back to following the agent's output
             remaining = [rid for rid in app.pending if rid != request_id]
             if remaining:
-                # the next card: its keys wait again, so a double press cannot answer it
-                app.call_after_refresh(self.go_to, remaining[0], True)
-            else:
-                app.prompt.focus()
-                app.view.follow()  # back to following the agent's output
+                key = keymap.display_keys(app.keys.keys("next-pending-card"))
+                app.notify(f"Another answer is waiting — {key} goes to it.", timeout=5)
+
+
+def _gone(widget: Widget) -> bool:
+    """``widget`` cannot have the keys any more: removed, hidden, disabled."""
+    if not widget.is_attached or not widget.focusable:
+        return True
+    node: Any = widget
+    while node is not None:
+        if not getattr(node, "display", True):
+            return True
+        node = node.parent
+    return False
+
+
+def _card_of(node: Any) -> Any:
+    while node is not None:
+        if is_card(node):
+            return node
+        node = node.parent
+    return None
+
+
+def where_keys_go(app: InstanceAiApp) -> str:
+    """Where a key typed now goes, in a word or two (the status line's "keys: …")."""
+    if len(app.screen_stack) > 1 or app.screen is not app.screen_stack[0]:
+        return "dialog"
+    focused = app.focused
+    if focused is None:
+        return "nowhere"
+    if focused is app.prompt:
+        return "prompt"
+    if inside_card(focused):
+        return "card"
+    if inside(focused, app.thread_list):
+        return "thread search" if type(focused).__name__ == "_SearchInput" else "thread list"
+    if inside(focused, app.find_bar):
+        return "find"
+    if focused is app.view:
+        return "conversation"
+    if inside(focused, app.view):
+        return "block"
+    from textual.widgets import Input, TextArea
+
+    if isinstance(focused, (Input, TextArea)):
+        return "field"
+    scopes = keymap.scopes_for(focused)
+    return keymap.SCOPE_TITLES.get(scopes[0], "screen").lower() if scopes else "screen"

@@ -16,6 +16,7 @@ from textual.content import Content
 
 from ..client.base import Client, ClientError, NotFoundError
 from .connection import settle_interrupted
+from .deferred import Deferred
 
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation
@@ -127,7 +128,7 @@ class Threads:
             view.load(conversation)
             view.set_placeholder(self.welcome())
             self.after_open(conversation)
-            app.run_worker(app.actions.refresh_model_info(None), group="model-info", exclusive=True,
+            app.run_worker(Deferred(app.actions.refresh_model_info, None), group="model-info", exclusive=True,
                            exit_on_error=False)
             app.heap.settle()
             return
@@ -157,7 +158,7 @@ class Threads:
         view.load(conversation)
         view.set_placeholder(self.welcome())
         self.after_open(conversation)
-        app.run_worker(app.actions.refresh_model_info(thread_id), group="model-info", exclusive=True,
+        app.run_worker(Deferred(app.actions.refresh_model_info, thread_id), group="model-info", exclusive=True,
                        exit_on_error=False)
         try:
             status = await client.status(thread_id)
@@ -198,10 +199,10 @@ class Threads:
         return Content.assemble(*lines)
 
     def open_whole_in_background(self) -> None:
-        self.app.run_worker(self.open_whole(), group="open", exclusive=True, exit_on_error=False)
+        self.app.run_worker(Deferred(self.open_whole), group="open", exclusive=True, exit_on_error=False)
 
     def open_in_background(self, thread_id: str | None, source: str | None = None) -> None:
-        self.app.run_worker(self._open_and_focus(thread_id, source), group="open", exclusive=True,
+        self.app.run_worker(Deferred(self._open_and_focus, thread_id, source), group="open", exclusive=True,
                             exit_on_error=False)
 
     async def _open_and_focus(self, thread_id: str | None, source: str | None) -> None:
