@@ -150,7 +150,7 @@ async def start_gateway(app: InstanceAiApp, request: GatewayRequest) -> None:
 
     def on_end(message: str) -> None:
         info.gateway_state = "stopped"
-        app.notify(message.capitalize(), severity="warning", timeout=10)
+        app.notify(message[:1].upper() + message[1:], severity="warning", timeout=10)  # n8n's words kept as they are
 
     try:
         app.gateway = await gateway_flag.start(app.client, request, set_state=on_state, on_end=on_end,
