@@ -11,8 +11,11 @@ It plays the part of n8n's ``@n8n/computer-use`` daemon (reference §7), read-on
    ``{content: [{type: "text", text}], isError?}``; ``gateway-disconnect`` ends the session.
    A dropped stream is reconnected (backoff + jitter); a server that forgot the gateway gets
    ``init`` again. With ``pair_again`` (the TUI's ``--gateway``), ``gateway-disconnect`` (n8n
-   sends it when it shuts down) and a key the restarted server no longer knows (401) lead to
-   pairing again, retried with backoff while n8n is away, instead of the end of the session.
+   sends it when it shuts down) and a key the restarted server no longer knows (n8n 2.41: 403
+   "Invalid API key", after a clean stop or a ``kill -9``; 401 elsewhere) lead to pairing again,
+   retried with capped backoff while n8n is away, instead of the end of the session; the
+   connection state says "pairing again" meanwhile. A 403 that forbids the gateway ("Local
+   gateway is disabled") ends it with n8n's words.
 
 Every path is confined to the folder by :mod:`instance_ai_tui.confine`, the module the workspace
 uses: resolved one component at a time with ``O_NOFOLLOW``; ``..``, absolute paths and symlinks
@@ -406,6 +409,8 @@ class LocalGateway:
         self.pair_again = pair_again
         #: how many times the gateway paired again after n8n ended the session or restarted
         self.repairs = 0
+        #: refusals of the stream in a row without it connecting in between (init/pair again at most 3)
+        self._refusals = 0
 
     def __repr__(self) -> str:
         return f"LocalGateway({self.base_url!r}, root={str(self.tools.root)!r})"
@@ -469,17 +474,29 @@ class LocalGateway:
         if self._task is not None:
             await self._task
 
+    def _stream_state(self, state: ConnectionState, detail: str) -> None:
+        if state == ConnectionState.CONNECTED:
+            self._refusals = 0  # n8n took the key: a later refusal is news (a restart), not a loop
+        self._set_state(state, detail)
+
     async def serve(self, *, initialized: bool = False) -> None:
-        """Consume the request stream until ``gateway-disconnect`` (reconnecting on drops)."""
+        """Consume the request stream until ``gateway-disconnect`` (reconnecting on drops).
+
+        What n8n 2.41's answers to the stream mean (``instance-ai.controller`` ``gatewayEvents``):
+        403 "Local gateway not initialized" — its grace timer dropped us: ``init`` again; 403
+        "Invalid API key" / "Missing API key" (and 401) — the pairing is gone (n8n restarted, even
+        killed, and keeps session keys in memory only): pair again; any other 403 ("Local gateway
+        is disabled") is final and shown with n8n's words.
+        """
         if not initialized:
             await self.init()
-        reinits = 0
+        self._refusals = 0
         while True:
             stream = reconnecting_sse(
                 self._http,
                 self.api + "/events",
                 headers=self._key_headers(),
-                set_state=self._set_state,
+                set_state=self._stream_state,
                 initial_backoff=self._initial_backoff,
                 max_backoff=self._max_backoff,
                 keepalive_timeout=self._keepalive_timeout,
@@ -487,27 +504,27 @@ class LocalGateway:
             ended = False
             try:
                 async for frame in stream:
-                    reinits = 0
                     if self._dispatch(frame.data):
                         ended = True
                         break
             except SseStatusError as exc:
-                if exc.status == 403 and "not initialized" in exc.body.lower() and reinits < 3:
-                    reinits += 1  # n8n's grace timer dropped us: announce ourselves again
+                refusal = refusal_kind(exc.status, exc.body)
+                if refusal == "not-initialized" and self._refusals < 3:
+                    self._refusals += 1  # n8n's grace timer dropped us: announce ourselves again
                     self._log("n8n forgot the gateway; initializing again")
                     await self.init()
                     continue
-                if exc.status == 401 and self.pair_again and reinits < 3:
-                    reinits += 1  # a restarted n8n no longer knows our session key
-                    self._log("n8n no longer knows the gateway key; pairing again")
-                    await self._pair_again()
+                if refusal == "pairing-gone" and self.pair_again and self._refusals < 3:
+                    self._refusals += 1  # a restarted n8n (clean or killed) no longer knows our session key
+                    self._log(f"n8n no longer knows the gateway key ({_message_of(exc.body)}); pairing again")
+                    await self._pair_again("n8n restarted")
                     continue
                 if self.pair_again and (exc.status in (200, 404) or exc.status >= 500):
                     # n8n restarting: an HTML page, then 404s while its module boots (its
                     # gateway-disconnect may have been lost with the old stream): pair again,
                     # with backoff, until it is back
                     self._log(f"n8n is restarting (HTTP {exc.status}); pairing again when it is back")
-                    await self._pair_again()
+                    await self._pair_again("n8n is restarting")
                     continue
                 raise _gateway_error(exc.status, exc.body, "/events") from None
             finally:
@@ -518,15 +535,16 @@ class LocalGateway:
                     self.ended_by_server = True
                     self._set_state(ConnectionState.OFFLINE, "disconnected by n8n")
                     return
-                await self._pair_again()
+                await self._pair_again("n8n ended the session")
 
-    async def _pair_again(self) -> None:
+    async def _pair_again(self, why: str) -> None:
         """Pair (or, with a static key, init) again; while n8n is away or booting, retry with
-        backoff for as long as the gateway runs. A refusal (401/403 on pairing) is fatal."""
+        backoff (at most ``max_backoff`` between tries) for as long as the gateway runs. A refusal
+        of the login session or a forbidden gateway (401/403 on pairing) is final."""
         from .sse import backoff_delay, format_wait
 
         attempt = 0
-        self._set_state(ConnectionState.RECONNECTING, "(pairing again)")
+        self._set_state(ConnectionState.RECONNECTING, f"({why}: pairing again)")
         while True:
             attempt += 1
             if self._session is not None:
@@ -537,12 +555,12 @@ class LocalGateway:
                 if exc.status in (400, 401, 403):
                     raise
                 delay = backoff_delay(attempt, self._initial_backoff, self._max_backoff)
-                self._set_state(ConnectionState.RECONNECTING, f"(pairing again, attempt {attempt}, "
+                self._set_state(ConnectionState.RECONNECTING, f"({why}: pairing again, attempt {attempt}, "
                                                               f"next try in {format_wait(delay)})")
                 await asyncio.sleep(delay)
                 continue
             self.repairs += 1
-            self._log("paired again with n8n")
+            self._log(f"paired again with n8n ({why})")
             return
 
     def _dispatch(self, data: str) -> bool:
@@ -606,15 +624,42 @@ class LocalGateway:
             await self._http.aclose()
 
 
-def _gateway_error(status: int, body: str, path: str) -> ClientError:
+def _message_of(body: str) -> str:
     try:
-        message = json.loads(body).get("message") or body[:200]
+        message = json.loads(body).get("message")
     except (ValueError, AttributeError):
-        message = body[:200]
+        message = None
+    return str(message) if message else body[:200]
+
+
+#: n8n 2.41's words when a gateway key is unknown (``validateGatewayApiKey``): the pairing is gone
+_PAIRING_GONE = ("invalid api key", "missing api key")
+
+
+def refusal_kind(status: int, body: str) -> str:
+    """What a 401/403 from n8n's gateway routes means: ``"not-initialized"`` (init again),
+    ``"pairing-gone"`` (the key is unknown: pair again, like a 401), ``"forbidden"`` (final:
+    e.g. "Local gateway is disabled"), or ``""`` for another status."""
+    if status == 401:
+        return "pairing-gone"
+    if status != 403:
+        return ""
+    message = _message_of(body).strip().lower()
+    if "not initialized" in message:
+        return "not-initialized"
+    if message in _PAIRING_GONE:
+        return "pairing-gone"
+    return "forbidden"
+
+
+def _gateway_error(status: int, body: str, path: str) -> ClientError:
+    message = _message_of(body)
     if status in (401, 403):
         if path == "/create-link" and status == 401:
             return AuthError(f"n8n refused to pair a gateway: log in again ({message})", status)
-        return GatewayError(f"n8n refused the local gateway ({status}): {message}", status)
+        if refusal_kind(status, body) == "forbidden":
+            return GatewayError(f"n8n refused the local gateway: {message} (HTTP {status})", status)
+        return GatewayError(f"n8n refused the local gateway's key ({status}): {message}", status)
     return GatewayError(f"gateway {path} failed ({status}): {message}", status)
 
 

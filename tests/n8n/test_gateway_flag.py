@@ -162,8 +162,12 @@ async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path
     assert len(fake.requests_to("/rest/instance-ai/gateway/disconnect")) == 1
 
 
-async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
-    """n8n sends gateway-disconnect, dies, boots (HTML, 404s) and forgot every gateway key."""
+@pytest.mark.parametrize("clean", [True, False], ids=["clean-stop", "kill-9"])
+async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared: Path, tmp_path: Path,
+                                                          clean: bool) -> None:
+    """n8n dies (clean: after sending gateway-disconnect; kill -9: without a word), boots (HTML,
+    404s) and forgot every gateway key: the next stream gets 403 "Invalid API key" (issue 27: the
+    gateway used to end there after a kill -9)."""
     from tests.support.n8n_boot import restart
 
     client = make_client(fake, tmp_path / "config")
@@ -178,7 +182,7 @@ async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared:
         states: list[str] = []
         app.gateway.gateway._set_state = (lambda f: lambda s, d: (states.append(f"{s.value} {d}"), f(s, d)))(
             app.gateway.gateway._set_state)
-        await restart(fake, html_answers=1, not_found_seconds=0.5)
+        await restart(fake, html_answers=1, not_found_seconds=0.5, gateway_disconnect=clean)
         for _ in range(400):
             if fake.gateway() is not None and app.status_info.gateway_state == "sharing":
                 break
@@ -188,3 +192,30 @@ async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared:
         assert any("pairing again" in s for s in states), states
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
         assert result["content"][0]["text"].startswith("# Project")
+        assert app.gateway.gateway.repairs == 1
+
+
+async def test_a_forbidden_gateway_ends_with_n8ns_words(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
+    """403 "Local gateway is disabled" is not a lost pairing: the gateway stops and says n8n's words."""
+    client = make_client(fake, tmp_path / "config")
+    app = InstanceAiApp(client, Settings(), gateway=GatewayRequest(shared.resolve()),
+                        watch_themes=False, persist_theme=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.wait_until_ready()
+        for _ in range(200):
+            if app.status_info.gateway_state == "sharing" and fake.gateway() is not None:
+                break
+            await pilot.pause(0.02)
+        notices: list[str] = []
+        original = app.notify
+        app.notify = lambda message, **kw: (notices.append(str(message)), original(message, **kw))[1]  # type: ignore[method-assign]
+        fake.gateway_disabled = True
+        fake.drop_gateway_stream()
+        for _ in range(300):
+            if app.status_info.gateway_state == "stopped":
+                break
+            await pilot.pause(0.02)
+        assert app.status_info.gateway_state == "stopped"
+        assert any("Local gateway is disabled (HTTP 403)" in n for n in notices), notices
+        assert app.gateway.gateway.repairs == 0
+        assert len(fake.requests_to("/rest/instance-ai/gateway/create-link")) == 1  # never paired again

@@ -344,6 +344,8 @@ class FakeN8n:
         self.ping_interval = ping_interval
         self.step_delay = step_delay
         self.gateway_static_key = gateway_static_key
+        #: the admin turned the local gateway off: its routes answer 403 "Local gateway is disabled"
+        self.gateway_disabled = False
         self.version = version
         self.user_id = str(uuid.uuid4())
         self.project_id = _nanoid(16)
@@ -1047,17 +1049,23 @@ class FakeN8n:
     def _gateway_owner(self, request: Request, *, session_only: bool = False) -> tuple[str, str]:
         key = request.headers.get("x-gateway-key", "")
         if not 1 <= len(key) <= 256:
-            raise _error(401, "Missing or invalid X-Gateway-Key header")
+            raise _error(403, "Missing API key")  # n8n 2.41 validateGatewayApiKey
         if key in self._session_keys:
-            return self._session_keys[key], key
-        if self.gateway_static_key is not None and key == self.gateway_static_key:
-            return "env-gateway", key
-        if not session_only and key in self._pairing:
-            return self._pairing[key], key
-        raise _error(401, "Invalid or expired gateway key")
+            owner = self._session_keys[key]
+        elif self.gateway_static_key is not None and key == self.gateway_static_key:
+            owner = "env-gateway"
+        elif not session_only and key in self._pairing:
+            owner = self._pairing[key]
+        else:
+            raise _error(403, "Invalid API key")
+        if self.gateway_disabled:  # n8n checks the key first, then assertGatewayEnabled
+            raise _error(403, "Local gateway is disabled")
+        return owner, key
 
     async def _gw_create_link(self, request: Request) -> Response:
         user = self._user(request)
+        if self.gateway_disabled:
+            raise _error(403, "Local gateway is disabled")
         token = next((t for t, owner in self._pairing.items() if owner == user), None) or f"gw_{_nanoid(32)}"
         self._pairing[token] = user
         return self._ok({"token": token, "command": f"npx @n8n/computer-use {self.base_url} {token}",
