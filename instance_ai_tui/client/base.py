@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from ..protocol.safe_text import visible
+
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..protocol.api import (
         ConfirmBody,
@@ -27,10 +29,13 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
     from ..protocol.tree import RunSyncPayload
 
 class ClientError(Exception):
-    """A failure the user should read: bad URL, refused token, unknown thread, ..."""
+    """A failure the user should read: bad URL, refused token, unknown thread, ...
+
+    Its message often quotes a server: it is kept with control characters made visible
+    (``protocol.safe_text``), so every printer and notification can show it as it is."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(visible(message))
         self.status = status
 
 
@@ -115,6 +120,7 @@ class Client(abc.ABC):
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
+        detail = visible(detail)  # (often a server's words)
         if state == self._state and detail == self._state_detail:
             return
         self._state, self._state_detail = state, detail
