@@ -21,7 +21,7 @@ import os
 import shlex
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import mcp_types
     from mcp import ClientSession
+    from mcp.shared.dispatcher import ProgressFnT
 
     from ...config import McpServerSettings
 
@@ -44,8 +45,6 @@ MAX_DESCRIPTION = 2_000
 MAX_SCHEMA_CHARS = 64_000
 #: the most pages of tools/list read
 MAX_LIST_PAGES = 20
-
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 class McpCallError(Exception):
@@ -317,7 +316,7 @@ class ServerConnection:
         return streams
 
     # ----------------------------------------------------------------- calls
-    async def call(self, tool: str, arguments: dict[str, Any], progress: ProgressCallback | None = None) -> Any:
+    async def call(self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None) -> Any:
         """``tools/call`` on a ready session (started first if needed). A broken connection
         fails the server (restarted by the next call) and raises ``McpCallError``."""
         session = await self.ensure_ready()

@@ -1,0 +1,291 @@
+"""MCP servers as tools (issue 28), end to end: real MCP servers written with the SDK
+(``tests/support/mcp_servers.py``, stdio and Streamable HTTP), a scripted OpenAI-wire model
+(``tests/support/openai_server.py``), the real ``InstanceAI`` on a SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
+from instance_ai_tui.config import Settings
+from tests.support.asgi import serve_asgi
+from tests.support.mcp_servers import http_app, stdio_config
+from tests.support.openai_server import MockOpenAIServer, MockResponse
+
+from .conftest import answer, collect, finish_status, of_type, types
+
+Script = list[MockResponse]
+
+
+def scripted(*steps: MockResponse) -> Any:
+    """A model that answers the agent's requests in order (title requests get a title)."""
+    queue = list(steps)
+
+    def respond(body: dict[str, Any]) -> MockResponse:
+        if "titles" in str(body["messages"][0].get("content", "")):
+            return MockResponse(text='{"title": "MCP"}')
+        return queue.pop(0) if queue else MockResponse(text="Done.")
+
+    return respond
+
+
+def settings_for(server: MockOpenAIServer, servers: dict[str, dict[str, Any]]) -> Settings:
+    return Settings.model_validate({
+        "model": {"name": "gpt-test", "base_url": server.base_url, "api_key": "sk-test"},
+        "mcp": {"servers": servers},
+    })
+
+
+async def make(make_ai: Any, server: MockOpenAIServer, servers: dict[str, dict[str, Any]],
+               **options: Any) -> InstanceAI:
+    ai: InstanceAI = await make_ai("gpt-test", settings=settings_for(server, servers),
+                                   options=AssistantOptions(generate_titles=False, **options))
+    return ai
+
+
+def agent_requests(server: MockOpenAIServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests if r.body.get("tools")]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+async def test_read_only_tool_runs_and_its_result_reaches_the_model_and_the_card(make_ai: Any, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__facts__lookup", {"key": "answer"}),
+        MockResponse(text="The answer is 42."),
+    )) as model:
+        ai = await make(make_ai, model, {"facts": stdio_config("tools", env={"MCP_TEST_LOG": str(log)})})
+        await ai.send("t", "look the answer up")
+        events = await collect(ai, "t", timeout=30)
+    assert "confirmation-request" not in types(events)  # readOnlyHint: it runs without asking
+    result = of_type(events, "tool-result")[0]["payload"]
+    assert result["result"] == "tools: the value of answer is 42"
+    requests = agent_requests(model)
+    offered = {t["function"]["name"]: t["function"] for t in requests[0]["tools"]}
+    lookup = offered["mcp__facts__lookup"]
+    assert lookup["parameters"]["properties"]["key"]["type"] == "string"  # the server's JSON schema
+    assert lookup["parameters"]["required"] == ["key"]
+    assert lookup["description"].startswith("[MCP server facts] Look a key up")
+    tool_message = requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "the value of answer is 42" in tool_message["content"]
+    assert finish_status(events[-1]) == {"status": "completed"}
+    assert log.read_text().splitlines() == ["lookup answer"]
+
+
+async def test_write_tool_asks_first_approve_deny_and_always_allow(make_ai: Any, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__notes__write_note", {"text": "one"}),  # approved
+        MockResponse(text="Saved."),
+        MockResponse.call("mcp__notes__write_note", {"text": "two"}),  # denied
+        MockResponse(text="Not saved."),
+        MockResponse.call("mcp__notes__write_note", {"text": "three"}),  # always allow
+        MockResponse(text="Saved."),
+        MockResponse.call("mcp__notes__write_note", {"text": "four"}),  # runs without asking now
+        MockResponse(text="Saved again."),
+    )) as model:
+        ai = await make(make_ai, model, {"notes": stdio_config("tools", env={"MCP_TEST_LOG": str(log)})})
+
+        async def turn(text: str, body: dict[str, Any] | None) -> list[dict[str, Any]]:
+            start = (await ai.store.last_event_id("n")) if await _has_thread(ai, "n") else 0
+            await ai.send("n", text)
+            if body is None:
+                return await collect(ai, "n", after=start, timeout=30)
+            first = await collect(ai, "n", after=start, until=("confirmation-request",), timeout=30)
+            request = of_type(first, "confirmation-request")[0]["payload"]
+            assert request["toolName"] == "mcp__notes__write_note" and request["severity"] == "warning"
+            assert "write_note" in request["message"] and "notes" in request["message"]
+            await answer(ai, request["requestId"], body)
+            return first + await collect(ai, "n", after=first[-1]["id"], timeout=30)
+
+        approved = await turn("save one", {"kind": "approval", "approved": True})
+        assert of_type(approved, "tool-result")[0]["payload"]["result"] == "note saved: one"
+        denied = await turn("save two", {"kind": "approval", "approved": False})
+        assert "denied" in of_type(denied, "tool-error")[0]["payload"]["error"]
+        always = await turn("save three", {"kind": "approval", "approved": True, "scope": "session"})
+        assert of_type(always, "tool-result")[0]["payload"]["result"] == "note saved: three"
+        again = await turn("save four", None)
+        assert "confirmation-request" not in types(again)
+        assert any(e["payload"].get("autoApproved") for e in of_type(again, "tool-call"))
+        assert (await ai.permissions("n")).always_allow == ["mcp__notes__write_note"]
+    assert log.read_text().splitlines() == ["write_note one", "write_note three", "write_note four"]
+
+
+async def _has_thread(ai: InstanceAI, thread_id: str) -> bool:
+    return any(t.id == thread_id for t in await ai.list_threads())
+
+
+async def test_slow_tool_shows_progress_and_cancel_stops_the_call(make_ai: Any, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__counter__slow", {"steps": 40}),
+        MockResponse.call("mcp__counter__lookup", {"key": "after"}),
+        MockResponse(text="Still works."),
+    )) as model:
+        ai = await make(make_ai, model, {"counter": stdio_config("tools", env={"MCP_TEST_LOG": str(log)})})
+        await ai.send("s", "count slowly")
+        seen: list[str] = []
+
+        async def watch() -> None:
+            async for event in ai.events("s"):
+                data = event.data()
+                if data["type"] == "status" and "%" in data["payload"]["message"]:
+                    seen.append(data["payload"]["message"])
+                    if len(seen) >= 2:
+                        return
+
+        await asyncio.wait_for(watch(), 30)
+        assert seen[0].startswith("Running mcp__counter__slow… ") and "of 40" in seen[0]
+        assert await ai.cancel("s")  # what Esc does
+        events = await collect(ai, "s", timeout=15)
+        assert finish_status(events[-1])["status"] == "cancelled"
+        steps = log.read_text().count("slow step")
+        await asyncio.sleep(1.0)
+        assert log.read_text().count("slow step") <= steps + 1  # the server was told to stop
+        assert "slow done" not in log.read_text()
+        # the server is still there for the next call
+        start = events[-1]["id"]
+        await ai.send("s", "and now look something up")
+        after = await collect(ai, "s", after=start, timeout=30)
+    assert of_type(after, "tool-result")[0]["payload"]["result"] == "tools: the value of after is 42"
+    assert ai.services.mcp is not None and ai.services.mcp.connections["counter"].starts == 1
+
+
+async def test_server_crashing_mid_call_is_a_tool_error_and_restarts_at_the_next_use(make_ai: Any) -> None:
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__shaky__crash", {"reason": "disk on fire"}),
+        MockResponse.call("mcp__shaky__lookup", {"key": "again"}),
+        MockResponse(text="Recovered."),
+    )) as model:
+        ai = await make(make_ai, model, {"shaky": stdio_config("tools")})
+        await ai.send("c", "crash it")
+        events = await collect(ai, "c", timeout=40)
+    error = of_type(events, "tool-error")[0]["payload"]["error"]
+    assert "MCP server 'shaky'" in error and "crashing on purpose: disk on fire" in error  # its stderr tail
+    assert of_type(events, "tool-result")[0]["payload"]["result"] == "tools: the value of again is 42"
+    assert finish_status(events[-1]) == {"status": "completed"}
+    assert ai.services.mcp is not None
+    conn = ai.services.mcp.connections["shaky"]
+    assert conn.starts == 2 and conn.state == "ready"
+    # the model read the failure as the tool's result
+    messages = agent_requests(model)[1]["messages"]
+    assert messages[-1]["role"] == "tool" and "disk on fire" in messages[-1]["content"]
+
+
+async def test_server_that_fails_to_start_is_shown_with_its_stderr_and_the_run_goes_on(make_ai: Any) -> None:
+    async with MockOpenAIServer(scripted(MockResponse(text="Hello."))) as model:
+        ai = await make(make_ai, model, {"broken": stdio_config("fail"), "fine": stdio_config("tools")})
+        await ai.send("f", "hi")
+        events = await collect(ai, "f", timeout=30)
+        assert finish_status(events[-1]) == {"status": "completed"}
+        assert ai.services.mcp is not None
+        status = {s.name: s for s in ai.services.mcp.status().servers}
+    assert status["broken"].state == "failed" and status["broken"].tools == []
+    assert "did not start" in (status["broken"].error or "")
+    assert "MCP_TEST_TOKEN is not set" in status["broken"].stderr
+    assert status["fine"].state == "ready" and "mcp__fine__lookup" in {t.name for t in status["fine"].tools}
+    offered = {t["function"]["name"] for t in agent_requests(model)[0]["tools"]}
+    assert "mcp__fine__lookup" in offered and not any(n.startswith("mcp__broken__") for n in offered)
+
+
+async def test_two_servers_with_the_same_tool_name(make_ai: Any) -> None:
+    async with MockOpenAIServer(scripted(
+        MockResponse.calls(("mcp__left__lookup", {"key": "k"}), ("mcp__right__lookup", {"key": "k"})),
+        MockResponse(text="Both answered."),
+    )) as model:
+        ai = await make(make_ai, model, {"left": stdio_config("tools", env={"MCP_TEST_LABEL": "LEFT"}),
+                                         "right": stdio_config("tools", env={"MCP_TEST_LABEL": "RIGHT"})})
+        await ai.send("d", "ask both")
+        events = await collect(ai, "d", timeout=30)
+    results = sorted(e["payload"]["result"] for e in of_type(events, "tool-result"))
+    assert results == ["LEFT: the value of k is 42", "RIGHT: the value of k is 42"]
+    offered = [t["function"]["name"] for t in agent_requests(model)[0]["tools"]]
+    assert offered.count("mcp__left__lookup") == 1 and offered.count("mcp__right__lookup") == 1
+
+
+async def test_streamable_http_server_with_headers(make_ai: Any) -> None:
+    seen: list[str] = []
+    app = http_app("web")
+
+    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]).get(b"authorization", b"").decode())
+        await app(scope, receive, send)
+
+    async with serve_asgi(recording, lifespan="on") as url, MockOpenAIServer(scripted(
+        MockResponse.call("mcp__web__media", {}),
+        MockResponse(text="A chart."),
+    )) as model:
+        ai = await make(make_ai, model, {"web": {"url": f"{url}/mcp", "headers": {"Authorization": "Bearer s3cret"}}})
+        await ai.send("h", "show me the chart")
+        events = await collect(ai, "h", timeout=30)
+        await ai.shutdown()
+    shown = of_type(events, "tool-result")[0]["payload"]["result"]
+    assert "a chart" in shown and "[image image/png, 2.0 KB: not shown]" in shown
+    assert "[resource: report](file:///tmp/report.csv) (text/csv)" in shown
+    assert "iVBOR" not in str(events)  # the image's bytes are neither stored nor sent to the model
+    assert seen and set(seen) == {"Bearer s3cret"}
+    assert "s3cret" not in repr(ai.settings) and "s3cret" not in str(ai.services.mcp.status().model_dump())  # type: ignore[union-attr]
+
+
+async def test_environment_holds_only_what_the_config_names_and_results_are_size_limited(
+        make_ai: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APP_SECRET_TOKEN", "do-not-leak")
+    monkeypatch.setenv("PASSED_ON", "yes")
+    async with MockOpenAIServer(scripted(
+        MockResponse.calls(("mcp__env__env_keys", {}), ("mcp__env__big", {"size": 3_000_000})),
+        MockResponse(text="Done."),
+    )) as model:
+        ai = await make(make_ai, model, {"env": stdio_config("tools", env={"GIVEN": "1"}, pass_env=["PASSED_ON"])})
+        await ai.send("e", "env")
+        events = await collect(ai, "e", timeout=30)
+    results = [e["payload"]["result"] for e in of_type(events, "tool-result")]
+    keys = set(results[0].split(","))
+    assert keys - {"LC_CTYPE"} == {"GIVEN", "PASSED_ON"}  # (python sets LC_CTYPE itself)
+    big = next(r for r in results if r.startswith("xxx"))
+    assert len(big.encode()) < 1_001_000 and "cut: the result is over the MCP size limit" in big
+
+
+async def test_no_server_process_is_left_after_shutdown(make_ai: Any, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pids"
+    async with MockOpenAIServer(scripted(MockResponse.call("mcp__one__whoami", {}), MockResponse(text="ok"))) as model:
+        ai = await make(make_ai, model, {
+            "one": stdio_config("tools", env={"MCP_TEST_PID_FILE": str(pid_file)}),
+            "two": stdio_config("tools", env={"MCP_TEST_PID_FILE": str(pid_file)}),
+            "off": stdio_config("tools", env={"MCP_TEST_PID_FILE": str(pid_file)}, enabled=False),
+        })
+        await ai.send("p", "who are you")
+        events = await collect(ai, "p", timeout=30)
+        started = pids(pid_file)
+        assert len(started) == 2 and all(alive(pid) for pid in started)  # "off" is not started
+        assert of_type(events, "tool-result")[0]["payload"]["result"]["pid"] in started
+        await ai.shutdown()
+    assert [pid for pid in started if alive(pid)] == []
+
+
+async def test_start_up_is_not_slower(make_ai: Any, tmp_path: Path) -> None:
+    """``start()`` returns before a slow server has even answered: the servers start in the background."""
+    async with MockOpenAIServer(scripted(MockResponse(text="hi"))) as model:
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        ai = await make(make_ai, model, {"one": stdio_config("tools")})
+        took = loop.time() - before
+        assert ai.services.mcp is not None
+        assert ai.services.mcp.connections["one"].state == "starting"
+        assert took < 1.0
