@@ -12,7 +12,8 @@ Each concept lives in its own module, reached through one object on the app:
 * ``app.threads`` (``tui.threads``) — opening and switching threads, thread sources, the list's
   actions; ``app.thread_client`` is the client of the open thread;
 * ``app.sender`` (``tui.sending``) — Enter in the prompt: slash commands, sending, the queue;
-* ``app.cards`` (``tui.cards``) — cards waiting for an answer, the focus rule, Ctrl+G;
+* ``app.cards`` (``tui.cards``) — cards waiting for an answer, the keyboard model (where keys
+  go, nothing moves focus by itself; ``docs/keyboard.md``), Ctrl+G;
 * ``app.run_status`` (``tui.run_status``) — run state, title, usage, panels, the badge;
 * ``app.actions`` (``tui.actions``) — what keys and commands do; ``tui.commands`` lists the
   commands once (slash commands, palette, help);
@@ -61,6 +62,7 @@ from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
 from .sending import Sender
 from .startup import FirstFramePrefs, Started, StartingClient, Startup
+from .textual_internals import app_driver
 from .threads import Threads
 from .widgets.conversation_view import ConversationView
 from .widgets.find_bar import FindBar
@@ -224,6 +226,9 @@ class InstanceAiApp(App[None]):
         self._remove_state_listener = self.client.add_state_listener(self._on_connection_state)
         self._on_connection_state(self.client.state, self.client.state_detail)
         self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
+        # the keyboard model: focus that moved by itself goes back to the prompt, and the
+        # status line names where keys go (also checked before every key: ``Cards.on_input``)
+        self.set_interval(0.1, self.cards.guard_focus, name="focus-guard")
         # What exists now (modules, pydantic schemas, styles, widgets) lives as long as the
         # app: keep it out of the cyclic collector's full passes, which otherwise stall the
         # UI for 100+ ms each while a long stream is folded.
@@ -289,13 +294,19 @@ class InstanceAiApp(App[None]):
     _show_error = show_error
 
     def _write_terminal(self, sequence: str) -> None:
-        driver = self._driver
+        driver = app_driver(self)
         if not self.is_headless and driver is not None:
             driver.write(sequence)
 
     # ------------------------------------------------------------------ threads
     async def open_thread(self, thread_id: str | None, source: str | None = None) -> None:
-        """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``."""
+        """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``.
+
+        Before the app is ready (the start-up opening its first thread) a thread the person
+        chose meanwhile (Ctrl+N, the thread list) wins over the start-up's choice."""
+        chosen = self.threads.chosen_at_start
+        if not self.ready.is_set() and chosen is not None:
+            thread_id, source = chosen
         await self.threads.open(thread_id, source)
 
     # ------------------------------------------------------------------ ingest and frame (tui.projection)
@@ -369,12 +380,14 @@ class InstanceAiApp(App[None]):
         self.run_status.show_new_output_badge()
 
     # ------------------------------------------------------------------ cards (``tui.cards``)
-    def focus_blocker(self) -> str | None:
-        """Why a card may not take focus now (``None``: it may): the focus rule of ``tui.cards``."""
-        return self.cards.blocker()
-
     def go_to_pending(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
         return self.cards.go_to(request_id, restart_grace)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.call_later(self.cards.show_where)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self.call_later(self.cards.show_where)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent) and not self.hidden_mounted and self.is_mounted(self.prompt):
@@ -429,6 +442,7 @@ class InstanceAiApp(App[None]):
         self.actions.interrupt()
 
     def action_new_thread(self) -> None:
+        self.prompt.focus()  # at once: what is typed next is the new thread's message
         self.threads.open_in_background(None)
 
     def action_toggle_threads(self) -> None:
@@ -521,10 +535,9 @@ class InstanceAiApp(App[None]):
     @on(ThreadList.Selected)
     def _thread_selected(self, event: ThreadList.Selected) -> None:
         event.stop()
+        self.prompt.focus()  # at once: what is typed next goes to the thread that opens
         if event.thread_id != self.thread_id:
             self.threads.open_in_background(event.thread_id, event.source)
-        else:
-            self.prompt.focus()
 
     @on(ThreadList.SearchRequested)
     def _thread_search(self, event: ThreadList.SearchRequested) -> None:

@@ -34,6 +34,7 @@ from textual import events
 
 from ..client.base import ClientError
 from . import keymap
+from .deferred import Deferred
 from .pending_watch import waiting_summary
 
 if TYPE_CHECKING:

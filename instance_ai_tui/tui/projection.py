@@ -30,7 +30,7 @@ FRAME_HZ = 25
 #: under load a frame's work (its own, and the layout and paint it makes Textual do) takes at
 #: most this share of the event loop's time: after a frame that cost t seconds the next waits
 #: t / FRAME_SHARE (keys and the ingest get the rest). 0.1: since a streamed answer repaints
-#: only its new rows (``widgets/painted_rows.py``) a frame costs about a third less, and 0.1
+#: only its new rows (``textual_internals.py``) a frame costs about a third less, and 0.1
 #: gives the frame rates 0.15 gave before (a 150-item list or 60-row table at 150 tokens/s:
 #: 11-13 frames/s) for 20-25 % less CPU (at 0.15: 16-19 frames/s; benchmarks/tui_realistic.py);
 #: the end of a stream is not held back by it (``Projection.stream_ended``)

@@ -1,5 +1,5 @@
 """While an answer streams, only its new rows are painted: the rest of the screen is the rows
-painted before (``painted_rows``), and what is on screen is, cell for cell, what Textual
+painted before (``tui/textual_internals.py``), and what is on screen is, cell for cell, what Textual
 paints from scratch. A table growing at the end of a text is parsed a row at a time
 (``parse_document(grown_from=...)``) into the blocks a whole parse gives."""
 
@@ -14,11 +14,11 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 
+from instance_ai_tui.tui.textual_internals import BlankRows
 from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown
 from instance_ai_tui.tui.widgets.flat_table import Table
 from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown
 from instance_ai_tui.tui.widgets.markdown_document import parse_document
-from instance_ai_tui.tui.widgets.painted_rows import BlankRows
 
 from .test_flat_markdown import Harness, _cells
 

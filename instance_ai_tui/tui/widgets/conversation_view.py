@@ -26,7 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from .. import keymap
-from .painted_rows import BlankRows
+from ..textual_internals import BlankRows
 
 if TYPE_CHECKING:
     from ...protocol.conversation import Conversation, ConversationChanges, ConversationMessage

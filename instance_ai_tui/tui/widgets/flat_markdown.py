@@ -37,6 +37,7 @@ from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
 
+from ..textual_internals import KeepsPaintedRows
 from .flat_table import Table, lay_table
 from .markdown_document import (
     NO_JOINS,
@@ -49,7 +50,6 @@ from .markdown_document import (
     Paragraph,
     parse_document,
 )
-from .painted_rows import KeepsPaintedRows
 
 if TYPE_CHECKING:
     from textual.app import App

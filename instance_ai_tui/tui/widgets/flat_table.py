@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 from textual.content import Content
 
+from ..textual_internals import resolve_lengths
+
 if TYPE_CHECKING:
     from markdown_it.token import Token
 
@@ -151,10 +153,6 @@ def lay_table(table: Table, width: int, *, dark: bool = True, base: str = "") ->
     cell's padding (``Markdown`` crops such a grid in ways not reproduced here), or in a
     light theme when a cell holds a link (its automatic colour is worked out against the
     table's own background there)."""
-    from textual._resolve import resolve
-    from textual.css.scalar import Scalar
-    from textual.geometry import Size
-
     columns = len(table.headers)
     if columns == 0 or width < 3:
         return None
@@ -173,18 +171,7 @@ def lay_table(table: Table, width: int, *, dark: bool = True, base: str = "") ->
                 natural[index] = longest_line + 2 * _PAD
             if longest_word + 2 * _PAD > minimums[index]:
                 minimums[index] = longest_word + 2 * _PAD
-    inner = Size(width - 2, 0)  # the keylines take a cell on each side
-    resolved = resolve(
-        [Scalar.from_number(value) for value in natural],
-        inner.width,
-        _GUTTER,
-        inner,
-        inner,
-        expand=True,
-        shrink=True,
-        minimums=minimums,
-    )
-    widths = [size for _offset, size in resolved]
+    widths = resolve_lengths(natural, width - 2, _GUTTER, minimums)  # the keylines take a cell on each side
     if any(size < 2 * _PAD + 1 for size in widths) or sum(widths) + _GUTTER * (columns - 1) != width - 2:
         return None
 

@@ -27,9 +27,9 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from .. import keymap
+from ..textual_internals import BlankRows, stream_has_pending
 from .flat_markdown import FlatMarkdown, joined_number_width
 from .markdown_document import NO_JOINS, Joins, _parser, drawn_flat, parse_document
-from .painted_rows import BlankRows
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -121,7 +121,7 @@ class LiveMarkdown(Markdown):
 
     def _stream_idle(self) -> bool:
         stream = self._stream
-        return stream is None or not getattr(stream, "_pending", None)
+        return stream is None or not stream_has_pending(stream)
 
 
 def _is_fence(line: str) -> bool:

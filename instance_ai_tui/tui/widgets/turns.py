@@ -30,10 +30,10 @@ from textual.widgets import Static
 
 from ...protocol.reducer import ReducerChanges, RunReducer, SegmentChange
 from .. import keymap
+from ..textual_internals import BlankRows
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
 from .long_markdown import ChunkedMarkdown
-from .painted_rows import BlankRows
 from .status_line import SPINNER
 from .tool_card import ToolCallCard
 

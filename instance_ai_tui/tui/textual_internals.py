@@ -1,4 +1,21 @@
-"""A streamed answer repaints its new rows only.
+"""Every use of a private Textual name, behind one door.
+
+Textual's public API does not give what a streamed answer needs (a frame that repaints only the
+new rows; a layout that does not ask for a second layout) nor a few read-only facts (whether a
+``MarkdownStream`` has text not handed over yet; the driver, to write an OSC sequence; Textual's
+own style resolution for a table cell). Everything here touches a name Textual may change without
+notice; nothing else in the app does (``tests/test_architecture.py`` checks that), and
+``tests/tui_parts/test_textual_contract.py`` checks, on the installed Textual, that each name is
+still there with the shape used here, failing with a message that names it. ``pyproject.toml``
+states the Textual range the suite passes on; CI also runs the rendering tests on its lowest
+version (``.ci/run``).
+
+The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._container_size``,
+``Widget._styles_cache`` (``StylesCache._cache``, ``._dirty_lines``), ``Widget._render``,
+``Widget._border_title``/``_border_subtitle``, ``MarkdownStream._pending``, ``App._driver``,
+``textual._resolve.resolve``.
+
+A streamed answer repaints its new rows only.
 
 A streamed answer grows at its end: every frame the open Markdown chunk gets a line or two
 taller, and so do the containers around it (the text block, the agent section, the turn),
@@ -156,3 +173,30 @@ class BlankRows(LaidOutOnce):
             strips = Visual.to_strips(self, self._render(), self.size.width, 1, style)
             cached = self._blank_row = (key, strips[0] if strips else Strip.blank(self.size.width, style.rich_style))
         return cached[1]
+
+
+# ------------------------------------------------------------------ read-only facts
+
+def stream_has_pending(stream: object) -> bool:
+    """Whether a ``MarkdownStream`` holds text it has not handed to its ``Markdown`` yet
+    (``MarkdownStream._pending``: the fragments written since its last update)."""
+    return bool(getattr(stream, "_pending", None))
+
+
+def app_driver(app: object) -> Any:
+    """The app's driver (``App._driver``; ``None`` headless or before it runs): the one way to
+    write a control sequence (OSC 52, the window title) to the terminal."""
+    return getattr(app, "_driver", None)
+
+
+def resolve_lengths(natural: list[int], total: int, gutter: int, minimums: list[int]) -> list[int]:
+    """Column widths as Textual's own ``textual._resolve.resolve`` gives a ``Markdown`` table's
+    grid (expanding and shrinking to ``total`` cells), so ``flat_table`` draws the same columns."""
+    from textual._resolve import resolve
+    from textual.css.scalar import Scalar
+    from textual.geometry import Size
+
+    inner = Size(total, 0)
+    resolved = resolve([Scalar.from_number(value) for value in natural], total, gutter, inner, inner,
+                       expand=True, shrink=True, minimums=minimums)
+    return [size for _offset, size in resolved]

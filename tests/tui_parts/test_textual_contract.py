@@ -1,0 +1,95 @@
+"""The private Textual names the app uses (all in ``tui/textual_internals.py``) are still there,
+with the shape used, on the installed Textual; and no other module of the app touches one.
+
+A Textual release that changes one fails here with the name, instead of the app drawing wrong."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+import textual
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+from textual.widgets import Markdown, Static
+
+from instance_ai_tui.tui import textual_internals
+
+TUI = Path(textual_internals.__file__).resolve().parent
+
+#: private names of Textual objects the door uses (attribute names starting with one underscore)
+PRIVATE_NAMES = {"_size_updated", "_size", "_container_size", "_styles_cache", "_cache", "_dirty_lines", "_render",
+                 "_border_title", "_border_subtitle", "_pending", "_driver", "_has_outline"}
+
+
+def _broken(name: str) -> str:
+    return (f"Textual {textual.__version__} changed {name}, which tui/textual_internals.py relies on: "
+            "pin Textual to the range in pyproject.toml or adapt the door")
+
+
+def test_widget_size_updated_has_the_signature_used() -> None:
+    params = list(inspect.signature(Widget._size_updated).parameters)
+    assert params == ["self", "size", "virtual_size", "container_size", "layout"], _broken("Widget._size_updated")
+
+
+def test_private_module_resolve_has_the_signature_used() -> None:
+    from textual import _resolve
+
+    params = inspect.signature(_resolve.resolve).parameters
+    assert {"dimensions", "total", "gutter", "size", "viewport", "expand", "shrink", "minimums"} <= set(params), \
+        _broken("textual._resolve.resolve")
+    assert textual_internals.resolve_lengths([10, 20], 40, 1, [3, 3]) and sum(
+        textual_internals.resolve_lengths([10, 20], 40, 1, [3, 3])) == 39
+
+
+def test_markdown_stream_keeps_pending_fragments() -> None:
+    assert hasattr(Markdown, "get_stream"), _broken("Markdown.get_stream")
+    from textual.widgets._markdown import MarkdownStream
+
+    source = inspect.getsource(MarkdownStream)
+    assert "self._pending" in source, _broken("MarkdownStream._pending")
+
+
+async def test_a_mounted_widget_has_the_private_attributes_the_door_reads() -> None:
+    class Harness(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("x", id="s")
+
+    app = Harness()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        widget = app.query_one("#s")
+        for name in ("_size", "_container_size", "_styles_cache", "_border_title", "_border_subtitle"):
+            assert hasattr(widget, name), _broken(f"Widget.{name}")
+        cache = widget._styles_cache
+        assert isinstance(getattr(cache, "_cache", None), dict), _broken("StylesCache._cache")
+        assert isinstance(getattr(cache, "_dirty_lines", None), set), _broken("StylesCache._dirty_lines")
+        assert callable(getattr(widget, "_render", None)), _broken("Widget._render")
+        assert hasattr(app, "_driver"), _broken("App._driver")
+        assert textual_internals.app_driver(app) is not None
+
+
+@pytest.mark.parametrize("path", sorted(p for p in TUI.rglob("*.py") if p.name != "textual_internals.py"),
+                         ids=lambda p: str(p.relative_to(TUI)))
+def test_no_other_module_touches_a_private_textual_name(path: Path) -> None:
+    """Outside the door, no import from a private Textual module and no override or read of a private
+    Textual attribute on a widget or app (``self._x`` of the module's own classes is fine: this looks
+    for the names Textual owns)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("textual"):
+            if any(part.startswith("_") for part in (node.module or "").split(".")):
+                found.append(f"import from {node.module}")
+        if isinstance(node, ast.FunctionDef) and node.name in {"_size_updated", "_render", "_has_outline"}:
+            found.append(f"overrides {node.name}")
+        if isinstance(node, ast.Attribute) and node.attr in {"_styles_cache", "_driver", "_size_updated",
+                                                              "_container_size", "_dirty_lines"}:
+            found.append(f"reads .{node.attr}")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in PRIVATE_NAMES):
+            found.append(f"getattr {node.args[1].value!r}")
+    assert found == []
