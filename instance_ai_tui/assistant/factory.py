@@ -8,13 +8,39 @@ when a service is built, so importing this module costs nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..protocol.mcp import McpStatus
+    from .mcp.manager import McpServers
     from .service import InstanceAI
 
-__all__ = ["build_service"]
+__all__ = ["build_service", "mcp_status", "restart_mcp_server"]
+
+
+class UnknownMcpServer(LookupError):
+    """No MCP server of that name is configured."""
+
+
+def _mcp_of(service: Any) -> McpServers | None:
+    return getattr(getattr(service, "services", None), "mcp", None)
+
+
+def mcp_status(service: Any) -> McpStatus:
+    """The MCP servers of ``service`` (``/mcp``, ``GET /api/instance-ai/mcp``): none when it has none."""
+    from ..protocol.mcp import McpStatus
+
+    servers = _mcp_of(service)
+    return servers.status() if servers is not None else McpStatus()
+
+
+async def restart_mcp_server(service: Any, name: str) -> McpStatus:
+    """Stop and start the MCP server ``name`` (``UnknownMcpServer``); the status after its start."""
+    servers = _mcp_of(service)
+    if servers is None or not await servers.restart(name):
+        raise UnknownMcpServer(f"no MCP server named {name!r} is configured")
+    return servers.status()
 
 
 def build_service(settings: Settings, *, demo_delay: float | None = None,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadStatus,
     )
     from ..protocol.events import Event
+    from ..protocol.mcp import McpStatus
     from ..protocol.tree import RunSyncPayload
 
 class ClientError(Exception):
@@ -240,6 +241,15 @@ class Client(abc.ABC):
     async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
         """Revoke one "always allow" grant; returns what is left (``NotFoundError`` if none)."""
         raise ClientError("this server cannot revoke 'always allow' grants (n8n keeps them in its own settings)")
+
+    # ----------------------------------------------------------------- MCP servers (``/mcp``)
+    async def mcp_status(self) -> McpStatus:
+        """The assistant's MCP servers: state, tools, last error, stderr (embedded and our server)."""
+        raise ClientError("this server does not list MCP servers (/mcp needs embedded mode or instance-ai serve)")
+
+    async def restart_mcp_server(self, name: str) -> McpStatus:
+        """Stop and start one MCP server; the status after its start."""
+        raise ClientError("this server cannot restart MCP servers (/mcp needs embedded mode or instance-ai serve)")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay

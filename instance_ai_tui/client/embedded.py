@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadPermissions,
         ThreadStatus,
     )
+    from ..protocol.mcp import McpStatus
 
 
 def client_error(exc: AssistantError) -> ClientError:
@@ -177,6 +178,19 @@ class EmbeddedClient(Client):
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         with _translated():
             return await self.service.rewind(thread_id, message_id)
+
+    async def mcp_status(self) -> McpStatus:
+        from ..assistant.factory import mcp_status
+
+        return mcp_status(self.service)
+
+    async def restart_mcp_server(self, name: str) -> McpStatus:
+        from ..assistant.factory import UnknownMcpServer, restart_mcp_server
+
+        try:
+            return await restart_mcp_server(self.service, name)
+        except UnknownMcpServer as exc:
+            raise NotFoundError(str(exc), 404) from None
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         from ..protocol.events import EventParseError, UnknownEvent, parse_event

@@ -31,6 +31,7 @@ from ..protocol.api import (
     ThreadStatus,
 )
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
+from ..protocol.mcp import McpStatus
 from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
@@ -281,6 +282,14 @@ class RemoteClient(Client):
         path = f"/threads/{self._quote(thread_id)}/permissions/{self._quote(tool_name)}"
         data = await self._request("DELETE", path, what="revoke permission")
         return self._parse(ThreadPermissions, data, "permissions")
+
+    async def mcp_status(self) -> McpStatus:
+        data = await self._request("GET", "/mcp", what="MCP servers")
+        return self._parse(McpStatus, data, "MCP servers")
+
+    async def restart_mcp_server(self, name: str) -> McpStatus:
+        data = await self._request("POST", f"/mcp/{self._quote(name)}/restart", what="restart MCP server")
+        return self._parse(McpStatus, data, "MCP servers")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         # the server validates the body (an empty id is its 400, shown as a ClientError)

@@ -466,6 +466,19 @@ class InstanceAIApi:
             raise InvalidRequest("toolName must be 1-128 letters, digits or ._:@-")
         return self._ok(await self.service.revoke_permission(thread_id, tool_name))
 
+    async def mcp_status(self, request: Request) -> Response:
+        from ..assistant.factory import mcp_status
+
+        return self._ok(mcp_status(self.service))
+
+    async def restart_mcp_server(self, request: Request) -> Response:
+        from ..assistant.factory import UnknownMcpServer, restart_mcp_server
+
+        try:
+            return self._ok(await restart_mcp_server(self.service, request.path_params.get("name", "")))
+        except UnknownMcpServer as exc:
+            raise ApiError(404, str(exc)) from None
+
     def routes(self) -> list[Route]:
         p = PREFIX
         return [
@@ -486,6 +499,8 @@ class InstanceAIApi:
             Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
             Route(f"{p}/threads/{{threadId}}/model", self.set_model, methods=["PUT"]),
             Route(f"{p}/models", self.models, methods=["GET"]),
+            Route(f"{p}/mcp", self.mcp_status, methods=["GET"]),
+            Route(f"{p}/mcp/{{name}}/restart", self.restart_mcp_server, methods=["POST"]),
         ]
 
 

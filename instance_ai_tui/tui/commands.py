@@ -47,6 +47,12 @@ def _waiting(app: InstanceAiApp) -> bool:
     return bool(app.pending) or bool(app.pending_watch.elsewhere)
 
 
+def _open_mcp(app: InstanceAiApp) -> None:
+    from .screens.mcp import open_mcp
+
+    open_mcp(app)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("new", "start a new thread", "New thread", "Start a new conversation",
             lambda app, arg: app.action_new_thread()),
@@ -80,6 +86,8 @@ COMMANDS: tuple[Command, ...] = (
             lambda app, arg: app.action_cancel_run(), available=_streaming),
     Command("permissions", "the \"always allow\" grants of this thread, and revoke them", "Permissions",
             "The thread's always-allow grants; revoke them", lambda app, arg: app.actions.show_permissions()),
+    Command("mcp", "your MCP servers: their state, tools, last error and stderr; restart one", "MCP servers",
+            "Your own tools: each MCP server, its state and tools; restart", lambda app, arg: _open_mcp(app)),
     Command("help", "this help", "Help", "Every key and slash command", lambda app, arg: app.show_full_help()),
     Command("quit", "quit", "Quit", "Quit the application", lambda app, arg: app.exit(), aliases=("exit",)),
 )

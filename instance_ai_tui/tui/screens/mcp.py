@@ -1,0 +1,175 @@
+"""``/mcp``: the assistant's MCP servers — each one's state, its tools, its last error and the
+tail of its stderr — and a key to restart the highlighted one.
+
+The list comes from ``Client.mcp_status`` (embedded mode and ``instance-ai serve``; another
+server says it has none). While a server is starting the view reloads itself every second.
+Everything a server wrote (its errors, stderr, tool descriptions) is outside text: control and
+bidi characters are shown, never sent to the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from ...client.base import Client, ClientError
+from ...protocol.safe_text import visible
+
+if TYPE_CHECKING:
+    from ...protocol.mcp import McpServerInfo
+
+#: glyph of each state
+STATE_MARKS = {"ready": "●", "starting": "◌", "failed": "✗", "stopped": "○", "disabled": "–"}
+
+
+def describe_server(server: McpServerInfo) -> str:
+    """The details of one server as plain text (every outside part made visible)."""
+    lines = [f"{server.name} — {server.state}  ({server.transport}: {visible(server.target)})"]
+    if server.starts:
+        lines.append(f"started {server.starts} time{'s' if server.starts != 1 else ''}")
+    if server.error:
+        lines.append(f"last error: {visible(server.error)}")
+    if server.tools:
+        lines.append("")
+        lines.append(f"{len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}:")
+        for tool in server.tools:
+            how = "read-only, runs" if not tool.asks and tool.read_only else ("runs" if not tool.asks else "asks first")
+            summary = visible(tool.description.strip().splitlines()[0]) if tool.description.strip() else ""
+            lines.append(f"  {visible(tool.name)} ({how}){' — ' + summary[:100] if summary else ''}")
+    elif server.state == "ready":
+        lines.append("no tools")
+    if server.stderr.strip():
+        tail = [line for line in server.stderr.splitlines() if line.strip()][-15:]
+        lines.append("")
+        lines.append("stderr (last lines):")
+        lines.extend(f"  {visible(line)}" for line in tail)
+    return "\n".join(lines)
+
+
+class McpScreen(ModalScreen[None]):
+    """The MCP servers; ``r`` restarts the highlighted one, Esc closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "restart", "Restart the server", id="mcp-restart"),
+        Binding("escape,q", "close", "Close", id="mcp-close"),
+    ]
+
+    HELP = """
+## MCP servers
+
+Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`).
+**r** restarts the highlighted server; **Esc** closes.
+"""
+
+    DEFAULT_CSS = """
+    McpScreen { align: center middle; }
+    McpScreen > Vertical {
+        width: 100; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    McpScreen .mcp-title { text-style: bold; margin-bottom: 1; }
+    McpScreen .mcp-hint { color: $text-muted; margin-top: 1; }
+    McpScreen OptionList { height: auto; max-height: 8; }
+    McpScreen #mcp-detail-box { height: auto; max-height: 24; margin-top: 1; }
+    """
+
+    def __init__(self, client: Client) -> None:
+        super().__init__()
+        self.client = client
+        self.servers: list[McpServerInfo] = []
+        self.message = Static("Loading…", classes="mcp-message", markup=False)
+        self.detail = Static("", id="mcp-detail", markup=False)
+        self._timer: Timer | None = None
+        self._restarting: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("MCP servers (your own tools)", classes="mcp-title", markup=False)
+            yield self.message
+            yield OptionList(id="mcp-servers")
+            with VerticalScroll(id="mcp-detail-box"):
+                yield self.detail
+            yield Static("r restart the highlighted server · Esc close", classes="mcp-hint", markup=False)
+
+    async def on_mount(self) -> None:
+        await self.reload()
+
+    async def reload(self) -> None:
+        options = self.query_one("#mcp-servers", OptionList)
+        try:
+            status = await self.client.mcp_status()
+        except ClientError as exc:
+            self.servers = []
+            options.display = False
+            self.detail.update("")
+            self.message.update(visible(f"Cannot list the MCP servers: {exc}"))
+            return
+        highlighted = options.highlighted
+        self.servers = list(status.servers)
+        options.clear_options()
+        options.add_options([Option(self._line(s), id=s.name) for s in self.servers])
+        options.display = bool(self.servers)
+        if not self.servers:
+            self.message.update("No MCP server is configured. Add one to the config file:\n"
+                                "[mcp.servers.NAME] command = \"...\" (see the README, \"Your own tools (MCP)\").")
+            self.detail.update("")
+        else:
+            failed = sum(1 for s in self.servers if s.state == "failed")
+            self.message.update(f"{len(self.servers)} server{'s' if len(self.servers) != 1 else ''}"
+                                + (f", {failed} failed" if failed else ""))
+            options.highlighted = min(highlighted or 0, len(self.servers) - 1)
+            options.focus()
+            self._show(options.highlighted)
+        starting = any(s.state == "starting" for s in self.servers)
+        if starting and self._timer is None:
+            self._timer = self.set_interval(1.0, self.reload)
+        elif not starting and self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    @staticmethod
+    def _line(server: McpServerInfo) -> str:
+        mark = STATE_MARKS.get(server.state, "?")
+        tools = f"{len(server.tools)} tools" if server.tools else "no tools"
+        return f"{mark} {visible(server.name)} — {server.state} · {tools}"
+
+    def _show(self, index: int | None) -> None:
+        if index is None or index >= len(self.servers):
+            self.detail.update("")
+            return
+        self.detail.update(describe_server(self.servers[index]))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show(event.option_index)
+
+    async def action_restart(self) -> None:
+        options = self.query_one("#mcp-servers", OptionList)
+        index = options.highlighted
+        if index is None or index >= len(self.servers):
+            self.notify("No MCP server to restart.", severity="warning")
+            return
+        name = self.servers[index].name
+        self.message.update(f"Restarting {visible(name)}…")
+        self.run_worker(self._restart(name), group="mcp-restart", exclusive=True)
+
+    async def _restart(self, name: str) -> None:
+        try:
+            await self.client.restart_mcp_server(name)
+        except ClientError as exc:
+            self.notify(visible(f"Could not restart {name}: {exc}"), severity="error", timeout=8)
+        await self.reload()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def open_mcp(app: Any) -> None:
+    """``/mcp`` and the palette."""
+    app.push_screen(McpScreen(app.client))
