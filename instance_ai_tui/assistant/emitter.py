@@ -69,8 +69,9 @@ def agent_completed(agent_id: str, role: str, status: str, result: str = "",
     return AgentCompletedEvent(agent_id=agent_id, payload=payload)
 
 
-def error_event(agent_id: str, content: str, status_code: int | None = None) -> ErrorEvent:
-    return ErrorEvent(agent_id=agent_id, payload=ErrorPayload(content=content, status_code=status_code))
+def error_event(agent_id: str, content: str, status_code: int | None = None, code: str | None = None) -> ErrorEvent:
+    """An ``error`` event; ``code`` is the failure's class (``runtime.errors`` / ``store.errors`` ``code``)."""
+    return ErrorEvent(agent_id=agent_id, payload=ErrorPayload(content=content, status_code=status_code, code=code))
 
 
 def to_new_event(event: Event) -> NewEvent:
@@ -160,7 +161,7 @@ class RunEmitter:
                         self.last_error = exc
                         now = asyncio.get_running_loop().time()
                         give_up_at = now + self.retry_for if give_up_at is None else give_up_at
-                        if is_unavailable(exc) and now < give_up_at:
+                        if is_unavailable(exc, from_storage=True) and now < give_up_at:  # raised by the bus: storage
                             # storage down for now (issue 15): keep the batch (and everything emitted
                             # meanwhile, queued behind it, in order) and try again
                             if attempt == 0:

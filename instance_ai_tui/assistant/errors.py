@@ -56,3 +56,33 @@ class RunActive(AssistantError):
     """A run is active or suspended in the thread."""
 
     status = 409
+
+
+def describe_failure(exc: BaseException | None, error: str, status_code: int | None) -> tuple[str, str, str | None]:
+    """A failed run's words: ``(content, reason, code)`` for its ``error`` event and ``run-finish``.
+
+    Classified by where the failure was raised: the model adapter raised a ``runtime.errors.ModelError``
+    (its message names the model server), the storage a ``store.errors.StoreError`` or a storage
+    driver's error; anything else is ours. ``content`` is what every view shows; ``code`` the class
+    (``error`` event ``payload.code``)."""
+    from ..runtime.errors import ModelCancelled, ModelError
+    from ..store.errors import is_unavailable, storage_error
+
+    if isinstance(exc, ModelError) and not isinstance(exc, ModelCancelled):
+        content = str(exc) or error
+        if getattr(exc, "incomplete", False) and "incomplete" not in content:
+            content += " (the answer above is incomplete)"
+        return content, content, exc.code
+    stored = storage_error(exc) if exc is not None else None
+    if stored is not None or (exc is not None and is_unavailable(exc)):
+        detail = str(stored or exc) or error
+        content = f"{STORAGE_UNAVAILABLE} ({detail})"
+        return content, STORAGE_UNAVAILABLE, stored.code if stored is not None else "storage_unavailable"
+    if error.startswith("stopped after "):  # runtime.agent.RunStopped: the step limit / a repeated failure
+        return error, error, "run_stopped"
+    return error, FAILED_REASON if not error else f"{FAILED_REASON} ({error})", None
+
+
+#: the reason of a run that failed because the server's storage (Redis, SQLite) was unavailable
+STORAGE_UNAVAILABLE = "storage unavailable: the server could not save this run's progress. Please try again."
+FAILED_REASON = "I hit an error before I could finish that response. Please try again."

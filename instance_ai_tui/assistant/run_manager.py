@@ -71,7 +71,14 @@ from .confirmations import (
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
 from .emitter import RunEmitter, agent_completed, error_event, to_new_event, tool_error
-from .errors import ConfirmationExpired, ConfirmationNotFound, InvalidRequest, RunActive
+from .errors import (
+    FAILED_REASON,
+    ConfirmationExpired,
+    ConfirmationNotFound,
+    InvalidRequest,
+    RunActive,
+    describe_failure,
+)
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
 from .usage import USAGE_KEY, add_run_to_thread, usage_to_wire
@@ -79,9 +86,6 @@ from .usage import USAGE_KEY, add_run_to_thread, usage_to_wire
 log = logging.getLogger(__name__)
 
 INTERRUPTED_TOOL = "Interrupted by a process restart — effect unverified; verify before retrying."
-FAILED_REASON = "I hit an error before I could finish that response. Please try again."
-#: the reason of a run that failed because the server's storage (Redis, SQLite) was unavailable
-STORAGE_UNAVAILABLE = "storage unavailable: the server could not save this run's progress. Please try again."
 BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
 
 RunStatus = Literal["active", "suspended"]
@@ -281,15 +285,10 @@ class RunManager:
             elif result.status == "cancelled":
                 await self._finish(run, "cancelled", run.cancel_reason or "user_cancelled")
             else:
-                error = result.error or "the run failed"
                 cause = mapper.error.exception if mapper.error is not None else None
-                if cause is not None and is_unavailable(cause):
-                    # our storage, not the model, failed: say so (it was "LLM provider unavailable")
-                    error = f"{STORAGE_UNAVAILABLE} ({error})"
-                    reason = STORAGE_UNAVAILABLE
-                else:
-                    reason = _friendly(error, result.status_code)
-                run.ctx.emitter.emit(error_event(run.ctx.orchestrator_id, error, result.status_code))
+                # the words and class come from where the failure was raised (assistant.errors)
+                content, reason, code = describe_failure(cause, result.error or "the run failed", result.status_code)
+                run.ctx.emitter.emit(error_event(run.ctx.orchestrator_id, content, result.status_code, code))
                 await self._finish(run, "error", reason)
         except Exception:
             log.exception("run %s: ending the run failed", run.run_id)
@@ -580,12 +579,24 @@ class RunManager:
         (the thread must not stay busy) and the failure logged."""
         await emitter.flush()
         emitter.close()  # run-finish is the run's last event
-        try:
-            await self.bus.publish_many(emitter.thread_id, [to_new_event(finish_event)],
-                                        on_stored=lambda _stored: record())
-        except Exception:
-            log.exception("run %s: storing its run-finish failed", emitter.run_id)
-            await record()
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + emitter.retry_for
+        attempt = 0
+        while True:
+            try:
+                await self.bus.publish_many(emitter.thread_id, [to_new_event(finish_event)],
+                                            on_stored=lambda _stored: record())
+                return
+            except Exception as exc:
+                # the storage is down for now: hold the run's real end and retry, so the run does
+                # not stay "active" and get swept later as if its process had crashed (issue 26)
+                if is_unavailable(exc, from_storage=True) and loop.time() < give_up_at:
+                    attempt += 1
+                    await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
+                    continue
+                log.exception("run %s: storing its run-finish failed", emitter.run_id)
+                await record()
+                return
 
     async def _count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0) -> dict[str, Any]:
         """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
@@ -688,17 +699,3 @@ def _cancelled_text(reason: str) -> str:
     return {"user_cancelled": "Cancelled by the user", "service_shutdown": "Cancelled: the service stopped",
             "timeout": "Expired without an answer"}.get(reason, f"Cancelled ({reason})")
 
-
-def _friendly(error: str, status_code: int | None) -> str:
-    if error.startswith("stopped after "):  # runtime.agent.RunStopped: the step limit / a repeated failure
-        return error
-    low = error.lower()
-    if status_code in (401, 403) or "api key" in low:
-        return "The model provider refused the credentials. Check the API key."
-    if status_code == 429 or "rate limit" in low:
-        return "The model provider is rate-limiting requests. Please try again in a moment."
-    if "timed out" in low or "timeout" in low:
-        return "The model did not answer in time. Please try again."
-    if (status_code is not None and status_code >= 500) or "connect" in low or "unavailable" in low:
-        return "LLM provider unavailable. Please try again."
-    return FAILED_REASON

@@ -17,6 +17,7 @@ from .confirmations import (
 )
 from .context import RunContext
 from .emitter import RunEmitter, agent_completed, tool_interrupted
+from .errors import STORAGE_UNAVAILABLE
 from .ids import orchestrator_id
 from .usage import USAGE_KEY, usage_from_wire
 
@@ -70,10 +71,13 @@ async def sweep(manager: RunManager, record: RunRecord) -> None:
         return
     open_calls: dict[str, str] = {}
     open_agents: dict[str, str] = {}
+    storage_failed = False
     for event in events:
         data = event.data()
         payload = data.get("payload") or {}
         kind = data.get("type")
+        if kind == "error" and str(payload.get("code") or "").startswith(("storage", "redis")):
+            storage_failed = True
         if kind == "tool-call":
             open_calls[payload.get("toolCallId", "")] = data.get("agentId", root)
         elif kind in ("tool-result", "tool-error", "tool-interrupted"):
@@ -90,7 +94,11 @@ async def sweep(manager: RunManager, record: RunRecord) -> None:
     # tokens spent before the crash (as recorded when the run last suspended or resumed)
     spent = usage_from_wire(record.data.get(USAGE_KEY)) + usage_from_wire(record.data.get(TITLE_USAGE_KEY))
     usage = await manager._count_usage(record.thread_id, record.run_id, spent)
-    finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted", **usage)
+    if storage_failed:
+        # nothing crashed: the run failed because the storage was down and could not record its end
+        finish_event = emitter.run_finish(root, "error", STORAGE_UNAVAILABLE, **usage)
+    else:
+        finish_event = emitter.run_finish(root, "interrupted", "crash_interrupted", **usage)
     await manager._complete_checkpoint(record.run_id)
     for checkpoint in await manager.services.checkpoints.list(thread_id=record.thread_id):
         if checkpoint.run_id.startswith(f"{record.run_id}-"):
@@ -98,7 +106,7 @@ async def sweep(manager: RunManager, record: RunRecord) -> None:
     await manager.save_snapshot(record.thread_id, record.run_id, record.data.get("firstEventId"), finish_event)
 
     async def mark_finished() -> None:  # after run-finish is in the log: a crash before is swept again
-        record.status = "interrupted"
+        record.status = "error" if storage_failed else "interrupted"
         record.finished_at = datetime.now(UTC)
         await manager.store.upsert_run(record)
 

@@ -18,7 +18,11 @@ Models (``runtime.model``, ``runtime.openai_model``, ``runtime.scripted``)::
                | ModelToolCallDelta(index, id=None, name=None, arguments="")   # id/name on first fragment only
                | ModelUsage(usage: Usage)
                | ModelFinish(reason, tool_calls: tuple[ModelToolCall(index, id, name, arguments: str)], model)
-    ModelError(message, status_code=None, retryable=False); ModelTimeout(ModelError); ModelCancelled(ModelError)
+    ModelError(message, status_code=None, retryable=False) and its classes (``runtime/errors.py``): ModelUnreachable,
+        ModelTimeout, ModelHTTPError > ModelRefused, ModelStreamError > ModelMalformedStream | ModelStreamCut,
+        ModelLimitExceeded, ModelCancelled; each has ``code`` (the ``error`` event's) and a message naming the part
+    ModelLimits(max_delta_chars, max_tool_args_chars, max_answer_chars, max_answer_seconds, max_run_chars,
+                max_run_seconds)  # ``model.limits`` of the adapter, checked by the agent loop (``runtime/limits.py``)
 
     OpenAIModel(model: str, base_url: str | None = None, api_key: str | None = None, *,
                 first_token_timeout: float | None = 60.0, idle_timeout: float | None = 60.0,
@@ -162,6 +166,7 @@ from .errors import (
     UnknownToolCall,
 )
 from .events import AgentEvent, AgentEventData
+from .limits import ModelLimits
 from .memory import Embedder, HashingEmbedder, Memory, StoreMemory, generate_title
 from .messages import Message, MessageList, ToolCallPart, strip_orphaned_tool_messages
 from .model import (
@@ -170,12 +175,19 @@ from .model import (
     ModelChunk,
     ModelError,
     ModelFinish,
+    ModelHTTPError,
+    ModelLimitExceeded,
+    ModelMalformedStream,
     ModelReasoningDelta,
+    ModelRefused,
     ModelRequest,
+    ModelStreamCut,
+    ModelStreamError,
     ModelTextDelta,
     ModelTimeout,
     ModelToolCall,
     ModelToolCallDelta,
+    ModelUnreachable,
     ModelUsage,
     content_text,
 )
@@ -219,12 +231,20 @@ __all__ = [
     "ModelChunk",
     "ModelError",
     "ModelFinish",
+    "ModelHTTPError",
+    "ModelLimitExceeded",
+    "ModelLimits",
+    "ModelMalformedStream",
     "ModelReasoningDelta",
+    "ModelRefused",
     "ModelRequest",
+    "ModelStreamCut",
+    "ModelStreamError",
     "ModelTextDelta",
     "ModelTimeout",
     "ModelToolCall",
     "ModelToolCallDelta",
+    "ModelUnreachable",
     "ModelUsage",
     "OpenAIModel",
     "PendingToolCall",

@@ -385,12 +385,17 @@ class Agent(ToolExecution):
         names: dict[int, tuple[str, str]] = {}
         finish: ModelFinish | None = None
         stream = run.model.stream(request, cancel=run.cancel)
+        limits = run.limits
+        limits.answer()
         try:
             async for chunk in stream:
+                # every chunk is measured against the limits before anything of it is emitted
                 if isinstance(chunk, ModelTextDelta):
+                    limits.text(chunk.text)
                     text.append(chunk.text)
                     run.emit(TextDeltaChunk(run.run_id, rid, chunk.text))
                 elif isinstance(chunk, ModelReasoningDelta):
+                    limits.text(chunk.text)
                     reasoning.append(chunk.text)
                     run.emit(ReasoningDeltaChunk(run.run_id, rid, chunk.text))
                 elif isinstance(chunk, ModelToolCallDelta):
@@ -401,6 +406,7 @@ class Agent(ToolExecution):
                     if chunk.name and not start:
                         call_name += chunk.name
                         names[chunk.index] = (call_id, call_name)
+                    limits.tool_args(chunk.index, chunk.arguments, call_name)
                     run.emit(ToolCallDeltaChunk(run.run_id, rid, chunk.index, call_id, call_name, chunk.arguments, start))
                 elif isinstance(chunk, ModelUsage):
                     usage = chunk.usage
@@ -410,15 +416,29 @@ class Agent(ToolExecution):
                     if usage.input_tokens:
                         run.last_input_tokens = int(usage.input_tokens)
                 elif isinstance(chunk, ModelFinish):
+                    for call in chunk.tool_calls:
+                        if call.index not in names:  # an adapter that sends whole calls only
+                            limits.tool_args(call.index, call.arguments, call.name)
                     finish = chunk
                     if chunk.model:
                         run.model_name = chunk.model
+                if not isinstance(chunk, ModelTextDelta | ModelReasoningDelta | ModelToolCallDelta):
+                    limits.tick()
+        except ModelError as exc:
+            if (text or reasoning or names) and not isinstance(exc, ModelCancelled):
+                exc.incomplete = True  # type: ignore[attr-defined]  # what arrived stays shown, marked incomplete
+            raise
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
         if finish is None:
-            raise ModelError(f"model {run.model.name!r} ended its stream without finishing")
+            from .errors import ModelStreamCut
+
+            cut = ModelStreamCut(f"{limits.where} ended its stream without finishing (model {run.model.name!r}): "
+                                 "what arrived is incomplete; try again")
+            cut.incomplete = bool(text or reasoning or names)  # type: ignore[attr-defined]
+            raise cut
         parts: list[ToolCallPart] = []
         pending: list[PendingToolCall] = []
         for call in finish.tool_calls:

@@ -10,7 +10,8 @@ OpenAI ``tools`` format, extra parameters) and yields, in order:
 * exactly one ``ModelFinish`` last, carrying the assembled tool calls (``ModelToolCall``) and the
   finish reason (``stop`` | ``tool_calls`` | ``length`` | ``content_filter`` | ...).
 
-Failures raise ``ModelError`` (``ModelTimeout`` for first-token / idle timeouts). When the
+Failures raise ``ModelError`` (the hierarchy is drawn in ``runtime/errors.py``): an adapter wraps
+every failure of its transport into the class that says what happened. When the
 ``cancel`` event is set the adapter closes its HTTP stream at once and raises ``ModelCancelled``.
 """
 
@@ -22,7 +23,26 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from .errors import (
+    ModelCancelled,
+    ModelError,
+    ModelHTTPError,
+    ModelLimitExceeded,
+    ModelMalformedStream,
+    ModelRefused,
+    ModelStreamCut,
+    ModelStreamError,
+    ModelTimeout,
+    ModelUnreachable,
+)
 from .usage import Usage
+
+__all__ = [
+    "ModelAdapter", "ModelCancelled", "ModelChunk", "ModelError", "ModelFinish", "ModelHTTPError",
+    "ModelLimitExceeded", "ModelMalformedStream", "ModelReasoningDelta", "ModelRefused", "ModelRequest",
+    "ModelStreamCut", "ModelStreamError", "ModelTextDelta", "ModelTimeout", "ModelToolCall", "ModelToolCallDelta",
+    "ModelUnreachable", "ModelUsage", "ToolCallAccumulator", "content_text",
+]
 
 
 @dataclass(slots=True)
@@ -103,29 +123,6 @@ class ModelFinish:
 
 
 ModelChunk = ModelTextDelta | ModelReasoningDelta | ModelToolCallDelta | ModelUsage | ModelFinish
-
-
-class ModelError(Exception):
-    """A model call failed. ``status_code`` is the HTTP status when there was one."""
-
-    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.retryable = retryable
-
-
-class ModelTimeout(ModelError):
-    """No first token within ``first_token_timeout``, or silence longer than ``idle_timeout``."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, retryable=True)
-
-
-class ModelCancelled(ModelError):
-    """The ``cancel`` event was set while the model was streaming."""
-
-    def __init__(self, message: str = "model call cancelled") -> None:
-        super().__init__(message)
 
 
 @runtime_checkable

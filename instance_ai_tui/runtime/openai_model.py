@@ -11,6 +11,16 @@ OpenRouter). What it smooths over:
 * the first chunk must arrive within ``first_token_timeout`` and later chunks within
   ``idle_timeout`` of each other, else ``ModelTimeout``;
 * setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``).
+
+What it refuses (every failure is wrapped here, where it happens, into the ``runtime/errors.py``
+class that says so, its message naming ``the model server at <base URL>``):
+
+* an answer that is not an event stream (``text/html`` with status 200): ``ModelMalformedStream``;
+* a stream that ends without a finish reason or ``[DONE]`` (a cut connection): ``ModelStreamCut``, and
+  one that carried no usable chunk at all: ``ModelMalformedStream``; only a stream that ended as the
+  protocol says yields ``ModelFinish``;
+* more than ``limits`` allow (``runtime/limits.py``): one stream line past ``line_bytes`` is refused
+  before it is decoded, an answer past ``max_answer_seconds`` is stopped: ``ModelLimitExceeded``.
 """
 
 from __future__ import annotations
@@ -23,15 +33,23 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, TypeVar
 
-from .model import (
+from .errors import (
     ModelCancelled,
-    ModelChunk,
     ModelError,
+    ModelHTTPError,
+    ModelMalformedStream,
+    ModelRefused,
+    ModelStreamCut,
+    ModelTimeout,
+    ModelUnreachable,
+)
+from .limits import DEFAULT_LIMITS, ModelLimits, exceeded
+from .model import (
+    ModelChunk,
     ModelFinish,
     ModelReasoningDelta,
     ModelRequest,
     ModelTextDelta,
-    ModelTimeout,
     ModelUsage,
     ToolCallAccumulator,
 )
@@ -111,8 +129,9 @@ class _Guard:
     No task per await: the event's waiter cancels the task that is awaiting inside the adapter
     (only while it is inside), and the cancellation is turned into ``ModelCancelled``."""
 
-    def __init__(self, model: str, cancel: asyncio.Event | None) -> None:
+    def __init__(self, model: str, cancel: asyncio.Event | None, where: str = "the model server") -> None:
         self.model = model
+        self.where = where
         self.fired = cancel is not None and cancel.is_set()
         self._inside: asyncio.Task[Any] | None = None
         self._waiter: asyncio.Future[Any] | None = None
@@ -139,7 +158,9 @@ class _Guard:
             async with asyncio.timeout(timeout):
                 return await aw
         except TimeoutError:
-            raise ModelTimeout(f"model {self.model!r}: {what} (no data for {timeout:g} s)") from None
+            raise ModelTimeout(
+                f"{self.where} sent nothing for {timeout:g} s ({what}, model {self.model!r}): it may be overloaded "
+                "or stuck; try again, or raise model.first_token_timeout / model.idle_timeout") from None
         except asyncio.CancelledError:
             if self.fired and task is not None:
                 task.uncancel()
@@ -170,6 +191,7 @@ class OpenAIModel:
         replay_reasoning: bool = False,
         default_params: dict[str, Any] | None = None,
         client: Any = None,
+        limits: ModelLimits | None = None,
     ) -> None:
         import openai
 
@@ -186,6 +208,10 @@ class OpenAIModel:
             key = "no-key"  # local servers accept any key; the client insists on one
         self.first_token_timeout = first_token_timeout
         self.idle_timeout = idle_timeout
+        #: what the model may send (``runtime.limits``); read by the agent loop too
+        self.limits = limits or DEFAULT_LIMITS
+        #: the part that answers, in words (every error message starts with it)
+        self.where = f"the model server at {self.base_url or 'https://api.openai.com/v1'}"
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         official = self.base_url is None or "api.openai.com" in self.base_url
         #: whether tool schemas may be sent with ``strict: true``
@@ -215,6 +241,7 @@ class OpenAIModel:
             first_token_timeout=settings.first_token_timeout,
             idle_timeout=settings.idle_timeout,
             prices=settings.prices,
+            limits=ModelLimits.from_settings(settings.limits) if getattr(settings, "limits", None) else None,
         )
 
     async def aclose(self) -> None:
@@ -227,14 +254,19 @@ class OpenAIModel:
 
     # -- the stream ------------------------------------------------------------------------------
 
-    def _error(self, exc: Exception) -> ModelError:
+    def _error(self, exc: Exception, *, streaming: bool = False) -> ModelError:
+        """An ``openai`` error as the ``ModelError`` that says what happened (``runtime/errors.py``).
+        ``streaming``: it happened while the answer was arriving (a broken connection then cuts it)."""
         import openai
 
-        where = self.base_url or "https://api.openai.com/v1"
+        where, model = self.where, self.model
         if isinstance(exc, openai.APITimeoutError):
-            return ModelTimeout(f"model {self.model!r}: request to {where} timed out")
+            return ModelTimeout(f"{where} did not answer in time (model {model!r}): it may be overloaded; try again")
         if isinstance(exc, openai.APIConnectionError):
-            return ModelError(f"cannot reach the model server at {where}: {exc}", retryable=True)
+            if streaming:
+                return ModelStreamCut(f"{where} broke off the answer of model {model!r} before it ended "
+                                      f"({_cause_text(exc)}): what arrived is incomplete; try again")
+            return ModelUnreachable(_unreachable_text(where, exc))
         if isinstance(exc, openai.APIStatusError):
             message = exc.message
             body = exc.body
@@ -244,15 +276,26 @@ class OpenAIModel:
                     message = str(inner["message"])
                 elif isinstance(inner, str):
                     message = inner
+            message = _preview_text(message)
             status = exc.status_code
-            return ModelError(
-                f"model server returned HTTP {status} for {self.model!r}: {message}",
-                status_code=status,
-                retryable=status in (408, 409, 429) or status >= 500,
-            )
+            said = f"HTTP {status}: {message}"
+            if status in (401, 403):
+                return ModelRefused(f"{where} refused the credentials ({said}): check the API key "
+                                    "(OPENAI_API_KEY or model.api_key)", status_code=status)
+            if status == 404:
+                return ModelRefused(f"{where} does not know model {model!r} or the path ({said}): check the model "
+                                    "name (INSTANCE_AI_MODEL) and that OPENAI_BASE_URL ends in /v1", status_code=status)
+            if status == 429:
+                return ModelHTTPError(f"{where} is rate-limiting requests ({said}): wait a moment and try again",
+                                      status_code=status, retryable=True)
+            if status in (408, 409) or status >= 500:
+                return ModelHTTPError(f"{where} failed to answer model {model!r} ({said}): try again later",
+                                      status_code=status, retryable=True)
+            return ModelRefused(f"{where} refused the request for model {model!r} ({said})", status_code=status)
         if isinstance(exc, openai.APIError):
-            return ModelError(f"model {self.model!r} failed: {exc.message}")
-        return ModelError(f"model {self.model!r} failed: {exc}")
+            return ModelHTTPError(f"{where} reported an error in the answer of model {model!r}: "
+                                  f"{_preview_text(exc.message)}")
+        return ModelError(f"{where} failed for model {model!r}: {exc}")
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -321,6 +364,20 @@ class OpenAIModel:
         self._skeleton_cache = (copy.deepcopy(rest), skeleton)
         return skeleton
 
+    def _check_stream(self, stream: Any) -> None:
+        """An answer that is not an event stream (an HTML page with status 200, a JSON body) is
+        refused before it is read; a stream of our own class learns its byte limits."""
+        response = getattr(stream, "response", None)
+        headers = getattr(response, "headers", None)
+        kind = str(headers.get("content-type") or "") if headers is not None else ""
+        if kind and "text/event-stream" not in kind.lower():
+            raise ModelMalformedStream(
+                f"{self.where} answered with {kind.split(';')[0].strip()} instead of a chat-completions stream "
+                f"(model {self.model!r}): is OPENAI_BASE_URL the API's address (usually ending in /v1)?")
+        if isinstance(stream, _BoundedStreamBase):
+            stream.ia_limits = self.limits
+            stream.ia_where = self.where
+
     async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[ModelChunk]:
         import openai
 
@@ -330,15 +387,19 @@ class OpenAIModel:
         extra_body = {k: params.pop(k) for k in list(params) if k not in _KNOWN_PARAMS}
         if extra_body:
             params["extra_body"] = extra_body
-        guard = _Guard(self.model, cancel)
+        guard = _Guard(self.model, cancel, self.where)
         loop = asyncio.get_running_loop()
-        deadline = None if self.first_token_timeout is None else loop.time() + self.first_token_timeout
+        started = loop.time()
+        deadline = None if self.first_token_timeout is None else started + self.first_token_timeout
+        limits = self.limits
+        answer_deadline = started + limits.max_answer_seconds if limits.max_answer_seconds > 0 else None
         stream = None
         try:
             try:
                 stream = await guard.wait(self._open_stream(params), self.first_token_timeout, "no response")
             except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
+            self._check_stream(stream)
             iterator = stream.__aiter__()
             tools = ToolCallAccumulator()
             think = ThinkSplitter()
@@ -351,15 +412,33 @@ class OpenAIModel:
                     timeout, what = self.idle_timeout, "stream stalled"
                 else:
                     timeout, what = max(0.0, deadline - loop.time()), "no first token"
+                capped = False
+                if answer_deadline is not None:
+                    left = max(0.0, answer_deadline - loop.time())
+                    if timeout is None or left < timeout:
+                        timeout, capped = left, True
                 try:
                     chunk = await guard.wait(iterator.__anext__(), timeout, what)
                 except StopAsyncIteration:
                     break
+                except ModelTimeout:
+                    if capped:
+                        raise exceeded(self.where, "an answer", f"for more than {limits.max_answer_seconds:g} s",
+                                       "max_answer_seconds", limits.max_answer_seconds, "seconds") from None
+                    raise
                 except openai.OpenAIError as exc:
-                    raise self._error(exc) from exc
+                    raise self._error(exc, streaming=True) from exc
+                except ValueError as exc:  # the SDK's json.loads of a data line
+                    raise ModelMalformedStream(
+                        f"{self.where} sent a stream chunk that is not JSON (model {self.model!r}): {exc}; "
+                        "is this an OpenAI-compatible chat-completions server?") from None
+                if answer_deadline is not None and loop.time() > answer_deadline:
+                    raise exceeded(self.where, "an answer", f"for more than {limits.max_answer_seconds:g} s",
+                                   "max_answer_seconds", limits.max_answer_seconds, "seconds")
                 data = _chunk_data(chunk)
                 if data is None:
-                    raise ModelError(f"model {self.model!r} sent a malformed stream chunk: {_preview(chunk)}")
+                    raise ModelMalformedStream(
+                        f"{self.where} sent a malformed stream chunk (model {self.model!r}): {_preview(chunk)}")
                 if model_name is None and isinstance(data.get("model"), str):
                     model_name = data["model"]
                 raw_usage = data.get("usage")
@@ -400,6 +479,16 @@ class OpenAIModel:
                 if isinstance(reason, str) and reason:
                     got_token = True
                     finish_reason = reason
+            # success means success: the stream ended as the protocol says (a finish reason, or [DONE])
+            done = bool(getattr(stream, "ia_saw_done", False))
+            if finish_reason is None and not (done and got_token):
+                if got_token:
+                    raise ModelStreamCut(
+                        f"{self.where} ended the stream of model {self.model!r} before the answer was finished "
+                        "(no finish reason, no [DONE]): what arrived is incomplete; try again")
+                raise ModelMalformedStream(
+                    f"{self.where} sent a stream with no usable chunk (model {self.model!r}): no text, no tool "
+                    "call, no finish reason; is this an OpenAI-compatible chat-completions server?")
             for is_reasoning, piece in think.flush():
                 yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
             if usage is not None:
@@ -419,6 +508,109 @@ class OpenAIModel:
 
 
 _FAST_PATH: Any = None
+
+
+class _BoundedStreamBase:
+    """Marks the SDK stream class of ``_bounded_stream_class`` (set up by ``OpenAIModel._check_stream``)."""
+
+    ia_limits: ModelLimits = DEFAULT_LIMITS
+    ia_where: str = "the model server"
+    ia_saw_done: bool = False
+
+
+async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBase) -> AsyncIterator[bytes]:
+    """The response's bytes, refused past ``line_bytes`` on one line or ``answer_bytes`` in all: a
+    50 MB chunk never reaches the SSE decoder (which would hold it whole, and a copy of it)."""
+    limits = stream.ia_limits
+    line_limit, total_limit = limits.line_bytes, limits.answer_bytes
+    line = total = 0
+    async for chunk in source:
+        total += len(chunk)
+        if total > total_limit:
+            raise exceeded(stream.ia_where, "an answer", f"of more than {total_limit:,} bytes",
+                           "max_answer_chars", limits.max_answer_chars)
+        probe = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
+        first = probe.find(b"\n")
+        if first < 0:
+            line += len(probe)
+        else:
+            longest = line + first
+            if len(probe) > line_limit:
+                longest = max([longest, *(len(part) for part in probe.split(b"\n")[1:-1])])
+            if longest > line_limit:
+                line = longest
+            else:
+                line = len(probe) - probe.rfind(b"\n") - 1
+        if line > line_limit:
+            raise exceeded(stream.ia_where, "one stream chunk", f"of more than {line_limit:,} bytes",
+                           "max_delta_chars", limits.max_delta_chars)
+        yield chunk
+
+
+def _bounded_stream_class(base: Any) -> Any:
+    """The SDK's ``AsyncStream[object]`` reading through ``_bounded_bytes`` and noting ``[DONE]``."""
+    import openai._streaming as sdk_streaming
+
+    translate = (getattr(sdk_streaming, "timeout_exceptions", None), getattr(sdk_streaming, "request_exceptions", None))
+
+    class BoundedStream(base[object], _BoundedStreamBase):
+        async def _iter_events(self) -> AsyncIterator[Any]:
+            import openai
+
+            try:
+                async for sse in self._decoder.aiter_bytes(_bounded_bytes(self.response.aiter_bytes(), self)):
+                    if sse.data.startswith("[DONE]"):
+                        self.ia_saw_done = True
+                    yield sse
+            except ModelError:
+                raise
+            except Exception as err:
+                timeouts = translate[0]() if callable(translate[0]) else ()
+                requests = translate[1]() if callable(translate[1]) else ()
+                if timeouts and isinstance(err, timeouts):
+                    raise openai.APITimeoutError(request=self.response.request) from err
+                if (requests and isinstance(err, requests)) or type(err).__module__.startswith("httpx"):
+                    raise openai.APIConnectionError(request=self.response.request) from err
+                raise
+
+    return BoundedStream
+
+
+def _cause_text(exc: BaseException) -> str:
+    """The innermost cause's words (the transport's own reason), short."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    text = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        words = str(current).strip()
+        if words and words != "Connection error.":
+            text = words
+        current = current.__cause__ or current.__context__
+    return _preview_text(text or type(exc).__name__, 160)
+
+
+def _unreachable_text(where: str, exc: BaseException) -> str:
+    import socket
+    import ssl
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return f"{where} refused the connection: is it running? (OPENAI_BASE_URL)"
+        if isinstance(current, socket.gaierror):
+            return f"{where} could not be found (no such host): check the address (OPENAI_BASE_URL)"
+        if isinstance(current, ssl.SSLError):
+            return f"{where} failed the TLS handshake ({current}): check the address and its certificate"
+        current = current.__cause__ or current.__context__
+    return f"{where} could not be reached ({_cause_text(exc)}): is it running? (OPENAI_BASE_URL)"
+
+
+def _preview_text(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _chunk_data(chunk: Any) -> dict[str, Any] | None:
@@ -476,7 +668,7 @@ def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:
             return None
         # the stream yields each chunk's decoded JSON (``_chunk_data``); the SDK still decodes the
         # SSE, ends at [DONE] and turns an error event into ``APIError``
-        _FAST_PATH = (make_options, ChatCompletion, AsyncStream[object], http)
+        _FAST_PATH = (make_options, ChatCompletion, _bounded_stream_class(AsyncStream), http)
     return _FAST_PATH or None
 
 

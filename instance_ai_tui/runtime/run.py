@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .chunks import (
     StreamChunk,
 )
+from .limits import DEFAULT_LIMITS, LimitCheck
 from .messages import Message, MessageList, new_id
 from .model import (
     ModelAdapter,
@@ -85,6 +86,9 @@ class Run:
         self.status_code: int | None = None
         self.response_id: str | None = None
         self.model_name = self.model.name
+        #: what the model may still send in this run (``runtime.limits``; the adapter's ``limits``)
+        self.limits = LimitCheck(getattr(self.model, "limits", None) or DEFAULT_LIMITS,
+                                 getattr(self.model, "where", None) or f"the model {self.model.name!r}")
         #: input tokens of the latest model request (the context the model read)
         self.last_input_tokens = 0
         self.cancel = asyncio.Event()

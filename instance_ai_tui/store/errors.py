@@ -1,36 +1,161 @@
-"""Errors a store raises for conditions a user can cause (bad file, closed store, old app)."""
+"""Errors of the storage (SQLite, Redis), raised where the storage is called.
+
+A store wraps what its driver raises (``sqlite3``, ``redis``) into one of these at the call, with a
+message that names the part (the database file, the Redis server), what happened and the next step.
+Failures are classified by where they were raised, never by an exception's type alone: a timeout
+or refused connection of the *model* server is not a storage failure (``is_unavailable``)::
+
+    StoreError                      code "storage"             the message says why and what to do
+    ├── StoreClosed                 "storage_closed"           the store is not open (or its writer stopped)
+    ├── StorageUnavailable          "storage_unavailable"      down for now: worth a retry (and a 503)
+    │   ├── StorageLocked           "storage_locked"           the SQLite file is locked by another program
+    │   └── RedisDown               "redis_down"               the Redis server refused, timed out, is loading
+    ├── StorageCorrupt              "storage_corrupt"          the file is not a (sound) SQLite database
+    ├── StorageReadOnly             "storage_read_only"        the file or its folder cannot be written
+    ├── StorageFull                 "storage_full"             the disk is full
+    └── StorageWrongSchema          "storage_schema"           a schema this version cannot use
+                                                               (``sqlite_schema.SchemaError`` is one)
+"""
 
 from __future__ import annotations
+
+import errno
+from pathlib import Path
 
 
 class StoreError(RuntimeError):
     """The store cannot do what was asked; the message says why and what to do."""
 
+    code = "storage"
+    #: the part that failed, in words
+    part = "the storage"
+
 
 class StoreClosed(StoreError):
     """The store is not open (``open()`` was not awaited, or ``close()`` already was)."""
 
+    code = "storage_closed"
 
-_UNAVAILABLE_NAMES = frozenset({"ConnectionError", "TimeoutError", "BusyLoadingError", "ClusterDownError",
+
+class StorageUnavailable(StoreError):
+    """The storage is down or busy for now; trying again later may work."""
+
+    code = "storage_unavailable"
+
+
+class StorageLocked(StorageUnavailable):
+    """The SQLite file is locked by another program (longer than the busy timeout)."""
+
+    code = "storage_locked"
+
+
+class RedisDown(StorageUnavailable):
+    """The Redis server cannot be reached (refused, timed out, loading, cluster down)."""
+
+    code = "redis_down"
+    part = "the Redis server"
+
+
+class StorageCorrupt(StoreError):
+    """The database file is damaged or is not a SQLite database."""
+
+    code = "storage_corrupt"
+
+
+class StorageReadOnly(StoreError):
+    """The database file, or the folder it lives in, cannot be written."""
+
+    code = "storage_read_only"
+
+
+class StorageFull(StoreError):
+    """The disk that holds the database is full."""
+
+    code = "storage_full"
+
+
+class StorageWrongSchema(StoreError):
+    """The database has a schema this version of the app cannot use."""
+
+    code = "storage_schema"
+
+
+_REDIS_UNAVAILABLE = frozenset({"ConnectionError", "TimeoutError", "BusyLoadingError", "ClusterDownError",
                                 "TryAgainError", "MasterDownError"})
 _SQLITE_TRANSIENT = ("database is locked", "disk i/o error", "unable to open database", "database is busy")
 
 
-def is_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) says the storage is down or unreachable for now (Redis
-    connection refused or timed out, SQLite locked or I/O error, a closed store) — worth a retry
-    and a 503, unlike a bug."""
+def _storage_driver(exc: BaseException) -> str | None:
+    """``"redis"`` / ``"sqlite"`` when ``exc`` was raised by that storage driver itself."""
+    module = type(exc).__module__
+    if module.startswith("redis"):
+        return "redis"
+    if module == "sqlite3" or module.startswith(("aiosqlite", "_sqlite3")):
+        return "sqlite"
+    return None
+
+
+def is_unavailable(exc: BaseException, *, from_storage: bool = False) -> bool:
+    """Whether ``exc`` says the storage is down or unreachable for now (Redis refused or timed out,
+    SQLite locked or an I/O error, a closed store): worth a retry and a 503, unlike a bug.
+
+    Only what the storage raised counts: a ``StoreError``, or an exception of the Redis or SQLite
+    driver, at ``exc`` or along its explicit causes (``raise ... from``). A plain ``TimeoutError``
+    or ``ConnectionError`` counts only when the caller knows it came out of a storage call
+    (``from_storage``: the event bus, the store). A model error (``runtime.errors.ModelError``)
+    never does, whatever it wraps: its refused connection is the model server's."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, StoreClosed | ConnectionError | TimeoutError):
+        if isinstance(current, StoreError):
+            return isinstance(current, StoreClosed | StorageUnavailable)
+        if type(current).__module__.endswith("runtime.errors"):
+            return False  # a model failure: never the storage's
+        driver = _storage_driver(current)
+        if driver == "redis" and any(c.__name__ in _REDIS_UNAVAILABLE for c in type(current).__mro__):
             return True
-        kind = type(current)
-        if kind.__module__.startswith("redis") and any(c.__name__ in _UNAVAILABLE_NAMES for c in kind.__mro__):
-            return True
-        if kind.__module__ == "sqlite3" and kind.__name__ == "OperationalError":
+        if driver == "sqlite" and type(current).__name__ == "OperationalError":
             if any(text in str(current).lower() for text in _SQLITE_TRANSIENT):
                 return True
-        current = current.__cause__ or current.__context__
+        if from_storage and isinstance(current, ConnectionError | TimeoutError):
+            return True
+        current = current.__cause__
     return False
+
+
+def storage_error(exc: BaseException) -> StoreError | None:
+    """The ``StoreError`` that ``exc`` is or was raised from (its explicit causes), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, StoreError):
+            return current
+        current = current.__cause__
+    return None
+
+
+def sqlite_error(path: Path, exc: BaseException, doing: str = "open") -> StoreError:
+    """What ``sqlite3`` (or the file system) said about the database ``path``, as the ``StoreError``
+    that names the file, the cause and the fix."""
+    detail = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        detail = exc.strerror
+    low = detail.lower()
+    code = getattr(exc, "errno", None)
+    another = "or open another database with --db PATH"
+    if "locked" in low or "busy" in low:
+        return StorageLocked(f"cannot {doing} the database {path}: it is locked by another program ({detail}); "
+                             f"close the other instance-ai that uses it, {another}")
+    if code == errno.ENOSPC or "disk is full" in low or "database or disk is full" in low:
+        return StorageFull(f"cannot {doing} the database {path}: the disk is full ({detail}); free some space, "
+                           f"{another} on another disk")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in low or "read-only" in low \
+            or "permission denied" in low or "unable to open database" in low:
+        return StorageReadOnly(f"cannot {doing} the database {path}: it cannot be written ({detail}); check the "
+                               f"permissions of the file and of its folder {path.parent}, {another}")
+    if "not a database" in low or "malformed" in low or "corrupt" in low or "file is encrypted" in low:
+        return StorageCorrupt(f"the database {path} is damaged or is not a SQLite database ({detail}); move it "
+                              f"aside (mv {path} {path}.broken) to start afresh, {another}")
+    return StoreError(f"cannot {doing} the database {path}: {detail}; {another}")

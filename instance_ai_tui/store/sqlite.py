@@ -53,7 +53,7 @@ from .base import (
     ThreadRecord,
 )
 from .coalesce import plan_coalesce
-from .errors import StoreClosed, StoreError
+from .errors import StorageWrongSchema, StoreClosed, StoreError, sqlite_error
 from .sqlite_codec import (
     CHECKPOINT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -204,7 +204,7 @@ class SqliteStore:
         try:
             await asyncio.to_thread(prepare_file, self.path)
         except OSError as exc:
-            raise StoreError(f"cannot create the database file {self.path}: {exc.strerror or exc}") from None
+            raise sqlite_error(self.path, exc, "create") from None
         writer = reader = checkpointer = None
         try:
             writer = await self._connect()
@@ -218,13 +218,12 @@ class SqliteStore:
                 if conn is not None:
                     await conn.close()
             if isinstance(exc, SchemaError):
-                raise SchemaError(f"{self.path}: {exc}") from None
+                raise StorageWrongSchema(f"the database {self.path}: {exc} (or open another database with "
+                                         "--db PATH)") from None
             if isinstance(exc, StoreError):
                 raise
-            if isinstance(exc, sqlite3.OperationalError):
-                raise StoreError(f"cannot open the database {self.path}: {exc}") from None
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise StoreError(f"{self.path} is not a usable SQLite database: {exc}") from None
+            if isinstance(exc, sqlite3.Error | OSError):
+                raise sqlite_error(self.path, exc) from None
             raise
         self._writer, self._reader, self._checkpointer = writer, reader, checkpointer
         self._queue.clear()

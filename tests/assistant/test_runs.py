@@ -208,8 +208,8 @@ async def test_model_error_ends_run_with_error(make_ai: Any) -> None:
     run_id = await ai.send("e", "hello there")
     events = await collect(ai, "e")
     assert without_status(types(events)) == ["run-start", "error", "run-finish"]
-    assert events[1]["payload"] == {"content": "upstream 503", "statusCode": 503}
-    assert events[-1]["payload"] == {"status": "error", "reason": "LLM provider unavailable. Please try again."}
+    assert events[1]["payload"] == {"content": "upstream 503", "statusCode": 503, "code": "model"}
+    assert events[-1]["payload"] == {"status": "error", "reason": "upstream 503"}
     assert (await ai.store.get_run(run_id)).status == "error"
     assert (await ai.store.get_snapshots("e"))[run_id]["status"] == "error"
 

@@ -15,6 +15,7 @@ from instance_ai_tui.runtime import (
     ModelRequest,
     ModelTextDelta,
     ModelTimeout,
+    ModelUnreachable,
     ModelToolCallDelta,
     ModelUsage,
     PriceTable,
@@ -182,7 +183,7 @@ async def test_unreachable_server_is_a_clear_error():
     from instance_ai_tui.runtime.openai_model import OpenAIModel
 
     model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0)
-    with pytest.raises(ModelError, match="cannot reach the model server"):
+    with pytest.raises(ModelUnreachable, match=r"the model server at http://127.0.0.1:9/v1 refused the connection"):
         await collect(model)
 
 

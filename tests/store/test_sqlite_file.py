@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from instance_ai_tui.store.base import Store
-from instance_ai_tui.store.errors import StoreClosed, StoreError
+from instance_ai_tui.store.errors import StorageCorrupt, StorageWrongSchema, StoreClosed, StoreError
 from instance_ai_tui.store.sqlite import SqliteStore
-from instance_ai_tui.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, migrate
+from instance_ai_tui.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 from .conftest import delta, raw_sql
 
@@ -122,21 +122,21 @@ async def test_newer_schema_is_refused_with_a_clear_message(db_path: Path) -> No
     async with SqliteStore(db_path):
         pass
     await raw_sql(db_path, lambda db: db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS) + 7,)))
-    with pytest.raises(SchemaError, match=r"newer than this app supports"):
+    with pytest.raises(StorageWrongSchema, match=r"newer than this app supports.*--db PATH"):
         await SqliteStore(db_path).open()
 
 
 async def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("these are my notes, not a database " * 100)
-    with pytest.raises(StoreError, match="not a usable SQLite database"):
+    with pytest.raises(StorageCorrupt, match=r"is damaged or is not a SQLite database.*move it aside"):
         await SqliteStore(path).open()
 
 
 async def test_a_directory_in_the_way_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(StoreError, match="cannot create the database file"):
+    with pytest.raises(StoreError, match=r"cannot create the database .*db\.sqlite3"):
         await SqliteStore(blocker / "db.sqlite3").open()
 
 
