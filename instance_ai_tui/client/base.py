@@ -33,27 +33,83 @@ class ClientError(Exception):
     """A failure the user should read: bad URL, refused token, unknown thread, ...
 
     Its message often quotes a server: it is kept with control characters made visible
-    (``protocol.safe_text``), so every printer and notification can show it as it is."""
+    (``protocol.safe_text``), so every printer and notification can show it as it is.
+
+    The classes (one per part that can fail, each with the ``code`` a screen or ``run`` keys on)::
+
+        ClientError                 code "client"
+        ├── ServerUnreachable       "server_unreachable"   the server (ours or n8n) cannot be reached
+        ├── ServerProtocolError     "server_protocol"      the server's answer or event stream is broken
+        ├── AuthError               "auth"                 missing or refused credentials (401/403)
+        ├── NotFoundError           "not_found"            no such thread or confirmation (404)
+        ├── RunActiveError          "run_active"           a run is active in the thread (409)
+        ├── ReadOnlyError           "read_only"            this source cannot change what it shows
+        ├── StorageError            the storage's own code  the embedded assistant's database or Redis
+        ├── N8nToolError            "n8n_tool"             an n8n tool call failed (n8n's own words)
+        └── WorkspaceRefused        "workspace_refused"    a shared folder or the gateway refused a path
+    """
+
+    code = "client"
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(visible(message))
         self.status = status
 
 
+class ServerUnreachable(ClientError):
+    """The server cannot be reached (refused, unknown host, timed out)."""
+
+    code = "server_unreachable"
+
+
+class ServerProtocolError(ClientError):
+    """The server answered, but not as the protocol says (broken frames, ids going backwards, ...)."""
+
+    code = "server_protocol"
+
+
+class StorageError(ClientError):
+    """The embedded assistant's storage failed (``store.errors``); ``code`` is the storage's class."""
+
+    def __init__(self, message: str, code: str = "storage") -> None:
+        super().__init__(message, 503)
+        self.code = code
+
+
+class N8nToolError(ClientError):
+    """A tool call of n8n's agent failed; the message is n8n's."""
+
+    code = "n8n_tool"
+
+
+class WorkspaceRefused(ClientError):
+    """A shared folder (the workspace, the local gateway) refused a path."""
+
+    code = "workspace_refused"
+
+
 class RunActiveError(ClientError):
     """A run is already active (or suspended) in this thread: HTTP 409."""
+
+    code = "run_active"
 
 
 class NotFoundError(ClientError):
     """Thread or confirmation request not found: HTTP 404."""
 
+    code = "not_found"
+
 
 class AuthError(ClientError):
     """Missing or refused credentials: HTTP 401/403."""
 
+    code = "auth"
+
 
 class ReadOnlyError(ClientError):
     """This source cannot change what it shows (HTTP 405 in spirit): the message says why."""
+
+    code = "read_only"
 
     def __init__(self, message: str) -> None:
         super().__init__(message, 405)

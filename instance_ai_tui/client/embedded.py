@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..assistant.errors import AssistantError
-from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StorageError, StreamItem
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
@@ -42,10 +42,14 @@ def client_error(exc: AssistantError) -> ClientError:
 
 @contextlib.contextmanager
 def _translated() -> Iterator[None]:
+    from ..store.errors import StoreError
+
     try:
         yield
     except AssistantError as exc:
         raise client_error(exc) from None
+    except StoreError as exc:  # the database (or Redis) the assistant runs on: its own words and class
+        raise StorageError(str(exc), exc.code) from None
 
 
 class EmbeddedClient(Client):
