@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import WorkerCancelled, WorkerFailed
 
-from ..client.base import ClientError, ConnectionState
+from ..client.base import ClientError, ConnectionState, StorageError
 from .layout import demo_banner
 from .startup import FirstFramePrefs, StartError
 
@@ -103,6 +103,9 @@ async def boot(app: InstanceAiApp) -> None:
             return
     try:
         await app.client.open()
+    except StorageError as exc:  # the database cannot open: a clear screen and exit code 2, not a hang
+        await show_start_failure(app, str(exc), exc.code)
+        return
     except ClientError as exc:
         from .screens.login import offer_login
 
@@ -123,6 +126,11 @@ async def boot(app: InstanceAiApp) -> None:
     app.thread_list.set_threads(threads)
     app.threads.attach_sources()
     target = app.initial_thread_id
+    if target is not None and target not in {t.id for t in threads}:
+        where = "this database" if app.client.mode == "embedded" else "this server"
+        await show_start_failure(app, f"there is no thread {target!r} in {where}: list them with "
+                                      "`instance-ai threads`, or start without --thread", "thread_not_found")
+        return
     if target is None and threads and app.start_mode == "pick":
         from .screens.resume_picker import ResumePicker
 
@@ -135,6 +143,16 @@ async def boot(app: InstanceAiApp) -> None:
     app.ready.set()
     app.connection.adopt_start_queue()
     app.pending_watch.start()
+
+
+async def show_start_failure(app: InstanceAiApp, message: str, code: str | None = None) -> None:
+    """The app cannot start: the start-failure screen (part, cause, fix); closing it exits with 2,
+    and ``cli/tui.py`` prints the same words on the terminal."""
+    from .screens.start_failure import StartFailureScreen, failure_title
+
+    app.start_error = message
+    app.set_connection("offline", message)
+    await app.push_screen(StartFailureScreen(failure_title(code), message))
 
 
 async def start_gateway(app: InstanceAiApp, request: GatewayRequest) -> None:
