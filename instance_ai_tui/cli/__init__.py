@@ -100,6 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE_CLOSED
+    except Exception as exc:
+        # a failure every command should have said in its own words (a database that cannot open, a
+        # server that cannot be reached): one line, not a traceback; anything else is a bug
+        from ..client.base import ClientError
+        from ..store.errors import StoreError
+
+        if not isinstance(exc, ClientError | StoreError):
+            raise
+        name = f"instance-ai {args.command}" if args.command else "instance-ai"
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 1
 
 
 def _silence_stdout() -> None:
