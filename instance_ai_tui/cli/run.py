@@ -31,6 +31,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..protocol.safe_text import visible
 from .connection import add_connection_arguments, add_gateway_arguments
 
 #: seconds without an event of the run before ``run`` gives up
@@ -38,20 +39,15 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 #: reconnections in a row without an event of the run before ``run`` gives up
 DEFAULT_MAX_RETRIES = 10
 
-# ESC sequences (CSI, OSC up to BEL/ST, DCS/SOS/PM/APC up to ST, two-character ones), their
-# 8-bit C1 forms, and every other control character but tab and newline; bidi overrides too
-_TERMINAL_UNSAFE = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?|.)?"
-    r"|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
-    re.DOTALL,
-)
-_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029]")
+#: what JSON leaves raw but a terminal would obey (DEL, C1, bidi overrides) or a reader of
+#: JSON lines could trip on (U+2028/9): escaped as ``\\uXXXX``
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` without anything a terminal would interpret (escape and control sequences)."""
-    return _TERMINAL_UNSAFE.sub("", text)
+    """``text`` with everything a terminal would interpret (escape and control sequences, bidi
+    overrides) made visible instead: ``protocol.safe_text.visible``."""
+    return visible(text)
 
 
 def json_line(data: Any) -> str:

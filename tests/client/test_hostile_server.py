@@ -137,7 +137,9 @@ async def test_escape_sequences_never_reach_the_terminal_and_no_status_is_not_su
     for stream in (out, err, json_out, json_err):
         assert ESC not in stream and "\x9b" not in stream and "\x07" not in stream and "\r" not in stream
         assert "\u202e" not in stream or stream is json_out
-    assert "hello" in out and "world" in out and "done" in out and "pwned title" not in out
+    # made visible, not obeyed (protocol.safe_text.visible)
+    assert "hello ␛]52;c;cHduZWQ=" in out and "␛]0;pwned title" in out and "<U+202E>evil" in out
+    assert "world" in out and "done" in out
     assert "boom" in err
     # --json keeps the exact text, escaped
     assert json_code == 1
