@@ -134,7 +134,7 @@ async def boot(app: InstanceAiApp) -> None:
     if target is None and threads and app.start_mode == "pick":
         from .screens.resume_picker import ResumePicker
 
-        target = await app.push_screen_wait(ResumePicker(threads))
+        target = await app.push_screen_wait(ResumePicker(threads, search=app.client.search_threads))
     elif target is None and threads and app.start_mode == "latest":
         target = max(threads, key=lambda t: t.updated_at).id
     with contextlib.suppress(WorkerFailed, WorkerCancelled):  # (a failed warm-up only costs time)

@@ -24,6 +24,7 @@ from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -108,15 +109,6 @@ async def chat_webhook(redis_client: Any) -> AsyncIterator[tuple[str, list[dict[
 def make_app(redis_url: str, webhook: str | None = None) -> InstanceAiApp:
     return InstanceAiApp(RecordedClient(model_name="scripted-test"), Settings(), redis_chat=redis_url,
                          chat_webhook=webhook, watch_themes=False, persist_theme=False)
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.03)
 
 
 def user_texts(app: InstanceAiApp) -> list[str]:

@@ -24,6 +24,7 @@ from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.connection import INTERRUPTED_REASON, QueuedRow
 from tests.support.fake_n8n import FakeN8n, Pause, Say, default_script
 from tests.support.n8n_boot import restart
+from tests.support.waiting import until
 
 SIZE = (120, 40)
 
@@ -49,15 +50,6 @@ def make_app(client: Any, **kwargs: Any) -> InstanceAiApp:
     app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
     app.connection.settle_delay = 0.2
     return app
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 10.0, what: str = "") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"not reached in {timeout} s: {what or predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.05)
 
 
 def screen_text(app: InstanceAiApp) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
 from instance_ai_tui.tui.widgets.turns import SubAgentSection, TextBlock, UserMessage
+from tests.support.waiting import until
 
 from .scripts import SIZE, make_app
 
@@ -18,15 +18,6 @@ BUILD = "every morning send the weather forecast to Slack"
 
 def settings_for(tmp_path: Path) -> Settings:
     return Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "db.sqlite3"})
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.03)
 
 
 async def type_and_send(pilot: Any, app: Any, text: str) -> None:

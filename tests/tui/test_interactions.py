@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ from instance_ai_tui.tui.screens.help import HelpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
 from instance_ai_tui.tui.widgets.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import (
     ANSWER,
@@ -34,15 +34,6 @@ from .scripts import (
     subagent_run,
     text_deltas,
 )
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.02)
 
 
 async def send(pilot: Any, app: Any, text: str) -> None:

@@ -71,3 +71,30 @@ async def test_resume_picker_escape_starts_a_new_thread() -> None:
         await pilot.press("escape")
         await app.wait_until_ready()
         assert app.thread_id is None
+
+
+async def test_resume_picker_finds_message_text_as_the_thread_list_does() -> None:
+    """Issue 33 item 5: the picker asks the client's search (titles and message text), as the thread
+    list's search does, and lists a thread found by its messages under the title matches."""
+    client = _client()
+    asked: list[str] = []
+
+    async def search_threads(query: str) -> list[Any]:
+        asked.append(query)
+        threads = await client.list_threads()
+        return [t for t in threads if t.id == "t-backup"] if "db" in query.split() else []
+
+    client.search_threads = search_threads  # type: ignore[method-assign]
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, start="pick")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, ResumePicker), pilot)
+        picker = app.screen
+        options = picker.query_one("#resume-list")
+        await pilot.press(*"db")
+        await until(lambda: options.option_count == 2, pilot)  # "Nightly backup" (in messages) and "New thread"
+        label = str(options.get_option_at_index(0).prompt)
+        assert "Nightly backup" in label and "in messages" in label
+        assert asked and asked[-1] == "db"
+        await pilot.press("enter")
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == "t-backup", pilot)

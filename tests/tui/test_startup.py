@@ -17,6 +17,7 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.startup import FirstFramePrefs, Started, StartError, StartingClient, Startup
+from tests.support.waiting import until
 
 from .scripts import SIZE
 
@@ -40,14 +41,6 @@ def gated_app(tmp_path: Path, prefs: FirstFramePrefs | None = None) -> tuple[Ins
 
     app = InstanceAiApp(startup=Startup(prefs or FirstFramePrefs(), load), watch_themes=False, persist_theme=False)
     return app, gate, built
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached"
-        await pilot.pause(0.02)
 
 
 async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Path) -> None:

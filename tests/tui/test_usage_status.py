@@ -3,7 +3,6 @@ restored from the thread's ``metadata.usage`` on switch and after a restart, nev
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
 from instance_ai_tui.runtime.usage import PriceTable, Usage
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import SIZE, make_app
 
@@ -37,15 +37,6 @@ async def start_ai(db: Path) -> InstanceAI:
     ai = InstanceAI(store, InProcessBus(store), model=model, options=AssistantOptions(generate_titles=False))
     await ai.start()
     return ai
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.03)
 
 
 async def send(pilot: Any, app: Any, text: str) -> None:

@@ -2,11 +2,15 @@
 
 ``ResumePicker(threads)`` is a modal screen that dismisses with the chosen thread's id, or
 ``None`` for a new thread (Esc, or the "New thread" row). Typing filters by every word of the
-query against the title and the id (case-insensitive); ↑/↓ move, Enter opens.
+query against the title and the id (case-insensitive) at once, and — given the client's
+``search_threads`` — the threads whose message text matches too, as the thread list's search does
+(listed after the title matches, marked "in messages"); ↑/↓ move, Enter opens.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import ClassVar
 
@@ -19,8 +23,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from ...client.base import ClientError
 from ...protocol.api import ThreadInfo
 from .. import keymap
+from ..deferred import Deferred
 
 #: the id of the "start a new thread" row
 NEW_THREAD = "\x00new"
@@ -57,9 +63,17 @@ class ResumePicker(ModalScreen[str | None]):
     KEY_SCOPES = ("resume",)
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("resume")]
 
-    def __init__(self, threads: list[ThreadInfo]) -> None:
+    #: seconds of no typing before the message text is searched
+    SEARCH_DELAY = 0.15
+
+    def __init__(self, threads: list[ThreadInfo],
+                 search: Callable[[str], Awaitable[list[ThreadInfo]]] | None = None) -> None:
         super().__init__()
         self.threads = sorted(threads, key=lambda t: t.updated_at, reverse=True)
+        self._search_text = search
+        #: threads whose messages match the query (not their title), and the query they answer
+        self.content_matches: list[ThreadInfo] = []
+        self._content_query = ""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -82,12 +96,38 @@ class ResumePicker(ModalScreen[str | None]):
                 (thread.title or "Untitled thread", "bold"), "  ", (_age(thread.updated_at, now), "dim")
             )
             options.add_option(Option(label, id=thread.id))
+        if query.strip() and query == self._content_query:
+            ids = {t.id for t in shown}
+            for thread in self.content_matches:
+                if thread.id not in ids:
+                    label = Text.assemble((thread.title or "Untitled thread", "bold"), "  ",
+                                          ("in messages", "italic"), "  ", (_age(thread.updated_at, now), "dim"))
+                    options.add_option(Option(label, id=thread.id))
         options.add_option(Option(Text("+ New thread", style="italic"), id=NEW_THREAD))
         options.highlighted = 0
 
     @on(Input.Changed, "#resume-search")
     def _search(self, event: Input.Changed) -> None:
         self._fill(event.value)
+        if self._search_text is not None and event.value.strip():
+            self.run_worker(Deferred(self._search_messages, event.value), group="resume-search", exclusive=True,
+                            exit_on_error=False)
+
+    async def _search_messages(self, query: str) -> None:
+        """The client's search (titles and message text), after a short pause in typing."""
+        await asyncio.sleep(self.SEARCH_DELAY)
+        assert self._search_text is not None
+        try:
+            found = await self._search_text(query)
+        except ClientError as exc:
+            self.notify(f"Searching messages failed: {exc}", severity="warning")
+            return
+        if self.query_one("#resume-search", Input).value != query:
+            return  # typed on meanwhile: that search is on its way
+        known = {t.id: t for t in self.threads}
+        self.content_matches = [known.get(t.id, t) for t in found]
+        self._content_query = query
+        self._fill(query)
 
     @on(Input.Submitted, "#resume-search")
     def _open_highlighted(self) -> None:
