@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from ..client.base import ClientError, ConnectionState, StorageError
-from .layout import demo_banner
+from .layout import show_demo_banner
 from .startup import FirstFramePrefs, StartError
 
 if TYPE_CHECKING:
@@ -73,8 +73,7 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     app._remove_state_listener = client.add_state_listener(app._on_connection_state)
     if client.state != ConnectionState.OFFLINE or client.state_detail:  # not "never opened": say so
         app._on_connection_state(client.state, client.state_detail)
-    if app.status_info.demo:
-        app.query_one("#main").mount(demo_banner(), before=0)
+    show_demo_banner(app)
     app.status_line.refresh_info()
 
 
@@ -116,6 +115,7 @@ async def boot(app: InstanceAiApp) -> None:
             return
     app.status_info.model = app.client.model_name or app.status_info.model
     app.status_info.demo = is_demo(app)
+    show_demo_banner(app)  # a server by --url says only now that the demo model answers
     if app.gateway_request is not None:
         await start_gateway(app, app.gateway_request)
     threads: list[ThreadInfo] = []

@@ -66,3 +66,10 @@ def demo_banner() -> Horizontal:
         ),
         id="demo-banner",
     )
+
+
+def show_demo_banner(app: InstanceAiApp) -> None:
+    """Mount the demo banner once the app knows the demo answers (after the settings are read, and
+    again once a server by ``--url`` has said which model it runs)."""
+    if app.status_info.demo and not app.query("#demo-banner"):
+        app.query_one("#main").mount(demo_banner(), before=0)
