@@ -1,6 +1,6 @@
 """The command-line options every client command shares: the connection (``--url``, ``--token``,
-``--email``, ``--dialect``, ``--db``, ``--model``, ``--workspace``), the local gateway (``--gateway``,
-``--gateway-allow``), and turning them into ``Settings`` and a ``GatewayRequest``."""
+``--email``, ``--dialect``, ``--db``, ``--model``, ``--workspace``, ``--mcp``), the local gateway
+(``--gateway``, ``--gateway-allow``), and turning them into ``Settings`` and a ``GatewayRequest``."""
 
 from __future__ import annotations
 
@@ -27,6 +27,36 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, model: bool = T
     if model:
         group.add_argument("--model", help="model for embedded mode ('demo' = the offline demo model)")
         group.add_argument("--workspace", type=Path, help="folder the agent's file tools may use (embedded mode)")
+        add_mcp_argument(group)
+
+
+MCP_HELP = ("a one-off MCP server whose tools the agent may use (embedded mode), e.g. "
+            "--mcp 'files=npx -y @modelcontextprotocol/server-filesystem /tmp'; COMMAND is split like a shell line; "
+            "repeatable; its environment is empty but for PATH (lasting servers, env and approval: [mcp.servers.NAME] "
+            "in the config file)")
+
+
+def add_mcp_argument(parser: Any) -> None:
+    """``--mcp NAME=COMMAND…`` (the TUI, ``run`` and ``serve``)."""
+    parser.add_argument("--mcp", action="append", metavar="NAME=COMMAND…", help=MCP_HELP)
+
+
+def mcp_overrides(values: list[str] | None) -> dict[str, Any]:
+    """``--mcp`` values as ``{"servers": {NAME: {"command", "args"}}}`` (``ValueError`` when misused)."""
+    import shlex
+
+    servers: dict[str, Any] = {}
+    for value in values or ():
+        name, sep, command = value.partition("=")
+        name = name.strip()
+        if not sep or not name or not command.strip():
+            raise ValueError(f"--mcp {value!r}: write NAME=COMMAND, e.g. --mcp 'files=npx -y some-mcp-server'")
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ValueError(f"--mcp {value!r}: {exc}") from None
+        servers[name] = {"command": argv[0], "args": argv[1:]}
+    return {"servers": servers} if servers else {}
 
 
 def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +91,12 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         overrides["db_path"] = args.db
     if getattr(args, "workspace", None):
         overrides["workspace_root"] = args.workspace
+    try:
+        mcp = mcp_overrides(getattr(args, "mcp", None))
+    except ValueError as exc:
+        raise SystemExit(f"instance-ai: {exc}") from None
+    if mcp:
+        overrides["mcp"] = mcp
     return load_settings(overrides, env=env)
 
 

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, help="SQLite file (default: the platform data dir)")
     parser.add_argument("--model", help="model name ('demo' = the offline demo model)")
     parser.add_argument("--workspace", type=Path, help="folder the agent's file tools may use")
+    from .connection import add_mcp_argument
+
+    add_mcp_argument(parser)
     parser.add_argument("--ping-interval", type=float, default=15.0, help="seconds between SSE keep-alive comments")
     parser.add_argument(
         "--demo-delay", type=float, default=0.0, help="seconds between the demo model's streamed pieces (default: 0)"
@@ -83,6 +86,14 @@ def main(args: argparse.Namespace) -> int:
         overrides["db_path"] = args.db
     if args.workspace:
         overrides["workspace_root"] = args.workspace
+    from .connection import mcp_overrides
+
+    try:
+        if mcp := mcp_overrides(args.mcp):
+            overrides["mcp"] = mcp  # the server's own MCP servers: clients by URL see their calls as any other
+    except ValueError as exc:
+        print(f"instance-ai serve: {exc}", file=sys.stderr)
+        return 2
     settings = load_settings(overrides)
     from ..server.redis_service import (
         build_redis_service,

@@ -230,6 +230,9 @@ class ServerConnection:
                     # its stderr closed: the process ended (let the pipe's last bytes arrive)
                     await asyncio.sleep(0.05)
                     self._fail("the server exited")
+        except asyncio.CancelledError:
+            if self.state == "starting":
+                self._fail("its start was stopped")
         except Exception as exc:
             if self.state == "ready":
                 self._fail(f"the connection broke: {describe(exc)}")
