@@ -49,13 +49,23 @@ class Actions:
             self.app._show_error(f"Could not cancel: {exc}")
 
     def interrupt(self) -> None:
-        """Ctrl+C as in every agent TUI: copy a selection; else stop the running agent; else
-        clear the prompt; with nothing to stop or clear, a second Ctrl+C within 2 s quits."""
+        """Ctrl+C as in every agent TUI: copy the selection of the focused field; else clear a
+        non-empty prompt (always first, a card waiting or not: keys.md); else copy a selection
+        on the screen; else stop the running agent; with nothing to stop or clear, a second
+        Ctrl+C within 2 s quits."""
         app = self.app
         focused = app.focused
         selected = getattr(focused, "selected_text", "") if focused is not None else ""
-        if not selected:
-            selected = app.screen.get_selected_text() or ""
+        if selected:
+            self.copy_text(selected, "the selection")
+            self._interrupt_at = 0.0
+            return
+        if app.prompt.text:
+            app.prompt.clear()
+            app.prompt.pastes.clear()
+            self._interrupt_at = 0.0
+            return
+        selected = app.screen.get_selected_text() or ""
         if selected:
             self.copy_text(selected, "the selection")
             self._interrupt_at = 0.0
@@ -63,10 +73,6 @@ class Actions:
         if app.conversation is not None and app.conversation.is_streaming and not app.run_status.cancelling:
             self.cancel_run()
             app.notify("Stopping the agent… (Ctrl+C again with nothing running quits)", timeout=3)
-            self._interrupt_at = 0.0
-            return
-        if app.prompt.text:
-            app.prompt.clear()
             self._interrupt_at = 0.0
             return
         now = time.monotonic()
@@ -119,9 +125,11 @@ class Actions:
         self.work(Deferred(self._copy, text, what), "copy")
 
     async def _copy(self, text: str, what: str) -> None:
-        """Copy ``text`` and say truthfully where it went: the system clipboard (a clipboard tool),
-        the terminal's clipboard (OSC 52; in a browser, the page's), or — when the terminal is
-        known to drop OSC 52 — a private file."""
+        """Copy ``text`` and say truthfully where it went. "Copied" only where delivery is known:
+        a clipboard tool that succeeded, the browser (``instance-ai web``), tmux's paste buffer
+        read back. A terminal copy (OSC 52) is sent too, but a terminal may drop it silently
+        (tmux by default does): then the text is also kept in a private file, and the notice
+        says where."""
         from . import clipboard
 
         app = self.app
@@ -133,17 +141,26 @@ class Actions:
         if tool is not None:
             app.notify(f"Copied {what} to the clipboard ({tool}).", timeout=3)
             return
+        if clipboard.in_tmux():
+            for _ in range(5):  # the terminal copy travels through the driver's writer first
+                await asyncio.sleep(0.1)
+                if await asyncio.to_thread(clipboard.tmux_buffer_holds, text):
+                    app.notify(f"Copied {what} into tmux's paste buffer (prefix ] pastes it).", timeout=4)
+                    return
         blocker = await asyncio.to_thread(clipboard.osc52_blocker)
-        if blocker is None:
-            app.notify(f"Copied {what} through the terminal (OSC 52).", timeout=3)
-            return
         try:
             path = await asyncio.to_thread(clipboard.save_copy, text)
         except OSError as exc:
-            app._show_error(f"Cannot copy {what}: {blocker}, and saving it failed: {exc}")
+            app._show_error(f"Cannot copy {what}: {blocker or 'the terminal copy may not arrive'}, and saving it "
+                            f"failed: {exc}")
             return
-        app.notify(f"Not copied to your clipboard: {blocker}. {what[:1].upper()}{what[1:]} is saved in {path}.",
-                   severity="warning", timeout=10)
+        what_cap = f"{what[:1].upper()}{what[1:]}"
+        if blocker is not None:
+            app.notify(f"Not copied to your clipboard: {blocker}. {what_cap} is saved in {path}.",
+                       severity="warning", timeout=10)
+        else:
+            app.notify(f"{what_cap} was sent to the terminal's clipboard (OSC 52), which some terminals drop "
+                       f"without a word; it is also saved in {path}.", timeout=8)
 
     def copy_last_answer(self) -> None:
         turns = self.app.view.assistant_turns()

@@ -302,6 +302,18 @@ class Cards:
         for rid in ids:
             if self.go_to(rid):
                 return
+        # asked for on purpose, but not drawn yet (a frame is still mounting it): go once it is
+        app.run_worker(Deferred(self._go_when_drawn, ids), group="go-card", exclusive=True, exit_on_error=False)
+
+    async def _go_when_drawn(self, ids: list[str]) -> None:
+        app = self.app
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3
+        while loop.time() < deadline:
+            await asyncio.sleep(0.05)
+            for rid in ids:
+                if rid in app.pending and self.go_to(rid):
+                    return
         app.notify("The pending card is not visible yet; try again in a moment.", timeout=3)
 
     def _go_elsewhere(self) -> bool:

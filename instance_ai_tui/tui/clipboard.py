@@ -4,7 +4,9 @@ OSC 52 otherwise, and a file when we know the terminal will drop OSC 52.
 ``copy_native(text)`` pipes ``text`` into the platform's clipboard tool (``wl-copy`` on Wayland,
 ``xclip``/``xsel`` on X11, ``pbcopy`` on macOS, ``clip.exe`` under WSL) and returns its name, or
 ``None`` when there is none or it failed. ``osc52_blocker()`` names a known reason why an OSC 52
-copy cannot arrive (tmux with ``set-clipboard off``, GNU screen, the Linux console), or ``None``.
+copy cannot arrive (tmux unless ``set-clipboard on`` — its default, ``external``, drops an
+application's copy —, GNU screen, the Linux console), or ``None`` when none is known (which
+does not mean it arrived: only ``tmux_buffer_holds`` can tell, inside tmux).
 ``save_copy(text)`` keeps the text in a private file (mode 0600) and returns its path. All three
 block: call them from a thread.
 """
@@ -59,9 +61,24 @@ def osc52_blocker() -> str | None:
                                   text=True, timeout=TOOL_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        if done.returncode == 0 and done.stdout.strip() == "off":
-            return "tmux has set-clipboard off"
+        setting = done.stdout.strip() if done.returncode == 0 else ""
+        if setting in ("off", "external"):
+            return (f"tmux has set-clipboard {setting}, so it drops a program's copy "
+                    "(`tmux set -g set-clipboard on` lets it through)")
     return None
+
+
+def in_tmux() -> bool:
+    return bool(os.environ.get("TMUX")) and shutil.which("tmux") is not None
+
+
+def tmux_buffer_holds(text: str) -> bool:
+    """tmux's newest paste buffer is ``text``: a terminal copy (OSC 52) reached tmux."""
+    try:
+        done = subprocess.run(["tmux", "show-buffer"], capture_output=True, timeout=TOOL_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.decode("utf-8", "replace").rstrip("\n") == text.rstrip("\n")
 
 
 def save_copy(text: str, folder: Path | None = None) -> Path:

@@ -37,14 +37,18 @@ scroll-to-end         end                  conversation    scroll_to_end
 load-older            home                 conversation    load_older
 copy-block            c                    conversation    copy_block
 copy-code             k                    conversation    copy_code
+conversation-back     escape               conversation    app.focus_input
 block-previous        alt+up               app             block_previous
 block-next            alt+down             app             block_next
 approve               y,enter              card            approve
 deny                  n                    card            deny
 always-allow          a                    card            always_allow
+confirm-always        enter                card_always     confirm_always
+cancel-always         escape               card_always     cancel_always
 search-threads        slash                thread_list     search_threads
-rename-thread         f2,r                 thread_list     rename_thread
-delete-thread         delete,d             thread_list     delete_thread
+rename-thread         f2                   thread_list     rename_thread
+delete-thread         delete               thread_list     delete_thread
+threads-back          escape               thread_list     app.focus_input
 toggle-block          enter,space          block           toggle_block
 unfold-result         f                    tool_card       unfold
 request-changes       r                    plan            request_changes
@@ -56,8 +60,8 @@ help.close            escape,f1,q          help            dismiss_help
 thread-search-down    down                 thread_search   leave_to_list
 thread-search-clear   escape               thread_search   clear_or_leave
 rename-cancel         escape               thread_rename   cancel
-delete-confirm        y                    thread_delete   confirm
-delete-cancel         n,escape             thread_delete   cancel
+delete-confirm        ctrl+d               thread_delete   confirm
+delete-cancel         escape               thread_delete   cancel
 resume-new            escape               resume          new_thread
 resume-down           down                 resume          move(1)
 resume-up             up                   resume          move(-1)
@@ -147,6 +151,7 @@ Scope = Literal[
     "conversation",
     "input",
     "card",
+    "card_always",
     "thread_list",
     "block",
     "tool_card",
@@ -176,6 +181,7 @@ SCOPE_TITLES: dict[str, str] = {
     "conversation": "Conversation",
     "input": "Message input",
     "card": "Confirmation card",
+    "card_always": "Always allow: the second step",
     "thread_list": "Threads",
     "block": "Block",
     "tool_card": "Tool call",
@@ -222,7 +228,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("next-pending-card", "next_pending_card", "ctrl+g", "Go to the next pending approval", "app"),
     KeySpec("cancel-run", "cancel_run", "escape", "Cancel the running agent", "app"),
     KeySpec("find", "find", "ctrl+f", "Find in the conversation", "app", show=False),
-    KeySpec("interrupt", "interrupt", "ctrl+c", "Copy the selection, else stop the agent, else clear the prompt; twice: quit",
+    KeySpec("interrupt", "interrupt", "ctrl+c", "Clear the prompt, else copy the selection, else stop the agent; twice: quit",
             "app", show=False, priority=True),
     KeySpec("theme-picker", "theme_picker", "f9", "Choose a theme", "app", show=False),
     KeySpec("export", "export", "ctrl+s", "Export the thread", "app", show=False),
@@ -233,14 +239,18 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("load-older", "load_older", "home", "Load older turns", "conversation", show=False),
     KeySpec("copy-block", "copy_block", "c", "Copy the focused block", "conversation"),
     KeySpec("copy-code", "copy_code", "k", "Copy the next code block of the focused block", "conversation", show=False),
+    KeySpec("conversation-back", "app.focus_input", "escape", "Back to the prompt", "conversation"),
     KeySpec("block-previous", "block_previous", "alt+up", "Previous block", "app", show=False),
     KeySpec("block-next", "block_next", "alt+down", "Next block", "app", show=False),
     KeySpec("approve", "approve", "y,enter", "Approve", "card"),
     KeySpec("deny", "deny", "n", "Deny", "card"),
-    KeySpec("always-allow", "always_allow", "a", "Always allow in this thread", "card"),
+    KeySpec("always-allow", "always_allow", "a", "Always allow… (asks again)", "card"),
+    KeySpec("confirm-always", "confirm_always", "enter", "Grant always allow", "card_always"),
+    KeySpec("cancel-always", "cancel_always", "escape", "Back without granting", "card_always"),
     KeySpec("search-threads", "search_threads", "slash", "Search threads", "thread_list"),
-    KeySpec("rename-thread", "rename_thread", "f2,r", "Rename thread", "thread_list"),
-    KeySpec("delete-thread", "delete_thread", "delete,d", "Delete thread", "thread_list"),
+    KeySpec("rename-thread", "rename_thread", "f2", "Rename thread", "thread_list"),
+    KeySpec("delete-thread", "delete_thread", "delete", "Delete thread", "thread_list"),
+    KeySpec("threads-back", "app.focus_input", "escape", "Back to the prompt", "thread_list"),
     KeySpec("toggle-block", "toggle_block", "enter,space", "Expand", "block"),
     KeySpec("unfold-result", "unfold", "f", "Unfold", "tool_card"),
     KeySpec("request-changes", "request_changes", "r", "Request changes", "plan"),
@@ -252,8 +262,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("thread-search-down", "leave_to_list", "down", "Go to the list", "thread_search", show=False),
     KeySpec("thread-search-clear", "clear_or_leave", "escape", "Clear the search", "thread_search", show=False),
     KeySpec("rename-cancel", "cancel", "escape", "Cancel", "thread_rename", show=False),
-    KeySpec("delete-confirm", "confirm", "y", "Delete", "thread_delete", show=False),
-    KeySpec("delete-cancel", "cancel", "n,escape", "Cancel", "thread_delete", show=False),
+    KeySpec("delete-confirm", "confirm", "ctrl+d", "Delete", "thread_delete", show=False),
+    KeySpec("delete-cancel", "cancel", "escape", "Cancel", "thread_delete", show=False),
     KeySpec("permissions-revoke", "revoke", "delete,d", "Revoke the grant", "permissions"),
     KeySpec("permissions-close", "close", "escape,q", "Close", "permissions"),
     KeySpec("resume-new", "new_thread", "escape", "Start a new thread", "resume", show=False),

@@ -1,8 +1,10 @@
 """Sending a message: what Enter in the prompt does.
 
 A slash command runs (``tui.commands``); anything else is sent in the open thread through the
-client of that thread (a new thread is created first). While the agent works, or while the
-client reconnects, the message waits in the visible queue (``tui.connection``). A refused
+client of that thread (a new thread is created first). While the agent works, and during a
+transition (the app starting, a thread opening, the client connecting or reconnecting), the
+message waits in the visible queue (``tui.connection``) and goes to the thread that opens: it
+is never refused for being early. A refused
 message goes back into the prompt, and the reason is shown: a read-only source, a run already
 active, a session that ended (n8n: a login dialog), a server that did not answer (queued).
 """
@@ -39,6 +41,7 @@ class Sender:
             if commands.looks_like_command(text):
                 app.notify(commands.unknown_text(name), severity="warning")
                 app.prompt.load_text(text)
+                app.prompt.move_cursor(app.prompt.document.end)  # the next keys go after it
                 return True
             return False
         command.run(app, arg)
@@ -52,16 +55,23 @@ class Sender:
             return None
         client = app.thread_client
         watcher = app.connection
-        if conversation is None and not app.ready.is_set() and not watcher.blocked:
-            watcher.enqueue(text)  # typed while the app starts: sent in the thread it opens
-            return None
-        if conversation is None or watcher.blocked:
-            reason = watcher.blocked or f"not connected ({client.state_detail or client.state.value})"
-            app.notify(f"Not sent: {reason}", severity="error", timeout=8)
+        if watcher.blocked:
+            app.notify(f"Not sent: {watcher.blocked}", severity="error", timeout=8)
             self.keep_in_prompt(text)
             return None
-        if conversation.is_streaming or client.state in (ConnectionState.RECONNECTING, ConnectionState.CONNECTING):
-            watcher.enqueue(text)  # sent when the run ends / the connection is back
+        if self.in_transition():
+            # the app starts, a thread opens (Ctrl+N, a switch, --resume) or the connection
+            # comes back: never refused for being early; it waits, visibly, and goes to the
+            # thread that opens (``Threads.open`` / ``boot`` hand the queue to it)
+            watcher.enqueue(text)
+            return None
+        if conversation is None:  # the start-up ended without a thread (it could not connect)
+            app.notify(f"Not sent: not connected ({client.state_detail or client.state.value})", severity="error",
+                       timeout=8)
+            self.keep_in_prompt(text)
+            return None
+        if conversation.is_streaming:
+            watcher.enqueue(text)  # sent when the run ends
             return None
         if client.state == ConnectionState.OFFLINE:
             app.notify(f"Not sent: offline ({client.state_detail or 'no connection'})", severity="error")
@@ -109,6 +119,14 @@ class Sender:
             self.mark_unsent(message.id, str(exc))
             self.keep_in_prompt(text)
         return None
+
+    def in_transition(self) -> bool:
+        """The app is between states a message cannot be sent in yet, but soon can: starting,
+        opening a thread, connecting or reconnecting."""
+        app = self.app
+        state = app.thread_client.state
+        return (not app.ready.is_set() or app.threads.opening > 0
+                or state in (ConnectionState.RECONNECTING, ConnectionState.CONNECTING))
 
     def keep_in_prompt(self, text: str) -> None:
         """A refused message goes back into the prompt (in front of anything typed since)."""

@@ -36,8 +36,11 @@ class Threads:
         self.sources: dict[str, Client] = {source.source: source for source in sources}
         #: the client of the open thread
         self.client: Client = app.client
-        #: thread opens in progress (rendering is not "caught up" meanwhile)
+        #: thread opens in progress (rendering is not "caught up" meanwhile; a message sent
+        #: meanwhile waits in the queue and goes to the thread that opens: ``tui.sending``)
         self.opening = 0
+        #: a thread the person chose before the app was ready (Ctrl+N, a click): start-up opens it
+        self.chosen_at_start: tuple[str | None, str | None] | None = None
 
     def add_sources(self, sources: list[Client]) -> None:
         """More thread sources (``attach_sources`` opens them)."""
@@ -75,10 +78,14 @@ class Threads:
         client). History first (its newest ``HISTORY_PAGE`` messages; ``whole``: all of them),
         then the event stream from ``nextEventId - 1``."""
         self.opening += 1
+        opened = False
         try:
             await self._open(thread_id, self.client_of(source), whole=whole)
+            opened = True
         finally:
             self.opening -= 1
+        if opened and self.opening == 0 and self.app.ready.is_set():
+            self.app.connection.adopt_start_queue()  # what was sent while it opened goes there now
 
     async def open_whole(self) -> None:
         """The user wants messages older than the page the thread opened with: open it again
@@ -202,12 +209,13 @@ class Threads:
         self.app.run_worker(Deferred(self.open_whole), group="open", exclusive=True, exit_on_error=False)
 
     def open_in_background(self, thread_id: str | None, source: str | None = None) -> None:
-        self.app.run_worker(Deferred(self._open_and_focus, thread_id, source), group="open", exclusive=True,
+        """The person chose a thread (Ctrl+N, the thread list): open it. While the app starts,
+        the choice is kept, so the start-up opens it instead of the latest thread (it is the
+        thread the person will see, and what they type meanwhile is sent there)."""
+        if not self.app.ready.is_set():
+            self.chosen_at_start = (thread_id, source)
+        self.app.run_worker(Deferred(self.open, thread_id, source), group="open", exclusive=True,
                             exit_on_error=False)
-
-    async def _open_and_focus(self, thread_id: str | None, source: str | None) -> None:
-        await self.open(thread_id, source)
-        self.app.prompt.focus()
 
     # ----------------------------------------------------------------- the thread list's actions
     async def search(self, text: str) -> None:

@@ -1,10 +1,11 @@
-"""Approvals a person can trust (issue 12): no accidental answers, never missed, truthful states.
+"""Approvals a person can trust (issues 12 and 32): no accidental answers, never missed, truthful states.
 
-The focus rule (``InstanceAiApp.focus_blocker``): a new card never takes focus from a widget the
-user types in or navigates; it may take focus only from nothing, the conversation or an empty
-prompt after 1 s without input, and then ignores keys for the grace period. Cards appear here
-at a chosen moment: the test pushes the ``confirmation-request`` into the thread's live stream
-(``RecordedClient.publish``), as a server does while the user is busy with something else.
+The keyboard model (``tui.cards``, ``docs/keyboard.md``): a new card never takes the keyboard by
+itself — not from a field, the thread list, a dialog, nor from an empty, idle prompt; it is
+reached deliberately (Ctrl+G, Tab, a click), says that it has the keys, and ignores keys for the
+grace period after it is drawn. Cards appear here at a chosen moment: the test pushes the
+``confirmation-request`` into the thread's live stream (``RecordedClient.publish``), as a
+server does while the user is busy with something else.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         await until(lambda: "cr-1" in app.pending, pilot)
         await pilot.pause(1.5)
         assert app.focused is app.prompt and app.prompt.text == "yes and always and no"
-        assert confirms(client) == [] and app.focus_blocker() == "you are typing"
+        assert confirms(client) == [] and "keys: prompt" in app.status_line.plain
         # Tab reaches it deliberately
         await pilot.press("tab")
         assert card_of(app) is not None and confirms(client) == []
@@ -125,24 +126,50 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         await until(lambda: card_of(app) is card, pilot)
 
 
-async def test_card_takes_focus_from_an_empty_prompt_only_after_a_second_without_input() -> None:
+async def test_card_never_takes_focus_even_from_an_empty_idle_prompt() -> None:
     client = client_with(running_log())
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
         app.prompt.focus()
-        await pilot.press("x", "backspace")  # interacting a moment ago; the prompt is empty
         client.publish("work", ask())
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(0.3)
-        assert app.focused is app.prompt  # not yet: the user may still be typing
-        await until(lambda: card_of(app) is not None, pilot, timeout=5)
-        await pilot.press("y")  # the grace period starts when it took focus
-        assert confirms(client) == []
-        await pilot.pause(GRACE_SECONDS)
+        await pilot.pause(2.0)  # long past the old "1 s idle" rule: still the prompt's
+        assert app.focused is app.prompt and "keys: prompt" in app.status_line.plain
+        card = app.view.assistant_turns()[-1].cards["w-r1"].card
+        assert card is not None and "Ctrl+G" in str(card.focus_line.render())
+        for char in "and also add a filter":  # the sentence of issue 32, 0.68 s after the card
+            await pilot.press("space" if char == " " else char)
+        assert app.prompt.text == "and also add a filter" and confirms(client) == []
+        await pilot.press("ctrl+g")  # deliberately: the card has the keys and says so
+        await until(lambda: card_of(app) is card, pilot)
+        await pilot.pause(0.05)
+        assert "▶ keys: this card" in str(card.focus_line.render())
+        assert "keys: card" in app.status_line.plain
         await pilot.press("n")
         await until(lambda: confirms(client), pilot)
         assert confirms(client) == [("cr-1", ApprovalConfirm(approved=False))]
+        await until(lambda: app.focused is app.prompt, pilot)  # answered: back to the prompt
+        assert app.prompt.text == "and also add a filter"
+
+
+async def test_a_card_drawn_just_now_ignores_keys_for_the_grace_period() -> None:
+    client = client_with(running_log())
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(app, pilot)
+        client.publish("work", ask())
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.press("ctrl+g")
+        await until(lambda: card_of(app) is not None, pilot)
+        card = card_of(app)
+        if card.in_grace:
+            await pilot.press("y")
+            assert confirms(client) == []
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("y")
+        await until(lambda: confirms(client), pilot)
+        assert confirms(client) == [("cr-1", ApprovalConfirm(approved=True))]
 
 
 async def test_card_never_takes_focus_from_the_thread_list() -> None:
@@ -179,7 +206,7 @@ async def test_card_never_takes_focus_from_the_rename_dialog() -> None:
         await pilot.pause(1.5)
         assert isinstance(app.screen, RenameThreadScreen) and app.focused is field
         assert field.value == "yay notes" and confirms(client) == []
-        assert app.focus_blocker() == "a dialog is open"
+        assert "keys: dialog" in app.status_line.plain
 
 
 async def test_card_never_takes_focus_from_the_command_palette() -> None:
@@ -213,8 +240,10 @@ async def test_card_never_takes_focus_from_a_wizard_text_field() -> None:
         wizard = app.view.assistant_turns()[-1].cards["q-r1"].card
         assert isinstance(wizard, QuestionsCard)
         field = wizard.query_one("#other", Input)
-        # the wizard first takes focus by the focus rule (nothing else had it); then its grace ends
-        await until(lambda: app.focused is field and not app._pending_focus, pilot)
+        await pilot.pause(1.5)
+        assert app.focused is app.prompt  # the wizard does not take the keys by itself either
+        await pilot.press("ctrl+g")  # reached on purpose: its text field has the keys
+        await until(lambda: app.focused is field, pilot)
         await until(lambda: not wizard.in_grace, pilot)
         await pilot.pause(0.2)
         await type_slowly(pilot, "yearly news", at=2, publish=lambda: client.publish("work", ask()))
@@ -285,14 +314,16 @@ async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
         client.publish("work", ask())
+        await until(lambda: "cr-1" in app.pending, pilot)
+        await pilot.press("ctrl+g")
         await until(lambda: card_of(app) is not None, pilot)
         card = card_of(app)
         labels = [str(button.label) for button in card.query("Button")]
-        assert labels == ["Ctrl+Y Approve", "Ctrl+U Deny", "Ctrl+A Always allow"]
+        assert labels == ["Ctrl+Y Approve", "Ctrl+U Deny", "Ctrl+A Always allow…"]
         await pilot.press("f1")
         await until(lambda: isinstance(app.screen, HelpScreen), pilot)
         help_text = " ".join(app.screen.markdown.split())
-        assert "**Ctrl+Y** approve · **Ctrl+U** deny · **Ctrl+A** always allow" in help_text
+        assert "**Ctrl+Y** approve · **Ctrl+U** deny · **Ctrl+A** then **Enter** always allow" in help_text
         assert "**y**" not in help_text
         await pilot.press("escape")
         await pilot.pause(GRACE_SECONDS)
@@ -317,6 +348,8 @@ async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help()
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
+        await until(lambda: "cr-p" in app.pending, pilot)
+        await pilot.press("ctrl+g")
         await until(lambda: isinstance(app.focused, PlanReviewCard), pilot)
         card = app.focused
         assert [str(b.label) for b in card.query("Button")] == ["y Approve", "r Request changes", "n Reject plan"]
@@ -340,9 +373,16 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         await app.wait_until_ready()
         app.prompt.load_text("every morning send the weather forecast to Slack")
         await pilot.press("enter")
+        await until(lambda: bool(app.pending), pilot, timeout=20)
+        await pilot.press("ctrl+g")
         await until(lambda: card_of(app) is not None, pilot, timeout=20)
         await pilot.pause(GRACE_SECONDS)
-        await pilot.press("a")
+        await pilot.press("a")  # step one: the card says what it grants and for how long
+        card = card_of(app)
+        await until(lambda: card.armed is not None, pilot)
+        assert "runs without asking, for the rest of this thread" in str(card.always_line.render())
+        assert not card.answered
+        await pilot.press("enter")  # the second, different key grants it
         await until(lambda: not app.conversation.is_streaming, pilot, timeout=20)
         thread_id = app.thread_id
         assert (await client.permissions(thread_id)).always_allow == ["activate-workflow"]
@@ -372,7 +412,7 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         # the next build asks again
         app.prompt.load_text("every evening send the RSS news to Slack")
         await pilot.press("enter")
-        await until(lambda: card_of(app) is not None, pilot, timeout=20)
+        await until(lambda: bool(app.pending), pilot, timeout=20)
 
 
 async def test_permissions_lists_and_revokes_always_allow_embedded(tmp_path: Any) -> None:
@@ -448,6 +488,8 @@ async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
         await app.wait_until_ready()
         app.prompt.load_text("plan it")
         await pilot.press("enter")
+        await until(lambda: "cr-p" in app.pending, pilot)
+        await pilot.press("ctrl+g")
         await until(lambda: isinstance(card_of(app) or app.focused, PlanReviewCard), pilot)
         assert app.tasks_panel.tasks is not None  # the plan under review is shown
         await pilot.pause(GRACE_SECONDS)

@@ -1,17 +1,23 @@
 """Confirmation cards, shown inline on the tool call they gate.
 
-* ``ApprovalCard`` — approve (``y``/Enter), deny (``n``), always allow in this thread (``a``);
-  also used for domain-access, resource-decision and ``continue`` requests.
-* ``TextCard`` — ``inputType: text``: a text field, Enter sends, Esc declines.
+* ``ApprovalCard`` — approve (``y``/Enter), deny (``n``), always allow in this thread (``a``,
+  then Enter: two different keys); also used for domain-access, resource-decision and
+  ``continue`` requests.
+* ``TextCard`` — ``inputType: text``: a text field, Enter sends; a Decline button.
 * ``QuestionsCard`` — ``inputType: questions``: a wizard, one question at a time; digits
   pick options (toggle for multi-select), the last number is a free-text "other", ``s``
   skips, Left goes back; a review page before submit.
 * ``PlanReviewCard`` — ``inputType: plan-review``: the plan; approve, request changes with
   feedback, or reject.
 
-Every card ignores keys for ``GRACE_SECONDS`` after it appears, so text being typed when a
-card pops up cannot answer it. A card answers by posting ``ConfirmationAnswered``; the app
-sends it through ``Client.confirm``.
+The keyboard model (``docs/keyboard.md``, ``tui.cards``): a card never takes the keyboard by
+itself. It answers keys only once the person went to it (Ctrl+G, Tab, a click), and says so on
+its last line ("▶ keys: this card · Esc back to the prompt"; before that: how to reach it).
+Every card also ignores keys for ``GRACE_SECONDS`` after it is drawn. A grant that lasts
+("always allow", a domain "from now on") is never one key: ``ask_always`` first says what it
+grants and for how long, and only a second, different key (Enter) grants it; any other key goes
+back. A card answers by posting ``ConfirmationAnswered``; the app sends it through
+``Client.confirm``.
 """
 
 from __future__ import annotations
@@ -86,9 +92,11 @@ def short_json(value: Any, limit: int = 200) -> str:
 
 
 class ConfirmCard(Vertical, can_focus=True):
-    """Base of every card: severity class, grace period, one-shot answer."""
+    """Base of every card: severity class, grace period, one-shot answer, the two-step grant,
+    and the line that says whether the card has the keys."""
 
     KEY_SCOPE = "card"
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card_always")]
 
     DEFAULT_CSS = """
     ConfirmCard {
@@ -99,12 +107,15 @@ class ConfirmCard(Vertical, can_focus=True):
         background: $warning 10%;
         &.-destructive { border-left: thick $error; background: $error 10%; }
         &.-info { border-left: thick $primary; background: $primary 8%; }
-        &:focus { background-tint: $foreground 6%; }
+        &:focus-within { background-tint: $foreground 6%; }
         &.-answered { opacity: 70%; }
         .card-title { text-style: bold; }
         .card-keys { color: $text-muted; }
         .card-buttons { height: auto; margin-top: 1; }
         .card-buttons Button { margin-right: 1; }
+        .card-always { height: auto; margin-top: 1; padding: 0 1; border-left: double $error; }
+        .card-focus { color: $text-muted; }
+        &:focus-within .card-focus { color: $text; text-style: bold; }
         Input { margin: 1 0 0 0; }
     }
     """
@@ -117,12 +128,18 @@ class ConfirmCard(Vertical, can_focus=True):
         self.shown_at = time.monotonic()
         self._grace_restarted = False
         self.answered = False
+        #: step one of a lasting grant was taken: (body, summary) wait for the second key
+        self.armed: tuple[ConfirmBody, str] | None = None
         self.outcome = Static("", classes="card-outcome", markup=False)
         self.outcome.display = False
+        self.always_line = Static("", classes="card-always", markup=False)
+        self.always_line.display = False
+        self.focus_line = Static("", classes="card-focus", markup=False)
 
     def on_mount(self) -> None:
         self.shown_at = time.monotonic()
-        self.mount(self.outcome)
+        self.mount(self.always_line, self.outcome, self.focus_line)
+        self._show_focus()
 
     def reveal(self) -> None:
         """Scroll the whole card into view once it is laid out (unless the conversation
@@ -138,11 +155,50 @@ class ConfirmCard(Vertical, can_focus=True):
             node = node.parent
         return node
 
+    # ------------------------------------------------------------------ who has the keys
+    @property
+    def has_keys(self) -> bool:
+        """Keys typed now come to this card (it, or a field or button of it, has focus)."""
+        return self.is_attached and self.has_focus_within
+
+    def _show_focus(self) -> None:
+        """The last line says whether the card has the keys, and how to reach or leave it."""
+        if not self.is_attached:
+            return
+        line = self.focus_line
+        if self.answered:
+            line.display = False
+            return
+        line.display = True
+        if self.has_keys:
+            back = key_label(self, "conversation-back")
+            line.update(Content.assemble(("▶ keys: this card", "bold"), f" · {back} back to the prompt"))
+        else:
+            go = key_label(self, "next-pending-card")
+            line.update(f"◇ {go} (or Tab, or a click) to answer here · until then your keys go to the prompt")
+
+    def _focus_changed(self) -> None:
+        self.call_later(self._show_focus)
+        if self.armed is not None and not self.has_keys:
+            self.call_later(self._disarm_if_left)
+
+    def _disarm_if_left(self) -> None:
+        if self.armed is not None and not self.has_keys:
+            self.action_cancel_always()
+
     def on_focus(self) -> None:
         self.reveal()
+        self._focus_changed()
+
+    def on_blur(self) -> None:
+        self._focus_changed()
 
     def on_descendant_focus(self) -> None:
         self.reveal()
+        self._focus_changed()
+
+    def on_descendant_blur(self) -> None:
+        self._focus_changed()
 
     def intro(self) -> str | None:
         """The intro text, unless it only repeats the message."""
@@ -150,7 +206,7 @@ class ConfirmCard(Vertical, can_focus=True):
         return text if text and text != (self.confirmation.message or "").strip() else None
 
     def restart_grace(self) -> None:
-        """The card was just brought to the user's eyes (focused for them): keys wait again.
+        """The card was just brought to the user's eyes: keys wait again.
 
         Only the first time: after that the user has seen it."""
         if not self._grace_restarted:
@@ -165,11 +221,73 @@ class ConfirmCard(Vertical, can_focus=True):
         """Post the answer once. Returns False (and does nothing) during the grace period."""
         if self.answered or self.in_grace:
             return False
+        self.armed = None
+        self.always_line.display = False
         self.answered = True
         self.add_class("-answered")
         self.outcome.update(Content.styled(f"→ {summary} — sending…", "italic $text-muted"))
         self.outcome.display = True
+        self._show_focus()
+        self.refresh_bindings()
         self.post_message(ConfirmationAnswered(self, self.request_id, body, summary))
+        return True
+
+    # ------------------------------------------------------------------ a grant that lasts: two keys
+    def ask_always(self, grant: str, body: ConfirmBody, summary: str) -> bool:
+        """Step one of a lasting grant: say what ``grant`` allows and for how long; only the
+        second, different key (``confirm-always``, Enter) answers with ``body``."""
+        if self.answered or self.in_grace:
+            return False
+        self.armed = (body, summary)
+        yes, no = key_label(self, "confirm-always"), key_label(self, "cancel-always")
+        self.always_line.update(Content.assemble(
+            ("Always allow? ", "bold"), grant, "\n",
+            (f"{yes}", "bold"), " grants it · ", (f"{no}", "bold"), " (or any other key) goes back without granting",
+        ))
+        self.always_line.display = True
+        self.refresh_bindings()
+        self.call_after_refresh(self.always_line.scroll_visible, animate=False)
+        return True
+
+    def action_confirm_always(self) -> None:
+        armed = self.armed
+        if armed is None:
+            return
+        self.armed = None
+        self.always_line.display = False
+        self.refresh_bindings()
+        self.answer(*armed)
+
+    def action_cancel_always(self) -> None:
+        if self.armed is None:
+            return
+        self.armed = None
+        self.always_line.display = False
+        self.refresh_bindings()
+
+    def armed_key(self, event: events.Key) -> bool:
+        """While a grant waits for its second key, every key is the card's: the grant key
+        grants, any other key goes back (and is used up). True when the key was used here."""
+        if self.armed is None:
+            return False
+        event.stop()
+        event.prevent_default()
+        keys = getattr(self.app, "keys", None)
+        confirm = keys.matches("confirm-always", event.key) if isinstance(keys, keymap.KeyMap) else event.key == "enter"
+        if confirm:
+            self.action_confirm_always()
+        else:
+            self.action_cancel_always()
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        self.armed_key(event)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("confirm_always", "cancel_always"):
+            return self.armed is not None
+        if self.armed is not None and action in ("approve", "deny", "always_allow", "request_changes"):
+            return False
         return True
 
     def settle(self, summary: str) -> None:
@@ -181,6 +299,8 @@ class ConfirmCard(Vertical, can_focus=True):
         self.answered = False
         self.remove_class("-answered")
         self.outcome.display = False
+        self._show_focus()
+        self.refresh_bindings()
 
     def title(self) -> Content:
         mark = SEVERITY.get(self.confirmation.severity, SEVERITY["warning"])
@@ -199,8 +319,11 @@ class ApprovalCard(ConfirmCard):
 ## Approval
 
 The agent wants to run this tool. **{key:approve}** approve · **{key:deny}** deny ·
-**{key:always-allow}** always allow this tool for the rest of the thread (`/permissions`
-lists and revokes such grants). Keys are ignored for half a second after the card appears.
+**{key:always-allow}** then **{key:confirm-always}** always allow this tool for the rest of
+the thread (two keys: the first says what it grants; `/permissions` lists and revokes such
+grants). The card answers only once you go to it (**{key:next-pending-card}**, Tab or a
+click); **{key:conversation-back}** goes back to the prompt. Keys are ignored for half a second
+after the card appears.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card")]
@@ -224,8 +347,8 @@ lists and revokes such grants). Keys are ignored for half a second after the car
             yield Button(f"{key_label(self, 'approve')} Approve", id="approve", variant="success", compact=True)
             yield Button(f"{key_label(self, 'deny')} Deny", id="deny", variant="error", compact=True)
             if self._supports_always():
-                yield Button(f"{key_label(self, 'always-allow')} Always allow", id="always", variant="primary",
-                             compact=True, tooltip="Always allow this tool in this thread")
+                yield Button(f"{key_label(self, 'always-allow')} Always allow…", id="always", variant="primary",
+                             compact=True, tooltip="Asks again: what it grants, then Enter grants it")
 
     def _supports_always(self) -> bool:
         c = self.confirmation
@@ -252,33 +375,52 @@ lists and revokes such grants). Keys are ignored for half a second after the car
     def action_deny(self) -> None:
         self.answer(self._body("deny"), "denied")
 
+    def grant_words(self) -> str:
+        """What "always" grants, and for how long (the first step of the grant says it)."""
+        c = self.confirmation
+        if c.domain_access is not None:
+            host = c.domain_access.host or c.domain_access.url or "this domain"
+            return f"the agent fetches from {host} without asking, for the rest of this thread."
+        if c.effective_input_type == "resource-decision" and c.resource_decision is not None:
+            return (f"{c.resource_decision.tool_group} on {c.resource_decision.resource} without asking, "
+                    "for the rest of this session.")
+        return (f"“{self.tool.tool_name}” runs without asking, for the rest of this thread "
+                "(until you revoke it with /permissions).")
+
     def action_always_allow(self) -> None:
         if self._supports_always():
-            self.answer(self._body("always"), "always allowed")
+            self.ask_always(self.grant_words(), self._body("always"), "always allowed")
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        {"approve": self.action_approve, "deny": self.action_deny, "always": self.action_always_allow}[event.button.id or "deny"]()
+        action = {"approve": self.action_approve, "deny": self.action_deny,
+                  "always": self.action_always_allow}.get(event.button.id or "")
+        if action is not None:
+            action()
 
 
 class TextCard(ConfirmCard):
     HELP = """
 ## The agent asks for text
 
-Type the answer and press **Enter** to send it; **Esc** declines. The field opens half a
-second after the card appears, so text typed for the prompt does not land in it.
+Type the answer and press **Enter** to send it; the **Decline** button (Tab to it, Enter)
+declines; **Esc** goes back to the prompt without answering. The field opens half a second
+after the card appears, and only when you went to the card (**{key:next-pending-card}**, Tab or
+a click), so text typed for the prompt never lands in it.
 """
 
     def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
         super().__init__(tool, confirmation)
-        self.field = Input(placeholder="Your answer — Enter sends, Esc declines", id="answer", disabled=True)
+        self.field = Input(placeholder="Your answer — Enter sends, Esc back to the prompt", id="answer", disabled=True)
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
         if self.intro():
             yield Static(self.intro() or "", markup=False)
         yield self.field
+        with Horizontal(classes="card-buttons"):
+            yield Button("Decline", id="decline", variant="error", compact=True)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -317,10 +459,10 @@ second after the card appears, so text typed for the prompt does not land in it.
         event.stop()
         self.answer(ApprovalConfirm(approved=True, user_input=event.value), f"answered: {event.value}")
 
-    def on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
-            event.stop()
-            self.answer(ApprovalConfirm(approved=False), "declined")
+    @on(Button.Pressed, "#decline")
+    def _decline(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.answer(ApprovalConfirm(approved=False), "declined")
 
 
 class QuestionsCard(ConfirmCard):
@@ -491,7 +633,7 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
                 self.focus()
             return
         if self.in_grace or self.answered:
-            if event.key not in ("tab", "shift+tab"):
+            if event.key not in ("tab", "shift+tab", "escape"):
                 event.stop()
                 event.prevent_default()
             return
@@ -591,7 +733,9 @@ feedback, Enter sends) · **{key:deny}** or **{key:reject-plan}** reject the pla
         self.answer(PlanDenyConfirm(), "plan rejected")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return action != "always_allow"
+        if action == "always_allow":
+            return False
+        return super().check_action(action, parameters)
 
     @on(Input.Submitted, "#feedback")
     def _feedback(self, event: Input.Submitted) -> None:
@@ -612,9 +756,10 @@ feedback, Enter sends) · **{key:deny}** or **{key:reject-plan}** reject the pla
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        {"approve": self.action_approve, "changes": self.action_request_changes, "reject": self.action_deny}[
-            event.button.id or "reject"
-        ]()
+        action = {"approve": self.action_approve, "changes": self.action_request_changes,
+                  "reject": self.action_deny}.get(event.button.id or "")
+        if action is not None:
+            action()
 
 
 def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:

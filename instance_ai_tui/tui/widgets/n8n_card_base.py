@@ -39,9 +39,10 @@ CARD_KINDS: dict[str, tuple[str, str]] = {
         "↑/↓ node · 1–9 credential · e fill parameters · s skip node · t test trigger · y/Enter apply · n cancel",
     ),
     "mcp-connect": ("mcpConnectRequest", "1–9 toggle a server · y/Enter connect · n not now"),
-    "domain-access": ("domainAccess / webSearch", "y/Enter allow once · d allow the domain · a allow all · n deny"),
+    "domain-access": ("domainAccess / webSearch",
+                      "y/Enter allow once · d then Enter allow the domain · a then Enter allow all · n deny"),
     "channel-config": ("channelConfig", "y/Enter done (set up in n8n) · n skip"),
-    "target-approval": ("targetApproval", "y/Enter approve · a always in this thread · n deny"),
+    "target-approval": ("targetApproval", "y/Enter approve · a then Enter always in this thread · n deny"),
     "continue": ("inputType: continue", "y/Enter continue · n stop"),
     "unknown": ("anything else", "no keys answer it: open the thread's n8n URL in a browser"),
 }
@@ -152,9 +153,9 @@ class N8nCard(ConfirmCard):
         return ""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "always_allow":
-            return self.ALWAYS
-        return True
+        if action == "always_allow" and not self.ALWAYS:
+            return False
+        return super().check_action(action, parameters)
 
     def action_always_allow(self) -> None:
         """Overridden where "always" means something."""
@@ -164,6 +165,8 @@ class N8nCard(ConfirmCard):
         return False
 
     def on_key(self, event: events.Key) -> None:
+        if self.armed_key(event):  # a lasting grant waits for its second key
+            return
         focused = self.screen.focused
         if isinstance(focused, Input):
             if event.key == "escape":

@@ -20,7 +20,9 @@ review, resource decision). Every card posts the ``kind`` body n8n expects (§4)
   thread's n8n URL to finish it in the browser.
 
 Every card keeps the base card's grace period (keys are ignored for ``GRACE_SECONDS`` after
-it appears) and answers through ``ConfirmCard.answer``. The card is built from the
+it appears), takes keys only once the person went to it (``tui.cards``), asks for a second key
+before a grant that lasts (``ConfirmCard.ask_always``: "d"/"a" then Enter) and answers through
+``ConfirmCard.answer``. The card is built from the
 confirmation alone, so a card restored from history looks the same as the live one.
 """
 
@@ -284,8 +286,9 @@ class DomainAccessCard(N8nCard):
 ## Web access
 
 The agent wants to fetch a URL or search the web. **y**/**Enter** allow once ·
-**d** allow this domain from now on · **a** allow every domain (web search: every search) ·
-**n** deny.
+**d** then **Enter** allow this domain from now on · **a** then **Enter** allow every domain
+(web search: every search) · **n** deny. A grant that lasts takes two keys: the first says
+what it grants.
 """
 
     KIND = "domain-access"
@@ -310,12 +313,13 @@ The agent wants to fetch a URL or search the web. **y**/**Enter** allow once ·
     def render_keys(self) -> str:
         ok, no, always = _keys(self, "approve"), _keys(self, "deny"), _keys(self, "always-allow")
         if self.search_query is not None:
-            return f"{ok} search once · {always} allow web search in this thread · {no} deny"
-        return f"{ok} allow once · d allow {self.host or 'the domain'} · {always} allow all domains · {no} deny"
+            return f"{ok} search once · {always} allow web search in this thread… · {no} deny"
+        return f"{ok} allow once · d allow {self.host or 'the domain'}… · {always} allow all domains… · {no} deny"
 
     def letter(self, key: str) -> bool:
         if key == "d" and self.search_query is None:
-            self.answer(DomainAccessApproveConfirm(domain_access_action="allow_domain"), f"allowed {self.host}")
+            self.ask_always(f"the agent fetches from {self.host or 'this domain'} without asking, from now on.",
+                            DomainAccessApproveConfirm(domain_access_action="allow_domain"), f"allowed {self.host}")
             return True
         return False
 
@@ -323,8 +327,11 @@ The agent wants to fetch a URL or search the web. **y**/**Enter** allow once ·
         self.answer(DomainAccessApproveConfirm(domain_access_action="allow_once"), "allowed once")
 
     def action_always_allow(self) -> None:
-        what = "web search allowed" if self.search_query is not None else "all domains allowed"
-        self.answer(DomainAccessApproveConfirm(domain_access_action="allow_all"), what)
+        if self.search_query is not None:
+            what, grant = "web search allowed", "the agent searches the web without asking, for the rest of this thread."
+        else:
+            what, grant = "all domains allowed", "the agent fetches from every domain without asking, from now on."
+        self.ask_always(grant, DomainAccessApproveConfirm(domain_access_action="allow_all"), what)
 
     def action_deny(self) -> None:
         self.answer(DomainAccessDenyConfirm(), "denied")
@@ -343,7 +350,7 @@ class _ApproveDenyCard(N8nCard):
         return ApprovalConfirm(approved=True)
 
     def render_keys(self) -> str:
-        always = f" · {_keys(self, 'always-allow')} always in this thread" if self.ALWAYS else ""
+        always = f" · {_keys(self, 'always-allow')} always in this thread…" if self.ALWAYS else ""
         return f"{_keys(self, 'approve')} {self.APPROVE_WORD}{always} · {_keys(self, 'deny')} {self.DENY_WORD}"
 
     def action_approve(self) -> None:
@@ -354,7 +361,8 @@ class _ApproveDenyCard(N8nCard):
 
     def action_always_allow(self) -> None:
         if self.ALWAYS:
-            self.answer(ApprovalConfirm(approved=True, scope="session"), "always allowed")
+            self.ask_always(f"“{self.tool.tool_name}” runs without asking, for the rest of this thread.",
+                            ApprovalConfirm(approved=True, scope="session"), "always allowed")
 
 
 class ChannelConfigCard(_ApproveDenyCard):
@@ -388,7 +396,7 @@ class TargetApprovalCard(_ApproveDenyCard):
     HELP = """
 ## Approve a tool of another agent
 
-**y**/**Enter** approve · **a** always allow in this thread · **n** deny.
+**y**/**Enter** approve · **a** then **Enter** always allow in this thread · **n** deny.
 """
 
     KIND = "target-approval"
@@ -435,7 +443,9 @@ is shown; finish it in n8n's web UI at the URL shown. No key answers it here.
     KIND = "unknown"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return action not in ("approve", "deny", "always_allow")
+        if action in ("approve", "deny", "always_allow"):
+            return False
+        return super().check_action(action, parameters)
 
     def render_details(self) -> Content:
         parts: list[tuple[str, str] | str] = [

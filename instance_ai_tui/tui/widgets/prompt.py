@@ -27,6 +27,11 @@ PASTE_FOLD_LINES = 12
 PASTE_FOLD_CHARS = 2000
 
 
+def normalize_line_ends(text: str) -> str:
+    """CRLF and a lone CR become LF (a paste keeps its line breaks whatever their kind)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 class PromptInput(TextArea):
     """Where the user types. Posts ``PromptInput.Submitted`` with the text."""
 
@@ -38,8 +43,8 @@ class PromptInput(TextArea):
 
 Type a message for the agent. **Enter** sends; **Ctrl+J**, or `\\` then **Enter**, starts a
 new line in every terminal (**Shift+Enter** too where the terminal reports it) — swapped when
-`ui.enter_sends = false`. **Ctrl+C** clears the prompt (or stops a running agent). **End** in an empty prompt jumps to the
-newest output.
+`ui.enter_sends = false`. **Ctrl+C** clears the prompt first, always (with an empty prompt
+it stops a running agent). **End** in an empty prompt jumps to the newest output.
 **Up/Down** on the first/last line recall earlier prompts. A long paste shows as
 `[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full.
 
@@ -87,13 +92,19 @@ Slash commands: {commands.inline_list()}.
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A long paste becomes one ``[pasted N lines #k]`` token (Ctrl+O shows it in full);
-        the text is sent whole. Short pastes are inserted as they are."""
-        text = event.text
+        the text is sent whole. Short pastes are inserted as they are. Line ends are made
+        ``\n`` first, whatever the terminal sent (tmux pastes with CR, Windows text has CRLF),
+        so the lines stay lines and the label counts them."""
+        if self.read_only:
+            return
+        text = normalize_line_ends(event.text)
         lines = text.count("\n") + 1
-        if self.read_only or (lines <= PASTE_FOLD_LINES and len(text) <= PASTE_FOLD_CHARS):
-            return  # TextArea's own paste handler runs next
         event.prevent_default()
         event.stop()
+        if lines <= PASTE_FOLD_LINES and len(text) <= PASTE_FOLD_CHARS:
+            if result := self._replace_via_keyboard(text, *self.selection):
+                self.move_cursor(result.end_location)
+            return
         token = f"[pasted {lines} lines #{len(self.pastes) + 1}]"
         self.pastes[token] = text
         if result := self._replace_via_keyboard(token, *self.selection):

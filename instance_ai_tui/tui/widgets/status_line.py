@@ -1,6 +1,7 @@
 """The one-line status bar under the prompt.
 
-It shows, left to right: the connection state (embedded / connected / reconnecting n /
+It shows, left to right: where keys go now ("keys: prompt", "keys: card", "keys: thread list";
+anywhere but the prompt with the key back to it, in bold), the connection state (embedded / connected / reconnecting n /
 offline), the run state with a spinner, the answers waiting (how many, where, and the key
 that goes to them — threads that are not open included), the transient ``status`` message of the agent, the
 model name (with a clear ``DEMO`` badge for the offline demo model), the local gateway's
@@ -43,6 +44,10 @@ class StatusInfo:
     #: how full the model's context was at the last request, and its size when known
     context_tokens: int = 0
     context_window: int | None = None
+    #: where a key typed now goes (``tui.cards.where_keys_go``): "prompt", "card", "thread list"...
+    keys_at: str = "prompt"
+    #: the key that goes back to the prompt from a widget that is not a text field
+    back_key: str = "Esc"
 
     def signature(self) -> tuple[object, ...]:
         return (
@@ -62,6 +67,8 @@ class StatusInfo:
             self.waiting_key,
             self.context_tokens,
             self.context_window,
+            self.keys_at,
+            self.back_key,
         )
 
 
@@ -102,6 +109,12 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     """The status line as styled content (pure: used by tests and the widget)."""
     sep = ("  │  ", "$text-muted")
     parts: list[tuple[str, str] | str] = []
+    if info.keys_at == "prompt":
+        parts.append(("keys: prompt", "$text-muted"))
+    else:
+        back = f" · {info.back_key} back" if info.keys_at not in ("dialog", "nowhere") else ""
+        parts.append((f"keys: {info.keys_at}{back}", "bold reverse"))
+    parts.append(sep)
     conn = info.connection
     label = conn
     if conn == "reconnecting" and info.connection_detail:

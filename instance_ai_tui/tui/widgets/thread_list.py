@@ -5,8 +5,10 @@ Widget
 ``ThreadList(threads=(), *, clock=None, id=None, classes=None)`` - a ``Vertical`` holding a
 search ``Input`` (``#thread-search``) over an ``OptionList`` (``#thread-options``, line
 virtualised, cheap for thousands of threads). ``KEY_SCOPE = "thread_list"``; its bindings
-come from ``keymap.bindings("thread_list")`` (search-threads ``/``, rename-thread ``F2``/``r``,
-delete-thread ``Del``/``d``). ``clock`` returns "now" for the age column (tests pin it).
+come from ``keymap.bindings("thread_list")`` (search-threads ``/``, rename-thread ``F2``,
+delete-thread ``Del``, threads-back ``Esc``: back to the prompt). No letter acts on a thread: a
+printable key typed in the list goes to the search field, visibly (the keyboard model,
+``docs/keyboard.md``). ``clock`` returns "now" for the age column (tests pin it).
 
 Data (call these from the app; none of them does I/O):
 
@@ -35,7 +37,8 @@ Messages (``control`` is the ``ThreadList``):
   (``RenameThreadScreen``, non-empty, at most 255 characters, changed). The list is not
   changed: call ``update_title`` when the rename succeeded.
 - ``ThreadList.DeleteRequested(thread_id, source)``: after the confirmation dialog
-  (``ConfirmDeleteScreen``, ``y``/Enter on Delete). Call ``remove_thread`` when done.
+  (``ConfirmDeleteScreen``: it opens on Cancel; Enter on the Delete button after moving to it,
+  or Ctrl+D, deletes — never a letter). Call ``remove_thread`` when done.
 
 Keys inside the search box: typing filters, Down goes to the list, Enter opens the
 highlighted thread, Esc clears the search (or, when empty, goes to the list).
@@ -50,7 +53,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -182,7 +185,8 @@ class RenameThreadScreen(ModalScreen[str | None]):
 
 
 class ConfirmDeleteScreen(ModalScreen[bool]):
-    """Asks "Delete thread …?". ``y``/Enter on Delete confirms; ``n``/Esc cancels."""
+    """Asks "Delete thread …?". Focus starts on Cancel; Enter on Delete (after Tab or → to it)
+    or Ctrl+D confirms — no letter does; Esc or Enter on Cancel cancels."""
 
     DEFAULT_CSS = """
     ConfirmDeleteScreen { align: center middle; }
@@ -193,6 +197,8 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
     ConfirmDeleteScreen Label { width: 1fr; }
     ConfirmDeleteScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmDeleteScreen Button { margin-right: 2; }
+    ConfirmDeleteScreen Button:focus { text-style: bold reverse; }
+    ConfirmDeleteScreen .hint { color: $text-muted; margin-top: 1; }
     """
     KEY_SCOPES = ("thread_delete",)
     BINDINGS = keymap.bindings("thread_delete")
@@ -206,11 +212,26 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
             yield Label(Text.assemble("‼ Delete thread ", (self.thread_title, "bold"), "?"))
             yield Label("Its messages and events are removed. This cannot be undone.")
             with Horizontal():
-                yield Button("Delete (y)", variant="error", id="confirm-delete")
-                yield Button("Cancel (n)", id="cancel-delete")
+                yield Button("Cancel", id="cancel-delete")
+                yield Button(f"Delete ({self._key('delete-confirm')})", variant="error", id="confirm-delete")
+            yield Label(f"Enter on a button · Tab or ←/→ moves · {self._key('delete-confirm')} deletes · "
+                        f"{self._key('delete-cancel')} cancels", classes="hint")
+
+    def _key(self, binding_id: str) -> str:
+        km = getattr(self.app, "keys", None)
+        keys = km.keys(binding_id) if isinstance(km, keymap.KeyMap) else tuple(keymap.spec(binding_id).keys.split(","))
+        return keymap.display_keys(keys[0])
 
     def on_mount(self) -> None:
         self.query_one("#cancel-delete", Button).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("left", "right"):
+            event.stop()
+            if event.key == "right":
+                self.focus_next()
+            else:
+                self.focus_previous()
 
     @on(Button.Pressed, "#confirm-delete")
     def action_confirm(self) -> None:
@@ -534,6 +555,27 @@ class ThreadList(Vertical):
         self._rebuild()
 
     # ----------------------------------------------------------------- events
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed in the list goes to the search field (shown, focused): letters
+        never act on a thread. Keys the key map binds here (``/`` search) keep their meaning."""
+        character = event.character
+        if not event.is_printable or not character or event.key == "enter":
+            return
+        options = self.query("#thread-options").results(OptionList)
+        target = next(options, None)
+        if target is None or self.screen.focused is not target:
+            return
+        km = getattr(self.app, "keys", None)
+        if isinstance(km, keymap.KeyMap) and any(
+            km.matches(binding, event.key) for binding in ("search-threads", "rename-thread", "delete-thread")
+        ):
+            return
+        event.stop()
+        event.prevent_default()
+        search = self.query_one("#thread-search", Input)
+        search.focus()
+        search.insert_text_at_cursor(character)
+
     @on(Input.Changed, "#thread-search")
     def _on_search_changed(self, event: Input.Changed) -> None:
         event.stop()
