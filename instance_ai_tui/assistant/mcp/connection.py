@@ -8,8 +8,8 @@ its next call (``ensure_ready``).
 
 The environment of a stdio server holds only what its config names (``env``, ``pass_env``) and
 ``PATH`` when its command is a bare name: the SDK would add ``HOME``, ``USER``, ``SHELL``, ...
-of the app's own environment, so the command runs under ``env -i`` (which execs it: the server
-keeps the PID that ``env`` started with).
+of the app's own environment, so the command runs under ``env -u NAME…`` for those (``env``
+execs it: the server keeps the PID that ``env`` started with; no value is on a command line).
 """
 
 from __future__ import annotations
@@ -310,8 +310,13 @@ class ServerConnection:
         reader = os.fdopen(read_fd, "rb", buffering=0)  # owned by the pipe transport
         pipe, _ = await loop.connect_read_pipe(lambda: tail, reader)
         stack.callback(pipe.close)
-        argv = ["-i", *(f"{k}={v}" for k, v in env.items()), *command]
-        params = StdioServerParameters(command=shutil.which("env") or "/usr/bin/env", args=argv, cwd=cwd)
+        # the SDK adds HOME, PATH, USER, ... of the app to ``env``: ``env -u`` takes out those the
+        # config does not name (names only on the command line; values travel in the environment)
+        from mcp.client.stdio import get_default_environment
+
+        unset = [arg for name in sorted(get_default_environment()) if name not in env for arg in ("-u", name)]
+        params = StdioServerParameters(command=shutil.which("env") or "/usr/bin/env", args=[*unset, "--", *command],
+                                       env=env, cwd=cwd)
         try:
             streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         finally:
