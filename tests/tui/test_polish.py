@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from server.live import serve_app
+from textual.app import App
+from textual.widgets import Label
 
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+from instance_ai_tui.tui.screens.rewind import RewindPicker, UserTurn
 
 from .test_connection import SIZE, make_app, screen_text
 
@@ -25,3 +30,30 @@ async def test_a_demo_server_by_url_shows_the_demo_banner(tmp_path: Path) -> Non
             assert app.status_info.demo
             assert len(app.query("#demo-banner")) == 1
             assert "DEMO MODE" in screen_text(app)
+
+
+def _cut_labels(screen: Any) -> list[tuple[str, str]]:
+    """Labels of ``screen`` whose drawing leaves out some of their text (cut at the edge)."""
+    cut = []
+    for label in screen.query(Label):
+        if not label.display or label.region.area == 0:
+            continue
+        text = str(label.render())
+        drawn = "".join(strip.text for strip in label.render_lines(label.region.reset_offset))
+        if drawn.replace(" ", "") != text.replace(" ", "").replace("\n", ""):
+            cut.append((text, drawn))
+    return cut
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_rewind_dialog_shows_its_whole_help_line(size: tuple[int, int]) -> None:
+    """Item 2: the help line wrapped, not cut ("…leave the agent's memory (kept in the")."""
+    turns = [UserTurn(f"m{n}", f"r{n}", f"message number {n}") for n in range(3)]
+    app = App[None]()
+    async with app.run_test(size=size) as pilot:
+        await app.push_screen(RewindPicker(turns))
+        await pilot.pause()
+        assert _cut_labels(app.screen) == []
+        hint = app.screen.query(".hint").first()
+        drawn = " ".join(strip.text.strip() for strip in hint.render_lines(hint.region.reset_offset))
+        assert "(kept in the thread's history)" in drawn and "Esc: cancel" in drawn

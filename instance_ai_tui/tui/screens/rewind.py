@@ -71,7 +71,7 @@ class RewindPicker(ModalScreen[UserTurn | None]):
         padding: 1 2; border: round $warning; background: $surface;
     }
     RewindPicker OptionList { height: auto; max-height: 20; margin: 1 0; }
-    RewindPicker .hint { color: $text-muted; }
+    RewindPicker .hint { color: $text-muted; width: 100%; }
     """
     KEY_SCOPES = ("rewind",)
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("rewind")]
