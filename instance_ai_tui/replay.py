@@ -173,6 +173,7 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
     (``instance-ai replay``, see ``cli.replay``). The file is folded as it is read: memory holds the
     conversation, not the file or its events."""
     from .protocol.conversation import Conversation
+    from .protocol.safe_text import json_safe, visible
     from .protocol.text_render import render_text
     from .protocol.tree import RunSyncPayload
 
@@ -199,8 +200,8 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
     for message in conversation.messages:
         if message.reducer is not None:
             diagnostics.extend(f"message {message.id}: {d}" for d in message.reducer.diagnostics)
-    for line in diagnostics.shown:
-        print(f"replay: {line}", file=sys.stderr)
+    for line in diagnostics.shown:  # (they quote the file: made visible)
+        print(visible(f"replay: {line}"), file=sys.stderr)
     if diagnostics.count > _MAX_DIAGNOSTICS_SHOWN:
         print(f"replay: ... and {diagnostics.count - _MAX_DIAGNOSTICS_SHOWN} more diagnostics", file=sys.stderr)
 
@@ -215,7 +216,7 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
         else:
             payload = [m.to_message().to_wire() for m in conversation.messages]
         _separate_reasoning(payload)
-        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        out.write(json_safe(json.dumps(payload, indent=2, ensure_ascii=False)) + "\n")
         return 0
     blocks: list[str] = []
     if conversation.title:
@@ -225,7 +226,7 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
             blocks.append(("[user] " if ascii else "👤 ") + message.content)
         else:
             blocks.append(render_text(message.reducer.tree(), ascii=ascii))
-    out.write("\n\n".join(blocks) + "\n")
+    out.write(visible("\n\n".join(blocks)) + "\n")
     return 0
 
 

@@ -31,18 +31,13 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..protocol.safe_text import visible
+from ..protocol.safe_text import json_safe, visible
 from .connection import add_connection_arguments, add_gateway_arguments
 
 #: seconds without an event of the run before ``run`` gives up
 DEFAULT_IDLE_TIMEOUT = 300.0
 #: reconnections in a row without an event of the run before ``run`` gives up
 DEFAULT_MAX_RETRIES = 10
-
-#: what JSON leaves raw but a terminal would obey (DEL, C1, bidi overrides) or a reader of
-#: JSON lines could trip on (U+2028/9): escaped as ``\\uXXXX``
-_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def terminal_safe(text: str) -> str:
     """``text`` with everything a terminal would interpret (escape and control sequences, bidi
@@ -52,8 +47,7 @@ def terminal_safe(text: str) -> str:
 
 def json_line(data: Any) -> str:
     """One JSON line; control characters JSON itself leaves raw (DEL, C1) are escaped too."""
-    line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    return json_safe(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 if TYPE_CHECKING:
     from ..client.base import Client
@@ -214,6 +208,10 @@ class HeadlessRun:
         self._last_problem = ""
         self._last_id: int | None = None
         self._backwards = 0
+        #: the "still waiting" note of this quiet spell was printed
+        self._warned = False
+        #: the client's diagnostics (skipped frames) seen by the last event of the run
+        self._diagnostics_seen = len(getattr(client, "diagnostics", []))
 
     async def cancel(self) -> None:
         import asyncio
@@ -244,17 +242,17 @@ class HeadlessRun:
                 if self._asking:
                     self._progress_at = now
                 problem = ""
+                quiet = now - self._progress_at
+                if self.idle_timeout and not self._warned and quiet > min(30.0, self.idle_timeout / 3):
+                    # never silent: say what the server does while waiting for it
+                    self._warned = True
+                    self._note(f"instance-ai run: no event of the run for {quiet:.0f} s ({self._server_doing()}); "
+                               f"giving up after {self.idle_timeout:g} s (--idle-timeout)")
                 if self.max_retries and self._retries > self.max_retries:
                     problem = (f"the connection failed {self._retries} times in a row without an event of the run"
                                + (f" (last: {self._last_problem})" if self._last_problem else ""))
                 elif self.idle_timeout and now - self._progress_at > self.idle_timeout:
-                    problem = f"no new event of the run for {self.idle_timeout:g} s"
-                    if self._backwards:
-                        problem += f" ({self._backwards} events with ids going backwards were ignored)"
-                    elif self._retries:
-                        problem += f" ({self._retries} reconnections)"
-                    else:
-                        problem += " (the server sends only keep-alives or events already received)"
+                    problem = f"no new event of the run for {self.idle_timeout:g} s ({self._server_doing()})"
                 if problem:
                     follow.cancel()
                     await asyncio.gather(follow, return_exceptions=True)
@@ -266,6 +264,22 @@ class HeadlessRun:
             if not follow.done():
                 follow.cancel()
                 await asyncio.gather(follow, return_exceptions=True)
+
+    def _server_doing(self) -> str:
+        """What the server sent instead of the run's events, in words (for the waiting notes)."""
+        skipped = [note for note in getattr(self.client, "diagnostics", [])[self._diagnostics_seen:]
+                   if note.startswith(("skipped malformed frame", "skipped SSE frame"))]
+        if skipped:
+            return (f"the server sent {len(skipped)} broken frame(s), the last: "
+                    f"{terminal_safe(skipped[-1]).removeprefix('skipped ')[:160]}")
+        backwards = self._backwards + sum(1 for note in getattr(self.client, "diagnostics", [])[self._diagnostics_seen:]
+                                          if "ids going backwards" in note)
+        if backwards:
+            return f"the server sent {backwards} events with ids going backwards, ignored"
+        if self._retries:
+            last = f", last: {self._last_problem}" if self._last_problem else ""
+            return f"{self._retries} reconnections{last}"
+        return "the server sends only keep-alives or events already received"
 
     def _on_state(self, state: Any, detail: str) -> None:
         from ..client.base import ConnectionState
@@ -293,6 +307,8 @@ class HeadlessRun:
             self._last_id = event_id
         self._progress_at = asyncio.get_running_loop().time()
         self._retries = 0
+        self._warned = False
+        self._diagnostics_seen = len(getattr(self.client, "diagnostics", []))
 
     async def _follow(self) -> int:
         from ..client.base import NotFoundError

@@ -30,6 +30,7 @@ async def _main(settings: object, as_json: bool) -> int:
     import json
 
     from ..client.factory import open_client
+    from ..protocol.safe_text import json_safe, visible
 
     client = await open_client(settings)  # type: ignore[arg-type]
     try:
@@ -37,7 +38,7 @@ async def _main(settings: object, as_json: bool) -> int:
     finally:
         await client.close()
     if as_json:
-        print(json.dumps([thread.to_wire() for thread in threads], ensure_ascii=False, indent=2))
+        print(json_safe(json.dumps([thread.to_wire() for thread in threads], ensure_ascii=False, indent=2)))
         return 0
     if not threads:
         print("no threads yet", file=sys.stderr)
@@ -45,5 +46,5 @@ async def _main(settings: object, as_json: bool) -> int:
     width = max(len(thread.id) for thread in threads)
     for thread in threads:
         updated = thread.updated_at.strftime("%Y-%m-%d %H:%M")
-        print(f"{thread.id:<{width}}  {updated}  {thread.title or '(untitled)'}")
+        print(visible(f"{thread.id:<{width}}  {updated}  {thread.title or '(untitled)'}"))
     return 0

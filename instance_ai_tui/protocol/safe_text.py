@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["UNSAFE", "has_unsafe", "unsafe_in_json", "visible", "visible_data"]
+__all__ = ["UNSAFE", "has_unsafe", "json_safe", "unsafe_in_json", "visible", "visible_data"]
 
 #: every character ``visible`` replaces
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -41,6 +41,11 @@ _UNSAFE_JSON = re.compile(
     r"\\u00[01][0-9a-fA-F]|\\u00[89][0-9a-fA-F]|\\u007[fF]|\\u202[a-eA-E]|\\u206[6-9]|\\[bfr]"
     "|[\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 )
+
+
+#: what JSON text may hold raw that a terminal would obey (DEL, C1, bidi overrides) or a
+#: reader of JSON lines could trip on (U+2028/9)
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _stand_in(code: int) -> str:
@@ -67,6 +72,15 @@ def visible(text: str) -> str:
     if _search(text) is None:
         return text
     return text.translate(_TABLE)
+
+
+def json_safe(document: str) -> str:
+    """A JSON document (``json.dumps(..., ensure_ascii=False)``) to print: JSON escapes C0
+    itself, and what it leaves raw that a terminal would obey (DEL, C1, bidi overrides, and
+    U+2028/9) is escaped as ``\\uXXXX`` too. The data it encodes is unchanged."""
+    if _JSON_RAW.search(document) is None:
+        return document
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 def has_unsafe(text: str) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import TaskList, TaskStatus
+from .safe_text import visible
 from .tree import AgentNode, ToolCallState
 
 __all__ = ["render_rich", "render_text", "summarize_result", "task_glyph"]
@@ -255,7 +256,7 @@ def render_text(
     for index, child in enumerate(root.children):
         is_last = index == len(root.children) - 1
         emit(child, "", last if is_last else tee, blank if is_last else pipe)
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def render_rich(tree: AgentNode, *, reasoning_limit: int = 160, result_limit: int = 80) -> Any:
@@ -266,11 +267,11 @@ def render_rich(tree: AgentNode, *, reasoning_limit: int = 160, result_limit: in
     root = _build(tree, False, reasoning_limit, result_limit)
 
     def add(parent: Tree, node: _Line) -> None:
-        branch = parent.add(Text(node.text))
+        branch = parent.add(Text(visible(node.text)))
         for child in node.children:
             add(branch, child)
 
-    rich_tree = Tree(Text(root.text, style="bold"))
+    rich_tree = Tree(Text(visible(root.text), style="bold"))
     for child in root.children:
         add(rich_tree, child)
     return rich_tree

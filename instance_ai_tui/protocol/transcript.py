@@ -17,6 +17,7 @@ from .api import InstanceAiMessage
 from .conversation import Conversation
 from .display_state import AUTO_APPROVED_LABEL, display_state
 from .events import TaskStatus
+from .safe_text import json_safe, visible
 from .text_render import summarize_result, task_glyph
 from .tree import AgentNode, ToolCallState
 
@@ -83,7 +84,8 @@ def to_json(
         **({"usage": usage} if usage else {}),
         "messages": [message.to_wire() for message in _messages(source)],
     }
-    return json.dumps(redact(data), indent=indent, ensure_ascii=False)
+    # (JSON escapes C0 itself; DEL, C1 and bidi overrides would stay raw)
+    return json_safe(json.dumps(redact(data), indent=indent, ensure_ascii=False))
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -229,4 +231,4 @@ def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: st
             lines += _agent_md(message.agent_tree, 0, bool(message.is_streaming))
         elif message.content.strip():
             lines += [redact(message.content).strip("\n"), ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return visible("\n".join(lines).rstrip("\n") + "\n")
