@@ -339,6 +339,7 @@ class RemoteClient(Client):
             last_event_id=after,
             set_state=self._set_state,
             is_gone=lambda: self.thread_gone(thread_id),
+            on_skip=self._diagnose,
             **self._sse_options,
         )
         try:

@@ -11,7 +11,7 @@ What it does, so that callers only see a clean stream of frames:
   argument for the first connection, then the highest integer ``id:`` received). A frame whose
   id is ``<=`` the last id seen is dropped, so a server that replays a little too much never
   produces a duplicate. Frames without an ``id:`` line (n8n deltas and control frames) are
-  passed through unchanged and never move the cursor. ``SseFrame.id`` is the frame's *own* id
+  passed through unchanged and never move the cursor. ``on_skip`` hears of each dropped frame. ``SseFrame.id`` is the frame's *own* id
   (unlike a browser's ``lastEventId``, it does not carry over to later frames).
 * **Reconnect.** A dropped connection, a stream the server ends, a network error, a 5xx, 408 or
   429 answer all lead to a new attempt after an exponential backoff with jitter
@@ -24,6 +24,8 @@ What it does, so that callers only see a clean stream of frames:
   (n8n answers its events route with its HTML page, then ``404 text/html`` for several seconds
   while its Instance AI module boots) are retried like a dropped connection, unless ``is_gone()``
   (the caller's check of the thread's status or history route) says the thread really is gone.
+* **A line without end.** More than ``max_line_bytes`` (16 MB) without a line end drops the
+  connection (reason "a line of more than ... bytes without an end") instead of buffering for ever.
 * **Keep-alive timeout.** If no byte (not even a ``: ping`` comment) arrives for
   ``keepalive_timeout`` seconds, the connection is considered dead and is replaced.
 * **Fatal answers.** 400 (bad cursor), 401/403 (auth), and before the stream ever worked any
@@ -116,6 +118,8 @@ async def reconnecting_sse(
     max_attempts: int | None = None,
     resumed: bool = False,
     is_gone: GoneCheck | None = None,
+    max_line_bytes: int = 16 * 1024 * 1024,
+    on_skip: Callable[[str], None] | None = None,
 ) -> AsyncGenerator[SseFrame, None]:
     """Frames of the SSE stream at ``url``, reconnecting for ever (see the module docstring).
 
@@ -163,18 +167,28 @@ async def reconnecting_sse(
                         ever_connected = True
                         notify(ConnectionState.CONNECTED, "")
                         parser = SSEParser()
+                        line = 0  # bytes since the last line end: a line without end is cut off
                         async for chunk in response.aiter_bytes():
+                            end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+                            line = line + len(chunk) if end < 0 else len(chunk) - end - 1
+                            if line > max_line_bytes:
+                                reason = f"a line of more than {max_line_bytes:,} bytes without an end"
+                                break
                             for parsed in parser.feed(chunk):
                                 event_id = frame_id(parsed.id)
                                 if event_id is not None:
                                     if cursor is not None and event_id <= cursor:
+                                        if on_skip is not None:
+                                            on_skip(f"skipped frame id {event_id}: not after {cursor} (ids going "
+                                                    "backwards, or a replay)")
                                         continue
                                     cursor = event_id
                                 event = "" if parsed.event == "message" else parsed.event
                                 yield SseFrame(data=parsed.data, event=event, id=event_id, raw_id=parsed.id)
                             if parser.retry is not None:
                                 server_retry = parser.retry / 1000
-                        reason = "stream ended"
+                        else:
+                            reason = "stream ended"
         except httpx.TimeoutException:
             reason = "keep-alive timeout" if ever_connected else "connect timeout"
         except (httpx.TransportError, httpx.DecodingError) as exc:

@@ -76,6 +76,15 @@ async def events(mode: str, request: RawRequest) -> AsyncIterator[bytes]:
         yield frame(4, "error", {"content": f"boom {ESC}[?1049h"})
         yield frame(5, "run-finish", {})  # no status
         return
+    if mode == "broken":  # frames whose data is never an event, for ever
+        for event_id in range(1, 10_000):
+            yield f"id: {event_id}\ndata: {{not json at all\n\n".encode()
+            await asyncio.sleep(0.05)
+    if mode == "endless":  # one line that never ends, 1 MB at a time
+        yield b"data: "
+        while True:
+            yield b"x" * 1_048_576
+            await asyncio.sleep(0)
     while True:  # pings only, for ever
         yield b": ping\n\n"
         await asyncio.sleep(0.1)
@@ -108,7 +117,7 @@ LIMITS = ("--idle-timeout", "3", "--max-retries", "3")
     ("500", "times in a row without an event of the run"),
     ("cut", "times in a row without an event of the run"),
     ("pings", "only keep-alives"),
-    ("backwards", "events already received"),
+    ("backwards", "ids going backwards"),
     ("deep", "no new event of the run for 3 s"),
 ])
 async def test_run_gives_up_clearly_instead_of_waiting_for_ever(tmp_path: Path, mode: str, expected: str) -> None:
@@ -146,3 +155,31 @@ async def test_escape_sequences_never_reach_the_terminal_and_no_status_is_not_su
     events = [json.loads(line) for line in json_out.splitlines()]
     texts = [e["payload"]["text"] for e in events if e["type"] == "text-delta"]
     assert texts and texts[0].startswith(f"hello {ESC}]52;c;") and "\x9b31m" in texts[0]
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    ("broken", "broken frame(s), the last: malformed frame (id "),
+    ("pings", "the server sends only keep-alives"),
+    ("backwards", "ids going backwards"),
+])
+async def test_run_says_what_the_server_does_while_it_waits_and_when_it_gives_up(
+        tmp_path: Path, mode: str, expected: str) -> None:
+    """Issue 26: never silent. Before giving up, a note says what the server sends instead of the
+    run's events; the last line names it too."""
+    async with RawServer(hostile(mode)) as server:
+        code, out, err, elapsed = await run_cli(tmp_path, server.url, "--idle-timeout", "4", "--max-retries", "0")
+    assert code == 1, (out, err)
+    assert "Traceback" not in err
+    notes = [line for line in err.splitlines() if line.startswith("instance-ai run: no event of the run for")]
+    assert notes and expected in notes[0] and "giving up after 4 s (--idle-timeout)" in notes[0], err
+    final = [line for line in err.splitlines() if "giving up: " in line]
+    assert len(final) == 1 and expected in final[0], err
+    assert elapsed < 20
+
+
+async def test_a_line_without_end_is_cut_off_not_buffered(tmp_path: Path) -> None:
+    async with RawServer(hostile("endless")) as server:
+        code, out, err, elapsed = await run_cli(tmp_path, server.url, "--idle-timeout", "20", "--max-retries", "2")
+    assert code == 1, (out, err)
+    assert "giving up: the connection failed" in err and "without an event of the run" in err, err
+    assert elapsed < 30
