@@ -46,14 +46,18 @@ def _cut_labels(screen: Any) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_the_rewind_dialog_shows_its_whole_help_line(size: tuple[int, int]) -> None:
-    """Item 2: the help line wrapped, not cut ("…leave the agent's memory (kept in the")."""
-    turns = [UserTurn(f"m{n}", f"r{n}", f"message number {n}") for n in range(3)]
+@pytest.mark.parametrize("count", [3, 30])
+async def test_the_rewind_dialog_shows_its_whole_help_line(size: tuple[int, int], count: int) -> None:
+    """Item 2: the help line is whole on screen, however many messages the list holds (at 80x24 a
+    long list pushed its second line out of the dialog: "…leave the agent's memory (kept in the")."""
+    turns = [UserTurn(f"m{n}", f"r{n}", f"message number {n}") for n in range(count)]
     app = App[None]()
     async with app.run_test(size=size) as pilot:
         await app.push_screen(RewindPicker(turns))
         await pilot.pause()
         assert _cut_labels(app.screen) == []
         hint = app.screen.query(".hint").first()
+        geometry = app.screen.find_widget(hint)
+        assert geometry.visible_region == hint.region and hint.region.height >= 2
         drawn = " ".join(strip.text.strip() for strip in hint.render_lines(hint.region.reset_offset))
         assert "(kept in the thread's history)" in drawn and "Esc: cancel" in drawn

@@ -70,7 +70,8 @@ class RewindPicker(ModalScreen[UserTurn | None]):
         width: 90; max-width: 100%; height: auto; max-height: 90%;
         padding: 1 2; border: round $warning; background: $surface;
     }
-    RewindPicker OptionList { height: auto; max-height: 20; margin: 1 0; }
+    /* the list gives way to the help line on a short screen (80x24) */
+    RewindPicker OptionList { height: auto; max-height: 40vh; margin: 1 0; }
     RewindPicker .hint { color: $text-muted; width: 100%; }
     """
     KEY_SCOPES = ("rewind",)
