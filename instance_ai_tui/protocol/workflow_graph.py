@@ -1,0 +1,527 @@
+"""An n8n workflow as a graph the canvas draws: nodes, typed connections, and one execution's outcome.
+
+``parse_workflow`` reads the workflow JSON of any source — n8n's public API (``GET /api/v1/workflows/:id``),
+its REST API (``GET /rest/workflows/:id``, inside ``{"data": ...}``), the demo instance, or the nodes and
+connections a create/update-workflow tool call carries — into frozen records. It is defensive: whatever the
+source sends, the result is a valid graph (unknown shapes are skipped, connections to missing nodes dropped,
+at most ``MAX_NODES`` nodes and ``MAX_EDGES`` connections), and every text that reaches a terminal has its
+control and bidi characters made visible (``safe_text.visible``).
+
+n8n's connection JSON is ``{source: {type: [[{node, type, index}], ...]}}``: the outer list is the source's
+outputs by index (IF: 0 = true, 1 = false; Switch: one per rule, then the fallback), ``type`` is ``main`` or an
+AI sub-connection (``ai_languageModel``, ``ai_memory``, ``ai_tool``, ...), and ``index`` the target's input.
+In AI connections the *sub-node* (model, memory, tool) is the source and the agent the target.
+
+``parse_execution`` reads an execution (public API with ``includeData=true``; REST, where ``data`` is a
+``flatted`` string; or the demo's ``data.nodes``) into one ``NodeRun`` per node: ran, failed or not reached,
+with the first output items and the error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeGuard
+
+from .safe_text import visible, visible_data
+
+MAX_NODES = 2000
+MAX_EDGES = 8000
+#: the longest node name kept (n8n allows long names; the canvas shows the first cells)
+MAX_NAME = 200
+#: output items kept per node run (the node details show the first ones)
+MAX_ITEMS = 5
+
+
+class NodeKind(StrEnum):
+    TRIGGER = "trigger"
+    ACTION = "action"
+    AI = "ai"
+    FLOW = "flow"
+
+
+#: the glyph drawn before a node's name, per kind (the word is the short type under it)
+KIND_GLYPH: dict[NodeKind, str] = {
+    NodeKind.TRIGGER: "⚡",
+    NodeKind.ACTION: "▪",
+    NodeKind.AI: "✦",
+    NodeKind.FLOW: "◇",
+}
+
+FLOW_TYPES = frozenset({
+    "if", "switch", "merge", "splitInBatches", "filter", "wait", "noOp", "stopAndError", "compareDatasets",
+    "splitOut", "aggregate", "removeDuplicates", "limit", "sort", "executeWorkflow", "respondToWebhook",
+})
+_NOT_TRIGGERS = frozenset({"n8n-nodes-base.respondToWebhook"})
+_TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.formTrigger", "n8n-nodes-base.cron",
+                            "n8n-nodes-base.interval", "n8n-nodes-base.start"})
+
+#: AI connection types, in the order n8n shows their ports under an agent, with their short label
+AI_LABELS: dict[str, str] = {
+    "ai_languageModel": "model",
+    "ai_memory": "memory",
+    "ai_tool": "tool",
+    "ai_outputParser": "parser",
+    "ai_retriever": "retriever",
+    "ai_reranker": "reranker",
+    "ai_vectorStore": "vector",
+    "ai_embedding": "embedding",
+    "ai_document": "document",
+    "ai_textSplitter": "splitter",
+}
+
+
+def connection_label(kind: str) -> str:
+    """``ai_languageModel`` -> ``model``; unknown ``ai_*`` types -> the part after ``ai_``."""
+    return AI_LABELS.get(kind) or kind.removeprefix("ai_")[:10]
+
+
+def ai_order(kind: str) -> int:
+    order = list(AI_LABELS)
+    return order.index(kind) if kind in order else len(order)
+
+
+def short_type(type_name: str) -> str:
+    """``n8n-nodes-base.httpRequest`` -> ``httpRequest``; ``@n8n/n8n-nodes-langchain.agent`` -> ``agent``."""
+    return type_name.rsplit(".", 1)[-1] if type_name else "?"
+
+
+def node_kind(type_name: str) -> NodeKind:
+    short = short_type(type_name)
+    if type_name not in _NOT_TRIGGERS and (short.endswith("Trigger") or type_name in _TRIGGER_TYPES):
+        return NodeKind.TRIGGER
+    if type_name.startswith("@n8n/n8n-nodes-langchain."):
+        return NodeKind.AI
+    if short in FLOW_TYPES:
+        return NodeKind.FLOW
+    return NodeKind.ACTION
+
+
+@dataclass(frozen=True, slots=True)
+class WfNode:
+    name: str
+    type: str
+    kind: NodeKind
+    position: tuple[float, float] | None = None
+    disabled: bool = False
+    type_version: float | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    @property
+    def short_type(self) -> str:
+        return short_type(self.type)
+
+    @property
+    def glyph(self) -> str:
+        return KIND_GLYPH[self.kind]
+
+
+@dataclass(frozen=True, slots=True)
+class WfEdge:
+    source: str
+    target: str
+    #: ``main`` or an AI connection type (``ai_tool``, ...)
+    kind: str = "main"
+    #: the source's output index and the target's input index
+    output: int = 0
+    input: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.kind == "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    id: str
+    name: str
+    nodes: tuple[WfNode, ...]
+    edges: tuple[WfEdge, ...]
+    active: bool = False
+
+    def node(self, name: str) -> WfNode | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def output_labels(self, name: str) -> dict[int, str]:
+        """Branch labels of a node's main outputs (IF: true/false, Switch: its rules, loop: done/loop)."""
+        node = self.node(name)
+        return output_labels(node) if node is not None else {}
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(value: Any, limit: int = MAX_NAME) -> str:
+    return visible(value[:limit]) if isinstance(value, str) else ""
+
+
+def unwrap(data: Any) -> Any:
+    """n8n's REST wraps bodies in ``{"data": ...}``; the public API does not."""
+    if isinstance(data, Mapping) and set(data) == {"data"} and isinstance(data["data"], Mapping):
+        return data["data"]
+    return data
+
+
+def parse_workflow(data: Any, *, workflow_id: str = "") -> Workflow:
+    """A ``Workflow`` from n8n's workflow JSON (whichever API sent it); never raises on odd shapes."""
+    data = unwrap(data)
+    if not isinstance(data, Mapping):
+        return Workflow(workflow_id, "", (), ())
+    nodes: list[WfNode] = []
+    seen: set[str] = set()
+    raw_nodes = data.get("nodes")
+    for raw in raw_nodes if isinstance(raw_nodes, list) else []:
+        if len(nodes) >= MAX_NODES:
+            break
+        if not isinstance(raw, Mapping):
+            continue
+        type_name = _text(raw.get("type"))
+        if not type_name:  # n8n needs a type; a node without one is not drawn
+            continue
+        name = _text(raw.get("name")) or short_type(type_name)
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        pos = raw.get("position")
+        position = (float(pos[0]), float(pos[1])) if (isinstance(pos, list | tuple) and len(pos) == 2
+                                                      and all(_number(p) for p in pos)) else None
+        params = raw.get("parameters")
+        version = raw.get("typeVersion")
+        nodes.append(WfNode(name=name, type=type_name, kind=node_kind(type_name), position=position,
+                            disabled=raw.get("disabled") is True,
+                            type_version=float(version) if _number(version) else None,
+                            parameters=params if isinstance(params, Mapping) else {},
+                            id=_text(raw.get("id"), 64)))
+    edges = parse_connections(data.get("connections"), seen)
+    wid = data.get("id")
+    return Workflow(id=_text(wid, 64) if isinstance(wid, str) else (str(wid) if _number(wid) else workflow_id),
+                    name=_text(data.get("name")), nodes=tuple(nodes), edges=tuple(edges),
+                    active=data.get("active") is True)
+
+
+def parse_connections(connections: Any, names: set[str]) -> list[WfEdge]:
+    """n8n's connections (or the shorthand ``{source: [targets]}`` models write) as edges between ``names``."""
+    edges: list[WfEdge] = []
+    seen: set[WfEdge] = set()
+    if not isinstance(connections, Mapping):
+        return edges
+    for source, kinds in connections.items():
+        if not isinstance(source, str):
+            continue
+        source = visible(source[:MAX_NAME])
+        if source not in names:
+            continue
+        if isinstance(kinds, str | list):  # shorthand: {"A": "B"} or {"A": ["B", "C"]}
+            kinds = {"main": [kinds] if isinstance(kinds, str) or not any(isinstance(k, list) for k in kinds)
+                     else kinds}
+        if not isinstance(kinds, Mapping):
+            continue
+        for kind, outputs in kinds.items():
+            if not isinstance(kind, str) or not isinstance(outputs, list):
+                continue
+            for output_index, output in enumerate(outputs):
+                targets = output if isinstance(output, list) else [output] if output is not None else []
+                for target in targets:
+                    if isinstance(target, str):
+                        target = {"node": target}
+                    if not isinstance(target, Mapping) or not isinstance(target.get("node"), str):
+                        continue
+                    name = visible(target["node"][:MAX_NAME])
+                    if name not in names:
+                        continue
+                    index = target.get("index")
+                    edge = WfEdge(source, name, visible(kind[:40]), output_index,
+                                  int(index) if _number(index) and 0 <= index < 64 else 0)
+                    if edge not in seen:
+                        seen.add(edge)
+                        edges.append(edge)
+                        if len(edges) >= MAX_EDGES:
+                            return edges
+    return edges
+
+
+def output_labels(node: WfNode) -> dict[int, str]:
+    """Labels of the main outputs the canvas writes on branches (none for single-output nodes)."""
+    short, params = node.short_type, node.parameters
+    if short == "if":
+        return {0: "true", 1: "false"}
+    if short == "splitInBatches" and (node.type_version or 1) >= 3:
+        return {0: "done", 1: "loop"}
+    if short == "switch":
+        rules = params.get("rules")
+        values = rules.get("values") if isinstance(rules, Mapping) else None
+        labels: dict[int, str] = {}
+        if isinstance(values, list):
+            for i, rule in enumerate(values):
+                key = rule.get("outputKey") if isinstance(rule, Mapping) else None
+                labels[i] = _text(key, 12) if isinstance(key, str) and key else str(i)
+            options = params.get("options")
+            if isinstance(options, Mapping) and options.get("fallbackOutput") == "extra":
+                labels[len(values)] = "fallback"
+        return labels
+    if short == "compareDatasets":
+        return {0: "A only", 1: "same", 2: "different", 3: "B only"}
+    return {}
+
+
+def input_count(workflow: Workflow, name: str) -> int:
+    node = workflow.node(name)
+    count = 2 if node is not None and node.short_type in ("merge", "compareDatasets") else 1
+    for edge in workflow.edges:
+        if edge.target == name and edge.is_main:
+            count = max(count, edge.input + 1)
+    return count
+
+
+# --------------------------------------------------------------------------- what changed
+
+
+def changed_nodes(before: Workflow | None, after: Workflow) -> tuple[frozenset[str], frozenset[str]]:
+    """``(added, changed)`` node names of ``after`` against ``before`` (type, parameters, disabled,
+    or its outgoing connections differ)."""
+    if before is None:
+        return frozenset(n.name for n in after.nodes), frozenset()
+    old = {n.name: n for n in before.nodes}
+    old_out: dict[str, set[WfEdge]] = {}
+    for e in before.edges:
+        old_out.setdefault(e.source, set()).add(e)
+    new_out: dict[str, set[WfEdge]] = {}
+    for e in after.edges:
+        new_out.setdefault(e.source, set()).add(e)
+    added, changed = set(), set()
+    for node in after.nodes:
+        prev = old.get(node.name)
+        if prev is None:
+            added.add(node.name)
+        elif (prev.type != node.type or prev.disabled != node.disabled or _canon(prev.parameters) != _canon(node.parameters)
+              or old_out.get(node.name, set()) != new_out.get(node.name, set())):
+            changed.add(node.name)
+    return frozenset(added), frozenset(changed)
+
+
+def _canon(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+# --------------------------------------------------------------------------- executions
+
+
+class RunState(StrEnum):
+    RAN = "ran"
+    FAILED = "failed"
+    NOT_REACHED = "not reached"
+    RUNNING = "running"
+
+
+#: glyph + word for each state (never colour alone)
+RUN_GLYPH: dict[RunState, str] = {
+    RunState.RAN: "✓",
+    RunState.FAILED: "✗",
+    RunState.NOT_REACHED: "○",
+    RunState.RUNNING: "◐",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRun:
+    state: RunState
+    items: int = 0
+    error: str = ""
+    #: the first output items (their ``json``), made safe for a terminal
+    output: tuple[Any, ...] = ()
+
+    @property
+    def label(self) -> str:
+        if self.state is RunState.RAN:
+            return f"ran · {self.items} item{'s' if self.items != 1 else ''}"
+        return self.state.value
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionView:
+    id: str
+    status: str
+    runs: Mapping[str, NodeRun]
+    error: str = ""
+
+    def run(self, name: str) -> NodeRun:
+        return self.runs.get(name) or NodeRun(RunState.NOT_REACHED)
+
+
+def unflatten(text: str) -> Any:
+    """Decode the ``flatted`` format n8n's REST uses for execution data: a JSON list whose first
+    entry is the root, where each string that is a list index points at that entry (so objects
+    can repeat and cycle). Cycles are cut (a repeated ancestor becomes ``None``)."""
+    table = json.loads(text)
+    if not isinstance(table, list) or not table:
+        return table
+    # strings in the table are references; the plain strings are the entries they point at
+    def resolve(value: Any, ancestors: tuple[int, ...], depth: int) -> Any:
+        if depth > 64:
+            return None
+        if isinstance(value, str) and value.isdigit():
+            index = int(value)
+            if index >= len(table) or index in ancestors:
+                return None
+            entry = table[index]
+            if isinstance(entry, str):
+                return entry
+            return resolve_container(entry, (*ancestors, index), depth + 1)
+        return value
+
+    def resolve_container(value: Any, ancestors: tuple[int, ...], depth: int) -> Any:
+        if isinstance(value, list):
+            return [resolve(v, ancestors, depth) for v in value]
+        if isinstance(value, dict):
+            return {k: resolve(v, ancestors, depth) for k, v in value.items()}
+        return value
+
+    return resolve_container(table[0], (0,), 0)
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        parts = [error.get("message"), error.get("description")]
+        return visible("; ".join(str(p) for p in parts if isinstance(p, str) and p)[:500]) or "error"
+    if isinstance(error, str):
+        return visible(error[:500])
+    return "error" if error else ""
+
+
+def parse_execution(data: Any) -> ExecutionView | None:
+    """One execution's per-node outcome, or ``None`` when ``data`` is not an execution."""
+    data = unwrap(data)
+    if not isinstance(data, Mapping):
+        return None
+    exec_id = str(data.get("id") or "")
+    status = str(data.get("status") or ("error" if data.get("finished") is False else "success"))
+    body = data.get("data")
+    if isinstance(body, str):
+        try:
+            body = unflatten(body)
+        except (ValueError, RecursionError):
+            body = None
+    runs: dict[str, NodeRun] = {}
+    error = ""
+    if isinstance(body, Mapping) and isinstance(body.get("resultData"), Mapping):
+        result = body["resultData"]
+        error = _error_text(result.get("error"))
+        run_data = result.get("runData")
+        for name, node_runs in (run_data.items() if isinstance(run_data, Mapping) else ()):
+            if not isinstance(name, str) or not isinstance(node_runs, list) or not node_runs:
+                continue
+            runs[visible(name[:MAX_NAME])] = _node_run(node_runs)
+        last = result.get("lastNodeExecuted")
+        if error and isinstance(last, str) and visible(last) in runs and runs[visible(last)].state is not RunState.FAILED:
+            run = runs[visible(last)]
+            runs[visible(last)] = NodeRun(RunState.FAILED, run.items, error, run.output)
+    elif isinstance(body, Mapping) and isinstance(body.get("nodes"), Mapping):  # the demo instance
+        for name, info in body["nodes"].items():
+            if not isinstance(info, Mapping) or not isinstance(name, str):
+                continue
+            failed = info.get("status") == "error"
+            count = info.get("items")
+            items = int(count) if _number(count) else 0
+            runs[visible(name[:MAX_NAME])] = NodeRun(RunState.FAILED if failed else RunState.RAN, items,
+                                                      _error_text(info.get("error")) if failed else "")
+    return ExecutionView(visible(exec_id[:64]), visible(status[:32]), runs, error)
+
+
+def _node_run(node_runs: list[Any]) -> NodeRun:
+    last = node_runs[-1] if isinstance(node_runs[-1], Mapping) else {}
+    items: list[Any] = []
+    output = last.get("data")
+    main = output.get("main") if isinstance(output, Mapping) else None
+    for branch in main if isinstance(main, list) else []:
+        for item in branch if isinstance(branch, list) else []:
+            items.append(item.get("json") if isinstance(item, Mapping) else item)
+    total = len(items)
+    err = last.get("error")
+    status = last.get("executionStatus")
+    if err or status == "error":
+        return NodeRun(RunState.FAILED, total, _error_text(err) or "failed", tuple(visible_data(items[:MAX_ITEMS])))
+    if status == "running":
+        return NodeRun(RunState.RUNNING, total)
+    return NodeRun(RunState.RAN, total, "", tuple(visible_data(items[:MAX_ITEMS])))
+
+
+# --------------------------------------------------------------------------- from a tool call
+
+
+_ID_KEYS = ("workflowId", "workflow_id", "id")
+
+
+def workflow_id_of(*values: Any) -> str | None:
+    """The workflow id a workflow tool call names: its result's ``id``/``workflowId`` (a create),
+    else its arguments' ``workflowId``. Text results are searched for ``"id": "..."``."""
+    for value in values:
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("{"):
+                try:
+                    value = json.loads(stripped)
+                except ValueError:
+                    match = re.search(r'"(?:workflowId|id)"\s*:\s*"([^"]{1,64})"', stripped)
+                    if match:
+                        return match.group(1)
+                    continue
+        if isinstance(value, Mapping):
+            for key in _ID_KEYS:
+                found = value.get(key)
+                if isinstance(found, str | int) and not isinstance(found, bool) and str(found).strip():
+                    return str(found).strip()[:64]
+            for inner in ("workflow", "data"):
+                nested = value.get(inner)
+                if isinstance(nested, Mapping):
+                    found_id = workflow_id_of(nested)
+                    if found_id:
+                        return found_id
+    return None
+
+
+#: tool names (ours, and n8n's agent's) whose call creates or changes a workflow
+WORKFLOW_WRITE_TOOLS = frozenset({"create-workflow", "update-workflow", "build-workflow", "build_workflow",
+                                  "build-workflow-with-agent", "submit-workflow", "restore-workflow-version"})
+#: tools whose call only reads a workflow or runs it (the canvas follows them too)
+WORKFLOW_READ_TOOLS = frozenset({"get-workflow", "run-workflow", "activate-workflow", "deactivate-workflow",
+                                 "get-execution", "verify-built-workflow"})
+
+
+def is_workflow_tool(tool_name: str, args: Mapping[str, Any] | None = None) -> bool:
+    """Whether a call of ``tool_name`` is about one workflow (n8n's ``workflows`` tool by its action)."""
+    if tool_name in WORKFLOW_WRITE_TOOLS or tool_name in WORKFLOW_READ_TOOLS:
+        return True
+    if tool_name in ("workflows", "executions") and isinstance(args, Mapping):
+        return args.get("action") in ("get", "update", "get-json", "validate", "restore-version", "update-version",
+                                      "publish", "setup", "run", "get", "debug")
+    return False
+
+
+def preview_from_args(args: Mapping[str, Any], name: str = "") -> Workflow | None:
+    """What a create/update call's arguments describe, before the tool answers (nodes without
+    positions are laid out by the canvas)."""
+    nodes = args.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    data = {"name": args.get("name") or name, "nodes": nodes, "connections": args.get("connections")}
+    if args.get("connections") is None:
+        valid = [n for n in nodes if isinstance(n, Mapping)]
+        names = [(_text(n.get("name")) or short_type(_text(n.get("type")))) for n in valid]
+        data["connections"] = {a: [b] for a, b in itertools.pairwise(names)}
+    return parse_workflow(data)
+
+
+def node_names(nodes: Iterable[WfNode]) -> list[str]:
+    return [n.name for n in nodes]

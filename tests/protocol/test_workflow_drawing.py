@@ -1,0 +1,170 @@
+"""Drawings of workflows (snapshots) and the layout's promises: boxes never overlap, every
+connection runs from the right port of its source to the right port of its target."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, Workflow, parse_workflow
+from instance_ai_tui.protocol.workflow_layout import (
+    Detail,
+    Drawing,
+    Layout,
+    Style,
+    draw,
+    draw_box,
+    layout_workflow,
+    render_text,
+)
+
+from .workflow_shapes import SHAPES, ai_agent, big, if_merge, without_positions
+
+
+def check_layout(layout: Layout, drawing: Drawing) -> None:
+    """No two boxes overlap; each line starts beside its source's output port (main) or top port
+    (sub-node), ends beside its target's input port (main) or sub-node port, moves one cell at a
+    time, never enters a box, and is drawn."""
+    boxes = list(layout.boxes.values())
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+        assert a.x >= 0 and a.y >= 0 and a.x + a.w <= layout.width and a.y + a.h <= layout.height
+    assert {r.edge for r in layout.routes} == set(layout.workflow.edges)
+    for route in layout.routes:
+        e, cells = route.edge, route.cells
+        src, tgt = layout.boxes[e.source], layout.boxes[e.target]
+        if e.is_main or src.top_port is None:
+            assert cells[0] == (src.x + src.w, src.outputs[e.output]), (e, cells[0], src)
+            assert cells[-1] == (tgt.x - 1, tgt.inputs[e.input]), (e, cells[-1], tgt)
+            assert drawing.chars[cells[-1][1]][cells[-1][0]] == "▶"
+        else:
+            assert cells[0] == (src.top_port, src.y - 1)
+            assert cells[-1] == (tgt.ai_ports[e.kind], tgt.y + tgt.h)
+            assert drawing.chars[tgt.y + tgt.h - 1][tgt.ai_ports[e.kind]] == "┬"
+        for (x0, y0), (x1, y1) in itertools.pairwise(cells):
+            assert abs(x0 - x1) + abs(y0 - y1) == 1, (e, (x0, y0), (x1, y1))
+        for x, y in cells:
+            assert not any(b.contains(x, y) for b in boxes), (e, (x, y))
+            assert drawing.chars[y][x] not in (" ", ""), (e, (x, y))
+    for box in boxes:  # names are drawn inside their box
+        node = layout.workflow.node(box.name)
+        assert node is not None
+        row = "".join(drawing.chars[box.y + 1][box.x + 1: box.x + box.w - 1])
+        assert row.startswith(f"{node.glyph} {node.name}"[: max(1, len(row) - 1)].rstrip("…")[:4])
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_drawing_with_positions(shape: str, snapshot: Any) -> None:
+    wf = parse_workflow(SHAPES[shape]())
+    layout = layout_workflow(wf)
+    drawing = draw(layout)
+    check_layout(layout, drawing)
+    assert drawing.text() == snapshot
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_drawing_laid_out_compact(shape: str, snapshot: Any) -> None:
+    """Without positions (what a model sends): the layered layout, zoomed out."""
+    wf = parse_workflow(without_positions(SHAPES[shape]()))
+    layout = layout_workflow(wf, Detail.COMPACT)
+    drawing = draw(layout)
+    check_layout(layout, drawing)
+    assert drawing.text() == snapshot
+
+
+def test_positions_are_used_when_they_fit_and_replaced_when_they_overlap() -> None:
+    data = if_merge()
+    by_pos = layout_workflow(parse_workflow(data))
+    # the editor put "Notify sales" above "Tag small": the drawing keeps it
+    assert by_pos.boxes["Notify sales"].y < by_pos.boxes["Tag small"].y
+    data["nodes"][3]["position"] = [440, 10]  # "Tag small" on top of "Notify sales"
+    overlapped = layout_workflow(parse_workflow(data))
+    check_layout(overlapped, draw(overlapped))
+    assert overlapped.boxes["Notify sales"].x == overlapped.boxes["Tag small"].x
+
+
+def test_execution_states_are_glyph_and_word(snapshot: Any) -> None:
+    wf = parse_workflow(if_merge())
+    runs = {"New order": NodeRun(RunState.RAN, 1), "Big order?": NodeRun(RunState.RAN, 1),
+            "Notify sales": NodeRun(RunState.FAILED, 0, "channel not found")}
+    text = render_text(wf, runs=runs)
+    assert "✓ ran · 1 item" in text and "✗ failed" in text and "○ not reached" in text
+    compact = render_text(wf, Detail.COMPACT, runs=runs)
+    assert "✗ failed" in compact
+    assert text + compact == snapshot
+
+
+def test_marks_of_a_change(snapshot: Any) -> None:
+    text = render_text(parse_workflow(if_merge()), marks={"Save row": "new", "Notify sales": "changed"})
+    assert "+ new" in text and "~ changed" in text
+    assert text == snapshot
+
+
+def test_ai_sub_nodes_hang_under_their_agent_with_dotted_lines() -> None:
+    layout = layout_workflow(parse_workflow(ai_agent()))
+    drawing = draw(layout)
+    agent = layout.boxes["AI Agent"]
+    for sub in ("OpenAI Chat Model", "Simple Memory", "Calculator", "Wikipedia"):
+        assert layout.boxes[sub].y > agent.y + agent.h
+    assert set(agent.ai_ports) == {"ai_languageModel", "ai_memory", "ai_tool"}
+    text = drawing.text()
+    assert "┆" in text and "┄" in text and "┴model" in text and "┴memory" in text and "┴tool" in text
+    for route in layout.routes:
+        if not route.edge.is_main:
+            assert all(drawing.styles[y][x] in (Style.AI_EDGE, Style.EDGE) for x, y in route.cells)
+
+
+def test_redrawing_one_node_changes_only_its_box() -> None:
+    wf = parse_workflow(big(60))
+    runs = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
+    layout = layout_workflow(wf, runs=runs)
+    drawing = draw(layout, runs=runs)
+    before = [row[:] for row in drawing.chars]
+    name = wf.nodes[10].name
+    box = draw_box(drawing, name, runs={**runs, name: NodeRun(RunState.FAILED, 0, "boom")})
+    changed = {(x, y) for y, row in enumerate(drawing.chars) for x, c in enumerate(row) if before[y][x] != c}
+    assert changed and all(box.contains(x, y) for x, y in changed)
+    assert "✗ failed" in "".join(drawing.chars[box.y + 3])
+
+
+@st.composite
+def dags(draw_: Any) -> dict[str, Any]:
+    """A workflow of 1-200 nodes: connections from earlier to later nodes on outputs 0-3 into inputs
+    0-1, a few loops back, maybe positions (possibly overlapping), maybe AI sub-nodes."""
+    n = draw_(st.integers(1, 200))
+    types = ["n8n-nodes-base.set", "n8n-nodes-base.if", "n8n-nodes-base.switch", "n8n-nodes-base.merge",
+             "@n8n/n8n-nodes-langchain.agent"]
+    nodes = [{"name": f"N{i}", "type": "n8n-nodes-base.manualTrigger" if i == 0 else draw_(st.sampled_from(types))}
+             for i in range(n)]
+    if draw_(st.booleans()):
+        for i, node in enumerate(nodes):
+            node["position"] = [draw_(st.integers(0, 30)) * 200, draw_(st.integers(0, 12)) * 180 + i % 2]
+    connections: dict[str, Any] = {}
+    edges = draw_(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(0, 3),
+                                     st.integers(0, 1), st.booleans()), max_size=min(300, 2 * n)))
+    for a, b, out, inp, backwards in edges:
+        if a == b and not backwards:
+            continue
+        src, tgt = (min(a, b), max(a, b)) if not backwards else (max(a, b), min(a, b))
+        outs = connections.setdefault(f"N{src}", {}).setdefault("main", [[], [], [], []])
+        outs[out].append({"node": f"N{tgt}", "type": "main", "index": inp})
+    for k in range(draw_(st.integers(0, 3))):  # sub-nodes of an agent
+        if n > 1:
+            agent = f"N{draw_(st.integers(0, n - 1))}"
+            kind = draw_(st.sampled_from(["ai_languageModel", "ai_memory", "ai_tool"]))
+            nodes.append({"name": f"S{k}", "type": "@n8n/n8n-nodes-langchain.toolCalculator"})
+            connections[f"S{k}"] = {kind: [[{"node": agent, "type": kind, "index": 0}]]}
+    return {"name": "random", "nodes": nodes, "connections": connections}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(dags(), st.sampled_from([Detail.FULL, Detail.COMPACT]))
+def test_random_workflows_never_overlap_and_connect_the_right_ports(data: dict[str, Any], detail: Detail) -> None:
+    wf: Workflow = parse_workflow(data)
+    layout = layout_workflow(wf, detail)
+    check_layout(layout, draw(layout))
