@@ -323,9 +323,30 @@ class N8nPeer:
             process.kill()
             process.wait(5)
 
-    def restart(self, timeout: float = 180.0) -> float:
-        """Stop and start again on the same port with the same data; the seconds it was down."""
+    def kill(self) -> None:
+        """``kill -9`` of the n8n process (it says nothing to anyone); ``start_again()`` brings it back."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: task runners die with it
+        process.wait(10)
+
+    def start_again(self, timeout: float = 180.0) -> float:
+        """Start a stopped (or killed) n8n on the same port with the same data; the seconds it took."""
         began = time.monotonic()
+        deadline = time.monotonic() + 10
+        while not port_free(self.port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._spawn()
+        self._wait_ready(timeout)
+        return time.monotonic() - began
+
+    def restart(self, timeout: float = 180.0, *, kill: bool = False) -> float:
+        """Stop (``kill``: SIGKILL, no shutdown) and start again on the same port with the same data;
+        the seconds it was down."""
+        began = time.monotonic()
+        if kill:
+            self.kill()
         self.stop()
         deadline = time.monotonic() + 10
         while not port_free(self.port) and time.monotonic() < deadline:
