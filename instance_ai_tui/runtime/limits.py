@@ -34,14 +34,18 @@ class ModelLimits:
 
     @property
     def line_bytes(self) -> int:
-        """The longest stream line read: the largest single chunk a limit lets through, JSON-escaped."""
-        largest = max(self.max_delta_chars, self.max_tool_args_chars, 1)
-        return largest * WIRE_BYTES_PER_CHAR + 65_536
+        """The longest stream line read: the largest single chunk a limit lets through, JSON-escaped
+        (0: no limit, when either of the two is off)."""
+        if self.max_delta_chars <= 0 or self.max_tool_args_chars <= 0:
+            return 0
+        return max(self.max_delta_chars, self.max_tool_args_chars) * WIRE_BYTES_PER_CHAR + 65_536
 
     @property
     def answer_bytes(self) -> int:
-        """The most bytes one answer may take on the wire (junk and pings included)."""
-        return max(self.max_answer_chars, 1) * WIRE_BYTES_PER_CHAR * 2 + 1_048_576
+        """The most bytes one answer may take on the wire, junk and pings included (0: no limit)."""
+        if self.max_answer_chars <= 0:
+            return 0
+        return self.max_answer_chars * WIRE_BYTES_PER_CHAR * 2 + 1_048_576
 
     @classmethod
     def from_settings(cls, settings: object) -> ModelLimits:

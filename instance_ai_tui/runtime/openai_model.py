@@ -526,7 +526,7 @@ async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBas
     line = total = 0
     async for chunk in source:
         total += len(chunk)
-        if total > total_limit:
+        if total_limit and total > total_limit:
             raise exceeded(stream.ia_where, "an answer", f"of more than {total_limit:,} bytes",
                            "max_answer_chars", limits.max_answer_chars)
         probe = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
@@ -535,13 +535,13 @@ async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBas
             line += len(probe)
         else:
             longest = line + first
-            if len(probe) > line_limit:
+            if line_limit and len(probe) > line_limit:
                 longest = max([longest, *(len(part) for part in probe.split(b"\n")[1:-1])])
-            if longest > line_limit:
+            if line_limit and longest > line_limit:
                 line = longest
             else:
                 line = len(probe) - probe.rfind(b"\n") - 1
-        if line > line_limit:
+        if line_limit and line > line_limit:
             raise exceeded(stream.ia_where, "one stream chunk", f"of more than {line_limit:,} bytes",
                            "max_delta_chars", limits.max_delta_chars)
         yield chunk

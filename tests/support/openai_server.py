@@ -13,7 +13,11 @@ match wins, reusable), or a callable ``(body: dict) -> MockResponse`` (may be as
 stream text, ``reasoning_content`` (or ``reasoning``) deltas, tool calls as proper fragments
 (optionally llama.cpp style: id and name repeated on every fragment), a usage chunk when the
 client asks for it (``stream_options.include_usage``), errors with any HTTP status, errors in the
-middle of a stream, and slow or hanging streams (for timeout and abort tests).
+middle of a stream, and slow or hanging streams (for timeout and abort tests). Hostile modes: an
+HTML page with status 200 (``content_type``), junk data lines (``raw_lines``), a stream cut after N
+bytes (``cut_after_bytes``, closed cleanly or reset), one huge chunk (``big_chunk_chars``), huge tool
+arguments (a long ``arguments`` string with a large ``args_chunk_size``) and a stream that never
+ends (``endless``). A closed port is ``closed_port_url()``.
 
 It also runs as a process: ``python -m tests.support.openai_server --port 0 --script
 script.json`` prints ``{"base_url": ...}`` on its first stdout line. ``GET /_mock/requests`` lists
@@ -32,7 +36,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,6 +84,20 @@ class MockResponse(BaseModel):
     omit_role_chunk: bool = False
     #: sent as the stream's chunks instead (each any JSON value: a broken or hostile server)
     raw_chunks: list[Any] | None = None
+    # hostile modes (issue 26 / 31): what broken or hostile servers do
+    #: answer 200 with this content type and ``body`` instead of a stream (e.g. "text/html": a login page)
+    content_type: str | None = None
+    body: str = "<!DOCTYPE html><html><head><title>Sign in</title></head><body><form>Sign in</form></body></html>"
+    #: sent as the stream's data lines verbatim, before the chunks (junk that is not JSON)
+    raw_lines: list[str] | None = None
+    #: stop after this many bytes of the stream: ``cut_mode`` "close" ends the body cleanly (no
+    #: finish reason, no [DONE]); "reset" breaks the connection in the middle of the body
+    cut_after_bytes: int | None = None
+    cut_mode: Literal["close", "reset"] = "close"
+    #: one content chunk of this many characters first (a 50 MB chunk)
+    big_chunk_chars: int = 0
+    #: after the text, send "more " chunks for ever (every ``chunk_delay`` s) until the client hangs up
+    endless: bool = False
 
     @classmethod
     def call(cls, name: str, arguments: dict[str, Any] | str | None = None, **kw: Any) -> MockResponse:
@@ -281,8 +299,21 @@ class _ChatEndpoint:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage,
             })
             return
+        if r.content_type is not None:  # not a stream at all (a proxy's or a web app's page)
+            page = r.body.encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", r.content_type.encode()),
+                                    (b"content-length", str(len(page)).encode())]})
+            await send({"type": "http.response.body", "body": page})
+            record.completed_at = time.monotonic()
+            return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        if r.cut_after_bytes is not None:
+            send = _Cutter(send, r.cut_after_bytes, r.cut_mode)
+        for line in r.raw_lines or ():
+            await send({"type": "http.response.body", "body": f"data: {line}\n\n".encode(), "more_body": True})
+            record.chunks_sent += 1
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -292,6 +323,8 @@ class _ChatEndpoint:
         events: list[dict[str, Any]] = []
         if not r.omit_role_chunk:
             events.append(chunk({"role": "assistant", "content": ""}))
+        if r.big_chunk_chars:
+            events.append(chunk({"content": "x" * r.big_chunk_chars}))
         for piece in _split_words(r.reasoning, r.words_per_chunk):
             events.append(chunk({r.reasoning_field: piece}))
         for piece in _split_words(r.text, r.words_per_chunk):
@@ -322,6 +355,10 @@ class _ChatEndpoint:
                 return
             if n and r.chunk_delay:
                 await asyncio.sleep(r.chunk_delay)
+            if r.endless and event.get("choices") and event["choices"][0].get("finish_reason"):
+                while True:  # never the finish: more text for as long as the client reads
+                    await self._sse(send, chunk({"content": "more "}), record)
+                    await asyncio.sleep(r.chunk_delay)
             await self._sse(send, event, record)
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -340,6 +377,32 @@ class _ChatEndpoint:
             for choice in choices
         ):
             record.last_content_at = now
+
+
+class _CutStream(Exception):
+    """Raised by ``_Cutter`` in "reset" mode: uvicorn then drops the connection mid-body."""
+
+
+class _Cutter:
+    """An ASGI ``send`` that lets ``limit`` body bytes through, then ends the body ("close") or
+    breaks the connection ("reset"); everything after is swallowed."""
+
+    def __init__(self, send: Any, limit: int, mode: str) -> None:
+        self._send, self._left, self._mode, self._done = send, limit, mode, False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if self._done:
+            return
+        body = message.get("body", b"")
+        if len(body) <= self._left:
+            self._left -= len(body)
+            await self._send(message)
+            return
+        self._done = True
+        await self._send({"type": "http.response.body", "body": body[: self._left], "more_body": True})
+        if self._mode == "reset":
+            raise _CutStream("cut in the middle of the stream")
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _validate_request(body: dict[str, Any], null_content_with_tool_calls: bool = False) -> str | None:
@@ -361,6 +424,14 @@ def _validate_request(body: dict[str, Any], null_content_with_tool_calls: bool =
             except (KeyError, TypeError, json.JSONDecodeError):
                 return f"messages[{i}].tool_calls: arguments must be JSON text"
     return None
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens (a port just freed): connections are refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def _split_words(text: str, words: int) -> list[str]:
