@@ -22,8 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from instance_ai_tui.protocol.workflow_draw import draw, draw_box
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
-from instance_ai_tui.protocol.workflow_layout import Detail, draw, draw_box, layout_workflow
+from instance_ai_tui.protocol.workflow_layout import Detail, layout_workflow
 from tests.protocol.workflow_shapes import big, without_positions
 
 

@@ -10,17 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from instance_ai_tui.protocol.workflow_draw import Drawing, Style, draw, draw_box, render_text
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, Workflow, parse_workflow
-from instance_ai_tui.protocol.workflow_layout import (
-    Detail,
-    Drawing,
-    Layout,
-    Style,
-    draw,
-    draw_box,
-    layout_workflow,
-    render_text,
-)
+from instance_ai_tui.protocol.workflow_layout import Detail, Layout, layout_workflow
 
 from .workflow_shapes import SHAPES, ai_agent, big, if_merge, without_positions
 
