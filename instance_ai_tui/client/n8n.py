@@ -43,6 +43,7 @@ from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
 if TYPE_CHECKING:
     from .gateway import LocalGateway
+    from .n8n_capabilities import InstanceCapabilities
 
 THREAD_SOURCE = "assistant_page"
 #: keys of n8n's ``/rest/settings`` data, public part and full part
@@ -101,6 +102,8 @@ class N8nClient(Client):
         self._known_threads: set[str] = set()
         self._open_lock = asyncio.Lock()
         self._opened = False
+        #: what the instance can do (``n8n_capabilities``), read after login; ``None`` until then
+        self.capabilities: InstanceCapabilities | None = None
 
     def __repr__(self) -> str:
         return f"N8nClient({self.base_url!r}, email={self._email!r})"
@@ -152,6 +155,7 @@ class N8nClient(Client):
                     raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.35 or newer?")
                 self._project_id = project["id"]
                 await self._load_model_name()
+                await self.read_capabilities()
             except ClientError as exc:
                 self._set_state(ConnectionState.OFFLINE, str(exc))
                 raise
@@ -483,6 +487,25 @@ class N8nClient(Client):
         except EventParseError as exc:
             self._diagnose(f"skipped an SSE frame (id {frame.raw_id}): {exc}")
             return None
+
+    # ------------------------------------------------------------------ capabilities
+    async def read_capabilities(self) -> InstanceCapabilities:
+        """Read what the instance can do (``n8n_capabilities``) into ``capabilities``. Never raises:
+        a route this n8n lacks or refuses leaves that part unknown."""
+        from .n8n_capabilities import InstanceCapabilities
+
+        try:
+            module = await self._request("GET", "/rest/module-settings", relogin=False)
+        except ClientError:
+            module = None
+        browser = None
+        if isinstance(module, dict) and (module.get("instance-ai") or {}).get("browserUseEnabled") is True:
+            try:
+                browser = await self._request("GET", "/rest/instance-ai/browser/status", relogin=False)
+            except ClientError:
+                browser = None
+        self.capabilities = InstanceCapabilities.from_module_settings(module, browser)
+        return self.capabilities
 
     # ------------------------------------------------------------------ local gateway
     async def start_gateway(self, root: Path | str, **options: Any) -> LocalGateway:

@@ -346,6 +346,9 @@ class FakeN8n:
         self.gateway_static_key = gateway_static_key
         #: the admin turned the local gateway off: its routes answer 403 "Local gateway is disabled"
         self.gateway_disabled = False
+        #: module settings as n8n 2.41 serves them (``/rest/module-settings``); browser use is off by default
+        self.browser_use_enabled = False
+        self.browser_connected = False
         self.version = version
         self.user_id = str(uuid.uuid4())
         self.project_id = _nanoid(16)
@@ -375,6 +378,8 @@ class FakeN8n:
             Route("/rest/settings", self._settings, methods=["GET"]),
             Route("/rest/projects/personal", self._personal_project, methods=["GET"]),
             Route("/rest/instance-ai/settings", self._instance_ai_settings, methods=["GET"]),
+            Route("/rest/module-settings", self._module_settings, methods=["GET"]),
+            Route("/rest/instance-ai/browser/status", self._browser_status, methods=["GET"]),
             Route("/rest/instance-ai/threads", self._threads_route, methods=["GET", "POST"]),
             Route("/rest/instance-ai/threads/history", self._thread_history, methods=["GET"]),
             Route("/rest/instance-ai/threads/{tid}", self._thread_route, methods=["GET", "PATCH", "DELETE"]),
@@ -1044,6 +1049,21 @@ class FakeN8n:
                 yield item
         finally:
             owners.discard(queue)
+
+    # ------------------------------------------------------------------ capabilities (issue 27)
+    async def _module_settings(self, request: Request) -> Response:
+        self._user(request)
+        return self._ok({"instance-ai": {
+            "enabled": True, "localGatewayDisabled": self.gateway_disabled, "browserUseEnabled": self.browser_use_enabled,
+            "proxyEnabled": False, "cloudManaged": False, "setupCompleted": True, "sandboxEnabled": False,
+            "workflowBuilderAvailable": False, "sandboxUnavailableReason": "disabled", "runDebugEnabled": False,
+            "activationCapped": False, "instanceAiSetupPanelEnabled": False}})
+
+    async def _browser_status(self, request: Request) -> Response:
+        self._user(request)
+        if not self.browser_use_enabled:
+            raise _error(403, "Browser Use is disabled")
+        return self._ok({"connected": self.browser_connected, "connectedAt": None, "toolCategories": []})
 
     # ------------------------------------------------------------------ local gateway (§7)
     def _gateway_owner(self, request: Request, *, session_only: bool = False) -> tuple[str, str]:
