@@ -44,10 +44,10 @@ from .events import (
     RunFinishEvent,
     RunStartEvent,
     StatusEvent,
-    StatusPayload,
     TaskList,
     TasksUpdateEvent,
     TextDeltaEvent,
+    TextPayload,
     ThreadTitleUpdatedEvent,
     UnknownEvent,
     WireEvent,
@@ -83,32 +83,36 @@ def _visible_model(model: _M) -> _M:
     return type(model).model_validate(visible_data(json.loads(document)))
 
 
-def _visible_hot(event: TextDeltaEvent | ReasoningDeltaEvent | StatusEvent) -> Any:
-    """A streamed delta or status with its text made visible (a copy only when needed)."""
-    payload = event.payload
-    if type(payload) is StatusPayload:
-        if _unsafe(payload.message) is None:
+def _visible_hot(event: Event) -> Event:
+    """A streamed delta or status with its text made visible (a copy only when needed). The
+    hot path: a delta without a newline is checked with ``str.isprintable`` alone."""
+    payload: Any = event.payload
+    if type(payload) is TextPayload:
+        text = payload.text
+        if text.isprintable() or _unsafe(text) is None:
             return event
-        new_payload: Any = payload.model_copy(update={"message": visible(payload.message)})
+        new_payload: Any = payload.model_copy(update={"text": visible(text)})
     else:
-        text = payload.text  # type: ignore[union-attr]
-        if _unsafe(text) is None:
+        message = payload.message
+        if message.isprintable() or _unsafe(message) is None:
             return event
-        new_payload = payload.model_copy(update={"text": visible(text)})
+        new_payload = payload.model_copy(update={"message": visible(message)})
     return _visible_model(event.model_copy(update={"payload": new_payload}))
 
 
 def _visible_wire(data: dict[str, Any]) -> dict[str, Any]:
-    """A hot event in wire form (a dict) with its text made visible (a copy only when needed)."""
+    """A hot event in wire form (a dict) with its text made visible (a copy only when needed;
+    the reducer reads only its text, or message, and the ids)."""
     payload = data.get("payload")
-    if type(payload) is dict:
-        for key in ("text", "message"):
-            value = payload.get(key)
-            if type(value) is str and _unsafe(value) is not None:
-                payload = {**payload, key: visible(value)}
-        if payload is not data["payload"]:
-            data = {**data, "payload": payload}
-    return data  # (the reducer reads only the text, or the message, and the ids)
+    if type(payload) is not dict:
+        return data
+    text = payload.get("text")
+    if type(text) is str and not text.isprintable() and _unsafe(text) is not None:
+        payload = {**payload, "text": visible(text)}
+    message = payload.get("message")
+    if type(message) is str and not message.isprintable() and _unsafe(message) is not None:
+        payload = {**payload, "message": visible(message)}
+    return data if payload is data["payload"] else {**data, "payload": payload}
 
 
 def _now() -> datetime:
@@ -461,8 +465,12 @@ class Conversation:
                 return False
             self.cursor = id
         if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
-            # the bulk of every stream: straight to the message's reducer (which never raises)
-            event = _visible_hot(event)
+            # the bulk of every stream: straight to the message's reducer (which never raises),
+            # its text made visible (most deltas pass ``isprintable``; a newline costs a search)
+            payload = event.payload
+            text = payload.text if type(payload) is TextPayload else payload.message  # type: ignore[union-attr]
+            if not text.isprintable() and _unsafe(text) is not None:
+                event = _visible_hot(event)
             hot = self._hot_msg
             if event.run_id != self._hot_run or hot is None:
                 hot = self._hot_message(event.run_id)
@@ -502,7 +510,11 @@ class Conversation:
                 if kind in _HOT_TYPES:
                     msg = self._hot_message(data.get("runId", ""))
                     if msg is not None and msg.reducer is not None:
-                        msg.reducer.apply_wire(_visible_wire(data))
+                        payload = data.get("payload")
+                        text = payload.get("text" if kind != "status" else "message") if type(payload) is dict else None
+                        if type(text) is str and not text.isprintable() and _unsafe(text) is not None:
+                            data = _visible_wire(data)
+                        msg.reducer.apply_wire(data)
                         if not msg.dirty:
                             self._mark(msg)
                         return True
