@@ -30,6 +30,7 @@ import copy
 import inspect
 import json
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, TypeVar
 
@@ -297,6 +298,23 @@ class OpenAIModel:
                                   f"{_preview_text(exc.message)}")
         return ModelError(f"{where} failed for model {model!r}: {exc}")
 
+    async def _unreachable_or(self, timeout: ModelTimeout) -> ModelError:
+        """``ModelUnreachable`` when the server's port refuses a connection right now (the SDK's own
+        retries of a refused connection outlasted the first-token timeout), else ``timeout``."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.base_url or "https://api.openai.com/v1")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            async with asyncio.timeout(1.0):
+                _reader, writer = await asyncio.open_connection(parts.hostname or "localhost", port)
+        except (OSError, TimeoutError) as exc:
+            if isinstance(exc, ConnectionRefusedError | socket.gaierror):
+                return ModelUnreachable(_unreachable_text(self.where, exc))
+            return timeout
+        writer.close()
+        return timeout
+
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
@@ -399,6 +417,9 @@ class OpenAIModel:
                 stream = await guard.wait(self._open_stream(params), self.first_token_timeout, "no response")
             except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
+            except ModelTimeout as exc:
+                # the SDK may have spent the time retrying a refused connection: say that instead
+                raise await self._unreachable_or(exc) from None
             self._check_stream(stream)
             iterator = stream.__aiter__()
             tools = ToolCallAccumulator()
