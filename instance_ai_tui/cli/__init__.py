@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("instance_ai_tui.cli.export", "export a thread as Markdown or JSON"),
     "replay": ("instance_ai_tui.cli.replay", "fold a recorded event stream into an agent tree and print it"),
     "web": ("instance_ai_tui.cli.web", "serve the app to browsers (one app per tab; loopback unless --token)"),
+    "workflow": ("instance_ai_tui.cli.workflow", "draw a workflow (boxes and lines, last run's node states) or list them"),
 }
 TUI_MODULE = "instance_ai_tui.cli.tui"
 DESCRIPTION = "A terminal client for Instance AI agents: embedded, our own server, or n8n."
