@@ -98,22 +98,26 @@ class Actions:
             usage["cost"] = info.cost
         text = to_markdown(conversation, title=conversation.title or None, usage=usage)
         name = conversation.thread_id or "thread"
-        target = Path(path).expanduser() if path else Path.cwd() / f"{_safe_name(name)}.md"  # noqa: ASYNC240 - no I/O
         try:
+            if path:
+                target = Path(path).expanduser()  # noqa: ASYNC240 - no I/O
+            else:  # the documented folder (created when missing), never the current directory
+                target = await asyncio.to_thread(export_folder) / f"{_safe_name(name)}.md"
             await asyncio.to_thread(_write_text, target, text)
         except OSError as exc:
-            app._show_error(f"Cannot write {target}: {exc}")
+            app._show_error(f"Cannot export the thread: {exc}")
             return None
         app.notify(f"Exported the thread to {target}", timeout=6)
         return target
 
     def screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """Save an SVG of the screen: to ``path``, else the Downloads folder if there is one, else here."""
+        """Save an SVG of the screen: to ``path``, else to the export folder (``export_folder``)."""
         if path is None:
-            from platformdirs import user_downloads_path
-
-            downloads = user_downloads_path()
-            folder = downloads if downloads.is_dir() else Path.cwd()
+            try:
+                folder = export_folder()
+            except OSError as exc:
+                self.app._show_error(f"Cannot save the screenshot: {exc}")
+                return
         else:
             folder = Path(path).expanduser()
         if not folder.is_dir():
@@ -356,6 +360,25 @@ class Actions:
             app.prompt.move_cursor(app.prompt.document.end)
             app.prompt.focus()
             app.notify(f"Edit the message and send it. {kept}.", timeout=5)
+
+
+def export_folder() -> Path:
+    """Where exports (Ctrl+S, ``/export``) and screenshots go unless a path is given: the Downloads
+    folder (``XDG_DOWNLOAD_DIR``, else ``~/Downloads``), created when it does not exist; where it
+    cannot be, the app's data folder's ``exports``. Never the current directory (a git checkout)."""
+    from platformdirs import user_data_path, user_downloads_path
+
+    downloads = user_downloads_path()
+    try:
+        downloads.mkdir(parents=True, exist_ok=True)
+        return downloads
+    except OSError:
+        fallback = user_data_path("instance-ai-tui") / "exports"
+        try:
+            fallback.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"neither {downloads} nor {fallback} can be created ({exc.strerror or exc})") from exc
+        return fallback
 
 
 def _safe_name(name: str) -> str:

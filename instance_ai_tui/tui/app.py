@@ -482,6 +482,20 @@ class InstanceAiApp(App[None]):
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         self.actions.screenshot(filename, path)
 
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Textual's own "Screenshot" command (the palette) saves to the export folder too: its
+        default, a Downloads folder that may not exist, failed with "Failed to save screenshot"."""
+        if path is None and not self.is_web:
+            from .actions import export_folder
+
+            try:
+                path = str(export_folder())
+            except OSError as exc:
+                self.show_error(f"Cannot save the screenshot: {exc}")
+                return None
+        return super().deliver_screenshot(filename, path, time_format)
+
     def copy_text(self, text: str, what: str) -> None:
         self.actions.copy_text(text, what)
 

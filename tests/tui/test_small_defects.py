@@ -37,15 +37,54 @@ async def test_export_to_a_missing_folder_is_refused(tmp_path: Path) -> None:
         assert not target.parent.exists()
 
 
-async def test_screenshot_without_a_downloads_folder_saves_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/Downloads
-    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(tmp_path / "home" / "Downloads"))
+async def test_screenshot_without_a_downloads_folder_creates_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 10: a Downloads folder that does not exist is created, and the note says where."""
+    downloads = tmp_path / "home" / "Downloads"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(downloads))
+    monkeypatch.chdir(tmp_path)
     app = make_app(recorded())
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         app.action_screenshot()
-        await until(lambda: list(tmp_path.glob("*.svg")), pilot)
+        await until(lambda: list(downloads.glob("*.svg")), pilot)
         await until(lambda: any("Saved screenshot" in str(n.message) for n in app._notifications), pilot)
+    assert not list(tmp_path.glob("*.svg"))  # not the current directory
+
+
+async def test_the_palettes_screenshot_command_saves_to_the_export_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's own "Screenshot" command (Ctrl+P) failed with "Failed to save screenshot" where
+    ~/Downloads did not exist."""
+    downloads = tmp_path / "home" / "Downloads"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(downloads))
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        command = next(c for c in app.get_system_commands(app.screen) if c.title == "Screenshot")
+        command.callback()
+        await until(lambda: list(downloads.glob("*.svg")), pilot)
+        assert not any("Failed" in str(n.message) for n in app._notifications)
+
+
+async def test_ctrl_s_exports_to_the_export_folder_and_says_where(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 3: Ctrl+S wrote thread_….md into the current directory (a git checkout)."""
+    downloads = tmp_path / "home" / "Downloads"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DOWNLOAD_DIR", str(downloads))
+    monkeypatch.chdir(tmp_path)
+    app = make_app(recorded([simple_run()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
+        await pilot.press("ctrl+s")
+        await until(lambda: list(downloads.glob("*.md")), pilot)
+        exported = next(downloads.glob("*.md"))
+        await until(lambda: any(str(exported) in str(n.message) for n in app._notifications), pilot)
+    assert not list(tmp_path.glob("*.md"))
 
 
 async def test_ansi_theme_keeps_warning_words_readable() -> None:
