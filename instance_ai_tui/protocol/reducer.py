@@ -570,6 +570,12 @@ class RunReducer(ReducerReads):
                 announced.extra = {**(announced.extra or {}), "autoApproved": True}
                 self._touch_call(announced)
                 return
+            progress = (event.payload.model_extra or {}).get("progress")
+            if announced is not None and isinstance(progress, str):
+                # ours: the progress an MCP tool reports while it runs, shown on its card
+                announced.extra = {**(announced.extra or {}), "progress": progress[:200]}
+                self._touch_call(announced)
+                return
             if announced is not None:
                 announced.args = event.payload.args
                 if event.payload.tool_name and not announced.name:

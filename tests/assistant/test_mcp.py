@@ -154,6 +154,8 @@ async def test_slow_tool_shows_progress_and_cancel_stops_the_call(make_ai: Any, 
         assert seen[0].startswith("Running mcp__counter__slow… ") and "of 40" in seen[0]
         assert await ai.cancel("s")  # what Esc does
         events = await collect(ai, "s", timeout=15)
+        progress = [e["payload"] for e in of_type(events, "tool-call") if "progress" in e["payload"]]
+        assert progress and progress[0]["args"] == {"steps": 40} and progress[0]["progress"].endswith("of 40")
         assert finish_status(events[-1])["status"] == "cancelled"
         steps = log.read_text().count("slow step")
         await asyncio.sleep(1.0)

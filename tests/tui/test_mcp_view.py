@@ -126,6 +126,14 @@ async def test_slow_tool_progress_shows_and_esc_cancels_the_call(tmp_path: Path)
             await pilot.press("enter")
             await until(lambda: "of 50" in str(app.status_info.message or ""), pilot)
             assert "mcp__counter__slow" in str(app.status_info.message)
+
+            def card_progress() -> str:
+                cards = tool_cards(app) if app.view.assistant_turns() else {}
+                card = cards.get("mcp__counter__slow")
+                return str(card.header.visual) if card is not None and card.state == "running" else ""
+
+            await until(lambda: "of 50" in card_progress(), pilot)  # on the card, while it runs
+            assert "% step " in card_progress()
             steps = log.read_text().count("slow step")
             await pilot.press("escape")
             await until(lambda: not app.conversation.is_streaming, pilot)

@@ -112,7 +112,7 @@ class McpTool(Tool):
         """The converted result's card value (text, or the structured JSON); the model reads
         the same (``to_text``: JSON for a structured result)."""
         arguments = args.model_dump()
-        progress = _ProgressReporter(ctx, self.name)
+        progress = _ProgressReporter(ctx, self.name, arguments)
         try:
             result = await self.conn.call(self.mcp_name, arguments, progress.report)
         except McpCallError as exc:
@@ -217,11 +217,13 @@ def _same_json(text: str, value: Any) -> bool:
 
 
 class _ProgressReporter:
-    """Progress notifications of one call, as the agent's status ("Running … 40% copying")."""
+    """Progress notifications of one call: on its card (a repeated ``tool-call`` with our
+    ``progress``, the arguments as announced) and as the agent's status ("Running … 40% copying")."""
 
-    def __init__(self, ctx: ToolContext, name: str) -> None:
+    def __init__(self, ctx: ToolContext, name: str, arguments: dict[str, Any]) -> None:
         self.ctx = ctx
         self.name = name
+        self.arguments = arguments
         self._last = 0.0
         self._closed = False
 
@@ -232,6 +234,7 @@ class _ProgressReporter:
         if now - self._last < PROGRESS_INTERVAL:
             return
         self._last = now
+        from ...protocol.events import ToolCallEvent, ToolCallPayload
         from ..context import EXTRA_KEY, AgentScope
         from ..emitter import status_update
 
@@ -239,6 +242,10 @@ class _ProgressReporter:
         if not isinstance(scope, AgentScope):
             return
         text = progress_text(progress, total, message)
+        await scope.mapper.announced(self.ctx.tool_call_id)
+        payload = ToolCallPayload.model_validate({"toolCallId": self.ctx.tool_call_id, "toolName": self.name,
+                                                  "args": self.arguments, "progress": text})
+        scope.run.emitter.emit(ToolCallEvent(agent_id=scope.agent_id, payload=payload))
         scope.run.emitter.emit(status_update(scope.agent_id, f"Running {self.name}… {text}"))
         await asyncio.sleep(0)
 

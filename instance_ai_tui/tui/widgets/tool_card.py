@@ -25,6 +25,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from ...protocol.display_state import AUTO_APPROVED_LABEL, DisplayState, display_state
+from ...protocol.safe_text import visible
 from ...protocol.tree import ToolCallState
 from .. import keymap
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
@@ -193,6 +194,7 @@ class ToolCallCard(Vertical, can_focus=True):
             tc.confirmation_status,
             confirmation_pending,
             self.run_active,
+            (tc.model_extra or {}).get("progress"),
         )
         if not force and signature == self._signature:
             return False
@@ -257,6 +259,8 @@ class ToolCallCard(Vertical, can_focus=True):
             parts.append((f"  {label}", style))
         elif self.state == "awaiting":
             parts.append((f"  {label}", "$tool-waiting"))
+        elif isinstance(progress := (tc.model_extra or {}).get("progress"), str) and progress:
+            parts.append(("  " + visible(progress), "$text-muted italic"))  # an MCP tool's progress
         elif tc.args:
             parts.append(("  " + short_json(tc.args, SUMMARY_LIMIT), "$text-muted"))
         if self.shown_state is not None and self.shown_state.auto_approved:
