@@ -25,14 +25,11 @@ seen) and advances ``cursor`` to the largest id seen; events without id always a
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from .api import InstanceAiMessage, ThreadMessages
 from .events import (
@@ -54,7 +51,7 @@ from .events import (
     parse_event,
 )
 from .reducer import ReducerChanges, RunReducer
-from .safe_text import UNSAFE, unsafe_in_json, visible, visible_data
+from .safe_text import UNSAFE, visible, visible_model
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
@@ -70,17 +67,8 @@ _CONFIRMATION_TYPES = frozenset(
 )
 
 
-_M = TypeVar("_M", bound=BaseModel)
 _unsafe = UNSAFE.search
-
-
-def _visible_model(model: _M) -> _M:
-    """``model`` with ``visible`` applied to every string in it (the same object when none
-    needs it: one JSON dump and one regular expression decide)."""
-    document = model.model_dump_json()
-    if not unsafe_in_json(document):
-        return model
-    return type(model).model_validate(visible_data(json.loads(document)))
+_visible_model = visible_model
 
 
 def _visible_hot(event: Event) -> Event:

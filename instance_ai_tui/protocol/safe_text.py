@@ -26,10 +26,13 @@ walked when it needs to be. This module imports nothing of ours.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["UNSAFE", "has_unsafe", "json_safe", "unsafe_in_json", "visible", "visible_data"]
+_M = TypeVar("_M")
+
+__all__ = ["UNSAFE", "has_unsafe", "json_safe", "unsafe_in_json", "visible", "visible_data", "visible_model"]
 
 #: every character ``visible`` replaces
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -94,6 +97,16 @@ def unsafe_in_json(document: str | bytes) -> bool:
     if isinstance(document, (bytes, bytearray)):
         document = document.decode("utf-8", "replace")
     return _UNSAFE_JSON.search(document) is not None
+
+
+def visible_model(model: _M) -> _M:
+    """A pydantic model with ``visible`` applied to every string in it: the same object when
+    none needs it (one JSON dump and one regular expression decide), else a copy validated
+    from the visible data. (Duck-typed: this module does not import pydantic.)"""
+    document = model.model_dump_json()  # type: ignore[attr-defined]
+    if not unsafe_in_json(document):
+        return model
+    return type(model).model_validate(visible_data(json.loads(document)))  # type: ignore[attr-defined]
 
 
 def visible_data(data: Any) -> Any:

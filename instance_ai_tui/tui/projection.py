@@ -10,6 +10,10 @@ Data flow (DESIGN.md, "Performance architecture")::
 ``frame()`` (the app's frame timer) projects what the reducer changed, floods skip projection
 until the backlog is folded, and ``wait_until_rendered`` is the "rendering caught up" signal of
 headless use. ``IngestStats`` counts events and frames for benchmarks and tests.
+
+Text from outside enters the TUI here: every item is folded with its control characters made
+visible (``protocol.safe_text``): streamed deltas by ``Conversation.apply`` itself, every other
+event and run-sync frame once, before the conversation and the n8n panel both read it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..client.base import ClientError
+from ..client.base import ClientError, StreamItem
+from ..protocol.safe_text import visible_model
 
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation
@@ -51,6 +56,8 @@ SPINNER_INTERVAL = 0.1
 FLOOD_EVENTS = 2000
 #: the ingest worker yields to the event loop at least this often (seconds)
 INGEST_SLICE = 0.005
+#: streamed events ``Conversation.apply`` makes visible on its hot path
+_HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
 
 
 @dataclass
@@ -158,6 +165,15 @@ class Projection:
             async for item in stream:
                 self.ingest_waiting = False
                 event = item.event
+                if event is not None and event.type not in _HOT_TYPES:
+                    # (made visible once, for the conversation and the n8n panel alike)
+                    visible_event = visible_model(event)
+                    if visible_event is not event:
+                        event, item = visible_event, StreamItem(item.id, visible_event)
+                elif item.run_sync is not None:
+                    run_sync = visible_model(item.run_sync)
+                    if run_sync is not item.run_sync:
+                        item = StreamItem(item.id, run_sync=run_sync)
                 if event is not None:
                     apply(item.id, event)
                     if event.type == "run-finish":

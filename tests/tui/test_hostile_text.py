@@ -102,6 +102,11 @@ def hostile_run(run: str, *, card: str) -> list[dict[str, Any]]:
         *[ev("text-delta", run=run, text=answer[i : i + 3]) for i in range(0, len(answer), 3)],
         ev("status", run=run, message=f"status {HOSTILE}"),
         ev("error", run=run, content=f"error {HOSTILE}"),
+        # the n8n panel: a background task, setup items, a quota banner
+        ev("agent-spawned", "a3", run=run, parentId="a1", role=f"bg {HOSTILE}", taskId="task-1"),
+        ev("setup-items", run=run, workflowId=f"wf {HOSTILE}", items=[
+            {"kind": "credential", "appDisplayName": f"Slack {HOSTILE}", "nodeBindings": [{"nodeName": HOSTILE}]}]),
+        ev("error", run=run, content=f"quota {HOSTILE}", code="quota_exhausted"),
     ]
     if card == "approval":
         events += [
@@ -165,7 +170,7 @@ async def _sweep(card: str) -> str:
 #: the text of each widget the sweep draws (so each one was on the screen, made visible)
 DRAWN = ("second ok␛", "asked ok␛", "thinking ok␛", "search", "hits", "helperok␛", "failed ok␛", "done ok␛",
          "task ok␛", "renamed ok␛", "Here:", "error ok␛", "Cannot list threads: ok␛", "toolok␛",
-         "modelok␛", "<U+202E>evil<U+202C>", "csi<U+009B>2J", "nel<U+0085>")
+         "modelok␛", "bg ok␛", "Slack ok␛", "quota ok␛", "<U+202E>evil<U+202C>", "csi<U+009B>2J", "nel<U+0085>")
 
 
 def assert_drawn(output: str, *texts: str) -> None:
