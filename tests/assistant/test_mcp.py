@@ -291,3 +291,33 @@ async def test_start_up_is_not_slower(make_ai: Any, tmp_path: Path) -> None:
         assert ai.services.mcp is not None
         assert ai.services.mcp.connections["one"].state == "starting"
         assert took < 1.0
+
+
+async def test_a_sub_agent_given_an_mcp_tool_uses_it(make_ai: Any) -> None:
+    def respond(body: dict[str, Any]) -> MockResponse:
+        tools = {t["function"]["name"] for t in body.get("tools") or []}
+        last = body["messages"][-1]["role"]
+        if not tools:
+            return MockResponse(text='{"title": "MCP"}')
+        if "delegate" in tools:  # the orchestrator
+            if last == "user":
+                return MockResponse.call("delegate", {"role": "researcher", "instructions": "look k up",
+                                                      "tools": ["mcp__facts__lookup"]})
+            return MockResponse(text="The researcher found it.")
+        assert tools == {"mcp__facts__lookup"}  # the sub-agent: only the tool it was given
+        if last == "user":
+            return MockResponse.call("mcp__facts__lookup", {"key": "k"})
+        return MockResponse(text="k is 42.")
+
+    async with MockOpenAIServer(respond) as model:
+        ai = await make(make_ai, model, {"facts": stdio_config("tools")})
+        await ai.send("sub", "research k")
+        events = await collect(ai, "sub", timeout=30)
+    assert finish_status(events[-1]) == {"status": "completed"}
+    spawned = of_type(events, "agent-spawned")[0]
+    assert spawned["payload"]["tools"] == ["mcp__facts__lookup"]
+    inner = [e for e in of_type(events, "tool-result") if e["agentId"] == spawned["agentId"]]
+    assert [e["payload"]["result"] for e in inner] == ["tools: the value of k is 42"]
+    # the orchestrator's instructions name it among the tools a sub-agent may be given
+    system = agent_requests(model)[0]["messages"][0]["content"]
+    assert "mcp__facts__lookup" in system
