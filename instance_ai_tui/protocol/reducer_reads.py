@@ -95,6 +95,11 @@ class ReducerReads:
         call = self._calls.get(tool_call_id)
         return ToolCallState.model_validate(call.to_dict()) if call is not None else None
 
+    def calls(self) -> Iterator[Call]:
+        """Every tool call's record in the order the calls started, without building models (the
+        workflow canvas looks at them a few times a second). Read only: the reducer's own state."""
+        return iter(self._calls.values())
+
     def tool_call_agent_id(self, tool_call_id: str) -> str | None:
         call = self._calls.get(tool_call_id)
         return call.agent.id if call is not None else None
