@@ -61,3 +61,42 @@ async def test_the_rewind_dialog_shows_its_whole_help_line(size: tuple[int, int]
         assert geometry.visible_region == hint.region and hint.region.height >= 2
         drawn = " ".join(strip.text.strip() for strip in hint.render_lines(hint.region.reset_offset))
         assert "(kept in the thread's history)" in drawn and "Esc: cancel" in drawn
+
+
+class _ActivityHarness(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        from instance_ai_tui.tui.widgets.n8n_activity import N8nActivity
+
+        from .scripts import recorded
+
+        self.activity = N8nActivity(recorded())
+
+    def compose(self) -> Any:
+        yield self.activity
+
+
+@pytest.mark.parametrize(("size", "rows_used"), [((80, 24), 1), ((160, 48), 3)])
+async def test_finished_background_tasks_leave_the_strip(size: tuple[int, int], rows_used: int) -> None:
+    """Item 4: the "Background tasks" strip stayed under the conversation after its tasks ended, in
+    later turns too; at 80x24 it took 3 of about 9 conversation rows. Now a finished task stays a few
+    seconds, the strip then hides; on a short screen the tasks take one line and no rule."""
+    import time
+
+    from instance_ai_tui.tui.widgets import n8n_activity
+
+    app = _ActivityHarness()
+    async with app.run_test(size=size) as pilot:
+        activity = app.activity
+        activity._merge_task({"taskId": "t1", "role": "workflow-builder", "agentId": "a1", "status": "running",
+                              "startedAt": time.time() * 1000})
+        activity._merge_task({"taskId": "t2", "role": "data-table-builder", "agentId": "a2", "status": "running",
+                              "startedAt": time.time() * 1000})
+        activity.redraw()
+        await pilot.pause()
+        assert activity.display and activity.outer_size.height == rows_used + (0 if size[1] < 30 else 1)
+        for row in activity.tasks.values():  # both ended, longer ago than a finished task is shown
+            row.status, row.ended_at = "completed", time.time() - n8n_activity.FINISHED_SHOWN_FOR - 1
+        activity._tick()
+        await pilot.pause()
+        assert not activity.display

@@ -5,7 +5,9 @@
 * background tasks — sub-agents that keep working after their run (the status route's
   ``backgroundTasks``, ``run-sync`` frames with status ``background``, and live
   ``agent-spawned`` with a ``taskId`` / ``agent-completed``): role, state, elapsed time.
-  **↑**/**↓** select one, **x** cancels it, **c** sends it a correction;
+  **↑**/**↓** select one, **x** cancels it, **c** sends it a correction. A finished task stays
+  ``FINISHED_SHOWN_FOR`` seconds (and not past the next run's start), then leaves the strip, which
+  hides when nothing is left; on a short screen it shows at most two tasks;
 * workflow setup state (``setup-items``: the credentials and parameters each workflow still
   needs);
 * workflows archived by the last run (``run-finish.archivedWorkflowIds``).
@@ -37,6 +39,12 @@ if TYPE_CHECKING:
 #: ``error.code`` values shown as a banner (n8n renders them specially)
 QUOTA_CODES = frozenset({"quota_exhausted", "credits_exhausted", "insufficient_credits"})
 MAX_TASK_ROWS = 6
+#: rows on a short screen (under ``SHORT_SCREEN`` rows): the conversation keeps its room
+MAX_TASK_ROWS_SHORT = 2
+SHORT_SCREEN = 30
+#: seconds a finished task (completed, failed, cancelled) stays listed after it ended: long
+#: enough to see how it ended, then the strip gives its rows back to the conversation
+FINISHED_SHOWN_FOR = 10.0
 
 
 @dataclass
@@ -112,6 +120,8 @@ class N8nActivity(Vertical):
     DEFAULT_CSS = """
     N8nActivity { height: auto; max-height: 14; display: none; padding: 0 1; border-top: solid $primary 40%; }
     N8nActivity .n8n-quota { color: $text-error; background: $error 12%; text-style: bold; padding: 0 1; }
+    N8nActivity.-short { border-top: none; }
+    N8nActivity.-short TaskList { text-wrap: nowrap; text-overflow: ellipsis; }
     N8nActivity .n8n-line { height: auto; }
     N8nActivity Input { margin: 0; }
     """
@@ -202,6 +212,8 @@ class N8nActivity(Vertical):
                 self.archived = [str(a) for a in archived]
         elif kind == "run-start":
             self.quota = None
+            # the tasks a former run left finished are history now; running ones stay
+            self.tasks = {key: row for key, row in self.tasks.items() if row.status == "running"}
         elif kind == "error":
             code = getattr(payload, "code", None)
             if code:
@@ -230,9 +242,14 @@ class N8nActivity(Vertical):
         if status != "running" and row.ended_at is None:
             row.ended_at = time.time()
 
-    def rows(self) -> list[BackgroundTaskRow]:
-        rows = sorted(self.tasks.values(), key=lambda r: (r.status != "running", -r.started_at))
-        return rows[:MAX_TASK_ROWS]
+    def rows(self, now: float | None = None) -> list[BackgroundTaskRow]:
+        """The tasks shown: running ones first, finished ones for ``FINISHED_SHOWN_FOR`` seconds."""
+        now = time.time() if now is None else now
+        shown = [r for r in self.tasks.values()
+                 if r.status == "running" or r.ended_at is None or now - r.ended_at < FINISHED_SHOWN_FOR]
+        rows = sorted(shown, key=lambda r: (r.status != "running", -r.started_at))
+        short = self.is_attached and self.app.size.height < SHORT_SCREEN
+        return rows[:MAX_TASK_ROWS_SHORT if short else MAX_TASK_ROWS]
 
     def selected(self) -> BackgroundTaskRow | None:
         rows = self.rows()
@@ -243,7 +260,9 @@ class N8nActivity(Vertical):
 
     # ------------------------------------------------------------------ drawing
     def _tick(self) -> None:
-        if self._dirty or any(r.status == "running" for r in self.tasks.values()):
+        # running tasks count their time; a finished one leaves when its time is up
+        if self._dirty or self.task_list.display != bool(self.rows()) or any(
+                r.status == "running" for r in self.tasks.values()):
             self.redraw()
 
     def redraw(self) -> None:
@@ -251,13 +270,15 @@ class N8nActivity(Vertical):
         now = time.time()
         self.quota_view.update(self.quota or "")
         self.quota_view.display = bool(self.quota)
-        rows = self.rows()
+        rows = self.rows(now)
         if rows:
             cursor = min(self.task_list.cursor, len(rows) - 1)
             focused = self.task_list.has_focus
-            parts: list[tuple[str, str] | str] = [("Background tasks", "bold"),
-                                                 ("  ↑/↓ select · x cancel · c correct" if focused else "  (Shift+Tab from the prompt)",
-                                                  "$text-muted"), "\n"]
+            short = self.app.size.height < SHORT_SCREEN
+            hint = "↑/↓ select · x cancel · c correct" if focused else "Shift+Tab from the prompt"
+            parts: list[tuple[str, str] | str] = (
+                [("Tasks ", "bold"), (f"({hint}) ", "$text-muted")] if short
+                else [("Background tasks", "bold"), (f"  {hint}" if focused else f"  ({hint})", "$text-muted"), "\n"])
             for i, row in enumerate(rows):
                 style = {"running": "$text-accent", "completed": "$text-success", "failed": "$text-error",
                          "cancelled": "$text-muted"}.get(row.status, "")
@@ -267,7 +288,7 @@ class N8nActivity(Vertical):
                 parts.append((f"  {row.elapsed(now)}", "$text-muted"))
                 if row.note:
                     parts.append((f"  {row.note}", "italic $text-muted"))
-                parts.append("\n" if i < len(rows) - 1 else "")
+                parts.append(("· " if short else "\n") if i < len(rows) - 1 else "")
             self.task_list.update(Content.assemble(*parts))
         self.task_list.display = bool(rows)
         self.setup_view.update(self._setup_text())
@@ -277,6 +298,8 @@ class N8nActivity(Vertical):
         )
         self.archived_view.display = bool(self.archived)
         self.display = bool(self.quota or rows or self.setup or self.archived or self.correction.display)
+        # a short screen: one line for the tasks, no rule above them (3 of 9 conversation rows before)
+        self.set_class(self.app.size.height < SHORT_SCREEN, "-short")
 
     def _setup_text(self) -> Content:
         parts: list[tuple[str, str] | str] = []
