@@ -10,8 +10,11 @@ Limits against slow or many clients (uvicorn has none of the first kind):
   ``header_timeout`` seconds of opening (or of its previous response) is closed — a
   slow-header client cannot hold a descriptor for ever;
 * a **connection cap** (``max_connections``, below the process's descriptor limit, which is
-  raised to its hard maximum first): connections over it are closed at once, so the server
-  keeps descriptors for its database, its log and the clients it serves;
+  raised to its hard maximum first), so the server keeps a reserve of descriptors for its
+  database, its log and the clients it serves. A connection over the cap takes the place of
+  the oldest one still waiting for its request head (a slow-header client, or an idle
+  keep-alive one): a flood of slow connections cannot lock out a prompt client such as a
+  health probe. Only when every connection is busy with a request is the new one closed;
 * log **rate limiting**: the same message from asyncio/uvicorn at most a few times per
   window (then one summary line), so a flood cannot write megabytes of tracebacks.
 """
@@ -58,29 +61,41 @@ def default_max_connections() -> int:
 def protocol_class(header_timeout: float, max_connections: int) -> type[H11Protocol]:
     """uvicorn's h11 protocol with a header timeout and a connection cap (see the module docstring)."""
 
+    #: connections waiting for a request head, oldest first (a dict keeps the order)
+    waiting: dict[H11Protocol, None] = {}
+
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if len(self.connections) > max_connections:
-                _limited_log.warning("refusing a connection: %d open (the limit is %d)", len(self.connections),
-                                     max_connections)
-                transport.abort()
-                return
+                oldest = next(iter(waiting), None)
+                if oldest is None:
+                    _limited_log.warning("refusing a connection: %d open and busy (the limit is %d)",
+                                         len(self.connections), max_connections)
+                    transport.abort()
+                    return
+                _limited_log.warning("closing the oldest connection without a request: %d open (the limit is %d)",
+                                     len(self.connections), max_connections)
+                waiting.pop(oldest, None)
+                oldest.transport.abort()  # (its connection_lost leaves self.connections)
             self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:
             self._cancel_header_timer()
             self._header_timer = self.loop.call_later(header_timeout, self._header_timed_out)
+            waiting[self] = None
 
         def _cancel_header_timer(self) -> None:
+            waiting.pop(self, None)
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
 
         def _header_timed_out(self) -> None:
             self._header_timer = None
+            waiting.pop(self, None)
             if not self.transport.is_closing():
                 self.transport.close()
 
