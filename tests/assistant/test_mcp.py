@@ -321,3 +321,34 @@ async def test_a_sub_agent_given_an_mcp_tool_uses_it(make_ai: Any) -> None:
     # the orchestrator's instructions name it among the tools a sub-agent may be given
     system = agent_requests(model)[0]["messages"][0]["content"]
     assert "mcp__facts__lookup" in system
+
+
+async def test_a_server_that_dies_idle_is_failed_and_its_tools_fail_with_the_reason(make_ai: Any, tmp_path: Path) -> None:
+    refuse = tmp_path / "refuse"
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__box__whoami", {}),
+        MockResponse(text="Found it."),
+        MockResponse.call("mcp__box__lookup", {"key": "k"}),
+        MockResponse(text="The box is gone; I could not look k up."),
+    )) as model:
+        ai = await make(make_ai, model, {"box": stdio_config("tools", env={"MCP_TEST_REFUSE_IF": str(refuse)})})
+        await ai.send("x", "who are you")
+        first = await collect(ai, "x", timeout=30)
+        pid = of_type(first, "tool-result")[0]["payload"]["result"]["pid"]
+        assert ai.services.mcp is not None
+        conn = ai.services.mcp.connections["box"]
+        refuse.write_text("")  # it cannot come back
+        os.kill(pid, 9)
+        for _ in range(100):
+            if conn.state == "failed":
+                break
+            await asyncio.sleep(0.05)
+        status = ai.services.mcp.status().servers[0]
+        assert status.state == "failed" and status.error == "the server exited"
+        assert [t.name for t in status.tools][:2] == ["mcp__box__lookup", "mcp__box__write_note"]  # still offered
+        await ai.send("x", "look k up")
+        second = await collect(ai, "x", after=first[-1]["id"], timeout=30)
+    error = of_type(second, "tool-error")[0]["payload"]["error"]
+    assert "MCP server 'box' is not available: it did not start" in error
+    assert f"refusing to start: {refuse} exists" in error  # the new start's stderr
+    assert finish_status(second[-1]) == {"status": "completed"} and conn.starts == 2

@@ -6,7 +6,8 @@ Run as a script for a stdio server::
     python tests/support/mcp_servers.py fail      # writes to stderr and exits 3 before answering
 
 ``MCP_TEST_PID_FILE`` (when the config names it) gets the server's PID, so a test can check
-that no process is left; ``MCP_TEST_LOG`` gets one line per call (what the server did).
+that no process is left; ``MCP_TEST_LOG`` gets one line per call (what the server did); a file
+at ``MCP_TEST_REFUSE_IF`` makes the next start fail (a server that cannot come back).
 ``http_app()`` is the same ``tools`` server as a Streamable HTTP ASGI app (``serve_asgi``).
 """
 
@@ -104,6 +105,10 @@ def main(argv: list[str]) -> None:
     if pid_file:
         with open(pid_file, "a", encoding="utf-8") as fh:
             fh.write(f"{os.getpid()}\n")
+    refuse = os.environ.get("MCP_TEST_REFUSE_IF")
+    if refuse and os.path.exists(refuse):
+        print(f"refusing to start: {refuse} exists", file=sys.stderr, flush=True)
+        sys.exit(4)
     if kind == "fail":
         print("starting the fail server", file=sys.stderr)
         print("error: MCP_TEST_TOKEN is not set; cannot log in", file=sys.stderr, flush=True)

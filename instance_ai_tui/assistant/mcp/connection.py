@@ -211,7 +211,7 @@ class ServerConnection:
                     async with asyncio.timeout(self.settings.startup_timeout):
                         session = await self._connect(stack)
                 except Exception as exc:  # noqa: BLE001 - any start failure is this server's state, never the app's
-                    self._fail(f"it did not start: {describe(exc)}")
+                    self._fail(f"it did not start: {self._start_failure(exc)}")
                     self._settled.set()
                     return
                 self._session = session
@@ -242,6 +242,19 @@ class ServerConnection:
             self._settled.set()
             if self._stderr is not None:
                 self._stderr_text = self._stderr.text()
+
+    def _start_failure(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        if isinstance(exc, McpCallError):
+            return str(exc)
+        if isinstance(exc, TimeoutError):
+            return f"it did not answer within {self.settings.startup_timeout:g} s"
+        if self._stderr is not None and self._stderr.closed.is_set():
+            return "it exited before answering (see its stderr)"
+        if isinstance(exc, OSError) and not self.settings.url:
+            return f"it could not be run: {exc.strerror or exc}"
+        return describe(exc)
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         import mcp_types
