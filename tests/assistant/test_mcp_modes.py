@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from instance_ai_tui.assistant.mcp.manager import McpServers
 from instance_ai_tui.cli.connection import mcp_overrides
 from instance_ai_tui.client.base import NotFoundError
 from instance_ai_tui.client.remote import RemoteClient
@@ -133,9 +135,11 @@ def test_flag_and_config_parsing() -> None:
     for bad in ("no-equals", "=cmd", "name=", "x=unclosed 'quote"):
         with pytest.raises(ValueError):
             mcp_overrides([bad])
-    ok = Settings.model_validate({"mcp": {"servers": {"web": {"url": "https://example.com/mcp",
+    ok = Settings.model_validate({"mcp": {"servers": {"web": {"url": "https://me:pw@example.com/mcp?key=k3y",
                                                                "headers": {"Authorization": "Bearer t0p"}}}}})
     assert "t0p" not in repr(ok) and "t0p" not in ok.model_dump_json()
+    shown = McpServers(ok.mcp.servers).status().to_json()  # what /mcp shows
+    assert "example.com/mcp" in shown and not {"t0p", "k3y", "pw"} & set(re.findall(r"\w+", shown))
     for servers in ({"a b": {"command": "x"}}, {"a__b": {"command": "x"}}, {"x": {}},
                     {"x": {"command": "c", "url": "http://h"}}, {"x": {"url": "ftp://h"}},
                     {"x": {"command": "c", "env": {"BAD-NAME": "1"}}}, {"x": {"url": "http://h", "args": ["a"]}},

@@ -20,6 +20,7 @@ import logging
 import os
 import shlex
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -45,6 +46,24 @@ MAX_DESCRIPTION = 2_000
 MAX_SCHEMA_CHARS = 64_000
 #: the most pages of tools/list read
 MAX_LIST_PAGES = 20
+
+
+#: the SDK's modules a connection uses (a second or more to import: done in a thread)
+_SDK_MODULES = ("mcp_types", "httpx2", "mcp", "mcp.client.stdio", "mcp.client.streamable_http",
+                "mcp.shared.dispatcher")
+
+
+def _import_sdk() -> None:
+    import importlib
+
+    for name in _SDK_MODULES:
+        importlib.import_module(name)
+
+
+async def load_sdk() -> None:
+    """Import the ``mcp`` SDK off the event loop (the app keeps drawing while servers start)."""
+    if not all(name in sys.modules for name in _SDK_MODULES):
+        await asyncio.to_thread(_import_sdk)
 
 
 class McpCallError(Exception):
@@ -117,7 +136,10 @@ class ServerConnection:
     def target(self) -> str:
         s = self.settings
         if s.url:
-            return s.url
+            from urllib.parse import urlsplit
+
+            url = urlsplit(s.url)  # a token in the query or the user part stays out of sight
+            return f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
         return shlex.join([s.command or "", *s.args])
 
     @property
@@ -208,6 +230,7 @@ class ServerConnection:
             async with AsyncExitStack() as stack:
                 try:
                     # the transport's task groups are entered and left in this task (no wait_for)
+                    await load_sdk()
                     async with asyncio.timeout(self.settings.startup_timeout):
                         session = await self._connect(stack)
                 except Exception as exc:  # noqa: BLE001 - any start failure is this server's state, never the app's
