@@ -18,11 +18,12 @@ demo instance. File tools are there when a workspace root is given (or ``setting
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -174,6 +175,8 @@ class InstanceAI:
         )
         self._started = False
         self._sweeper: asyncio.Task[None] | None = None
+        #: thread id -> the send or rewind going on in it (``_one_at_a_time``)
+        self._changing: dict[str, str] = {}
 
     def _n8n_backend(self, is_demo: bool) -> N8nBackend | None:
         url, key = self.settings.n8n_url, self.settings.n8n_api_key
@@ -272,7 +275,23 @@ class InstanceAI:
         check_thread_id(thread_id)
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest("the message must not be empty")
-        return await self.runs.start(thread_id, text)
+        with self._one_at_a_time(thread_id, "message is being sent"):
+            return await self.runs.start(thread_id, text)
+
+    @contextlib.contextmanager
+    def _one_at_a_time(self, thread_id: str, doing: str) -> Iterator[None]:
+        """Sending and rewinding change the same turns: on one thread they never overlap. The
+        second of two at the same moment is refused (``RunActive``: 409) instead of waiting, so
+        a send never starts a run that a rewind then supersedes, nor a rewind picks the turns
+        a starting run is adding to. (One process: Redis-coordinated servers share no lock.)"""
+        busy = self._changing.get(thread_id)
+        if busy is not None:
+            raise RunActive(f"a {busy} in this thread right now: try again when it is done")
+        self._changing[thread_id] = doing
+        try:
+            yield
+        finally:
+            del self._changing[thread_id]
 
     @_store_errors_translated
     async def cancel(self, thread_id: str) -> bool:
@@ -305,13 +324,16 @@ class InstanceAI:
         return ModelList(models=[ModelInfo(name=n, context_window=context_window(n, windows)) for n in names],
                          current=current, default=self.model_label)
 
+    @_store_errors_translated
     async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
-        """Use model ``name`` in this thread from its next run on (the default: ``""``)."""
+        """Use model ``name`` in this thread from its next run on (the default: ``""``). An
+        unknown thread is ``ThreadNotFound`` (it is not created: one request per id made a
+        thread each)."""
         check_thread_id(thread_id)
         name = (name or "").strip()
         record = await self.store.get_thread(thread_id)
         if record is None:
-            record = await self.store.create_thread(thread_id)
+            raise ThreadNotFound(f"thread {thread_id!r} not found")
         catalog: ModelCatalog = self.services.catalog
         default = not name or catalog.label(name) == self.model_label
         if not default:
@@ -327,7 +349,12 @@ class InstanceAI:
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay in
         the thread's history (marked ``superseded``) and leave the model's context, so the next
-        message continues from before that turn (retry, edit and resend, rewind)."""
+        message continues from before that turn (retry, edit and resend, rewind). Never at the
+        same time as a send in this thread (``_one_at_a_time``: the later one is a 409)."""
+        with self._one_at_a_time(thread_id, "rewind is going on"):
+            return await self._rewind(thread_id, message_id)
+
+    async def _rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         await self.get_thread(thread_id)
         if self.runs.live(thread_id) is not None or await self.store.list_runs(
             thread_id=thread_id, status=["active", "suspended"]

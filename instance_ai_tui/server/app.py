@@ -446,7 +446,7 @@ class InstanceAIApi:
         return self._ok(await self.service.models(thread_id))
 
     async def set_model(self, request: Request) -> Response:
-        thread_id = self._path_id(request, "threadId")
+        thread_id = await self._thread(request)  # an unknown thread is a 404 (it was created)
         body: SetModelRequest = self._model(SetModelRequest, await self._json(request))
         return self._ok(await self.service.set_model(thread_id, body.model))
 
