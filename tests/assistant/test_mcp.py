@@ -352,3 +352,17 @@ async def test_a_server_that_dies_idle_is_failed_and_its_tools_fail_with_the_rea
     assert "MCP server 'box' is not available: it did not start" in error
     assert f"refusing to start: {refuse} exists" in error  # the new start's stderr
     assert finish_status(second[-1]) == {"status": "completed"} and conn.starts == 2
+
+
+async def test_tools_a_server_adds_while_running_are_offered_at_the_next_step(make_ai: Any) -> None:
+    async with MockOpenAIServer(scripted(
+        MockResponse.call("mcp__g__grow", {"name": "fresh_tool"}),
+        MockResponse.call("mcp__g__fresh_tool", {}),
+        MockResponse(text="The new tool works."),
+    )) as model:
+        ai = await make(make_ai, model, {"g": stdio_config("tools")})
+        await ai.send("g", "grow a tool and use it")
+        events = await collect(ai, "g", timeout=30)
+    assert [e["payload"]["result"] for e in of_type(events, "tool-result")] == ["added fresh_tool", "fresh_tool works"]
+    offered = [{t["function"]["name"] for t in body["tools"]} for body in agent_requests(model)]
+    assert "mcp__g__fresh_tool" not in offered[0] and "mcp__g__fresh_tool" in offered[1]

@@ -2,7 +2,7 @@
 
 Run as a script for a stdio server::
 
-    python tests/support/mcp_servers.py tools     # lookup (read-only), write_note, slow, crash, media, env_keys, big
+    python tests/support/mcp_servers.py tools     # lookup (read-only), write_note, slow, crash, media, env_keys, big, grow, whoami
     python tests/support/mcp_servers.py fail      # writes to stderr and exits 3 before answering
 
 ``MCP_TEST_PID_FILE`` (when the config names it) gets the server's PID, so a test can check
@@ -85,6 +85,18 @@ def build_server(label: str = "tools") -> Any:
     def big(size: int) -> str:
         """A text of ``size`` bytes."""
         return "x" * size
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a tool called ``name`` and tell the client its tools changed."""
+
+        def added() -> str:
+            return f"{name} works"
+
+        server.add_tool(added, name=name, description="A tool added while the server runs.",
+                        annotations=ToolAnnotations(read_only_hint=True))
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def whoami() -> dict[str, Any]:

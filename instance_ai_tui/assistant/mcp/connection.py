@@ -126,6 +126,7 @@ class ServerConnection:
         #: called when the tool list or the state changes
         self.on_change: Callable[[], None] | None = None
         self._last_failure = 0.0
+        self._relist: asyncio.Task[None] | None = None
 
     # ----------------------------------------------------------------- what it is
     @property
@@ -288,10 +289,37 @@ class ServerConnection:
         else:
             read, write = await self._stdio_transport(stack)
         session = await stack.enter_async_context(ClientSession(
-            read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1")))
+            read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1"),
+            message_handler=self._on_message))
         await session.initialize()
         self.tools = await self._list_tools(session)
         return session
+
+    async def _on_message(self, message: Any) -> None:
+        """A server's notification: ``tools/list_changed`` lists its tools again (in a task: the
+        handler runs in the session's receive loop, which must go on to read the answer)."""
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification) and self._session is not None:
+            if self._relist is None or self._relist.done():
+                self._relist = asyncio.get_running_loop().create_task(self._relist_tools(self._session))
+
+    async def _relist_tools(self, session: ClientSession) -> None:
+        try:
+            tools = await asyncio.wait_for(self._list_tools(session), self.settings.startup_timeout)
+        except Exception as exc:  # noqa: BLE001 - the old list stays; the next call shows what is wrong
+            log.info("MCP server %s: listing its changed tools failed: %s", self.name, describe(exc))
+            return
+        if session is self._session:
+            self.tools = tools
+            self._changed()
+
+    async def wait_relisted(self, timeout: float = 5.0) -> None:
+        """Until a re-listing of its tools (after ``tools/list_changed``) has ended."""
+        task = self._relist
+        if task is not None and not task.done():
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), timeout)
 
     async def _list_tools(self, session: ClientSession) -> list[mcp_types.Tool]:
         import json

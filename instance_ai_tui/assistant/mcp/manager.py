@@ -55,9 +55,11 @@ class McpServers:
             conn.start()
 
     async def wait_starting(self, timeout: float | None = None) -> None:
-        """Until no server is starting (at most ``timeout`` seconds, default their start-up timeout)."""
+        """Until no server is starting (at most ``timeout`` seconds, default their start-up timeout)
+        and the tools a server said changed are listed again."""
         waits = [conn.wait_settled(timeout if timeout is not None else conn.settings.startup_timeout + 5)
                  for conn in self.connections.values() if conn.state == "starting"]
+        waits += [conn.wait_relisted() for conn in self.connections.values() if conn.state == "ready"]
         if waits:
             await asyncio.gather(*waits)
 
