@@ -139,7 +139,7 @@ def build_openapi(version: str) -> dict[str, Any]:
         f"{p}/chat/{{threadId}}": {
             "post": {
                 "operationId": "sendMessage",
-                "summary": "Start a run in the thread (created if new)",
+                "summary": "Start a run in the thread (created if new; 409 while a run or a rewind is going on)",
                 "parameters": thread_param,
                 "requestBody": body(refs["SendMessageRequest"]),
                 "responses": responses(_json(refs["SendMessageResponse"]), 400, 409, 413),
@@ -236,10 +236,10 @@ def build_openapi(version: str) -> dict[str, Any]:
         f"{p}/threads/{{threadId}}/model": {
             "put": {
                 "operationId": "setThreadModel",
-                "summary": "Use a model in this thread from its next run on (empty: the default)",
+                "summary": "Use a model in this thread from its next run on (empty: the default); the thread must exist",
                 "parameters": thread_param,
                 "requestBody": body(refs["SetModelRequest"]),
-                "responses": responses(_json(refs["ThreadInfo"]), 400, 409, 413),
+                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 409, 413),
             }
         },
         f"{p}/threads/{{threadId}}/permissions": {
