@@ -143,6 +143,9 @@ async def boot(app: InstanceAiApp) -> None:
     app.ready.set()
     app.connection.adopt_start_queue()
     app.pending_watch.start()
+    from .screens.workflow import follow_workflows
+
+    follow_workflows(app)  # the workflow canvas opens when the agent creates or changes a workflow
 
 
 async def show_start_failure(app: InstanceAiApp, message: str, code: str | None = None) -> None:

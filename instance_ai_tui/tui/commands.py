@@ -53,6 +53,12 @@ def _open_mcp(app: InstanceAiApp) -> None:
     open_mcp(app)
 
 
+def _workflow(app: InstanceAiApp, arg: str) -> None:
+    from .screens.workflow import open_workflow
+
+    open_workflow(app, arg)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("new", "start a new thread", "New thread", "Start a new conversation",
             lambda app, arg: app.action_new_thread()),
@@ -84,6 +90,9 @@ COMMANDS: tuple[Command, ...] = (
             lambda app, arg: app.action_next_pending_card(), available=_waiting),
     Command("cancel", "stop the running agent", "Cancel run", "Stop the agent",
             lambda app, arg: app.action_cancel_run(), available=_streaming),
+    Command("workflow", "the workflow canvas beside the conversation (the thread's latest workflow, or `id`); "
+            "again to close", "Workflow canvas", "Draw the workflow the agent builds, live",
+            lambda app, arg: _workflow(app, arg), arg="[id]"),
     Command("permissions", "the \"always allow\" grants of this thread, and revoke them", "Permissions",
             "The thread's always-allow grants; revoke them", lambda app, arg: app.actions.show_permissions()),
     Command("mcp", "your MCP servers: their state, tools, last error and stderr; restart one", "MCP servers",

@@ -173,6 +173,7 @@ Scope = Literal[
     "login",
     "setup",
     "n8n_tasks",
+    "workflow",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -203,6 +204,7 @@ SCOPE_TITLES: dict[str, str] = {
     "login": "n8n login",
     "setup": "Model setup",
     "n8n_tasks": "n8n background tasks",
+    "workflow": "Workflow canvas",
 }
 
 
@@ -284,6 +286,20 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("task-next", "move(1)", "down,j", "Next task", "n8n_tasks", show=False),
     KeySpec("task-cancel", "cancel_task", "x", "Cancel the task", "n8n_tasks"),
     KeySpec("task-correct", "correct_task", "c", "Send a correction", "n8n_tasks"),
+    KeySpec("workflow-node-left", "node('left')", "left,h", "Node to the left", "workflow", show=False),
+    KeySpec("workflow-node-right", "node('right')", "right,l", "Node to the right", "workflow", show=False),
+    KeySpec("workflow-node-up", "node('up')", "up,k", "Node above", "workflow", show=False),
+    KeySpec("workflow-node-down", "node('down')", "down,j", "Node below", "workflow", show=False),
+    KeySpec("workflow-pan-left", "pan(-1,0)", "shift+left", "Pan left", "workflow", show=False),
+    KeySpec("workflow-pan-right", "pan(1,0)", "shift+right", "Pan right", "workflow", show=False),
+    KeySpec("workflow-pan-up", "pan(0,-1)", "shift+up", "Pan up", "workflow", show=False),
+    KeySpec("workflow-pan-down", "pan(0,1)", "shift+down", "Pan down", "workflow", show=False),
+    KeySpec("workflow-zoom", "zoom", "z", "Zoom out/in", "workflow"),
+    KeySpec("workflow-details", "details", "enter", "Node details", "workflow"),
+    KeySpec("workflow-open", "open_editor", "o", "Open in n8n", "workflow"),
+    KeySpec("workflow-reload", "reload", "r", "Reload", "workflow"),
+    KeySpec("workflow-maximize", "maximize", "m", "Wider/narrower", "workflow"),
+    KeySpec("workflow-close", "close", "escape,q", "Close", "workflow"),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

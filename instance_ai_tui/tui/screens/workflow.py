@@ -1,0 +1,377 @@
+"""The workflow panel: the canvas beside the conversation, live while the agent builds.
+
+``/workflow [id]`` (and the palette) opens it on a workflow — the one given, else the last one the
+thread's tool calls touched — and moves the keyboard to it (the person asked); ``/workflow`` again,
+``Esc`` or ``q`` close it. It is docked on the right of the main screen, so the conversation and the
+prompt stay usable; ``m`` widens it to the whole width (80×24) and back.
+
+**Live**: ``WorkflowFollower`` looks at the open thread's newest tool calls a few times a second (no
+widget work when nothing changed). When a create/update-workflow call starts with nodes in its
+arguments, the canvas draws what the call asks for at once; when the call has finished, the
+workflow is read back from n8n (``client.workflows``: the embedded assistant's n8n or demo, or n8n's REST
+with the session) and the nodes the call added or changed are marked ``+ new`` / ``~ changed``. A
+write opens the panel if it is closed, without taking the keyboard from the person. After a run
+(``run-workflow``, n8n's ``executions``), each node shows ✓ ran / ✗ failed / ○ not reached.
+
+``Enter`` on a node: its parameters, and after a run its first output items or its error. ``o`` opens
+the workflow in n8n's editor (``App.open_url``: the browser, also in web mode) when the instance is known;
+``r`` reads it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from ...client.base import ClientError
+from ...client.workflows import WorkflowSource, workflow_source
+from ...protocol.safe_text import visible, visible_data
+from ...protocol.workflow_graph import (
+    RUN_GLYPH,
+    WORKFLOW_WRITE_TOOLS,
+    ExecutionView,
+    Workflow,
+    is_workflow_tool,
+    parse_execution,
+    parse_workflow,
+    preview_from_args,
+    workflow_id_of,
+)
+from .. import keymap
+from ..widgets.workflow_canvas import WorkflowCanvas
+
+PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-close")
+#: how often the follower looks at the thread's tool calls (seconds)
+FOLLOW_INTERVAL = 0.3
+#: tools whose finished call means the workflow ran (its node states are read)
+RUN_TOOLS = frozenset({"run-workflow", "verify-built-workflow", "get-execution"})
+DETAIL_LINES = 60
+
+
+class WorkflowPanel(Vertical):
+    """Title, canvas, node details and the keys, docked on the right of the main screen."""
+
+    KEY_SCOPES = ("workflow",)
+    BINDINGS: ClassVar[list[BindingType]] = [b for b in keymap.bindings("workflow")
+                                             if getattr(b, "id", None) in PANEL_KEYS]
+
+    DEFAULT_CSS = """
+    WorkflowPanel {
+        dock: right; width: 50%; min-width: 36; height: 100%;
+        border-left: tall $accent; background: $surface;
+    }
+    WorkflowPanel.-wide { width: 100%; }
+    WorkflowPanel > #wf-title { height: auto; padding: 0 1; text-style: bold; background: $boost; }
+    WorkflowPanel > #wf-status { height: auto; padding: 0 1; color: $text-muted; }
+    WorkflowPanel > WorkflowCanvas { height: 1fr; }
+    WorkflowPanel > #wf-details { height: 45%; display: none; border-top: solid $accent; padding: 0 1; }
+    WorkflowPanel.-details > #wf-details { display: block; }
+    WorkflowPanel > #wf-hint { height: auto; color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, source: WorkflowSource | None) -> None:
+        super().__init__(id="workflow-panel")
+        self.source = source
+        self.workflow_id: str | None = None
+        self.execution: ExecutionView | None = None
+        self.canvas = WorkflowCanvas(id="wf-canvas")
+        self.title_line = Static("Workflow", id="wf-title", markup=False)
+        self.status_line = Static("", id="wf-status", markup=False)
+        self.details = Static("", markup=False)
+        self._loads = 0
+
+    def compose(self) -> ComposeResult:
+        yield self.title_line
+        yield self.status_line
+        yield self.canvas
+        with VerticalScroll(id="wf-details"):
+            yield self.details
+        yield Static(_hint(self.app), id="wf-hint", markup=False)
+
+    # ----------------------------------------------------------------- content
+    def set_status(self, text: str) -> None:
+        self.status_line.update(visible(text))
+
+    def _title(self, workflow: Workflow) -> None:
+        parts = [f"◇ {workflow.name or '(unnamed)'}", workflow.id or "preview", f"{len(workflow.nodes)} nodes"]
+        if self.source is not None:
+            parts.append(self.source.label)
+        self.title_line.update(visible(" · ".join(parts)))
+
+    def show_preview(self, workflow: Workflow, note: str) -> None:
+        """What a running call asks for (drawn before n8n answers)."""
+        if workflow.id == "" and self.canvas.workflow is not None:
+            workflow = Workflow(self.canvas.workflow.id, workflow.name or self.canvas.workflow.name,
+                                workflow.nodes, workflow.edges)
+        self.canvas.show(workflow, changed_by_call=True)
+        self._title(workflow)
+        self.set_status(note)
+
+    async def load(self, workflow_id: str, *, changed_by_call: bool = False, note: str = "") -> bool:
+        """Read the workflow (and its last execution) and draw it; ``False`` when it cannot be read."""
+        if self.source is None:
+            self.set_status("This connection cannot read workflows (our own server serves conversations only); "
+                            "the canvas shows what the agent's tool calls carried.")
+            return False
+        self._loads += 1
+        ticket = self._loads
+        try:
+            data = await self.source.get_workflow(workflow_id)
+            run = await self.source.last_execution(workflow_id)
+        except ClientError as exc:
+            self.set_status(f"Cannot read workflow {workflow_id}: {exc}")
+            return False
+        if ticket != self._loads:  # a newer load started meanwhile
+            return False
+        workflow = parse_workflow(data, workflow_id=workflow_id)
+        self.workflow_id = workflow.id or workflow_id
+        self.execution = parse_execution(run) if run else None
+        runs = self.execution.runs if self.execution is not None else None
+        self.canvas.show(workflow, runs=runs, changed_by_call=changed_by_call)
+        self._title(workflow)
+        marks = self.canvas.marks
+        bits = [note] if note else []
+        new, changed = sum(1 for m in marks.values() if m == "new"), sum(1 for m in marks.values() if m == "changed")
+        if new or changed:
+            bits.append(f"+ {new} new · ~ {changed} changed")
+        if self.execution is not None:
+            failed = [n for n, r in self.execution.runs.items() if r.state.value == "failed"]
+            bits.append(f"last execution {self.execution.id}: {self.execution.status}"
+                        + (f" · ✗ failed: {', '.join(failed)}" if failed else ""))
+        self.set_status(" · ".join(bits) or "read from n8n just now")
+        if self.has_class("-details") and self.canvas.cursor:
+            self.show_details(self.canvas.cursor)
+        return True
+
+    # ----------------------------------------------------------------- details
+    def on_workflow_canvas_node_chosen(self, message: WorkflowCanvas.NodeChosen) -> None:
+        self.show_details(message.name)
+
+    def show_details(self, name: str) -> None:
+        workflow = self.canvas.workflow
+        node = workflow.node(name) if workflow is not None else None
+        if node is None:
+            return
+        lines = [f"{node.glyph} {node.name}  ({node.type}{f' v{node.type_version:g}' if node.type_version else ''})"]
+        if node.disabled:
+            lines.append("disabled (off)")
+        if self.execution is not None:
+            run = self.execution.run(name)
+            lines.append(f"{RUN_GLYPH[run.state]} {run.label} (execution {self.execution.id})")
+            if run.error:
+                lines.append(f"error: {run.error}")
+            if run.output:
+                lines.append("output (first items):")
+                lines += _json_lines(list(run.output))
+        lines.append("parameters:")
+        lines += _json_lines(dict(node.parameters)) if node.parameters else ["  (none)"]
+        if len(lines) > DETAIL_LINES:
+            lines = [*lines[:DETAIL_LINES], f"… {len(lines) - DETAIL_LINES} more lines"]
+        self.details.update(visible("\n".join(lines)))
+        self.add_class("-details")
+
+    # ----------------------------------------------------------------- actions
+    def action_open_editor(self) -> None:
+        url = self.source.editor_url(self.workflow_id) if self.source is not None and self.workflow_id else None
+        if url is None:
+            self.app.notify("No n8n editor to open: the demo instance is simulated, or the workflow is not saved yet.",
+                            severity="warning")
+            return
+        self.app.open_url(url)
+        self.app.notify(f"Opening {visible(url)}", timeout=4)
+
+    async def action_reload(self) -> None:
+        if self.workflow_id:
+            await self.load(self.workflow_id, note="read again")
+
+    def action_maximize(self) -> None:
+        self.toggle_class("-wide")
+
+    def action_close(self) -> None:
+        if self.has_class("-details"):
+            self.remove_class("-details")
+            return
+        self.remove()
+        prompt = getattr(self.app, "prompt", None)
+        if prompt is not None:
+            prompt.focus()
+
+
+def _json_lines(value: Any) -> list[str]:
+    try:
+        text = json.dumps(visible_data(value), indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return ["  " + line for line in text.splitlines()]
+
+
+def _hint(app: Any) -> str:
+    km = getattr(app, "keys", None)
+
+    def key(binding_id: str, fallback: str) -> str:
+        return keymap.display_keys(km.keys(binding_id)) if isinstance(km, keymap.KeyMap) else fallback
+
+    return (f"arrows node · shift+arrows pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-details', 'Enter')} "
+            f"details · {key('workflow-open', 'o')} open in n8n · {key('workflow-reload', 'r')} reload · "
+            f"{key('workflow-maximize', 'm')} wider · {key('workflow-close', 'Esc')} close")
+
+
+# --------------------------------------------------------------------------- the open thread's tool calls
+
+
+@dataclass(frozen=True, slots=True)
+class SeenCall:
+    """What the follower needs of a tool call (read from the reducer's records, no models built)."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any]
+    loading: bool
+    result: Any
+    error: str | None
+
+
+def workflow_calls(app: Any, last_messages: int = 3) -> list[SeenCall]:
+    """The workflow tool calls of the open thread's newest messages, oldest first."""
+    conversation = getattr(app, "conversation", None)
+    if conversation is None:
+        return []
+    out = []
+    for message in conversation.messages[-last_messages:]:
+        reducer = getattr(message, "reducer", None)
+        if reducer is None:
+            continue
+        for call in reducer.calls():
+            args = call.args if isinstance(call.args, Mapping) else {}
+            if is_workflow_tool(call.name, args):
+                out.append(SeenCall(call.id, call.name, args, call.loading, call.result, call.error))
+    return out
+
+
+def panel_of(app: Any) -> WorkflowPanel | None:
+    try:
+        return app.screen_stack[0].query_one(WorkflowPanel)
+    except Exception:  # noqa: BLE001 - no panel (or no screen yet): there is none
+        return None
+
+
+def ensure_panel(app: Any) -> WorkflowPanel:
+    panel = panel_of(app)
+    if panel is None:
+        panel = WorkflowPanel(workflow_source(app.client))
+        app.screen_stack[0].mount(panel)
+    return panel
+
+
+class WorkflowFollower:
+    """Keeps the panel on what the agent does to workflows (see the module docstring)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._conversation: object | None = None
+        self._previewed: set[str] = set()
+        self._finished: set[str] = set()
+        self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
+
+    def _forget_history(self) -> None:
+        """A thread was opened: its calls so far are history (they do not open the panel)."""
+        for call in workflow_calls(self.app, last_messages=1_000_000):
+            self._previewed.add(call.id)
+            if not call.loading:
+                self._finished.add(call.id)
+
+    def tick(self) -> None:
+        conversation = getattr(self.app, "conversation", None)
+        if conversation is not self._conversation:
+            self._conversation = conversation
+            self._forget_history()
+            return
+        for call in workflow_calls(self.app):
+            key = call.id
+            if call.loading and key not in self._previewed:
+                self._previewed.add(key)
+                preview = preview_from_args(call.args) if call.name in WORKFLOW_WRITE_TOOLS else None
+                if preview is not None and preview.nodes:
+                    ensure_panel(self.app).show_preview(preview, f"{call.name} running: drawing what it asks for…")
+            elif not call.loading and key not in self._finished:
+                self._finished.add(key)
+                self._previewed.add(key)
+                self._finished_call(call)
+
+    def _finished_call(self, call: SeenCall) -> None:
+        writes = call.name in WORKFLOW_WRITE_TOOLS or call.args.get("action") in ("update", "restore-version")
+        panel = panel_of(self.app)
+        if call.error:
+            if panel is not None:
+                panel.set_status(f"{call.name} failed: {call.error}")
+            return
+        workflow_id = workflow_id_of(call.result, call.args)
+        if workflow_id is None or (panel is None and not writes):
+            return
+        panel = ensure_panel(self.app)
+        if panel.workflow_id not in (None, workflow_id) and not writes:
+            return
+        when = time.strftime("%H:%M:%S")
+        note = f"{call.name} at {when}"
+        self.app.run_worker(self._load(panel, workflow_id, writes, note, call), group="workflow-panel",
+                            exclusive=True, exit_on_error=False)
+
+    async def _load(self, panel: WorkflowPanel, workflow_id: str, writes: bool, note: str,
+                    call: SeenCall) -> None:
+        if await panel.load(workflow_id, changed_by_call=writes, note=note):
+            return
+        # the connection cannot read workflows: draw what the call's answer carries, if it is one
+        result = call.result
+        if isinstance(result, str):
+            try:
+                result = json.loads(result)
+            except ValueError:
+                return
+        if isinstance(result, dict) and isinstance(result.get("nodes"), list):
+            panel.show_preview(parse_workflow(result, workflow_id=workflow_id), note)
+
+
+def follow_workflows(app: Any) -> WorkflowFollower:
+    """Start following the open thread's workflow tool calls (once per app)."""
+    follower = getattr(app, "_workflow_follower", None)
+    if follower is None:
+        follower = WorkflowFollower(app)
+        app._workflow_follower = follower
+    return follower
+
+
+def last_workflow_id(app: Any) -> str | None:
+    for call in reversed(workflow_calls(app, last_messages=1_000_000)):
+        found = workflow_id_of(call.result, call.args)
+        if found:
+            return found
+    return None
+
+
+def open_workflow(app: Any, argument: str = "") -> None:
+    """``/workflow [id]``: open (or close) the panel on that workflow, or the thread's latest one."""
+    follow_workflows(app)
+    panel = panel_of(app)
+    wanted = argument.strip() or None
+    if panel is not None and wanted is None:
+        panel.remove()  # the command toggles the panel
+        prompt = getattr(app, "prompt", None)
+        if prompt is not None:
+            prompt.focus()
+        return
+    workflow_id = wanted or last_workflow_id(app)
+    panel = ensure_panel(app)
+    app.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
+    if workflow_id is None:
+        panel.set_status("No workflow in this thread yet: ask the agent to build one, or give an id: /workflow ID")
+        return
+    panel.set_status(f"reading workflow {workflow_id}…")
+    app.run_worker(panel.load(workflow_id), group="workflow-panel", exclusive=True, exit_on_error=False)

@@ -1,0 +1,286 @@
+"""The workflow canvas: a workflow drawn as boxes and lines, with a node cursor, pan and zoom.
+
+A line-API widget (``ScrollView``) over ``protocol.workflow_draw``'s grid of cells: it paints only the
+visible rows and columns, and a change of one node's state (``set_runs`` with the layout unchanged) redraws
+that box's cells and refreshes only its rectangle. The characters say everything (kind glyphs, branch
+labels, ``✓ ran`` / ``✗ failed`` / ``○ not reached``, ``+ new`` / ``~ changed``); colour comes from the
+theme through component classes, so every theme (and the ANSI one) shows the same words.
+
+Keys (scope ``workflow``): arrows / hjkl move the node cursor to the nearest box in that direction,
+Shift+arrows pan, ``z`` zooms out and in (fewer details: names only), Enter shows the node's details.
+The mouse: a click selects a box, a drag pans, the wheel scrolls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual import events
+from textual.binding import BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...protocol.workflow_draw import Drawing, Style, draw, draw_box
+from ...protocol.workflow_graph import NodeRun, Workflow, changed_nodes
+from ...protocol.workflow_layout import Box, Detail, Layout, layout_workflow
+from .. import keymap
+
+#: style code -> component class
+_COMPONENTS: dict[int, str] = {
+    Style.BORDER: "workflow-canvas--border", Style.EDGE: "workflow-canvas--edge",
+    Style.AI_EDGE: "workflow-canvas--ai-edge", Style.LABEL: "workflow-canvas--label",
+    Style.TRIGGER: "workflow-canvas--trigger", Style.ACTION: "workflow-canvas--action",
+    Style.AI: "workflow-canvas--ai", Style.FLOW: "workflow-canvas--flow", Style.MUTED: "workflow-canvas--muted",
+    Style.RAN: "workflow-canvas--ran", Style.FAILED: "workflow-canvas--failed",
+    Style.NOT_REACHED: "workflow-canvas--not-reached", Style.NEW: "workflow-canvas--new",
+    Style.CHANGED: "workflow-canvas--changed", Style.ARROW: "workflow-canvas--edge",
+    Style.DISABLED: "workflow-canvas--muted",
+}
+_CURSOR = "workflow-canvas--cursor"
+PAN_STEP = 8
+
+
+def _layout_key(workflow: Workflow) -> tuple[object, ...]:
+    """What the layout depends on (a change of parameters or state only redraws boxes)."""
+    return (tuple((n.name, n.type, n.position, n.disabled) for n in workflow.nodes), workflow.edges)
+
+
+class WorkflowCanvas(ScrollView, can_focus=True):
+    """Draws one workflow; ``show`` replaces it (marking what changed), ``set_runs`` its node states."""
+
+    KEY_SCOPE = "workflow"
+    BINDINGS: ClassVar[list[BindingType]] = [b for b in keymap.bindings("workflow")
+                                             if getattr(b, "id", "").startswith(("workflow-node-", "workflow-pan-"))
+                                             or getattr(b, "id", "") in ("workflow-zoom", "workflow-details")]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*_COMPONENTS.values(), _CURSOR}
+
+    DEFAULT_CSS = """
+    WorkflowCanvas { background: $surface; }
+    WorkflowCanvas > .workflow-canvas--border { color: $text-muted; }
+    WorkflowCanvas > .workflow-canvas--edge { color: $text-muted; }
+    WorkflowCanvas > .workflow-canvas--ai-edge { color: $secondary; }
+    WorkflowCanvas > .workflow-canvas--label { color: $accent; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--trigger { color: $warning; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--action { color: $text; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--ai { color: $secondary; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--flow { color: $primary; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--muted { color: $text-muted; }
+    WorkflowCanvas > .workflow-canvas--ran { color: $success; }
+    WorkflowCanvas > .workflow-canvas--failed { color: $error; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--not-reached { color: $text-muted; }
+    WorkflowCanvas > .workflow-canvas--new { color: $success; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--changed { color: $warning; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
+    WorkflowCanvas:focus > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
+    """
+
+    class NodeChosen(Message):
+        """Enter (or a double click) on a node: show its details."""
+
+        def __init__(self, canvas: WorkflowCanvas, name: str) -> None:
+            super().__init__()
+            self.canvas = canvas
+            self.name = name
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.workflow: Workflow | None = None
+        self.runs: dict[str, NodeRun] = {}
+        self.marks: dict[str, str] = {}
+        self.detail = Detail.FULL
+        self.graph_layout: Layout | None = None
+        self.drawing: Drawing | None = None
+        self.cursor: str | None = None
+        self._styles: dict[int, RichStyle] = {}
+        self._layout_key: tuple[object, ...] | None = None
+        self._drag: tuple[int, int, float, float] | None = None
+        #: rows painted since the last ``reset_painted`` (for tests: what a change repainted)
+        self.painted_rows: set[int] = set()
+
+    # ----------------------------------------------------------------- content
+    def show(self, workflow: Workflow, *, runs: Mapping[str, NodeRun] | None = None,
+             changed_by_call: bool = False) -> None:
+        """Draw ``workflow``. When a tool call made it (``changed_by_call``), the nodes it added or
+        changed since the version shown are marked ``+ new`` / ``~ changed`` (all new: it was created)."""
+        previous = self.workflow if self.workflow is not None and self.workflow.id == workflow.id else None
+        if changed_by_call:
+            added, changed = changed_nodes(previous, workflow)
+            self.marks = {**dict.fromkeys(changed, "changed"), **dict.fromkeys(added, "new")}
+        else:
+            self.marks = {}
+        self.workflow = workflow
+        self.runs = dict(runs or {})
+        self._relayout()
+
+    def set_runs(self, runs: Mapping[str, NodeRun]) -> None:
+        """Each node's state after a run; boxes whose state changed are redrawn alone when the
+        layout stays (it changes when the state row first appears or goes)."""
+        old = self.runs
+        self.runs = dict(runs)
+        if self.drawing is None or self.graph_layout is None or bool(old) != bool(runs):
+            self._relayout()
+            return
+        for name in self.graph_layout.boxes:
+            if old.get(name) != self.runs.get(name):
+                self.redraw_node(name)
+
+    def redraw_node(self, name: str) -> None:
+        if self.drawing is None or self.graph_layout is None or name not in self.graph_layout.boxes:
+            return
+        box = draw_box(self.drawing, name, runs=self.runs or None, marks=self.marks)
+        self.refresh(self._screen_region(box))
+
+    def zoom(self, detail: Detail | None = None) -> None:
+        self.detail = detail if detail is not None else (Detail.COMPACT if self.detail is Detail.FULL else Detail.FULL)
+        self._relayout()
+
+    def _relayout(self) -> None:
+        if self.workflow is None:
+            return
+        runs = self.runs or None
+        self.graph_layout = layout_workflow(self.workflow, self.detail, runs=runs, marks=self.marks)
+        self.drawing = draw(self.graph_layout, runs=runs, marks=self.marks)
+        self._layout_key = _layout_key(self.workflow)
+        self.virtual_size = Size(self.graph_layout.width, self.graph_layout.height)
+        if self.cursor not in self.graph_layout.boxes:
+            first_new = next((n.name for n in self.workflow.nodes if self.marks.get(n.name)), None)
+            self.cursor = first_new or (self.workflow.nodes[0].name if self.workflow.nodes else None)
+        self.refresh()
+        self.call_after_refresh(self.scroll_to_cursor, animate=False)
+
+    # ----------------------------------------------------------------- painting
+    def notify_style_update(self) -> None:
+        self._styles = {}
+        super().notify_style_update()
+
+    def _style(self, code: int) -> RichStyle:
+        style = self._styles.get(code)
+        if style is None:
+            component = _CURSOR if code < 0 else _COMPONENTS.get(code)
+            style = self.get_component_rich_style(component, partial=True) if component else RichStyle()
+            self._styles[code] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row_index = scroll_y + y
+        width = self.size.width
+        base = self.rich_style
+        drawing = self.drawing
+        if drawing is None or not 0 <= row_index < len(drawing.chars):
+            return Strip.blank(width, base)
+        self.painted_rows.add(row_index)
+        chars = drawing.chars[row_index][scroll_x: scroll_x + width]
+        codes = drawing.styles[row_index][scroll_x: scroll_x + width]
+        cursor = self.graph_layout.boxes.get(self.cursor or "") if self.graph_layout else None
+        if cursor is not None and cursor.y <= row_index < cursor.y + cursor.h:
+            codes = list(codes)
+            for x in range(max(cursor.x, scroll_x), min(cursor.x + cursor.w, scroll_x + width)):
+                if codes[x - scroll_x] == Style.BORDER:
+                    codes[x - scroll_x] = -1
+        segments: list[Segment] = []
+        start = 0
+        for i in range(1, len(chars) + 1):
+            if i == len(chars) or codes[i] != codes[start]:
+                text = "".join(chars[start:i])
+                code = codes[start]
+                segments.append(Segment(text, base + self._style(code) if code else base))
+                start = i
+        return Strip(segments).adjust_cell_length(width, base)
+
+    def _screen_region(self, box: Box) -> Region:
+        scroll_x, scroll_y = self.scroll_offset
+        return Region(box.x - scroll_x, box.y - scroll_y, box.w, box.h)
+
+    def reset_painted(self) -> None:
+        self.painted_rows = set()
+
+    # ----------------------------------------------------------------- cursor
+    def select(self, name: str) -> None:
+        if self.graph_layout is None or name not in self.graph_layout.boxes:
+            return
+        old = self.graph_layout.boxes.get(self.cursor or "")
+        self.cursor = name
+        if old is not None:
+            self.refresh(self._screen_region(old))
+        self.refresh(self._screen_region(self.graph_layout.boxes[name]))
+        self.scroll_to_cursor()
+
+    def scroll_to_cursor(self, animate: bool = True) -> None:
+        if self.graph_layout is None or self.cursor not in self.graph_layout.boxes:
+            return
+        box = self.graph_layout.boxes[self.cursor]
+        self.scroll_to_region(Region(box.x, box.y, box.w, box.h), animate=animate, spacing=None, force=True)
+
+    def action_node(self, direction: str) -> None:
+        """Move the cursor to the nearest box in ``direction`` (left/right/up/down)."""
+        if self.graph_layout is None or not self.graph_layout.boxes:
+            return
+        current = self.graph_layout.boxes.get(self.cursor or "")
+        if current is None:
+            self.select(next(iter(self.graph_layout.boxes)))
+            return
+        cx, cy = current.x + current.w / 2, current.y + current.h / 2
+        best: tuple[float, str] | None = None
+        for name, box in self.graph_layout.boxes.items():
+            if name == current.name:
+                continue
+            bx, by = box.x + box.w / 2, box.y + box.h / 2
+            along, across = {"left": (cx - bx, by - cy), "right": (bx - cx, by - cy),
+                             "up": (cy - by, bx - cx), "down": (by - cy, bx - cx)}[direction]
+            if along <= 0.5:
+                continue
+            score = along + 3 * abs(across)
+            if best is None or score < best[0]:
+                best = (score, name)
+        if best is not None:
+            self.select(best[1])
+
+    def action_pan(self, dx: int, dy: int) -> None:
+        self.scroll_to(self.scroll_x + dx * PAN_STEP, self.scroll_y + dy * max(1, PAN_STEP // 2), animate=False)
+
+    def action_zoom(self) -> None:
+        self.zoom()
+
+    def action_details(self) -> None:
+        if self.cursor is not None:
+            self.post_message(self.NodeChosen(self, self.cursor))
+
+    # ----------------------------------------------------------------- mouse
+    def box_at(self, x: int, y: int) -> str | None:
+        """The node whose box is at widget cell ``(x, y)``."""
+        if self.graph_layout is None:
+            return None
+        gx, gy = x + self.scroll_x, y + self.scroll_y
+        for name, box in self.graph_layout.boxes.items():
+            if box.contains(int(gx), int(gy)):
+                return name
+        return None
+
+    def on_click(self, event: events.Click) -> None:
+        name = self.box_at(event.x, event.y)
+        if name is not None:
+            self.select(name)
+            if event.chain >= 2:
+                self.post_message(self.NodeChosen(self, name))
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        if event.button == 1 and self.box_at(event.x, event.y) is None:
+            self._drag = (event.screen_x, event.screen_y, self.scroll_x, self.scroll_y)
+            self.capture_mouse()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._drag is None:
+            return
+        x0, y0, sx, sy = self._drag
+        self.scroll_to(sx - (event.screen_x - x0), sy - (event.screen_y - y0), animate=False)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._drag is not None:
+            self._drag = None
+            self.release_mouse()

@@ -1,0 +1,142 @@
+"""The workflow panel on the real product path (``EmbeddedClient`` + demo model + SQLite): the demo
+builds a workflow and the canvas opens and draws it live; keys, details, zoom, one-node redraws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from instance_ai_tui.client.embedded import EmbeddedClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
+from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
+from instance_ai_tui.tui.widgets.workflow_canvas import WorkflowCanvas
+from tests.protocol.workflow_shapes import big, if_merge
+from tests.support.waiting import until
+
+from .scripts import make_app
+
+BUILD = "every morning send the weather forecast to Slack"
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    return Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "db.sqlite3"})
+
+
+def canvas_text(canvas: WorkflowCanvas) -> str:
+    assert canvas.drawing is not None
+    return canvas.drawing.text()
+
+
+async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text(BUILD)
+        await pilot.press("enter")
+        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
+        panel = panel_of(app)
+        assert panel is not None
+        text = canvas_text(panel.canvas)
+        assert "Schedule Trigger" in text and "Slack" in text and "▶" in text
+        assert "+ new" in text  # the call created every node
+        assert panel.canvas.marks and set(panel.canvas.marks.values()) == {"new"}
+        assert not panel.canvas.has_focus  # the person did not ask for it: the keyboard stays where it was
+        assert "wf-" in str(panel.title_line.render())
+
+
+async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text("/workflow wf-102")
+        await pilot.press("enter")
+        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id == "wf-102", pilot)
+        panel = panel_of(app)
+        assert isinstance(panel, WorkflowPanel)
+        canvas = panel.canvas
+        assert canvas.has_focus  # asked for: the keys go to the canvas
+        assert canvas.cursor == "Webhook"
+        await pilot.press("right")
+        assert canvas.cursor == "Edit Fields (Set)"
+        await pilot.press("l")
+        assert canvas.cursor == "Slack"
+        await pilot.press("enter")
+        assert panel.has_class("-details")
+        assert "n8n-nodes-base.slack" in str(panel.details.render())
+        await pilot.press("escape")  # details first
+        assert not panel.has_class("-details") and panel_of(app) is not None
+        await pilot.press("z")
+        assert canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT"
+        await pilot.press("o")  # the demo has no editor: said, nothing opened
+        await pilot.press("escape")
+        await until(lambda: panel_of(app) is None, pilot)
+        assert app.prompt.has_focus
+
+
+async def test_one_node_state_change_repaints_only_its_rows(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.add_class("-wide")
+        wf = parse_workflow(big(60))
+        runs = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
+        panel.canvas.show(wf, runs=runs)
+        await pilot.pause(0.1)
+        canvas = panel.canvas
+        target = canvas.cursor
+        assert target is not None and canvas.graph_layout is not None
+        box = canvas.graph_layout.boxes[target]
+        canvas.reset_painted()
+        canvas.set_runs({**runs, target: NodeRun(RunState.FAILED, 0, "boom")})
+        await pilot.pause(0.1)
+        assert canvas.painted_rows, "the change was not painted"
+        assert canvas.painted_rows <= set(range(box.y, box.y + box.h))
+        assert "✗ failed" in canvas_text(canvas)
+
+
+async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.canvas.show(parse_workflow(if_merge()))
+        await pilot.pause(0.1)
+        canvas = panel.canvas
+        assert canvas.graph_layout is not None
+        assert canvas.cursor == "New order"
+        box = canvas.graph_layout.boxes["Big order?"]
+        await pilot.click(WorkflowCanvas, offset=(box.x - int(canvas.scroll_x) + 2, box.y - int(canvas.scroll_y) + 1))
+        assert canvas.cursor == "Big order?"
+        # a drag on the background pans
+        assert canvas.max_scroll_x > 0
+        before = canvas.scroll_x
+        await pilot.mouse_down(WorkflowCanvas, offset=(30, canvas.size.height - 4))
+        await pilot.hover(WorkflowCanvas, offset=(10, canvas.size.height - 4))
+        await pilot.mouse_up(WorkflowCanvas, offset=(10, canvas.size.height - 4))
+        assert canvas.scroll_x > before
+
+
+async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        runs = {"New order": NodeRun(RunState.RAN, 1), "Big order?": NodeRun(RunState.FAILED, 0, "x")}
+        panel.canvas.show(parse_workflow(if_merge()), runs=runs)
+        for theme in list(app.available_themes)[:6]:
+            app.theme = theme
+            await pilot.pause(0.05)
+            lines = [panel.canvas.render_line(y).text for y in range(panel.canvas.size.height)]
+            joined = "\n".join(lines)
+            assert "✗ failed" in joined or "✗ fail" in joined
