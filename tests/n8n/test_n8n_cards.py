@@ -80,9 +80,9 @@ async def open_card(app: InstanceAiApp, pilot: Any, shape: str) -> ConfirmCard:
     app.prompt.focus()
     app.prompt.load_text(f"shape:{shape}")
     await pilot.press("enter")
-    await until(lambda: focused_card(app) is not None, pilot)
-    card = focused_card(app)
-    assert card is not None
+    await until(lambda: bool(app.query(ConfirmCard)), pilot)
+    # a card takes keys once the person goes to it (issue 32): Ctrl+G, as a person would
+    card = await focus_pending(app, pilot)
     await pilot.pause(GRACE_SECONDS + 0.05)  # past the key grace period
     return card
 
@@ -121,8 +121,9 @@ CASES: list[tuple[str, type, tuple[str, ...], dict[str, Any]]] = [
     # credentials: requireUserSelection, so nothing is preselected; 2 then 1 pick per type
     ("credentials", n8n_cards.CredentialsCard, ("2", "1", "enter"),
      {"kind": "credentialSelection", "credentials": {"slackApi": "cred_s2", "openAiApi": "cred_o1"}}),
-    ("credentials", n8n_cards.CredentialsCard, ("down", "s"),
-     {"kind": "credentialAutoSetup", "credentialType": "openAiApi"}),
+    # a type left without a credential: Enter says so, Enter again goes on with the one picked
+    ("credentials-new", n8n_cards.CredentialsCard, ("enter", "enter"),
+     {"kind": "credentialSelection", "credentials": {"slackApi": "cred_s1"}}),
     ("credentials", n8n_cards.CredentialsCard, ("n",), {"kind": "approval", "approved": False}),
     ("credential-destination", n8n_cards.CredentialDestinationCard, ("y",),
      {"kind": "credentialDestination", "approved": True, "origin": "https://api.example.com"}),
@@ -142,18 +143,19 @@ CASES: list[tuple[str, type, tuple[str, ...], dict[str, Any]]] = [
     ("mcp-connect", n8n_cards.McpConnectCard, ("n",), {"kind": "mcpConnect", "approved": False}),
     ("domain-access", n8n_cards.DomainAccessCard, ("y",),
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"}),
-    ("domain-access", n8n_cards.DomainAccessCard, ("d",),
+    # a grant that lasts takes a second key (issue 32): the letter says what it grants, Enter grants it
+    ("domain-access", n8n_cards.DomainAccessCard, ("d", "enter"),
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_domain"}),
-    ("domain-access", n8n_cards.DomainAccessCard, ("a",),
+    ("domain-access", n8n_cards.DomainAccessCard, ("a", "enter"),
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_all"}),
     ("domain-access", n8n_cards.DomainAccessCard, ("n",), {"kind": "domainAccessDeny"}),
     ("web-search", n8n_cards.DomainAccessCard, ("enter",),
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"}),
-    ("web-search", n8n_cards.DomainAccessCard, ("a",),
+    ("web-search", n8n_cards.DomainAccessCard, ("a", "enter"),
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_all"}),
     ("channel-config", n8n_cards.ChannelConfigCard, ("y",), {"kind": "approval", "approved": True}),
     ("channel-config", n8n_cards.ChannelConfigCard, ("n",), {"kind": "approval", "approved": False}),
-    ("target-approval", n8n_cards.TargetApprovalCard, ("a",),
+    ("target-approval", n8n_cards.TargetApprovalCard, ("a", "enter"),
      {"kind": "approval", "approved": True, "scope": "session"}),
     ("target-approval", n8n_cards.TargetApprovalCard, ("n",), {"kind": "approval", "approved": False}),
     ("text", TextCard, (*"Daily digest", "enter"), {"kind": "approval", "approved": True, "userInput": "Daily digest"}),
@@ -202,7 +204,7 @@ async def test_keys_during_the_grace_period_answer_nothing(shapes_fake: tuple[Fa
         await pilot.pause(0.2)
         assert shapes.bodies == [] and not card.answered
         await pilot.pause(GRACE_SECONDS)
-        await pilot.press("d")
+        await pilot.press("d", "enter")  # a lasting grant: the letter, then Enter (issue 32)
         assert (await answered(shapes, pilot)) == [
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_domain"})
         ]
@@ -413,3 +415,53 @@ def test_credentials_preselect_unless_the_user_must_choose() -> None:
 )
 def test_setup_parameter_values_are_typed(text: str, param: dict[str, Any], value: Any) -> None:
     assert n8n_cards._typed(text, param) == value
+
+
+@pytest.mark.parametrize(("browser_use", "connected"), [(False, False), (True, False), (True, True)])
+async def test_auto_setup_is_offered_only_when_the_instance_can(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path, browser_use: bool, connected: bool
+) -> None:
+    """Issue 27: "n8n sets it up" was offered with browser use off; n8n answered needsBrowserSetup.
+    The card reads the instance's module settings and browser status (as n8n's own card does)."""
+    fake, shapes = shapes_fake
+    fake.browser_use_enabled, fake.browser_connected = browser_use, connected
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "credentials-new")
+        assert isinstance(card, n8n_cards.CredentialsCard)
+        assert card.chosen == {"slackApi": "cred_s1"}  # the only Slack credential: preselected
+        await pilot.press("down")  # notionApi: no credential of this type
+        can = browser_use and connected
+        await pilot.pause(0.5)  # the card read the capabilities again when it was mounted
+        assert "s n8n sets it up" not in card_text(card)  # never offered when it cannot work as it says
+        await pilot.press("s")
+        await pilot.pause(0.3)
+        # with the instance able to, the Slack pick on this card would be lost: refused too, with the way out
+        assert shapes.bodies == [] and not card.answered
+        expected = ("your pick for slackApi would be lost" if can else
+                    "browser use is off" if not browser_use else "no browser is connected")
+        assert any(expected in n.message for n in app._notifications), [n.message for n in app._notifications]
+        if not can:
+            assert "create one in n8n (http://127.0.0.1:" in card_text(card)
+        await pilot.press("enter", "enter")  # the Slack pick is kept and sent
+        assert (await answered(shapes, pilot)) == [
+            ("credentials-new", {"kind": "credentialSelection", "credentials": {"slackApi": "cred_s1"}})]
+
+
+async def test_auto_setup_alone_when_nothing_else_was_chosen(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    fake, shapes = shapes_fake
+    fake.browser_use_enabled = fake.browser_connected = True
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "credentials-new")
+        assert isinstance(card, n8n_cards.CredentialsCard)
+        card.chosen.clear()  # as if the person had not kept the preselected Slack credential
+        await pilot.press("down")
+        await until(lambda: "s n8n sets it up" in card_text(card), pilot)
+        await pilot.press("s")
+        assert (await answered(shapes, pilot)) == [
+            ("credentials-new", {"kind": "credentialAutoSetup", "credentialType": "notionApi"})]

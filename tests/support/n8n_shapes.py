@@ -57,6 +57,23 @@ SHAPES: dict[str, dict[str, Any]] = {
         },
         "kinds": {"credentialSelection", "credentialAutoSetup", "approval"},
     },
+    # one type with a single credential (preselected, as n8n's card does) and one with none: what
+    # "n8n sets it up" (credentialAutoSetup) is for, when the instance can (browser use, a browser)
+    "credentials-new": {
+        "toolName": "credentials",
+        "args": {"action": "setup", "credentialTypes": ["slackApi", "notionApi"]},
+        "request": {
+            "severity": "info",
+            "message": "Select or create credentials: slackApi, notionApi",
+            "credentialRequests": [
+                {"credentialType": "slackApi", "reason": "Post the summary",
+                 "existingCredentials": [{"id": "cred_s1", "name": "Slack (team)"}]},
+                {"credentialType": "notionApi", "reason": "Read the pages", "existingCredentials": []},
+            ],
+            "projectId": "$project",
+        },
+        "kinds": {"credentialSelection", "credentialAutoSetup", "approval"},
+    },
     "credential-destination": {
         "toolName": "credentials",
         "args": {"action": "setup-http", "origin": "https://api.example.com"},

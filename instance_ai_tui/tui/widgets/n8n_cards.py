@@ -71,8 +71,10 @@ class CredentialsCard(N8nCard):
 ## Credentials
 
 n8n needs a credential per type. **1–9** pick one of your credentials for the selected type
-(**↑**/**↓** select the type) · **s** let n8n set up a new one for the selected type ·
-**y**/**Enter** use the picked credentials · **n** skip.
+(**↑**/**↓** select the type) · **s** let n8n set up a new one for the selected type (offered
+only when the instance can: browser use on and a browser connected, and no credential of that
+type yet) · **y**/**Enter** use the picked credentials (a type left without one: Enter again) ·
+**n** skip.
 """
 
     KIND = "credentials"
@@ -82,11 +84,43 @@ n8n needs a credential per type. **1–9** pick one of your credentials for the 
         self.requests: list[dict[str, Any]] = [r for r in self.data.get("credentialRequests") or [] if isinstance(r, dict)]
         self.cursor = 0
         self.chosen: dict[str, str] = {}
+        #: Enter was pressed once with a type left without a credential (the second Enter sends)
+        self._partial_asked = False
         must_pick = bool(self.data.get("requireUserSelection"))
         for req in self.requests:
             existing = _existing(req)
-            if existing and not must_pick and not req.get("preferNew"):
+            # as n8n's card (InstanceAiCredentialSetup.vue): preselected only when it is the only one
+            if len(existing) == 1 and not must_pick and not req.get("preferNew"):
                 self.chosen[str(req.get("credentialType"))] = existing[0][0]
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        client = _client(self)
+        if hasattr(client, "read_capabilities") and not self.answered:
+            # what the instance can do may have changed since login (a browser connected): read it again
+            self.run_worker(self._read_capabilities(client), group="capabilities")
+
+    async def _read_capabilities(self, client: Any) -> None:
+        await client.read_capabilities()  # never raises: an unreadable part stays unknown
+        if self.is_attached and not self.answered:
+            self.refresh_card()
+
+    def auto_setup_refusal(self, req: dict[str, Any]) -> str:
+        """Why "n8n sets it up" cannot be offered for ``req`` now ("" when it can)."""
+        if _existing(req):
+            return "you have credentials of this type: pick one (1–9)"
+        capabilities = getattr(_client(self), "capabilities", None)
+        if capabilities is None:
+            return "this client does not know whether the instance can set up credentials"
+        if not capabilities.credential_auto_setup:
+            return f"n8n cannot set it up: {capabilities.why_no_auto_setup()}"
+        ctype = str(req.get("credentialType"))
+        others = [t for t in self.chosen if t != ctype]
+        if others:
+            # n8n's answer carries one type to set up and nothing else: the picks would be lost
+            return (f"n8n sets up one credential per answer and your pick for {', '.join(others)} would be "
+                    f"lost: Enter uses your picks first (n8n then asks again for {ctype})")
+        return ""
 
     def title(self) -> Content:
         finalize = (self.data.get("credentialFlow") or {}).get("stage") == "finalize"
@@ -113,12 +147,19 @@ n8n needs a credential per type. **1–9** pick one of your credentials for the 
                     parts.append((f"    {n}. ", "$text-accent"))
                     parts.append(("● " if cid == pick else "○ ") + cname + "\n")
                 if not _existing(req):
-                    parts.append(("    you have no credential of this type: s lets n8n set one up\n", "$text-muted"))
+                    if not self.auto_setup_refusal(req):
+                        parts.append(("    you have no credential of this type: s lets n8n set one up\n", "$text-muted"))
+                    else:
+                        where = _credentials_url(self)
+                        parts.append((f"    you have no credential of this type: create one in n8n"
+                                      f"{' (' + where + ')' if where else ''}, then ask again, or skip\n", "$text-muted"))
         return Content.assemble(*parts)
 
     def render_keys(self) -> str:
         ok = _keys(self, "approve")
-        return f"1–9 pick · ↑/↓ type · s n8n sets it up · {ok} use these · {_keys(self, 'deny')} skip"
+        req = self.requests[self.cursor] if self.requests else None
+        setup = " · s n8n sets it up" if req is not None and not self.auto_setup_refusal(req) else ""
+        return f"1–9 pick · ↑/↓ type{setup} · {ok} use these · {_keys(self, 'deny')} skip"
 
     def letter(self, key: str) -> bool:
         if not self.requests:
@@ -129,6 +170,7 @@ n8n needs a credential per type. **1–9** pick one of your credentials for the 
             n = int(key)
             if n <= len(existing):
                 self.chosen[str(req.get("credentialType"))] = existing[n - 1][0]
+                self._partial_asked = False
                 self.cursor = min(self.cursor + 1, len(self.requests) - 1) if len(self.requests) > 1 else 0
                 self.refresh_card()
             return True
@@ -141,6 +183,11 @@ n8n needs a credential per type. **1–9** pick one of your credentials for the 
             self.refresh_card()
             return True
         if key == "s":
+            refusal = self.auto_setup_refusal(req)
+            if refusal:
+                if not self.in_grace and not self.answered:
+                    self.notify(refusal[:1].upper() + refusal[1:] + ".", severity="warning")
+                return True
             ctype = str(req.get("credentialType"))
             self.answer(CredentialAutoSetupConfirm(credential_type=ctype), f"n8n sets up a {ctype} credential")
             return True
@@ -148,16 +195,38 @@ n8n needs a credential per type. **1–9** pick one of your credentials for the 
 
     def action_approve(self) -> None:
         missing = [str(r.get("credentialType")) for r in self.requests if str(r.get("credentialType")) not in self.chosen]
-        if missing:
+        if not self.chosen:
             if not self.in_grace and not self.answered:
-                self.notify(f"Pick a credential for {', '.join(missing)} (1–9), or s to let n8n set it up.", severity="warning")
+                how = "1–9" + (", or s to let n8n set it up" if any(
+                    not self.auto_setup_refusal(r) for r in self.requests) else "")
+                self.notify(f"Pick a credential for {', '.join(missing)} ({how}); n skips.", severity="warning")
+            return
+        if missing and not self._partial_asked:
+            # n8n's card lets a person continue with some types left open; say so before it goes
+            if not self.in_grace and not self.answered:
+                self._partial_asked = True
+                self.notify(f"No credential picked for {', '.join(missing)}: {_keys(self, 'approve')} again "
+                            "continues without it (n8n may ask again), or pick one (1–9).", severity="warning")
             return
         names = ", ".join(f"{t}: {_cred_name(self.requests, t, i)}" for t, i in self.chosen.items())
-        self.answer(CredentialSelectionConfirm(credentials=dict(self.chosen)), f"using {names}")
+        left = f"; none for {', '.join(missing)}" if missing else ""
+        self.answer(CredentialSelectionConfirm(credentials=dict(self.chosen)), f"using {names}{left}")
 
     def action_deny(self) -> None:
         self.answer(ApprovalConfirm(approved=False), "skipped")
 
+
+def _client(card: ConfirmCard) -> Any:
+    """The app's client (for what the instance can do), or None before the card is on screen."""
+    try:
+        return getattr(card.app, "client", None)
+    except Exception:  # noqa: BLE001 - no active app yet
+        return None
+
+
+def _credentials_url(card: ConfirmCard) -> str | None:
+    base = getattr(_client(card), "base_url", None)
+    return f"{base.rstrip('/')}/home/credentials" if isinstance(base, str) and base else None
 
 
 def _cred_name(requests: list[dict[str, Any]], ctype: str, cid: str) -> str:
