@@ -47,7 +47,13 @@ _DESTINATIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("slack",), "n8n-nodes-base.slack", "Slack"),
     (("email", "gmail", "mail"), "n8n-nodes-base.gmail", "Email"),
     (("telegram",), "n8n-nodes-base.telegram", "Telegram"),
+    (("discord",), "n8n-nodes-base.discord", "Discord"),
+    (("teams",), "n8n-nodes-base.microsoftTeams", "Microsoft Teams"),
+    (("mattermost",), "n8n-nodes-base.mattermost", "Mattermost"),
 )
+#: a destination the person named in their own words that the demo has no node for: an HTTP
+#: request labelled with their words (the demo never builds something else than was asked)
+_OWN_WORDS_NODE = "n8n-nodes-base.httpRequest"
 _BUILD_WORDS = ("build", "create", "make", "automate", "set up", "setup", "workflow", "send", "post", "notify", "every")
 _GREETINGS = ("hello", "hi", "hey", "thanks", "thank you", "good morning", "good evening", "yo", "hallo", "hej")
 _QUESTION_TRIGGER = "Which trigger should start the workflow?"
@@ -131,8 +137,23 @@ class Goal:
         return [trigger[0], *(s[0] for s in self.sources), *(d[0] for d in self.destinations)]
 
     @property
+    def node_specs(self) -> list[str]:
+        """The nodes for the builder's brief: the type, and the name when it is the person's own
+        words (a destination the demo has no node for)."""
+        specs = self.node_types[: 1 + len(self.sources)]
+        for node_type, label in self.destinations:
+            own = node_type == _OWN_WORDS_NODE and label.startswith("Send to ")
+            specs.append(f'{node_type} "{_brief_safe(label)}"' if own else node_type)
+        return specs
+
+    @property
     def vague(self) -> bool:
         return not self.sources and not self.destinations
+
+
+def _brief_safe(label: str) -> str:
+    """A label that cannot end the builder brief's list or quote early."""
+    return re.sub(r'[\[\]",]', " ", label).strip()
 
 
 def _match(text: str, table: tuple[tuple[tuple[str, ...], str, str], ...]) -> list[tuple[str, str]]:
@@ -155,13 +176,17 @@ def understand(text: str) -> Goal:
     return Goal(name=name, trigger=triggers[0] if triggers else None, sources=sources, destinations=destinations)
 
 
-def apply_answers(goal: Goal, answers_text: str) -> Goal:
-    """Fold the user's ask-user answers into the goal."""
+def apply_answers(goal: Goal, answers_text: str, by_question: dict[str, str] | None = None) -> Goal:
+    """Fold the user's ask-user answers into the goal. A destination answered in free text that
+    names no service the demo knows is kept in the person's own words (a labelled HTTP request)."""
     low = answers_text.lower()
     trigger = goal.trigger or next(iter(_match(low, _TRIGGERS)), None)
     if trigger is None and "webhook" in low:
         trigger = ("n8n-nodes-base.webhook", "Webhook")
     destinations = goal.destinations or _match(low, _DESTINATIONS)
+    own = " ".join((by_question or {}).get("destination", "").split())
+    if not destinations and own and own not in ("(skipped)", "(no answer)"):
+        destinations = [(_OWN_WORDS_NODE, f"Send to {own[:40]}")]
     sources = goal.sources or _match(low, _SOURCES) or [("n8n-nodes-base.httpRequest", "HTTP")]
     name = goal.name
     if name.startswith("Data"):
@@ -370,7 +395,7 @@ def _build(turn: Turn) -> ScriptedResponse:
             ],
         }, reasoning="The request does not say what the workflow should connect, so I'll ask.")
     if asked and asked[-1].result:
-        goal = apply_answers(goal, _answer_text(asked[-1]))
+        goal = apply_answers(goal, _answer_text(asked[-1]), _answers_by_question(asked[-1]))
     can_activate = "activate-workflow" in turn.tools and goal.trigger is not None
     plans = turn.calls("plan")
     delegates = turn.calls("delegate")
@@ -383,7 +408,7 @@ def _build(turn: Turn) -> ScriptedResponse:
             "I'll plan it, let a builder sub-agent create it, then activate it.",
         )
     if not delegates:
-        nodes = ", ".join(goal.node_types)
+        nodes = ", ".join(goal.node_specs)
         return _call("delegate", {
             "role": "workflow builder",
             "instructions": f"Build a workflow named \"{goal.name}\" with these nodes in order: [{nodes}]. "
@@ -436,6 +461,15 @@ def _answer_text(step: Step) -> str:
     return ""
 
 
+def _answers_by_question(step: Step) -> dict[str, str]:
+    """The user's answer to each question of an ask-user call, by question id."""
+    data = step.result_json()
+    answers = data.get("answers") if isinstance(data, dict) else None
+    if not isinstance(answers, list):
+        return {}
+    return {str(a.get("questionId", "")): str(a.get("answer", "")) for a in answers if isinstance(a, dict)}
+
+
 def _workflow_id(text: str) -> str | None:
     match = re.search(r"id `([^`]+)`", text) or re.search(r"\b(wf-\d+)\b", text)
     return match.group(1) if match else None
@@ -446,7 +480,10 @@ def _builder(turn: Turn) -> ScriptedResponse:
     name_match = re.search(r"named \"([^\"]+)\"", brief)
     name = name_match.group(1) if name_match else "New workflow"
     nodes_match = re.search(r"nodes in order: \[([^\]]+)\]", brief)
-    node_types = [n.strip() for n in nodes_match.group(1).split(",")] if nodes_match else ["n8n-nodes-base.manualTrigger"]
+    specs = [n.strip() for n in nodes_match.group(1).split(",")] if nodes_match else ["n8n-nodes-base.manualTrigger"]
+    parsed = [re.fullmatch(r'(\S+)(?:\s+"([^"]*)")?', spec) for spec in specs]
+    node_types = [m.group(1) if m else spec for m, spec in zip(parsed, specs, strict=True)]
+    node_names = [m.group(2) if m else None for m in parsed]
     listed = turn.calls("list-nodes")
     if not listed:
         query = " ".join(t.rsplit(".", 1)[-1] for t in node_types)
@@ -454,7 +491,8 @@ def _builder(turn: Turn) -> ScriptedResponse:
                      reasoning=f"I need {len(node_types)} nodes for \"{name}\"; checking they exist in the catalogue.")
     created = turn.calls("create-workflow")
     if not created:
-        return _call("create-workflow", {"name": name, "nodes": [{"type": t} for t in node_types]},
+        return _call("create-workflow", {"name": name, "nodes": [
+                         {"type": t, "name": n} if n else {"type": t} for t, n in zip(node_types, node_names, strict=True)]},
                      reasoning="All nodes are available. Creating the workflow with them connected in a line.")
     result = created[-1].result_json()
     if not isinstance(result, dict) or "id" not in result:

@@ -98,6 +98,27 @@ async def test_vague_request_asks_first(make_ai: Any) -> None:
     assert types_[0] == "n8n-nodes-base.webhook" and types_[-1] == "n8n-nodes-base.gmail"
 
 
+@pytest.mark.parametrize(("typed", "node_type", "label"), [
+    ("Discord #ops 🚀 שלום", "n8n-nodes-base.discord", None),
+    ("the #ops wall screen 🚀 שלום", "n8n-nodes-base.httpRequest", "Send to the #ops wall screen 🚀 שלום"),
+])
+async def test_a_free_text_answer_builds_what_the_person_said(make_ai: Any, typed: str, node_type: str,
+                                                               label: str | None) -> None:
+    """Issue 33 item 1: a free-text answer ("Discord #ops 🚀 שלום") was ignored and something else built."""
+    ai = await make_ai("demo")
+    await ai.send("f", "build me a workflow please")
+    first = await collect(ai, "f", until=("confirmation-request",))
+    await answer(ai, first[-1]["payload"]["requestId"], {"kind": "questions", "answers": [
+        {"questionId": "trigger", "selectedOptions": ["Every morning"]},
+        {"questionId": "destination", "customText": typed},
+    ]})
+    second = await collect(ai, "f", after=first[-1]["id"], until=("confirmation-request", "run-finish"))
+    create = next(e for e in second if e["type"] == "tool-call" and e["payload"]["toolName"] == "create-workflow")
+    nodes = create["payload"]["args"]["nodes"]
+    assert nodes[0]["type"] == "n8n-nodes-base.scheduleTrigger"
+    assert nodes[-1]["type"] == node_type and nodes[-1].get("name") == label  # a known node: n8n names it
+
+
 async def test_files_and_notes(make_ai: Any, workspace: Path) -> None:
     ai = await make_ai("demo", workspace_root=workspace)
     await ai.send("f", "show me the files in my workspace")
