@@ -465,3 +465,30 @@ async def test_auto_setup_alone_when_nothing_else_was_chosen(
         await pilot.press("s")
         assert (await answered(shapes, pilot)) == [
             ("credentials-new", {"kind": "credentialAutoSetup", "credentialType": "notionApi"})]
+
+
+async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered_like_the_others(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    """Issue 27: a run another client (a browser tab, curl) started on the open thread shows its card
+    like the app's own: Ctrl+G reaches it, the same keys answer it."""
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    other = make_client(fake, tmp_path / "other-config")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text("hello")
+        await pilot.press("enter")
+        await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
+        await other.send(app.thread_id, "shape:domain-access")  # as curl would POST /chat/<thread>
+        await until(lambda: bool(app.query(ConfirmCard)), pilot)
+        card = await focus_pending(app, pilot)
+        assert type(card) is n8n_cards.DomainAccessCard
+        assert "docs.example.com" in card_text(card)
+        await pilot.pause(GRACE_SECONDS + 0.05)
+        await pilot.press("y")
+        assert (await answered(shapes, pilot)) == [
+            ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
+        await until(lambda: not app.pending and not app.conversation.is_streaming, pilot)
+    await other.close()
