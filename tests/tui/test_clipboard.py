@@ -1,5 +1,6 @@
-"""Copy says where the text went: the system clipboard tool, the terminal (OSC 52), or a file when
-the terminal is known to drop OSC 52 (tmux with set-clipboard off)."""
+"""Copy says where the text went, and "copied" only where delivery is known (issue 32): the system
+clipboard tool, tmux's paste buffer read back; otherwise the terminal copy (OSC 52) is sent and
+the text kept in a private file, and the notice says where."""
 
 from __future__ import annotations
 
@@ -70,9 +71,38 @@ async def test_tmux_without_set_clipboard_saves_a_file_and_says_so(
     assert app.clipboard == "list my workflows"  # OSC 52 was still tried
 
 
-async def test_otherwise_the_terminal_is_named(bin_dir: Path) -> None:
+async def test_otherwise_the_terminal_is_named_and_a_file_kept_since_delivery_is_unknown(
+    bin_dir: Path, tmp_path: Path
+) -> None:
     app = make_app(recorded([simple_run()]))
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await _copy_user_message(app, pilot)
-        await until(lambda: _note(app, "through the terminal (OSC 52)"), pilot)
+        await until(lambda: _note(app, "sent to the terminal's clipboard (OSC 52)"), pilot)
+        assert not _note(app, "Copied")  # a terminal may drop it without a word: not "copied"
+    assert (tmp_path / "data" / "instance-ai" / "clipboard.txt").read_text() == "list my workflows"
+
+
+async def test_tmux_by_default_drops_the_copy_so_a_file_is_kept(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")
+    _fake_tool(bin_dir, "tmux", 'if [ "$1" = show-options ]; then echo external; else echo "older text"; fi')
+    app = make_app(recorded([simple_run()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await _copy_user_message(app, pilot)
+        await until(lambda: _note(app, "tmux has set-clipboard external"), pilot)
+        assert not _note(app, "Copied")
+    assert (tmp_path / "data" / "instance-ai" / "clipboard.txt").read_text() == "list my workflows"
+
+
+async def test_a_copy_read_back_from_tmux_says_copied(bin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")
+    _fake_tool(bin_dir, "tmux", 'if [ "$1" = show-buffer ]; then printf "list my workflows"; else echo on; fi')
+    app = make_app(recorded([simple_run()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await _copy_user_message(app, pilot)
+        await until(lambda: _note(app, "into tmux's paste buffer"), pilot)
+        assert _note(app, "Copied")

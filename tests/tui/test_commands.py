@@ -56,7 +56,7 @@ async def test_f1_shows_keys_of_the_focused_widget() -> None:
         await pending_card(app, pilot, ApprovalCard)
         await pilot.press("f1")
         await until(lambda: isinstance(app.screen, HelpScreen), pilot)
-        assert "Always allow in this thread" in app.screen.markdown
+        assert "Always allow… (asks again)" in app.screen.markdown
 
 
 async def test_export_writes_markdown(tmp_path: Path) -> None:

@@ -33,6 +33,14 @@ def focused_card(app: Any, kind: type) -> Any:
     return node
 
 
+async def reach(app: Any, pilot: Any, kind: type) -> Any:
+    """A card waits for the person to go to it (issue 32): Ctrl+G, as a person does."""
+    await until(lambda: bool(app.pending), pilot)
+    await pilot.press("ctrl+g")
+    await until(lambda: focused_card(app, kind) is not None, pilot)
+    return focused_card(app, kind)
+
+
 def answer_text(app: Any) -> str:
     turn = app.view.assistant_turns()[-1]
     return "".join(w.source for w in turn.root.entries.values() if isinstance(w, TextBlock))
@@ -45,7 +53,7 @@ async def test_build_request_with_plan_subagent_approval_and_answer(tmp_path: Pa
         await app.wait_until_ready()
         assert app.status_info.demo and app.status_info.connection == "embedded"
         await type_and_send(pilot, app, BUILD)
-        await until(lambda: focused_card(app, ApprovalCard) is not None, pilot)
+        await reach(app, pilot, ApprovalCard)
         turn = app.view.assistant_turns()[-1]
         names = {card.tc.tool_name for card in turn.cards.values()}
         assert {"plan", "delegate", "activate-workflow"} <= names
@@ -68,7 +76,7 @@ async def test_deny_and_always_allow(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await type_and_send(pilot, app, BUILD)
-        await until(lambda: focused_card(app, ApprovalCard) is not None, pilot)
+        await reach(app, pilot, ApprovalCard)
         await pilot.pause(GRACE_SECONDS)
         await pilot.press("n")
         await until(lambda: not app.conversation.is_streaming, pilot)
@@ -78,9 +86,9 @@ async def test_deny_and_always_allow(tmp_path: Path) -> None:
         assert activate.state == "denied"  # display_state: a denial is not a failure
         # a second request in the same thread: always allow
         await type_and_send(pilot, app, "every evening send the RSS news to Slack")
-        await until(lambda: focused_card(app, ApprovalCard) is not None, pilot)
+        await reach(app, pilot, ApprovalCard)
         await pilot.pause(GRACE_SECONDS)
-        await pilot.press("a")
+        await pilot.press("a", "enter")  # always allow takes two keys
         await until(lambda: not app.conversation.is_streaming, pilot)
         await app.wait_until_rendered()
         turn = app.view.assistant_turns()[-1]
@@ -94,15 +102,14 @@ async def test_questions_wizard_answers_reach_the_agent(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await type_and_send(pilot, app, "build me a workflow")
-        await until(lambda: focused_card(app, QuestionsCard) is not None, pilot)
-        card = focused_card(app, QuestionsCard)
+        card = await reach(app, pilot, QuestionsCard)
         await pilot.pause(GRACE_SECONDS)
         first, second = card.questions[0], card.questions[1]
         await pilot.press("2")
         await pilot.press("1")
         assert card.on_review
         await pilot.press("enter")
-        await until(lambda: focused_card(app, ApprovalCard) is not None or not app.conversation.is_streaming, pilot)
+        await until(lambda: bool(app.pending) or not app.conversation.is_streaming, pilot)
         turn = app.view.assistant_turns()[-1]
         ask = next(c for c in turn.cards.values() if c.tc.tool_name == "ask-user")
         assert ask.state == "done"

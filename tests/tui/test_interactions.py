@@ -57,6 +57,9 @@ def confirm_calls(client: RecordedClient) -> list[tuple[str, Any]]:
 
 
 async def pending_card(app: Any, pilot: Any, kind: type) -> Any:
+    """Go to the waiting card as a person does (Ctrl+G: a card never takes the keys by itself)."""
+    await until(lambda: bool(app.pending), pilot)
+    await pilot.press("ctrl+g")
     await until(lambda: isinstance(app.focused, kind) or (app.focused is not None and isinstance(app.focused.parent, kind)), pilot)
     card = app.focused if isinstance(app.focused, kind) else app.focused.parent
     return card
@@ -164,7 +167,10 @@ async def test_always_allow_sends_session_scope() -> None:
         await send(pilot, app, "archive it")
         await pending_card(app, pilot, ApprovalCard)
         await pilot.pause(GRACE_SECONDS)
-        await pilot.press("a")
+        await pilot.press("a")  # step one says what it grants; it is not the grant
+        await pilot.pause(0.2)
+        assert confirm_calls(client) == []
+        await pilot.press("enter")  # the second, different key grants it
         await until(lambda: confirm_calls(client), pilot)
         assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=True, scope="session"))]
 

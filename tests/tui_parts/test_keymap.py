@@ -109,7 +109,7 @@ def test_help_rows_and_markdown() -> None:
     rows = km.help_rows(["thread_list", "app"])
     assert rows[0].scope == "thread_list"
     assert {r.id: r.keys for r in rows}["delete-thread"] == "Ctrl+D"
-    assert {r.id: r.keys for r in rows}["rename-thread"] == "F2 / r"
+    assert {r.id: r.keys for r in rows}["rename-thread"] == "F2"
     assert rows[-1].scope == "app"
     md = km.help_markdown(["card"])
     assert "| y / Enter | Approve | Confirmation card | `approve` |" in md

@@ -146,9 +146,9 @@ async def test_rename_via_dialog(sample_threads: list[ThreadInfo]) -> None:
         assert isinstance(message, ThreadList.RenameRequested)
         assert (message.thread_id, message.title, message.source) == ("thread-2", "Daily Slack digest", "local")
         # Esc cancels; an unchanged title posts nothing
-        await pilot.press("r")
+        await pilot.press("f2")
         await pilot.press("escape")
-        await pilot.press("r", "enter")
+        await pilot.press("f2", "enter")
         await pilot.pause()
         assert len(app.messages) == 1
 
@@ -156,7 +156,7 @@ async def test_rename_via_dialog(sample_threads: list[ThreadInfo]) -> None:
 async def test_rename_refuses_overlong_titles(sample_threads: list[ThreadInfo]) -> None:
     app = ListApp(sample_threads)
     async with app.run_test() as pilot:
-        await pilot.press("r")
+        await pilot.press("f2")
         app.screen.query_one("#rename-input", Input).value = "x" * 256
         await pilot.press("enter")
         assert "at most 255" in str(app.screen.query_one("#rename-error", Label).render())
@@ -165,20 +165,42 @@ async def test_rename_refuses_overlong_titles(sample_threads: list[ThreadInfo]) 
 async def test_delete_needs_confirmation(sample_threads: list[ThreadInfo]) -> None:
     app = ListApp(sample_threads)
     async with app.run_test() as pilot:
-        await pilot.press("d")
+        await pilot.press("delete")
         assert isinstance(app.screen, ConfirmDeleteScreen)
-        await pilot.press("n")
+        assert app.focused is app.screen.query_one("#cancel-delete")  # it opens on Cancel
+        await pilot.press(*"yesdy")  # no letter confirms (nor goes anywhere else)
+        await pilot.press("escape")
         await pilot.pause()
-        assert app.messages == []
+        assert app.messages == [] and not isinstance(app.screen, ConfirmDeleteScreen)
         await pilot.press("delete")
         await pilot.press("enter")  # focus starts on Cancel: Enter does not delete
         await pilot.pause()
         assert app.messages == []
-        await pilot.press("down", "d", "y")
+        await pilot.press("delete", "right", "enter")  # moved to Delete on purpose, then Enter
+        await pilot.pause()
+        message = app.messages[-1]
+        assert isinstance(message, ThreadList.DeleteRequested)
+        assert (message.thread_id, message.source) == ("thread-2", "local")
+        await pilot.press("down", "delete", "ctrl+d")  # or Ctrl+D in the dialog
         await pilot.pause()
         message = app.messages[-1]
         assert isinstance(message, ThreadList.DeleteRequested)
         assert (message.thread_id, message.source) == ("thread-1", "local")
+
+
+async def test_letters_typed_in_the_list_go_to_its_search(sample_threads: list[ThreadInfo]) -> None:
+    app = ListApp(sample_threads)
+    async with app.run_test() as pilot:
+        thread_list = app.query_one(ThreadList)
+        assert isinstance(app.focused, OptionList)
+        for char in "daily report":  # d used to open the delete dialog, r the rename dialog
+            await pilot.press("space" if char == " " else char)
+        await pilot.pause()
+        search = app.query_one("#thread-search", Input)
+        assert app.messages == []
+        assert not isinstance(app.screen, (ConfirmDeleteScreen, RenameThreadScreen))
+        assert search.value == "daily report" and app.focused is search
+        assert thread_list.filter_text == "daily report"
 
 
 async def test_read_only_section(
@@ -192,9 +214,9 @@ async def test_read_only_section(
         texts = option_texts(app)
         assert "Threads" in texts and "Redis sessions (read-only)" in texts
         assert "  n8n chat session ⊡                           10m" in texts
-        await pilot.press("down", "d")
+        await pilot.press("down", "delete")
         assert not isinstance(app.screen, ConfirmDeleteScreen)
-        await pilot.press("r")
+        await pilot.press("f2")
         assert not isinstance(app.screen, RenameThreadScreen)
         await pilot.press("enter")
         assert app.messages[-1].source == "redis" and app.messages[-1].thread_id == "thread-9"

@@ -334,7 +334,7 @@ class ThreadList(Vertical):
             self._sections[LOCAL].threads[thread.id] = _visible_thread(thread)
 
     def compose(self) -> ComposeResult:
-        yield _SearchInput(placeholder="Search threads  /", id="thread-search")
+        yield _SearchInput(placeholder="Search threads  /", id="thread-search", select_on_focus=False)
         yield OptionList(id="thread-options")
 
     def on_mount(self) -> None:
@@ -566,10 +566,10 @@ class ThreadList(Vertical):
         if target is None or self.screen.focused is not target:
             return
         km = getattr(self.app, "keys", None)
-        if isinstance(km, keymap.KeyMap) and any(
-            km.matches(binding, event.key) for binding in ("search-threads", "rename-thread", "delete-thread")
-        ):
-            return
+        for binding in ("search-threads", "rename-thread", "delete-thread"):
+            keys = km.keys(binding) if isinstance(km, keymap.KeyMap) else keymap.spec(binding).keys.split(",")
+            if event.key in keys:
+                return  # bound here on purpose (the key map): it keeps its meaning
         event.stop()
         event.prevent_default()
         search = self.query_one("#thread-search", Input)
