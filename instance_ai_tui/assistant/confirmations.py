@@ -100,11 +100,12 @@ def card_fields(suspension: Suspension, tools: dict[str, Tool]) -> dict[str, Any
 
 
 def build_request(pending: PendingConfirmation, suspension: Suspension, card: dict[str, Any]) -> dict[str, Any]:
-    """The ``confirmation-request`` payload."""
-    target = suspension.payload.get("target") if isinstance(suspension.payload, dict) else None
-    args = (target or {}).get("args", suspension.args)
+    """The ``confirmation-request`` payload. It refers to its tool call (``toolCallId``, whose
+    ``tool-call`` event carried the arguments) instead of copying them (issue 31): a large call was
+    stored three times (the call, the request in the log, the request with the run record). Readers
+    take the call's arguments (the reducer always did; ``run`` asks with them)."""
     return {"requestId": pending.request_id, "toolCallId": pending.tool_call_id, "toolName": pending.tool_name,
-            "args": args, **card}
+            "args": {}, **card}
 
 
 _KINDS_BY_INPUT: dict[str, frozenset[str]] = {

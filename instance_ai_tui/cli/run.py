@@ -446,6 +446,12 @@ class HeadlessRun:
         if request.request_id in self._answered:
             return None
         self._answered.add(request.request_id)
+        if not request.args and conversation is not None and request.tool_call_id:
+            # the request refers to its tool call's arguments (the tool-call event carried them)
+            message = conversation.message_for_run(self.run_id) if self.run_id else None
+            call = message.reducer.tool_call(request.tool_call_id) if message is not None and message.reducer else None
+            if call is not None and call.args:
+                request = request.model_copy(update={"args": dict(call.args)})
         if self.policy == "ask":
             self._asking = True  # the idle timer waits for the person
             try:

@@ -32,7 +32,10 @@ async def test_approve_runs_the_tool(make_ai: Any, workspace: Path) -> None:
     request = first[-1]
     assert request["agentId"] == f"orchestrator-{run_id}"
     payload = request["payload"]
-    assert payload["toolName"] == "write-file" and payload["args"] == {"path": "notes/a.md", "content": "hello"}
+    # the request refers to its tool call's arguments instead of copying them (issue 31)
+    call = next(e for e in first if e["type"] == "tool-call" and e["payload"]["toolCallId"] == payload["toolCallId"])
+    assert payload["toolName"] == "write-file" and payload["args"] == {}
+    assert call["payload"]["args"] == {"path": "notes/a.md", "content": "hello"}
     assert payload["severity"] == "warning" and payload["inputType"] == "approval"
     assert payload["message"] == "Write 5 characters to `notes/a.md`?"
     assert payload["requestId"].startswith("cr_")
@@ -276,6 +279,8 @@ async def test_two_approvals_in_one_response(make_ai: Any, workspace: Path) -> N
     first = await collect(ai, "two", until=("confirmation-request",))
     second_request = (await collect(ai, "two", after=first[-1]["id"], until=("confirmation-request",)))[-1]
     requests = [first[-1]["payload"], second_request["payload"]]
+    args = {e["payload"]["toolCallId"]: e["payload"]["args"] for e in first if e["type"] == "tool-call"}
+    requests = [{**r, "args": args[r["toolCallId"]]} for r in requests]  # the requests refer to their calls
     assert {r["args"]["path"] for r in requests} == {"one.md", "two.md"}
     await answer(ai, requests[0]["requestId"], {"approved": True})
     for _ in range(100):  # the run settles the first call and waits for the second again

@@ -147,9 +147,11 @@ async def test_demo_activation_approved_after_a_restart(make_ai: Any) -> None:
     """The demo's simulated n8n keeps its workflows in the store, so the approval still works."""
     ai = await make_ai("demo")
     run_id = await ai.send("demo", "every morning send the weather forecast to Slack")
-    request = (await collect(ai, "demo", until=("confirmation-request",)))[-1]
+    seen = await collect(ai, "demo", until=("confirmation-request",))
+    request = seen[-1]
     assert request["payload"]["toolName"] == "activate-workflow"
-    workflow_id = request["payload"]["args"]["workflowId"]
+    call = next(e for e in seen if e["type"] == "tool-call" and e["payload"]["toolCallId"] == request["payload"]["toolCallId"])
+    workflow_id = call["payload"]["args"]["workflowId"]  # the request refers to its call's arguments (issue 31)
     await ai.shutdown()
 
     ai2 = await make_ai("demo")
@@ -169,9 +171,11 @@ async def test_demo_activation_approved_after_a_restart(make_ai: Any) -> None:
 async def test_demo_reports_a_failed_activation_honestly(make_ai: Any) -> None:
     ai = await make_ai("demo")
     await ai.send("demo2", "every morning send the weather forecast to Slack")
-    request = (await collect(ai, "demo2", until=("confirmation-request",)))[-1]
+    seen = await collect(ai, "demo2", until=("confirmation-request",))
+    request = seen[-1]
+    call = next(e for e in seen if e["type"] == "tool-call" and e["payload"]["toolCallId"] == request["payload"]["toolCallId"])
     # the workflow disappears before the user answers
-    await ai.services.n8n.delete_workflow(request["payload"]["args"]["workflowId"])
+    await ai.services.n8n.delete_workflow(call["payload"]["args"]["workflowId"])
     await answer(ai, request["payload"]["requestId"], {"approved": True})
     rest = await collect(ai, "demo2", after=request["id"])
     answer_text = "".join(e["payload"]["text"] for e in of_type(rest, "text-delta"))
