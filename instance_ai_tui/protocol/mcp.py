@@ -42,7 +42,6 @@ class McpServerInfo(WireModel):
     stderr: str = ""
     #: how many times it was started
     starts: int = 0
-    pid: int | None = None
 
 
 class McpStatus(WireModel):

@@ -146,3 +146,32 @@ def test_flag_and_config_parsing() -> None:
                     {"x": {"command": "c", "approval": "sometimes"}}):
         with pytest.raises(ValidationError):
             Settings.model_validate({"mcp": {"servers": servers}})
+
+
+def test_which_tools_ask_first() -> None:
+    from mcp_types import Tool, ToolAnnotations
+
+    from instance_ai_tui.assistant.mcp.connection import ServerConnection
+    from instance_ai_tui.assistant.mcp.tools import McpTool, asks_first, tool_name
+    from instance_ai_tui.config import McpServerSettings
+
+    reader = Tool(name="read", input_schema={"type": "object"}, annotations=ToolAnnotations(read_only_hint=True))
+    writer = Tool(name="write", input_schema={"type": "object"})
+    wiper = Tool(name="wipe", input_schema={"type": "object"}, annotations=ToolAnnotations(destructive_hint=True))
+
+    def conn(**settings: Any) -> ServerConnection:
+        return ServerConnection("s", McpServerSettings(command="x", **settings))
+
+    assert [asks_first(conn(), t) for t in (reader, writer, wiper)] == [False, True, True]
+    assert [asks_first(conn(approval="always"), t) for t in (reader, writer)] == [True, True]
+    assert [asks_first(conn(approval="never"), t) for t in (reader, writer)] == [False, False]
+    assert [asks_first(conn(allow=["write"], ask=["read"]), t) for t in (reader, writer)] == [True, False]
+    assert McpTool(conn(), wiper).metadata["severity"] == "destructive"
+    assert McpTool(conn(), writer).metadata["severity"] == "warning"
+    assert "severity" not in McpTool(conn(), reader).metadata
+    # names: safe for every model API, unique, at most 64 characters
+    assert tool_name("s", "read") == "mcp__s__read"
+    odd = tool_name("s", "files.read/all")
+    assert odd.startswith("mcp__s__files_read_all_") and odd != tool_name("s", "files_read_all")
+    long = tool_name("server", "x" * 100)
+    assert len(long) == 64 and long != tool_name("server", "x" * 99)

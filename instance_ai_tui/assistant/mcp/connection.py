@@ -115,7 +115,6 @@ class ServerConnection:
         self.error: str | None = None
         self.note: str | None = None
         self.starts = 0
-        self.pid: int | None = None
         self._stderr: _StderrTail | None = None
         self._stderr_text = ""
         self._session: ClientSession | None = None

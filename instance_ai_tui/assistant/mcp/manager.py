@@ -123,8 +123,7 @@ class McpServers:
                 error = f"{error}; {conn.note}" if error else conn.note
             servers.append(McpServerInfo(name=conn.name, transport="http" if conn.settings.url else "stdio",
                                          target=conn.target, state=conn.state,  # type: ignore[arg-type]
-                                         tools=infos, error=error, stderr=conn.stderr[-4000:], starts=conn.starts,
-                                         pid=conn.pid))
+                                         tools=infos, error=error, stderr=conn.stderr[-4000:], starts=conn.starts))
         return McpStatus(servers=servers)
 
 
