@@ -1,0 +1,108 @@
+"""Live: the workflow canvas on workflows created in a real n8n 2.41.1 (issue 29).
+
+Each shape of ``tests/protocol/workflow_shapes.py`` (linear chain, IF merging, Switch with 4 outputs, a
+loop, an AI agent with model/memory/tools, 60 nodes) is created through the public API and read back
+both ways the canvas reads workflows — the public API (embedded ``N8N_URL``/``N8N_API_KEY``) and n8n's REST
+with a login session (n8n by ``--url``) — and must draw exactly as the same JSON does offline (whose
+drawings are the snapshots of ``tests/protocol/test_workflow_drawing.py``). A workflow whose Code node
+throws runs on its schedule; the canvas shows which node failed, from the public API's execution and
+from the REST one (``flatted`` text), and ``instance-ai workflow show`` prints it piped, without escape codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.assistant.n8n_client import N8nPublicApi
+from instance_ai_tui.client.n8n import N8nClient
+from instance_ai_tui.client.workflows import BackendSource, N8nRestSource
+from instance_ai_tui.protocol.workflow_draw import render_text
+from instance_ai_tui.protocol.workflow_graph import RunState, parse_execution, parse_workflow
+from instance_ai_tui.protocol.workflow_layout import Detail
+from tests.protocol.workflow_shapes import SHAPES
+
+FAILING = {"name": "Canvas: a failing node", "nodes": [
+    {"name": "Every second", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2, "position": [0, 0],
+     "parameters": {"rule": {"interval": [{"field": "seconds", "secondsInterval": 1}]}}},
+    {"name": "Boom", "type": "n8n-nodes-base.code", "typeVersion": 2, "position": [220, 0],
+     "parameters": {"jsCode": "throw new Error('boom from the canvas test');"}},
+    {"name": "After", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [440, 0], "parameters": {}},
+], "connections": {"Every second": {"main": [[{"node": "Boom", "type": "main", "index": 0}]]},
+                   "Boom": {"main": [[{"node": "After", "type": "main", "index": 0}]]}}}
+
+
+@pytest.fixture
+async def sources(n8n: Any) -> AsyncIterator[tuple[N8nPublicApi, BackendSource, N8nRestSource]]:
+    api = N8nPublicApi(n8n.url, n8n.api_key)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, interactive=False)
+    try:
+        yield api, BackendSource(api), N8nRestSource(client)
+    finally:
+        await api.aclose()
+        await client.close()
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+async def test_real_n8n_workflow_draws_as_the_same_json_offline(
+        shape: str, sources: tuple[N8nPublicApi, BackendSource, N8nRestSource]) -> None:
+    api, public, rest = sources
+    data = SHAPES[shape]()
+    created = await api.create_workflow({**data, "settings": {"executionOrder": "v1"}})
+    wid = created["id"]
+    try:
+        offline = parse_workflow(data)
+        for source in (public, rest):
+            live = parse_workflow(await source.get_workflow(wid))
+            assert live.id == wid and len(live.nodes) == len(offline.nodes) and set(live.edges) == set(offline.edges)
+            for detail in (Detail.FULL, Detail.COMPACT):
+                assert render_text(live, detail) == render_text(offline, detail)
+        assert rest.editor_url(wid) == f"{api.base.removesuffix('/api/v1')}/workflow/{wid}"
+        assert public.editor_url(wid) == rest.editor_url(wid)
+    finally:
+        await api.delete_workflow(wid)
+
+
+async def test_a_failing_node_shows_which_one_failed(
+        n8n: Any, sources: tuple[N8nPublicApi, BackendSource, N8nRestSource], tmp_path: Path) -> None:
+    api, public, rest = sources
+    wid = (await api.create_workflow({**FAILING, "settings": {"executionOrder": "v1"}}))["id"]
+    try:
+        await api.activate_workflow(wid)
+        execution = None
+        for _ in range(60):
+            execution = await public.last_execution(wid)
+            if execution is not None:
+                break
+            await asyncio.sleep(0.5)
+        await api.deactivate_workflow(wid)
+        assert execution is not None, "the schedule did not run the workflow in 30 s"
+        for raw in (execution, await rest.last_execution(wid)):
+            view = parse_execution(raw)
+            assert view is not None and view.status == "error"
+            assert view.run("Every second").state is RunState.RAN
+            assert view.run("Boom").state is RunState.FAILED and "boom from the canvas test" in view.run("Boom").error
+            assert view.run("After").state is RunState.NOT_REACHED
+            text = render_text(parse_workflow(await rest.get_workflow(wid)), runs=view.runs)
+            boom_col = text.splitlines()[1].index("Boom")
+            status_row = text.splitlines()[3]
+            assert status_row[boom_col - 2:].lstrip(" │").startswith("✗ failed")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("N8N_", "INSTANCE_AI_"))},
+               "N8N_PASSWORD": n8n.password, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+               "XDG_DATA_HOME": str(tmp_path / "data")}
+        shown = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "instance_ai_tui", "workflow", "show", wid, "--url", n8n.url,
+                             "--email", n8n.email], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        assert "\x1b" not in shown.stdout
+        assert "✗ failed" in shown.stdout and "○ not reached" in shown.stdout and "✓ ran" in shown.stdout
+        assert "boom from the canvas test" in shown.stdout.splitlines()[0]
+    finally:
+        await api.delete_workflow(wid)
