@@ -175,3 +175,29 @@ def test_which_tools_ask_first() -> None:
     assert odd.startswith("mcp__s__files_read_all_") and odd != tool_name("s", "files_read_all")
     long = tool_name("server", "x" * 100)
     assert len(long) == 64 and long != tool_name("server", "x" * 99)
+
+
+async def test_an_http_server_refusing_the_token_fails_without_showing_it() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from instance_ai_tui.config import McpServerSettings
+    from tests.support.asgi import serve_asgi
+
+    async def refuse(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("no", status_code=401)
+
+    app = Starlette(routes=[Route("/mcp", refuse, methods=["GET", "POST", "DELETE"])])
+    async with serve_asgi(app) as url:
+        servers = McpServers({"web": McpServerSettings(url=f"{url}/mcp?key=k3y-secret",
+                                                       headers={"Authorization": "Bearer t0p-secret"})})
+        servers.start()
+        await servers.wait_starting()
+        status = servers.status().servers[0]
+        await servers.aclose()
+    assert status.state == "failed" and status.error and "did not start" in status.error
+    assert "secret" not in status.to_json()
+    conn = servers.connections["web"]
+    leaked = conn.scrub(f"Client error '401' for url '{url}/mcp?key=k3y-secret' (sent Bearer t0p-secret)")
+    assert "secret" not in leaked and f"for url '{url}/mcp' (sent ***)" in leaked

@@ -218,9 +218,20 @@ class ServerConnection:
             except Exception:
                 log.exception("MCP change listener failed")
 
+    def scrub(self, text: str) -> str:
+        """``text`` (an error of the SDK or httpx) without the config's secrets: the URL (its
+        query or user part may hold a token) as ``target``, env and header values as ``***``."""
+        if self.settings.url:
+            text = text.replace(self.settings.url, self.target)
+        for secret in [*self.settings.env.values(), *self.settings.headers.values()]:
+            value = secret.get_secret_value()
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        return text
+
     def _fail(self, reason: str) -> None:
         self.state = "failed"
-        self.error = reason
+        self.error = self.scrub(reason)
         self._last_failure = time.monotonic()
         self._session = None
         self._changed()
@@ -400,7 +411,7 @@ class ServerConnection:
             from mcp import MCPError
 
             if isinstance(exc, MCPError) and not _connection_lost(exc) and self._alive():
-                raise McpCallError(f"MCP server {self.name!r}: {describe(exc)}") from None
+                raise McpCallError(self.scrub(f"MCP server {self.name!r}: {describe(exc)}")) from None
             # the server died or the connection broke mid-call: this call fails, the next restarts it
             await asyncio.sleep(0.1)  # its last stderr lines
             if self.state == "ready":
