@@ -178,6 +178,11 @@ class ServerConnection:
         """The session, starting the server first when it is stopped or failed."""
         async with self._lock:
             if self.state in ("stopped", "failed") and self.settings.enabled:
+                task = self._task
+                if task is not None and not task.done():  # the broken connection is still closing
+                    self._stop.set()
+                    with contextlib.suppress(TimeoutError, Exception):
+                        await asyncio.wait_for(asyncio.shield(task), 10)
                 self.start()
         await self.wait_settled(self.settings.startup_timeout + 5)
         session = self._session

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: a server whose tools are unknown (it never started) is tried again at most this often
 RETRY_INTERVAL = 30.0
+#: a model call waits at most this long for the servers still starting with the service
+TURN_WAIT = 10.0
 
 
 class McpServers:
@@ -54,11 +56,12 @@ class McpServers:
         for conn in self.connections.values():
             conn.start()
 
-    async def wait_starting(self, timeout: float | None = None) -> None:
-        """Until no server is starting (at most ``timeout`` seconds, default their start-up timeout)
-        and the tools a server said changed are listed again."""
-        waits = [conn.wait_settled(timeout if timeout is not None else conn.settings.startup_timeout + 5)
-                 for conn in self.connections.values() if conn.state == "starting"]
+    async def wait_starting(self, timeout: float = TURN_WAIT) -> None:
+        """Until the servers started with the service have started (at most ``timeout`` seconds: a
+        slower one's tools join a later step) and the tools a server said changed are listed
+        again. A server started again in the background (``retry_unknown``) is not waited for."""
+        waits = [conn.wait_settled(min(timeout, conn.settings.startup_timeout))
+                 for conn in self.connections.values() if conn.state == "starting" and conn.starts <= 1]
         waits += [conn.wait_relisted() for conn in self.connections.values() if conn.state == "ready"]
         if waits:
             await asyncio.gather(*waits)
