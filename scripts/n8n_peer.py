@@ -2,6 +2,8 @@
 
     python scripts/n8n_peer.py install            # Node 24 + n8n 2.41.1 into the cache (~7 min, 2.8 GB cold)
     python scripts/n8n_peer.py status             # installed? (exit 0) or not (exit 1, says how)
+    python scripts/n8n_peer.py install --n8n-version 2.35.0   # another version, in its own folder; the live
+                                                  # suite then runs on it with N8N_PEER_VERSION=2.35.0
     python scripts/n8n_peer.py start --model-url http://127.0.0.1:PORT/v1
                                                   # a fresh n8n (SQLite in a temp folder), owner + API key;
                                                   # prints {"url", "email", "password", "apiKey", ...} and stays up
@@ -35,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 NODE_VERSION = "24.21.0"
-N8N_VERSION = "2.41.1"
+#: the n8n the live suite is tested with; another one with N8N_PEER_VERSION=X.Y.Z (or ``--n8n-version``)
+DEFAULT_N8N_VERSION = "2.41.1"
+N8N_VERSION = os.environ.get("N8N_PEER_VERSION") or DEFAULT_N8N_VERSION
 #: holes in the npm registry mirror (see the README's "real n8n" section)
 OVERRIDES = {"linkedom": "0.18.14", "@langchain/langgraph": "1.5.3", "@langchain/core": "1.2.13"}
 API_KEY_SCOPES = [
@@ -72,7 +76,8 @@ def installed(cache: Path | None = None) -> bool:
 
 
 def missing_reason(cache: Path | None = None) -> str:
-    return f"no n8n {N8N_VERSION} in {cache or cache_dir()} (install it once: {INSTALL_HINT})"
+    hint = INSTALL_HINT if N8N_VERSION == DEFAULT_N8N_VERSION else f"{INSTALL_HINT} --n8n-version {N8N_VERSION}"
+    return f"no n8n {N8N_VERSION} in {cache or cache_dir()} (install it once: {hint})"
 
 
 # --------------------------------------------------------------------------- install
@@ -415,14 +420,19 @@ def node_table(peer: N8nPeer) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="install Node 24 and n8n 2.41.1 into the cache (once)")
+    sub.add_parser("install", help=f"install Node 24 and n8n {DEFAULT_N8N_VERSION} into the cache (once)")
     sub.add_parser("status", help="exit 0 when installed")
     start = sub.add_parser("start", help="start a fresh n8n and keep it up until Ctrl+C")
     start.add_argument("--model-url", required=True, help="OpenAI-compatible base URL for n8n's Instance AI")
     start.add_argument("--port", type=int, default=0)
     table = sub.add_parser("node-table", help=f"regenerate {NODE_TABLE_PATH.name} (the offline node catalogue) from a fresh n8n")
     table.add_argument("--out", type=Path, default=NODE_TABLE_PATH)
+    for command in (sub.choices["install"], sub.choices["status"], start, table):
+        command.add_argument("--n8n-version", default=None,
+                             help=f"another n8n than {DEFAULT_N8N_VERSION} (also N8N_PEER_VERSION; its own cache folder)")
     args = parser.parse_args(argv)
+    global N8N_VERSION
+    N8N_VERSION = args.n8n_version or N8N_VERSION
     try:
         if args.command == "install":
             install()

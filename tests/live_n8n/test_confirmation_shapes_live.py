@@ -1,0 +1,294 @@
+"""Live: the confirmation shapes a real n8n 2.41.1 produces offline, answered with keys in the TUI (issue 27).
+
+n8n's agent talks to the suite's scripted OpenAI-wire model; each test makes it call the tool that
+suspends with one shape (found in n8n's agent source, ``@n8n/instance-ai/dist/tools``), drives the
+real app with Pilot against the real n8n (Ctrl+G reaches the card, as a person would), answers with
+keys, and checks n8n's next model request (the tool result n8n computed from the answer) or its
+REST state.
+
+Live here or elsewhere in ``tests/live_n8n``:
+
+* ``questions`` — ``ask-user`` (always loaded): here.
+* ``plan-review`` — ``create-tasks`` (deferred: ``load_tool`` first): rejected and "request
+  changes" here; approving starts build-workflow sub-agents that need a sandbox (n8n's sandbox
+  service or Daytona), not available offline, so approve is fake only.
+* ``credentialRequests`` — ``credentials`` ``action: "setup"``: pick and skip here.
+* approval with ``approvalDetails`` (``archive-workflow``) — ``workflows`` ``action: "delete"``:
+  here (and by ``run`` / the client in ``test_n8n_instance_ai.py``).
+* ``domainAccess`` — ``research`` ``fetch-url``: ``test_n8n_cards_live.py``.
+* ``resource-decision`` — the local gateway's ``GATEWAY_CONFIRMATION_REQUIRED``:
+  ``test_gateway_live.py``.
+* a card of a run another client started (curl's ``POST /chat``): here.
+
+Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce them offline:
+
+* ``webSearch`` — ``research`` ``web-search`` needs a search provider (Brave API key or a SearXNG
+  URL); without one the tool is not offered.
+* ``setupRequests`` (apply, test trigger) — ``workflows`` ``action: "setup"`` is answered by the
+  setup panel (``isSetupPanelEnabled``) or needs node credentials and parameter issues computed
+  from a built workflow; building needs the sandbox.
+* ``credentialDestination`` — raised by ``workflows`` ``update`` of an HTTP node sending a
+  credential to a new origin; the orchestrator is not given ``update`` in 2.41 (only the
+  builder sub-agent, which needs the sandbox).
+* ``channelConfig`` and ``targetApproval`` — the Agent Builder (``build-agent``), which needs
+  the ``agents`` module and an agent runtime n8n builds in its sandbox.
+* ``mcpConnectRequest`` — ``mcp-servers`` ``connect`` exists only when the ``mcp-registry``
+  module is on and the ``089_instance_ai_mcp_connections`` PostHog flag is set; offline there is
+  no flag service, so the tool is not registered ("Tool mcp-servers not found").
+* ``continue`` and ``text`` input types — no tool of n8n 2.41.1's agent suspends with them
+  (``grep inputType`` in ``@n8n/instance-ai/dist/tools``: only questions, plan-review and
+  resource-decision); they exist in api-types for other producers.
+* unknown shapes — by definition n8n does not send them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from instance_ai_tui.client.n8n import N8nClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.widgets import n8n_cards
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard, PlanReviewCard, QuestionsCard
+from tests.support.openai_server import MockResponse
+
+from .conftest import login_headers, tool_names, user_text
+
+pytestmark = pytest.mark.timeout(300)
+
+SIZE = (120, 44)
+
+
+def called(body: dict[str, Any]) -> list[str]:
+    return [c.get("function", {}).get("name") for m in body.get("messages") or [] if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []]
+
+
+def last_tool_result(body: dict[str, Any]) -> str | None:
+    messages = body.get("messages") or []
+    return str(messages[-1].get("content")) if messages and messages[-1].get("role") == "tool" else None
+
+
+class Scenario:
+    """One scripted model turn sequence: ``load`` a deferred tool if needed, call ``tool`` with ``args``,
+    then answer; every request of this scenario is kept in ``seen``."""
+
+    def __init__(self, mark: str, tool: str, args: dict[str, Any], *, load: bool = False) -> None:
+        self.mark, self.tool, self.args, self.load = mark, tool, args, load
+        self.seen: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> MockResponse:
+        if self.mark not in user_text(body):
+            return MockResponse(text="Live shapes")  # titles and other side calls
+        self.seen.append(body)
+        done = called(body)
+        if self.tool in done and last_tool_result(body) is not None:
+            return MockResponse(text=f"{self.mark}-DONE")
+        if self.tool in tool_names(body):
+            return MockResponse.call(self.tool, self.args)
+        if self.load and "load_tool" in tool_names(body) and done[-1:] != ["load_tool"]:
+            return MockResponse.call("load_tool", {"toolName": self.tool})
+        return MockResponse(text=f"{self.mark}-NO-TOOL {tool_names(body)}")
+
+    def result(self) -> str | None:
+        """The tool result n8n sent to the model after the answer (its next request)."""
+        for body in self.seen:
+            if called(body)[-1:] == [self.tool] and last_tool_result(body) is not None:
+                return last_tool_result(body)
+        return None
+
+
+def focused_card(app: InstanceAiApp) -> ConfirmCard | None:
+    node = app.focused
+    while node is not None and not isinstance(node, ConfirmCard):
+        node = node.parent
+    return node
+
+
+async def until(predicate: Callable[[], Any], pilot: Any, timeout: float, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached in {timeout} s: {what or predicate.__code__.co_firstlineno}")
+        await pilot.pause(0.1)
+
+
+async def reach_card(app: InstanceAiApp, pilot: Any, timeout: float = 90) -> ConfirmCard:
+    """Wait for a card, then Ctrl+G to it (a card takes keys once the person goes to it)."""
+    await until(lambda: bool(app.query(ConfirmCard)), pilot, timeout, "a card")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        await pilot.press("ctrl+g")
+        await pilot.pause(0.3)
+        card = focused_card(app)
+        if card is not None and card.is_attached:
+            await pilot.pause(0.3)
+            if focused_card(app) is card:
+                await pilot.pause(GRACE_SECONDS + 0.05)
+                return card
+    raise AssertionError("Ctrl+G reached no card")
+
+
+def card_text(card: ConfirmCard) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(w.visual) for w in card.query(Static) if w.display)
+
+
+async def drive(n8n: Any, tmp_path: Path, scenario: Scenario, keys: tuple[str, ...],
+                card_class: type) -> tuple[ConfirmCard, str, str]:
+    """Send the scenario's message in the real app, answer its card with ``keys``; the card, its text
+    before the answer and the tool result."""
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / f"cfg-{scenario.mark}",
+                       interactive=False)
+    thread = await client.create_thread()
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
+        app.prompt.focus()
+        app.prompt.load_text(f"{scenario.mark}: please")
+        await pilot.press("enter")
+        card = await reach_card(app, pilot)
+        shown = card_text(card)
+        assert isinstance(card, card_class), (type(card), shown)
+        await pilot.press(*keys)
+        await until(lambda: scenario.result() is not None, pilot, 90, f"n8n's next model request ({scenario.mark})")
+        await until(lambda: not app.conversation.is_streaming, pilot, 60, "run end")
+    result = scenario.result()
+    assert result is not None
+    return card, shown, result
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+
+
+# --------------------------------------------------------------------------- questions (ask-user)
+
+
+async def test_questions_answered_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    scenario = Scenario("live-q-" + uuid.uuid4().hex[:6], "ask-user", {
+        "introMessage": "Two things first",
+        "questions": [{"id": "freq", "question": "How often?", "type": "single", "options": ["Daily", "Weekly"]},
+                      {"id": "chan", "question": "Where to post?", "type": "single", "options": ["#ops", "#dev"]}]})
+    responder(scenario)
+    _card, _shown, result = await drive(n8n, tmp_path, scenario, ("2", "1", "enter"), QuestionsCard)
+    answers = {a["questionId"]: a for a in json.loads(result)["answers"]}
+    assert answers["freq"]["selectedOptions"] == ["Weekly"] and answers["chan"]["selectedOptions"] == ["#ops"], result
+
+
+# --------------------------------------------------------------------------- plan review (create-tasks)
+
+PLAN = {"tasks": [{"id": "t1", "title": "Build the digest workflow", "kind": "build-workflow",
+                   "spec": "A schedule trigger and a Slack message", "deps": []}],
+        "planningContext": {"source": "planning-skill", "summary": "One workflow for the daily digest"}}
+
+
+@pytest.mark.parametrize(("keys", "expect"), [(("n",), "denied"), (("r", *"fewer steps", "enter"), "fewer steps")],
+                         ids=["reject", "request-changes"])
+async def test_plan_review_rejected_or_changed_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path,
+                                                       keys: tuple[str, ...], expect: str) -> None:
+    scenario = Scenario("live-plan-" + uuid.uuid4().hex[:6], "create-tasks", PLAN, load=True)
+    responder(scenario)
+    _card, _shown, result = await drive(n8n, tmp_path, scenario, keys, PlanReviewCard)
+    assert expect in result.lower(), result
+
+
+# --------------------------------------------------------------------------- credentials (pick, skip)
+
+
+def make_credential(peer: Any, name: str) -> str:
+    response = httpx.post(f"{peer.url}/rest/credentials", headers=login_headers(peer), timeout=30,
+                          json={"name": name, "type": "slackApi", "data": {"accessToken": "xoxb-live-test"}})
+    response.raise_for_status()
+    return str(response.json()["data"]["id"])
+
+
+@pytest.mark.parametrize(("keys", "picked"), [(("1", "enter"), True), (("n",), False)], ids=["pick", "skip"])
+async def test_credentials_picked_or_skipped_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path,
+                                                     keys: tuple[str, ...], picked: bool) -> None:
+    cred_id = make_credential(n8n, f"Slack live {uuid.uuid4().hex[:4]}")
+    scenario = Scenario("live-cred-" + uuid.uuid4().hex[:6], "credentials", {
+        "action": "setup", "credentials": [{"credentialType": "slackApi", "reason": "Post the digest"}],
+        "requireUserSelection": True})
+    responder(scenario)
+    card, shown, result = await drive(n8n, tmp_path, scenario, keys, n8n_cards.CredentialsCard)
+    assert "s n8n sets it up" not in shown and "browser" not in shown  # browser use is off on the live peer
+    if picked:
+        data = json.loads(result)
+        assert data["success"] is True and list(data["credentials"].values()) == [card.chosen["slackApi"]], result
+        assert any(c["id"] == card.chosen["slackApi"] for c in card.requests[0]["existingCredentials"])
+        assert cred_id in {c["id"] for c in card.requests[0]["existingCredentials"]}
+    else:
+        assert json.loads(result).get("deferred") is True, result
+
+
+# --------------------------------------------------------------------------- approval (archive-workflow)
+
+
+def make_workflow(peer: Any, name: str) -> str:
+    body = {"name": name, "nodes": [{"id": str(uuid.uuid4()), "name": "Start", "type": "n8n-nodes-base.manualTrigger",
+                                     "typeVersion": 1, "position": [0, 0], "parameters": {}}],
+            "connections": {}, "settings": {}}
+    response = httpx.post(f"{peer.url}/api/v1/workflows", json=body, headers={"X-N8N-API-KEY": peer.api_key},
+                          timeout=30)
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+def is_archived(peer: Any, workflow_id: str) -> bool:
+    response = httpx.get(f"{peer.url}/rest/workflows/{workflow_id}", headers=login_headers(peer), timeout=30)
+    response.raise_for_status()
+    return response.json()["data"]["isArchived"] is True
+
+
+async def test_archive_approval_answered_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    workflow_id = make_workflow(n8n, f"Live archive {uuid.uuid4().hex[:4]}")
+    scenario = Scenario("live-arch-" + uuid.uuid4().hex[:6], "workflows", {"action": "delete", "workflowId": workflow_id})
+    responder(scenario)
+    _card, shown, _result = await drive(n8n, tmp_path, scenario, ("y",), ConfirmCard)
+    assert "archive" in shown.lower(), shown
+    assert await asyncio.to_thread(is_archived, n8n, workflow_id)  # n8n's own state: archived after the key
+
+
+# --------------------------------------------------------------------------- a run started by another client
+
+
+async def test_the_card_of_a_run_started_by_curl(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    """Another client (a browser tab, curl) POSTs /chat on the thread the app has open: its card is
+    drawn like the app's own, reached by Ctrl+G and answered with the same keys."""
+    scenario = Scenario("live-curl-" + uuid.uuid4().hex[:6], "ask-user", {
+        "questions": [{"id": "freq", "question": "How often?", "type": "single", "options": ["Daily", "Weekly"]}]})
+    responder(scenario)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+    thread = await client.create_thread()
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
+        await pilot.pause(1.0)
+        headers = login_headers(n8n)  # a separate login, as curl would have
+        response = await asyncio.to_thread(
+            httpx.post, f"{n8n.url}/rest/instance-ai/chat/{thread.id}", headers=headers, timeout=30,
+            json={"message": f"{scenario.mark}: from curl", "timeZone": "UTC"})
+        assert response.status_code == 200, response.text
+        card = await reach_card(app, pilot)
+        assert isinstance(card, QuestionsCard) and "How often?" in card_text(card)
+        await pilot.press("1", "enter")
+        await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
+    answers = json.loads(scenario.result() or "{}")["answers"]
+    assert answers[0]["selectedOptions"] == ["Daily"]
