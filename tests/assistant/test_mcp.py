@@ -244,6 +244,9 @@ async def test_streamable_http_server_with_headers(make_ai: Any) -> None:
     assert "a chart" in shown and "[image image/png, 2.0 KB: not shown]" in shown
     assert "[resource: report](file:///tmp/report.csv) (text/csv)" in shown
     assert "iVBOR" not in str(events)  # the image's bytes are neither stored nor sent to the model
+    told = agent_requests(model)[1]["messages"][-1]
+    assert told["role"] == "tool" and "[image image/png, 2.0 KB: not shown]" in told["content"]
+    assert "(file:///tmp/report.csv)" in told["content"] and "iVBOR" not in str(agent_requests(model))
     assert seen and set(seen) == {"Bearer s3cret"}
     assert "s3cret" not in repr(ai.settings) and "s3cret" not in str(ai.services.mcp.status().model_dump())  # type: ignore[union-attr]
 
