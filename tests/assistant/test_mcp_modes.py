@@ -201,3 +201,29 @@ async def test_an_http_server_refusing_the_token_fails_without_showing_it() -> N
     conn = servers.connections["web"]
     leaked = conn.scrub(f"Client error '401' for url '{url}/mcp?key=k3y-secret' (sent Bearer t0p-secret)")
     assert "secret" not in leaked and f"for url '{url}/mcp' (sent ***)" in leaked
+
+
+async def test_restart_during_a_call_fails_the_call_and_keeps_the_new_server() -> None:
+    from instance_ai_tui.assistant.mcp.connection import McpCallError
+    from instance_ai_tui.config import McpServerSettings
+    from tests.support.mcp_servers import stdio_config
+
+    servers = McpServers({"s": McpServerSettings(**stdio_config("tools"))})
+    servers.start()
+    await servers.wait_starting()
+    conn = servers.connections["s"]
+    try:
+        call = asyncio.ensure_future(conn.call("slow", {"steps": 30}))
+        await asyncio.sleep(0.8)
+        await servers.restart("s")
+        with pytest.raises(McpCallError):
+            await asyncio.wait_for(call, 10)
+        await asyncio.sleep(0.3)
+        assert conn.state == "ready" and conn.starts == 2
+        result = await conn.call("lookup", {"key": "k"})
+        assert result.content[0].text == "tools: the value of k is 42"
+    finally:
+        await servers.aclose()
+    with pytest.raises(McpCallError, match="not available"):
+        await conn.call("lookup", {"key": "k"})  # closed with the service: not started again
+    assert conn.starts == 2

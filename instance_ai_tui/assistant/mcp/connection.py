@@ -126,6 +126,8 @@ class ServerConnection:
         self.on_change: Callable[[], None] | None = None
         self._last_failure = 0.0
         self._relist: asyncio.Task[None] | None = None
+        #: set when the service shuts down: no call starts it again
+        self.closed = False
 
     # ----------------------------------------------------------------- what it is
     @property
@@ -154,8 +156,8 @@ class ServerConnection:
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        """Start it in the background (no-op when starting, ready or disabled)."""
-        if not self.settings.enabled:
+        """Start it in the background (no-op when starting, ready, disabled or closed)."""
+        if not self.settings.enabled or self.closed:
             return
         if self._task is not None and not self._task.done():
             return
@@ -407,6 +409,7 @@ class ServerConnection:
         """``tools/call`` on a ready session (started first if needed). A broken connection
         fails the server (restarted by the next call) and raises ``McpCallError``."""
         session = await self.ensure_ready()
+        stop = self._stop  # this connection's (a restart meanwhile makes a new one)
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=self.settings.call_timeout,
                                            progress_callback=progress)
@@ -419,9 +422,9 @@ class ServerConnection:
                 raise McpCallError(self.scrub(f"MCP server {self.name!r}: {describe(exc)}")) from None
             # the server died or the connection broke mid-call: this call fails, the next restarts it
             await asyncio.sleep(0.1)  # its last stderr lines
-            if self.state == "ready":
+            if self._session is session and self.state == "ready":
                 self._fail(f"the call broke: {describe(exc)}")
-            self._stop.set()
+            stop.set()
             raise McpCallError(self.failure()) from None
 
     def _alive(self) -> bool:

@@ -77,6 +77,8 @@ class McpServers:
 
     async def aclose(self) -> None:
         """Stop every server and wait until their processes are gone."""
+        for conn in self.connections.values():
+            conn.closed = True
         await asyncio.gather(*(conn.stop() for conn in self.connections.values()), return_exceptions=True)
         self._started = False
 
