@@ -108,7 +108,8 @@ class ChunkMapper:
             self._show_status()
             self._gate(chunk.tool_call_id).set()
         elif isinstance(chunk, ToolResultChunk):
-            if chunk.is_error or chunk.skipped:
+            denial = isinstance(chunk.result, dict) and chunk.result.get("denied") is True
+            if (chunk.is_error or chunk.skipped) and not denial:  # a denial is n8n's result {denied: true}
                 error = chunk.error or chunk.model_output.strip("[]") or "the tool failed"
                 emit(ToolErrorEvent(
                     agent_id=self.agent_id, response_id=chunk.response_id or None,

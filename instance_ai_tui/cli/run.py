@@ -417,11 +417,12 @@ class HeadlessRun:
         state = display_state(call, run_active=True, resolved=True)
         auto = f" ({AUTO_APPROVED_LABEL})" if state.auto_approved else ""
         if state.kind == "done":
-            return f"  ✓ {name}{auto} → {summarize_result(call.result, 100)}"
+            said = f" ({state.label})" if state.label != "done" else ""  # plan approved, partly done, ...
+            return f"  ✓ {name}{auto}{said} → {summarize_result(call.result, 100)}"
         if state.kind == "failed":
-            return f"  ✗ {name}{auto}: failed: {call.error}"
+            return f"  ✗ {name}{auto}: failed: {call.error}" if call.error is not None else f"  ✗ {name}{auto}: {state.label}"
         if state.kind == "denied":
-            return f"  ✗ {name}: denied"
+            return f"  ✗ {name}: {state.label}"  # "denied", or "plan rejected"
         return f"  ⊘ {name}: {state.label}"
 
     def _finish(self, event: Any) -> int:

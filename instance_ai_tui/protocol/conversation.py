@@ -329,10 +329,12 @@ class Conversation:
                 pending.append(PendingConfirmation(msg.id, msg.run_id, agent_id, call, conf))
         return pending
 
-    def mark_confirmation_resolved(self, request_id: str, approved: bool | None = None) -> bool:
+    def mark_confirmation_resolved(self, request_id: str, approved: bool | str | None = None) -> bool:
         """Record that the user answered ``request_id`` here (it leaves
         ``pending_confirmations``). With ``approved``, also set the call's
-        ``confirmationStatus``. Returns whether a call with that request was found."""
+        ``confirmationStatus`` (a string is n8n's own word: ``deferred`` for a skip,
+        ``changes-requested`` for a plan review sent back). Returns whether a call with that
+        request was found."""
         self._resolved.add(request_id)
         self._confirmations_changed = True
         for msg in self.messages:
@@ -341,7 +343,8 @@ class Conversation:
             for _agent_id, call in msg.reducer.confirmation_calls():
                 if call.confirmation is not None and call.confirmation.request_id == request_id:
                     if approved is not None:
-                        msg.reducer.set_confirmation_status(call.tool_call_id, "approved" if approved else "denied")
+                        status = approved if isinstance(approved, str) else "approved" if approved else "denied"
+                        msg.reducer.set_confirmation_status(call.tool_call_id, status)
                         self._mark(msg)
                     return True
         return False

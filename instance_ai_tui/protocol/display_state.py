@@ -26,6 +26,24 @@ States (``DisplayState.kind``):
 ``unresolved``  still loading in the tree but its run is over (completed without it)
 ==============  ===========================================================
 
+n8n's own outcomes (read in its source, ``@n8n/instance-ai`` 2.41 ``tools/workflows.tool.js``,
+``tools/orchestration/plan.tool.js``, and the editor's ``InstanceAiConfirmationPanel.vue`` /
+``instanceAi.store.ts``) are followed, not the bare "a result means success":
+
+* a result ``{success: false, error}`` is a failure (n8n returns it as a result, not an error), and
+  so is a result listing ``failedNodes`` (setup applied, but those nodes failed): ``failed``, with
+  n8n's words in the label; ``{success: true, partial: true}`` is ``done`` ("partly done");
+* a denial is ``{success: false, denied: true}`` or ``confirmationStatus: denied``: one word,
+  "denied", live, restored, exported and headless;
+* a skipped setup or question is n8n's ``deferred`` (``confirmationStatus: deferred``, or a result
+  whose ``skippedByUser`` lists what was left for later): ``not-run`` "skipped (for later)", never
+  "denied";
+* a plan review reads approved / changes requested / rejected: from its result (n8n: "Plan
+  approved.", "User requested changes: …", "User denied the plan."; ours: ``approved``,
+  ``feedback``, ``rejected``), else from the answer given here (``approved``,
+  ``changes-requested``, ``denied``); a plan review still loading when its run *completed* was
+  approved (n8n hands the run off to the planned tasks only on approval).
+
 Module rule: ``protocol/`` imports nothing else of ours.
 """
 
@@ -36,7 +54,10 @@ from typing import Any, Literal
 
 from .tree import ToolCallState
 
-__all__ = ["AUTO_APPROVED_LABEL", "DisplayState", "Kind", "display_state", "is_denied_result", "waiting_label"]
+__all__ = [
+    "AUTO_APPROVED_LABEL", "PLAN_APPROVED", "PLAN_CHANGES", "PLAN_REJECTED", "SKIPPED_LABEL", "DisplayState", "Kind",
+    "display_state", "is_denied_result", "result_failure", "waiting_label",
+]
 
 Kind = Literal["running", "waiting", "done", "failed", "denied", "not-run", "expired", "unresolved"]
 
@@ -83,6 +104,68 @@ def _auto_approved(call: ToolCallState) -> bool:
     return extra.get("autoApproved") is True
 
 
+PLAN_APPROVED = "plan approved"
+PLAN_CHANGES = "changes requested"
+PLAN_REJECTED = "plan rejected"
+SKIPPED_LABEL = "skipped (for later)"
+
+
+def _plan_outcome(result: Any) -> str | None:
+    """A plan review's outcome from its tool result (n8n's text or our plan tool's object)."""
+    if isinstance(result, dict):
+        if result.get("rejected") is True or result.get("denied") is True:
+            return PLAN_REJECTED
+        if result.get("approved") is True:
+            return PLAN_APPROVED
+        if result.get("approved") is False:
+            return PLAN_CHANGES
+        result = result.get("result")
+    if isinstance(result, str):
+        text = result.strip().lower()
+        if text.startswith("plan approved"):
+            return PLAN_APPROVED
+        if text.startswith("user denied the plan"):
+            return PLAN_REJECTED
+        if text.startswith("user requested changes"):
+            return PLAN_CHANGES
+    return None
+
+
+def _plan_review_state(call: ToolCallState, run_active: bool, auto: bool) -> DisplayState | None:
+    outcome = _plan_outcome(call.result)
+    status = call.confirmation_status
+    if outcome is None:
+        outcome = {"approved": PLAN_APPROVED, "changes-requested": PLAN_CHANGES}.get(status or "")
+    if outcome is None and status == "denied":
+        outcome = PLAN_REJECTED
+    if outcome is None and call.is_loading and not run_active:
+        outcome = PLAN_APPROVED  # a completed run left it loading: n8n handed the run off to the plan
+    if outcome is None:
+        return None
+    return DisplayState("denied" if outcome == PLAN_REJECTED else "done", outcome, auto)
+
+
+def result_failure(result: Any) -> str | None:
+    """n8n's failures reported as results: ``{success: false, error}`` (not a denial), or
+    ``failedNodes``; the words to show, else None."""
+    if not isinstance(result, dict) or is_denied_result(result):
+        return None
+    failed = result.get("failedNodes")
+    if isinstance(failed, list) and failed:
+        names = [str(n.get("nodeName") or n.get("name") or "?") if isinstance(n, dict) else str(n) for n in failed]
+        errors = [str(n.get("error")) for n in failed if isinstance(n, dict) and n.get("error")]
+        why = f": {errors[0]}" if errors else ""
+        return f"failed: {len(names)} node(s) failed ({', '.join(names[:5])}){why}"
+    if result.get("success") is False:
+        why = result.get("error") or result.get("reason") or result.get("message")
+        return f"failed: {why}" if why else "failed"
+    return None
+
+
+def _skipped(result: Any) -> bool:
+    return isinstance(result, dict) and bool(result.get("skippedByUser")) and not result.get("completedNodes")
+
+
 def display_state(call: ToolCallState, *, run_active: bool = True, resolved: bool = False) -> DisplayState:
     """The state of ``call`` as the user should see it.
 
@@ -92,8 +175,16 @@ def display_state(call: ToolCallState, *, run_active: bool = True, resolved: boo
     """
     auto = _auto_approved(call)
     conf = call.confirmation
+    if conf is not None and conf.effective_input_type == "plan-review":
+        plan = _plan_review_state(call, run_active, auto)
+        if plan is not None:
+            return plan
     if call.confirmation_status == "denied" or is_denied_result(call.result):
         return DisplayState("denied", "denied", auto)
+    if call.confirmation_status == "deferred" or _skipped(call.result):
+        if call.is_loading and run_active:
+            return DisplayState("running", "running", auto)
+        return DisplayState("not-run", SKIPPED_LABEL, auto)
     if call.is_loading:
         if conf is not None and conf.expired and call.confirmation_status is None:
             return DisplayState("expired", "expired (not answered in time)", auto)
@@ -109,9 +200,14 @@ def display_state(call: ToolCallState, *, run_active: bool = True, resolved: boo
         return DisplayState("not-run", "not run (interrupted)", auto)
     if call.error is not None:
         return DisplayState("failed", "failed", auto)
+    failure = result_failure(call.result)
+    if failure is not None:
+        return DisplayState("failed", failure, auto)
     if call.result is None and call.completed_at is None:
         # stopped by the end of its run (cancel, error) before a result came
         if conf is not None and conf.expired and call.confirmation_status is None:
             return DisplayState("expired", "expired (not answered in time)", auto)
         return DisplayState("not-run", "not run (cancelled)", auto)
+    if isinstance(call.result, dict) and call.result.get("partial") is True:
+        return DisplayState("done", "partly done", auto)
     return DisplayState("done", "done", auto)

@@ -140,9 +140,10 @@ class ReducerReads:
                 yield call.agent.id, ToolCallState.model_validate(call.to_dict())
 
     def set_confirmation_status(self, tool_call_id: str, status: str | None) -> bool:
-        """Set the UI-side ``confirmationStatus`` (pending/approved/denied) of a call."""
+        """Set the UI-side ``confirmationStatus`` of a call: pending/approved/denied, or n8n's
+        ``changes-requested`` (a plan review sent back) and ``deferred`` (skipped for later)."""
         call = self._calls.get(tool_call_id)
-        if call is None or status not in (None, "pending", "approved", "denied"):
+        if call is None or status not in (None, "pending", "approved", "denied", "changes-requested", "deferred"):
             return False
         call.conf_status = status
         self._touch_call(call)

@@ -35,7 +35,7 @@ class ToolCallState(WireModel):
     is_loading: bool = True
     render_hint: str | None = None
     confirmation: Confirmation | None = None
-    confirmation_status: Literal["pending", "approved", "denied"] | None = None
+    confirmation_status: Literal["pending", "approved", "denied", "changes-requested", "deferred"] | None = None
     interrupted: bool | None = None
     started_at: str | None = None
     completed_at: str | None = None

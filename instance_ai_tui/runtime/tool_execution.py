@@ -69,8 +69,10 @@ class ToolExecution:
                 await self._settle(run, target, approved=True)
             else:
                 reason = f": {resume.approval.reason}" if resume.approval.reason else ""
+                # n8n's shape of a denial (a result, not an error), so every view reads "denied" alike
                 self._record(run, target, SettledToolCall(
                     tool_call_id=target.tool_call_id, tool_name=target.tool_name, response_id=target.response_id,
+                    result={"success": False, "denied": True, "reason": f"User denied the action{reason}"},
                     error=f"Tool call denied by user{reason}", is_error=True,
                     model_output=f"Error: the tool call was denied by user{reason}. Do not retry it unless the user asks.",
                 ))

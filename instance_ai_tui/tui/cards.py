@@ -358,11 +358,13 @@ class Cards:
             app._show_error(f"Could not send your answer: {exc}")
             card.reopen()
             return
-        approved: bool | None = None
+        approved: bool | str | None = None
         if isinstance(body, ApprovalConfirm):
             approved = body.approved
         elif isinstance(body, PlanDenyConfirm):
             approved = False
+        # n8n's words for these answers (protocol.display_state): a skip is deferred, not denied
+        approved = {"skipped": "deferred", "changes requested": "changes-requested"}.get(summary, approved)
         if app.conversation is not None:
             app.conversation.mark_confirmation_resolved(request_id, approved)
         card.settle(summary)

@@ -50,16 +50,18 @@ async def test_approve_runs_the_tool(make_ai: Any, workspace: Path) -> None:
         await answer(ai, payload["requestId"], {"approved": True})
 
 
-async def test_deny_gives_tool_error_and_the_model_hears_it(make_ai: Any, workspace: Path) -> None:
+async def test_deny_is_n8ns_denied_result_and_the_model_hears_it(make_ai: Any, workspace: Path) -> None:
     model = ScriptedModel([WRITE, "Okay, I did not write it."])
     ai = await make_ai(model, workspace_root=workspace)
     await ai.send("d", "write a note")
     request = (await collect(ai, "d", until=("confirmation-request",)))[-1]
     await answer(ai, request["payload"]["requestId"], {"kind": "approval", "approved": False, "userInput": "not now"})
     rest = await collect(ai, "d", after=request["id"])
-    error = of_type(rest, "tool-error")[0]
-    assert error["payload"]["toolCallId"] == request["payload"]["toolCallId"]
-    assert "denied" in error["payload"]["error"] and "not now" in error["payload"]["error"]
+    # a denial is n8n's result {success: false, denied: true} (issue 26: one word for it in every view)
+    assert not of_type(rest, "tool-error")
+    denial = of_type(rest, "tool-result")[0]
+    assert denial["payload"]["toolCallId"] == request["payload"]["toolCallId"]
+    assert denial["payload"]["result"] == {"success": False, "denied": True, "reason": "User denied the action: not now"}
     assert "denied" in last_tool_message(model.requests[-1])["content"]
     assert rest[-1]["payload"]["status"] == "completed"
     assert not (workspace / "notes/a.md").exists()

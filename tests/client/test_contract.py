@@ -70,7 +70,8 @@ async def test_deny(client: Client) -> None:
 
     items = await read_run(client, "deny", run_id, on_item=on_item)
     request = first(items, "confirmation-request")
-    assert first(items, "tool-error", toolCallId=request.payload.tool_call_id).payload.error
+    denial = first(items, "tool-result", toolCallId=request.payload.tool_call_id).payload.result
+    assert denial["denied"] is True and denial["success"] is False  # n8n's shape of a denial (issue 26)
     assert items[-1].event.payload.status == "completed"
 
 
