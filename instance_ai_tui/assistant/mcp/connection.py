@@ -124,7 +124,7 @@ class ServerConnection:
         self._lock = asyncio.Lock()
         #: called when the tool list or the state changes
         self.on_change: Callable[[], None] | None = None
-        self._last_failure = 0.0
+        self.last_failure = 0.0
         self._relist: asyncio.Task[None] | None = None
         #: set when the service shuts down: no call starts it again
         self.closed = False
@@ -239,7 +239,7 @@ class ServerConnection:
     def _fail(self, reason: str) -> None:
         self.state = "failed"
         self.error = self.scrub(reason)
-        self._last_failure = time.monotonic()
+        self.last_failure = time.monotonic()
         self._session = None
         self._changed()
 

@@ -72,7 +72,7 @@ class McpServers:
             return
         now = time.monotonic()
         for conn in self.connections.values():
-            if conn.state == "failed" and not conn.tools and now - conn._last_failure >= RETRY_INTERVAL:
+            if conn.state == "failed" and not conn.tools and now - conn.last_failure >= RETRY_INTERVAL:
                 conn.start()
 
     async def aclose(self) -> None:
