@@ -388,6 +388,10 @@ class HeadlessRun:
 
             name = self._tool_names.get(payload.tool_call_id, payload.tool_name or "tool")
             self._note(f"  ↳ {name}: {AUTO_APPROVED_LABEL}")
+        elif kind == "tool-call" and isinstance(progress := (payload.model_extra or {}).get("progress"), str):
+            # an MCP tool's progress while it runs (a repeated tool-call: not a new call)
+            name = self._tool_names.get(payload.tool_call_id, payload.tool_name or "tool")
+            self._note(f"  ↳ {name}: {progress}")
         elif kind == "tool-call":
             self._tool_names[payload.tool_call_id] = payload.tool_name
             self._note(f"⚙ {who}{payload.tool_name} {summarize_result(payload.args, 100)}")
