@@ -140,3 +140,25 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             lines = [panel.canvas.render_line(y).text for y in range(panel.canvas.size.height)]
             joined = "\n".join(lines)
             assert "✗ failed" in joined or "✗ fail" in joined
+
+
+async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await app.send_message(BUILD)
+        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
+        built = panel_of(app).workflow_id  # type: ignore[union-attr]
+        thread = app.thread_id
+    again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await again.wait_until_ready()
+        await again.open_thread(thread)
+        await pilot.pause(1.0)  # a few follower ticks
+        assert panel_of(again) is None  # a call in the history is not news
+        again.prompt.focus()
+        again.prompt.load_text("/workflow")
+        await pilot.press("enter")
+        await until(lambda: panel_of(again) is not None and panel_of(again).workflow_id == built, pilot)
+        assert "Schedule Trigger" in canvas_text(panel_of(again).canvas)  # type: ignore[union-attr]

@@ -1,8 +1,9 @@
 """The workflow panel: the canvas beside the conversation, live while the agent builds.
 
 ``/workflow [id]`` (and the palette) opens it on a workflow — the one given, else the last one the
-thread's tool calls touched — and moves the keyboard to it (the person asked); ``/workflow`` again,
-``Esc`` or ``q`` close it. It is docked on the right of the main screen, so the conversation and the
+thread's tool calls touched — and moves the keyboard to it (the person asked); when the panel is open
+already, ``/workflow`` moves the keyboard to it, and closes it when it has the keys, as ``Esc`` and ``q``
+do. It is docked on the right of the main screen, so the conversation and the
 prompt stay usable; ``m`` widens it to the whole width (80×24) and back.
 
 **Live**: ``WorkflowFollower`` looks at the open thread's newest tool calls a few times a second (no
@@ -65,7 +66,7 @@ class WorkflowPanel(Vertical):
 
     DEFAULT_CSS = """
     WorkflowPanel {
-        dock: right; width: 50%; min-width: 36; height: 100%;
+        dock: right; width: 50%; min-width: 36; height: 100%; margin-bottom: 1;
         border-left: tall $accent; background: $surface;
     }
     WorkflowPanel.-wide { width: 100%; }
@@ -141,7 +142,8 @@ class WorkflowPanel(Vertical):
         bits = [note] if note else []
         new, changed = sum(1 for m in marks.values() if m == "new"), sum(1 for m in marks.values() if m == "changed")
         if new or changed:
-            bits.append(f"+ {new} new · ~ {changed} changed")
+            bits.append(" · ".join(part for part in (f"+ {new} new" if new else "",
+                                                     f"~ {changed} changed" if changed else "") if part))
         if self.execution is not None:
             failed = [n for n, r in self.execution.runs.items() if r.state.value == "failed"]
             bits.append(f"last execution {self.execution.id}: {self.execution.status}"
@@ -219,9 +221,9 @@ def _hint(app: Any) -> str:
     def key(binding_id: str, fallback: str) -> str:
         return keymap.display_keys(km.keys(binding_id)) if isinstance(km, keymap.KeyMap) else fallback
 
-    return (f"arrows node · shift+arrows pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-details', 'Enter')} "
-            f"details · {key('workflow-open', 'o')} open in n8n · {key('workflow-reload', 'r')} reload · "
-            f"{key('workflow-maximize', 'm')} wider · {key('workflow-close', 'Esc')} close")
+    return (f"←↑↓→ node · ⇧ pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-details', 'Enter')} details · "
+            f"{key('workflow-open', 'o')} n8n · {key('workflow-maximize', 'm')} wider · "
+            f"{key('workflow-close', 'Esc')} close")
 
 
 # --------------------------------------------------------------------------- the open thread's tool calls
@@ -239,13 +241,17 @@ class SeenCall:
     error: str | None
 
 
-def workflow_calls(app: Any, last_messages: int = 3) -> list[SeenCall]:
-    """The workflow tool calls of the open thread's newest messages, oldest first."""
+def workflow_calls(app: Any, last_messages: int = 3, *, skip_live: bool = False) -> list[SeenCall]:
+    """The workflow tool calls of the open thread's newest messages, oldest first (``skip_live``:
+    without the message a run is still streaming into)."""
     conversation = getattr(app, "conversation", None)
     if conversation is None:
         return []
+    messages = conversation.messages[-last_messages:]
+    if skip_live and messages and (messages[-1].is_streaming or conversation.is_streaming):
+        messages = messages[:-1]
     out = []
-    for message in conversation.messages[-last_messages:]:
+    for message in messages:
         reducer = getattr(message, "reducer", None)
         if reducer is None:
             continue
@@ -282,8 +288,9 @@ class WorkflowFollower:
         self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
 
     def _forget_history(self) -> None:
-        """A thread was opened: its calls so far are history (they do not open the panel)."""
-        for call in workflow_calls(self.app, last_messages=1_000_000):
+        """A thread was opened: its calls so far are history (they do not open the panel), but
+        for those of a run still going (a thread created by sending, or opened while it runs)."""
+        for call in workflow_calls(self.app, last_messages=1_000_000, skip_live=True):
             self._previewed.add(call.id)
             if not call.loading:
                 self._finished.add(call.id)
@@ -293,7 +300,6 @@ class WorkflowFollower:
         if conversation is not self._conversation:
             self._conversation = conversation
             self._forget_history()
-            return
         for call in workflow_calls(self.app):
             key = call.id
             if call.loading and key not in self._previewed:
@@ -362,10 +368,10 @@ def open_workflow(app: Any, argument: str = "") -> None:
     panel = panel_of(app)
     wanted = argument.strip() or None
     if panel is not None and wanted is None:
-        panel.remove()  # the command toggles the panel
-        prompt = getattr(app, "prompt", None)
-        if prompt is not None:
-            prompt.focus()
+        if panel.canvas.has_focus:  # open and in use: the command closes it
+            panel.action_close()
+        else:  # open (the agent's call opened it): the keys go to it
+            panel.canvas.focus()
         return
     workflow_id = wanted or last_workflow_id(app)
     panel = ensure_panel(app)

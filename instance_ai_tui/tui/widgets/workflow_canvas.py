@@ -63,19 +63,19 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     WorkflowCanvas { background: $surface; }
     WorkflowCanvas > .workflow-canvas--border { color: $text-muted; }
     WorkflowCanvas > .workflow-canvas--edge { color: $text-muted; }
-    WorkflowCanvas > .workflow-canvas--ai-edge { color: $secondary; }
-    WorkflowCanvas > .workflow-canvas--label { color: $accent; text-style: bold; }
-    WorkflowCanvas > .workflow-canvas--trigger { color: $warning; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--ai-edge { color: $text-secondary; }
+    WorkflowCanvas > .workflow-canvas--label { color: $text-accent; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--trigger { color: $text-warning; text-style: bold; }
     WorkflowCanvas > .workflow-canvas--action { color: $text; text-style: bold; }
-    WorkflowCanvas > .workflow-canvas--ai { color: $secondary; text-style: bold; }
-    WorkflowCanvas > .workflow-canvas--flow { color: $primary; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--ai { color: $text-secondary; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--flow { color: $text-primary; text-style: bold; }
     WorkflowCanvas > .workflow-canvas--muted { color: $text-muted; }
-    WorkflowCanvas > .workflow-canvas--ran { color: $success; }
-    WorkflowCanvas > .workflow-canvas--failed { color: $error; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--ran { color: $text-success; }
+    WorkflowCanvas > .workflow-canvas--failed { color: $text-error; text-style: bold; }
     WorkflowCanvas > .workflow-canvas--not-reached { color: $text-muted; }
-    WorkflowCanvas > .workflow-canvas--new { color: $success; text-style: bold; }
-    WorkflowCanvas > .workflow-canvas--changed { color: $warning; text-style: bold; }
-    WorkflowCanvas > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
+    WorkflowCanvas > .workflow-canvas--new { color: $text-success; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--changed { color: $text-warning; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--cursor { color: $text-accent; text-style: bold; }
     WorkflowCanvas:focus > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
     """
 
@@ -157,6 +157,16 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         self._styles = {}
         super().notify_style_update()
+
+    def _on_focus(self, event: events.Focus) -> None:
+        super()._on_focus(event)
+        self._styles = {}  # the cursor is drawn stronger while the canvas has the keys
+        self.refresh()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        super()._on_blur(event)
+        self._styles = {}
+        self.refresh()
 
     def _style(self, code: int) -> RichStyle:
         style = self._styles.get(code)
