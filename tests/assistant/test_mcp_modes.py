@@ -227,3 +227,19 @@ async def test_restart_during_a_call_fails_the_call_and_keeps_the_new_server() -
     with pytest.raises(McpCallError, match="not available"):
         await conn.call("lookup", {"key": "k"})  # closed with the service: not started again
     assert conn.starts == 2
+
+
+async def test_headless_run_prints_progress_under_its_call(tmp_path: Path) -> None:
+    write_config(tmp_path, f'[mcp.servers.count]\ncommand = "{sys.executable}"\nargs = ["{SCRIPT}", "tools"]\n')
+    async with MockOpenAIServer(script(MockResponse.call("mcp__count__slow", {"steps": 4}),
+                                       MockResponse(text="Counted."))) as model:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "instance_ai_tui", "run", "count to four", "--model", "gpt-test",
+            "--db", str(tmp_path / "run.sqlite3"), env=cli_env(tmp_path, model), cwd=str(tmp_path),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+    notes = err.decode()
+    assert proc.returncode == 0, notes[-3000:]
+    assert notes.count("⚙ mcp__count__slow") == 1
+    assert "  ↳ mcp__count__slow: " in notes and "of 4" in notes
+    assert "Counted." in out.decode()
