@@ -5,6 +5,9 @@ The server maps them to HTTP statuses, the embedded client to ``client.base`` er
 
 from __future__ import annotations
 
+# the storage's errors reach the embedded client through this layer (client/ imports no store/)
+from ..store.errors import StoreError as StoreError
+
 
 class AssistantError(Exception):
     """Base class. ``status`` is the HTTP status the server answers with."""

@@ -42,7 +42,7 @@ def client_error(exc: AssistantError) -> ClientError:
 
 @contextlib.contextmanager
 def _translated() -> Iterator[None]:
-    from ..store.errors import StoreError
+    from ..assistant.errors import StoreError  # the store's errors, as the assistant hands them on
 
     try:
         yield
