@@ -24,6 +24,7 @@ from ..protocol.api import (
     ThreadStatus,
     UpdateThreadRequest,
 )
+from ..protocol.mcp import McpStatus
 
 _REF = "#/components/schemas/{model}"
 
@@ -48,6 +49,7 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("ThreadPermissions", "serialization", TypeAdapter(ThreadPermissions)),
         ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
         ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
+        ("McpStatus", "serialization", TypeAdapter(McpStatus)),
     ]
     mapping, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
     refs = {key[0]: value for key, value in mapping.items()}
@@ -265,6 +267,22 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "summary": "The models a thread can use, the one it uses, context windows where known",
                 "parameters": [{"name": "threadId", "in": "query", "required": False, "schema": _ID_PARAM_SCHEMA}],
                 "responses": responses(_json(refs["ModelList"]), 400, 404),
+            }
+        },
+        f"{p}/mcp": {
+            "get": {
+                "operationId": "mcpStatus",
+                "summary": "The assistant's MCP servers: state, tools, last error, the end of their stderr",
+                "responses": responses(_json(refs["McpStatus"]), write=False),
+            }
+        },
+        f"{p}/mcp/{{name}}/restart": {
+            "post": {
+                "operationId": "restartMcpServer",
+                "summary": "Stop and start one MCP server; the status after its start",
+                "parameters": [{"name": "name", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
+                "responses": responses(_json(refs["McpStatus"]), 404),
             }
         },
         f"{p}/threads/{{threadId}}/rewind": {
