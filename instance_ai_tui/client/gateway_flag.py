@@ -40,6 +40,10 @@ STATE_WORDS = {
 }
 
 
+#: the longest wait between two tries to reach (or pair with) a restarting n8n, in seconds
+RETRY_CAP = 8.0
+
+
 class GatewayFlagError(ClientError):
     """The gateway flags are used wrongly (a usage error: exit status 2)."""
 
@@ -104,8 +108,10 @@ async def start(client: Client, request: GatewayRequest, *, log: Callable[[str],
         raise GatewayFlagError(NEEDS_N8N + f"; {getattr(client, 'base_url', 'this server')} is not n8n")
     allow = list(request.allow) if request.allow is not None else None
     try:
-        # n8n sends gateway-disconnect when it shuts down: pair again once it is back
-        gateway = await starter(request.root, allow=allow, log=log, set_state=set_state, pair_again=True)
+        # n8n sends gateway-disconnect when it shuts down (nothing when it is killed): pair again once it
+        # is back; at most RETRY_CAP seconds between tries, so sharing resumes soon after n8n answers
+        gateway = await starter(request.root, allow=allow, log=log, set_state=set_state, pair_again=True,
+                                max_backoff=RETRY_CAP)
     except OSError as exc:
         raise ClientError(f"--gateway {request.root}: {exc.strerror or exc}") from None
     return GatewayHandle(gateway, on_end)
