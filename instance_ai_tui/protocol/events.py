@@ -305,6 +305,16 @@ class StatusPayload(Payload):
     message: str = ""
 
 
+#: ``error`` codes this app sets itself: the class of a failed run (``runtime.errors``, ``store.errors``,
+#: ``assistant.errors.describe_failure``); any other code is n8n's own (``quota_exhausted``)
+APP_ERROR_CODE_PREFIXES = ("model", "storage", "redis", "run_stopped")
+
+
+def is_app_error_code(code: str | None) -> bool:
+    """Whether ``code`` is one of this app's failure classes (not n8n's)."""
+    return bool(code) and str(code).startswith(APP_ERROR_CODE_PREFIXES)
+
+
 class ErrorPayload(Payload):
     content: str = ""
     status_code: int | None = None

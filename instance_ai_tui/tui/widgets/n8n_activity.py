@@ -215,8 +215,10 @@ class N8nActivity(Vertical):
             # the tasks a former run left finished are history now; running ones stay
             self.tasks = {key: row for key, row in self.tasks.items() if row.status == "running"}
         elif kind == "error":
+            from ...protocol.events import is_app_error_code
+
             code = getattr(payload, "code", None)
-            if code:
+            if code and not is_app_error_code(code):  # our own failure classes name their part in the turn
                 content = getattr(payload, "content", "") or "n8n refused the request"
                 label = "out of AI credits" if code in QUOTA_CODES else f"error {code}"
                 self.quota = f"⚠ n8n: {label} — {content} ({code})"
