@@ -191,11 +191,11 @@ class InstanceAI:
         if self._started:
             return
         await self.store.open()
-        if self.services.mcp is not None:
-            self.services.mcp.start()  # in the background: the service is ready before its MCP servers
         await self.runs.recover()
         if self.options.sweep_interval > 0:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="instance-ai-sweeper")
+        if self.services.mcp is not None:
+            self.services.mcp.start()  # in the background: the service is ready before its MCP servers
         self._started = True
 
     async def _sweep_loop(self) -> None:
