@@ -154,8 +154,8 @@ def result_failure(result: Any) -> str | None:
     if isinstance(failed, list) and failed:
         names = [str(n.get("nodeName") or n.get("name") or "?") if isinstance(n, dict) else str(n) for n in failed]
         errors = [str(n.get("error")) for n in failed if isinstance(n, dict) and n.get("error")]
-        why = f": {errors[0]}" if errors else ""
-        return f"failed: {len(names)} node(s) failed ({', '.join(names[:5])}){why}"
+        detail = f": {errors[0]}" if errors else ""
+        return f"failed: {len(names)} node(s) failed ({', '.join(names[:5])}){detail}"
     if result.get("success") is False:
         why = result.get("error") or result.get("reason") or result.get("message")
         return f"failed: {why}" if why else "failed"
