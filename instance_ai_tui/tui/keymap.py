@@ -174,6 +174,7 @@ Scope = Literal[
     "setup",
     "n8n_tasks",
     "workflow",
+    "mcp",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -205,6 +206,7 @@ SCOPE_TITLES: dict[str, str] = {
     "setup": "Model setup",
     "n8n_tasks": "n8n background tasks",
     "workflow": "Workflow canvas",
+    "mcp": "MCP servers",
 }
 
 
@@ -300,6 +302,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("workflow-reload", "reload", "r", "Reload", "workflow"),
     KeySpec("workflow-maximize", "maximize", "m", "Wider/narrower", "workflow"),
     KeySpec("workflow-close", "close", "escape,q", "Close", "workflow"),
+    KeySpec("mcp-restart", "restart", "r", "Restart the server", "mcp"),
+    KeySpec("mcp-close", "close", "escape,q", "Close", "mcp"),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
 from ...protocol.safe_text import visible
+from .. import keymap
 
 if TYPE_CHECKING:
     from ...protocol.mcp import McpServerInfo
@@ -56,10 +57,8 @@ def describe_server(server: McpServerInfo) -> str:
 class McpScreen(ModalScreen[None]):
     """The MCP servers; ``r`` restarts the highlighted one, Esc closes."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "restart", "Restart the server", id="mcp-restart"),
-        Binding("escape,q", "close", "Close", id="mcp-close"),
-    ]
+    KEY_SCOPES = ("mcp",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("mcp")]
 
     HELP = """
 ## MCP servers
