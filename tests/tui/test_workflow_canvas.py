@@ -3,7 +3,9 @@ builds a workflow and the canvas opens and draws it live; keys, details, zoom, o
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
@@ -13,7 +15,7 @@ from instance_ai_tui.tui.widgets.workflow_canvas import WorkflowCanvas
 from tests.protocol.workflow_shapes import big, if_merge
 from tests.support.waiting import until
 
-from .scripts import make_app
+from .scripts import ev, make_app, recorded
 
 BUILD = "every morning send the weather forecast to Slack"
 
@@ -142,7 +144,11 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             assert "✗ failed" in joined or "✗ fail" in joined
 
 
-async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:
+async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path,
+                                                                             monkeypatch: Any) -> None:
+    from instance_ai_tui.tui.screens import workflow
+
+    monkeypatch.setattr(workflow, "HISTORY_MARGIN", 0.5)  # the app is reopened at once here
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -151,6 +157,8 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
         built = panel_of(app).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
+        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+    await asyncio.sleep(0.6)
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with again.run_test(size=(120, 40)) as pilot:
         await again.wait_until_ready()
@@ -162,3 +170,41 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await pilot.press("enter")
         await until(lambda: panel_of(again) is not None and panel_of(again).workflow_id == built, pilot)
         assert "Schedule Trigger" in canvas_text(panel_of(again).canvas)  # type: ignore[union-attr]
+
+
+def _workflow_run(run: str, call: str, tool: str, args: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [ev("run-start", run=run, messageId=f"m-{run}"),
+            ev("tool-call", run=run, toolCallId=call, toolName=tool, args=args),
+            ev("tool-result", run=run, toolCallId=call, result=result),
+            ev("text-delta", run=run, text="Done."),
+            ev("run-finish", run=run, status="completed")]
+
+
+def _compact(names: list[str], links: dict[str, list[str]]) -> dict[str, Any]:
+    """A workflow as our create/update tools answer (``compact_workflow``): positions, target names."""
+    return {"id": "wf-7", "name": "Leads", "nodes": [
+        {"name": n, "type": "n8n-nodes-base.webhook" if i == 0 else "n8n-nodes-base.set", "position": [220 * i, 0]}
+        for i, n in enumerate(names)], "connections": links}
+
+
+async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carried() -> None:
+    """A server that cannot read workflows (our own, by URL): the canvas draws the tool calls' answers;
+    the update marks the node it added (+ new) and the one whose connections it changed (~ changed)."""
+    create = _workflow_run("r1", "c1", "create-workflow", {"name": "Leads"},
+                           _compact(["Hook", "Tag"], {"Hook": ["Tag"]}))
+    update = _workflow_run("r2", "c2", "update-workflow", {"workflowId": "wf-7"},
+                           _compact(["Hook", "Tag", "Notify"], {"Hook": ["Tag"], "Tag": ["Notify"]}))
+    app = make_app(recorded([create, update]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("build it")
+        await until(lambda: panel_of(app) is not None and panel_of(app).canvas.workflow is not None, pilot)
+        canvas = panel_of(app).canvas  # type: ignore[union-attr]
+        assert canvas.marks == {"Hook": "new", "Tag": "new"}
+        await until(lambda: not app.conversation.is_streaming, pilot)  # type: ignore[union-attr]
+        await app.send_message("add a notification")
+        await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot)
+        assert canvas.marks == {"Notify": "new", "Tag": "changed"}
+        text = canvas_text(canvas)
+        assert "+ new" in text and "~ changed" in text
+        assert "cannot read workflows" not in str(panel_of(app).status_line.render())  # type: ignore[union-attr]

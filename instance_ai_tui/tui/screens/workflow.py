@@ -55,6 +55,8 @@ FOLLOW_INTERVAL = 0.3
 #: tools whose finished call means the workflow ran (its node states are read)
 RUN_TOOLS = frozenset({"run-workflow", "verify-built-workflow", "get-execution"})
 DETAIL_LINES = 60
+#: messages made this many seconds before the follower first sees their thread are still news
+HISTORY_MARGIN = 5.0
 
 
 class WorkflowPanel(Vertical):
@@ -241,15 +243,15 @@ class SeenCall:
     error: str | None
 
 
-def workflow_calls(app: Any, last_messages: int = 3, *, skip_live: bool = False) -> list[SeenCall]:
-    """The workflow tool calls of the open thread's newest messages, oldest first (``skip_live``:
-    without the message a run is still streaming into)."""
+def workflow_calls(app: Any, last_messages: int = 3, *, before: float | None = None) -> list[SeenCall]:
+    """The workflow tool calls of the open thread's newest messages, oldest first (``before``: only
+    those of messages made before that time, epoch seconds)."""
     conversation = getattr(app, "conversation", None)
     if conversation is None:
         return []
     messages = conversation.messages[-last_messages:]
-    if skip_live and messages and (messages[-1].is_streaming or conversation.is_streaming):
-        messages = messages[:-1]
+    if before is not None:
+        messages = [m for m in messages if m.created_at.timestamp() < before]
     out = []
     for message in messages:
         reducer = getattr(message, "reducer", None)
@@ -288,9 +290,10 @@ class WorkflowFollower:
         self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
 
     def _forget_history(self) -> None:
-        """A thread was opened: its calls so far are history (they do not open the panel), but
-        for those of a run still going (a thread created by sending, or opened while it runs)."""
-        for call in workflow_calls(self.app, last_messages=1_000_000, skip_live=True):
+        """A thread was opened: the calls it has finished so far are history (they do not open the
+        panel), but for those of messages made in the last seconds (a thread created by sending: a
+        fast run may be over before the follower looks). Calls still running are followed."""
+        for call in workflow_calls(self.app, last_messages=1_000_000, before=time.time() - HISTORY_MARGIN):
             self._previewed.add(call.id)
             if not call.loading:
                 self._finished.add(call.id)
