@@ -16,14 +16,14 @@ Live here or elsewhere in ``tests/live_n8n``:
 * approval with ``approvalDetails`` (``archive-workflow``) — ``workflows`` ``action: "delete"``:
   here (and by ``run`` / the client in ``test_n8n_instance_ai.py``).
 * ``domainAccess`` — ``research`` ``fetch-url``: ``test_n8n_cards_live.py``.
-* ``resource-decision`` — the local gateway's ``GATEWAY_CONFIRMATION_REQUIRED``:
-  ``test_gateway_live.py``.
+* ``webSearch`` — ``research`` ``web-search``: n8n asks before searching even with no search
+  provider configured (its search service is resolved lazily, after the gate): denied here.
+* ``resource-decision`` — the local gateway's ``GATEWAY_CONFIRMATION_REQUIRED`` (a hard link in the
+  folder shared with ``--gateway``): denied with keys here; by the client in ``test_gateway_live.py``.
 * a card of a run another client started (curl's ``POST /chat``): here.
 
 Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce them offline:
 
-* ``webSearch`` — ``research`` ``web-search`` needs a search provider (Brave API key or a SearXNG
-  URL); without one the tool is not offered.
 * ``setupRequests`` (apply, test trigger) — ``workflows`` ``action: "setup"`` is answered by the
   setup panel (``isSetupPanelEnabled``) or needs node credentials and parameter issues computed
   from a built workflow; building needs the sandbox.
@@ -292,3 +292,67 @@ async def test_the_card_of_a_run_started_by_curl(n8n: Any, responder: Callable[[
         await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
     answers = json.loads(scenario.result() or "{}")["answers"]
     assert answers[0]["selectedOptions"] == ["Daily"]
+
+
+# --------------------------------------------------------------------------- web search (research)
+
+
+async def test_web_search_denied_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    query = f"n8n release notes {uuid.uuid4().hex[:4]}"
+    scenario = Scenario("live-search-" + uuid.uuid4().hex[:6], "research", {"action": "web-search", "query": query})
+    responder(scenario)
+    _card, shown, result = await drive(n8n, tmp_path, scenario, ("n",), n8n_cards.DomainAccessCard)
+    assert query in shown, shown
+    assert json.loads(result) == {"query": query, "results": []}, result  # nothing searched
+
+
+# --------------------------------------------------------------------------- resource decision (--gateway)
+
+
+async def test_a_hard_link_in_the_gateway_folder_is_denied_with_keys(
+    n8n: Any, responder: Callable[[Any], None], tmp_path: Path
+) -> None:
+    import os
+
+    from instance_ai_tui.client.gateway_flag import GatewayRequest
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    secret = tmp_path / "outside.txt"
+    secret.write_text("password=live-rd-hunter2\n", encoding="utf-8")
+    os.link(secret, shared / "linked.txt")
+    mark = "live-rd-" + uuid.uuid4().hex[:6]
+    seen: list[dict[str, Any]] = []
+
+    def respond(body: dict[str, Any]) -> MockResponse:
+        if mark not in user_text(body):
+            return MockResponse(text="Resource decision")
+        seen.append(body)
+        if called(body)[-1:] == ["read_file"] and last_tool_result(body) is not None:
+            return MockResponse(text=f"{mark}-DONE")
+        if "read_file" in tool_names(body):
+            return MockResponse.call("read_file", {"path": "linked.txt"})
+        if "load_tool" in tool_names(body) and called(body)[-1:] != ["load_tool"]:
+            return MockResponse.call("load_tool", {"toolName": "read_file"})
+        return MockResponse(text="no read_file")
+
+    responder(respond)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+    thread = await client.create_thread()
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id,
+                        gateway=GatewayRequest(shared.resolve()))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.status_info.gateway_state == "sharing", pilot, 60, "the gateway sharing")
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
+        app.prompt.focus()
+        app.prompt.load_text(f"{mark}: read linked.txt")
+        await pilot.press("enter")
+        card = await reach_card(app, pilot)
+        shown = card_text(card)
+        assert "linked.txt" in shown and "2 hard links" in shown, shown
+        await pilot.press("n")
+        await until(lambda: any(called(b)[-1:] == ["read_file"] and last_tool_result(b) for b in seen), pilot, 90,
+                    "n8n's next model request")
+    results = [last_tool_result(b) for b in seen if called(b)[-1:] == ["read_file"] and last_tool_result(b)]
+    assert results and "hunter2" not in str(results) and "denied" in str(results).lower(), results
