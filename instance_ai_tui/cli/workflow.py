@@ -19,7 +19,7 @@ from .connection import add_connection_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = parser.add_subparsers(dest="action", required=True)
     show = sub.add_parser("show", help="draw one workflow", description="draw one workflow")
     show.add_argument("workflow_id", metavar="ID", help="the workflow's id")
     show.add_argument("--compact", action="store_true", help="zoomed out: names only")
