@@ -166,14 +166,21 @@ class EventStream:
 class StreamHub:
     """The open event streams of one app."""
 
-    def __init__(self, frame_cache_size: int = 4096) -> None:
+    def __init__(self, frame_cache_size: int = 512, frame_cache_bytes: int = 1 << 20) -> None:
         self._streams: set[EventStream] = set()
         self.closing = False
         self._frames: OrderedDict[tuple[str, int, str], bytes] = OrderedDict()
         self._frame_cache_size = frame_cache_size
+        #: the cache holds at most this many bytes of frames (and of the JSON in its keys): by
+        #: count alone (4,096) it held up to 4,096 whole events, and it kept growing for the
+        #: first ~1,500 runs of a server (issue 31: RSS per run not flat after run 1,000)
+        self._frame_cache_bytes = frame_cache_bytes
+        self._cached_bytes = 0
 
     def frame(self, event: StoredEvent) -> bytes:
-        """The encoded frame of ``event``, shared by every stream that sends it (bounded cache).
+        """The encoded frame of ``event``, shared by every stream that sends it (a cache bounded
+        in entries and bytes: it serves the streams of one moment, not history; a frame
+        larger than an eighth of it is not kept).
 
         The key includes the JSON text (the same ``str`` object for every live subscriber, so
         the lookup is cheap) so that a recreated thread's reused ids never hit a stale frame.
@@ -181,9 +188,14 @@ class StreamHub:
         key = (event.thread_id, event.id, event.json)
         frame = self._frames.get(key)
         if frame is None:
-            frame = self._frames[key] = encode_frame(event.id, event.json)
-            if len(self._frames) > self._frame_cache_size:
-                self._frames.popitem(last=False)
+            frame = encode_frame(event.id, event.json)
+            size = len(frame) + len(event.json)
+            if size * 8 <= self._frame_cache_bytes:
+                self._frames[key] = frame
+                self._cached_bytes += size
+                while len(self._frames) > self._frame_cache_size or self._cached_bytes > self._frame_cache_bytes:
+                    (_thread, _id, json_text), old = self._frames.popitem(last=False)
+                    self._cached_bytes -= len(old) + len(json_text)
         return frame
 
     def add(self, stream: EventStream) -> None:

@@ -85,6 +85,10 @@ _TOUCH_THREAD = (
 )
 
 
+#: threads whose last event id the writer keeps (the others read it with one indexed query)
+_LAST_IDS = 256
+
+
 @dataclass
 class WriteStats:
     """Counters of the writer (for tests and benchmarks)."""
@@ -180,7 +184,9 @@ class SqliteStore:
         self._queue: deque[_Request] = deque()
         self._wakeup: asyncio.Future[None] | None = None
         self._closing = False
-        # Owned by the writer thread (only touched inside batch transactions):
+        # Owned by the writer thread (only touched inside batch transactions): the last event id
+        # of the threads written to lately, oldest first (at most ``_LAST_IDS`` of them: one entry
+        # per thread ever written grew the server by ~100 bytes per new thread)
         self._last_id: dict[str, int] = {}
         self._clock = Clock()
 
@@ -401,7 +407,10 @@ class SqliteStore:
             last += 1
             rows.append((thread_id, last, event.type, event.run_id, event.json))
             stored.append(StoredEvent(thread_id, last, event.type, event.run_id, event.json))
+        self._last_id.pop(thread_id, None)  # (to the end: the most recent)
         self._last_id[thread_id] = last
+        if len(self._last_id) > _LAST_IDS:
+            del self._last_id[next(iter(self._last_id))]
         return stored
 
     # -- reads -----------------------------------------------------------------------------
