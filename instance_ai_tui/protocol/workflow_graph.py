@@ -57,6 +57,8 @@ FLOW_TYPES = frozenset({
     "splitOut", "aggregate", "removeDuplicates", "limit", "sort", "executeWorkflow", "respondToWebhook",
 })
 _NOT_TRIGGERS = frozenset({"n8n-nodes-base.respondToWebhook"})
+#: nodes of the editor that are not steps of the workflow
+NOT_DRAWN = frozenset({"n8n-nodes-base.stickyNote"})
 _TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.formTrigger", "n8n-nodes-base.cron",
                             "n8n-nodes-base.interval", "n8n-nodes-base.start"})
 
@@ -185,7 +187,7 @@ def parse_workflow(data: Any, *, workflow_id: str = "") -> Workflow:
         if not isinstance(raw, Mapping):
             continue
         type_name = _text(raw.get("type"))
-        if not type_name:  # n8n needs a type; a node without one is not drawn
+        if not type_name or type_name in NOT_DRAWN:  # no type; or a sticky note (an annotation, not a step)
             continue
         name = _text(raw.get("name")) or short_type(type_name)
         if not name or name in seen:

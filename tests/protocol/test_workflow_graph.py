@@ -183,3 +183,10 @@ def test_every_shape_parses_with_all_its_connections() -> None:
         wf = parse_workflow(data)
         count = sum(len(t) for kinds in data["connections"].values() for outs in kinds.values() for t in outs)
         assert len(wf.edges) == count and len(wf.nodes) == len(data["nodes"])
+
+
+def test_sticky_notes_are_not_steps() -> None:
+    data = if_merge()
+    data["nodes"].append({"name": "Note", "type": "n8n-nodes-base.stickyNote", "position": [0, -300],
+                          "parameters": {"content": "## Read me"}})
+    assert [n.name for n in parse_workflow(data).nodes] == [n["name"] for n in if_merge()["nodes"]]

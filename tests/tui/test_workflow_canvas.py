@@ -208,3 +208,27 @@ async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carri
         text = canvas_text(canvas)
         assert "+ new" in text and "~ changed" in text
         assert "cannot read workflows" not in str(panel_of(app).status_line.render())  # type: ignore[union-attr]
+
+
+async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.add_class("-wide")
+        wf = parse_workflow({**if_merge(), "id": "w1"})
+        first = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
+        panel.canvas.show(wf, runs=first)
+        await pilot.pause(0.1)
+        canvas = panel.canvas
+        assert canvas.graph_layout is not None
+        layout = canvas.graph_layout
+        canvas.reset_painted()
+        panel.canvas.show(parse_workflow({**if_merge(), "id": "w1"}),
+                          runs={**first, "Tag small": NodeRun(RunState.FAILED, 0, "bad")})
+        await pilot.pause(0.1)
+        assert canvas.graph_layout is layout  # not laid out again
+        box = layout.boxes["Tag small"]
+        assert canvas.painted_rows and canvas.painted_rows <= set(range(box.y, box.y + box.h))

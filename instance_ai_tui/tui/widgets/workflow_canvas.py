@@ -108,12 +108,18 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         """Draw ``workflow``. When a tool call made it (``changed_by_call``), the nodes it added or
         changed since the version shown are marked ``+ new`` / ``~ changed`` (all new: it was created)."""
         previous = self.workflow if self.workflow is not None and self.workflow.id == workflow.id else None
+        marks: dict[str, str] = {}
         if changed_by_call:
             added, changed = changed_nodes(previous, workflow)
-            self.marks = {**dict.fromkeys(changed, "changed"), **dict.fromkeys(added, "new")}
-        else:
-            self.marks = {}
+            marks = {**dict.fromkeys(changed, "changed"), **dict.fromkeys(added, "new")}
+        same_drawing = (previous is not None and self.drawing is not None and marks == self.marks
+                        and _layout_key(workflow) == self._layout_key and bool(runs) == bool(self.runs)
+                        and previous.name == workflow.name)
         self.workflow = workflow
+        if same_drawing:  # the same boxes and lines: only the nodes whose state changed are redrawn
+            self.set_runs(runs or {})
+            return
+        self.marks = marks
         self.runs = dict(runs or {})
         self._relayout()
 
