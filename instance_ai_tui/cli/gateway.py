@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--url", required=True, help="n8n base URL, e.g. http://127.0.0.1:5678")
     parser.add_argument("--dir", required=True, type=Path, help="the folder to share")
     parser.add_argument("--key", help="gateway key: a pairing token from n8n, or N8N_INSTANCE_AI_GATEWAY_API_KEY")
-    parser.add_argument("--email", help="log in as this n8n user and pair (password: N8N_PASSWORD or prompt)")
+    parser.add_argument("--email", help="log in as this n8n user and pair (password: N8N_PASSWORD or prompt); "
+                                        "it then pairs again by itself after n8n restarts")
     parser.add_argument("--allow", action="append", metavar="GLOB",
                         help="files readable without asking (repeatable); others need the user's decision")
     parser.add_argument("--confirm-reads-over", type=int, metavar="BYTES", help="ask before reading larger files")

@@ -669,7 +669,9 @@ def _gateway_error(status: int, body: str, path: str) -> ClientError:
 async def share_folder(url: str, folder: Path, *, key: str | None = None, email: str | None = None,
                        allow: list[str] | None = None, confirm_reads_over: int | None = None) -> int:
     """Share ``folder`` with the n8n at ``url`` until stopped (``python -m instance_ai_tui.cli.gateway``);
-    the exit code. Pairs with ``key``, or logs in as ``email`` first."""
+    the exit code. Pairs with ``key``, or logs in as ``email`` first. Logged in, it pairs again by
+    itself after n8n restarts (cleanly or killed); with a key (a one-time pairing token) it ends when
+    n8n ends the session."""
     from .n8n_auth import load_browser_id, login, resolve_credentials
 
     session: N8nSession | None = None
@@ -682,7 +684,8 @@ async def share_folder(url: str, folder: Path, *, key: str | None = None, email:
             session = N8nSession(browser_id=await asyncio.to_thread(load_browser_id))
             await login(http, url, session, credentials)
         gateway = LocalGateway(url, folder, key=key, session=session, allow=allow,
-                               confirm_reads_over=confirm_reads_over, http=http,
+                               confirm_reads_over=confirm_reads_over, http=http, pair_again=session is not None,
+                               max_backoff=8.0,
                                log=lambda message: print(f"gateway: {message}", file=sys.stderr, flush=True))
         await gateway.start()
         try:

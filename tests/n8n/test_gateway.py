@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -241,3 +242,36 @@ async def test_the_gateway_command_serves_until_n8n_disconnects(
     assert process.stderr is not None
     log = (await process.stderr.read()).decode()
     assert "gateway ready" in log and "read_file docs/readme.md" in log and "ended the gateway session" in log
+
+
+async def test_the_gateway_command_logged_in_pairs_again_after_a_kill(
+    fake: FakeN8n, shared: Path, tmp_path: Path
+) -> None:
+    """``--email``: after n8n is killed and started again (no gateway-disconnect, keys forgotten) the
+    command pairs again by itself and serves the next request (issue 27)."""
+    from tests.support.n8n_boot import restart
+
+    env = {**os.environ, "N8N_PASSWORD": fake.password, "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "instance_ai_tui.cli.gateway", "--url", fake.base_url, "--email", fake.email,
+        "--dir", str(shared), stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(300):
+            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
+                break
+            await asyncio.sleep(0.05)
+        await restart(fake, html_answers=1, not_found_seconds=0.3, gateway_disconnect=False)
+        for _ in range(400):
+            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
+                break
+            await asyncio.sleep(0.05)
+        result = await fake.gateway_call("read_file", {"path": "docs/readme.md"}, timeout=10)
+        assert text_of(result).startswith("# Project")
+        assert process.returncode is None  # still serving
+    finally:
+        process.terminate()
+        await process.wait()
+    assert process.stderr is not None
+    log = (await process.stderr.read()).decode()
+    assert "pairing again" in log and "paired again with n8n (n8n restarted)" in log, log
