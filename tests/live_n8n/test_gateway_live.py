@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from instance_ai_tui.client.base import ConnectionState
@@ -169,3 +170,38 @@ async def test_a_hard_link_in_the_shared_folder_is_asked_about(
     finally:
         await gateway.stop()
         await client.close()
+
+
+def set_local_gateway_disabled(peer: Any, disabled: bool) -> None:
+    from .conftest import login_headers
+
+    response = httpx.put(f"{peer.url}/rest/instance-ai/settings", headers=login_headers(peer), timeout=30,
+                         json={"localGatewayDisabled": disabled})
+    response.raise_for_status()
+    assert response.json()["data"]["localGatewayDisabled"] is disabled
+
+
+async def test_a_forbidden_gateway_is_shown_with_n8ns_words(n8n: Any, shared: Path, tmp_path: Path) -> None:
+    """The admin turned the local gateway off: n8n's 403 "Local gateway is disabled" is not a lost
+    pairing; the TUI says it with n8n's words and does not retry."""
+    from instance_ai_tui.client.gateway_flag import GatewayRequest
+    from instance_ai_tui.config import Settings
+    from instance_ai_tui.tui.app import InstanceAiApp
+
+    await asyncio.to_thread(set_local_gateway_disabled, n8n, True)
+    try:
+        client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+        app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False,
+                            gateway=GatewayRequest(shared.resolve()))
+        errors: list[str] = []
+        original = app.show_error
+        app.show_error = lambda message, *a, **kw: (errors.append(str(message)), original(message, *a, **kw))[1]  # type: ignore[method-assign]
+        async with app.run_test(size=(120, 40)) as pilot:
+            await app.wait_until_ready()
+            deadline = time.monotonic() + 60
+            while app.status_info.gateway_state != "failed" and time.monotonic() < deadline:
+                await pilot.pause(0.2)
+            assert app.status_info.gateway_state == "failed"
+            assert any("Local gateway is disabled (HTTP 403)" in e for e in errors), errors
+    finally:
+        await asyncio.to_thread(set_local_gateway_disabled, n8n, False)
