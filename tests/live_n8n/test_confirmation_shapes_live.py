@@ -39,6 +39,15 @@ Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce the
   (``grep inputType`` in ``@n8n/instance-ai/dist/tools``: only questions, plan-review and
   resource-decision); they exist in api-types for other producers.
 * unknown shapes — by definition n8n does not send them.
+* ``credentialAutoSetup`` (the credentials card's "n8n sets it up") — needs browser use and a
+  connected browser (the Browser Use extension); the live peer has browser use off, and the
+  test above checks that the card does not offer it then.
+* the background-tasks panel — planned tasks run after a plan is approved, as build-workflow
+  sub-agents that need the sandbox.
+
+Not driven here although this n8n could produce them: the other ``approvalDetails`` variants of the
+approval card (data-table changes through ``data-tables``, workflow versions); they use the same
+approval card and body as ``archive-workflow``, and the fake covers their texts.
 """
 
 from __future__ import annotations
