@@ -492,3 +492,15 @@ async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
         await until(lambda: not app.pending and not app.conversation.is_streaming, pilot)
     await other.close()
+
+
+@pytest.mark.parametrize(("options", "always"), [
+    (["denyOnce", "allowOnce", "allowForSession"], True),
+    (["denyOnce", "allowOnce"], False),  # the gateway does not offer a session grant: no "always allow"
+])
+def test_a_resource_decision_offers_only_the_gateways_options(options: list[str], always: bool) -> None:
+    conf = _conf(inputType="resource-decision",
+                 resourceDecision={"toolGroup": "filesystemRead", "resource": "a.txt", "description": "d",
+                                   "options": options})
+    card = build_card(ToolCallState(tool_call_id="c1"), conf)
+    assert isinstance(card, ApprovalCard) and card._supports_always() is always

@@ -352,6 +352,9 @@ after the card appears.
 
     def _supports_always(self) -> bool:
         c = self.confirmation
+        if c.effective_input_type == "resource-decision" and c.resource_decision is not None:
+            # only the decisions the gateway offers (n8n's GatewayResourceDecision.vue shows just those)
+            return "allowForSession" in (c.resource_decision.options or [])
         return c.effective_input_type in ("approval", "resource-decision") or c.domain_access is not None
 
     def _body(self, verdict: str) -> ConfirmBody:
