@@ -18,10 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..web.access import TOKEN_ENV, AccessError, check_settings
+from ..web.access import TOKEN_ENV, AccessError, check_settings, clean_token
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5690
+#: app processes at once by default (each browser tab runs one: ~100 MB and a share of the CPU)
+DEFAULT_MAX_APPS = 8
 TUI_MODULE = "instance_ai_tui.cli.tui"
 #: app flags that web mode does not pass on (``--token``: the web token takes the name; the
 #: app's server token comes from the environment)
@@ -40,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--token", dest="web_token", metavar="TOKEN",
                        help=f"access token the page asks for (or set {TOKEN_ENV}); required off loopback. "
                             "In web mode the app's server token comes from INSTANCE_AI_TOKEN")
+    group.add_argument("--max-apps", type=int, default=DEFAULT_MAX_APPS, metavar="N",
+                       help=f"app processes at once: one per browser tab; the next tab is told the server is full "
+                            f"(default {DEFAULT_MAX_APPS})")
     group.add_argument("--public-url", metavar="URL",
                        help="the address browsers use, when behind a reverse proxy (e.g. https://ai.example.com)")
 
@@ -93,12 +98,17 @@ def _check_app_flags(args: argparse.Namespace) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    token = args.web_token or os.environ.get(TOKEN_ENV) or None
+    # (an empty environment variable is unset; a given token that is blank is an error)
+    raw = args.web_token if args.web_token is not None else (os.environ.get(TOKEN_ENV) or None)
     os.environ.pop(TOKEN_ENV, None)  # the app processes have no use for it
     try:
+        token = clean_token(raw)  # stripped; a blank or whitespace-only token is refused, not ignored
         check_settings(args.host, token)
     except AccessError as exc:
         print(f"instance-ai web: {exc}", file=sys.stderr)
+        return 2
+    if not 1 <= args.max_apps <= 256:
+        print(f"instance-ai web: --max-apps must be between 1 and 256, not {args.max_apps}", file=sys.stderr)
         return 2
     if not 0 < args.port < 65536:
         print(f"instance-ai web: --port must be between 1 and 65535, not {args.port}", file=sys.stderr)
@@ -114,7 +124,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     from ..web.server import WebServer
 
-    server = WebServer(app_command(args), host=args.host, port=args.port, token=token, public_url=args.public_url)
+    server = WebServer(app_command(args), host=args.host, port=args.port, token=token, public_url=args.public_url,
+                       max_apps=args.max_apps)
     try:
         server.serve()
     except OSError as exc:  # the port is taken, the address is not ours, ...

@@ -10,14 +10,22 @@ Pure functions (no aiohttp), so the rules are tested on their own:
   not bound by the same-origin policy; the browser only tells us its ``Origin``).
 - ``host_allowed(host, bound)``: on a loopback bind without a token, only loopback names are
   served, so a DNS-rebinding page cannot reach the app through a name of its own.
+- ``clean_token(raw)``: a token as given, stripped; fewer than 8 non-space characters is refused
+  (a whitespace-only token protected nothing).
+- ``WrongTokenThrottle``: wrong tokens from one client wait one after another, each longer than
+  the last (0.5 s, 1 s, 2 s, ... 30 s), so parallel guesses gain nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
 import socket
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 #: the environment variable that may hold the access token (instead of ``--token``)
@@ -55,11 +63,23 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addresses)
 
 
+def clean_token(raw: str | None) -> str | None:
+    """The token as given (``--token`` or the environment), without surrounding spaces;
+    ``None`` when none was given. Fewer than ``MIN_TOKEN_LENGTH`` characters that are not
+    spaces (a blank or whitespace-only token included) is an ``AccessError``."""
+    if raw is None:
+        return None
+    token = raw.strip()
+    if sum(1 for ch in token if not ch.isspace()) < MIN_TOKEN_LENGTH:
+        raise AccessError(f"the web token must have at least {MIN_TOKEN_LENGTH} characters that are not spaces")
+    return token
+
+
 def check_settings(host: str, token: str | None) -> None:
     """Refuse a bind that would serve the app to the network without a token, and a token too
     short to protect anything."""
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
-        raise AccessError(f"the web token must have at least {MIN_TOKEN_LENGTH} characters")
+    if token is not None:
+        clean_token(token)
     if token is None and not is_loopback(host):
         raise AccessError(
             f"--host {host} serves the app to the network: give an access token with --token or "
@@ -107,3 +127,50 @@ def host_allowed(host: str, bound: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+@dataclass
+class _Guesses:
+    failures: int = 0
+    last: float = 0.0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class WrongTokenThrottle:
+    """Slows down wrong tokens per client (its address): each wrong answer waits
+    ``base * 2 ** (n - 1)`` seconds (at most ``cap``), and a client's wrong answers wait one
+    after another, so 200 parallel guesses take as long as 200 in a row. A client forgotten
+    after ``forget_after`` seconds without a wrong token starts again at ``base``; at most
+    ``max_clients`` are remembered (the least recent go first)."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0, forget_after: float = 600.0,
+                 max_clients: int = 10_000) -> None:
+        self.base = base
+        self.cap = cap
+        self.forget_after = forget_after
+        self.max_clients = max_clients
+        self._clients: OrderedDict[str, _Guesses] = OrderedDict()
+
+    def delay(self, failures: int) -> float:
+        return min(self.cap, self.base * 2 ** max(0, failures - 1))
+
+    async def wrong(self, client: str) -> None:
+        """A wrong token from ``client``: returns when its answer may be sent."""
+        now = time.monotonic()
+        entry = self._clients.get(client)
+        if entry is None or (now - entry.last > self.forget_after and not entry.lock.locked()):
+            entry = _Guesses()
+        self._clients[client] = entry
+        self._clients.move_to_end(client)
+        while len(self._clients) > self.max_clients:
+            self._clients.popitem(last=False)
+        entry.failures += 1
+        entry.last = now
+        wait = self.delay(entry.failures)
+        async with entry.lock:  # one wrong answer at a time per client
+            await asyncio.sleep(wait)
+            entry.last = time.monotonic()
+
+    def forget(self, client: str) -> None:
+        """The right token from ``client``: its wrong ones are forgiven."""
+        self._clients.pop(client, None)

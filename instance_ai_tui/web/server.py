@@ -11,40 +11,122 @@ textual-serve does the real work: ``/ws`` starts one app process per browser tab
   not open ``/ws``), and the Host check on a loopback bind without a token (DNS rebinding).
 - our own page: no third-party fonts, URLs from the request (so ``--host 0.0.0.0`` works from
   another machine), a title that is not the command line (which may carry paths and flags).
+- bounds (issue 31): at most ``max_apps`` app processes at once (the next tab gets a page
+  saying the server is full, and its ``/ws`` a 503 before any process starts); an app is run
+  in its own process group and ended — quit, then SIGTERM, then SIGKILL of the group — when its
+  socket closes, also while it is still starting; the terminal size a tab asks for is capped
+  (``MAX_COLUMNS`` x ``MAX_ROWS``: a 4000x4000 tab took 296 MB); wrong tokens are slowed down
+  per client (``access.WrongTokenThrottle``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
+import json
 import logging
+import os
+import shlex
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSMsgType, web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from .access import COOKIE_NAME, TOKEN_PARAM, cookie_matches, host_allowed, same_origin, session_value, token_matches
+from .access import (
+    COOKIE_NAME,
+    TOKEN_PARAM,
+    WrongTokenThrottle,
+    cookie_matches,
+    host_allowed,
+    same_origin,
+    session_value,
+    token_matches,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 TITLE = "Instance AI"
 #: how long a browser stays signed in
 COOKIE_MAX_AGE = 30 * 24 * 3600
-#: seconds a wrong token waits for its answer (slows guessing)
+#: seconds the first wrong token of a client waits for its answer (then twice as long each time)
 WRONG_TOKEN_DELAY = 0.5
+#: app processes at once (each browser tab runs one); ``instance-ai web --max-apps``
+DEFAULT_MAX_APPS = 8
+#: the largest terminal a tab may ask for (cells): more is drawn at this size
+MAX_COLUMNS = 400
+MAX_ROWS = 150
+#: seconds an app whose tab went away has to quit before its process group is ended
+QUIT_GRACE = 3.0
+
+log = logging.getLogger("instance_ai_tui.web")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class WebServer(Server):
-    """textual-serve's server for ``command``, guarded by ``token`` (``None``: loopback only)."""
+def terminal_size(width: Any, height: Any) -> tuple[int, int]:
+    """A size a tab asked for, as the app gets it: whole cells, at least 10 x 5, at most
+    ``MAX_COLUMNS`` x ``MAX_ROWS``."""
+    return (min(max(to_int(str(width), 80), 10), MAX_COLUMNS), min(max(to_int(str(height), 24), 5), MAX_ROWS))
 
-    def __init__(self, command: str, *, host: str, port: int, token: str | None, public_url: str | None = None) -> None:
+
+class ConfinedAppService(AppService):
+    """textual-serve's ``AppService`` whose app runs in a process group of its own (no shell
+    in between), so ``end`` can end it and everything it started, whatever state it is in."""
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+        environment = self._build_environment(width=width, height=height)
+        self._process = process = await asyncio.create_subprocess_exec(
+            *shlex.split(self.command),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=environment, start_new_session=True,
+        )
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
+
+    async def end(self, grace: float = QUIT_GRACE) -> None:
+        """Ask the app to quit; after ``grace`` seconds end its process group (SIGTERM, then
+        SIGKILL): an app still starting, or one that ignores the request, does not outlive
+        its tab."""
+        process = self._process
+        try:
+            await asyncio.wait_for(self.stop(), grace)
+        except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - whatever happened, end it
+            pass
+        if process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            if process.returncode is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), wait)
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+class WebServer(Server):
+    """textual-serve's server for ``command``, guarded by ``token`` (``None``: loopback only),
+    running at most ``max_apps`` apps at once."""
+
+    def __init__(self, command: str, *, host: str, port: int, token: str | None, public_url: str | None = None,
+                 max_apps: int = DEFAULT_MAX_APPS) -> None:
         super().__init__(command, host=host, port=port, title=TITLE, public_url=public_url, templates_path=TEMPLATES)
         self.token = token
         self.fixed_public_url = public_url
+        self.max_apps = max_apps
+        #: app processes started or starting (a place is taken before the process starts)
+        self.apps = 0
+        self.throttle = WrongTokenThrottle(base=WRONG_TOKEN_DELAY)
 
     def initialize_logging(self) -> None:
         super().initialize_logging()
@@ -72,12 +154,13 @@ class WebServer(Server):
             return await handler(request)
         given = request.query.get(TOKEN_PARAM)
         if given is not None and request.path == "/":
-            if token_matches(given, token):  # once from the URL: into the cookie, out of the address bar
+            if token_matches(given.strip(), token):  # once from the URL: into the cookie, out of the address bar
+                self.throttle.forget(self._client(request))
                 query = {k: v for k, v in request.query.items() if k != TOKEN_PARAM}
                 response = web.HTTPSeeOther(str(request.rel_url.with_query(query)))
                 self._set_cookie(response, request)
                 return response
-            await asyncio.sleep(WRONG_TOKEN_DELAY)
+            await self.throttle.wrong(self._client(request))
             return self._login_page("That token is not right.", status=401)
         if cookie_matches(request.cookies.get(COOKIE_NAME), token):
             return await handler(request)
@@ -90,11 +173,17 @@ class WebServer(Server):
         form = await request.post()
         given = form.get("token")
         if isinstance(given, str) and token_matches(given.strip(), self.token):
+            self.throttle.forget(self._client(request))
             response = web.HTTPSeeOther("/")
             self._set_cookie(response, request)
             return response
-        await asyncio.sleep(WRONG_TOKEN_DELAY)
+        await self.throttle.wrong(self._client(request))
         return self._login_page("That token is not right.", status=401)
+
+    @staticmethod
+    def _client(request: web.Request) -> str:
+        """Who is guessing: the peer's address (behind a proxy, all of its clients at once)."""
+        return request.remote or "unknown"
 
     def _set_cookie(self, response: web.StreamResponse, request: web.Request) -> None:
         assert self.token is not None
@@ -117,8 +206,18 @@ class WebServer(Server):
             return self.fixed_public_url.rstrip("/")
         return f"{request.scheme}://{request.host}"
 
-    @aiohttp_jinja2.template("app_index.html")
-    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+    def _full_page(self) -> web.Response:
+        page = (TEMPLATES / "full.html").read_text(encoding="utf-8")
+        body = page.replace("{{ title }}", html.escape(TITLE)).replace("{{ limit }}", str(self.max_apps))
+        return web.Response(status=503, text=body, content_type="text/html",
+                            headers={"Cache-Control": "no-store", "Retry-After": "30"})
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        if self.apps >= self.max_apps:
+            return self._full_page()
+        return aiohttp_jinja2.render_template("app_index.html", request, self._index_context(request))
+
+    def _index_context(self, request: web.Request) -> dict[str, Any]:
         base = self._base_url(request)
         scheme, _, rest = base.partition("://")
         websocket = ("wss" if scheme == "https" else "ws") + "://" + rest + str(request.app.router["websocket"].url_for())
@@ -128,6 +227,64 @@ class WebServer(Server):
             "static_url": base + str(request.app.router["static"].url_for(filename="/")).rstrip("/") + "/",
             "title": TITLE,
         }
+
+    # ------------------------------------------------------------------ app processes
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+        """One app process for this socket, if a place is free (else a 503 before anything
+        starts); ended when the socket closes, however far it got."""
+        if self.apps >= self.max_apps:
+            return web.Response(status=503, text=f"The server is full: it runs {self.max_apps} apps at once.\n",
+                                headers={"Retry-After": "30"})
+        self.apps += 1  # (taken before any await: never more than max_apps)
+        service: ConfinedAppService | None = None
+        websocket = web.WebSocketResponse(heartbeat=15)
+        try:
+            width, height = terminal_size(request.query.get("width", "80"), request.query.get("height", "24"))
+            await websocket.prepare(request)
+
+            async def close() -> None:
+                await websocket.close()
+
+            service = ConfinedAppService(
+                self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str, close=close,
+                download_manager=self.download_manager, debug=self.debug,
+            )
+            await service.start(width, height)
+            await self._relay(websocket, service)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+        except Exception:
+            log.exception("the app of a browser tab failed")
+        finally:
+            try:
+                if service is not None:
+                    await asyncio.shield(service.end())
+            finally:
+                self.apps -= 1
+        return websocket
+
+    async def _relay(self, websocket: web.WebSocketResponse, service: AppService) -> None:
+        """The tab's messages to its app (textual-serve's protocol), sizes capped; a message
+        that is not that protocol is skipped."""
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
+            if kind == "stdin" and isinstance(data, str):
+                await service.send_bytes(data.encode("utf-8"))
+            elif kind == "resize" and isinstance(data, dict):
+                await service.set_terminal_size(*terminal_size(data.get("width"), data.get("height")))
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await service.blur()
+            elif kind == "focus":
+                await service.focus()
 
     async def on_startup(self, app: web.Application) -> None:
         where = self.fixed_public_url or f"http://{self._display_host()}:{self.port}"

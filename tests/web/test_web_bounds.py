@@ -1,0 +1,164 @@
+"""``instance-ai web`` within bounds (issue 31 item 3), against a real ``instance-ai web`` process
+with raw WebSockets (aiohttp):
+
+- 20 WebSocket opens against ``--max-apps 4``: never more than 4 app processes (counted as the
+  server's child processes, sampled all along), the 16 others refused with a 503 before any
+  process starts, the page says the server is full, and no app process is left once the
+  sockets close — also for sockets closed while their app was still starting;
+- a tab asking for 4000 x 4000 cells gets ``MAX_COLUMNS`` x ``MAX_ROWS``;
+- a whitespace-only token is refused at start; wrong tokens from one client wait one after
+  another, each longer than the last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+
+from instance_ai_tui.web.access import AccessError, WrongTokenThrottle, clean_token
+from instance_ai_tui.web.server import MAX_COLUMNS, MAX_ROWS, terminal_size
+
+from .conftest import WebProcess
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc: its children, theirs, ...)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [child for child, ppid in parents.items() if ppid == parent]
+        found += kids
+        frontier += kids
+    return found
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+# ---------------------------------------------------------------------------------------- rules
+def test_tokens_are_stripped_and_need_eight_characters_that_are_not_spaces() -> None:
+    assert clean_token(None) is None
+    assert clean_token("  correct-horse \n") == "correct-horse"
+    for bad in ("", "        ", "\t\n  \t", "a b c d e f g", " short "):
+        with pytest.raises(AccessError, match="8 characters"):
+            clean_token(bad)
+
+
+def test_the_terminal_size_a_tab_asks_for_is_capped() -> None:
+    assert terminal_size("4000", "4000") == (MAX_COLUMNS, MAX_ROWS)
+    assert terminal_size("120", "40") == (120, 40)
+    assert terminal_size("-5", "nonsense") == (10, 24)
+    assert terminal_size(None, 10**9) == (80, MAX_ROWS)
+
+
+async def test_wrong_tokens_of_one_client_wait_one_after_another_and_longer_each_time() -> None:
+    throttle = WrongTokenThrottle(base=0.05, cap=0.4)
+    started = time.monotonic()
+    await asyncio.gather(*[throttle.wrong("10.0.0.1") for _ in range(5)])
+    one_client = time.monotonic() - started
+    assert one_client >= 0.05 + 0.1 + 0.2 + 0.4 + 0.4 - 0.02  # in a row, doubling up to the cap
+    started = time.monotonic()
+    await asyncio.gather(*[throttle.wrong(f"10.0.1.{n}") for n in range(5)])  # five clients: once each
+    assert time.monotonic() - started < 0.3
+    throttle.forget("10.0.0.1")
+    assert throttle.delay(1) == 0.05
+
+
+def test_a_whitespace_only_token_is_refused_at_start(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "instance_ai_tui", "web", "--token", "         ", "--port", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "8 characters that are not spaces" in done.stderr
+
+
+# ---------------------------------------------------------------------------------------- a real server
+async def test_twenty_tabs_against_a_cap_of_four(start_web) -> None:
+    web: WebProcess = start_web("--model", "demo", "--new", "--max-apps", "4")
+    pid = web.process.pid
+    ws_url = web.url.replace("http", "ws") + "/ws?width=4000&height=4000"
+    most = 0
+    sampling = True
+
+    async def sample() -> None:
+        nonlocal most
+        while sampling:
+            most = max(most, len(descendants(pid)))
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    async with aiohttp.ClientSession() as session:
+
+        async def open_tab() -> aiohttp.ClientWebSocketResponse | int:
+            try:
+                return await session.ws_connect(ws_url, timeout=aiohttp.ClientWSTimeout(ws_close=5))
+            except aiohttp.WSServerHandshakeError as refused:
+                return refused.status
+
+        tabs = await asyncio.gather(*[open_tab() for _ in range(20)])
+        opened = [t for t in tabs if not isinstance(t, int)]
+        refused = [t for t in tabs if isinstance(t, int)]
+        assert len(opened) == 4 and refused == [503] * 16, tabs
+        async with httpx.AsyncClient(base_url=web.url, timeout=10) as http:
+            page = await http.get("/")
+            assert page.status_code == 503 and "the server is full" in page.text and "--max-apps" in page.text
+        deadline = time.monotonic() + 60
+        while len(descendants(pid)) < 4:  # the four apps start (a loaded machine is slow)
+            assert time.monotonic() < deadline, "the apps did not start"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)
+        for child in descendants(pid):
+            env = environ_of(child)
+            assert int(env["COLUMNS"]) <= MAX_COLUMNS and int(env["ROWS"]) <= MAX_ROWS
+        for tab in opened:
+            await tab.close()
+        deadline = time.monotonic() + 30
+        while descendants(pid):
+            assert time.monotonic() < deadline, f"app processes left after the tabs closed: {descendants(pid)}"
+            await asyncio.sleep(0.1)
+
+        # tabs that go away while their app is still starting: their apps are ended too
+        early = [await session.ws_connect(ws_url) for _ in range(4)]
+        await asyncio.sleep(0.2)
+        for tab in early:
+            await tab.close()
+        deadline = time.monotonic() + 30
+        while descendants(pid):
+            assert time.monotonic() < deadline, f"apps of closed tabs still run: {descendants(pid)}"
+            await asyncio.sleep(0.1)
+        async with httpx.AsyncClient(base_url=web.url, timeout=10) as http:
+            assert (await http.get("/")).status_code == 200  # places are free again
+    sampling = False
+    await sampler
+    assert most <= 4, f"{most} app processes at once (the cap is 4)"
+    assert web.process.poll() is None
+
+
+async def test_parallel_wrong_tokens_from_one_client_are_slowed_down(start_web) -> None:
+    web: WebProcess = start_web("--token", "correct-horse-battery", "--model", "demo")
+    async with httpx.AsyncClient(base_url=web.url, timeout=60) as http:
+        started = time.monotonic()
+        answers = await asyncio.gather(*[http.get("/", params={"token": f"guess-{n}"}) for n in range(3)])
+        elapsed = time.monotonic() - started
+        assert [a.status_code for a in answers] == [401] * 3
+        assert elapsed >= 0.5 + 1.0 + 2.0 - 0.1, elapsed  # one after another, doubling (was 0.5 s for all)
+        right = await http.get("/", params={"token": "correct-horse-battery"}, follow_redirects=False)
+        assert right.status_code == 303  # the right token is not held back
+    assert os.environ.get("INSTANCE_AI_WEB_TOKEN") is None
