@@ -260,7 +260,7 @@ async def test_suspended_runs_of_a_stopped_instance_are_adopted_by_the_sweeper(m
     await b.confirm(events[-1]["payload"]["requestId"], parse_confirm_body({"approved": False}))
     rest = await collect(b, "t9", after=events[-1]["id"])
     assert finishes(rest) == [{"status": "completed"}]
-    assert any(e["type"] == "tool-error" for e in rest)  # denied
+    assert any(e["type"] == "tool-result" and e["payload"]["result"].get("denied") is True for e in rest)  # denied
 
 
 async def test_fenced_out_owner_publishes_nothing_more(make: Make) -> None:

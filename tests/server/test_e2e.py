@@ -153,8 +153,8 @@ async def test_deny_questions_and_kind_bodies(http: httpx.AsyncClient) -> None:
     again = await http.post(f"/confirm/{request['requestId']}", json={"approved": True})
     assert again.status_code in (400, 404) and again.json()["message"]
     rest = await frames(http, "deny", stop=finish_of(run_id), params={"lastEventId": str(got[-1][0])})
-    error = next(e for _, e in rest if e["type"] == "tool-error")
-    assert error["payload"]["toolCallId"] == request["toolCallId"]
+    denial = next(e for _, e in rest if e["type"] == "tool-result" and e["payload"]["result"].get("denied"))
+    assert denial["payload"]["toolCallId"] == request["toolCallId"]  # n8n's shape of a denial (issue 26)
 
     run_id = (await http.post("/chat/ask", json={"message": "build me a workflow"})).json()["runId"]
     got = await frames(http, "ask", stop=of_type("confirmation-request"))
