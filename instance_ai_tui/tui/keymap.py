@@ -257,6 +257,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("threads-back", "app.focus_input", "escape", "Back to the prompt", "thread_list"),
     KeySpec("toggle-block", "toggle_block", "enter,space", "Expand", "block"),
     KeySpec("unfold-result", "unfold", "f", "Unfold", "tool_card"),
+    KeySpec("show-workflow", "show_workflow", "w", "Show the workflow", "tool_card"),
     KeySpec("request-changes", "request_changes", "r", "Request changes", "plan"),
     KeySpec("reject-plan", "deny", "x", "Reject plan", "plan", show=False),
     KeySpec("show-earlier", "more", "enter,space", "Show earlier", "more_steps"),

@@ -232,3 +232,35 @@ async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_
         assert canvas.graph_layout is layout  # not laid out again
         box = layout.boxes["Tag small"]
         assert canvas.painted_rows and canvas.painted_rows <= set(range(box.y, box.y + box.h))
+
+
+async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> None:
+    from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("list my workflows")
+        await until(lambda: any(c.tc.tool_name == "list-workflows" and not c.tc.is_loading
+                                for c in app.query(ToolCallCard)), pilot, timeout=30)
+        listing = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "list-workflows")
+        listing.focus()
+        await pilot.press("w")  # not a call about one workflow: nothing opens
+        await pilot.pause(0.3)
+        assert panel_of(app) is None and listing.check_action("show_workflow", ()) is False
+    # a card of create-workflow (recorded: our own server by URL cannot read workflows)
+    create = _workflow_run("r1", "c1", "create-workflow", {"name": "Leads"}, _compact(["Hook", "Tag"], {"Hook": ["Tag"]}))
+    app = make_app(recorded([create]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("build it")
+        await until(lambda: any(c.tc.tool_name == "create-workflow" for c in app.query(ToolCallCard)), pilot)
+        await until(lambda: panel_of(app) is not None, pilot)
+        panel_of(app).remove()  # type: ignore[union-attr]
+        await until(lambda: panel_of(app) is None, pilot)
+        card = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "create-workflow")
+        card.focus()
+        await pilot.press("w")
+        await until(lambda: panel_of(app) is not None, pilot)
+        assert "cannot read workflows" in str(panel_of(app).status_line.render())  # type: ignore[union-attr]

@@ -119,7 +119,7 @@ class ToolCallCard(Vertical, can_focus=True):
 ## Tool call
 
 **Enter**/**Space** expand or collapse · **f** unfold a long result · **c** copy the result
-(or error) to the clipboard.
+(or error) to the clipboard · **w** the workflow of a workflow tool's call on the canvas.
 """
 
     KEY_SCOPES = ("tool_card", "block")
@@ -345,6 +345,26 @@ class ToolCallCard(Vertical, can_focus=True):
         self._user_expanded = True
         self._render_header()
         self._sync_body()
+
+    def _workflow_id(self) -> str | None:
+        from ...protocol.workflow_graph import is_workflow_tool, workflow_id_of
+
+        tc = self.tc
+        return workflow_id_of(tc.result, tc.args) if is_workflow_tool(tc.tool_name, tc.args) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "show_workflow":  # only on a workflow tool's card (the footer hides it elsewhere)
+            return self._workflow_id() is not None
+        return True
+
+    def action_show_workflow(self) -> None:
+        """``w``: the workflow this call created, changed or read, on the canvas (issue 29)."""
+        workflow_id = self._workflow_id()
+        if workflow_id is None:
+            return
+        from ..screens.workflow import open_workflow
+
+        open_workflow(self.app, workflow_id)
 
     def copy_text(self) -> tuple[str, str]:
         """(text, what) for the copy-block key: the error, else the result, else the args."""
