@@ -262,8 +262,9 @@ class Cards:
             if card is not None and card.card is not None:
                 if restart_grace:
                     card.card.restart_grace()
-                if restart_grace and view.following:
-                    # a new card at the bottom of the output: stay anchored, it is in view
+                if view.following:
+                    # a card at the bottom of the output: stay anchored, it is in view (scrolling
+                    # to a card still being laid out put the view at a negative offset: blank)
                     card.card.focus_default(scroll_visible=False)
                     view.follow()
                 else:
