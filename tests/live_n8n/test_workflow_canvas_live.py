@@ -7,11 +7,14 @@ with a login session (n8n by ``--url``) — and must draw exactly as the same JS
 drawings are the snapshots of ``tests/protocol/test_workflow_drawing.py``). A workflow whose Code node
 throws runs on its schedule; the canvas shows which node failed, from the public API's execution and
 from the REST one (``flatted`` text), and ``instance-ai workflow show`` prints it piped, without escape codes.
+The app with the embedded agent (scripted model) building on that n8n: the canvas opens on its
+create-workflow call and marks what its approved update-workflow added and rewired.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -22,12 +25,23 @@ from typing import Any
 import pytest
 
 from instance_ai_tui.assistant.n8n_client import N8nPublicApi
+from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
+from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.client.workflows import BackendSource, N8nRestSource
+from instance_ai_tui.config import Settings
 from instance_ai_tui.protocol.workflow_draw import render_text
 from instance_ai_tui.protocol.workflow_graph import RunState, parse_execution, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
+from instance_ai_tui.runtime.model import ModelRequest
+from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
+from instance_ai_tui.store.sqlite import SqliteStore
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.screens.workflow import panel_of
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from tests.protocol.workflow_shapes import SHAPES
+from tests.support.waiting import until
 
 FAILING = {"name": "Canvas: a failing node", "nodes": [
     {"name": "Every second", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2, "position": [0, 0],
@@ -106,3 +120,55 @@ async def test_a_failing_node_shows_which_one_failed(
         assert "boom from the canvas test" in shown.stdout.splitlines()[0]
     finally:
         await api.delete_workflow(wid)
+
+
+async def test_the_canvas_follows_the_embedded_agent_building_on_the_real_n8n(n8n: Any, tmp_path: Path) -> None:
+    """The app (Pilot) with the embedded agent (scripted model) on the real n8n: create-workflow opens the
+    canvas with every node new; the approved update-workflow marks the node it added and the one it rewired."""
+    trigger = {"type": "n8n-nodes-base.scheduleTrigger", "name": "Hourly",
+               "parameters": {"rule": {"interval": [{"field": "hours", "hoursInterval": 1}]}}}
+    mark = {"type": "n8n-nodes-base.set", "name": "Mark", "parameters": {}}
+
+    def build(request: ModelRequest) -> ScriptedResponse:
+        results = [m for m in request.messages if m.get("role") == "tool"]
+        if not results:
+            return ScriptedResponse.call("create-workflow", {"name": "Canvas live", "nodes": [trigger, mark]})
+        if len(results) == 1:
+            created = json.loads(str(results[0]["content"]))
+            return ScriptedResponse.call("update-workflow", {
+                "workflowId": created["id"], "nodes": [trigger, mark, {"type": "n8n-nodes-base.noOp", "name": "Done"}],
+                "connections": {"Hourly": ["Mark"], "Mark": ["Done"]}})
+        return ScriptedResponse(text="Built and extended.")
+
+    db = tmp_path / "db.sqlite3"
+    store = SqliteStore(db)
+    api = N8nPublicApi(n8n.url, n8n.api_key)
+    ai = InstanceAI(store, InProcessBus(store), model=ScriptedModel(build, name="live-scripted"), n8n=api,
+                    options=AssistantOptions(generate_titles=False))
+    await ai.start()
+    try:
+        app = InstanceAiApp(EmbeddedClient(ai), Settings.model_validate({"db_path": db}), watch_themes=False,
+                            persist_theme=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await app.wait_until_ready()
+            await app.send_message("build it, then add a final step")
+            await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=60)
+            panel = panel_of(app)
+            assert panel is not None
+            canvas = panel.canvas
+            assert canvas.marks == {"Hourly": "new", "Mark": "new"}
+            assert panel.source is not None and panel.source.editor_url(panel.workflow_id or "") == \
+                f"{n8n.url}/workflow/{panel.workflow_id}"
+            await until(lambda: bool(app.pending), pilot, timeout=60)  # update-workflow asks first
+            await pilot.press("ctrl+g")
+            await asyncio.sleep(GRACE_SECONDS + 0.2)
+            await pilot.press("y")
+            await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot, timeout=60)
+            assert canvas.marks == {"Done": "new", "Mark": "changed"}
+            assert canvas.drawing is not None
+            text = canvas.drawing.text()
+            assert "+ new" in text and "~ changed" in text and "Hourly" in text
+        await api.delete_workflow(panel.workflow_id or "")
+    finally:
+        await ai.shutdown()
+        await api.aclose()
