@@ -37,7 +37,17 @@ from ..protocol.api import (
 )
 from ..protocol.events import EventParseError, parse_event
 from ..protocol.tree import RunSyncPayload
-from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from .base import (
+    AuthError,
+    Client,
+    ClientError,
+    ConnectionState,
+    NotFoundError,
+    RunActiveError,
+    ServerProtocolError,
+    ServerUnreachable,
+    StreamItem,
+)
 from .n8n_auth import Credentials, N8nSession, load_browser_id, login, resolve_credentials
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
@@ -231,7 +241,7 @@ class N8nClient(Client):
         except httpx.HTTPError as exc:
             # no state change here: the event stream owns the connection state (it reconnects
             # by itself); marking it offline from a failed request could stick after n8n is back
-            raise ClientError(f"cannot reach n8n at {self.base_url}: {type(exc).__name__} {exc}".rstrip()) from None
+            raise ServerUnreachable(f"cannot reach n8n at {self.base_url}: {type(exc).__name__} {exc}".rstrip()) from None
         self._session.absorb(response)
         if response.status_code == 401 and relogin and self._can_login():
             self._session.cookie = None
@@ -242,9 +252,9 @@ class N8nClient(Client):
         try:
             body = response.json()
         except ValueError:
-            raise ClientError(f"{url} did not answer with JSON; is {self.base_url} an n8n instance?") from None
+            raise ServerProtocolError(f"{url} did not answer with JSON; is {self.base_url} an n8n instance?") from None
         if not isinstance(body, dict) or "data" not in body:
-            raise ClientError(f"{url} did not answer like n8n (no data envelope); is it n8n 2.35 or newer?")
+            raise ServerProtocolError(f"{url} did not answer like n8n (no data envelope); is it n8n 2.35 or newer?")
         return body["data"]
 
     async def _ai(self, method: str, path: str, **kwargs: Any) -> Any:

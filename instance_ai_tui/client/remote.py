@@ -32,7 +32,17 @@ from ..protocol.api import (
 )
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from ..protocol.mcp import McpStatus
-from .base import AuthError, Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StreamItem
+from .base import (
+    AuthError,
+    Client,
+    ClientError,
+    ConnectionState,
+    NotFoundError,
+    RunActiveError,
+    ServerProtocolError,
+    ServerUnreachable,
+    StreamItem,
+)
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
 API_PREFIX = "/instance-ai"
@@ -131,7 +141,8 @@ class RemoteClient(Client):
             response = await self._client().get(f"{self._api}/health", headers=self._headers)
         except httpx.HTTPError as exc:
             self._set_state(ConnectionState.OFFLINE, str(exc) or type(exc).__name__)
-            raise ClientError(f"cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+            raise ServerUnreachable(f"cannot reach the server at {self.base_url}: {exc or type(exc).__name__}; "
+                                    "is it running? (--url)") from None
         body: Any = None
         try:
             body = response.json()
@@ -159,7 +170,8 @@ class RemoteClient(Client):
             response = await self._client().get(f"{self._api}/threads", headers=self._headers)
         except httpx.HTTPError as exc:
             self._set_state(ConnectionState.OFFLINE, str(exc) or type(exc).__name__)
-            raise ClientError(f"cannot reach {self.base_url}: {exc or type(exc).__name__}") from None
+            raise ServerUnreachable(f"cannot reach the server at {self.base_url}: {exc or type(exc).__name__}; "
+                                    "is it running? (--url)") from None
         if response.status_code in (401, 403):
             self._set_state(ConnectionState.OFFLINE, UNAUTHORIZED)
             raise AuthError(f"{UNAUTHORIZED} ({_error_message(response)})", response.status_code)
@@ -188,7 +200,7 @@ class RemoteClient(Client):
             )
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
-            raise ClientError(f"{what}: cannot reach {self.base_url}: {reason}") from None
+            raise ServerUnreachable(f"{what}: cannot reach the server at {self.base_url}: {reason}; is it running? (--url)") from None
         if response.status_code in (401, 403):
             self._set_state(ConnectionState.OFFLINE, UNAUTHORIZED)
         if response.status_code >= 400:
@@ -196,14 +208,14 @@ class RemoteClient(Client):
         try:
             return response.json()
         except ValueError:
-            raise ClientError(f"{what}: the server answered with something that is not JSON") from None
+            raise ServerProtocolError(f"{what}: the server at {self.base_url} answered with something that is not JSON") from None
 
     @staticmethod
     def _parse(model: type[BaseModel], data: Any, what: str) -> Any:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            raise ClientError(f"{what}: unexpected answer from the server ({exc.errors()[0]['msg']})") from None
+            raise ServerProtocolError(f"{what}: unexpected answer from the server ({exc.errors()[0]['msg']})") from None
 
     @staticmethod
     def _quote(value: str) -> str:

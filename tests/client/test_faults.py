@@ -11,7 +11,7 @@ import httpx
 import pytest
 from server.live import ServeProcess, serve_app
 
-from instance_ai_tui.client.base import AuthError, ClientError, ConnectionState, StreamItem
+from instance_ai_tui.client.base import AuthError, ClientError, ConnectionState, ServerUnreachable, StreamItem
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.events import UnknownEvent
@@ -151,7 +151,7 @@ async def test_remote_errors_are_clear(tmp_path: Path) -> None:
             async with RemoteClient(url):
                 pass
     closed = RemoteClient(url)  # the port is closed now
-    with pytest.raises(ClientError, match="cannot reach"):
+    with pytest.raises(ServerUnreachable, match=f"cannot reach the server at {url}.*is it running"):
         await closed.open()
     assert closed.state == ConnectionState.OFFLINE
     with pytest.raises(ClientError, match="http:// or https://"):
