@@ -100,6 +100,8 @@ async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path
         await pilot.pause(GRACE_SECONDS + 0.05)
         assert URLS[key].split("/")[2] in str(card.details.visual)
         await pilot.press(key)
+        if key in ("d", "a"):  # a grant that lasts: the letter says what it grants, Enter grants it (issue 32)
+            await pilot.press("enter")
         await until(lambda: not app.pending, pilot, 30)
         outcome: list[str] = []
         events: list[str] = []
