@@ -108,6 +108,8 @@ class Model:
         self.count = 0
         self.titles: set[str] = set()
         self.forced: str | None = None  # the deliberate phase picks the card
+        #: cards the model raised (a tool call that asks first), by tool
+        self.cards: dict[str, int] = {}
 
     def respond(self, body: dict[str, Any]) -> MockResponse:
         messages = body.get("messages") or []
@@ -131,6 +133,7 @@ class Model:
         if kind is None:
             return MockResponse(text="All right.", first_chunk_delay=delay)
         self.count += 1
+        self.cards[kind] = self.cards.get(kind, 0) + 1
         n = self.count
         args: dict[str, Any] = {
             "write-file": {"path": f"note-{n}.txt", "content": "written by the agent\n"},
@@ -502,8 +505,8 @@ class TypingTest:
         threads, _grants = await self.check_store(grants_expected=False)
         if len(threads) < self.first_turns():
             self.fail(f"threads deleted: {self.first_turns()} were started, {len(threads)} are left")
-        random_phase = {"threads": len(threads), "first_turns": self.first_turns(), "tool_results": 0,
-                        "answered": self.answered_cards()}
+        random_phase = {"threads": len(threads), "first_turns": self.first_turns(),
+                        "cards_raised": dict(self.model.cards), "answered": self.answered_cards()}
         # ------------------------------------------------------- deliberate answers work
         deliberate = await self.deliberate()
         summary = {

@@ -426,8 +426,8 @@ class InstanceAiApp(App[None]):
 
     # ------------------------------------------------------------------ bindings (``tui.actions``)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "cancel_run":
-            return self.conversation is not None and self.conversation.is_streaming
+        if action == "cancel_run":  # Esc: from a widget that is no text field, back to the prompt first
+            return self._escape_goes_back() or (self.conversation is not None and self.conversation.is_streaming)
         if action == "next_pending_card":
             return bool(self.pending) or bool(self.pending_watch.elsewhere)
         return True
@@ -435,7 +435,19 @@ class InstanceAiApp(App[None]):
     def action_next_pending_card(self) -> None:
         self.cards.next()
 
+    def _escape_goes_back(self) -> bool:
+        """Esc from a widget that is not a text field (a queued message, a panel...) returns to
+        the prompt (the keyboard model, ``tui.cards``); in the prompt it stops the agent."""
+        from textual.widgets import Input, TextArea
+
+        focused = self.focused
+        return (focused is not None and focused is not self.prompt and not isinstance(focused, (Input, TextArea))
+                and self.screen is self.screen_stack[0])
+
     def action_cancel_run(self) -> None:
+        if self._escape_goes_back():
+            self.prompt.focus()
+            return
         self.actions.cancel_run()
 
     def action_interrupt(self) -> None:
