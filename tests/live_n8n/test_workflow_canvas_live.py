@@ -156,14 +156,19 @@ async def test_the_canvas_follows_the_embedded_agent_building_on_the_real_n8n(n8
             panel = panel_of(app)
             assert panel is not None
             canvas = panel.canvas
-            assert canvas.marks == {"Hourly": "new", "Mark": "new"}
+            assert panel.saved is not None and [n.name for n in panel.saved.nodes] == ["Hourly", "Mark"]
             assert panel.source is not None and panel.source.editor_url(panel.workflow_id or "") == \
                 f"{n8n.url}/workflow/{panel.workflow_id}"
             await until(lambda: bool(app.pending), pilot, timeout=60)  # update-workflow asks first
+            # while it waits, the canvas draws what the update asks for, marked against the workflow now
+            await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot, timeout=30)
+            assert canvas.marks == {"Done": "new", "Mark": "changed"}  # against the workflow as created
+            assert "update-workflow running" in str(panel.status_line.render())
             await pilot.press("ctrl+g")
             await asyncio.sleep(GRACE_SECONDS + 0.2)
             await pilot.press("y")
-            await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot, timeout=60)
+            await until(lambda: "update-workflow at" in str(panel.status_line.render()), pilot, timeout=60)
+            assert canvas.workflow is not None and len(canvas.workflow.nodes) == 3
             assert canvas.marks == {"Done": "new", "Mark": "changed"}
             assert canvas.drawing is not None
             text = canvas.drawing.text()

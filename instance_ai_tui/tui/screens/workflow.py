@@ -21,9 +21,10 @@ the workflow in n8n's editor (``App.open_url``: the browser, also in web mode) w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -84,6 +85,8 @@ class WorkflowPanel(Vertical):
         super().__init__(id="workflow-panel")
         self.source = source
         self.workflow_id: str | None = None
+        #: the workflow as last read from n8n (what a call's changes are marked against)
+        self.saved: Workflow | None = None
         self.execution: ExecutionView | None = None
         self.canvas = WorkflowCanvas(id="wf-canvas")
         self.title_line = Static("Workflow", id="wf-title", markup=False)
@@ -109,14 +112,17 @@ class WorkflowPanel(Vertical):
             parts.append(self.source.label)
         self.title_line.update(visible(" · ".join(parts)))
 
-    def show_preview(self, workflow: Workflow, note: str) -> None:
-        """What a running call asks for (drawn before n8n answers)."""
-        if workflow.id == "" and self.canvas.workflow is not None:
-            workflow = Workflow(self.canvas.workflow.id, workflow.name or self.canvas.workflow.name,
-                                workflow.nodes, workflow.edges)
-        self.canvas.show(workflow, changed_by_call=True)
+    def show_preview(self, workflow: Workflow, note: str, *, answered: bool = False) -> None:
+        """What a running call asks for (drawn before n8n answers), or (``answered``) what a call
+        answered where the connection cannot read workflows: then it is the new baseline."""
+        if workflow.id == "" and self.saved is not None:  # an update's arguments: the workflow shown
+            workflow = Workflow(self.saved.id, workflow.name or self.saved.name, workflow.nodes, workflow.edges)
+        before = self.saved if self.saved is not None and self.saved.id == workflow.id else None
+        self.canvas.show(workflow, changed_by_call=True, changed_from=before)
         self._title(workflow)
         self.set_status(note)
+        if answered:
+            self.saved = workflow
 
     async def load(self, workflow_id: str, *, changed_by_call: bool = False, note: str = "") -> bool:
         """Read the workflow (and its last execution) and draw it; ``False`` when it cannot be read."""
@@ -138,7 +144,9 @@ class WorkflowPanel(Vertical):
         self.workflow_id = workflow.id or workflow_id
         self.execution = parse_execution(run) if run else None
         runs = self.execution.runs if self.execution is not None else None
-        self.canvas.show(workflow, runs=runs, changed_by_call=changed_by_call)
+        before = self.saved if self.saved is not None and self.saved.id == workflow.id else None
+        self.canvas.show(workflow, runs=runs, changed_by_call=changed_by_call, changed_from=before)
+        self.saved = workflow
         self._title(workflow)
         marks = self.canvas.marks
         bits = [note] if note else []
@@ -287,6 +295,7 @@ class WorkflowFollower:
         self._conversation: object | None = None
         self._previewed: set[str] = set()
         self._finished: set[str] = set()
+        self._lock = asyncio.Lock()
         self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
 
     def _forget_history(self) -> None:
@@ -309,11 +318,23 @@ class WorkflowFollower:
                 self._previewed.add(key)
                 preview = preview_from_args(call.args) if call.name in WORKFLOW_WRITE_TOOLS else None
                 if preview is not None and preview.nodes:
-                    ensure_panel(self.app).show_preview(preview, f"{call.name} running: drawing what it asks for…")
+                    self._in_order(self._preview(preview, f"{call.name} running: drawing what it asks for…"))
             elif not call.loading and key not in self._finished:
                 self._finished.add(key)
                 self._previewed.add(key)
                 self._finished_call(call)
+
+    def _in_order(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after what was scheduled before it (a preview never lands before the read of
+        the workflow its call started from, nor after the read of what it made)."""
+        async def locked() -> None:
+            async with self._lock:
+                await work
+
+        self.app.run_worker(locked(), group="workflow-follower", exit_on_error=False)
+
+    async def _preview(self, preview: Workflow, note: str) -> None:
+        ensure_panel(self.app).show_preview(preview, note)
 
     def _finished_call(self, call: SeenCall) -> None:
         writes = call.name in WORKFLOW_WRITE_TOOLS or call.args.get("action") in ("update", "restore-version")
@@ -330,8 +351,7 @@ class WorkflowFollower:
             return
         when = time.strftime("%H:%M:%S")
         note = f"{call.name} at {when}"
-        self.app.run_worker(self._load(panel, workflow_id, writes, note, call), group="workflow-panel",
-                            exclusive=True, exit_on_error=False)
+        self._in_order(self._load(panel, workflow_id, writes, note, call))
 
     async def _load(self, panel: WorkflowPanel, workflow_id: str, writes: bool, note: str,
                     call: SeenCall) -> None:
@@ -345,7 +365,7 @@ class WorkflowFollower:
             except ValueError:
                 return
         if isinstance(result, dict) and isinstance(result.get("nodes"), list):
-            panel.show_preview(parse_workflow(result, workflow_id=workflow_id), note)
+            panel.show_preview(parse_workflow(result, workflow_id=workflow_id), note, answered=True)
 
 
 def follow_workflows(app: Any) -> WorkflowFollower:

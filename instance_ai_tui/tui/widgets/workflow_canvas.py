@@ -104,13 +104,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
     # ----------------------------------------------------------------- content
     def show(self, workflow: Workflow, *, runs: Mapping[str, NodeRun] | None = None,
-             changed_by_call: bool = False) -> None:
+             changed_by_call: bool = False, changed_from: Workflow | None = None) -> None:
         """Draw ``workflow``. When a tool call made it (``changed_by_call``), the nodes it added or
-        changed since the version shown are marked ``+ new`` / ``~ changed`` (all new: it was created)."""
+        changed since ``changed_from`` are marked ``+ new`` / ``~ changed`` (all new: it was created)."""
         previous = self.workflow if self.workflow is not None and self.workflow.id == workflow.id else None
         marks: dict[str, str] = {}
         if changed_by_call:
-            added, changed = changed_nodes(previous, workflow)
+            added, changed = changed_nodes(changed_from, workflow)
             marks = {**dict.fromkeys(changed, "changed"), **dict.fromkeys(added, "new")}
         same_drawing = (previous is not None and self.drawing is not None and marks == self.marks
                         and _layout_key(workflow) == self._layout_key and bool(runs) == bool(self.runs)
