@@ -160,3 +160,19 @@ def test_random_workflows_never_overlap_and_connect_the_right_ports(data: dict[s
     wf: Workflow = parse_workflow(data)
     layout = layout_workflow(wf, detail)
     check_layout(layout, draw(layout))
+
+
+def test_wide_and_accented_names_keep_every_row_the_same_width() -> None:
+    from rich.cells import cell_len
+
+    wf = parse_workflow({"nodes": [{"name": "開始トリガー", "type": "n8n-nodes-base.manualTrigger"},
+                                   {"name": "🚀 Launch rocket now please", "type": "n8n-nodes-base.httpRequest"},
+                                   {"name": "Ünïcödé ñame", "type": "n8n-nodes-base.set"}],
+                         "connections": {"開始トリガー": ["🚀 Launch rocket now please"],
+                                         "🚀 Launch rocket now please": ["Ünïcödé ñame"]}})
+    for detail in (Detail.FULL, Detail.COMPACT):
+        layout = layout_workflow(wf, detail)
+        drawing = draw(layout)
+        check_layout(layout, drawing)
+        assert {cell_len("".join(row)) for row in drawing.chars} == {layout.width}
+        assert "開始トリガ" in drawing.text() and "…" in drawing.text()

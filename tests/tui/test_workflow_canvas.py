@@ -125,6 +125,15 @@ async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
         await pilot.hover(WorkflowCanvas, offset=(10, canvas.size.height - 4))
         await pilot.mouse_up(WorkflowCanvas, offset=(10, canvas.size.height - 4))
         assert canvas.scroll_x > before
+        # Ctrl+wheel zooms out and in; the plain wheel scrolls
+        from textual import events
+
+        canvas.post_message(events.MouseScrollDown(canvas, 5, 5, 0, 1, 0, False, False, True))
+        await pilot.pause(0.1)
+        assert canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT"
+        canvas.post_message(events.MouseScrollUp(canvas, 5, 5, 0, -1, 0, False, False, True))
+        await pilot.pause(0.1)
+        assert canvas.graph_layout.detail.name == "FULL"
 
 
 async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
@@ -264,3 +273,33 @@ async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> N
         await pilot.press("w")
         await until(lambda: panel_of(app) is not None, pilot)
         assert "cannot read workflows" in str(panel_of(app).status_line.render())  # type: ignore[union-attr]
+
+
+async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tmp_path: Path) -> None:
+    from instance_ai_tui.assistant.n8n_client import N8nPublicApi
+    from instance_ai_tui.client.workflows import BackendSource
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    opened: list[str] = []
+    app.open_url = lambda url, new_tab=True: opened.append(url)  # type: ignore[method-assign]
+    api = N8nPublicApi("http://n8n.example:5678/", "not-a-real-key")
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await app.wait_until_ready()
+            demo = WorkflowPanel(BackendSource(app.client.service.n8n))  # type: ignore[attr-defined]
+            await app.screen_stack[0].mount(demo)
+            await demo.load("wf-101")
+            demo.canvas.focus()
+            await pilot.press("o")
+            assert opened == []  # the demo instance has no editor: said instead
+            await demo.remove()
+            panel = WorkflowPanel(BackendSource(api))
+            await app.screen_stack[0].mount(panel)
+            panel.workflow_id = "Ab12"
+            panel.canvas.show(parse_workflow(if_merge()))
+            panel.canvas.focus()
+            await pilot.press("o")
+            assert opened == ["http://n8n.example:5678/workflow/Ab12"]
+    finally:
+        await api.aclose()

@@ -8,7 +8,8 @@ theme through component classes, so every theme (and the ANSI one) shows the sam
 
 Keys (scope ``workflow``): arrows / hjkl move the node cursor to the nearest box in that direction,
 Shift+arrows pan, ``z`` zooms out and in (fewer details: names only), Enter shows the node's details.
-The mouse: a click selects a box, a drag pans, the wheel scrolls.
+The mouse: a click selects a box (a double click shows its details), a drag pans, the wheel scrolls,
+Ctrl+wheel zooms (where the terminal reports it).
 """
 
 from __future__ import annotations
@@ -295,6 +296,18 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             return
         x0, y0, sx, sy = self._drag
         self.scroll_to(sx - (event.screen_x - x0), sy - (event.screen_y - y0), animate=False)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        if event.ctrl:  # Ctrl+wheel zooms, as in n8n's editor
+            event.prevent_default()
+            event.stop()
+            self.zoom(Detail.FULL)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        if event.ctrl:
+            event.prevent_default()
+            event.stop()
+            self.zoom(Detail.COMPACT)
 
     def on_mouse_up(self, event: events.MouseUp) -> None:
         if self._drag is not None:
