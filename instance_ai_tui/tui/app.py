@@ -45,11 +45,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker
 
 from ..client.base import Client, ClientError, ConnectionState
+from ..protocol.safe_text import visible
 from . import commands, keymap, layout, themes
 from .actions import Actions
 from .boot import attach, boot
@@ -287,6 +289,12 @@ class InstanceAiApp(App[None]):
         self.status_info.connection = state
         self.status_info.connection_detail = detail
         self.status_line.refresh_info()  # at once: before a thread is open no frame does
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (widgets' and screens' too) is drawn with control characters made
+        visible (``protocol.safe_text``): many quote a server, a model or a file."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
 
     def show_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=10)

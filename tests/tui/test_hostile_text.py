@@ -150,6 +150,7 @@ async def _sweep(card: str) -> str:
         app.show_threads()
         app.show_error(f"Cannot list threads: {ClientError(HOSTILE)}")  # as the app words a server's error
         app._on_connection_state(ConnectionState.OFFLINE, client_detail(HOSTILE))
+        app.notify(f"raw {HOSTILE}", title="note")  # any notification, whatever built its text
         await pilot.pause(0.3)
         for _round in range(3):  # every block open (a sub-agent's own blocks mount once it is)
             for turn in app.view.assistant_turns():
@@ -170,7 +171,7 @@ async def _sweep(card: str) -> str:
 #: the text of each widget the sweep draws (so each one was on the screen, made visible)
 DRAWN = ("second ok␛", "asked ok␛", "thinking ok␛", "search", "hits", "helperok␛", "failed ok␛", "done ok␛",
          "task ok␛", "renamed ok␛", "Here:", "error ok␛", "Cannot list threads: ok␛", "toolok␛",
-         "modelok␛", "bg ok␛", "Slack ok␛", "quota ok␛", "<U+202E>evil<U+202C>", "csi<U+009B>2J", "nel<U+0085>")
+         "modelok␛", "raw ok␛", "bg ok␛", "Slack ok␛", "quota ok␛", "<U+202E>evil<U+202C>", "csi<U+009B>2J", "nel<U+0085>")
 
 
 def assert_drawn(output: str, *texts: str) -> None:

@@ -30,6 +30,7 @@ from textual.content import Content
 from textual.widgets import Input, Static
 
 from ...client.base import ClientError
+from ...protocol.safe_text import visible, visible_data
 from .. import keymap
 
 if TYPE_CHECKING:
@@ -170,7 +171,9 @@ class N8nActivity(Vertical):
             for message in history.messages:
                 tree = message.agent_tree
                 if tree is not None and tree.setup_items_by_workflow_id:
-                    self.setup.update({k: list(v) for k, v in tree.setup_items_by_workflow_id.items()})
+                    # (a history page is not folded through the projection: made visible here)
+                    self.setup.update({visible(k): visible_data(list(v))
+                                       for k, v in tree.setup_items_by_workflow_id.items()})
         self.setup = {k: v for k, v in self.setup.items() if v}
         self._dirty = True
 
@@ -227,6 +230,7 @@ class N8nActivity(Vertical):
         self._dirty = True
 
     def _merge_task(self, data: dict[str, Any]) -> None:
+        data = visible_data(data)  # (the status route's tasks are a server's words)
         task_id = str(data.get("taskId") or "")
         if not task_id:
             return
