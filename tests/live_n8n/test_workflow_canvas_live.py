@@ -8,7 +8,8 @@ drawings are the snapshots of ``tests/protocol/test_workflow_drawing.py``). A wo
 throws runs on its schedule; the canvas shows which node failed, from the public API's execution and
 from the REST one (``flatted`` text), and ``instance-ai workflow show`` prints it piped, without escape codes.
 The app with the embedded agent (scripted model) building on that n8n: the canvas opens on its
-create-workflow call and marks what its approved update-workflow added and rewired.
+create-workflow call and marks what its approved update-workflow added and rewired; the app connected
+to that n8n by URL shows the failed node and its error (``/workflow ID``, Enter).
 """
 
 from __future__ import annotations
@@ -84,20 +85,26 @@ async def test_real_n8n_workflow_draws_as_the_same_json_offline(
         await api.delete_workflow(wid)
 
 
+async def ran_and_failed(api: N8nPublicApi, public: BackendSource) -> tuple[str, dict[str, Any]]:
+    """``FAILING`` created, run once by its schedule (activated until the first execution), and that execution."""
+    wid = (await api.create_workflow({**FAILING, "settings": {"executionOrder": "v1"}}))["id"]
+    await api.activate_workflow(wid)
+    execution = None
+    for _ in range(60):
+        execution = await public.last_execution(wid)
+        if execution is not None:
+            break
+        await asyncio.sleep(0.5)
+    await api.deactivate_workflow(wid)
+    assert execution is not None, "the schedule did not run the workflow in 30 s"
+    return wid, execution
+
+
 async def test_a_failing_node_shows_which_one_failed(
         n8n: Any, sources: tuple[N8nPublicApi, BackendSource, N8nRestSource], tmp_path: Path) -> None:
     api, public, rest = sources
-    wid = (await api.create_workflow({**FAILING, "settings": {"executionOrder": "v1"}}))["id"]
+    wid, execution = await ran_and_failed(api, public)
     try:
-        await api.activate_workflow(wid)
-        execution = None
-        for _ in range(60):
-            execution = await public.last_execution(wid)
-            if execution is not None:
-                break
-            await asyncio.sleep(0.5)
-        await api.deactivate_workflow(wid)
-        assert execution is not None, "the schedule did not run the workflow in 30 s"
         for raw in (execution, await rest.last_execution(wid)):
             view = parse_execution(raw)
             assert view is not None and view.status == "error"
@@ -177,3 +184,33 @@ async def test_the_canvas_follows_the_embedded_agent_building_on_the_real_n8n(n8
     finally:
         await ai.shutdown()
         await api.aclose()
+
+
+async def test_the_app_by_url_shows_which_node_failed(
+        n8n: Any, sources: tuple[N8nPublicApi, BackendSource, N8nRestSource]) -> None:
+    """The app connected to n8n by URL (its REST with the login session): ``/workflow ID``, the failed
+    node's details with Enter."""
+    api, public, _rest = sources
+    wid, _execution = await ran_and_failed(api, public)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, interactive=False)
+    try:
+        app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.wait_until_ready()
+            app.prompt.focus()
+            app.prompt.load_text(f"/workflow {wid}")
+            await pilot.press("enter")
+            await until(lambda: panel_of(app) is not None and panel_of(app).execution is not None, pilot, timeout=60)
+            panel = panel_of(app)
+            assert panel is not None and panel.canvas.drawing is not None
+            text = panel.canvas.drawing.text()
+            assert "✗ failed" in text and "○ not reached" in text and "✓ ran" in text
+            assert "✗ failed: Boom" in str(panel.status_line.render())
+            await pilot.press("right")
+            assert panel.canvas.cursor == "Boom"
+            await pilot.press("enter")
+            details = str(panel.details.render())
+            assert "✗ failed" in details and "boom from the canvas test" in details
+    finally:
+        await client.close()
+        await api.delete_workflow(wid)
