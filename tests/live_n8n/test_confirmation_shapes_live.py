@@ -13,6 +13,10 @@ Live here or elsewhere in ``tests/live_n8n``:
   changes" here; approving starts build-workflow sub-agents that need a sandbox (n8n's sandbox
   service or Daytona), not available offline, so approve is fake only.
 * ``credentialRequests`` — ``credentials`` ``action: "setup"``: pick and skip here.
+* ``setupRequests`` — ``workflows`` ``action: "setup"`` on a workflow made through the public API
+  (a Slack node without a credential): apply with a picked credential (n8n's REST then shows it
+  on the node) and the test-trigger key on a Slack trigger (n8n applies the picks, runs the
+  trigger and asks again with its outcome) here.
 * approval with ``approvalDetails`` (``archive-workflow``) — ``workflows`` ``action: "delete"``:
   here (and by ``run`` / the client in ``test_n8n_instance_ai.py``).
 * ``domainAccess`` — ``research`` ``fetch-url``: ``test_n8n_cards_live.py``.
@@ -24,12 +28,10 @@ Live here or elsewhere in ``tests/live_n8n``:
 
 Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce them offline:
 
-* ``setupRequests`` (apply, test trigger) — ``workflows`` ``action: "setup"`` is answered by the
-  setup panel (``isSetupPanelEnabled``) or needs node credentials and parameter issues computed
-  from a built workflow; building needs the sandbox.
-* ``credentialDestination`` — raised by ``workflows`` ``update`` of an HTTP node sending a
-  credential to a new origin; the orchestrator is not given ``update`` in 2.41 (only the
-  builder sub-agent, which needs the sandbox).
+* ``credentialDestination`` — ``workflows`` ``setup`` raises it for a Simplified Custom Auth
+  credential recipe (``credentialHints`` with the origin the credential is sent to); a recipe
+  must come from the ``credential-recipe-research`` skill's fetched provider pages, which need
+  the internet. Not driven here; the fake covers the card.
 * ``channelConfig`` and ``targetApproval`` — the Agent Builder (``build-agent``), which needs
   the ``agents`` module and an agent runtime n8n builds in its sandbox.
 * ``mcpConnectRequest`` — ``mcp-servers`` ``connect`` exists only when the ``mcp-registry``
@@ -365,3 +367,113 @@ async def test_a_hard_link_in_the_gateway_folder_is_denied_with_keys(
                     "n8n's next model request")
     results = [last_tool_result(b) for b in seen if called(b)[-1:] == ["read_file"] and last_tool_result(b)]
     assert results and "hunter2" not in str(results) and "denied" in str(results).lower(), results
+
+
+# --------------------------------------------------------------------------- workflow setup (setupRequests)
+
+
+def make_slack_workflow(peer: Any, name: str, *, slack_trigger: bool = False) -> str:
+    """A trigger (a schedule, or a Slack trigger that needs a credential too) and a Slack node without a
+    credential: what ``workflows setup`` asks about."""
+    trigger = ({"id": str(uuid.uuid4()), "name": "Schedule", "type": "n8n-nodes-base.slackTrigger", "typeVersion": 1,
+                "position": [0, 0], "parameters": {"trigger": ["message"], "watchWorkspace": True}, "webhookId":
+                str(uuid.uuid4())}
+               if slack_trigger else
+               {"id": str(uuid.uuid4()), "name": "Schedule", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2,
+                "position": [0, 0], "parameters": {"rule": {"interval": [{"field": "hours", "hoursInterval": 1}]}}})
+    nodes = [
+        trigger,
+        {"id": str(uuid.uuid4()), "name": "Slack", "type": "n8n-nodes-base.slack", "typeVersion": 2.2,
+         "position": [220, 0], "parameters": {"select": "channel", "channelId": {"__rl": True, "mode": "name",
+                                                                                   "value": "#general"},
+                                               "text": "daily digest", "otherOptions": {}}},
+    ]
+    body = {"name": name, "nodes": nodes, "connections": {"Schedule": {"main": [[{"node": "Slack", "type": "main",
+                                                                                    "index": 0}]]}},
+            "settings": {}}
+    response = httpx.post(f"{peer.url}/api/v1/workflows", json=body, headers={"X-N8N-API-KEY": peer.api_key},
+                          timeout=30)
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+def slack_credential_of(peer: Any, workflow_id: str) -> Any:
+    response = httpx.get(f"{peer.url}/rest/workflows/{workflow_id}", headers=login_headers(peer), timeout=30)
+    response.raise_for_status()
+    node = next(n for n in response.json()["data"]["nodes"] if n["name"] == "Slack")
+    return (node.get("credentials") or {}).get("slackApi")
+
+
+async def test_workflow_setup_applied_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    cred_id = make_credential(n8n, f"Slack setup {uuid.uuid4().hex[:4]}")
+    workflow_id = make_slack_workflow(n8n, f"Live setup {uuid.uuid4().hex[:4]}")
+    scenario = Scenario("live-setup-" + uuid.uuid4().hex[:6], "workflows", {"action": "setup", "workflowId": workflow_id})
+    responder(scenario)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+    thread = await client.create_thread()
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
+        app.prompt.focus()
+        app.prompt.load_text(f"{scenario.mark}: set it up")
+        await pilot.press("enter")
+        card = await reach_card(app, pilot)
+        shown = card_text(card)
+        assert isinstance(card, n8n_cards.SetupWorkflowCard), (type(card), shown)
+        assert "Slack" in shown, shown
+        # the Slack node's row: pick the credential we made (its number in the list), then apply
+        slack = next(i for i, r in enumerate(card.nodes) if (r.get("node") or {}).get("name") == "Slack")
+        options = [c.get("id") for c in card.nodes[slack].get("existingCredentials") or []]
+        assert cred_id in options, (options, shown)
+        for _ in range(slack - card.cursor):
+            await pilot.press("down")
+        await pilot.press(str(options.index(cred_id) + 1), "enter")
+        await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
+    assert await asyncio.to_thread(slack_credential_of, n8n, workflow_id) == {
+        "id": cred_id, "name": next(c["name"] for c in card.nodes[slack]["existingCredentials"] if c["id"] == cred_id)}
+
+
+async def test_workflow_setup_test_trigger_key(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
+    """``t`` on the trigger's row: n8n tests the trigger (``setupWorkflowTestTrigger``) with the credential
+    picked on the card, and its next model request carries the outcome."""
+    cred_id = make_credential(n8n, f"Slack trigger {uuid.uuid4().hex[:4]}")
+    workflow_id = make_slack_workflow(n8n, f"Live trigger {uuid.uuid4().hex[:4]}", slack_trigger=True)
+    scenario = Scenario("live-trig-" + uuid.uuid4().hex[:6], "workflows", {"action": "setup", "workflowId": workflow_id})
+    responder(scenario)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+    thread = await client.create_thread()
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
+        app.prompt.focus()
+        app.prompt.load_text(f"{scenario.mark}: set it up")
+        await pilot.press("enter")
+        card = await reach_card(app, pilot)
+        assert isinstance(card, n8n_cards.SetupWorkflowCard)
+        names = [(r.get("node") or {}).get("name") for r in card.nodes]
+        trigger = next((i for i, r in enumerate(card.nodes) if r.get("isTrigger")), None)
+        assert trigger is not None, (names, card_text(card))
+        slack = names.index("Slack")
+        options = [c.get("id") for c in card.nodes[slack].get("existingCredentials") or []]
+        for _ in range(slack):
+            await pilot.press("down")
+        await pilot.press(str(options.index(cred_id) + 1))
+        for _ in range(slack - trigger):
+            await pilot.press("up")
+        assert "t test trigger" in card_text(card)
+        await pilot.press("t")
+
+        def next_card() -> n8n_cards.SetupWorkflowCard | None:
+            return next((c for c in app.query(n8n_cards.SetupWorkflowCard) if c is not card and not c.answered), None)
+
+        # n8n applies the picks, runs the trigger (up to 30 s) and asks again with the trigger's outcome
+        await until(lambda: next_card() is not None, pilot, 120, "the setup card again, with the trigger test")
+        again = next_card()
+        assert again is not None
+        tested = next(n for n in again.nodes if (n.get("node") or {}).get("name") == names[trigger])
+        assert (tested.get("triggerTestResult") or {}).get("status") in ("success", "listening", "error"), tested
+        await until(lambda: "trigger test:" in card_text(again), pilot, 10, "the outcome on the card")
+    # the credential picked before the test was applied to the workflow (n8n's own state)
+    assert (await asyncio.to_thread(slack_credential_of, n8n, workflow_id) or {}).get("id") == cred_id
