@@ -85,6 +85,10 @@ class EmbeddedClient(Client):
         """The in-process assistant is a large import (the runtime, the tools, the store)."""
         if self._service is None:
             from ..assistant import factory, service  # noqa: F401
+            from ..assistant.models import is_demo_name
+
+            if self._settings is not None and not is_demo_name(self._settings.model.name):
+                import openai  # noqa: F401  (the model's client: a large import, here instead of on the loop in open())
 
     async def open(self) -> None:
         if self._opened:

@@ -87,13 +87,18 @@ async def boot(app: InstanceAiApp) -> None:
             app.exit(return_code=2)
             return
         app.attach(started)
-    # the turn widgets, the conversation model and the Markdown parser are large imports:
-    # do them off the event loop, before a thread opens (the UI stays responsive)
-    await asyncio.to_thread(preload_ui)
-    # the parsers' lazily compiled expressions (60 ms): in the background, beside the
-    # client's own preload and opening; done before the first thread opens, whose replay would
-    # otherwise share the interpreter with it (every loop callback then takes twice as long)
-    warm_up = app.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
+    # a message typed at the first frame waits for the client only: what draws the answer
+    # (the imports and warm-up below, some 0.5 CPU-seconds) comes after it is sent
+    waiting = bool(app.connection.queue.items)
+    warm_up = None
+    if not waiting:
+        # the turn widgets, the conversation model and the Markdown parser are large imports:
+        # do them off the event loop, before a thread opens (the UI stays responsive)
+        await asyncio.to_thread(preload_ui)
+        # the parsers' lazily compiled expressions (60 ms): in the background, beside the
+        # client's own preload and opening; done before the first thread opens, whose replay would
+        # otherwise share the interpreter with it (every loop callback then takes twice as long)
+        warm_up = app.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
     await asyncio.to_thread(app.client.preload)
     if app.client.mode == "embedded":
         from .screens.setup import check_model_setup
@@ -137,11 +142,14 @@ async def boot(app: InstanceAiApp) -> None:
         target = await app.push_screen_wait(ResumePicker(threads, search=app.client.search_threads))
     elif target is None and threads and app.start_mode == "latest":
         target = max(threads, key=lambda t: t.updated_at).id
-    with contextlib.suppress(WorkerFailed, WorkerCancelled):  # (a failed warm-up only costs time)
-        await warm_up.wait()
+    if warm_up is not None:
+        with contextlib.suppress(WorkerFailed, WorkerCancelled):  # (a failed warm-up only costs time)
+            await warm_up.wait()
     await app.open_thread(target)
     app.ready.set()
     app.connection.adopt_start_queue()
+    if warm_up is None:
+        app.run_worker(warm_up_after_send(app), group="warm-up", exit_on_error=False)
     app.pending_watch.start()
     from .screens.workflow import follow_workflows
 
@@ -199,6 +207,20 @@ def preload_ui() -> None:
     highlight("{}", language="json")  # loads the lexers
     for model in (ToolCallState, Confirmation, AgentNode, TaskList):
         model.model_rebuild()  # the wire models build their validators on first use
+
+
+async def warm_up_after_send(app: InstanceAiApp, patience: float = 3.0) -> None:
+    """``preload_ui`` and ``warm_up_markdown`` once the message typed at start went out (its run
+    streams), not beside it: on a loaded machine they would share the interpreter with the send."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + patience
+    while loop.time() < until and app.is_running:
+        conversation = app.conversation
+        if not app.connection.queue.items and conversation is not None and conversation.is_streaming:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.to_thread(preload_ui)
+    await asyncio.to_thread(warm_up_markdown)
 
 
 def warm_up_markdown() -> None:
