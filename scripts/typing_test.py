@@ -244,8 +244,13 @@ class TypingTest:
         return lines[-1] if lines else ""
 
     async def keys_at(self) -> str:
-        match = re.search(r"keys: ([a-z ]+?)(?: · |\s{2}|│|$)", await self.status())
-        return match.group(1).strip() if match else "?"
+        """The status line's "keys: …" (a notice may cover it for a few seconds on a small screen)."""
+        deadline = time.monotonic() + 8
+        while True:
+            match = re.search(r"keys: ([a-z ]+?)(?: · |\s{2}|│|$)", await self.status())
+            if match or time.monotonic() > deadline:
+                return match.group(1).strip() if match else "?"
+            await asyncio.sleep(0.1)
 
     async def busy(self) -> bool:
         """A run of the open thread works or waits ("1 in “other thread”" is not this one's)."""
@@ -270,7 +275,7 @@ class TypingTest:
             await asyncio.sleep(0.05)
         return False
 
-    async def poll_screen(self, predicate: Any, timeout: float = 5.0) -> bool:
+    async def poll_screen(self, predicate: Any, timeout: float = 10.0) -> bool:
         """Until the screen shows what ``predicate`` wants (the app may lag on a loaded machine)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -330,10 +335,17 @@ class TypingTest:
                 return
         before = len(self.user_texts())
         await self.tmux.keys("Enter")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 45  # generous: a loaded machine makes the app lag
+        stopped_at = time.monotonic()
         while time.monotonic() < deadline:
             if text in self.user_texts()[before:]:
                 return
+            if (time.monotonic() - stopped_at > 3 and await self.busy()
+                    and f"queued: {text[:12]}" in await self.tmux.screen()):
+                # a card arrived just as it was sent: the message waits in the queue (as it
+                # should); stop that run (Esc in the prompt) and the queue sends it
+                await self.tmux.keys("Escape")
+                stopped_at = time.monotonic()
             await asyncio.sleep(0.05)
         got = self.user_texts()[before:]
         self.fail(f"{where}: typed {text!r}, the model received {got!r}\n{await self.tmux.screen()}")
@@ -381,6 +393,7 @@ class TypingTest:
                 await asyncio.sleep(0.5)
             if await self.keys_at() != "thread list":
                 self.fail(f"{name}: Ctrl+B did not reach the thread list ({await self.keys_at()!r})")
+                await self.tmux.keys("C-l")  # back to the prompt to go on
                 return
             words = " ".join(self.rng.choice(WORDS) for _ in range(3))[:18].rstrip()
             await self.type(words)

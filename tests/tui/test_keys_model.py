@@ -206,6 +206,11 @@ async def test_a_paste_keeps_its_line_breaks_whatever_their_kind_and_the_label_c
         assert app.prompt.expanded_text().split("\n") == lines
         app.prompt.clear()
         app.prompt.pastes.clear()
+        app.post_message(events.Paste("\r".join(lines) + "\r"))  # a last line end ends the last line
+        await until(lambda: bool(app.prompt.text), pilot)
+        assert app.prompt.text == "[pasted 400 lines #1]"
+        app.prompt.clear()
+        app.prompt.pastes.clear()
         app.post_message(events.Paste("one\r\ntwo\r\nthree"))  # CRLF, short: inserted as it is
         await until(lambda: bool(app.prompt.text), pilot)
         assert app.prompt.text == "one\ntwo\nthree" and app.prompt.document.line_count == 3

@@ -98,7 +98,7 @@ Slash commands: {commands.inline_list()}.
         if self.read_only:
             return
         text = normalize_line_ends(event.text)
-        lines = text.count("\n") + 1
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # a last line break ends a line
         event.prevent_default()
         event.stop()
         if lines <= PASTE_FOLD_LINES and len(text) <= PASTE_FOLD_CHARS:
