@@ -22,9 +22,16 @@ if TYPE_CHECKING:
     from .app import InstanceAiApp
 
 
+#: a message refused because a run is still ending is tried again this many times, this far apart
+RUN_ACTIVE_RETRIES = 10
+RUN_ACTIVE_WAIT = 0.5
+
+
 class Sender:
     def __init__(self, app: InstanceAiApp) -> None:
         self.app = app
+        #: text -> how often it met "a run is active" in a row (``RUN_ACTIVE_RETRIES``)
+        self._run_active_tries: dict[str, int] = {}
 
     def submit(self, text: str) -> None:
         """The prompt's text: a slash command, or a message sent in the background."""
@@ -93,14 +100,30 @@ class Sender:
             app._start_ingest(conversation, thread_id, conversation.cursor)
         message = conversation.add_user_message(text)
         try:
-            return await client.send(thread_id, text)
+            run_id = await client.send(thread_id, text)
+            self._run_active_tries.pop(text, None)
+            return run_id
         except ReadOnlyError as exc:
             conversation.discard_local(message.id)
             app.notify(f"Not sent: {exc}", severity="warning", timeout=8)
             self.keep_in_prompt(text)
         except RunActiveError:
+            tries = self._run_active_tries.get(text, 0)
+            if tries < RUN_ACTIVE_RETRIES and conversation.discard_local(message.id):
+                # the run is ending (a cancel, a card answered) but the server has not let it go
+                # yet: a transition, so the message waits at the front of the queue and is tried
+                # again in a moment instead of being refused
+                self._run_active_tries[text] = tries + 1
+                item = watcher.enqueue(text)
+                watcher.queue.items.remove(item)
+                watcher.queue.items.insert(0, item)
+                watcher.show_queue()
+                app.set_timer(RUN_ACTIVE_WAIT, watcher.flush_soon)
+                return None
+            self._run_active_tries.pop(text, None)
             self.mark_unsent(message.id, "the agent is still working on the previous message")
             self.keep_in_prompt(text)
+            return None
         except ClientError as exc:
             if exc.status in (401, 403) and client.supports_login and conversation.discard_local(message.id):
                 # the n8n session ended and logging in again failed: ask, then the user sends again

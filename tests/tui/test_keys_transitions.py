@@ -125,3 +125,43 @@ async def test_a_message_sent_while_a_thread_opens_waits_and_goes_to_that_thread
         sends = [c for c in client.calls if c[0] == "send"]
         assert sends and sends[0][1][0] == "older"  # the thread the person sees
         assert not app.connection.queue.items
+
+
+class _SlowToLetGo(RecordedClient):
+    """A server that still says "a run is active" (409) for a moment after a cancel."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusals = 0
+
+    async def cancel(self, thread_id: str) -> None:
+        await super().cancel(thread_id)
+        self.refusals = 3
+
+    async def send(self, thread_id: str, text: str) -> str:
+        if self.refusals:
+            self.refusals -= 1
+            self.calls.append(("refused", text))
+            from instance_ai_tui.client.base import RunActiveError
+
+            raise RunActiveError("a run is already active in this thread", 409)
+        return await super().send(thread_id, text)
+
+
+async def test_a_message_queued_behind_a_run_being_stopped_is_sent_once_the_run_has_let_go() -> None:
+    from .scripts import questions_run
+
+    client = _SlowToLetGo(runs=[questions_run(), simple_run()], model_name="scripted-test")
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("build it")
+        await pilot.press("enter")
+        await until(lambda: bool(app.pending), pilot)
+        app.prompt.load_text("list my workflows instead")
+        await pilot.press("enter")  # the agent waits for an answer: queued
+        await until(lambda: [i.text for i in app.connection.queue.items] == ["list my workflows instead"], pilot)
+        await pilot.press("escape")  # stop it; the server takes a moment to let the run go
+        await until(lambda: ("send", (app.thread_id, "list my workflows instead")) in client.calls, pilot)
+        assert [c for c in client.calls if c[0] == "refused"]  # it was refused meanwhile, and retried
+        assert app.prompt.text == "" and not any("Not sent" in str(n.message) for n in app._notifications)
