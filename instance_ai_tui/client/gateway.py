@@ -411,6 +411,10 @@ class LocalGateway:
         self.repairs = 0
         #: refusals of the stream in a row without it connecting in between (init/pair again at most 3)
         self._refusals = 0
+        #: since when the stream has been failing (None: connected); what ``_pairing_lost`` watches
+        self._reconnecting_since: float | None = None
+        #: seconds between two looks at n8n's gateway status while the stream fails
+        self._watch_interval = max(1.0, min(3.0, initial_backoff * 6))
 
     def __repr__(self) -> str:
         return f"LocalGateway({self.base_url!r}, root={str(self.tools.root)!r})"
@@ -477,7 +481,36 @@ class LocalGateway:
     def _stream_state(self, state: ConnectionState, detail: str) -> None:
         if state == ConnectionState.CONNECTED:
             self._refusals = 0  # n8n took the key: a later refusal is news (a restart), not a loop
+            self._reconnecting_since = None
+        elif state == ConnectionState.RECONNECTING and self._reconnecting_since is None:
+            self._reconnecting_since = time.monotonic()
         self._set_state(state, detail)
+
+    async def _pairing_lost(self) -> None:
+        """Returns once n8n answers but no longer has this gateway connected while the stream keeps
+        failing: n8n 2.35 answers a stale key on the stream with a 500 error page (which the stream
+        retries for ever) instead of 2.41's 403 "Invalid API key". Asks n8n's own ``gateway/status``
+        (the logged-in session's view) every few seconds while the stream is reconnecting."""
+        assert self._session is not None
+        while True:
+            await asyncio.sleep(self._watch_interval)
+            since = self._reconnecting_since
+            if since is None or time.monotonic() - since < self._watch_interval:
+                continue
+            try:
+                response = await self._http.get(self.api + "/status", headers=self._session.headers(), timeout=10.0)
+                data = response.json().get("data") if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError, AttributeError):
+                continue  # n8n away or booting: the stream's own retries go on
+            if isinstance(data, dict) and data.get("connected") is False:
+                return
+
+    async def _consume(self, stream: Any) -> bool:
+        """Dispatch the stream's frames; ``True`` when n8n ends the session."""
+        async for frame in stream:
+            if self._dispatch(frame.data):
+                return True
+        return False
 
     async def serve(self, *, initialized: bool = False) -> None:
         """Consume the request stream until ``gateway-disconnect`` (reconnecting on drops).
@@ -486,12 +519,15 @@ class LocalGateway:
         403 "Local gateway not initialized" — its grace timer dropped us: ``init`` again; 403
         "Invalid API key" / "Missing API key" (and 401) — the pairing is gone (n8n restarted, even
         killed, and keeps session keys in memory only): pair again; any other 403 ("Local gateway
-        is disabled") is final and shown with n8n's words.
+        is disabled") is final and shown with n8n's words. With ``pair_again`` and a session, a
+        stream that keeps failing while n8n's ``gateway/status`` says it is not connected (n8n 2.35
+        answers a stale key with a 500 page) is a lost pairing too.
         """
         if not initialized:
             await self.init()
         self._refusals = 0
         while True:
+            self._reconnecting_since = None
             stream = reconnecting_sse(
                 self._http,
                 self.api + "/events",
@@ -501,12 +537,20 @@ class LocalGateway:
                 max_backoff=self._max_backoff,
                 keepalive_timeout=self._keepalive_timeout,
             )
+            consume = asyncio.create_task(self._consume(stream))
+            watch = (asyncio.create_task(self._pairing_lost())
+                     if self.pair_again and self._session is not None else None)
             ended = False
             try:
-                async for frame in stream:
-                    if self._dispatch(frame.data):
-                        ended = True
-                        break
+                waiting = {consume} if watch is None else {consume, watch}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if not consume.done():
+                    consume.cancel()
+                    await asyncio.gather(consume, return_exceptions=True)
+                    self._log("n8n is back but no longer has the gateway connected; pairing again")
+                    await self._pair_again("n8n restarted")
+                    continue
+                ended = consume.result()
             except SseStatusError as exc:
                 refusal = refusal_kind(exc.status, exc.body)
                 if refusal == "not-initialized" and self._refusals < 3:
@@ -528,6 +572,10 @@ class LocalGateway:
                     continue
                 raise _gateway_error(exc.status, exc.body, "/events") from None
             finally:
+                for task in (consume, watch):
+                    if task is not None and not task.done():
+                        task.cancel()
+                await asyncio.gather(*(t for t in (consume, watch) if t is not None), return_exceptions=True)
                 await stream.aclose()
             if ended:
                 self._log("n8n ended the gateway session")

@@ -162,14 +162,16 @@ async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path
     assert len(fake.requests_to("/rest/instance-ai/gateway/disconnect")) == 1
 
 
-@pytest.mark.parametrize("clean", [True, False], ids=["clean-stop", "kill-9"])
+@pytest.mark.parametrize(("clean", "stale_500"), [(True, False), (False, False), (False, True)],
+                         ids=["clean-stop", "kill-9", "kill-9-n8n-2.35"])
 async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared: Path, tmp_path: Path,
-                                                          clean: bool) -> None:
+                                                          clean: bool, stale_500: bool) -> None:
     """n8n dies (clean: after sending gateway-disconnect; kill -9: without a word), boots (HTML,
     404s) and forgot every gateway key: the next stream gets 403 "Invalid API key" (issue 27: the
     gateway used to end there after a kill -9)."""
     from tests.support.n8n_boot import restart
 
+    fake.gateway_stale_key_500 = stale_500  # n8n 2.35 answers a stale key with a 500 page, not a 403
     client = make_client(fake, tmp_path / "config")
     app = InstanceAiApp(client, Settings(), gateway=GatewayRequest(shared.resolve()),
                         watch_themes=False, persist_theme=False)

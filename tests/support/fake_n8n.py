@@ -346,6 +346,8 @@ class FakeN8n:
         self.gateway_static_key = gateway_static_key
         #: the admin turned the local gateway off: its routes answer 403 "Local gateway is disabled"
         self.gateway_disabled = False
+        #: answer an unknown gateway key with n8n 2.35's 500 error page instead of 2.41's 403
+        self.gateway_stale_key_500 = False
         #: module settings as n8n 2.41 serves them (``/rest/module-settings``); browser use is off by default
         self.browser_use_enabled = False
         self.browser_connected = False
@@ -1076,6 +1078,8 @@ class FakeN8n:
             owner = "env-gateway"
         elif not session_only and key in self._pairing:
             owner = self._pairing[key]
+        elif self.gateway_stale_key_500:
+            raise _error(500, "ResponseError: Invalid API key")  # n8n 2.35: the route renders its error page
         else:
             raise _error(403, "Invalid API key")
         if self.gateway_disabled:  # n8n checks the key first, then assertGatewayEnabled
