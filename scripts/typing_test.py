@@ -212,14 +212,15 @@ class TypingTest:
         """Start the app; returns the seconds until its first frame."""
         started = time.monotonic()
         await self.tmux.start(self.command())
-        while time.monotonic() - started < 30:
+        while time.monotonic() - started < 60:
             screen = await self.tmux.screen()
             if "keys: " in screen:
                 if ctrl_n_at_first_frame:
                     await self.tmux.keys("C-n")
                 return time.monotonic() - started
             await asyncio.sleep(0.02)
-        raise RuntimeError("the app did not draw its first frame in 30 s:\n" + await self.tmux.screen())
+        history = await self.tmux.run("capture-pane", "-p", "-S", "-200", "-t", self.tmux.session)
+        raise RuntimeError(f"the app did not draw its first frame in 60 s (load {os.getloadavg()}):\n{history}")
 
     async def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
