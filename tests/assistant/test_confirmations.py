@@ -229,7 +229,8 @@ async def test_sub_agent_approval_travels_up(make_ai: Any, workspace: Path, appr
     rest = await collect(ai, "sub", after=request["id"])
     sub_outcome = next(e for e in rest if e["payload"].get("toolCallId") == sub_call["payload"]["toolCallId"])
     assert sub_outcome["agentId"] == sub
-    assert sub_outcome["type"] == ("tool-result" if approved else "tool-error")
+    assert sub_outcome["type"] == "tool-result"  # a denial is n8n's result {denied: true} (issue 26)
+    assert (sub_outcome["payload"]["result"].get("denied") is True) is not approved
     completed = of_type(rest, "agent-completed")[0]
     assert completed["agentId"] == sub and completed["payload"]["status"] == "completed"
     expected = "Wrote spec.md" if approved else "I was not allowed to write."
