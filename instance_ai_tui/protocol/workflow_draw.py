@@ -240,4 +240,4 @@ def _put(drawing: Drawing, x: int, y: int, cells: list[str], style: int) -> None
 def render_text(workflow: Workflow, detail: Detail = Detail.FULL, *, runs: Mapping[str, NodeRun] | None = None,
                 marks: Mapping[str, str] | None = None) -> str:
     """The workflow drawn as plain text (``instance-ai workflow show``, snapshots)."""
-    return draw(layout_workflow(workflow, detail, runs=runs, marks=marks), runs=runs, marks=marks).text()
+    return draw(layout_workflow(workflow, detail, runs=runs), runs=runs, marks=marks).text()

@@ -157,9 +157,7 @@ def _box_size(workflow: Workflow, name: str, detail: Detail, status_row: bool, n
         h = 3
         if status_row:  # "○ not reached" on the bottom border
             w = max(w, 15)
-    h = max(h, n_out + 2, n_in + 2)
-    # an agent's sub-node ports (and in COMPACT the state written on the bottom border) need room
-    return w, h
+    return w, max(h, n_out + 2, n_in + 2)
 
 
 def _clusters(workflow: Workflow) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -210,8 +208,7 @@ def _clusters(workflow: Workflow) -> tuple[dict[str, list[str]], dict[str, str]]
 
 
 def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
-                    runs: Mapping[str, NodeRun] | None = None,
-                    marks: Mapping[str, str] | None = None) -> Layout:
+                    runs: Mapping[str, NodeRun] | None = None) -> Layout:
     """Where every box and line goes. ``runs`` (an execution's outcome) adds a state row to boxes."""
     status_row = bool(runs)
     children, parent = _clusters(workflow)
@@ -296,9 +293,9 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
             continue
         path = [e.source]
         for c in range(c0 + 1, c1):
-            # connections from one port share their dummies as long as they run together
+            # connections from one port share their dummies: they run together as far as they can
             key = (e.source, e.output, c)
-            if key not in dummy_of_net or c1 <= c:
+            if key not in dummy_of_net:
                 dummy = f"\0d{index}:{c}"
                 items[dummy] = _Item(dummy, c, 1, 1, dummy=True)
                 dummy_of_net[key] = dummy

@@ -293,12 +293,15 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
             demo.canvas.focus()
             await pilot.press("o")
             assert opened == []  # the demo instance has no editor: said instead
-            await demo.remove()
+            await pilot.press("escape")  # closes it; the keys go back to the prompt
+            await until(lambda: panel_of(app) is None, pilot)
             panel = WorkflowPanel(BackendSource(api))
             await app.screen_stack[0].mount(panel)
             panel.workflow_id = "Ab12"
             panel.canvas.show(parse_workflow(if_merge()))
-            panel.canvas.focus()
+            await pilot.pause(0.1)  # laid out
+            await pilot.click(WorkflowCanvas, offset=(2, 10))  # the person moves the keys to it
+            assert panel.canvas.has_focus
             await pilot.press("o")
             assert opened == ["http://n8n.example:5678/workflow/Ab12"]
     finally:

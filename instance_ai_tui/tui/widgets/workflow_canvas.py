@@ -150,7 +150,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self.workflow is None:
             return
         runs = self.runs or None
-        self.graph_layout = layout_workflow(self.workflow, self.detail, runs=runs, marks=self.marks)
+        self.graph_layout = layout_workflow(self.workflow, self.detail, runs=runs)
         self.drawing = draw(self.graph_layout, runs=runs, marks=self.marks)
         self._layout_key = _layout_key(self.workflow)
         self.virtual_size = Size(self.graph_layout.width, self.graph_layout.height)
