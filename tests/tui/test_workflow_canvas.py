@@ -306,3 +306,22 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
             assert opened == ["http://n8n.example:5678/workflow/Ab12"]
     finally:
         await api.aclose()
+
+
+async def test_after_a_run_each_node_shows_its_state_and_r_reads_it_again(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("/workflow wf-101")
+        await pilot.press("enter")
+        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id == "wf-101", pilot)
+        panel = panel_of(app)
+        assert panel is not None and panel.execution is None and "ran" not in canvas_text(panel.canvas)
+        await app.client.service.n8n.run_workflow("wf-101")  # type: ignore[attr-defined]  # the demo's run
+        await until(lambda: panel.canvas.has_focus, pilot)
+        await pilot.press("r")
+        await until(lambda: panel.execution is not None, pilot)
+        text = canvas_text(panel.canvas)
+        assert text.count("✓ ran · 1 item") == 3
+        assert "last execution exec-" in str(panel.status_line.render())
