@@ -125,37 +125,52 @@ def is_unavailable(exc: BaseException, *, from_storage: bool = False) -> bool:
 
 
 def storage_error(exc: BaseException) -> StoreError | None:
-    """The ``StoreError`` that ``exc`` is or was raised from (its explicit causes), else None."""
+    """The ``StoreError`` that ``exc`` is or was raised from (its explicit causes); an error the
+    Redis or SQLite driver raised itself, as the class that says what it means (``RedisDown``,
+    ``StorageLocked``, ...); else None (not the storage's)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, StoreError):
             return current
+        if type(current).__module__.endswith("runtime.errors"):
+            return None  # a model failure
+        driver = _storage_driver(current)
+        if driver == "redis":
+            if is_unavailable(current):
+                return RedisDown(f"the Redis server did not answer ({str(current).strip() or type(current).__name__}): "
+                                 "is it running? (--redis URL)")
+            return StoreError(f"the Redis server refused the request: {current}")
+        if driver == "sqlite":
+            return sqlite_error(None, current, "write")
         current = current.__cause__
     return None
 
 
-def sqlite_error(path: Path, exc: BaseException, doing: str = "open") -> StoreError:
-    """What ``sqlite3`` (or the file system) said about the database ``path``, as the ``StoreError``
-    that names the file, the cause and the fix."""
+def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> StoreError:
+    """What ``sqlite3`` (or the file system) said about the database ``path`` (None: not known
+    here), as the ``StoreError`` that names the file, the cause and the fix."""
     detail = str(exc).strip() or type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         detail = exc.strerror
     low = detail.lower()
     code = getattr(exc, "errno", None)
+    db = f"the database {path}" if path is not None else "the database"
     another = "or open another database with --db PATH"
     if "locked" in low or "busy" in low:
-        return StorageLocked(f"cannot {doing} the database {path}: it is locked by another program ({detail}); "
+        return StorageLocked(f"cannot {doing} {db}: it is locked by another program ({detail}); "
                              f"close the other instance-ai that uses it, {another}")
     if code == errno.ENOSPC or "disk is full" in low or "database or disk is full" in low:
-        return StorageFull(f"cannot {doing} the database {path}: the disk is full ({detail}); free some space, "
+        return StorageFull(f"cannot {doing} {db}: the disk is full ({detail}); free some space, "
                            f"{another} on another disk")
     if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in low or "read-only" in low \
             or "permission denied" in low or "unable to open database" in low:
-        return StorageReadOnly(f"cannot {doing} the database {path}: it cannot be written ({detail}); check the "
-                               f"permissions of the file and of its folder {path.parent}, {another}")
+        folder = f" and of its folder {path.parent}" if path is not None else " and of its folder"
+        return StorageReadOnly(f"cannot {doing} {db}: it cannot be written ({detail}); check the "
+                               f"permissions of the file{folder}, {another}")
     if "not a database" in low or "malformed" in low or "corrupt" in low or "file is encrypted" in low:
-        return StorageCorrupt(f"the database {path} is damaged or is not a SQLite database ({detail}); move it "
-                              f"aside (mv {path} {path}.broken) to start afresh, {another}")
-    return StoreError(f"cannot {doing} the database {path}: {detail}; {another}")
+        aside = f"move it aside (mv {path} {path}.broken)" if path is not None else "move it aside"
+        return StorageCorrupt(f"{db} is damaged or is not a SQLite database ({detail}); {aside} to start "
+                              f"afresh, {another}")
+    return StoreError(f"cannot {doing} {db}: {detail}; {another}")

@@ -17,6 +17,7 @@ import pytest
 
 from instance_ai_tui.runtime.errors import ModelTimeout, ModelUnreachable
 from instance_ai_tui.store.errors import (
+    RedisDown,
     StorageCorrupt,
     StorageFull,
     StorageLocked,
@@ -179,5 +180,7 @@ async def test_redis_stopped_is_storage_unavailable(stopped_redis: str) -> None:
     with pytest.raises(Exception) as info:
         await store.get_thread("t")
     assert is_unavailable(info.value), repr(info.value)  # raised by the Redis driver: the storage's
+    named = storage_error(info.value)
+    assert type(named) is RedisDown and named.code == "redis_down" and "the Redis server did not answer" in str(named)
     with contextlib.suppress(Exception):
         await store.close()
