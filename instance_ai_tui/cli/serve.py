@@ -115,6 +115,9 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"instance-ai serve: {exc}", file=sys.stderr)
         return 2
+    if not redis_url and (problem := asyncio.run(_database_problem(settings.resolved_db_path))):
+        print(f"instance-ai serve: {problem}", file=sys.stderr)  # one line, not the lifespan's traceback
+        return 1
     # bound to loopback: answer only to loopback names and the bound address (DNS rebinding)
     allowed_hosts = loopback_hosts(args.host) if is_loopback(args.host) else None
     app = create_app(service, token=token, ping_interval=args.ping_interval, allowed_hosts=allowed_hosts)
@@ -129,3 +132,17 @@ def main(args: argparse.Namespace) -> int:
     )
     asyncio.run(server.serve())
     return 0
+
+
+async def _database_problem(path: Path) -> str | None:
+    """Why the SQLite database cannot open (corrupt, locked, read-only, newer: ``store.errors``), else None."""
+    from ..store.errors import StoreError
+    from ..store.sqlite import SqliteStore
+
+    store = SqliteStore(path)
+    try:
+        await store.open()
+    except StoreError as exc:
+        return str(exc)
+    await store.close()
+    return None

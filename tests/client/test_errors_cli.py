@@ -23,7 +23,8 @@ def cli(tmp_path: Path, *args: str, timeout: float = 60) -> tuple[int, str, str]
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("command", [["threads"], ["export", "some-thread"], ["run", "hello", "--model", "demo"]])
+@pytest.mark.parametrize("command", [["threads"], ["export", "some-thread"], ["run", "hello", "--model", "demo"],
+                                     ["serve", "--model", "demo", "--port", "5999"]])
 def test_a_corrupt_database_is_one_line(tmp_path: Path, command: list[str]) -> None:
     db = tmp_path / "bad.sqlite3"
     db.write_bytes(os.urandom(8192))
