@@ -325,3 +325,27 @@ async def test_after_a_run_each_node_shows_its_state_and_r_reads_it_again(tmp_pa
         text = canvas_text(panel.canvas)
         assert text.count("✓ ran · 1 item") == 3
         assert "last execution exec-" in str(panel.status_line.render())
+
+
+async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_path: Path) -> None:
+    import dataclasses
+
+    from instance_ai_tui.protocol.workflow_graph import preview_from_args
+
+    app = make_app(recorded())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        shown = parse_workflow({**if_merge(), "id": "w1"})
+        panel.show_preview(shown, "read", answered=True)
+        await pilot.pause(0.05)
+        create = preview_from_args({"name": "Other", "nodes": [{"name": "Merge", "type": "n8n-nodes-base.merge"},
+                                                               {"name": "Save row", "type": "n8n-nodes-base.set"}]})
+        assert create is not None and create.id == ""
+        panel.show_preview(create, "create-workflow running")
+        assert panel.canvas.marks == {"Merge": "new", "Save row": "new"}  # a new workflow: all new
+        update = dataclasses.replace(parse_workflow({**if_merge(), "nodes": if_merge()["nodes"][:5]}), id="w1")
+        panel.show_preview(update, "update-workflow running")
+        assert panel.canvas.marks == {"Merge": "changed"}  # its link to "Save row" goes
+        assert "IF with two branches merging" in str(panel.title_line.render())

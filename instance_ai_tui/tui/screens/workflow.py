@@ -22,6 +22,7 @@ the workflow in n8n's editor (``App.open_url``: the browser, also in web mode) w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Coroutine, Mapping
@@ -115,9 +116,9 @@ class WorkflowPanel(Vertical):
     def show_preview(self, workflow: Workflow, note: str, *, answered: bool = False) -> None:
         """What a running call asks for (drawn before n8n answers), or (``answered``) what a call
         answered where the connection cannot read workflows: then it is the new baseline."""
-        if workflow.id == "" and self.saved is not None:  # an update's arguments: the workflow shown
-            workflow = Workflow(self.saved.id, workflow.name or self.saved.name, workflow.nodes, workflow.edges)
-        before = self.saved if self.saved is not None and self.saved.id == workflow.id else None
+        before = self.saved if self.saved is not None and workflow.id and self.saved.id == workflow.id else None
+        if before is not None and not workflow.name:
+            workflow = dataclasses.replace(workflow, name=before.name)
         self.canvas.show(workflow, changed_by_call=True, changed_from=before)
         self._title(workflow)
         self.set_status(note)
@@ -318,6 +319,8 @@ class WorkflowFollower:
                 self._previewed.add(key)
                 preview = preview_from_args(call.args) if call.name in WORKFLOW_WRITE_TOOLS else None
                 if preview is not None and preview.nodes:
+                    target = call.args.get("workflowId")  # an update: that workflow; a create: a new one
+                    preview = dataclasses.replace(preview, id=str(target) if target else "")
                     self._in_order(self._preview(preview, f"{call.name} running: drawing what it asks for…"))
             elif not call.loading and key not in self._finished:
                 self._finished.add(key)
