@@ -34,9 +34,10 @@ def app_on(db: Path, thread_id: str | None = None) -> InstanceAiApp:
 
 async def failure_screen(app: InstanceAiApp, pilot: Any, timeout: float = 20.0) -> StartFailureScreen:
     deadline = asyncio.get_running_loop().time() + timeout
-    while not isinstance(app.screen, StartFailureScreen):
+    while not (isinstance(app.screen, StartFailureScreen) and app.screen.query("#start-failure-message")):
         assert asyncio.get_running_loop().time() < deadline, f"no start-failure screen (status: {app.status_info})"
-        await pilot.pause(0.05)
+        await pilot.pause(0.05)  # the screen is pushed, then composed
+    assert isinstance(app.screen, StartFailureScreen)
     return app.screen
 
 
