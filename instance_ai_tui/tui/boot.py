@@ -131,7 +131,7 @@ async def boot(app: InstanceAiApp) -> None:
     app.thread_list.set_threads(threads)
     app.threads.attach_sources()
     target = app.initial_thread_id
-    if target is not None and target not in {t.id for t in threads}:
+    if target is not None and target not in {t.id for t in threads} and not await thread_exists(app, target):
         where = "this database" if app.client.mode == "embedded" else "this server"
         await show_start_failure(app, f"there is no thread {target!r} in {where}: list them with "
                                       "`instance-ai threads`, or start without --thread", "thread_not_found")
@@ -154,6 +154,20 @@ async def boot(app: InstanceAiApp) -> None:
     from .screens.workflow import follow_workflows
 
     follow_workflows(app)  # the workflow canvas opens when the agent creates or changes a workflow
+
+
+async def thread_exists(app: InstanceAiApp, thread_id: str) -> bool:
+    """Whether the client knows ``thread_id`` although its list did not show it (a long list is
+    read a page at a time): only a 404 says no."""
+    from ..client.base import NotFoundError
+
+    try:
+        await app.client.status(thread_id)
+    except NotFoundError:
+        return False
+    except ClientError:
+        return True  # it could not say: let the thread open and show its own error
+    return True
 
 
 async def show_start_failure(app: InstanceAiApp, message: str, code: str | None = None) -> None:
