@@ -202,6 +202,9 @@ class TypingTest:
             "OPENAI_BASE_URL": self.server.base_url, "OPENAI_API_KEY": "sk-typing-test",
             "XDG_CONFIG_HOME": str(self.work / "config"), "XDG_DATA_HOME": str(self.work / "data"),
             "INSTANCE_AI_CONFIG": str(self.work / "config" / "config.toml"), "TERM": "xterm-256color",
+            # n8n's public API, so the agent has activate-workflow (whose card comes before any call:
+            # nothing listens there, and no card is answered in the random phase)
+            "N8N_URL": "http://127.0.0.1:9", "N8N_API_KEY": "typing-test",
         }
         app = shutil.which("instance-ai") or "instance-ai"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
