@@ -302,6 +302,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("workflow-open", "open_editor", "o", "Open in n8n", "workflow"),
     KeySpec("workflow-reload", "reload", "r", "Reload", "workflow"),
     KeySpec("workflow-maximize", "maximize", "m", "Wider/narrower", "workflow"),
+    KeySpec("workflow-before-after", "before_after", "b", "Before/after", "workflow"),
     KeySpec("workflow-close", "close", "escape,q", "Close", "workflow"),
     KeySpec("mcp-restart", "restart", "r", "Restart the server", "mcp"),
     KeySpec("mcp-close", "close", "escape,q", "Close", "mcp"),

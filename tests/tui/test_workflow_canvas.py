@@ -349,3 +349,12 @@ async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_pat
         panel.show_preview(update, "update-workflow running")
         assert panel.canvas.marks == {"Merge": "changed"}  # its link to "Save row" goes
         assert "IF with two branches merging" in str(panel.title_line.render())
+        # b: the workflow before the update, and back to what it asks for
+        await pilot.pause(0.1)
+        await pilot.click(WorkflowCanvas, offset=(2, 12))
+        await pilot.press("b")
+        assert panel.canvas.workflow is shown and panel.canvas.marks == {}
+        assert "before" in str(panel.status_line.render())
+        await pilot.press("b")
+        assert panel.canvas.workflow is not None and len(panel.canvas.workflow.nodes) == 5
+        assert panel.canvas.marks == {"Merge": "changed"}

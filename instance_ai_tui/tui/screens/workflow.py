@@ -14,7 +14,8 @@ with the session) and the nodes the call added or changed are marked ``+ new`` /
 write opens the panel if it is closed, without taking the keyboard from the person. After a run
 (``run-workflow``, n8n's ``executions``), each node shows ✓ ran / ✗ failed / ○ not reached.
 
-``Enter`` on a node: its parameters, and after a run its first output items or its error. ``o`` opens
+While an update waits (for its approval, or for n8n), ``b`` switches between the workflow as it is and
+as the call asks. ``Enter`` on a node: its parameters, and after a run its first output items or its error. ``o`` opens
 the workflow in n8n's editor (``App.open_url``: the browser, also in web mode) when the instance is known;
 ``r`` reads it again.
 """
@@ -51,7 +52,7 @@ from ...protocol.workflow_graph import (
 from .. import keymap
 from ..widgets.workflow_canvas import WorkflowCanvas
 
-PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-close")
+PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-before-after", "workflow-close")
 #: how often the follower looks at the thread's tool calls (seconds)
 FOLLOW_INTERVAL = 0.3
 #: tools whose finished call means the workflow ran (its node states are read)
@@ -88,6 +89,9 @@ class WorkflowPanel(Vertical):
         self.workflow_id: str | None = None
         #: the workflow as last read from n8n (what a call's changes are marked against)
         self.saved: Workflow | None = None
+        #: what a running update asks for, while it is shown beside ``saved`` (``b`` switches)
+        self.proposal: Workflow | None = None
+        self.showing_before = False
         self.execution: ExecutionView | None = None
         self.canvas = WorkflowCanvas(id="wf-canvas")
         self.title_line = Static("Workflow", id="wf-title", markup=False)
@@ -121,7 +125,10 @@ class WorkflowPanel(Vertical):
             workflow = dataclasses.replace(workflow, name=before.name)
         self.canvas.show(workflow, changed_by_call=True, changed_from=before)
         self._title(workflow)
-        self.set_status(note)
+        # an update waiting (for approval, or for n8n): b shows the workflow before it and back
+        self.proposal = workflow if before is not None and not answered else None
+        key = _key(self.app, "workflow-before-after", "b")
+        self.set_status(f"{note} · {key} before/after" if self.proposal is not None else note)
         if answered:
             self.saved = workflow
 
@@ -148,6 +155,7 @@ class WorkflowPanel(Vertical):
         before = self.saved if self.saved is not None and self.saved.id == workflow.id else None
         self.canvas.show(workflow, runs=runs, changed_by_call=changed_by_call, changed_from=before)
         self.saved = workflow
+        self.proposal, self.showing_before = None, False
         self._title(workflow)
         marks = self.canvas.marks
         bits = [note] if note else []
@@ -208,6 +216,20 @@ class WorkflowPanel(Vertical):
     def action_maximize(self) -> None:
         self.toggle_class("-wide")
 
+    def action_before_after(self) -> None:
+        """While an update waits: the workflow as it is (before) and as the call asks (after)."""
+        if self.proposal is None or self.saved is None:
+            self.app.notify("Nothing to compare: no update of this workflow is waiting.", severity="information",
+                            timeout=3)
+            return
+        self.showing_before = not self.showing_before
+        if self.showing_before:
+            self.canvas.show(self.saved, runs=self.execution.runs if self.execution else None)
+            self.set_status("before: the workflow as it is now (b: after)")
+        else:
+            self.canvas.show(self.proposal, changed_by_call=True, changed_from=self.saved)
+            self.set_status("after: what the update asks for, + new · ~ changed (b: before)")
+
     def action_close(self) -> None:
         if self.has_class("-details"):
             self.remove_class("-details")
@@ -226,11 +248,14 @@ def _json_lines(value: Any) -> list[str]:
     return ["  " + line for line in text.splitlines()]
 
 
-def _hint(app: Any) -> str:
+def _key(app: Any, binding_id: str, fallback: str) -> str:
     km = getattr(app, "keys", None)
+    return keymap.display_keys(km.keys(binding_id)) if isinstance(km, keymap.KeyMap) else fallback
 
+
+def _hint(app: Any) -> str:
     def key(binding_id: str, fallback: str) -> str:
-        return keymap.display_keys(km.keys(binding_id)) if isinstance(km, keymap.KeyMap) else fallback
+        return _key(app, binding_id, fallback)
 
     return (f"←↑↓→ node · ⇧ pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-details', 'Enter')} details · "
             f"{key('workflow-open', 'o')} n8n · {key('workflow-maximize', 'm')} wider · "
