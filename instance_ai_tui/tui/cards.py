@@ -26,7 +26,6 @@ Answers go to the client of the open thread.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -78,8 +77,6 @@ class Cards:
         self.by_id: dict[str, PendingConfirmation] = {}
         #: cards the user was told about (once each) while the focus rule kept them waiting
         self.announced: set[str] = set()
-        #: ``time.monotonic()`` of the last key, click, scroll or paste (the focus rule)
-        self.last_input_at = 0.0
         self._elsewhere_seen: dict[str, int] = {}
         #: cards of a thread just opened that were already signalled while it was not open
         self._expected_waiting = 0
@@ -163,14 +160,13 @@ class Cards:
 
     # ----------------------------------------------------------------- the keyboard model
     def on_input(self, event: events.Event) -> bool:
-        """Every key, click, scroll and paste counts as interacting. Before a key or a paste is
-        dispatched, focus that moved by itself is put back (``guard_focus``). Tab from the
+        """Before a key or a paste is dispatched, focus that moved by itself is put back
+        (``guard_focus``). Tab from the
         prompt goes to the card waiting (deliberately; keys typed right after it still wait for
         the grace period). Returns True when the event was used here."""
         app = self.app
         if getattr(event, "is_forwarded", False) or not isinstance(event, _INPUT_EVENTS):
             return False
-        self.last_input_at = time.monotonic()
         if isinstance(event, (events.Key, events.Paste)):
             self.guard_focus()
         if (isinstance(event, events.Key) and event.key == "tab" and app.pending and app.focused is app.prompt
