@@ -121,7 +121,8 @@ def assistant_texts(app: InstanceAiApp) -> list[str]:
 
 
 async def open_by_search(pilot: Any, app: InstanceAiApp, words: str, session_id: str) -> None:
-    app.show_threads()
+    app.show_threads()  # the search takes the keys; it still holds the last search: start afresh
+    app.thread_list.set_filter("")
     await pilot.press(*words)
     await until(lambda: app.thread_list.highlighted_thread_id == session_id, pilot)
     await pilot.press("enter")
