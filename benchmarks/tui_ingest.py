@@ -1,17 +1,24 @@
-"""TUI ingest benchmark: a recorded 100k-event stream replayed into the real app, headless.
+"""TUI ingest benchmark: a recorded 100k-event stream, from bytes to the projected frame, headless.
 
     python benchmarks/tui_ingest.py [--events 100000] [--subagents 20] [--runs 4]
-                                    [--parse-in-client] [--no-cold-start] [--cold-start-runs 3]
+                                    [--paths embedded,remote,preparsed] [--cold-start]
 
 The stream is generated deterministically (fixed seed): ``--runs`` agent runs in one thread,
 each with reasoning and text deltas (markdown with headings, lists and a code fence),
 ``tasks-update`` plans, orchestrator ``delegate`` tool calls and ``--subagents`` sub-agents
 in total, each with tool calls, results, a few tool errors, status messages and streamed
-text. ``StreamClient`` (a ``Client`` test double) hands it to ``InstanceAiApp`` through
-``events()``. By default the events are parsed (``parse_event``, pydantic) before the app
-starts, so the numbers are the app's own cost; ``--parse-in-client`` parses each one from
-its wire JSON inside ``events()`` as a real client does (pydantic parsing alone tops out
-around 60k events/s on a 2-core VM). The app runs in ``App.run_test(size=(120, 40))``.
+text. ``StreamClient`` (a ``Client`` test double) hands the app what a real client's
+``events()`` yields, so the clock covers what a person gets, decoding included:
+
+* ``embedded``: ``EmbeddedClient.events`` over each event's stored JSON line (as the SQLite log
+  hands them to it): ``json.loads`` and ``parse_event`` per event, in the client;
+* ``remote``: ``RemoteClient.events`` over the SSE bytes of the stream (``id:``/``data:`` frames)
+  delivered by httpx in 64 KiB pieces: the reconnecting reader, the incremental SSE parser and
+  the event parser, as over a socket from our server;
+* ``preparsed``: events parsed before the clock starts (the app's own cost only; a reference,
+  not what a person gets).
+
+Each path runs in its own interpreter. The app runs in ``App.run_test(size=(120, 40))``.
 
 Printed JSON (one object):
 
@@ -24,12 +31,13 @@ Printed JSON (one object):
 * ``time_to_final_render_s``: from the last event ingested until ``wait_until_rendered``
   (model drained, every Markdown block parsed); ``total_s``: first event to final render;
 * ``peak_rss_mb`` (``ru_maxrss``, includes the generated stream) and ``rss_before_app_mb``;
-* ``cold_start``: ``python -m instance_ai_tui --model demo`` started in a pseudo-terminal
-  (120x40) until the first frame is on the terminal (its text contains the prompt
-  placeholder), min and median of ``--cold-start-runs``; ``import_tui_app_s``: importing
-  ``instance_ai_tui.tui.app`` in a fresh interpreter.
+* ``cold_start`` (``--cold-start``): the first frame of ``python -m instance_ai_tui --model demo``
+  in a pseudo-terminal (``launch_to_ready.py`` measures what a person waits for at start);
+* ``client_path_over_app_only``: each client path's events/s over the preparsed path's;
+* ``machine``: the load at the start and the end of the run (figures are only comparable at a
+  similar load, and side by side within one run).
 
-Targets (issue 5): >= 300k events/s, max stall < 40 ms, cold start < 0.6 s.
+Targets (issues 5 and 30): >= 300k events/s and max stall < 40 ms, on the client paths.
 """
 
 from __future__ import annotations
@@ -39,7 +47,6 @@ import asyncio
 import itertools
 import json
 import os
-import platform
 import random
 import resource
 import statistics
@@ -55,10 +62,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine import load, machine, ratio  # noqa: E402
 
 THREAD = "thread-bench"
 SIZE = (120, 40)
-TARGETS = {"events_per_second": 300_000, "max_loop_stall_ms": 40, "cold_start_s": 0.6}
+TARGETS = {"events_per_second": 300_000, "max_loop_stall_ms": 40}
 _WORDS = (
     "the workflow node sends a message to Slack every morning with weather data from the API and "
     "then checks each result item field value in JSON before the schedule trigger runs again"
@@ -197,19 +207,18 @@ def _make_run(r: int, budget: int, agents: int, rng: random.Random, tokens: _Tok
 def _stream_client_class() -> type:
     from instance_ai_tui.client.base import Client, ClientError, ConnectionState, StreamItem
     from instance_ai_tui.protocol.api import ThreadInfo, ThreadMessages, ThreadStatus
-    from instance_ai_tui.protocol.events import parse_event
 
     class StreamClient(Client):
-        """One thread whose whole log is the recorded stream; read-only."""
+        """One thread whose whole log is the recorded stream; read-only. ``events()`` hands the
+        app what ``source`` yields (a real client's ``events()``, or items parsed up front)."""
 
         mode = "embedded"
         model_name = "recorded stream"
 
-        def __init__(self, lines: list[str] | None = None, parsed: list[Any] | None = None) -> None:
+        def __init__(self, source: Any, count: int) -> None:
             super().__init__()
-            self.lines = lines
-            self.parsed = parsed
-            self.count = len(lines if lines is not None else parsed or [])
+            self.source = source
+            self.count = count
             self.first_pulled: float | None = None
             self.done_at: float | None = None
             self.done = asyncio.Event()
@@ -252,20 +261,82 @@ def _stream_client_class() -> type:
             return ThreadStatus()
 
         async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-            start = max(0, after or 0)
             self.first_pulled = time.perf_counter()
-            if self.lines is not None:
-                for index in range(start, len(self.lines)):
-                    yield StreamItem(index + 1, parse_event(self.lines[index]))
-            else:
-                assert self.parsed is not None
-                for index in range(start, len(self.parsed)):
-                    yield StreamItem(index + 1, self.parsed[index])
-            self.done_at = time.perf_counter()  # the app asked for the item after the last one
-            self.done.set()
+            seen = 0
+            async for item in self.source(thread_id, after):
+                yield item
+                seen += 1
+                if seen == self.count:
+                    self.done_at = time.perf_counter()  # the app asked for the item after the last one
+                    self.done.set()
             await asyncio.Event().wait()  # live: nothing more comes
 
     return StreamClient
+
+
+def _preparsed_source(lines: list[str]) -> Any:
+    """Events parsed before the clock starts: the app's own cost only (not what a person gets)."""
+    from instance_ai_tui.client.base import StreamItem
+    from instance_ai_tui.protocol.events import parse_event
+
+    parsed = [parse_event(line) for line in lines]
+
+    async def source(thread_id: str, after: int | None) -> AsyncIterator[Any]:
+        for index in range(max(0, after or 0), len(parsed)):
+            yield StreamItem(index + 1, parsed[index])
+
+    return source
+
+
+def _embedded_source(lines: list[str]) -> Any:
+    """The embedded client's real ``events()`` over the stored JSON of each event (as the SQLite
+    log hands them to it): each is decoded and parsed there, as in the app."""
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.store.base import StoredEvent
+
+    class StoredLog:
+        """The part of the assistant service that ``EmbeddedClient.events`` reads."""
+
+        async def get_thread(self, thread_id: str) -> None:
+            return None
+
+        async def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+            for index in range(after, len(lines)):
+                line = lines[index]
+                yield StoredEvent(thread_id, index + 1, "", "", line)
+
+    client = EmbeddedClient(StoredLog())  # type: ignore[arg-type]
+    return client.events
+
+
+def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
+    """The remote client's real ``events()``: the SSE bytes of the stream (``id:``/``data:``
+    frames, as our server sends them) through httpx in ``chunk``-byte pieces, the reconnecting
+    reader, the incremental SSE parser and the event parser."""
+    import httpx
+
+    from instance_ai_tui.client.remote import RemoteClient
+
+    frames = [f"id: {index + 1}\ndata: {line}\n\n".encode() for index, line in enumerate(lines)]
+
+    async def stream(after: int) -> AsyncIterator[bytes]:
+        body = b"".join(frames[after:])  # the frames after Last-Event-ID, as our server replays them
+        for start in range(0, len(body), chunk):
+            yield body[start:start + chunk]
+            await asyncio.sleep(0)  # a socket hands the loop back between reads
+        if not body:  # the reader reconnected after the end: a live stream with nothing more
+            await asyncio.Event().wait()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        after = int(request.headers.get("last-event-id") or 0)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream(after))
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = RemoteClient("http://127.0.0.1:9", http=http)
+    return client.events
+
+
+SOURCES = {"embedded": _embedded_source, "remote": _remote_source, "preparsed": _preparsed_source}
 
 
 # --------------------------------------------------------------------------- measuring
@@ -275,14 +346,12 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: float) -> dict[str, Any]:
+async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float) -> dict[str, Any]:
     from instance_ai_tui.config import Settings, UiSettings
-    from instance_ai_tui.protocol.events import parse_event
     from instance_ai_tui.tui.app import InstanceAiApp
 
     lines = [json.dumps(event, separators=(",", ":")) for event in events]
-    client_class = _stream_client_class()
-    client = client_class(parsed=[parse_event(line) for line in lines]) if preparsed else client_class(lines=lines)
+    client = _stream_client_class()(SOURCES[path](lines), len(lines))
     frame_times: list[float] = []
 
     import instance_ai_tui.tui.app as app_module
@@ -348,7 +417,7 @@ async def run_ingest(events: list[dict[str, Any]], *, preparsed: bool, timeout: 
         "total_s": round(rendered_at - client.first_pulled, 3),
         "rss_before_app_mb": round(rss_before, 1),
         "peak_rss_mb": round(_rss_mb(), 1),
-        "parsing": "up front" if preparsed else "in the client, per event",
+        "path": path,
     }
 
 
@@ -384,47 +453,71 @@ def measure_cold_start(runs: int) -> dict[str, Any]:
     }
 
 
+def _one_path(args: argparse.Namespace, path: str) -> dict[str, Any]:
+    """One client path measured in a fresh interpreter (its own heap, its own peak RSS)."""
+    argv = [sys.executable, __file__, "--only", path, "--events", str(args.events), "--subagents",
+            str(args.subagents), "--runs", str(args.runs), "--timeout", str(args.timeout)]
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    if result.returncode != 0:
+        return {"path": path, "failed": result.stderr[-2000:]}
+    return dict(json.loads(result.stdout))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--subagents", type=int, default=20)
     parser.add_argument("--runs", type=int, default=4)
-    parser.add_argument("--parse-in-client", action="store_true", help="parse each event inside Client.events()")
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--no-cold-start", action="store_true")
+    parser.add_argument("--paths", default="embedded,remote,preparsed",
+                        help="client paths to measure, each in its own interpreter: " + ", ".join(SOURCES))
+    parser.add_argument("--only", choices=sorted(SOURCES), help=argparse.SUPPRESS)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--cold-start", action="store_true",
+                        help="also time the first frame (launch_to_ready.py measures what a person waits for)")
     parser.add_argument("--cold-start-runs", type=int, default=3)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="instance-ai-bench-") as tmp:
-        os.environ["XDG_CONFIG_HOME"] = f"{tmp}/config"  # no user config or themes in the run
-        os.environ["XDG_DATA_HOME"] = f"{tmp}/data"
-        os.environ["INSTANCE_AI_CONFIG"] = f"{tmp}/config/config.toml"
-        os.environ.pop("TEXTUAL_THEME", None)
-        events = make_events(args.events, args.subagents, args.runs)
-        result: dict[str, Any] = {
-            "benchmark": "tui_ingest",
-            "event_mix": dict(Counter(e["type"] for e in events).most_common()),
-            "subagents": args.subagents,
-            "runs": args.runs,
-        }
-        result.update(asyncio.run(run_ingest(events, preparsed=not args.parse_in_client, timeout=args.timeout)))
-    if not args.no_cold_start:
+    if args.only:
+        with tempfile.TemporaryDirectory(prefix="instance-ai-bench-") as tmp:
+            os.environ["XDG_CONFIG_HOME"] = f"{tmp}/config"  # no user config or themes in the run
+            os.environ["XDG_DATA_HOME"] = f"{tmp}/data"
+            os.environ["INSTANCE_AI_CONFIG"] = f"{tmp}/config/config.toml"
+            os.environ.pop("TEXTUAL_THEME", None)
+            events = make_events(args.events, args.subagents, args.runs)
+            print(json.dumps(asyncio.run(run_ingest(events, path=args.only, timeout=args.timeout))))
+        return 0
+
+    started_load = load()
+    events = make_events(args.events, args.subagents, args.runs)
+    result: dict[str, Any] = {
+        "benchmark": "tui_ingest",
+        "event_mix": dict(Counter(e["type"] for e in events).most_common()),
+        "subagents": args.subagents,
+        "runs": args.runs,
+    }
+    paths = args.paths.split(",")
+    for path in paths:
+        result[path] = _one_path(args, path)
+        print(json.dumps({path: result[path]}), file=sys.stderr, flush=True)
+    del events
+    if args.cold_start:
         result["cold_start"] = measure_cold_start(args.cold_start_runs)
     import textual
 
     result["targets"] = TARGETS
-    cold = result.get("cold_start", {}).get("first_frame_s_median")
-    result["meets_targets"] = {
-        "events_per_second": result["events_per_second"] >= TARGETS["events_per_second"],
-        "max_loop_stall_ms": (result["max_loop_stall_ms"] or 0) < TARGETS["max_loop_stall_ms"],
-        "cold_start_s": None if cold is None else cold < TARGETS["cold_start_s"],
+    for path in paths:
+        measured = result[path]
+        if "events_per_second" in measured:
+            measured["meets_targets"] = {
+                "events_per_second": measured["events_per_second"] >= TARGETS["events_per_second"],
+                "max_loop_stall_ms": (measured["max_loop_stall_ms"] or 0) < TARGETS["max_loop_stall_ms"],
+            }
+    app_only = result.get("preparsed", {}).get("events_per_second")
+    result["client_path_over_app_only"] = {
+        path: ratio(result[path].get("events_per_second"), app_only) for path in paths if path != "preparsed"
     }
-    result["environment"] = {
-        "python": platform.python_version(),
-        "textual": textual.__version__,
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
+    result["environment"] = {"textual": textual.__version__}
+    result["machine"] = machine(started_load)
     print(json.dumps(result, indent=2))
     return 0
 
