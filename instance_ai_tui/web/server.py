@@ -126,6 +126,7 @@ class WebServer(Server):
         self.max_apps = max_apps
         #: app processes started or starting (a place is taken before the process starts)
         self.apps = 0
+        self.services: set[ConfinedAppService] = set()
         self.throttle = WrongTokenThrottle(base=WRONG_TOKEN_DELAY)
 
     def initialize_logging(self) -> None:
@@ -249,6 +250,7 @@ class WebServer(Server):
                 self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str, close=close,
                 download_manager=self.download_manager, debug=self.debug,
             )
+            self.services.add(service)
             await service.start(width, height)
             await self._relay(websocket, service)
         except asyncio.CancelledError:
@@ -261,8 +263,15 @@ class WebServer(Server):
                 if service is not None:
                     await asyncio.shield(service.end())
             finally:
+                if service is not None:
+                    self.services.discard(service)
                 self.apps -= 1
         return websocket
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """The server stops: every app ends with it (they run in process groups of their own,
+        which a Ctrl+C in the server's terminal does not reach)."""
+        await asyncio.gather(*(service.end(grace=1.0) for service in list(self.services)), return_exceptions=True)
 
     async def _relay(self, websocket: web.WebSocketResponse, service: AppService) -> None:
         """The tab's messages to its app (textual-serve's protocol), sizes capped; a message

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,6 +150,35 @@ async def test_twenty_tabs_against_a_cap_of_four(start_web) -> None:
     await sampler
     assert most <= 4, f"{most} app processes at once (the cap is 4)"
     assert web.process.poll() is None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_the_apps_end_with_the_server(start_web) -> None:
+    web: WebProcess = start_web("--model", "demo", "--new", "--max-apps", "2")
+    pid = web.process.pid
+    ws_url = web.url.replace("http", "ws") + "/ws?width=100&height=30"
+    async with aiohttp.ClientSession() as session:
+        tabs = [await session.ws_connect(ws_url) for _ in range(2)]
+        deadline = time.monotonic() + 60
+        while len(descendants(pid)) < 2:
+            assert time.monotonic() < deadline, "the apps did not start"
+            await asyncio.sleep(0.1)
+        apps = descendants(pid)
+        web.process.send_signal(signal.SIGTERM)  # as Ctrl+C (it does not reach the apps' own groups)
+        await asyncio.to_thread(web.process.wait, 30)
+        deadline = time.monotonic() + 15
+        while any(_alive(app) for app in apps):
+            assert time.monotonic() < deadline, f"apps outlived the server: {[a for a in apps if _alive(a)]}"
+            await asyncio.sleep(0.1)
+        for tab in tabs:
+            await tab.close()
 
 
 async def test_parallel_wrong_tokens_from_one_client_are_slowed_down(start_web) -> None:
