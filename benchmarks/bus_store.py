@@ -38,6 +38,9 @@ from instance_ai_tui.bus.memory import InProcessBus
 from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.sqlite import SqliteStore
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 
 def text_delta(n: int) -> dict[str, Any]:
     return {"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}}
@@ -249,4 +252,4 @@ if __name__ == "__main__":
     usage = resource.getrusage(resource.RUSAGE_SELF)
     output["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 1)  # < total_seconds: other load
     output["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(output, indent=2))
+    print(json.dumps(with_machine(output), indent=2))

@@ -50,6 +50,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(rb"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[()][A-Z0-9]|[=>78cDEHM])")
 APP_MARKER = b"Message Instance AI"
@@ -57,6 +60,7 @@ MINIMAL_MARKER = b"Minimal Textual app"
 MINIMAL_APP = f"""
 from textual.app import App
 from textual.widgets import Footer, Static
+
 
 class Minimal(App):
     def compose(self):
@@ -211,7 +215,7 @@ def main() -> int:
         module: round(statistics.median(import_seconds(module) for _ in range(3)), 3)
         for module in ("instance_ai_tui.tui.app", "textual.app")
     }
-    print(json.dumps(result, indent=2))
+    print(json.dumps(with_machine(result), indent=2))
     return 0
 
 

@@ -37,6 +37,9 @@ from instance_ai_tui.runtime.chunks import TextDeltaChunk
 from instance_ai_tui.store.base import NewEvent, StoredEvent
 from instance_ai_tui.store.sqlite import SqliteStore
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 RUN = "run_bench"
 
 
@@ -101,4 +104,4 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
-    print(json.dumps(asyncio.run(main(parser.parse_args()))))
+    print(json.dumps(with_machine(asyncio.run(main(parser.parse_args())))))

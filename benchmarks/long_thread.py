@@ -36,6 +36,9 @@ from instance_ai_tui.runtime.messages import Message, ToolCallPart  # noqa: E402
 from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
 from tests.support.finished_runs import fill_runs  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine  # noqa: E402
+
 
 def one_run(index: int) -> list[Message]:
     call = f"call_{index}"
@@ -126,7 +129,7 @@ async def main() -> None:
         "target_restore_s": 0.3,
         "python": platform.python_version(), "cpus": os.cpu_count(),
     }
-    print(json.dumps(out, indent=2))
+    print(json.dumps(with_machine(out), indent=2))
 
 
 if __name__ == "__main__":

@@ -138,3 +138,14 @@ def timed_run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd:
     process.stderr.close()
     return TimedRun(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode,
                     b"".join(chunks[1]).decode("utf-8", "replace"), b"".join(chunks[2]).decode("utf-8", "replace"))
+
+
+#: the load when the benchmark started (this module is imported at its start)
+STARTED_LOAD = load()
+
+
+def with_machine(result: Any) -> Any:
+    """``result`` (a JSON object) with ``machine``: the load at the start and now, beside the figures."""
+    if isinstance(result, dict) and "machine" not in result:
+        return {**result, "machine": machine(STARTED_LOAD)}
+    return result

@@ -44,6 +44,9 @@ from instance_ai_tui.store.redis import RedisStore
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.net import free_port, wait_for_port
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 
 def delta(n: int) -> dict[str, Any]:
     return {"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}}
@@ -238,4 +241,4 @@ if __name__ == "__main__":
     output = asyncio.run(main(parser.parse_args()))
     output["total_seconds"] = round(time.perf_counter() - started, 1)
     output["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(output, indent=2))
+    print(json.dumps(with_machine(output), indent=2))

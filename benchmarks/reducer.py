@@ -17,9 +17,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import os
+
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import Event, parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
 
 
 def make_stream(count: int) -> list[dict[str, Any]]:
@@ -146,7 +151,7 @@ def main() -> None:
         "text_chars": len(tree.text_content),
         "python": sys.version.split()[0],
     }
-    print(json.dumps(result))
+    print(json.dumps(with_machine(result)))
 
 
 if __name__ == "__main__":

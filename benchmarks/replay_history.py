@@ -34,6 +34,9 @@ from instance_ai_tui.config import ModelSettings, Settings  # noqa: E402
 from instance_ai_tui.server.app import PREFIX, create_app  # noqa: E402
 from tests.support.asgi import serve_asgi  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine  # noqa: E402
+
 PROMPTS = ["list my workflows", "create a workflow that posts a daily summary to Slack", "show my executions"]
 
 
@@ -137,7 +140,7 @@ async def main() -> None:
         }
         out["speedup"] = round(out["deltas"]["seconds"] / out["coalesced"]["seconds"], 2)
         out["bytes_ratio"] = round(out["deltas"]["bytes"] / out["coalesced"]["bytes"], 2)
-    print(json.dumps(out, indent=2))
+    print(json.dumps(with_machine(out), indent=2))
 
 
 if __name__ == "__main__":

@@ -27,10 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 ROOT = Path(__file__).resolve().parents[1]
 
 FLOOR = """
 import json, sys
+
 with open(sys.argv[1], encoding="utf-8") as fh:
     for line in fh:
         json.loads(line)
@@ -99,7 +103,7 @@ def main() -> None:
                 out[name]["x_floor_time"] = round(out[name]["seconds"] / out["floor"]["seconds"], 2)
         out["target_peak_rss_mb"] = 300
         out["meets_target"] = out["replay"]["peak_rss_mb"] < 300
-    print(json.dumps(out, indent=2))
+    print(json.dumps(with_machine(out), indent=2))
 
 
 if __name__ == "__main__":

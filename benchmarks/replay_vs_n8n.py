@@ -34,6 +34,9 @@ sys.path.append(str(ROOT / "scripts"))
 import n8n_peer  # noqa: E402  (scripts/n8n_peer.py: install, cache and start a real n8n)
 from replay_history import read_replay  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine  # noqa: E402
+
 ANSWER = " ".join(f"word{i}" for i in range(1, 121)) + "."
 
 
@@ -140,7 +143,7 @@ async def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     if not n8n_peer.installed():
-        print(json.dumps({"skipped": n8n_peer.missing_reason()}))
+        print(json.dumps(with_machine({"skipped": n8n_peer.missing_reason()})))
         return
     with ModelServer() as model:
         ours = await measure_ours(model.server.base_url, args.runs, args.repeats)
@@ -155,7 +158,7 @@ async def main() -> None:
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
     }
-    print(json.dumps(out, indent=2))
+    print(json.dumps(with_machine(out), indent=2))
 
 
 if __name__ == "__main__":

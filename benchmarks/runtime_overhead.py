@@ -46,6 +46,9 @@ from instance_ai_tui.runtime import (  # noqa: E402
     tool,
 )
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine  # noqa: E402
+
 
 class TimedModel:
     """Wraps a model and measures the time spent inside its stream."""
@@ -314,7 +317,7 @@ async def main() -> None:
         out["adapter"] = await bench_adapter(args.chunks)
     if args.only in (None, "round_trips"):
         out["round_trips"] = await bench_round_trips(args.trips, args.repeats)
-    print(json.dumps(out, indent=2))
+    print(json.dumps(with_machine(out), indent=2))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
+
 REPO = Path(__file__).resolve().parent.parent
 API = "/instance-ai"
 
@@ -118,14 +121,14 @@ def main() -> int:
     counted = [(x, y) for x, y in samples if x >= args.start]
     per_run = slope(counted)
     first, last = (counted[0][1], counted[-1][1]) if counted else (0, 0)
-    print(json.dumps({
+    print(json.dumps(with_machine({
         "runs": args.runs,
         "workers": args.workers,
         "load_before": [round(v, 2) for v in load],
         "rss_mib": [round(y / 2**20, 2) for _, y in samples],
         "slope_bytes_per_run": round(per_run, 1),
         "growth_mib_from_to": [args.start, samples[-1][0] if samples else None, round((last - first) / 2**20, 2)],
-    }))
+    })))
     return 0
 
 

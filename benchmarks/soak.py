@@ -24,8 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import os
+
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.service_factory import build_service
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine
 
 
 def rss_mib() -> float:
@@ -82,7 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(soak(args.runs, args.every, args.message_kb, args.same_thread, Path(tmp) / "soak.sqlite3"))
-    print(json.dumps(result))
+    print(json.dumps(with_machine(result)))
 
 
 if __name__ == "__main__":

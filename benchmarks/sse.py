@@ -30,6 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.net import free_port  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import with_machine  # noqa: E402
+
 THREAD = "bench"
 
 
@@ -274,7 +277,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(15)
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
-    print(json.dumps(result, indent=2))
+    print(json.dumps(with_machine(result), indent=2))
 
 
 if __name__ == "__main__":
