@@ -81,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..client.factory import skip_unused_optional_imports
+
+    skip_unused_optional_imports()  # before httpx: what a short run waits for at start
     import asyncio
 
     from ..client.base import ClientError

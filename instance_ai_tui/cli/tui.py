@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Paint the app's first frame, then build its settings and client (``tui.startup``)."""
+    from ..client.factory import skip_unused_optional_imports
+
+    skip_unused_optional_imports()  # before httpx and openai: the first request comes sooner
     from ..client.gateway_flag import GatewayFlagError
     from ..config_file import peek_ui
     from ..tui.startup import FirstFramePrefs, Startup

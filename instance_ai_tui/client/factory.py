@@ -13,6 +13,7 @@ Heavy modules (the assistant, httpx) are imported only when needed.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported lazily: ``--help`` must not pay for the models
@@ -21,6 +22,21 @@ if TYPE_CHECKING:  # imported lazily: ``--help`` must not pay for the models
 
 DIALECTS = ("instance-ai", "n8n")
 TOKEN_ENV = "INSTANCE_AI_TOKEN"
+
+#: optional modules the HTTP stack imports when they are installed, which a command never uses:
+#: httpcore's trio support (trio is in the environment for other tools; some 70-90 ms) and httpx's
+#: own command line (rich, click and pygments; some 40 ms)
+UNUSED_OPTIONAL_IMPORTS = ("trio", "httpx._main")
+
+
+def skip_unused_optional_imports() -> None:
+    """Make the optional imports of ``UNUSED_OPTIONAL_IMPORTS`` fail fast (as if not installed),
+    for the process of a command (the TUI, ``run``): its start-up is what a person waits for.
+    A module already imported is left alone."""
+    for name in UNUSED_OPTIONAL_IMPORTS:
+        if name not in sys.modules:
+            # None is the import system's "not available": ``import trio`` raises ImportError
+            sys.modules[name] = None  # type: ignore[assignment]
 
 
 def build_client(settings: Settings, dialect: str | None = None, *, interactive: bool | None = None) -> Client:
