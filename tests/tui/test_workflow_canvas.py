@@ -32,7 +32,7 @@ def canvas_text(canvas: WorkflowCanvas) -> str:
 async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         app.prompt.focus()
         app.prompt.load_text(BUILD)
@@ -46,6 +46,29 @@ async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_
         assert panel.canvas.marks and set(panel.canvas.marks.values()) == {"new"}
         assert not panel.canvas.has_focus  # the person did not ask for it: the keyboard stays where it was
         assert "wf-" in str(panel.title_line.render())
+
+
+async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_opens_it_whole(tmp_path: Path) -> None:
+    """At 80x24 the panel beside the conversation left both too narrow (the approval card's keys were
+    cut): the agent's write does not open it there; a note names /workflow, which opens it whole."""
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text(BUILD)
+        await pilot.press("enter")
+        await until(lambda: any("/workflow" in str(n.message) for n in app._notifications), pilot, timeout=30)
+        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        assert panel_of(app) is None
+        notes = [str(n.message) for n in app._notifications if "/workflow" in str(n.message)]
+        assert len(notes) == 1  # once per workflow, not per call
+        app.prompt.load_text("/workflow")
+        await pilot.press("enter")
+        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot)
+        panel = panel_of(app)
+        assert panel is not None and panel.has_class("-wide") and panel.outer_size.width == 80
+        assert "Schedule Trigger" in canvas_text(panel.canvas)
 
 
 async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> None:
@@ -160,7 +183,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
     monkeypatch.setattr(workflow, "HISTORY_MARGIN", 0.5)  # the app is reopened at once here
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await app.send_message(BUILD)
         await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
@@ -169,7 +192,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
     await asyncio.sleep(0.6)
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
-    async with again.run_test(size=(120, 40)) as pilot:
+    async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
         await again.open_thread(thread)
         await pilot.pause(1.0)  # a few follower ticks
@@ -204,7 +227,7 @@ async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carri
     update = _workflow_run("r2", "c2", "update-workflow", {"workflowId": "wf-7"},
                            _compact(["Hook", "Tag", "Notify"], {"Hook": ["Tag"], "Tag": ["Notify"]}))
     app = make_app(recorded([create, update]))
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await app.send_message("build it")
         await until(lambda: panel_of(app) is not None and panel_of(app).canvas.workflow is not None, pilot)
@@ -261,7 +284,7 @@ async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> N
     # a card of create-workflow (recorded: our own server by URL cannot read workflows)
     create = _workflow_run("r1", "c1", "create-workflow", {"name": "Leads"}, _compact(["Hook", "Tag"], {"Hook": ["Tag"]}))
     app = make_app(recorded([create]))
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await app.send_message("build it")
         await until(lambda: any(c.tc.tool_name == "create-workflow" for c in app.query(ToolCallCard)), pilot)

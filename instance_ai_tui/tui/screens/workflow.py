@@ -60,6 +60,12 @@ RUN_TOOLS = frozenset({"run-workflow", "verify-built-workflow", "get-execution"}
 DETAIL_LINES = 60
 #: messages made this many seconds before the follower first sees their thread are still news
 HISTORY_MARGIN = 5.0
+#: the agent's write opens the panel by itself only on a screen this wide: the conversation keeps
+#: about 80 columns beside it (on a narrower one a note names the key, and /workflow opens it whole)
+AUTO_OPEN_MIN_WIDTH = 150
+#: narrower than this, a panel opened by the person takes the whole width (half of 80 columns is
+#: too narrow for the conversation and for the canvas)
+HALF_WIDTH_MIN = 120
 
 
 class WorkflowPanel(Vertical):
@@ -71,7 +77,7 @@ class WorkflowPanel(Vertical):
 
     DEFAULT_CSS = """
     WorkflowPanel {
-        dock: right; width: 50%; min-width: 36; height: 100%; margin-bottom: 1;
+        dock: right; width: 45%; min-width: 36; height: 100%; margin-bottom: 1;
         border-left: tall $accent; background: $surface;
     }
     WorkflowPanel.-wide { width: 100%; }
@@ -309,8 +315,21 @@ def ensure_panel(app: Any) -> WorkflowPanel:
     panel = panel_of(app)
     if panel is None:
         panel = WorkflowPanel(workflow_source(app.client))
+        panel.set_class(app.size.width < HALF_WIDTH_MIN, "-wide")
         app.screen_stack[0].mount(panel)
     return panel
+
+
+def auto_panel(app: Any, told: set[str], workflow_key: str) -> WorkflowPanel | None:
+    """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
+    screen the person is told once per workflow how to see it, and the conversation keeps the room."""
+    panel = panel_of(app)
+    if panel is not None or app.size.width >= AUTO_OPEN_MIN_WIDTH:
+        return ensure_panel(app)
+    if workflow_key not in told:
+        told.add(workflow_key)
+        app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=6)
+    return None
 
 
 class WorkflowFollower:
@@ -322,6 +341,8 @@ class WorkflowFollower:
         self._previewed: set[str] = set()
         self._finished: set[str] = set()
         self._lock = asyncio.Lock()
+        #: workflows whose "how to see it" note was shown (a narrow screen does not open the panel)
+        self._told: set[str] = set()
         self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
 
     def _forget_history(self) -> None:
@@ -362,7 +383,9 @@ class WorkflowFollower:
         self.app.run_worker(locked(), group="workflow-follower", exit_on_error=False)
 
     async def _preview(self, preview: Workflow, note: str) -> None:
-        ensure_panel(self.app).show_preview(preview, note)
+        panel = auto_panel(self.app, self._told, preview.id or "new")
+        if panel is not None:
+            panel.show_preview(preview, note)
 
     def _finished_call(self, call: SeenCall) -> None:
         writes = call.name in WORKFLOW_WRITE_TOOLS or call.args.get("action") in ("update", "restore-version")
@@ -374,7 +397,9 @@ class WorkflowFollower:
         workflow_id = workflow_id_of(call.result, call.args)
         if workflow_id is None or (panel is None and not writes):
             return
-        panel = ensure_panel(self.app)
+        panel = auto_panel(self.app, self._told, str(call.args.get("workflowId") or "new"))
+        if panel is None:
+            return
         if panel.workflow_id not in (None, workflow_id) and not writes:
             return
         when = time.strftime("%H:%M:%S")
