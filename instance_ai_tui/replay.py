@@ -135,6 +135,7 @@ def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tu
         chunks = itertools.chain([head], chunks)
     pending = ""
     number = 0
+    loads = json.loads
     for chunk in itertools.chain(chunks, ["\n"]):
         lines = (pending + chunk).split("\n")
         pending = lines.pop()
@@ -142,13 +143,17 @@ def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tu
             number += 1
             if not line.strip():
                 continue
-            if json_too_deep(line):
+            # (a line cannot nest deeper than it is long: the check is for long lines only)
+            if len(line) > MAX_JSON_DEPTH and json_too_deep(line):
                 diagnostics.append(f"line {number}: nested deeper than {MAX_JSON_DEPTH} levels; skipped")
                 continue
             try:
-                obj = json.loads(line)
+                obj = loads(line)
             except (ValueError, RecursionError) as exc:
                 diagnostics.append(f"line {number}: not JSON ({exc})")
+                continue
+            if type(obj) is dict and "id" not in obj and obj.get("type", "run-sync") != "run-sync":
+                yield None, obj  # the common line: a bare event object, as it is
                 continue
             item = _item(number, obj, diagnostics)
             if item is not None:
