@@ -230,3 +230,26 @@ async def test_after_an_unknown_command_the_cursor_stays_at_the_end() -> None:
         await until(lambda: any("Unknown command" in n or "/x" in n for n in notes(app)), pilot)
         await type_text(pilot, "yz")
         assert app.prompt.text == "/xyz"
+
+
+async def test_esc_on_a_queued_message_goes_back_to_the_prompt_without_stopping_the_agent() -> None:
+    from instance_ai_tui.tui.connection import QueuedRow
+
+    from .scripts import endless_run
+
+    client = recorded([endless_run()], delay=0.02)
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "write a lot")
+        await until(lambda: app.conversation.is_streaming, pilot)
+        await send(pilot, app, "and then this")  # the agent works: it waits in the queue
+        await until(lambda: bool(app.query(QueuedRow)), pilot)
+        row = app.query(QueuedRow).first()
+        row.focus()
+        await until(lambda: app.focused is row and "keys: a queued message · Esc back" in app.status_line.plain, pilot)
+        await pilot.press("escape")  # not a text field: back to the prompt, the agent goes on
+        await until(lambda: app.focused is app.prompt, pilot)
+        assert app.conversation.is_streaming and ("cancel", app.thread_id) not in client.calls
+        await pilot.press("escape")  # in the prompt, Esc stops the agent
+        await until(lambda: ("cancel", app.thread_id) in client.calls, pilot)
