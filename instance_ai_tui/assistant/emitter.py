@@ -1,11 +1,11 @@
 """Publishing one run's protocol events: envelope stamping, ordering and batching.
 
-The assistant builds every event as its ``protocol.events`` model; this is where they are
-serialised, once, into the log's ``NewEvent`` (type, run id, JSON text) that the bus stores
-and delivers. ``RunEmitter.emit(event)`` is synchronous and never blocks: it stamps the
-envelope (``runId``, ``ts`` in epoch ms) and queues the model. One pump task per emitter
-serialises everything queued and hands it to ``EventBus.publish_many`` in order, so a burst of
-text deltas becomes one store commit and the call order is the id order. ``flush()`` waits
+The assistant builds every event as its ``protocol.events`` model, once; the bus serialises it,
+once, into the log's ``NewEvent`` (type, run id, JSON text) and delivers the model itself to the
+subscribers of this process (``StoredEvent.event``). ``RunEmitter.emit(event)`` is synchronous
+and never blocks: it stamps the envelope (``runId``, ``ts`` in epoch ms) and queues the model.
+One pump task per emitter hands everything queued to ``EventBus.publish_many`` in order, so a
+burst of text deltas becomes one store commit and the call order is the id order. ``flush()`` waits
 until everything emitted so far is persisted and delivered. After ``close()`` (used right
 after ``run-finish``) further events are dropped, so ``run-finish`` is always a run's last.
 
@@ -38,7 +38,6 @@ from ..protocol.events import (
     ToolErrorPayload,
     ToolInterruptedEvent,
 )
-from ..store.base import NewEvent
 from ..store.errors import is_unavailable
 
 log = logging.getLogger(__name__)
@@ -72,13 +71,6 @@ def agent_completed(agent_id: str, role: str, status: str, result: str = "",
 def error_event(agent_id: str, content: str, status_code: int | None = None, code: str | None = None) -> ErrorEvent:
     """An ``error`` event; ``code`` is the failure's class (``runtime.errors`` / ``store.errors`` ``code``)."""
     return ErrorEvent(agent_id=agent_id, payload=ErrorPayload(content=content, status_code=status_code, code=code))
-
-
-def to_new_event(event: Event) -> NewEvent:
-    """The one serialisation of an event on its way into the log (``WireModel.to_json``, inlined:
-    every streamed token passes here)."""
-    text = event.__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True).decode()
-    return NewEvent(event.type, event.run_id, text)
 
 
 class RunEmitter:
@@ -148,14 +140,11 @@ class RunEmitter:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
-                new: list[NewEvent] | None = None
                 give_up_at: float | None = None
                 attempt = 0
                 while True:
                     try:
-                        if new is None:
-                            new = [to_new_event(event) for event in batch]
-                        stored = await self.bus.publish_many(self.thread_id, new)
+                        stored = await self.bus.publish_many(self.thread_id, batch)
                     except Exception as exc:  # noqa: BLE001 - the bus is ours: log and keep the run going
                         self.failures += 1
                         self.last_error = exc

@@ -70,7 +70,7 @@ from .confirmations import (
 )
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
-from .emitter import RunEmitter, agent_completed, error_event, to_new_event, tool_error
+from .emitter import RunEmitter, agent_completed, error_event, tool_error
 from .errors import (
     FAILED_REASON,
     ConfirmationExpired,
@@ -584,7 +584,7 @@ class RunManager:
         attempt = 0
         while True:
             try:
-                await self.bus.publish_many(emitter.thread_id, [to_new_event(finish_event)],
+                await self.bus.publish_many(emitter.thread_id, [finish_event],
                                             on_stored=lambda _stored: record())
                 return
             except Exception as exc:

@@ -1,41 +1,72 @@
 """The event bus interface: a per-thread channel with persistence-before-delivery and replay.
 
-``publish`` assigns the next id, persists, then delivers. ``subscribe(thread, after=n)``
-yields every stored event with id > n and then live events: no gap and no duplicate,
-even when events are published during the replay. A slow subscriber never blocks the
-publisher; if it falls behind its bounded queue it is resumed from storage.
+The bus takes typed events only (``protocol.events`` models, built and validated once by their
+producer). ``publish`` serialises each event once (``to_new_event``: its wire JSON, which is what
+the log keeps), assigns the next id, persists, then delivers. In this process a subscriber gets
+the ``StoredEvent`` with ``event`` set to the very model the producer built, so nothing parses it
+back; an event read from the log (replay, catching up, another process) has ``event`` ``None``
+and its JSON text.
+
+``subscribe(thread, after=n)`` yields every stored event with id > n and then live events: no
+gap and no duplicate, even when events are published during the replay. A slow subscriber never
+blocks the publisher; if it falls behind its bounded queue it is resumed from storage.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..store.base import NewEvent, StoredEvent
+
+if TYPE_CHECKING:
+    from ..protocol.events import Event
 
 #: a step run after events are stored and before they are delivered (``publish_many``)
 OnStored = Callable[[list[StoredEvent]], Awaitable[None]]
 
 
+def to_new_event(event: Event) -> NewEvent:
+    """The one serialisation of an event on its way into the log: its wire JSON
+    (``WireModel.to_json``, inlined: every streamed token passes here)."""
+    try:
+        serializer = event.__pydantic_serializer__
+    except AttributeError:
+        raise TypeError(f"the bus takes protocol events, got {type(event).__name__}") from None
+    if not event.type:
+        raise ValueError("an event needs a non-empty 'type'")
+    text = serializer.to_json(event, by_alias=True, exclude_none=True).decode()
+    return NewEvent(event.type, event.run_id or "", text)
+
+
+def delivered(stored: list[StoredEvent], events: Sequence[Event]) -> list[StoredEvent]:
+    """``stored`` (what the log gave back, in order) carrying the models they were built from."""
+    return [
+        StoredEvent(item.thread_id, item.id, item.type, item.run_id, item.json, event)
+        for item, event in zip(stored, events, strict=True)
+    ]
+
+
 @runtime_checkable
 class EventBus(Protocol):
-    async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
-        """Persist one wire-format event dict, then deliver it. Returns it with its id."""
+    async def publish(self, thread_id: str, event: Event) -> StoredEvent:
+        """Persist one event, then deliver it. Returns it with its id."""
         ...
 
     async def publish_many(
-        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+        self, thread_id: str, events: Sequence[Event], *, on_stored: OnStored | None = None
     ) -> list[StoredEvent]:
-        """Persist the events (wire dicts, or ``NewEvent``s already serialised by their producer)
-        with consecutive ids, then deliver them. ``on_stored(stored)``, when given, is awaited
-        after they are durable and before any live subscriber gets them (e.g. the run manager
-        records a run finished exactly between its ``run-finish`` being stored and being seen)."""
+        """Persist the events with consecutive ids, then deliver them. ``on_stored(stored)``, when
+        given, is awaited after they are durable and before any live subscriber gets them (e.g.
+        the run manager records a run finished exactly between its ``run-finish`` being stored
+        and being seen)."""
         ...
 
     def subscribe(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
         """Replay from ``after`` (exclusive), then follow live.
 
-        Leave by closing the iterator: ``async with contextlib.aclosing(bus.subscribe(t)) as events``.
+        Leave by closing the iterator: ``async with aclosing(bus.subscribe(t)) as events``
+        (``instance_ai_tui.aio.aclosing``).
         """
         ...
 

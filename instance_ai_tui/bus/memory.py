@@ -20,15 +20,18 @@ from the store (its buffer is dropped, not the events), and rejoins live once ca
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..aio import aclose
 from ..store.base import EventLog, NewEvent, StoredEvent
-from .base import OnStored
+from .base import OnStored, delivered, to_new_event
+
+if TYPE_CHECKING:
+    from ..protocol.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -105,13 +108,17 @@ class _Subscriber:
             self.waiter = None
 
 
+#: one publish waiting for its flush: the events, their serialised form, its future, its on_stored
+_Pending = tuple["Sequence[Event]", list[NewEvent], "asyncio.Future[list[StoredEvent]]", "OnStored | None"]
+
+
 class _Channel:
     __slots__ = ("flusher", "pending", "subscribers", "thread_id")
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
         self.subscribers: dict[_Subscriber, None] = {}  # insertion-ordered set
-        self.pending: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]], OnStored | None]] = []
+        self.pending: list[_Pending] = []
         self.flusher: asyncio.Task[None] | None = None
 
     def idle(self) -> bool:
@@ -136,23 +143,24 @@ class InProcessBus:
 
     # -- publishing ------------------------------------------------------------------------
 
-    async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
-        """Persist one wire-format event dict, then deliver it; returns it with its id."""
+    async def publish(self, thread_id: str, event: Event) -> StoredEvent:
+        """Persist one event, then deliver it; returns it with its id."""
         return (await self.publish_many(thread_id, (event,)))[0]
 
     async def publish_many(
-        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+        self, thread_id: str, events: Sequence[Event], *, on_stored: OnStored | None = None
     ) -> list[StoredEvent]:
-        """Persist the events (consecutive ids, one commit), then deliver them. ``on_stored`` is
-        awaited between the two (its failure is logged; delivery goes on)."""
+        """Persist the events (consecutive ids, one commit), then deliver them, each with the
+        model it was built from (``StoredEvent.event``). ``on_stored`` is awaited between the
+        two (its failure is logged; delivery goes on)."""
         if self._closed:
             raise BusClosed("the event bus is closed")
-        new = [_to_new_event(event) for event in events]
+        new = [to_new_event(event) for event in events]
         if not new:
             return []
         channel = self._channel(thread_id)
         future: asyncio.Future[list[StoredEvent]] = asyncio.get_running_loop().create_future()
-        channel.pending.append((new, future, on_stored))
+        channel.pending.append((events, new, future, on_stored))
         if channel.flusher is None:
             channel.flusher = asyncio.get_running_loop().create_task(
                 self._flush(channel), name=f"bus-flush-{thread_id}"
@@ -160,15 +168,19 @@ class InProcessBus:
         return await future
 
     async def _flush(self, channel: _Channel) -> None:
-        batch: list[tuple[list[NewEvent], asyncio.Future[list[StoredEvent]], OnStored | None]] = []
+        batch: list[_Pending] = []
         try:
             while channel.pending:
                 batch, channel.pending = channel.pending, []
-                events = batch[0][0] if len(batch) == 1 else [event for part, _, _ in batch for event in part]
+                if len(batch) == 1:
+                    models, new = batch[0][0], batch[0][1]
+                else:
+                    models = [event for part in batch for event in part[0]]
+                    new = [event for part in batch for event in part[1]]
                 try:
-                    stored = await self.store.append_events(channel.thread_id, events)
+                    stored = delivered(await self.store.append_events(channel.thread_id, new), models)
                 except Exception as exc:  # noqa: BLE001 - any storage failure is handed to every waiting publisher
-                    for _, future, _ in batch:
+                    for _, _, future, _ in batch:
                         if not future.done():
                             future.set_exception(exc)
                     batch = []
@@ -176,13 +188,13 @@ class InProcessBus:
                 self.stats.flushes += 1
                 self.stats.published += len(stored)
                 start = 0
-                for part, _, callback in batch:
+                for part, _, _, callback in batch:
                     if callback is not None:
                         await _call_on_stored(callback, stored[start : start + len(part)])
                     start += len(part)
                 self._deliver(channel, stored)
                 start = 0
-                for part, future, _ in batch:
+                for part, _, future, _ in batch:
                     end = start + len(part)
                     if not future.done():
                         future.set_result(stored[start:end])
@@ -190,7 +202,7 @@ class InProcessBus:
                 batch = []
         except BaseException as exc:  # cancelled (loop shutting down): nobody waits forever
             failure = BusClosed(f"publishing to thread {channel.thread_id!r} was interrupted: {exc!r}")
-            for _, future, _ in [*batch, *channel.pending]:
+            for _, _, future, _ in [*batch, *channel.pending]:
                 if not future.done():
                     future.set_exception(failure)
             channel.pending = []
@@ -233,7 +245,7 @@ class InProcessBus:
                                 last = event.id
                                 yield event
                     finally:
-                        await _close(stored)
+                        await aclose(stored)
                     continue
                 if not subscriber.batches:
                     if subscriber.closed:
@@ -318,28 +330,8 @@ class InProcessBus:
             del self._channels[channel.thread_id]
 
 
-async def _close(iterator: AsyncIterator[Any]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-def _to_new_event(event: dict[str, Any] | NewEvent) -> NewEvent:
-    """``NewEvent.from_dict`` with checks: a dict with a type, strictly JSON (no NaN). A
-    ``NewEvent`` (serialised by its producer, e.g. the assistant's ``RunEmitter``) is kept."""
-    if type(event) is NewEvent:
-        if not event.type:
-            raise ValueError("an event needs a non-empty 'type'")
-        return event
-    if not isinstance(event, dict):
-        raise TypeError(f"an event must be a dict in wire format, got {type(event).__name__}")
-    if not event.get("type"):
-        raise ValueError("an event needs a non-empty 'type'")
-    try:
-        text = json.dumps(event, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"event {event.get('type')!r} is not JSON-serialisable: {exc}") from None
-    return NewEvent(type=str(event["type"]), run_id=str(event.get("runId") or ""), json=text)
+#: kept for the emitter benchmark: the serialisation a publish makes (``bus.base.to_new_event``)
+_to_new_event = to_new_event
 
 
 __all__ = ["GAP_WAIT_SECONDS", "BusClosed", "BusStats", "InProcessBus"]

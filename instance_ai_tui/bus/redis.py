@@ -17,11 +17,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..store.base import NewEvent, StoredEvent
+from ..store.base import StoredEvent
 from ..store.redis import RedisStore, decode_records
-from .base import OnStored
+from .base import OnStored, delivered, to_new_event
+
+if TYPE_CHECKING:
+    from ..protocol.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +55,18 @@ class RedisBus:
 
     # ----------------------------------------------------------------- publish
 
-    async def publish(self, thread_id: str, event: dict[str, Any]) -> StoredEvent:
+    async def publish(self, thread_id: str, event: Event) -> StoredEvent:
         return (await self.publish_many(thread_id, [event]))[0]
 
     async def publish_many(
-        self, thread_id: str, events: Sequence[dict[str, Any] | NewEvent], *, on_stored: OnStored | None = None
+        self, thread_id: str, events: Sequence[Event], *, on_stored: OnStored | None = None
     ) -> list[StoredEvent]:
-        new = [e if isinstance(e, NewEvent) else NewEvent.from_dict(e) for e in events]
+        """Serialised once (``to_new_event``), stored and announced; the ``StoredEvent``s returned
+        carry their models. Subscribers read the JSON (they may be in another process)."""
+        new = [to_new_event(event) for event in events]
         if on_stored is None:
-            return await self._store.append_events(thread_id, new, publish=self.channel(thread_id))
-        stored = await self._store.append_events(thread_id, new)
+            return delivered(await self._store.append_events(thread_id, new, publish=self.channel(thread_id)), events)
+        stored = delivered(await self._store.append_events(thread_id, new), events)
         try:
             await on_stored(stored)
         except Exception:

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..aio import aclosing
 from ..assistant.errors import AssistantError
 from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StorageError, StreamItem
 
@@ -201,24 +202,23 @@ class EmbeddedClient(Client):
             raise NotFoundError(str(exc), 404) from None
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
+        validated once, never parsed back); one read from the log is parsed from its JSON."""
         from ..protocol.events import EventParseError, UnknownEvent, parse_event
 
         service = self.service
         with _translated():
             await service.get_thread(thread_id)
-        source = service.events(thread_id, after=after or 0)
-        try:
+        async with aclosing(service.events(thread_id, after=after or 0)) as source:
             with _translated():
                 async for stored in source:
-                    try:
-                        event = parse_event(stored.data())
-                    except (EventParseError, ValueError) as exc:
-                        self._diagnose(f"skipped stored event {stored.id}: {exc}")
-                        continue
-                    if isinstance(event, UnknownEvent):
-                        self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
+                    event = stored.event
+                    if event is None:
+                        try:
+                            event = parse_event(stored.json)
+                        except EventParseError as exc:
+                            self._diagnose(f"skipped stored event {stored.id}: {exc}")
+                            continue
+                        if isinstance(event, UnknownEvent):
+                            self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
                     yield StreamItem(id=stored.id, event=event)
-        finally:
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()

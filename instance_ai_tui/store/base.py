@@ -9,9 +9,12 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from ..protocol.events import Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +36,18 @@ class NewEvent:
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
-    """An event in a thread's log, with its per-thread monotonic id (1, 2, 3, ...)."""
+    """An event in a thread's log, with its per-thread monotonic id (1, 2, 3, ...).
+
+    ``event`` is the model the producer built when the event was published in this process
+    (the bus delivers it so that nothing parses its JSON back); ``None`` when read from the log.
+    """
 
     thread_id: str
     id: int
     type: str
     run_id: str
     json: str
+    event: Event | None = field(default=None, compare=False, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def data(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 from instance_ai_tui.assistant.errors import STORAGE_UNAVAILABLE
 from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
 from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.runtime.scripted import ScriptedModel
 from instance_ai_tui.store.base import RunRecord
 from instance_ai_tui.store.errors import StorageUnavailable
@@ -27,11 +28,11 @@ async def test_a_run_that_failed_on_storage_is_swept_as_a_storage_failure_not_a_
     await store.upsert_run(RunRecord(run_id=run_id, thread_id="outage", status="active", message_group_id="mg",
                                      started_at=datetime.now(UTC), data={"messageId": "m1", "userMessage": "hi"}))
     base = {"runId": run_id, "ts": 1_700_000_000_000}
-    await bus.publish_many("outage", [
+    await bus.publish_many("outage", [parse_event(event) for event in [
         {**base, "type": "run-start", "agentId": root, "payload": {"messageId": "m1"}},
         {**base, "type": "error", "agentId": root,
          "payload": {"content": f"{STORAGE_UNAVAILABLE} (Redis refused)", "code": "redis_down"}},
-    ])  # ... and then the storage was gone: neither run-finish nor the record's end were stored
+    ]])  # ... and then the storage was gone: neither run-finish nor the record's end were stored
     await bus.close()
     await store.close()
 

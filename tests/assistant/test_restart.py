@@ -9,6 +9,7 @@ from typing import Any
 
 from instance_ai_tui.assistant.demo_instance import DemoN8n
 from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from instance_ai_tui.store.base import RunRecord
 from instance_ai_tui.store.sqlite import SqliteStore
@@ -79,14 +80,14 @@ async def test_crash_sweep_interrupts_runs_left_active(db_path: Path, make_ai: A
                                      message_group_id="mg_x", started_at=datetime.now(UTC),
                                      data={"messageId": "msg_1", "userMessage": "build it"}))
     base = {"runId": run_id, "ts": 1_700_000_000_000}
-    await bus.publish_many("crash", [
+    await bus.publish_many("crash", [parse_event(event) for event in [
         {**base, "type": "run-start", "agentId": root, "payload": {"messageId": "msg_1"}},
         {**base, "type": "tool-call", "agentId": root, "payload": {"toolCallId": "tc_done", "toolName": "plan", "args": {}}},
         {**base, "type": "tool-result", "agentId": root, "payload": {"toolCallId": "tc_done", "result": {}}},
         {**base, "type": "tool-call", "agentId": root, "payload": {"toolCallId": "tc_open", "toolName": "delegate", "args": {}}},
         {**base, "type": "agent-spawned", "agentId": "agent-b", "payload": {"parentId": root, "role": "builder"}},
         {**base, "type": "tool-call", "agentId": "agent-b", "payload": {"toolCallId": "tc_sub", "toolName": "create-workflow", "args": {}}},
-    ])
+    ]])
     await bus.close()
     await store.close()
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.protocol.events import Event, parse_event
 from instance_ai_tui.store.base import StoredEvent
 from instance_ai_tui.store.sqlite import SqliteStore
 
@@ -26,8 +26,9 @@ async def bus(store: SqliteStore) -> AsyncIterator[InProcessBus]:
     await b.close()
 
 
-def event(n: int, type_: str = "text-delta") -> dict[str, Any]:
-    return {"type": type_, "runId": "r1", "agentId": "a1", "payload": {"text": f"t{n}", "n": n}}
+def event(n: int, type_: str = "text-delta") -> Event:
+    """A typed event (the bus takes nothing else) numbered ``n`` in its payload."""
+    return parse_event({"type": type_, "runId": "r1", "agentId": "a1", "payload": {"text": f"t{n}", "n": n}})
 
 
 async def collect(stream: AsyncIterator[StoredEvent], upto: int) -> list[int]:

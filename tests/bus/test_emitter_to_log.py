@@ -3,13 +3,16 @@ serialised once by the ``RunEmitter``, stored by the real bus over a real SQLite
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 
 import pytest
 
-from instance_ai_tui.assistant.emitter import RunEmitter, agent_completed, error_event, to_new_event
+from instance_ai_tui.aio import aclosing
+from instance_ai_tui.assistant.emitter import RunEmitter, agent_completed, error_event
 from instance_ai_tui.assistant.mapping import ChunkMapper
+from instance_ai_tui.bus.base import to_new_event
 from instance_ai_tui.bus.memory import InProcessBus
 from instance_ai_tui.protocol.events import (
     AgentCompletedEvent,
@@ -23,8 +26,9 @@ from instance_ai_tui.protocol.events import (
 )
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.runtime.chunks import TextDeltaChunk, ToolCallChunk, ToolResultChunk
-from instance_ai_tui.store.base import NewEvent
+from instance_ai_tui.store.base import NewEvent, StoredEvent
 from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.waiting import until
 
 RUN = "run_e"
 ROOT = f"orchestrator-{RUN}"
@@ -98,12 +102,35 @@ async def test_a_bad_event_of_a_batch_is_reported_not_raised(bus: InProcessBus, 
     assert await store.last_event_id("t") == 1
 
 
-async def test_the_bus_takes_serialised_events_and_dicts_alike(bus: InProcessBus, store: SqliteStore) -> None:
-    typed = to_new_event(RunEmitter(bus, "t", RUN).stamp(error_event(ROOT, "typed")))
-    stored = await bus.publish_many("t", [typed, {"type": "status", "runId": RUN, "agentId": ROOT,
-                                                  "payload": {"message": "as a dict"}}])
-    assert [s.id for s in stored] == [1, 2]
-    assert stored[0].json == typed.json and stored[0].run_id == RUN
-    with pytest.raises(ValueError, match="non-empty 'type'"):
-        await bus.publish_many("t", [NewEvent(type="", run_id=RUN, json="{}")])
-    assert await store.last_event_id("t") == 2
+async def test_the_bus_takes_typed_events_only(bus: InProcessBus, store: SqliteStore) -> None:
+    typed = RunEmitter(bus, "t", RUN).stamp(error_event(ROOT, "typed"))
+    stored = await bus.publish_many("t", [typed])
+    assert [s.id for s in stored] == [1] and stored[0].event is typed
+    assert stored[0].json == to_new_event(typed).json and stored[0].run_id == RUN
+    for wrong in ({"type": "status", "runId": RUN, "payload": {"message": "as a dict"}},
+                  NewEvent(type="status", run_id=RUN, json="{}")):
+        with pytest.raises(TypeError, match="protocol events"):
+            await bus.publish_many("t", [wrong])  # type: ignore[list-item]
+    assert await store.last_event_id("t") == 1
+
+
+async def test_a_subscriber_in_process_gets_the_model_the_emitter_built(bus: InProcessBus, store: SqliteStore) -> None:
+    """One token is validated once: the live subscriber holds the emitter's own object (no JSON
+    parsed back); what is read back from the log is its JSON, equal to it when parsed."""
+    emitter = RunEmitter(bus, "t", RUN)
+
+    async def follow() -> list[StoredEvent]:
+        async with aclosing(bus.subscribe("t")) as live:
+            return [await anext(live) for _ in range(5)]
+
+    follower = asyncio.ensure_future(follow())
+    await until(lambda: bus.subscriber_count("t") == 1, what="the subscription is live")
+    built = [emitter.text_delta(ROOT, f"tok{n} ") for n in range(5)]
+    for event in built:
+        emitter.emit(event)
+    received = await follower
+    assert [item.event for item in received] == built
+    assert all(item.event is event for item, event in zip(received, built, strict=True))
+    replayed = await store.read_events("t")
+    assert [item.event for item in replayed] == [None] * 5
+    assert [parse_event(item.json) for item in replayed] == built

@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
-from instance_ai_tui.bus.base import EventBus
+from instance_ai_tui.aio import aclosing
+from instance_ai_tui.bus.base import EventBus, to_new_event
 from instance_ai_tui.bus.memory import BusClosed, InProcessBus
+from instance_ai_tui.protocol.events import UnknownEvent, parse_event
 from instance_ai_tui.store.base import NewEvent, StoredEvent
 from instance_ai_tui.store.errors import StoreClosed
 from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.waiting import until
 
 from .conftest import collect, event
 
@@ -32,9 +35,7 @@ async def publish_range(bus: InProcessBus, thread: str, first: int, last: int, r
 
 
 async def wait_for_subscribers(bus: InProcessBus, thread: str, count: int) -> None:
-    async with asyncio.timeout(5):
-        while bus.subscriber_count(thread) < count:
-            await asyncio.sleep(0.001)
+    await until(lambda: bus.subscriber_count(thread) >= count, what=f"{count} subscriber(s) of {thread}")
 
 
 def test_implements_the_event_bus_protocol(store: SqliteStore) -> None:
@@ -95,7 +96,7 @@ async def test_subscribe_to_an_empty_thread_then_follow_live(bus: InProcessBus) 
 
 
 async def test_events_published_during_the_replay_are_neither_lost_nor_repeated(bus: InProcessBus, store: SqliteStore) -> None:
-    await store.append_events("t", [NewEvent.from_dict(event(n)) for n in range(1, 3001)])
+    await store.append_events("t", [to_new_event(event(n)) for n in range(1, 3001)])
     last = 3000
     ids = []
     async with asyncio.timeout(20):
@@ -138,7 +139,7 @@ async def test_concurrent_publishers_of_one_thread_are_delivered_in_id_order(bus
     async def producer(p: int) -> list[int]:
         ids = []
         for k in range(each):
-            ids.append((await bus.publish("t", {"type": "status", "runId": "r", "payload": {"p": p, "k": k}})).id)
+            ids.append((await bus.publish("t", parse_event({"type": "status", "runId": "r", "payload": {"p": p, "k": k}}))).id)
         return ids
 
     per_producer = await asyncio.gather(*(producer(p) for p in range(producers)))
@@ -223,17 +224,29 @@ async def test_many_subscribers_all_get_everything(bus: InProcessBus) -> None:
 
 
 async def test_events_written_by_another_writer_fill_the_gap(bus: InProcessBus, store: SqliteStore) -> None:
-    task = asyncio.ensure_future(collect(bus.subscribe("t"), upto=20))
+    seen: list[int] = []
+
+    async def follow() -> None:
+        async with aclosing(bus.subscribe("t")) as stream:
+            async for item in stream:
+                seen.append(item.id)
+                if item.id >= 20:
+                    return
+
+    task = asyncio.ensure_future(follow())
     await wait_for_subscribers(bus, "t", 1)
     await bus.publish_many("t", [event(n) for n in range(1, 11)])
-    await store.append_events("t", [NewEvent.from_dict(event(n)) for n in range(11, 16)])  # not through the bus
+    # live and level (not still replaying the store, which would read the next five as well)
+    await until(lambda: seen[-1:] == [10], what="the subscriber got 1..10 live")
+    await store.append_events("t", [to_new_event(event(n)) for n in range(11, 16)])  # not through the bus
     await bus.publish_many("t", [event(n) for n in range(16, 21)])
-    assert await asyncio.wait_for(task, 10) == list(range(1, 21))
+    await asyncio.wait_for(task, 30)
+    assert seen == list(range(1, 21))
     assert bus.stats.gap_fills == 1
 
 
 async def test_closing_a_subscription_frees_it(bus: InProcessBus, store: SqliteStore) -> None:
-    await store.append_events("t", [NewEvent.from_dict(event(n)) for n in range(1, 2001)])
+    await store.append_events("t", [to_new_event(event(n)) for n in range(1, 2001)])
     # closed while replaying from the store
     stream = bus.subscribe("t")
     async for item in stream:
@@ -281,12 +294,16 @@ async def test_publish_many_is_one_append_with_consecutive_ids(bus: InProcessBus
 
 
 async def test_bad_events_are_refused_and_nothing_is_stored(bus: InProcessBus, store: SqliteStore) -> None:
-    bad: list[Any] = ["text", {"runId": "r"}, {"type": ""}, {"type": "x", "payload": {1, 2}}, {"type": "x", "v": float("nan")}]
+    """The bus takes typed events only: a wire dict, text, or an event that cannot be serialised is refused."""
+    bad: list[Any] = ["text", {"type": "text-delta", "runId": "r", "payload": {"text": "a dict"}},
+                      NewEvent(type="text-delta", run_id="r", json="{}"), UnknownEvent(type="")]
     for item in bad:
         with pytest.raises((TypeError, ValueError)):
             await bus.publish("t", item)
+    with pytest.raises(TypeError, match="protocol events"):
+        await bus.publish_many("t", [event(1), {"type": "x"}])
     with pytest.raises(ValueError):
-        await bus.publish_many("t", [event(1), {"type": "x", "payload": object()}])
+        await bus.publish_many("t", [event(1), UnknownEvent.model_construct(type="x", payload={"o": object()})])
     with pytest.raises(ValueError, match="thread id"):
         await bus.publish("", event(1))
     assert await store.last_event_id("t") == 0

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import aclosing
 
 import pytest
 import redis.asyncio as aioredis
 
-from instance_ai_tui.bus.base import EventBus
+from instance_ai_tui.aio import aclosing
+from instance_ai_tui.bus.base import EventBus, to_new_event
 from instance_ai_tui.bus.redis import RedisBus
-from instance_ai_tui.store.base import NewEvent
+from instance_ai_tui.protocol.events import TextDeltaEvent, TextPayload
 from instance_ai_tui.store.redis import RedisStore
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -26,8 +27,8 @@ async def buses(redis_url, redis_client):
         await bus._store.close()
 
 
-def delta(i: int) -> dict:
-    return {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": str(i)}}
+def delta(i: int) -> TextDeltaEvent:
+    return TextDeltaEvent(run_id="r", agent_id="a", payload=TextPayload(text=str(i)))
 
 
 async def collect(bus: RedisBus, thread: str, after: int, until: int, slow: float = 0.0) -> list[int]:
@@ -40,6 +41,11 @@ async def collect(bus: RedisBus, thread: str, after: int, until: int, slow: floa
             if event.id >= until:
                 break
     return ids
+
+
+async def joined(bus: RedisBus, thread: str, count: int) -> None:
+    """Until ``count`` subscriptions of ``bus`` follow ``thread`` live (subscribed to its channel)."""
+    await until(lambda: len(bus._subs.get(thread, ())) >= count, what=f"{count} live subscriber(s) of {thread}")
 
 
 async def test_is_an_event_bus(buses) -> None:
@@ -56,7 +62,8 @@ async def test_cross_instance_subscribers_get_every_event_once(buses) -> None:
         asyncio.create_task(collect(b, "t", 50, total)),
         asyncio.create_task(collect(a, "t", 100, total)),
     ]
-    await asyncio.sleep(0.1)
+    await joined(b, "t", 2)
+    await joined(a, "t", 1)
     for i in range(100, total, 10):
         await a.publish_many("t", [delta(j) for j in range(i, i + 10)])
         if i % 200 == 0:
@@ -70,14 +77,14 @@ async def test_cross_instance_subscribers_get_every_event_once(buses) -> None:
 async def test_lost_pubsub_messages_are_filled_from_the_log(buses) -> None:
     a, b = buses
     reader = asyncio.create_task(collect(b, "t", 0, 30))
-    await asyncio.sleep(0.1)
+    await joined(b, "t", 1)
     await a.publish_many("t", [delta(i) for i in range(10)])
     # 10 events written to the log without any announcement (as if pub/sub dropped them) ...
-    await a._store.append_events("t", [NewEvent.from_dict(delta(i)) for i in range(10)])
+    await a._store.append_events("t", [to_new_event(delta(i)) for i in range(10)])
     # ... then live again: the id jump is filled from the log
     await a.publish_many("t", [delta(i) for i in range(5)])
     # and a silent tail (no later message) is found by the poll
-    await a._store.append_events("t", [NewEvent.from_dict(delta(i)) for i in range(5)])
+    await a._store.append_events("t", [to_new_event(delta(i)) for i in range(5)])
     assert await asyncio.wait_for(reader, timeout=10) == list(range(1, 31))
 
 
@@ -86,7 +93,7 @@ async def test_slow_subscriber_overflows_and_catches_up(buses) -> None:
     total = 600
     slow = asyncio.create_task(collect(b, "t", 0, total, slow=0.001))
     fast = asyncio.create_task(collect(b, "t", 0, total))
-    await asyncio.sleep(0.1)
+    await joined(b, "t", 2)
     for i in range(0, total, 50):
         await a.publish_many("t", [delta(j) for j in range(i, i + 50)])
     fast_ids, slow_ids = await asyncio.wait_for(asyncio.gather(fast, slow), timeout=30)
