@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from instance_ai_tui.bus.memory import InProcessBus
+from instance_ai_tui.protocol.events import Event, parse_event
 from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.sqlite import SqliteStore
 
@@ -42,8 +43,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine
 
 
-def text_delta(n: int) -> dict[str, Any]:
-    return {"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}}
+def text_delta(n: int) -> Event:
+    """A typed event (the bus takes nothing else)."""
+    return parse_event({"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}})
 
 
 def stored_delta(n: int) -> NewEvent:
@@ -134,7 +136,7 @@ async def fanout(bus: InProcessBus, store: SqliteStore, subscribers: int, per_se
 
     async def publish(n: int) -> None:
         sent[n] = time.perf_counter()
-        await bus.publish("t", {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": "x", "n": n}})
+        await bus.publish("t", parse_event({"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": "x", "n": n}}))
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu_before = usage.ru_utime + usage.ru_stime

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from instance_ai_tui.bus.base import EventBus
 from instance_ai_tui.bus.memory import InProcessBus
 from instance_ai_tui.bus.redis import RedisBus
+from instance_ai_tui.protocol.events import Event, parse_event
 from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.redis import RedisStore
 from instance_ai_tui.store.sqlite import SqliteStore
@@ -48,8 +49,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine
 
 
-def delta(n: int) -> dict[str, Any]:
-    return {"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}}
+def delta(n: int) -> Event:
+    """A typed event (the bus takes nothing else)."""
+    return parse_event({"type": "text-delta", "runId": "run-1", "agentId": "agent-1", "payload": {"text": f"token {n} "}})
 
 
 def stored_delta(n: int) -> NewEvent:

@@ -76,6 +76,7 @@ def serve(port: int, db: Path) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
+    from instance_ai_tui.protocol.events import parse_event
     from instance_ai_tui.server.app import create_app
     from instance_ai_tui.server.runner import make_server
 
@@ -93,7 +94,7 @@ def serve(port: int, db: Path) -> None:
             for first in range(0, count, batch):
                 now = time.monotonic()
                 events = [
-                    {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": text}, "ts": now}
+                    parse_event({"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": text}, "ts": now})
                     for _ in range(min(batch, count - first))
                 ]
                 await service.bus.publish_many(THREAD, events)
@@ -105,7 +106,8 @@ def serve(port: int, db: Path) -> None:
                 delay = started + i / rate - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                event = {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": text}, "ts": time.monotonic()}
+                event = parse_event({"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": text},
+                                     "ts": time.monotonic()})
                 pending.append(asyncio.ensure_future(service.bus.publish(THREAD, event)))
             await asyncio.gather(*pending)
         return JSONResponse({"published": count, "seconds": time.monotonic() - started,
