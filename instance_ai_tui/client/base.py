@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.safe_text import visible
 
@@ -123,17 +122,87 @@ class ConnectionState(StrEnum):
     OFFLINE = "offline"
 
 
-@dataclass(frozen=True, slots=True)
+#: event types a client may hand over as decoded JSON (``StreamItem.wire``) instead of a model: the
+#: bulk of every stream, which ``Conversation.apply_wire`` folds without building one
+WIRE_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
+
+
+def wire_item(id: int | None, data: Any) -> StreamItem | None:
+    """``data`` (a decoded JSON event) as a ``StreamItem`` that keeps it as ``wire``, when it is a
+    well-formed event of ``WIRE_TYPES``; ``None`` for anything else (parse it into a model)."""
+    if type(data) is not dict:
+        return None
+    kind = data.get("type")
+    if kind not in WIRE_TYPES:
+        return None
+    payload = data.get("payload")
+    if (type(payload) is dict and type(payload.get("message" if kind == "status" else "text", "")) is str
+            and type(data.get("agentId", "")) is str and type(data.get("runId", "")) is str
+            and type(data.get("responseId") or "") is str):
+        return StreamItem(id, wire=data)
+    return None
+
+
 class StreamItem:
     """One item of a thread's event stream.
 
     Exactly one of ``event`` / ``run_sync`` is set. ``id`` is the event's id in the
     thread's log, or ``None`` for frames that carry none (n8n deltas, control frames).
+
+    A client may give an event of ``WIRE_TYPES`` as its decoded JSON (``wire``) instead: ``event``
+    is then parsed from it on first use, so a consumer that folds ``wire`` directly
+    (``Conversation.apply_wire``, the app's ingest) never builds the model, and any other
+    consumer sees the same ``event`` as before. Immutable once built.
     """
 
+    __slots__ = ("_event", "id", "run_sync", "wire")
+
     id: int | None
-    event: Event | None = None
-    run_sync: RunSyncPayload | None = None
+    run_sync: RunSyncPayload | None
+    wire: dict[str, Any] | None
+    _event: Event | None
+
+    def __init__(self, id: int | None, event: Event | None = None, run_sync: RunSyncPayload | None = None,
+                 *, wire: dict[str, Any] | None = None) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "_event", event)
+        object.__setattr__(self, "run_sync", run_sync)
+        object.__setattr__(self, "wire", wire if event is None else None)
+
+    @property
+    def event(self) -> Event | None:
+        event: Event | None = self._event
+        if event is None and self.wire is not None:
+            from ..protocol.events import EventParseError, parse_event
+
+            try:
+                event = parse_event(self.wire)
+            except EventParseError:  # (``wire_item`` lets through only what parses: a malformed one is skipped)
+                object.__setattr__(self, "wire", None)
+                return None
+            object.__setattr__(self, "_event", event)
+        return event
+
+    @property
+    def parsed(self) -> bool:
+        """Whether ``event`` is built already (else it is only ``wire``)."""
+        return self._event is not None or self.wire is None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"StreamItem is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamItem):
+            return NotImplemented
+        return (self.id, self.event, self.run_sync) == (other.id, other.event, other.run_sync)
+
+    def __hash__(self) -> int:
+        return hash(self.id)  # (equal items have equal ids)
+
+    def __repr__(self) -> str:
+        if not self.parsed:
+            return f"StreamItem(id={self.id!r}, wire={self.wire!r})"
+        return f"StreamItem(id={self.id!r}, event={self._event!r}, run_sync={self.run_sync!r})"
 
 
 StateListener = Callable[[ConnectionState, str], None]

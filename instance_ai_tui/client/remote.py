@@ -33,6 +33,7 @@ from ..protocol.api import (
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from ..protocol.mcp import McpStatus
 from .base import (
+    WIRE_TYPES,
     AuthError,
     Client,
     ClientError,
@@ -42,10 +43,13 @@ from .base import (
     ServerProtocolError,
     ServerUnreachable,
     StreamItem,
+    wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
 
 API_PREFIX = "/instance-ai"
+#: how a text delta, a reasoning delta or a status event starts as our server serialises it
+_WIRE_PREFIXES = tuple(f'{{"type":"{kind}"' for kind in sorted(WIRE_TYPES))
 #: the connection state's detail when the server refuses the token (never "connected")
 UNAUTHORIZED = "unauthorized: check --token"
 
@@ -333,8 +337,16 @@ class RemoteClient(Client):
         if frame.event not in ("", "message"):
             self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
             return None
+        data = frame.data
+        if data.startswith(_WIRE_PREFIXES):  # the bulk of a stream: kept as decoded JSON (``StreamItem.wire``)
+            try:
+                item = wire_item(frame.id, json.loads(data))
+            except ValueError:
+                item = None
+            if item is not None:
+                return item
         try:
-            event = parse_event(frame.data)
+            event = parse_event(data)
         except EventParseError as exc:
             self._diagnose(f"skipped malformed frame (id {frame.raw_id}): {exc}")
             return None

@@ -170,13 +170,29 @@ class SSEParser:
             else:
                 lines[0] = "".join(self._parts)
             self._parts, self._partial = [], 0
+        limit = self.max_frame_chars
+        data = self._data
         for index, line in enumerate(lines):
             if index == 0 and skip_first:
                 continue
-            if len(line) > self.max_frame_chars:
+            length = len(line)
+            if length > limit:
                 self._overlong()
+                data = self._data
                 continue
-            self._line(line, frames)
+            # the common lines inline (``_line`` does the same): a data line of a frame within its
+            # limits, an id line, the blank line that ends a frame
+            if line.startswith("data: ") and not self._poisoned and self._data_chars + length - 5 <= limit:
+                data.append(line[6:])
+                self._data_chars += length - 5
+            elif not line:
+                self._dispatch(frames)
+                data = self._data
+            elif line.startswith("id: ") and "\x00" not in line:
+                self._id = self.last_event_id = line[4:]
+            else:
+                self._line(line, frames)
+                data = self._data
         self._skipping = False
         if rest:
             self._append_partial(rest)

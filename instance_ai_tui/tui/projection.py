@@ -155,6 +155,7 @@ class Projection:
         """
         stats = self.stats
         apply = conversation.apply
+        apply_wire = conversation.apply_wire
         apply_sync = conversation.apply_run_sync
         observe = self.app.n8n_activity.observe
         clock = time.perf_counter
@@ -164,26 +165,32 @@ class Projection:
             self.ingest_waiting = True
             async for item in stream:
                 self.ingest_waiting = False
-                event = item.event
-                if event is not None and event.type not in _HOT_TYPES:
-                    # (made visible once, for the conversation and the n8n panel alike)
-                    visible_event = visible_model(event)
-                    if visible_event is not event:
-                        event, item = visible_event, StreamItem(item.id, visible_event)
-                elif item.run_sync is not None:
-                    run_sync = visible_model(item.run_sync)
-                    if run_sync is not item.run_sync:
-                        item = StreamItem(item.id, run_sync=run_sync)
-                if event is not None:
-                    apply(item.id, event)
-                    if event.type == "run-finish":
-                        self.app._note_run_finish(event)
-                        self.stream_ended()
-                    elif event.type == "run-start":
-                        self.app._check_foreign_message(conversation, event.run_id)
-                elif item.run_sync is not None:
-                    apply_sync(item.run_sync)
-                observe(item)
+                wire = item.wire
+                if wire is not None and not item.parsed:
+                    # a hot event as decoded JSON (``StreamItem.wire``): folded without building a
+                    # model (its text made visible there); the n8n panel has nothing to take from it
+                    apply_wire(item.id, wire)
+                else:
+                    event = item.event
+                    if event is not None and event.type not in _HOT_TYPES:
+                        # (made visible once, for the conversation and the n8n panel alike)
+                        visible_event = visible_model(event)
+                        if visible_event is not event:
+                            event, item = visible_event, StreamItem(item.id, visible_event)
+                    elif item.run_sync is not None:
+                        run_sync = visible_model(item.run_sync)
+                        if run_sync is not item.run_sync:
+                            item = StreamItem(item.id, run_sync=run_sync)
+                    if event is not None:
+                        apply(item.id, event)
+                        if event.type == "run-finish":
+                            self.app._note_run_finish(event)
+                            self.stream_ended()
+                        elif event.type == "run-start":
+                            self.app._check_foreign_message(conversation, event.run_id)
+                    elif item.run_sync is not None:
+                        apply_sync(item.run_sync)
+                    observe(item)
                 stats.events += 1
                 if stats.first_event_at is None:
                     stats.first_event_at = clock()
