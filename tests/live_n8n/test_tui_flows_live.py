@@ -215,3 +215,31 @@ async def test_login_with_a_two_factor_code_typed_in_the_dialog(n8n: Any, tmp_pa
             await until(lambda: client.project_id is not None, pilot, 30, "the client open")
     finally:
         await asyncio.to_thread(disable_mfa, n8n, secret)
+
+
+# --------------------------------------------------------------------------- more than 100 threads
+
+
+def make_threads(peer: Any, count: int) -> list[str]:
+    headers = login_headers(peer)
+    project = httpx.get(f"{peer.url}/rest/projects/personal", headers=headers, timeout=30).json()["data"]["id"]
+    made = []
+    with httpx.Client(timeout=30, headers=headers) as http:
+        for _ in range(count):
+            thread = str(uuid.uuid4())
+            http.post(f"{peer.url}/rest/instance-ai/threads",
+                      json={"threadId": thread, "projectId": project, "source": "assistant_page"}).raise_for_status()
+            made.append(thread)
+    return made
+
+
+async def test_more_than_100_threads_are_all_in_the_thread_list(n8n: Any, tmp_path: Path) -> None:
+    """n8n lists 100 threads a page (``hasMore``): the thread list holds every one of them."""
+    made = await asyncio.to_thread(make_threads, n8n, 105)
+    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: len(app.thread_list.local_threads()) >= 105, pilot, 60, "the thread list")
+        listed = {t.id for t in app.thread_list.local_threads()}
+        assert set(made) <= listed
