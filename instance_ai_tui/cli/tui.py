@@ -10,7 +10,6 @@ sub-commands must not pay for Textual.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import sys
 from typing import TYPE_CHECKING
@@ -99,6 +98,8 @@ def main(args: argparse.Namespace) -> int:
 async def load(args: argparse.Namespace, settings: Settings | None, gateway: GatewayRequest | None) -> Started:
     """The settings (file, environment, flags; ``settings`` if already read) and the client,
     built after the app's first frame; ``StartError`` when they cannot be."""
+    import asyncio  # (not at module level: every command builds its parser from this module)
+
     from ..client.base import ClientError
     from ..client.factory import detect_dialect
     from ..client.gateway_flag import check_connection
