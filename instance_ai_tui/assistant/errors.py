@@ -1,6 +1,23 @@
 """Errors the assistant layer raises for things a user (or a client) did.
 
-The server maps them to HTTP statuses, the embedded client to ``client.base`` errors.
+Each carries the HTTP status the server answers with; the embedded client turns it into the
+``client.base`` error of that status (``client.base.for_status``), so a caller gets the same class
+from the embedded and the remote client. The storage's errors (``store.errors``) pass through
+this layer as they are; a failed *run* is not raised but ends with an ``error`` event whose code
+is the failure's class (``describe_failure``: ``runtime.errors``, ``store.errors``)::
+
+    AssistantError          400   base class; ``status`` is the HTTP status
+    ├── InvalidRequest      400   a malformed or impossible request
+    ├── ConfirmationExpired 400   the confirmation's run is gone
+    ├── ThreadNotFound      404   no such thread
+    ├── PermissionNotFound  404   revoking an "always allow" the thread does not have
+    ├── ConfirmationNotFound 404  no such pending confirmation
+    ├── MessageNotFound     409   rewinding to a message the thread lacks
+    ├── ModelNotAvailable   409   switching to a model that is not offered
+    └── RunActive           409   a run is active or suspended in the thread
+
+On the client side (``for_status``): 400 -> ``ClientError``, 404 -> ``NotFoundError``, 409 ->
+``RunActiveError``.
 """
 
 from __future__ import annotations

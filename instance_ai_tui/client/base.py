@@ -46,6 +46,12 @@ class ClientError(Exception):
         ├── StorageError            the storage's own code  the embedded assistant's database or Redis
         ├── N8nToolError            "n8n_tool"             an n8n tool call failed (n8n's own words)
         └── WorkspaceRefused        "workspace_refused"    a shared folder or the gateway refused a path
+
+    An HTTP status becomes its class in one place, ``for_status`` (401/403, 404, 409; the rest
+    ``ClientError``): our server's answers, n8n's, and the embedded assistant's errors
+    (``assistant.errors``, which carry the status the server would answer with). The layers below
+    have their own modules, each drawing its hierarchy: ``runtime.errors`` (the model),
+    ``store.errors`` (the storage), ``assistant.errors`` (a request the assistant refuses).
     """
 
     code = "client"
@@ -112,6 +118,17 @@ class ReadOnlyError(ClientError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, 405)
+
+
+#: the error class of each HTTP status a client meets (the rest: ``ClientError``)
+STATUS_ERRORS: dict[int, type[ClientError]] = {401: AuthError, 403: AuthError, 404: NotFoundError, 409: RunActiveError}
+
+
+def for_status(status: int, message: str) -> ClientError:
+    """The one mapping from an HTTP status to the client error (``message`` as the caller words
+    it): our server's answers (``client.remote``), n8n's (``client.n8n``) and the embedded
+    assistant's errors, which carry the status the server would answer with (``client.embedded``)."""
+    return STATUS_ERRORS.get(status, ClientError)(message, status)
 
 
 class ConnectionState(StrEnum):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
-from .base import Client, ClientError, ConnectionState, NotFoundError, RunActiveError, StorageError, StreamItem
+from .base import Client, ClientError, ConnectionState, NotFoundError, StorageError, StreamItem, for_status
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
@@ -33,12 +33,8 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
 
 
 def client_error(exc: AssistantError) -> ClientError:
-    """The client error for an assistant error (same classes as the HTTP statuses map to)."""
-    if exc.status == 409:
-        return RunActiveError(exc.message, 409)
-    if exc.status == 404:
-        return NotFoundError(exc.message, 404)
-    return ClientError(exc.message, exc.status)
+    """The client error for an assistant error: the class its HTTP status maps to (``for_status``)."""
+    return for_status(exc.status, exc.message)
 
 
 @contextlib.contextmanager

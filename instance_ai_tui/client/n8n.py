@@ -43,10 +43,10 @@ from .base import (
     ClientError,
     ConnectionState,
     NotFoundError,
-    RunActiveError,
     ServerProtocolError,
     ServerUnreachable,
     StreamItem,
+    for_status,
 )
 from .n8n_auth import Credentials, N8nSession, load_browser_id, login, resolve_credentials
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
@@ -573,22 +573,22 @@ def _error_for(response: httpx.Response, method: str, path: str) -> ClientError:
             message = f"{message} ({meta['reason']}, limit {meta.get('limit')})"
     where = f"{method} {path}"
     if status == 401:
-        return AuthError(f"n8n refused the session (401 {message or 'Unauthorized'}); log in again", status)
+        return for_status(status, f"n8n refused the session (401 {message or 'Unauthorized'}); log in again")
     if status == 403:
-        return AuthError(f"n8n refused {where}: {message or 'forbidden'}", status)
+        return for_status(status, f"n8n refused {where}: {message or 'forbidden'}")
     if status == 404:
         if not is_json and path.startswith("/rest/instance-ai"):
             return ModuleNotReadyError(
                 f"{where}: not found; does this n8n have Instance AI (n8n 2.35 or newer, module enabled)?", status
             )
-        return NotFoundError(message or f"{where}: not found", status)
+        return for_status(status, message or f"{where}: not found")
     if status == 409:
-        return RunActiveError(message or "A run is already active for this thread", status)
+        return for_status(status, message or "A run is already active for this thread")
     if status == 429:
-        return ClientError(f"n8n refused to start a run: {message or 'too many requests'}", status)
+        return for_status(status, f"n8n refused to start a run: {message or 'too many requests'}")
     if status >= 500:
-        return ClientError(f"n8n server error ({status}) on {where}: {message or response.reason_phrase}", status)
-    return ClientError(f"n8n rejected {where} ({status}): {message or response.text[:200]}", status)
+        return for_status(status, f"n8n server error ({status}) on {where}: {message or response.reason_phrase}")
+    return for_status(status, f"n8n rejected {where} ({status}): {message or response.text[:200]}")
 
 
 def _sse_error(exc: SseStatusError, thread_id: str) -> ClientError:

@@ -38,11 +38,10 @@ from .base import (
     Client,
     ClientError,
     ConnectionState,
-    NotFoundError,
-    RunActiveError,
     ServerProtocolError,
     ServerUnreachable,
     StreamItem,
+    for_status,
     wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
@@ -81,14 +80,10 @@ def status_error(status: int, message: str, what: str = "") -> ClientError:
     prefix = f"{what}: " if what else ""
     if status in (401, 403):
         hint = "the server refused the token" if status == 403 else "the server needs a valid token (--token)"
-        return AuthError(f"{prefix}{message} ({hint})", status)
-    if status == 404:
-        return NotFoundError(f"{prefix}{message}", status)
-    if status == 409:
-        return RunActiveError(f"{prefix}{message}", status)
+        return for_status(status, f"{prefix}{message} ({hint})")
     if status >= 500:
-        return ClientError(f"{prefix}server error {status}: {message}", status)
-    return ClientError(f"{prefix}{message}", status)
+        return for_status(status, f"{prefix}server error {status}: {message}")
+    return for_status(status, f"{prefix}{message}")
 
 
 class RemoteClient(Client):

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..aio import aclose
 from .checkpoints import CheckpointStore, InMemoryCheckpointStore
 from .chunks import (
     ErrorChunk,
@@ -429,9 +430,7 @@ class Agent(ToolExecution):
                 exc.incomplete = True  # type: ignore[attr-defined]  # what arrived stays shown, marked incomplete
             raise
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await aclose(stream)
         if finish is None:
             from .errors import ModelStreamCut
 

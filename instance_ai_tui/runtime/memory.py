@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from ..aio import aclose
 from ..store.base import MessageRecord, MessageStore, SettingsStore, ThreadStore
 from .messages import Message
 from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
@@ -344,9 +345,7 @@ async def generate_title(model: ModelAdapter, user_text: str, assistant_text: st
             elif isinstance(chunk, ModelFinish):
                 break
     finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose(stream)
     return sanitize_title("".join(parts)), usage
 
 

@@ -16,6 +16,7 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 
+from ..aio import aclose
 from ..store.base import StoredEvent
 from ..store.errors import is_unavailable
 
@@ -155,12 +156,10 @@ class EventStream:
                 await self._pump_task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the pump is being torn down; its failure was logged where it happened
                 pass
-            aclose = getattr(self._source, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:
-                    log.debug("closing the event source failed", exc_info=True)
+            try:
+                await aclose(self._source)
+            except Exception:
+                log.debug("closing the event source failed", exc_info=True)
 
 
 class StreamHub:
