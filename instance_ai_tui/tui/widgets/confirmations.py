@@ -147,7 +147,16 @@ class ConfirmCard(Vertical, can_focus=True):
         view = self._conversation()
         if view is not None and getattr(view, "following", False):
             return
-        self.call_after_refresh(self.scroll_visible, animate=False)
+        self.call_after_refresh(self._scroll_into_view)
+
+    def _scroll_into_view(self) -> None:
+        """The card, and then its last line: a card taller than the screen (a diff on 80x24)
+        shows its end — the choices and the line that says who has the keys."""
+        if not self.is_attached:
+            return
+        self.scroll_visible(animate=False)
+        if self.focus_line.is_attached and self.focus_line.display:
+            self.focus_line.scroll_visible(animate=False)
 
     def _conversation(self) -> Any:
         node = self.parent
