@@ -295,10 +295,18 @@ class RunManager:
 
     # ----------------------------------------------------------------- titles
     async def _start_title(self, run: ActiveRun) -> None:
-        if not self.options.generate_titles or self.title_model is None or not is_substantial(run.user_text):
-            return
+        """A thread without a title gets one from the person's first words at once (greetings, failed
+        runs and models that cannot title included); the title model refines it in the background
+        unless someone renamed the thread meanwhile."""
         thread = await self.store.get_thread(run.thread_id)
         if thread is None or thread.title:
+            return
+        provisional = first_words_title(run.user_text)
+        if provisional:
+            await self.store.update_thread(run.thread_id, title=provisional)
+            run.ctx.emitter.emit(ThreadTitleUpdatedEvent(agent_id=run.ctx.orchestrator_id,
+                                                         payload=ThreadTitlePayload(title=provisional)))
+        if not self.options.generate_titles or self.title_model is None or not is_substantial(run.user_text):
             return
         model = self.title_model
 
@@ -309,11 +317,11 @@ class RunManager:
             except Exception as exc:  # noqa: BLE001 - a title is optional: any failure leaves the thread untitled
                 log.warning("title generation for thread %s failed: %s", run.thread_id, exc)
                 return
-            if not title:
+            if not title or title == provisional:
                 return
             current = await self.store.get_thread(run.thread_id)
-            if current is None or current.title:
-                return
+            if current is None or (current.title or "") != provisional:
+                return  # renamed meanwhile (or gone): the person's title stays
             await self.store.update_thread(run.thread_id, title=title)
             run.ctx.emitter.emit(ThreadTitleUpdatedEvent(agent_id=run.ctx.orchestrator_id,
                                                          payload=ThreadTitlePayload(title=title)))
@@ -699,3 +707,17 @@ def _cancelled_text(reason: str) -> str:
     return {"user_cancelled": "Cancelled by the user", "service_shutdown": "Cancelled: the service stopped",
             "timeout": "Expired without an answer"}.get(reason, f"Cancelled ({reason})")
 
+
+#: the longest title taken from the person's first words
+FIRST_WORDS_TITLE = 48
+
+
+def first_words_title(text: str) -> str:
+    """A title from the start of the person's message: its first line, spaces collapsed, cut at a
+    word before ``FIRST_WORDS_TITLE`` characters (with "…")."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    words = " ".join(line.split())
+    if len(words) <= FIRST_WORDS_TITLE:
+        return words
+    cut = words[:FIRST_WORDS_TITLE].rsplit(" ", 1)[0] if " " in words[:FIRST_WORDS_TITLE] else words[:FIRST_WORDS_TITLE]
+    return cut.rstrip(" ,.;:-") + "…"

@@ -1,4 +1,4 @@
-"""``N8nClient``: the ``Client`` for a real n8n (2.35 or newer) with its Instance AI module.
+"""``N8nClient``: the ``Client`` for a real n8n with its Instance AI module (tested: 2.41.1).
 
 n8n's dialect differs from our server's (reference ``n8n-instance-ai-wire-protocol.md``):
 
@@ -162,7 +162,7 @@ class N8nClient(Client):
                     await self._login()
                 project = await self._request("GET", "/rest/projects/personal")
                 if not isinstance(project, dict) or not isinstance(project.get("id"), str):
-                    raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.35 or newer?")
+                    raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.41 or newer, with Instance AI?")
                 self._project_id = project["id"]
                 await self._load_model_name()
                 await self.read_capabilities()
@@ -254,7 +254,7 @@ class N8nClient(Client):
         except ValueError:
             raise ServerProtocolError(f"{url} did not answer with JSON; is {self.base_url} an n8n instance?") from None
         if not isinstance(body, dict) or "data" not in body:
-            raise ServerProtocolError(f"{url} did not answer like n8n (no data envelope); is it n8n 2.35 or newer?")
+            raise ServerProtocolError(f"{url} did not answer like n8n (no data envelope); is it n8n 2.41 or newer, with Instance AI?")
         return body["data"]
 
     async def _ai(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -579,7 +579,7 @@ def _error_for(response: httpx.Response, method: str, path: str) -> ClientError:
     if status == 404:
         if not is_json and path.startswith("/rest/instance-ai"):
             return ModuleNotReadyError(
-                f"{where}: not found; does this n8n have Instance AI (n8n 2.35 or newer, module enabled)?", status
+                f"{where}: not found; does this n8n have Instance AI (n8n 2.41 or newer, module enabled)?", status
             )
         return for_status(status, message or f"{where}: not found")
     if status == 409:

@@ -38,7 +38,7 @@ async def test_simple_query_sequence(make_ai: Any) -> None:
     events = await collect(ai, "t1")
     _check_envelopes(events, run_id)
     assert without_status(types(events)) == [
-        "run-start", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
+        "run-start", "thread-title-updated", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
     root = f"orchestrator-{run_id}"
     assert {e["agentId"] for e in events} == {root}
     start = events[0]["payload"]
@@ -85,7 +85,12 @@ async def test_autonomous_loop_with_demo_model(make_ai: Any, workspace: Any) -> 
     _check_envelopes(events, run_id)
     root = f"orchestrator-{run_id}"
     names = without_status(types(events))
-    assert names[:5] == ["run-start", "thread-title-updated", "reasoning-delta", "tool-call", "tasks-update"]
+    # the person's first words title the thread at once; the title model refines it when it answers
+    assert names[:2] == ["run-start", "thread-title-updated"]
+    assert [n for n in names if n != "thread-title-updated"][:4] == ["run-start", "reasoning-delta", "tool-call",
+                                                                       "tasks-update"]
+    titles = [e["payload"]["title"] for e in of_type(events, "thread-title-updated")]
+    assert titles[0] == "Every morning send the weather forecast to Slack" and len(titles) == 2
     # delegate: tool-call, agent-spawned, the sub-agent's events, agent-completed, tool-result
     delegate_call = next(e for e in events if e["type"] == "tool-call" and e["payload"]["toolName"] == "delegate")
     spawned = of_type(events, "agent-spawned")[0]
@@ -113,7 +118,7 @@ async def test_autonomous_loop_with_demo_model(make_ai: Any, workspace: Any) -> 
     assert activation["payload"]["result"]["active"] is True
     assert names[-2:] == ["text-delta", "run-finish"]
     assert events[-1]["payload"]["status"] == "completed"
-    title = of_type(events, "thread-title-updated")[0]["payload"]["title"]
+    title = of_type(events, "thread-title-updated")[-1]["payload"]["title"]
     assert (await ai.get_thread("loop")).title == title
     assert "weather" in title.lower()
     # history: user + assistant message with the tree, and the cursor
@@ -207,8 +212,8 @@ async def test_model_error_ends_run_with_error(make_ai: Any) -> None:
     ai = await make_ai(ScriptedModel([ScriptedResponse(error=ModelError("upstream 503", status_code=503))]))
     run_id = await ai.send("e", "hello there")
     events = await collect(ai, "e")
-    assert without_status(types(events)) == ["run-start", "error", "run-finish"]
-    assert events[1]["payload"] == {"content": "upstream 503", "statusCode": 503, "code": "model"}
+    assert without_status(types(events)) == ["run-start", "thread-title-updated", "error", "run-finish"]
+    assert events[2]["payload"] == {"content": "upstream 503", "statusCode": 503, "code": "model"}
     assert events[-1]["payload"] == {"status": "error", "reason": "upstream 503"}
     assert (await ai.store.get_run(run_id)).status == "error"
     assert (await ai.store.get_snapshots("e"))[run_id]["status"] == "error"
@@ -304,3 +309,24 @@ async def test_instance_ai_implements_the_service_protocol(make_ai: Any) -> None
     ai = await make_ai(ScriptedModel([]))
     assert isinstance(ai, AssistantService)
     assert ai.model_label == "scripted"
+
+
+@pytest.mark.parametrize("text", ["hi", "hello there!", "Fix the failing Slack node in the nightly report "
+                                                         "workflow and tell me what was wrong with it"])
+async def test_every_thread_gets_a_title_from_the_first_words_at_once(make_ai: Any, text: str) -> None:
+    """Issue 33 item 9: greetings, failed runs and threads of models that cannot title stayed
+    "(untitled)"; now the first words title a thread as its first run starts."""
+    from instance_ai_tui.assistant.run_manager import FIRST_WORDS_TITLE, first_words_title
+
+    ai = await make_ai(ScriptedModel(lambda request: ScriptedResponse(text="ok")))
+    await ai.send("t", text)
+    events = await collect(ai, "t", until=("run-finish",))
+    titles = [e["payload"]["title"] for e in of_type(events, "thread-title-updated")]
+    assert titles and titles[0] == first_words_title(text)
+    assert len(titles[0]) <= FIRST_WORDS_TITLE + 1 and titles[0].split()[0] == text.split()[0]
+    stored = (await ai.get_thread("t")).title
+    assert stored == titles[-1] and stored
+    await ai.rename_thread("t", "Mine")
+    await ai.send("t", "and another thing to do today")
+    await collect(ai, "t", after=events[-1]["id"], until=("run-finish",))
+    assert (await ai.get_thread("t")).title == "Mine"  # a title once given is never replaced

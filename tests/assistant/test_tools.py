@@ -11,11 +11,11 @@ from pydantic import SecretStr
 from instance_ai_tui.assistant.service import AssistantOptions
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from tests.support import serve_asgi
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .conftest import answer, collect, finish_status, of_type, types, without_status
 from .fake_n8n import API_KEY, make_fake_n8n
-from .servers import serve
 
 
 async def test_file_tools_refuse_traversal_and_symlink_escape(make_ai: Any, workspace: Path, tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ async def test_file_tools_refuse_traversal_and_symlink_escape(make_ai: Any, work
 
 async def test_n8n_tools_against_the_public_api(make_ai: Any, db_path: Path) -> None:
     app, state = make_fake_n8n()
-    async with serve(app) as url:
+    async with serve_asgi(app) as url:
         settings = Settings(n8n_url=url, n8n_api_key=SecretStr(API_KEY))
         model = ScriptedModel([
             ScriptedResponse(tool_calls=[ScriptedToolCall("list-workflows", {}),
@@ -82,7 +82,7 @@ async def test_n8n_tools_against_the_public_api(make_ai: Any, db_path: Path) -> 
 
 async def test_n8n_wrong_key_is_a_clear_tool_error(make_ai: Any) -> None:
     app, _ = make_fake_n8n()
-    async with serve(app) as url:
+    async with serve_asgi(app) as url:
         settings = Settings(n8n_url=url, n8n_api_key=SecretStr("wrong-key-42"))
         ai = await make_ai(ScriptedModel([ScriptedResponse.call("list-workflows", {}), "The key is wrong."]),
                            settings=settings)
@@ -111,7 +111,8 @@ async def test_run_through_openai_wire_format(make_ai: Any, workspace: Path) -> 
         events = await collect(ai, "oa")
     assert without_status([t for t in types(events) if t != "thread-title-updated"]) == [
         "run-start", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
-    assert of_type(events, "thread-title-updated")[0]["payload"] == {"title": "Workspace overview"}
+    titles = [e["payload"] for e in of_type(events, "thread-title-updated")]
+    assert titles == [{"title": "what is in my workspace folder?"}, {"title": "Workspace overview"}]  # first words, refined
     assert (await ai.get_thread("oa")).title == "Workspace overview"
     assert of_type(events, "tool-result")[0]["payload"]["result"]["entries"] == [
         {"path": "README.md", "type": "file", "size": 46}]
@@ -124,7 +125,7 @@ async def test_run_through_openai_wire_format(make_ai: Any, workspace: Path) -> 
 
 async def test_n8n_write_tools_with_stored_allowances(make_ai: Any) -> None:
     app, state = make_fake_n8n()
-    async with serve(app) as url:
+    async with serve_asgi(app) as url:
         settings = Settings(n8n_url=url, n8n_api_key=SecretStr(API_KEY))
         model = ScriptedModel([
             ScriptedResponse(tool_calls=[

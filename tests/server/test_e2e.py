@@ -219,7 +219,8 @@ async def test_simple_sequence_with_the_openai_wire_format_server(tmp_path: Path
             got = await frames(http, "oa", stop=finish_of(run_id))
     kinds = [e["type"] for _, e in got]
     compact = [k for i, k in enumerate(kinds) if i == 0 or (k != kinds[i - 1] and k != "status")]
-    assert compact == ["run-start", "reasoning-delta", "tool-call", "tool-result", "text-delta", "run-finish"]
+    assert compact == ["run-start", "thread-title-updated", "reasoning-delta", "tool-call", "tool-result", "text-delta",
+                       "run-finish"]
     call = next(e for _, e in got if e["type"] == "tool-call")
     assert call["payload"]["toolName"] == "list-files"
     result = next(e for _, e in got if e["type"] == "tool-result")
