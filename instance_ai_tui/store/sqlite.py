@@ -35,7 +35,6 @@ import re
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,6 +67,7 @@ from .sqlite_codec import (
     to_text,
     to_text_or_none,
 )
+from .sqlite_requests import WriteStats, _Append, _on_thread, _Request, _Write
 from .sqlite_schema import SchemaError, prepare_file, setup_writer
 
 T = TypeVar("T")
@@ -87,51 +87,6 @@ _TOUCH_THREAD = (
 
 #: threads whose last event id the writer keeps (the others read it with one indexed query)
 _LAST_IDS = 256
-
-
-@dataclass
-class WriteStats:
-    """Counters of the writer (for tests and benchmarks)."""
-
-    transactions: int = 0  # committed write transactions
-    requests: int = 0  # write requests committed (one append_events call is one request)
-    events: int = 0  # events appended
-    retried_batches: int = 0  # failed batches that were retried request by request
-
-
-@dataclass(slots=True)
-class _Append:
-    thread_id: str
-    events: Sequence[NewEvent]
-    future: asyncio.Future[list[StoredEvent]]
-
-    @property
-    def weight(self) -> int:
-        return len(self.events)
-
-
-@dataclass(slots=True)
-class _Write:
-    """Any other write: ``fn`` runs on the writer thread inside the batch's transaction."""
-
-    fn: Callable[[sqlite3.Connection], Any]
-    future: asyncio.Future[Any]
-    weight: int = 1
-
-
-_Request = _Append | _Write
-
-
-async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``fn(sqlite3 connection)`` on the aiosqlite connection's own thread, in one trip.
-
-    aiosqlite runs every call of a connection on that connection's thread; ``_execute`` is the
-    hook it uses to queue a callable there. Running a whole transaction in one trip instead of
-    one trip per statement halves the latency of a commit. It is not public aiosqlite API, so
-    ``tests/store`` pins it.
-    """
-    result: T = await conn._execute(lambda: fn(conn._conn))
-    return result
 
 
 def fts_query(search: str) -> str:
