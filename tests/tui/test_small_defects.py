@@ -247,8 +247,8 @@ async def test_ctrl_o_unfolds_a_paste_in_the_prompt() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         app.prompt.focus()
-        app.post_message(events.Paste("a\n" * 20))
-        await until(lambda: "[pasted 21 lines #1]" in app.prompt.text, pilot)
+        app.post_message(events.Paste("a\n" * 20))  # 20 lines, each ended by its line break
+        await until(lambda: "[pasted 20 lines #1]" in app.prompt.text, pilot)
         await pilot.press("ctrl+o")
         assert app.prompt.text == "a\n" * 20
 
