@@ -9,15 +9,15 @@ from pydantic import SecretStr
 from instance_ai_tui.assistant.service import AssistantOptions
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
+from tests.support import serve_asgi
 
 from .conftest import collect, finish_status, of_type
 from .fake_n8n import API_KEY, make_fake_n8n
-from .servers import serve
 
 
 async def test_the_same_failing_call_three_times_stops_the_run_with_the_error(make_ai: Any) -> None:
     app, _ = make_fake_n8n()
-    async with serve(app) as url:
+    async with serve_asgi(app) as url:
         settings = Settings(n8n_url=url, n8n_api_key=SecretStr(API_KEY))
         bad = ScriptedResponse.call("create-workflow", {"name": "Broken", "nodes": [{"type": "n8n-nodes-base.nope"}]})
         model = ScriptedModel([bad, bad, bad, bad, "never reached"])
@@ -38,7 +38,7 @@ async def test_the_same_failing_call_three_times_stops_the_run_with_the_error(ma
 async def test_the_step_limit_stops_the_run_with_a_visible_message(make_ai: Any) -> None:
     calls = [ScriptedResponse.call("list-workflows", {"limit": n}) for n in range(1, 6)]
     app, _ = make_fake_n8n()
-    async with serve(app) as url:
+    async with serve_asgi(app) as url:
         settings = Settings(n8n_url=url, n8n_api_key=SecretStr(API_KEY))
         ai = await make_ai(ScriptedModel([*calls, "never reached"]), settings=settings,
                            options=AssistantOptions(orchestrator_max_iterations=2))

@@ -20,10 +20,10 @@ from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.usage import DEFAULT_PRICES, Usage, compute_cost
 from instance_ai_tui.server.app import create_app
+from tests.support import serve_asgi
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .conftest import answer, collect, of_type
-from .servers import serve
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -178,7 +178,7 @@ async def test_thread_total_over_two_runs_survives_a_restart_and_is_served(
         assert history.to_wire()["metadata"]["usage"] == stored
 
         # our server's endpoints expose it (threads list and messages), read by RemoteClient
-        async with serve(create_app(again, manage_service=False)) as url:
+        async with serve_asgi(create_app(again, manage_service=False)) as url:
             async with RemoteClient(url) as remote:
                 listed = next(t for t in await remote.list_threads() if t.id == "t")
                 assert listed.metadata["usage"] == stored

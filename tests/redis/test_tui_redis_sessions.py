@@ -4,16 +4,12 @@ chat webhook (uvicorn on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -23,6 +19,7 @@ from instance_ai_tui.client.base import ReadOnlyError
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
+from tests.support import free_port, serve_asgi
 from tests.support.recorded import RecordedClient
 from tests.support.waiting import until
 
@@ -32,14 +29,6 @@ SIZE = (120, 40)
 S1 = "2025-10-15T10:58:13.866-04:00"
 S2 = "2025-10-16T09:00:00.000-04:00"
 LC = "lc-session-7"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
 
 
 def seed_ai(text: str, route: str | None = None, forwarded: str | None = None) -> str:
@@ -90,20 +79,8 @@ async def chat_webhook(redis_client: Any) -> AsyncIterator[tuple[str, list[dict[
             await redis_client.lpush(body["sessionId"], lc("ai", reply))
         return JSONResponse({"output": reply})
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/webhook/chat", chat, methods=["POST"])]),
-                                           log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/webhook/chat", received
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
+    async with serve_asgi(Starlette(routes=[Route("/webhook/chat", chat, methods=["POST"])])) as url:
+        yield f"{url}/webhook/chat", received
 
 
 def make_app(redis_url: str, webhook: str | None = None) -> InstanceAiApp:
@@ -213,9 +190,7 @@ async def test_continue_through_the_chat_webhook(redis_url: str, redis_client: A
 async def test_a_webhook_that_cannot_be_reached_leaves_the_message_in_the_prompt(redis_url: str,
                                                                                 redis_client: Any) -> None:
     await seed(redis_client)
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/webhook/chat"
+    dead = f"http://127.0.0.1:{free_port()}/webhook/chat"  # a port nothing listens on
     app = make_app(redis_url, dead)
     async with app.run_test(size=SIZE) as pilot:
         await send_in_migration(pilot, app)

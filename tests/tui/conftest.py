@@ -1,4 +1,5 @@
-"""Fixtures of the TUI tests: every test gets its own config/data dirs and working dir."""
+"""Fixtures of the TUI tests: the root conftest isolates the config and data folders (and the
+terminal's Textual settings); a TUI test also runs in its own working directory."""
 
 from __future__ import annotations
 
@@ -8,9 +9,5 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+def _in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

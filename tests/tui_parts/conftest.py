@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from instance_ai_tui.protocol.api import ThreadInfo
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never read or write the real user's config dir."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "instance-ai" / "config.toml"))
-    monkeypatch.delenv("TEXTUAL_THEME", raising=False)
 
 
 def make_thread(index: int, title: str, minutes_ago: float) -> ThreadInfo:
