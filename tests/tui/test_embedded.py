@@ -122,8 +122,7 @@ async def test_cancel_with_escape(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await type_and_send(pilot, app, BUILD)
-        await until(lambda: app.conversation.is_streaming, pilot)
-        await pilot.pause(0.2)
+        await until(lambda: app.conversation.is_streaming and bool(app.view.assistant_turns()), pilot)
         app.prompt.focus()
         await pilot.press("escape")
         await until(lambda: not app.conversation.is_streaming, pilot)

@@ -49,9 +49,8 @@ async def test_find_goes_through_matches_and_loads_older_turns() -> None:
         await until(lambda: bar.matches[0].message_id in app.view.turns, pilot)
         oldest = app.view.turns[bar.matches[0].message_id]
         await until(lambda: oldest.has_class("-find-hit") and not newest.has_class("-find-hit"), pilot)
-        await pilot.pause(0.2)
-        visible = app.view.scrollable_content_region
-        assert oldest.region.overlaps(visible)  # the hit is on screen
+        # the hit is scrolled onto the screen
+        await until(lambda: oldest.region.overlaps(app.view.scrollable_content_region), pilot)
         await pilot.press("shift+enter")
         await until(lambda: newest.has_class("-find-hit"), pilot)
         # tool results are searched too

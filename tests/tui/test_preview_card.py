@@ -44,8 +44,8 @@ async def test_a_long_diff_scrolls_inside_the_card() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "write it")
-        await until(lambda: bool(app.query(ChangePreviewView)), pilot)
-        await pilot.pause(0.1)
+        await until(lambda: bool(app.query(".preview-diff")) and app.query_one(".preview-diff").max_scroll_y > 0,
+                    pilot, what="the long diff is laid out, scrolling")
         box = app.query_one(".preview-diff")
         assert box.size.height <= 16 and box.max_scroll_y > 0
         assert "more lines not shown" in app.query_one(ChangePreviewView).query("Static").last().render().plain

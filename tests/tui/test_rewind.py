@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +12,18 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.tui.screens.rewind import RewindPicker
 from instance_ai_tui.tui.widgets.turns import UserMessage
+from tests.support.waiting import until_async
 
 from .scripts import make_app, recorded
 from .test_embedded import settings_for, type_and_send, until
 
 
 async def _settled(client: Any, thread_id: str) -> None:
-    for _ in range(400):
+    async def finished() -> bool:
         status = await client.status(thread_id)
-        if not status.has_active_run and not status.is_suspended:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the run did not finish")
+        return not status.has_active_run and not status.is_suspended
+
+    await until_async(finished, what=f"the run of {thread_id} finished")
 
 
 async def _user_texts_in_context(client: EmbeddedClient, thread_id: str) -> list[str]:
@@ -85,7 +84,7 @@ async def test_retry_and_edit_in_the_app(tmp_path: Path) -> None:
         assert await _user_texts_in_context(client, thread) == []
         # /rewind with nothing left to rewind: says so
         await type_and_send(pilot, app, "/rewind")
-        await pilot.pause(0.1)
+        await until(lambda: any("Nothing to go back to" in n.message for n in app._notifications), pilot)
         assert not isinstance(app.screen, RewindPicker)
 
 

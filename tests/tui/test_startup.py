@@ -46,7 +46,8 @@ def gated_app(tmp_path: Path, prefs: FirstFramePrefs | None = None) -> tuple[Ins
 async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Path) -> None:
     app, gate, built = gated_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
+        await until(lambda: app.focused is app.prompt and "starting…" in str(app.status_line.render()), pilot,
+                    what="the first frame")
         starting = app.client
         assert isinstance(starting, StartingClient) and not built
         assert app.focused is app.prompt
@@ -54,7 +55,7 @@ async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Pat
         assert "connecting" in shown and "starting…" in shown, shown
         await pilot.press(*"hello")
         await pilot.press("enter")  # nothing to send it with yet: it waits in the queue, visibly
-        await pilot.pause(0.1)
+        await until(lambda: bool(app.connection.queue.items), pilot)
         assert app.prompt.text == "" and [item.text for item in app.connection.queue.items] == ["hello"]
         assert "queued: hello" in " ".join(str(w.render()) for w in app.query(".queued-text"))
         # the hidden parts were mounted after the first frame
