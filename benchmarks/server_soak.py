@@ -11,6 +11,11 @@ summary::
 
     python benchmarks/server_soak.py [--runs 5000] [--from 1000] [--every 250] [--workers 4]
 
+RSS moves in steps (the allocator's arenas, SQLite's page caches filling as the file grows), so
+``--python-heap`` also tells what the server's Python objects do: the server runs in this
+process under ``tracemalloc`` and the growth of what it allocated (the client's allocations
+left out) between run ``--from`` and the last is printed per run, with its biggest sources.
+
 Issue 31: the server grew 1.6 KB per run after 1,000 runs.
 """
 
@@ -94,13 +99,76 @@ async def soak(url: str, pid: int, runs: int, every: int, workers: int) -> list[
     return samples
 
 
+async def python_heap(runs: int, start: int, workers: int, db: Path) -> dict[str, object]:
+    """The server in this process under ``tracemalloc``: its Python heap's growth per run
+    between run ``start`` and run ``runs`` (allocations made by the client left out)."""
+    import gc
+    import socket
+    import tracemalloc
+
+    sys.path.insert(0, str(REPO))
+    from instance_ai_tui.config import ModelSettings, Settings
+    from instance_ai_tui.server.app import create_app
+    from instance_ai_tui.server.runner import make_server
+    from instance_ai_tui.server.service_factory import build_service
+
+    app = create_app(build_service(Settings(db_path=db, model=ModelSettings(name="demo")), demo_delay=0.0))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = make_server(app, "127.0.0.1", sock.getsockname()[1])
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    counter = iter(range(1, runs + 1))
+
+    async def batch(http: httpx.AsyncClient, until: int) -> None:
+        async def worker() -> None:
+            for index in counter:
+                await one_run(http, f"soak-{index}", index)
+                if index >= until:
+                    return
+        await asyncio.gather(*[worker() for _ in range(workers)])
+
+    client_side = [tracemalloc.Filter(False, pattern, all_frames=True)
+                   for pattern in ("*/httpx/*", "*/httpcore/*", __file__, tracemalloc.__file__)]
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            await batch(http, start)
+            gc.collect()
+            tracemalloc.start(25)
+            first = tracemalloc.take_snapshot().filter_traces(client_side)
+            await batch(http, runs)
+            gc.collect()
+            last = tracemalloc.take_snapshot().filter_traces(client_side)
+            tracemalloc.stop()
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+    stats = last.compare_to(first, "lineno")
+    measured = runs - start
+    return {
+        "python_heap_bytes_per_run": round(sum(stat.size_diff for stat in stats) / measured, 1),
+        "biggest": [f"{stat.size_diff / measured:+.1f} B/run {stat.traceback[0].filename.rsplit('/', 2)[-1]}:"
+                    f"{stat.traceback[0].lineno}" for stat in stats[:5]],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5000)
     parser.add_argument("--from", dest="start", type=int, default=1000, help="the slope counts samples from here on")
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--python-heap", action="store_true",
+                        help="measure the server's Python heap in this process with tracemalloc instead of RSS")
     args = parser.parse_args()
+    if args.python_heap:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = asyncio.run(python_heap(args.runs, args.start, args.workers, Path(tmp) / "heap.sqlite3"))
+        print(json.dumps(with_machine({"runs": args.runs, "from": args.start, **result})))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         port = _free_port()
         log = open(Path(tmp) / "serve.log", "wb")
