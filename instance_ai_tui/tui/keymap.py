@@ -175,6 +175,7 @@ Scope = Literal[
     "n8n_tasks",
     "workflow",
     "mcp",
+    "start_failure",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -207,6 +208,7 @@ SCOPE_TITLES: dict[str, str] = {
     "n8n_tasks": "n8n background tasks",
     "workflow": "Workflow canvas",
     "mcp": "MCP servers",
+    "start_failure": "Start failure",
 }
 
 
@@ -306,6 +308,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("workflow-close", "close", "escape,q", "Close", "workflow"),
     KeySpec("mcp-restart", "restart", "r", "Restart the server", "mcp"),
     KeySpec("mcp-close", "close", "escape,q", "Close", "mcp"),
+    KeySpec("start-failure-quit", "leave", "q", "Quit", "start_failure", priority=True),
+    KeySpec("start-failure-leave", "leave", "escape,enter,ctrl+c", "Quit", "start_failure", show=False, priority=True),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}

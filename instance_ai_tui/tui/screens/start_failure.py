@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
+
+from .. import keymap
 
 
 class StartFailureScreen(Screen[None]):
@@ -30,12 +32,8 @@ class StartFailureScreen(Screen[None]):
     StartFailureScreen .hint { color: $text-muted; margin-top: 1; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "leave", "Quit", priority=True),
-        Binding("escape", "leave", "Quit", show=False, priority=True),
-        Binding("enter", "leave", "Quit", show=False, priority=True),
-        Binding("ctrl+c", "leave", "Quit", show=False, priority=True),
-    ]
+    KEY_SCOPES = ("start_failure",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("start_failure")]
 
     def __init__(self, title: str, message: str, *, exit_code: int = 2) -> None:
         super().__init__()

@@ -96,6 +96,7 @@ class ConfirmCard(Vertical, can_focus=True):
     and the line that says whether the card has the keys."""
 
     KEY_SCOPE = "card"
+    KEY_SCOPES = ("card_always",)  # the second step of "always allow" (Enter grants) is the card's own
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card_always")]
 
     DEFAULT_CSS = """
