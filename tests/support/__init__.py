@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from .asgi import serve_asgi
+from .asgi import AsgiServer, serve_asgi
 from .config import isolate_config
 from .loop import loop_gaps
 from .net import free_port, wait_for_port
 
-__all__ = ["free_port", "isolate_config", "loop_gaps", "serve_asgi", "wait_for_port"]
+__all__ = ["AsgiServer", "free_port", "isolate_config", "loop_gaps", "serve_asgi", "wait_for_port"]

@@ -27,13 +27,12 @@ import argparse
 import asyncio
 import json
 import secrets
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -41,6 +40,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from instance_ai_tui.protocol.events import EPHEMERAL_TYPES
+
+if TYPE_CHECKING:
+    from .asgi import AsgiServer
 
 GATEWAY_CONFIRMATION_PREFIX = "GATEWAY_CONFIRMATION_REQUIRED::"
 ORCHESTRATOR = "$orchestrator"  # placeholder in scripted payloads/agents: this run's orchestrator id
@@ -368,8 +370,7 @@ class FakeN8n:
         self._pairing: dict[str, str] = {}
         self._session_keys: dict[str, str] = {}
         self._gateways: dict[str, _GatewayState] = {}
-        self._server: Any = None
-        self._serve_task: asyncio.Task[None] | None = None
+        self._server: AsgiServer | None = None
         self.port = 0
         #: answers requests itself while it returns True (``testing.n8n_boot``: n8n's boot window)
         self.boot_gate: Callable[[dict[str, Any], Any, Any], Awaitable[bool]] | None = None
@@ -418,20 +419,11 @@ class FakeN8n:
         await self._app(scope, receive, send)
 
     async def start(self, port: int = 0) -> str:
-        import uvicorn
+        from .asgi import AsgiServer
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        sock.listen(64)
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._serve_task.done():
-                self._serve_task.result()
-            await asyncio.sleep(0.01)
+        self._server = AsgiServer(self, port=port, graceful_shutdown=1)
+        await self._server.start()
+        self.port = self._server.port
         return self.base_url
 
     async def stop(self) -> None:
@@ -444,10 +436,8 @@ class FakeN8n:
         for gateway in self._gateways.values():
             gateway.queue.put_nowait(None)
         if self._server is not None:
-            self._server.should_exit = True
-        if self._serve_task is not None:
-            await self._serve_task
-            self._serve_task = None
+            await self._server.stop()
+            self._server = None
 
     async def __aenter__(self) -> FakeN8n:
         await self.start()

@@ -36,9 +36,12 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from .asgi import AsgiServer
 
 
 class MockToolCall(BaseModel):
@@ -458,9 +461,7 @@ class MockOpenAIServer:
         self.requests: list[RecordedRequest] = []
         self._script: Script = script
         self._position = 0
-        self._server: Any = None
-        self._task: asyncio.Task[Any] | None = None
-        self._socket: socket.socket | None = None
+        self._server: AsgiServer | None = None
         self._new_request = asyncio.Event()
 
     @property
@@ -546,39 +547,18 @@ class MockOpenAIServer:
         ])
 
     async def start(self) -> MockOpenAIServer:
-        import uvicorn
+        from .asgi import AsgiServer
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(128)
-        sock.setblocking(False)
-        self._socket = sock
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        async with asyncio.timeout(10):
-            while not self._server.started:
-                if self._task.done():
-                    self._task.result()
-                await asyncio.sleep(0.005)
+        self._server = AsgiServer(self.app(), host=self.host, port=self.port, graceful_shutdown=1)
+        await self._server.start()
+        self.port = self._server.port
         return self
 
     async def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
             for record in self.requests:  # release hanging streams
                 record._disconnected.set()
-            if self._task is not None:
-                try:
-                    await asyncio.wait_for(self._task, 5)
-                except (TimeoutError, asyncio.CancelledError):
-                    self._task.cancel()
-        if self._socket is not None:
-            self._socket.close()
+            await self._server.stop(stop_timeout=5)
         self._server = None
 
     async def __aenter__(self) -> MockOpenAIServer:
