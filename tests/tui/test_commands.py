@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.command import CommandList, CommandPalette
+
 from instance_ai_tui.tui.screens.help import HelpScreen
 from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
 from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
@@ -131,9 +133,11 @@ async def test_new_thread_by_slash_command_and_palette() -> None:
         app.thread_list.post_message(app.thread_list.Selected(app.thread_list, first, "local"))
         await until(lambda: app.thread_id == first, pilot)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await until(lambda: isinstance(app.screen, CommandPalette), pilot)
         await pilot.press(*"New thread")
-        await pilot.pause(0.5)
+        # the palette lists what it found (its search runs in a worker) before Enter picks the first
+        await until(lambda: app.screen.query_one(CommandList).option_count > 0
+                    and "New thread" in str(app.screen.query_one(CommandList).get_option_at_index(0).prompt), pilot)
         await pilot.press("enter")
         await until(lambda: app.thread_id is None, pilot)
 
@@ -144,7 +148,7 @@ async def test_unknown_slash_command_is_not_sent_and_quit_quits() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "/frobnicate")
-        await pilot.pause(0.1)
+        await until(lambda: any(n.message.startswith("Unknown command /frobnicate") for n in app._notifications), pilot)
         assert not [c for c in client.calls if c[0] == "send"]
         assert app.prompt.text == "/frobnicate"  # kept, to fix
         await send(pilot, app, "/help")
@@ -179,8 +183,6 @@ async def test_reconnecting_state_shows_in_the_status_line() -> None:
         from instance_ai_tui.client.base import ConnectionState
 
         client._set_state(ConnectionState.RECONNECTING, "3")
-        await pilot.pause(0.2)
-        assert "reconnecting 3" in app.status_line.plain
+        await until(lambda: "reconnecting 3" in app.status_line.plain, pilot)
         client._set_state(ConnectionState.OFFLINE, "connection refused")
-        await pilot.pause(0.2)
-        assert "offline: connection refused" in app.status_line.plain
+        await until(lambda: "offline: connection refused" in app.status_line.plain, pilot)
