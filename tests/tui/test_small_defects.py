@@ -196,8 +196,8 @@ async def test_delete_dialog_text_is_not_cut_at_80_columns() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
         app.push_screen(ConfirmDeleteScreen("A rather long thread title about the weather in Slack"))
-        await until(lambda: isinstance(app.screen, ConfirmDeleteScreen), pilot)
-        await pilot.pause(0.1)
+        await until(lambda: isinstance(app.screen, ConfirmDeleteScreen) and app.screen.query(Label)
+                    and all(label.size.width for label in app.screen.query(Label)), pilot, what="the dialog laid out")
         for label in app.screen.query(Label):
             text = str(label.render())
             lines = label.render_lines(label.region.reset_offset)

@@ -64,8 +64,7 @@ async def test_tokens_and_cost_live_on_switch_and_after_restart(tmp_path: Path) 
             await send(pilot, app, "second question")
             await until(lambda: app.status_info.input_tokens == 3600, pilot)
             assert app.status_info.output_tokens == 600 and round(app.status_info.cost or 0, 6) == 0.0048
-            await pilot.pause(0.1)
-            assert "3.6k in · 600 out · $0.0048" in app.status_line.plain
+            await until(lambda: "3.6k in · 600 out · $0.0048" in app.status_line.plain, pilot)
             thread = app.thread_id
 
             # the export carries the total
@@ -75,16 +74,12 @@ async def test_tokens_and_cost_live_on_switch_and_after_restart(tmp_path: Path) 
 
             # a new thread starts at zero; switching back restores the stored total (once)
             await pilot.press("ctrl+n")
-            await until(lambda: app.thread_id is None, pilot)
-            await pilot.pause(0.1)
+            await until(lambda: app.thread_id is None and " in · " not in app.status_line.plain, pilot)
             assert app.status_info.input_tokens == 0 and app.status_info.cost is None
-            assert " in · " not in app.status_line.plain
             app.thread_list.post_message(app.thread_list.Selected(app.thread_list, thread, "local"))
             await until(lambda: app.thread_id == thread and app.status_info.input_tokens, pilot)
-            await app.wait_until_rendered()
-            await pilot.pause(0.2)
+            await until(lambda: "3.6k in · 600 out · $0.0048" in app.status_line.plain, pilot)
             assert (app.status_info.input_tokens, app.status_info.output_tokens) == (3600, 600)
-            assert "3.6k in · 600 out · $0.0048" in app.status_line.plain
     finally:
         await ai.shutdown()
 
@@ -94,10 +89,8 @@ async def test_tokens_and_cost_live_on_switch_and_after_restart(tmp_path: Path) 
         app = make_app(EmbeddedClient(ai), settings)
         async with app.run_test(size=SIZE) as pilot:
             await app.wait_until_ready()
-            await app.wait_until_rendered()
-            await pilot.pause(0.1)
+            await until(lambda: "3.6k in · 600 out · $0.0048" in app.status_line.plain, pilot)
             assert app.thread_id == thread
-            assert "3.6k in · 600 out · $0.0048" in app.status_line.plain
             await send(pilot, app, "third question")  # 3 user turns: 3600 in, 300 out
             await until(lambda: app.status_info.input_tokens == 7200, pilot)
             assert app.status_info.output_tokens == 900
@@ -132,8 +125,7 @@ async def test_recorded_run_finish_usage_and_the_last_counted_run_is_not_added_t
     app = make_app(_WithTotal(logs={"t": log}, runs=[later], model_name="recorded"), Settings())
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
-        await app.wait_until_rendered()
-        await pilot.pause(0.1)
+        await until(lambda: app.status_info.input_tokens, pilot)
         assert (app.status_info.input_tokens, app.status_info.output_tokens) == (5000, 700)
         assert round(app.status_info.cost or 0, 6) == 0.25
         assert "5.0k in · 700 out · $0.2500" in app.status_line.plain
