@@ -388,8 +388,10 @@ def _gone(widget: Widget) -> bool:
 
 
 def _card_of(node: Any) -> Any:
+    """The card (or another area that moves the keys within itself, ``KEYS_STAY_INSIDE``: the
+    background tasks' correction field and list) that ``node`` is part of."""
     while node is not None:
-        if is_card(node):
+        if is_card(node) or getattr(type(node), "KEYS_STAY_INSIDE", False):
             return node
         node = node.parent
     return None

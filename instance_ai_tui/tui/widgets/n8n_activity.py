@@ -118,6 +118,10 @@ it · **c** send it a correction (type it, Enter sends, Esc cancels).
 
 
 class N8nActivity(Vertical):
+    #: closing the correction field gives the keys back to the task list, a move inside this area
+    #: that the focus guard (``tui.cards``) keeps
+    KEYS_STAY_INSIDE = True
+
     DEFAULT_CSS = """
     N8nActivity { height: auto; max-height: 14; display: none; padding: 0 1; border-top: solid $primary 40%; }
     N8nActivity .n8n-quota { color: $text-error; background: $error 12%; text-style: bold; padding: 0 1; }
