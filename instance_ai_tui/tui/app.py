@@ -162,8 +162,7 @@ class InstanceAiApp(App[None]):
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.find_bar = FindBar()
-        self.prompt: PromptInput = PromptInput(placeholder="Message Instance AI…  (Enter sends, Ctrl+J new line, /help for commands)",
-                                  id="prompt")
+        self.prompt: PromptInput = PromptInput(placeholder=self.prompt_placeholder(), id="prompt")
         self.status_line = StatusLine(self.status_info, id="status")
         self.tasks_panel = TasksPanel(id="tasks")
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
@@ -197,6 +196,11 @@ class InstanceAiApp(App[None]):
         return self.threads.opening
 
     # ------------------------------------------------------------------ setup
+    def prompt_placeholder(self) -> str:
+        """The prompt's placeholder, naming the keys of this key map (``ui.enter_sends``, ``[ui.keys]``)."""
+        return (f"Message Instance AI…  ({self.keys.hint('send')} sends, {self.keys.hint('newline')} new line, "
+                "/help for commands)")
+
     def _load_keymap(self) -> keymap.KeyMap:
         """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
         self._keymap_error: str | None = None

@@ -62,6 +62,7 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     changed = prefs != app.prefs  # the settings file said what its unvalidated read did not
     if changed:
         app.keys = app._load_keymap()
+        app.prompt.placeholder = app.prompt_placeholder()
     if app.theme_manager is None:  # not mounted yet (``__init__``): on_mount uses what is set
         return
     if changed:

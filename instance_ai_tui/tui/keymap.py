@@ -527,6 +527,13 @@ class KeyMap:
         """Effective keys of ``binding_id`` (``KeyError`` if unknown)."""
         return tuple(self._keys[binding_id].split(","))
 
+    def hint(self, binding_id: str) -> str:
+        """The key to name in a hint for ``binding_id``: its first key that every terminal reports
+        (Shift+Enter only where it is the only one), as a person reads it ("Ctrl+J")."""
+        keys = [k.strip() for k in self.keys(binding_id) if k.strip()]
+        portable = [k for k in keys if k != "shift+enter"] or keys
+        return display_keys(portable[:1])
+
     def matches(self, binding_id: str, key: str) -> bool:
         """Is ``key`` (a Textual ``events.Key.key``) one of ``binding_id``'s keys?"""
         return key in self._keys[binding_id].split(",")

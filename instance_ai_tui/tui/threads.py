@@ -194,12 +194,18 @@ class Threads:
         else:
             app.sub_title = title or ("New thread" if not conversation.thread_id else "")
 
+    def _keys_line(self) -> str:
+        """How to send and how to break a line, in this app's keys (``ui.enter_sends``, ``[ui.keys]``)."""
+        keys = self.app.keys
+        send, newline = keys.hint("send"), keys.hint("newline")
+        backslash = " or \\ Enter" if keys.matches("send", "enter") else ""  # "\ + Enter" works where Enter sends
+        return f"{send} sends · {newline}{backslash} new line"
+
     def welcome(self) -> Content:
         lines: list[str | tuple[str, str]] = [
             ("Ask Instance AI to build or change a workflow, e.g.\n", "bold"),
             "  “every morning send the weather forecast to Slack”\n\n",
-            ("Enter sends · Ctrl+J or \\ Enter new line · Esc or Ctrl+C stops a run · F1 help · Ctrl+P commands",
-             "$text-muted"),
+            (f"{self._keys_line()} · Esc or Ctrl+C stops a run · F1 help · Ctrl+P commands", "$text-muted"),
         ]
         if self.app.status_info.demo:
             lines.append(("\nDemo mode: an offline model with canned behaviour, no real n8n.", "$text-warning"))

@@ -100,3 +100,23 @@ async def test_finished_background_tasks_leave_the_strip(size: tuple[int, int], 
         activity._tick()
         await pilot.pause()
         assert not activity.display
+
+
+@pytest.mark.parametrize(("enter_sends", "placeholder", "welcome"), [
+    (True, "(Enter sends, Ctrl+J new line", "Enter sends · Ctrl+J or \\ Enter new line"),
+    (False, "(Ctrl+J sends, Enter new line", "Ctrl+J sends · Enter new line"),
+])
+async def test_the_prompt_and_the_welcome_name_the_keys_of_this_key_map(
+        enter_sends: bool, placeholder: str, welcome: str) -> None:
+    """Item 6: with ``ui.enter_sends = false`` the placeholder and the empty thread's hint still said
+    "Enter sends" (Enter made a new line)."""
+    from .scripts import make_app as make_recorded_app
+    from .scripts import recorded
+
+    settings = Settings()
+    settings.ui.enter_sends = enter_sends
+    app = make_recorded_app(recorded(), settings)
+    async with app.run_test(size=(120, 40)):
+        await app.wait_until_ready()
+        assert placeholder in str(app.prompt.placeholder)
+        assert welcome in screen_text(app)
