@@ -17,17 +17,9 @@ from instance_ai_tui.tui.screens.mcp import McpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard
 from tests.support.mcp_servers import stdio_config
 from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.waiting import until
 
 from .scripts import SIZE, make_app
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.05)
 
 
 def card_of(app: Any) -> Any:
@@ -100,16 +92,15 @@ async def test_write_tool_card_approve_and_result_then_mcp_view_with_stderr_and_
             await until(lambda: {s.name: s.state for s in screen.servers} == {"notes": "ready", "broken": "failed"},
                         pilot)
             await pilot.press("down")  # the broken server
-            await pilot.pause(0.1)
+            await until(lambda: "broken — failed" in str(screen.detail.visual), pilot)
             detail = str(screen.detail.visual)
-            assert "broken — failed" in detail and "did not start" in detail
+            assert "did not start" in detail
             assert "MCP_TEST_TOKEN is not set; cannot log in" in detail  # its stderr
             await pilot.press("r")
             await until(lambda: next(s for s in screen.servers if s.name == "broken").starts == 2
                         and next(s for s in screen.servers if s.name == "broken").state == "failed", pilot)
             await pilot.press("up")
-            await pilot.pause(0.1)
-            assert "mcp__notes__write_note (asks first)" in str(screen.detail.visual)
+            await until(lambda: "mcp__notes__write_note (asks first)" in str(screen.detail.visual), pilot)
             assert "mcp__notes__lookup (read-only, runs)" in str(screen.detail.visual)
             await pilot.press("escape")
             await until(lambda: not isinstance(app.screen, McpScreen), pilot)
