@@ -15,6 +15,7 @@ from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.screens.rewind import RewindPicker, UserTurn
+from tests.support.waiting import until
 
 from .test_connection import SIZE, make_app, screen_text
 
@@ -120,3 +121,30 @@ async def test_the_prompt_and_the_welcome_name_the_keys_of_this_key_map(
         await app.wait_until_ready()
         assert placeholder in str(app.prompt.placeholder)
         assert welcome in screen_text(app)
+
+
+async def test_a_delegation_says_its_summary_once_on_one_line(tmp_path: Path) -> None:
+    """Item 8: the delegate row and the "◆ workflow builder" row repeated the same summary, and the
+    sub-agent's summary wrapped on under the │ rail. The embedded demo builds a workflow."""
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
+    from instance_ai_tui.tui.widgets.turns import SubAgentSection
+
+    from .scripts import make_app as make_recorded_app
+
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": tmp_path / "db.sqlite3"})
+    app = make_recorded_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("every morning send the weather forecast to Slack")
+        await until(lambda: bool(app.pending), pilot, timeout=60)  # the run waits for "activate?"
+        await app.wait_until_rendered()
+        delegate = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "delegate")
+        section = next(iter(app.query(SubAgentSection)))
+        await until(lambda: section.info.status != "active", pilot)
+        await pilot.pause(0.2)
+        sub_header = str(section.header.render())
+        card_header = "".join(s.text for s in delegate.header.render_lines(delegate.header.region.reset_offset)[0])
+        assert "Created workflow" in sub_header  # the summary, on the sub-agent's row
+        assert "Created workflow" not in card_header and "◆ workflow builder" in card_header
+        assert section.header.size.height == 1  # cut with "…", not wrapped under the rail

@@ -243,7 +243,10 @@ class ToolCallCard(Vertical, can_focus=True):
         if took:  # before the summary: the header is one line, cut at the width with "…"
             parts.append((f"  {took}", "$text-muted"))
         if self.state == "done":
-            summary = result_summary(tc.result)
+            # a delegation's result is its sub-agent's summary, shown on the sub-agent's own row
+            # right below: name the sub-agent instead of saying it twice
+            role = tc.args.get("role") if tc.tool_name == "delegate" and isinstance(tc.args, dict) else None
+            summary = f"◆ {result_summary(role)}" if isinstance(role, str) and role else result_summary(tc.result)
             if summary:
                 parts.append(("  → ", "$text-muted"))
                 parts.append(summary)
