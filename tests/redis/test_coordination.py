@@ -20,6 +20,7 @@ from instance_ai_tui.bus.redis_control import ControlChannel, ThreadLocks
 from instance_ai_tui.protocol.api import parse_confirm_body
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
 from instance_ai_tui.store.redis import RedisStore
+from tests.support.waiting import until, until_async
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -146,8 +147,12 @@ async def test_busy_thread_and_status_across_instances(make: Make) -> None:
     assert finishes(events) == [{"status": "completed"}]
     await b.send("t1", "now me")  # free again, from the other instance
     assert finishes(await collect(a, "t1", after=events[-1]["id"])) == [{"status": "completed"}]
-    assert await a.store.redis.get("iai:lock:t1") is None
-    assert await a.store.redis.hlen("iai:live") == 0
+
+    # the run-finish is delivered first; the thread's lock and the live entry go right after it
+    async def released() -> bool:
+        return await a.store.redis.get("iai:lock:t1") is None and await a.store.redis.hlen("iai:live") == 0
+
+    await until_async(released, what="the lock and the live entry of t1 released")
 
 
 async def test_cancel_through_another_instance(make: Make) -> None:
@@ -252,10 +257,7 @@ async def test_suspended_runs_of_a_stopped_instance_are_adopted_by_the_sweeper(m
     await a.send("t9", "write it")
     events = await collect(b, "t9", until="confirmation-request")
     await a.shutdown()  # a graceful stop keeps suspended runs (and says it is gone)
-    for _ in range(50):
-        if b.runs.live("t9") is not None:
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: b.runs.live("t9") is not None, what="b's sweeper adopted the suspended run")
     assert b.runs.has_request(events[-1]["payload"]["requestId"])  # adopted without waiting for a confirm
     await b.confirm(events[-1]["payload"]["requestId"], parse_confirm_body({"approved": False}))
     rest = await collect(b, "t9", after=events[-1]["id"])
