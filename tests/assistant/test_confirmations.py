@@ -15,6 +15,7 @@ from instance_ai_tui.assistant.service import AssistantOptions
 from instance_ai_tui.protocol.api import parse_confirm_body
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from tests.support.waiting import until_async
 
 from .conftest import answer, collect, finish_status, of_type, types, without_status
 
@@ -286,12 +287,10 @@ async def test_two_approvals_in_one_response(make_ai: Any, workspace: Path) -> N
     requests = [{**r, "args": args[r["toolCallId"]]} for r in requests]  # the requests refer to their calls
     assert {r["args"]["path"] for r in requests} == {"one.md", "two.md"}
     await answer(ai, requests[0]["requestId"], {"approved": True})
-    for _ in range(100):  # the run settles the first call and waits for the second again
-        status = await ai.status("two")
-        if status.is_suspended:
-            break
-        await asyncio.sleep(0.01)
-    assert status.is_suspended
+    async def suspended_again() -> bool:  # the run settles the first call and waits for the second again
+        return (await ai.status("two")).is_suspended
+
+    await until_async(suspended_again, what="the run waits for the second call")
     assert "run-finish" not in types([e.data() for e in await ai.store.read_events("two")])
     await answer(ai, requests[1]["requestId"], {"approved": False})
     events = await collect(ai, "two")

@@ -16,6 +16,7 @@ from instance_ai_tui.config import Settings
 from tests.support.asgi import serve_asgi
 from tests.support.mcp_servers import http_app, stdio_config
 from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.waiting import until
 
 from .conftest import answer, collect, finish_status, of_type, types
 
@@ -344,10 +345,7 @@ async def test_a_server_that_dies_idle_is_failed_and_its_tools_fail_with_the_rea
         conn = ai.services.mcp.connections["box"]
         refuse.write_text("")  # it cannot come back
         os.kill(pid, 9)
-        for _ in range(100):
-            if conn.state == "failed":
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: conn.state == "failed", what="the killed server marked failed")
         status = ai.services.mcp.status().servers[0]
         assert status.state == "failed" and status.error == "the server exited"
         assert [t.name for t in status.tools][:2] == ["mcp__box__lookup", "mcp__box__write_note"]  # still offered

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
 from instance_ai_tui.store.base import RunRecord
 from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.waiting import until_async
 
 from .conftest import answer, collect, finish_status, of_type, types
 
@@ -127,10 +127,10 @@ async def test_request_recorded_but_not_published_is_published_on_reload(make_ai
     monkeypatch.setattr(RunManager, "_publish_request", staticmethod(lambda run, pending: None))  # "dies" here
     ai = await make_ai(ScriptedModel([WRITE]), workspace_root=workspace)
     run_id = await ai.send("lost", "write r.md")
-    for _ in range(200):
-        if (await ai.status("lost")).is_suspended:
-            break
-        await asyncio.sleep(0.01)
+    async def suspended() -> bool:
+        return (await ai.status("lost")).is_suspended
+
+    await until_async(suspended, what="the run suspended")
     before = [e.data() for e in await ai.store.read_events("lost")]
     assert "confirmation-request" not in types(before)
     await ai.shutdown()
