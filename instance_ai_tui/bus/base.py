@@ -2,10 +2,10 @@
 
 The bus takes typed events only (``protocol.events`` models, built and validated once by their
 producer). ``publish`` serialises each event once (``to_new_event``: its wire JSON, which is what
-the log keeps), assigns the next id, persists, then delivers. In this process a subscriber gets
-the ``StoredEvent`` with ``event`` set to the very model the producer built, so nothing parses it
-back; an event read from the log (replay, catching up, another process) has ``event`` ``None``
-and its JSON text.
+the log keeps, beside the model), assigns the next id, persists, then delivers. In this process a
+subscriber gets the ``StoredEvent`` with ``event`` set to the very model the producer built (the
+store hands it on from the ``NewEvent``), so nothing parses it back; an event read from the log
+(replay, catching up, another process) has ``event`` ``None`` and its JSON text.
 
 ``subscribe(thread, after=n)`` yields every stored event with id > n and then live events: no
 gap and no duplicate, even when events are published during the replay. A slow subscriber never
@@ -36,15 +36,7 @@ def to_new_event(event: Event) -> NewEvent:
     if not event.type:
         raise ValueError("an event needs a non-empty 'type'")
     text = serializer.to_json(event, by_alias=True, exclude_none=True).decode()
-    return NewEvent(event.type, event.run_id or "", text)
-
-
-def delivered(stored: list[StoredEvent], events: Sequence[Event]) -> list[StoredEvent]:
-    """``stored`` (what the log gave back, in order) carrying the models they were built from."""
-    return [
-        StoredEvent(item.thread_id, item.id, item.type, item.run_id, item.json, event)
-        for item, event in zip(stored, events, strict=True)
-    ]
+    return NewEvent(event.type, event.run_id or "", text, event)
 
 
 @runtime_checkable

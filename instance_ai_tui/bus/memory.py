@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..aio import aclose
 from ..store.base import EventLog, NewEvent, StoredEvent
-from .base import OnStored, delivered, to_new_event
+from .base import OnStored, to_new_event
 
 if TYPE_CHECKING:
     from ..protocol.events import Event
@@ -108,8 +108,8 @@ class _Subscriber:
             self.waiter = None
 
 
-#: one publish waiting for its flush: the events, their serialised form, its future, its on_stored
-_Pending = tuple["Sequence[Event]", list[NewEvent], "asyncio.Future[list[StoredEvent]]", "OnStored | None"]
+#: one publish waiting for its flush: its events (serialised, with their models), its future, its on_stored
+_Pending = tuple[list[NewEvent], "asyncio.Future[list[StoredEvent]]", "OnStored | None"]
 
 
 class _Channel:
@@ -160,7 +160,7 @@ class InProcessBus:
             return []
         channel = self._channel(thread_id)
         future: asyncio.Future[list[StoredEvent]] = asyncio.get_running_loop().create_future()
-        channel.pending.append((events, new, future, on_stored))
+        channel.pending.append((new, future, on_stored))
         if channel.flusher is None:
             channel.flusher = asyncio.get_running_loop().create_task(
                 self._flush(channel), name=f"bus-flush-{thread_id}"
@@ -172,15 +172,11 @@ class InProcessBus:
         try:
             while channel.pending:
                 batch, channel.pending = channel.pending, []
-                if len(batch) == 1:
-                    models, new = batch[0][0], batch[0][1]
-                else:
-                    models = [event for part in batch for event in part[0]]
-                    new = [event for part in batch for event in part[1]]
+                new = batch[0][0] if len(batch) == 1 else [event for part, _, _ in batch for event in part]
                 try:
-                    stored = delivered(await self.store.append_events(channel.thread_id, new), models)
+                    stored = await self.store.append_events(channel.thread_id, new)
                 except Exception as exc:  # noqa: BLE001 - any storage failure is handed to every waiting publisher
-                    for _, _, future, _ in batch:
+                    for _, future, _ in batch:
                         if not future.done():
                             future.set_exception(exc)
                     batch = []
@@ -188,13 +184,13 @@ class InProcessBus:
                 self.stats.flushes += 1
                 self.stats.published += len(stored)
                 start = 0
-                for part, _, _, callback in batch:
+                for part, _, callback in batch:
                     if callback is not None:
                         await _call_on_stored(callback, stored[start : start + len(part)])
                     start += len(part)
                 self._deliver(channel, stored)
                 start = 0
-                for part, _, future, _ in batch:
+                for part, future, _ in batch:
                     end = start + len(part)
                     if not future.done():
                         future.set_result(stored[start:end])
@@ -202,7 +198,7 @@ class InProcessBus:
                 batch = []
         except BaseException as exc:  # cancelled (loop shutting down): nobody waits forever
             failure = BusClosed(f"publishing to thread {channel.thread_id!r} was interrupted: {exc!r}")
-            for _, _, future, _ in [*batch, *channel.pending]:
+            for _, future, _ in [*batch, *channel.pending]:
                 if not future.done():
                     future.set_exception(failure)
             channel.pending = []

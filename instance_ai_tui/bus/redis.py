@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.base import StoredEvent
 from ..store.redis import RedisStore, decode_records
-from .base import OnStored, delivered, to_new_event
+from .base import OnStored, to_new_event
 
 if TYPE_CHECKING:
     from ..protocol.events import Event
@@ -65,8 +65,8 @@ class RedisBus:
         carry their models. Subscribers read the JSON (they may be in another process)."""
         new = [to_new_event(event) for event in events]
         if on_stored is None:
-            return delivered(await self._store.append_events(thread_id, new, publish=self.channel(thread_id)), events)
-        stored = delivered(await self._store.append_events(thread_id, new), events)
+            return await self._store.append_events(thread_id, new, publish=self.channel(thread_id))
+        stored = await self._store.append_events(thread_id, new)
         try:
             await on_stored(stored)
         except Exception:

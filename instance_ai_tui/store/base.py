@@ -19,11 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    """An event on its way into the log: type, run id and the wire JSON text."""
+    """An event on its way into the log: type, run id and the wire JSON text (what is stored), and
+    the model it was serialised from, if any (``bus.base.to_new_event``): a store hands it on in
+    the ``StoredEvent`` it returns, so the bus delivers it in process without parsing the JSON."""
 
     type: str
     run_id: str
     json: str
+    event: Event | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NewEvent:

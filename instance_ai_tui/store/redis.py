@@ -280,8 +280,8 @@ class RedisStore:
             args += fields
         first = int(await self._append(keys=[self.key("events", thread_id), self.key("seq", thread_id)], args=args))
         return [
-            StoredEvent(thread_id=thread_id, id=first + i, type=t, run_id=r, json=j)
-            for i, (t, r, j) in enumerate(cleaned)
+            StoredEvent(thread_id, first + i, t, r, j, event.event)
+            for i, ((t, r, j), event) in enumerate(zip(cleaned, events, strict=True))
         ]
 
     async def read_events(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

@@ -361,7 +361,7 @@ class SqliteStore:
         for event in request.events:
             last += 1
             rows.append((thread_id, last, event.type, event.run_id, event.json))
-            stored.append(StoredEvent(thread_id, last, event.type, event.run_id, event.json))
+            stored.append(StoredEvent(thread_id, last, event.type, event.run_id, event.json, event.event))
         self._last_id.pop(thread_id, None)  # (to the end: the most recent)
         self._last_id[thread_id] = last
         if len(self._last_id) > _LAST_IDS:
