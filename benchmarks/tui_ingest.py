@@ -302,9 +302,13 @@ def _embedded_source(lines: list[str]) -> Any:
 
         async def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
             for index in range(after, len(lines)):
-                line = lines[index]
-                yield StoredEvent(thread_id, index + 1, "", "", line)
+                yield StoredEvent(thread_id, index + 1, kinds[index], runs[index], lines[index])
 
+    # the log keeps each event's type and run id in their own columns beside its JSON
+    decoded = [json.loads(line) for line in lines]
+    kinds = [str(event.get("type", "")) for event in decoded]
+    runs = [str(event.get("runId", "")) for event in decoded]
+    del decoded
     client = EmbeddedClient(StoredLog())  # type: ignore[arg-type]
     return client.events
 

@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
-from .base import Client, ClientError, ConnectionState, NotFoundError, StorageError, StreamItem, for_status
+from .base import (
+    WIRE_TYPES,
+    Client,
+    ClientError,
+    ConnectionState,
+    NotFoundError,
+    StorageError,
+    StreamItem,
+    for_status,
+    wire_item,
+)
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
@@ -199,7 +209,8 @@ class EmbeddedClient(Client):
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
-        validated once, never parsed back); one read from the log is parsed from its JSON."""
+        validated once, never parsed back); one read from the log is parsed from its JSON (a hot
+        one only decoded: ``StreamItem.wire``)."""
         from ..protocol.events import EventParseError, UnknownEvent, parse_event
 
         service = self.service
@@ -209,6 +220,16 @@ class EmbeddedClient(Client):
             with _translated():
                 async for stored in source:
                     event = stored.event
+                    if event is None and stored.type in WIRE_TYPES:
+                        # a text delta, reasoning delta or status read from the log: its decoded JSON
+                        # (``StreamItem.wire``), folded without a model
+                        try:
+                            item = wire_item(stored.id, stored.data())
+                        except ValueError:
+                            item = None
+                        if item is not None:
+                            yield item
+                            continue
                     if event is None:
                         try:
                             event = parse_event(stored.json)
