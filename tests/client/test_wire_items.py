@@ -91,3 +91,28 @@ def test_both_forms_fold_to_the_same_conversation() -> None:
     assert wire_trees == [_timeless(m.to_wire()) for m in as_models.messages]
     text = json.dumps(wire_trees)
     assert "\\u001b[2J" not in text and "cleared?" in text  # the terminal sequence made visible, not kept
+
+
+async def test_the_embedded_client_hands_hot_events_from_the_log_over_unparsed() -> None:
+    from collections.abc import AsyncIterator
+
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.store.base import StoredEvent
+
+    events = _events()
+
+    class Log:
+        """The part of the assistant service ``EmbeddedClient.events`` reads: events from the log."""
+
+        async def get_thread(self, thread_id: str) -> None:
+            return None
+
+        async def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+            for index, event in enumerate(events[after:], start=after + 1):
+                yield StoredEvent(thread_id, index, event["type"], event["runId"], json.dumps(event))
+
+    client = EmbeddedClient(Log())  # type: ignore[arg-type]
+    items = [item async for item in client.events("t")]
+    assert [item.parsed for item in items] == [e["type"] not in ("text-delta", "reasoning-delta", "status")
+                                               for e in events]
+    assert [item.event.type for item in items if item.event is not None] == [e["type"] for e in events]
