@@ -148,3 +148,30 @@ async def test_a_delegation_says_its_summary_once_on_one_line(tmp_path: Path) ->
         assert "Created workflow" in sub_header  # the summary, on the sub-agent's row
         assert "Created workflow" not in card_header and "◆ workflow builder" in card_header
         assert section.header.size.height == 1  # cut with "…", not wrapped under the rail
+
+
+async def test_a_gateway_file_card_says_its_sentence_once() -> None:
+    """Item 11: n8n's resource-decision card repeated its sentence (n8n's message is the
+    decision's description, and the details line printed the description again)."""
+    from textual.widgets import Static
+
+    from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+    from instance_ai_tui.tui.widgets.confirmations import build_card
+
+    sentence = "Read file private/plan.txt outside the allowed paths"
+    conf = Confirmation.model_validate({
+        "requestId": "r1", "severity": "warning", "message": sentence, "inputType": "resource-decision",
+        "resourceDecision": {"toolGroup": "filesystem", "resource": "private/plan.txt", "description": sentence,
+                             "options": ["allowOnce", "denyOnce", "allowForSession"]}})
+    card = build_card(ToolCallState(tool_call_id="c1"), conf)
+
+    class Harness(App[None]):
+        def compose(self) -> Any:
+            yield card
+
+    app = Harness()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        drawn = "\n".join(str(w.render()) for w in card.query(Static))
+        assert drawn.count(sentence) == 1
+        assert "filesystem: private/plan.txt" in drawn  # what and where, once

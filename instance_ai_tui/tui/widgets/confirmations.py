@@ -346,7 +346,10 @@ after the card appears.
             details = f"access {c.domain_access.host or c.domain_access.url}"
         elif c.resource_decision is not None:
             rd = c.resource_decision
-            details = f"{rd.tool_group}: {rd.resource} {rd.description}".strip()
+            # n8n's message is the decision's description: the title says it already
+            said = (rd.description or "").strip()
+            extra = "" if not said or said == (c.message or "").strip() else f" {said}"
+            details = f"{rd.tool_group}: {rd.resource}{extra}".strip()
         if details:
             yield Static(details, markup=False, classes="card-details")
         if c.preview is not None:  # what the call would change: a diff of the file or workflow
