@@ -10,11 +10,12 @@ in total, each with tool calls, results, a few tool errors, status messages and 
 text. ``StreamClient`` (a ``Client`` test double) hands the app what a real client's
 ``events()`` yields, so the clock covers what a person gets, decoding included:
 
-* ``embedded``: ``EmbeddedClient.events`` over each event's stored JSON line (as the SQLite log
-  hands them to it): ``json.loads`` and ``parse_event`` per event, in the client;
+* ``embedded``: ``EmbeddedClient.events`` over each event's stored JSON line with its type and run
+  id columns (as the SQLite log hands them to it): decoded in the client, and parsed into a model
+  unless it is a text delta, reasoning delta or status (``StreamItem.wire``);
 * ``remote``: ``RemoteClient.events`` over the SSE bytes of the stream (``id:``/``data:`` frames)
   delivered by httpx in 64 KiB pieces: the reconnecting reader, the incremental SSE parser and
-  the event parser, as over a socket from our server;
+  the client's decoding (the same split), as over a socket from our server;
 * ``preparsed``: events parsed before the clock starts (the app's own cost only; a reference,
   not what a person gets).
 
