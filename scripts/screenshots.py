@@ -241,6 +241,11 @@ def _size(text: str) -> tuple[int, int]:
     return width, height
 
 
+def _answered(conversation: Any) -> Callable[[], bool]:
+    """Whether ``conversation`` has its answer (bound now, not when the check runs)."""
+    return lambda: conversation is not None and bool(conversation.messages) and not conversation.is_streaming
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python scripts/screenshots.py",
@@ -272,8 +277,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _answered(conversation: Any) -> Callable[[], bool]:
-    """Whether ``conversation`` has its answer (bound now, not when the check runs)."""
-    return lambda: conversation is not None and bool(conversation.messages) and not conversation.is_streaming

@@ -175,3 +175,35 @@ async def test_a_gateway_file_card_says_its_sentence_once() -> None:
         drawn = "\n".join(str(w.render()) for w in card.query(Static))
         assert drawn.count(sentence) == 1
         assert "filesystem: private/plan.txt" in drawn  # what and where, once
+
+
+@pytest.mark.parametrize(("width", "one_row"), [(34, False), (100, True)])
+async def test_an_approval_cards_keys_are_never_cut(width: int, one_row: bool) -> None:
+    """Item 2: at 120 columns with both side panels the card's key row was cut ("a Always allo");
+    now a row too wide for the card stacks its buttons, each whole."""
+    from textual.containers import Vertical
+    from textual.widgets import Button
+
+    from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+    from instance_ai_tui.tui.widgets.confirmations import build_card
+
+    conf = Confirmation.model_validate({"requestId": "r1", "severity": "warning", "message": "Activate workflow wf-1?",
+                                        "inputType": "approval"})
+    card = build_card(ToolCallState(tool_call_id="c1", tool_name="activate-workflow"), conf)
+
+    class Harness(App[None]):
+        CSS = f"#box {{ width: {width}; height: auto; }}"
+
+        def compose(self) -> Any:
+            with Vertical(id="box"):
+                yield card
+
+    app = Harness()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        await pilot.pause(0.1)
+        buttons = list(card.query(".card-buttons Button").results(Button))
+        assert len(buttons) == 3  # approve, deny, always allow
+        for button in buttons:
+            assert app.screen.find_widget(button).visible_region == button.region, str(button.label)
+        assert (len({b.region.y for b in buttons}) == 1) is one_row

@@ -114,6 +114,8 @@ class ConfirmCard(Vertical, can_focus=True):
         .card-keys { color: $text-muted; }
         .card-buttons { height: auto; margin-top: 1; }
         .card-buttons Button { margin-right: 1; }
+        /* too narrow for the buttons side by side (a card beside both side panels): one a row */
+        .card-buttons.-stacked { layout: vertical; }
         .card-always { height: auto; margin-top: 1; padding: 0 1; border-left: double $error; }
         .card-focus { color: $text-muted; }
         &:focus-within .card-focus { color: $text; text-style: bold; }
@@ -141,6 +143,19 @@ class ConfirmCard(Vertical, can_focus=True):
         self.shown_at = time.monotonic()
         self.mount(self.always_line, self.outcome, self.focus_line)
         self._show_focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_buttons)
+
+    def _fit_buttons(self) -> None:
+        """A row of answer buttons wider than the card stacks them, one a row, instead of cutting
+        the last one ("a Always allo" at 120 columns with both side panels)."""
+        for row in self.query(".card-buttons"):
+            buttons = list(row.query(Button))
+            if not buttons or not row.size.width:
+                continue
+            needed = sum(button.outer_size.width + button.styles.margin.right for button in buttons)
+            row.set_class(needed > row.size.width, "-stacked")
 
     def reveal(self) -> None:
         """Scroll the whole card into view once it is laid out (unless the conversation
