@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..aio import aclose
 from ..client.base import ClientError, StreamItem
 from ..protocol.safe_text import visible_model
 
@@ -211,12 +212,10 @@ class Projection:
         finally:
             self.ingest_waiting = False
             stats.last_event_at = clock()
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except (RuntimeError, ClientError):
-                    pass
+            try:
+                await aclose(stream)
+            except (RuntimeError, ClientError):
+                pass
 
     # ------------------------------------------------------------------ the frame
     def stream_ended(self) -> None:
