@@ -29,7 +29,8 @@ def imported_packages(path: Path, package: Path = PACKAGE) -> set[str]:
             elif node.module:
                 names = [node.module]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(
-                "instance_ai_tui."):
+                "instance_ai_tui.") and node.value != "instance_ai_tui.__main__":
+            # (the entry point's name is compared, never imported: ``cli/run.py`` asks whether it runs as the command)
             names = [node.value]
         for name in names:
             parts = name.split(".")

@@ -125,6 +125,11 @@ class Actions:
             return
         self.app.deliver_screenshot(filename, str(folder))
 
+    def screenshot_folder(self) -> str:
+        """Where Textual's own palette "Screenshot" saves: the export folder (its default, a Downloads
+        folder that may not exist, failed with "Failed to save screenshot"); "" when it cannot be made."""
+        return _screenshot_folder_or_error(self.app)
+
     def copy_text(self, text: str, what: str) -> None:
         self.work(Deferred(self._copy, text, what), "copy")
 
@@ -360,6 +365,14 @@ class Actions:
             app.prompt.move_cursor(app.prompt.document.end)
             app.prompt.focus()
             app.notify(f"Edit the message and send it. {kept}.", timeout=5)
+
+
+def _screenshot_folder_or_error(app: Any) -> str:
+    try:
+        return str(export_folder())
+    except OSError as exc:
+        app.show_error(f"Cannot save the screenshot: {exc}")
+        return ""
 
 
 def export_folder() -> Path:

@@ -197,9 +197,8 @@ class InstanceAiApp(App[None]):
 
     # ------------------------------------------------------------------ setup
     def prompt_placeholder(self) -> str:
-        """The prompt's placeholder, naming the keys of this key map (``ui.enter_sends``, ``[ui.keys]``)."""
-        return (f"Message Instance AI…  ({self.keys.hint('send')} sends, {self.keys.hint('newline')} new line, "
-                "/help for commands)")
+        """The prompt's placeholder, naming this key map's keys (``ui.enter_sends``, ``[ui.keys]``)."""
+        return f"Message Instance AI…  ({self.keys.send_hint()}, /help for commands)"
 
     def _load_keymap(self) -> keymap.KeyMap:
         """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
@@ -508,17 +507,9 @@ class InstanceAiApp(App[None]):
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
-        """Textual's own "Screenshot" command (the palette) saves to the export folder too: its
-        default, a Downloads folder that may not exist, failed with "Failed to save screenshot"."""
-        if path is None and not self.is_web:
-            from .actions import export_folder
-
-            try:
-                path = str(export_folder())
-            except OSError as exc:
-                self.show_error(f"Cannot save the screenshot: {exc}")
-                return None
-        return super().deliver_screenshot(filename, path, time_format)
+        """Also Textual's own palette "Screenshot": to the export folder (``actions.screenshot_folder``)."""
+        path = path if path is not None or self.is_web else self.actions.screenshot_folder()
+        return None if path == "" else super().deliver_screenshot(filename, path, time_format)
 
     def copy_text(self, text: str, what: str) -> None:
         self.actions.copy_text(text, what)
@@ -571,37 +562,14 @@ class InstanceAiApp(App[None]):
 
     # ------------------------------------------------------------------ the thread list
     @on(ThreadList.Selected)
-    def _thread_selected(self, event: ThreadList.Selected) -> None:
-        event.stop()
-        self.prompt.focus()  # at once: what is typed next goes to the thread that opens
-        if event.thread_id != self.thread_id:
-            self.threads.open_in_background(event.thread_id, event.source)
-
     @on(ThreadList.SearchRequested)
-    def _thread_search(self, event: ThreadList.SearchRequested) -> None:
-        event.stop()
-        self._search_threads(event.text)
-
-    @work(group="thread-search", exclusive=True, exit_on_error=False)
-    async def _search_threads(self, text: str) -> None:
-        await asyncio.sleep(0.15)  # 150 ms after the last key
-        await self.threads.search(text)
-
     @on(ThreadList.NewRequested)
-    def _thread_new(self, event: ThreadList.NewRequested) -> None:
-        event.stop()
-        self.action_new_thread()
-
     @on(ThreadList.RenameRequested)
-    def _thread_rename(self, event: ThreadList.RenameRequested) -> None:
-        event.stop()
-        self.run_worker(self.threads.rename(event.thread_id, event.title, event.source), group="threads",
-                        exit_on_error=False)
-
     @on(ThreadList.DeleteRequested)
-    def _thread_delete(self, event: ThreadList.DeleteRequested) -> None:
+    def _thread_list(self, event: ThreadList.Selected | ThreadList.SearchRequested | ThreadList.NewRequested
+                     | ThreadList.RenameRequested | ThreadList.DeleteRequested) -> None:
         event.stop()
-        self.run_worker(self.threads.delete(event.thread_id, event.source), group="threads", exit_on_error=False)
+        self.threads.on_list_message(event)
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

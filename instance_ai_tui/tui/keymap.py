@@ -534,6 +534,10 @@ class KeyMap:
         portable = [k for k in keys if k != "shift+enter"] or keys
         return display_keys(portable[:1])
 
+    def send_hint(self) -> str:
+        """"Enter sends, Ctrl+J new line" in this key map's keys."""
+        return f"{self.hint('send')} sends, {self.hint('newline')} new line"
+
     def matches(self, binding_id: str, key: str) -> bool:
         """Is ``key`` (a Textual ``events.Key.key``) one of ``binding_id``'s keys?"""
         return key in self._keys[binding_id].split(",")

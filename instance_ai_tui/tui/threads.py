@@ -214,6 +214,31 @@ class Threads:
     def open_whole_in_background(self) -> None:
         self.app.run_worker(Deferred(self.open_whole), group="open", exclusive=True, exit_on_error=False)
 
+    def on_list_message(self, event: object) -> None:
+        """What the thread list asks for: open, search (150 ms after the last key), new, rename, delete."""
+        from .widgets.thread_list import ThreadList
+
+        app = self.app
+        if isinstance(event, ThreadList.Selected):
+            app.prompt.focus()  # at once: what is typed next goes to the thread that opens
+            if event.thread_id != app.thread_id:
+                self.open_in_background(event.thread_id, event.source)
+        elif isinstance(event, ThreadList.SearchRequested):
+            app.run_worker(Deferred(self._search_soon, event.text), group="thread-search", exclusive=True,
+                           exit_on_error=False)
+        elif isinstance(event, ThreadList.NewRequested):
+            app.action_new_thread()
+        elif isinstance(event, ThreadList.RenameRequested):
+            app.run_worker(Deferred(self.rename, event.thread_id, event.title, event.source), group="threads",
+                           exit_on_error=False)
+        elif isinstance(event, ThreadList.DeleteRequested):
+            app.run_worker(Deferred(self.delete, event.thread_id, event.source), group="threads",
+                           exit_on_error=False)
+
+    async def _search_soon(self, text: str) -> None:
+        await asyncio.sleep(0.15)  # debounce: a search runs 150 ms after the last key
+        await self.search(text)
+
     def open_in_background(self, thread_id: str | None, source: str | None = None) -> None:
         """The person chose a thread (Ctrl+N, the thread list): open it. While the app starts,
         the choice is kept, so the start-up opens it instead of the latest thread (it is the

@@ -17,7 +17,8 @@ from textual.command import CommandPalette
 from textual.widgets import Input, OptionList
 
 from instance_ai_tui.protocol.api import ApprovalConfirm
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard
+from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from instance_ai_tui.tui.widgets.thread_list import RenameThreadScreen
 from tests.support.recorded import RecordedClient
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, QuestionsCard
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard
+from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from instance_ai_tui.tui.widgets.turns import SubAgentSection, TextBlock, UserMessage
 from tests.support.waiting import until
 

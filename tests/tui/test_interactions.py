@@ -15,7 +15,8 @@ from instance_ai_tui.protocol.api import (
 )
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.tui.screens.help import HelpScreen
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard, QuestionsCard
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard
+from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from instance_ai_tui.tui.widgets.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
 from tests.support.recorded import RecordedClient
 from tests.support.waiting import until

@@ -296,7 +296,7 @@ async def test_tool_summaries_use_the_width_and_stay_one_line() -> None:
 
     long = ("Created workflow 'Weather to Slack' with id wf-104 and 3 nodes: Schedule Trigger, OpenWeatherMap, Slack; "
             "it is inactive until you approve its activation")
-    run = [ev("run-start", messageId="m1"), ev("tool-call", toolCallId="tc1", toolName="delegate", args={"role": "builder"}),
+    run = [ev("run-start", messageId="m1"), ev("tool-call", toolCallId="tc1", toolName="build-workflow", args={"role": "builder"}),
            ev("tool-result", toolCallId="tc1", result=long), ev("run-finish", status="completed")]
     for size, whole in (((220, 40), True), ((80, 24), False)):
         app = make_app(recorded([run]))
