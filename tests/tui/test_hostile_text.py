@@ -92,7 +92,8 @@ def hostile_run(run: str, *, card: str) -> list[dict[str, Any]]:
         ev("tool-call", run=run, toolCallId="tc1", toolName=f"search{HOSTILE}", args={f"q{HOSTILE}": HOSTILE}),
         ev("tool-result", run=run, toolCallId="tc1", result={"hits": [HOSTILE]}),
         ev("tool-call", run=run, toolCallId="tc2", toolName="delegate", args={"role": HOSTILE}),
-        ev("agent-spawned", "a2", run=run, parentId="a1", role=f"helper{HOSTILE}", tools=[HOSTILE]),
+        # a short hostile role: the sub-agent's row is one line cut with "…", and its summary must show too
+        ev("agent-spawned", "a2", run=run, parentId="a1", role=f"helper{HOSTILE[:3]}", tools=[HOSTILE]),
         ev("tool-call", "a2", run=run, toolCallId="tc3", toolName="fetch", args={"url": HOSTILE}),
         ev("tool-error", "a2", run=run, toolCallId="tc3", error=f"failed {HOSTILE}"),
         ev("agent-completed", "a2", run=run, role=HOSTILE, result=f"done {HOSTILE}"),
