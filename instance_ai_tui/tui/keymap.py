@@ -176,6 +176,7 @@ Scope = Literal[
     "workflow",
     "mcp",
     "start_failure",
+    "questions",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -209,6 +210,7 @@ SCOPE_TITLES: dict[str, str] = {
     "workflow": "Workflow canvas",
     "mcp": "MCP servers",
     "start_failure": "Start failure",
+    "questions": "Questions wizard",
 }
 
 
@@ -308,6 +310,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("workflow-close", "close", "escape,q", "Close", "workflow"),
     KeySpec("mcp-restart", "restart", "r", "Restart the server", "mcp"),
     KeySpec("mcp-close", "close", "escape,q", "Close", "mcp"),
+    KeySpec("wizard-enter", "wizard_enter", "enter", "Choose / next", "questions"),
+    KeySpec("wizard-move", "wizard_move", "up,down", "Move", "questions"),
+    KeySpec("wizard-skip", "wizard_skip", "s", "Skip", "questions"),
     KeySpec("start-failure-quit", "leave", "q", "Quit", "start_failure", priority=True),
     KeySpec("start-failure-leave", "leave", "escape,enter,ctrl+c", "Quit", "start_failure", show=False, priority=True),
 )

@@ -23,6 +23,10 @@ PANELS_MIN_WIDTH = 100
 THREADS_MIN_WIDTH = 120
 
 
+#: the kinds of request that ask the person for an answer rather than an approval
+ANSWER_KINDS = frozenset({"questions", "plan-review", "text"})
+
+
 class RunStatus:
     def __init__(self, app: InstanceAiApp) -> None:
         self.app = app
@@ -82,10 +86,12 @@ class RunStatus:
         if conversation is None:
             return
         if app.pending:
-            state = "awaiting approval"
+            # a question, a plan or a text request asks for an answer, not an approval
+            kinds = {p.input_type for rid, p in app.cards.by_id.items() if rid in app.pending}
+            state = "awaiting your answer" if kinds and kinds <= ANSWER_KINDS else "awaiting approval"
         elif conversation.is_streaming:
             state = "cancelling" if self.cancelling else "running"
-        elif info.run_state == "awaiting approval" and not conversation.messages:
+        elif info.run_state in ("awaiting approval", "awaiting your answer") and not conversation.messages:
             state = info.run_state
         else:
             last = next((m for m in reversed(conversation.messages) if m.reducer is not None), None)

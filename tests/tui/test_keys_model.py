@@ -86,18 +86,16 @@ async def test_focus_marks_are_shapes_that_show_in_an_ansi_theme() -> None:
         assert app.has_class("-ansi-theme")
         await send(pilot, app, "archive it")
         card = await go_to_card(app, pilot)
-        await pilot.pause()
-        assert card.styles.border_left[0] == "double"  # ║: a shape, not only a colour
-        assert "▶ keys: this card · Esc back to the prompt" in str(card.focus_line.render())
+        # (styles follow focus on the next refresh: wait for them, a loaded machine takes longer)
+        await until(lambda: card.styles.border_left[0] == "double", pilot)  # ║: a shape, not only a colour
+        await until(lambda: "▶ keys: this card · Esc back to the prompt" in str(card.focus_line.render()), pilot)
         message = next(w for w in app.view.turns.values() if isinstance(w, UserMessage))
         message.focus()
-        await pilot.pause()
-        assert message.styles.outline_left[0] == "double"
-        assert card.styles.border_left[0] != "double"
-        assert "Ctrl+G" in str(card.focus_line.render())  # not its keys any more: how to reach it
+        await until(lambda: message.styles.outline_left[0] == "double", pilot)
+        await until(lambda: card.styles.border_left[0] != "double", pilot)
+        await until(lambda: "Ctrl+G" in str(card.focus_line.render()), pilot)  # not its keys: how to reach it
         app.thread_list.focus_list()
-        await pilot.pause()
-        assert app.thread_list.styles.border_right[0] == "double"
+        await until(lambda: app.thread_list.styles.border_right[0] == "double", pilot)
 
 
 async def test_esc_on_a_card_goes_back_to_the_prompt_and_a_card_that_goes_away_gives_the_keys_back() -> None:

@@ -207,3 +207,29 @@ async def test_an_approval_cards_keys_are_never_cut(width: int, one_row: bool) -
         for button in buttons:
             assert app.screen.find_widget(button).visible_region == button.region, str(button.label)
         assert (len({b.region.y for b in buttons}) == 1) is one_row
+
+
+async def test_the_wizard_asks_instead_of_skipping_and_arrows_choose() -> None:
+    """Item 1: Enter with nothing chosen silently skipped a question; ↑/↓ did nothing; the footer
+    said "⏎ Expand"; the status line said "awaiting approval" for a question."""
+    from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
+
+    from .scripts import make_app as make_recorded_app
+    from .scripts import questions_run, recorded
+    from .test_interactions import pending_card, send
+
+    app = make_recorded_app(recorded([questions_run()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "build it")
+        card: QuestionsCard = await pending_card(app, pilot, QuestionsCard)
+        await until(lambda: app.status_info.run_state == "awaiting your answer", pilot)
+        await pilot.pause(0.6)  # past the card's key grace
+        await pilot.press("enter")  # nothing chosen: asked, not skipped
+        assert card.page == 0 and "when" not in card.skipped
+        assert "Choose an option" in str(card.query_one("#question").render())
+        await pilot.press("down", "down", "enter")  # the highlight on "noon", Enter picks it
+        await until(lambda: card.page == 1, pilot)
+        assert card.selected["when"] == ["noon"]
+        # the footer names what Enter does here (it said "⏎ Expand", the tool card's key)
+        assert app.active_bindings["enter"].binding.description == "Choose / next"

@@ -94,7 +94,7 @@ class ConfirmCard(Vertical, can_focus=True):
     and the line that says whether the card has the keys."""
 
     KEY_SCOPE = "card"
-    KEY_SCOPES = ("card_always",)  # the second step of "always allow" (Enter grants) is the card's own
+    KEY_SCOPES: tuple[str, ...] = ("card_always",)  # the second step of "always allow" (Enter grants) is the card's own
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card_always")]
 
     DEFAULT_CSS = """
@@ -590,3 +590,12 @@ def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:
     if kind == "text":
         return TextCard(tool, confirmation)
     return ApprovalCard(tool, confirmation)
+
+
+def __getattr__(name: str) -> Any:
+    """``QuestionsCard`` lives in ``questions_card`` (it imports this module): still importable from here."""
+    if name == "QuestionsCard":
+        from .questions_card import QuestionsCard
+
+        return QuestionsCard
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,13 +5,17 @@ model, the grace period, one answer)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.content import Content
 from textual.widgets import Input, Static
 
 from ...protocol.api import ApprovalConfirm, QuestionAnswer, QuestionsConfirm
 from ...protocol.tree import Confirmation, ToolCallState
+from .. import keymap
 from .confirmations import ConfirmCard
 
 
@@ -22,10 +26,15 @@ class QuestionsCard(ConfirmCard):
 ## Questions
 
 One question at a time. **1–9** pick an option (multi-select: toggle, then **Enter**);
-the last number types your own answer. **s** skips, **Left**/**Backspace** goes back,
-**Enter** continues. The review page: **Enter**/**y** submits, **Left** goes back,
-**x** declines to answer.
+the last number types your own answer; **↑**/**↓** move the highlight and **Enter** picks it.
+**s** skips, **Left**/**Backspace** goes back; **Enter** with nothing chosen asks for a choice
+instead of skipping. The review page: **Enter**/**y** submits, **Left** goes back, **x**
+declines to answer.
 """
+
+    #: named in the footer while the wizard has the keys (``on_key`` does the work; these name it)
+    KEY_SCOPES = ("questions", "card_always")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("questions")]
 
     def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
         super().__init__(tool, confirmation)
@@ -34,6 +43,8 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         self.selected: dict[str, list[str]] = {q.id: [] for q in self.questions}
         self.custom: dict[str, str] = {}
         self.skipped: set[str] = set()
+        #: the highlighted option of the page (1-based; ↑/↓ move it, Enter picks it); 0: none
+        self.cursor = 0
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
@@ -103,12 +114,18 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         chosen = self.selected.get(q.id, [])
         for n, option in enumerate(opts, 1):
             mark = ("[x] " if option in chosen else "[ ] ") if q.type == "multi" else ("● " if option in chosen else "○ ")
-            parts.append((f" {n}. ", "$text-accent"))
-            parts.append(mark + option + "\n")
+            parts.append(("▸" if n == self.cursor else " ", "bold $text-accent"))
+            parts.append((f"{n}. ", "$text-accent"))
+            parts.append((mark + option + "\n", "reverse" if n == self.cursor else ""))
         if opts:
             custom = self.custom.get(q.id)
-            parts.append((f" {len(opts) + 1}. ", "$text-accent"))
-            parts.append(f"Other… {('“' + custom + '”') if custom else ''}\n")
+            other_row = len(opts) + 1
+            parts.append(("▸" if other_row == self.cursor else " ", "bold $text-accent"))
+            parts.append((f"{other_row}. ", "$text-accent"))
+            parts.append((f"Other… {('“' + custom + '”') if custom else ''}\n",
+                          "reverse" if other_row == self.cursor else ""))
+        if self._asked_for_choice:
+            parts.append(("Choose an option (a number, or ↑/↓ then Enter), or s to skip.\n", "bold $text-warning"))
         question.update(Content.assemble(*parts))
         free_text = q.type == "text" or not opts
         other.display = free_text or q.id in self.custom
@@ -118,9 +135,9 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         if free_text:
             keys.update(f"type the answer, Enter continue · Esc leave the field · s skip{back}")
         elif q.type == "multi":
-            keys.update(f"1–{len(opts) + 1} toggle · Enter continue · s skip{back}")
+            keys.update(f"1–{len(opts) + 1} or ↑/↓ Enter toggle · → continue · s skip{back}")
         else:
-            keys.update(f"1–{len(opts) + 1} choose · s skip{back}")
+            keys.update(f"1–{len(opts) + 1} or ↑/↓ Enter choose · s skip{back}")
 
     def focus_default(self, scroll_visible: bool = True) -> None:
         if not self.on_review and self._needs_text(self.page):
@@ -133,8 +150,12 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
         return q.type == "text" or not q.options
 
     # ------------------------------------------------------------------ navigation
+    _asked_for_choice = False
+
     def goto(self, page: int) -> None:
         self.page = max(0, min(page, len(self.questions)))
+        self.cursor = 0
+        self._asked_for_choice = False
         self._render_page()
         self.focus_default()
         self.reveal()
@@ -170,6 +191,44 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
             self.custom.pop(q.id, None)
             self.next_page()
 
+    def move(self, step: int) -> None:
+        """↑/↓: move the highlight over the options (and "Other…")."""
+        if self.on_review or not self._options(self.page):
+            return
+        rows = len(self._options(self.page)) + 1
+        self.cursor = (self.cursor - 1 + step) % rows + 1 if self.cursor else (1 if step > 0 else rows)
+        self._render_page()
+
+    def enter(self) -> None:
+        """Enter on a question: pick the highlighted option (a multi-select toggles it, Enter with
+        nothing highlighted continues); with nothing chosen at all, ask for a choice instead of
+        silently skipping the question (``s`` skips)."""
+        q = self.questions[self.page]
+        if self.cursor:
+            number, self.cursor = self.cursor, self.cursor if q.type == "multi" else 0
+            self.choose(number)
+            return
+        answered = bool(self.selected.get(q.id)) or bool(self.custom.get(q.id)) or q.id in self.skipped
+        if not answered and self._options(self.page):
+            self._asked_for_choice = True
+            self._render_page()
+            return
+        self.next_page()
+
+    def action_wizard_enter(self) -> None:
+        if self.on_review:
+            self.submit()
+        else:
+            self.enter()
+
+    def action_wizard_move(self) -> None:
+        self.move(1)
+
+    def action_wizard_skip(self) -> None:
+        if not self.on_review:
+            self.skipped.add(self.questions[self.page].id)
+            self.next_page()
+
     def submit(self) -> None:
         self.answer(QuestionsConfirm(answers=self.answers()), "answered")
 
@@ -201,8 +260,10 @@ the last number types your own answer. **s** skips, **Left**/**Backspace** goes 
             self.next_page()
         elif key in ("enter", "y") and self.on_review:
             self.submit()
+        elif key in ("up", "down"):
+            self.move(-1 if key == "up" else 1)
         elif key == "enter":
-            self.next_page()
+            self.enter()
         elif key == "x" and self.on_review:
             self.answer(ApprovalConfirm(approved=False), "declined")
         else:

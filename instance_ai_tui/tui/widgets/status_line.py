@@ -25,7 +25,7 @@ class StatusInfo:
 
     connection: str = "offline"
     connection_detail: str = ""
-    run_state: str = "idle"  # idle | running | awaiting approval | cancelling | error
+    run_state: str = "idle"  # idle | running | awaiting approval | awaiting your answer | cancelling | error
     message: str = ""
     model: str = ""
     demo: bool = False
@@ -100,6 +100,7 @@ _RUN_STYLE = {
     "idle": "$text-muted",
     "running": "$text-accent",
     "awaiting approval": "$text-warning",
+    "awaiting your answer": "$text-warning",
     "cancelling": "$text-warning",
     "error": "$text-error",
 }
@@ -128,6 +129,7 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     glyph = SPINNER[frame % len(SPINNER)] if run in ("running", "cancelling") else {
         "idle": "○",
         "awaiting approval": "⏸",
+        "awaiting your answer": "⏸",
         "error": "✗",
     }.get(run, "•")
     parts.append((f"{glyph} {run}", _RUN_STYLE.get(run, "")))
