@@ -15,7 +15,7 @@ from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
 from instance_ai_tui.config import Settings
 from tests.support.asgi import serve_asgi
 from tests.support.mcp_servers import http_app, stdio_config
-from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
 from tests.support.waiting import until
 
 from .conftest import answer, collect, finish_status, of_type, types
@@ -23,16 +23,7 @@ from .conftest import answer, collect, finish_status, of_type, types
 Script = list[MockResponse]
 
 
-def scripted(*steps: MockResponse) -> Any:
-    """A model that answers the agent's requests in order (title requests get a title)."""
-    queue = list(steps)
-
-    def respond(body: dict[str, Any]) -> MockResponse:
-        if "titles" in str(body["messages"][0].get("content", "")):
-            return MockResponse(text='{"title": "MCP"}')
-        return queue.pop(0) if queue else MockResponse(text="Done.")
-
-    return respond
+scripted = answers_in_order  # the agent's requests answered in order
 
 
 def settings_for(server: MockOpenAIServer, servers: dict[str, dict[str, Any]]) -> Settings:

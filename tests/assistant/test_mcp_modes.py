@@ -25,18 +25,9 @@ from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import Settings
 from tests.server.live import REPO, ServeProcess
 from tests.support.mcp_servers import SCRIPT
-from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
 
-
-def script(*steps: MockResponse) -> Any:
-    queue = list(steps)
-
-    def respond(body: dict[str, Any]) -> MockResponse:
-        if "titles" in str(body["messages"][0].get("content", "")):
-            return MockResponse(text='{"title": "MCP"}')
-        return queue.pop(0) if queue else MockResponse(text="Done.")
-
-    return respond
+script = answers_in_order  # the agent's requests answered in order
 
 
 def alive(pid: int) -> bool:

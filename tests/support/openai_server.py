@@ -429,6 +429,19 @@ def _validate_request(body: dict[str, Any], null_content_with_tool_calls: bool =
     return None
 
 
+def answers_in_order(*steps: MockResponse, title: str = "MCP") -> Callable[[dict[str, Any]], MockResponse]:
+    """A script for ``MockOpenAIServer``: the agent's requests get ``steps`` in order (then "Done."),
+    a title request gets ``{"title": title}``."""
+    queue = list(steps)
+
+    def respond(body: dict[str, Any]) -> MockResponse:
+        if "titles" in str(body["messages"][0].get("content", "")):
+            return MockResponse(text=json.dumps({"title": title}))
+        return queue.pop(0) if queue else MockResponse(text="Done.")
+
+    return respond
+
+
 def closed_port_url() -> str:
     """A base URL on 127.0.0.1 where nothing listens (a port just freed): connections are refused."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

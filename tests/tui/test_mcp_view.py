@@ -16,7 +16,7 @@ from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.screens.mcp import McpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard
 from tests.support.mcp_servers import stdio_config
-from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
 from tests.support.waiting import until
 
 from .scripts import SIZE, make_app
@@ -29,15 +29,7 @@ def card_of(app: Any) -> Any:
     return node
 
 
-def script(*steps: MockResponse) -> Any:
-    queue = list(steps)
-
-    def respond(body: dict[str, Any]) -> MockResponse:
-        if "titles" in str(body["messages"][0].get("content", "")):
-            return MockResponse(text='{"title": "MCP"}')
-        return queue.pop(0) if queue else MockResponse(text="Done.")
-
-    return respond
+script = answers_in_order  # the agent's requests answered in order
 
 
 def settings_for(tmp_path: Path, model: MockOpenAIServer, servers: dict[str, Any]) -> Settings:

@@ -122,7 +122,8 @@ async def test_a_message_an_approval_with_y_and_the_answer_in_chromium(
         await screen.wait_for("please write the hello file")
         mark = screen.mark()
         await page.keyboard.press("Enter")
-        await screen.wait_for("hello.txt", after=mark)  # the approval card
+        await screen.wait_for("hello.txt", after=mark)  # the tool call
+        await screen.wait_for("Approve", after=mark)  # its card, drawn (the README's screenshot showed the call alone)
         await asyncio.sleep(1.0)
         assert not (workspace / "hello.txt").exists()  # not before the approval
         if SCREENSHOT_ENV in os.environ:  # the README's screenshot: the card waiting in the browser
