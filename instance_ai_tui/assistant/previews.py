@@ -23,6 +23,10 @@ def _capped(lines: list[str]) -> tuple[str, int]:
     return "".join(lines[:MAX_DIFF_LINES]), len(lines) - MAX_DIFF_LINES
 
 
+def _lines(count: int) -> str:
+    return "1 line" if count == 1 else f"{count} lines"
+
+
 def _line_count(text: str) -> int:
     return len(text.splitlines())
 
@@ -42,11 +46,11 @@ def file_change(path: str, old: str | None, new: str) -> dict[str, Any]:
     added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     if old is None:
-        summary = f"new file, {_line_count(new)} lines"
+        summary = f"new file, {_lines(_line_count(new))}"
     elif old == new:
         summary = "no change: the file already has this content"
     else:
-        summary = f"overwrites {_line_count(old)} lines: +{added} −{removed}"
+        summary = f"overwrites {_lines(_line_count(old))}: +{added} −{removed}"
     text, omitted = _capped(diff)
     return {"summary": summary, "diff": text, "omittedLines": omitted}
 

@@ -81,9 +81,10 @@ async def test_focus_marks_are_shapes_that_show_in_an_ansi_theme() -> None:
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
+        # the theme files are read after the first frame, in the background: wait for this one
+        await until(lambda: "instance-ansi" in app.available_themes, pilot)
         app.theme = "instance-ansi"
-        await pilot.pause()
-        assert app.has_class("-ansi-theme")
+        await until(lambda: app.has_class("-ansi-theme"), pilot)
         await send(pilot, app, "archive it")
         card = await go_to_card(app, pilot)
         # (styles follow focus on the next refresh: wait for them, a loaded machine takes longer)
