@@ -69,7 +69,8 @@ from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets import n8n_cards
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard, PlanReviewCard, QuestionsCard
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard, PlanReviewCard
+from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from tests.support.openai_server import MockResponse
 
 from .conftest import login_headers, tool_names, user_text

@@ -156,7 +156,7 @@ async def test_a_gateway_file_card_says_its_sentence_once() -> None:
     from textual.widgets import Static
 
     from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
-    from instance_ai_tui.tui.widgets.confirmations import build_card
+    from instance_ai_tui.tui.widgets.card_factory import build_card
 
     sentence = "Read file private/plan.txt outside the allowed paths"
     conf = Confirmation.model_validate({
@@ -185,7 +185,7 @@ async def test_an_approval_cards_keys_are_never_cut(width: int, one_row: bool) -
     from textual.widgets import Button
 
     from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
-    from instance_ai_tui.tui.widgets.confirmations import build_card
+    from instance_ai_tui.tui.widgets.card_factory import build_card
 
     conf = Confirmation.model_validate({"requestId": "r1", "severity": "warning", "message": "Activate workflow wf-1?",
                                         "inputType": "approval"})

@@ -10,7 +10,8 @@ import asyncio
 from typing import Any
 
 from instance_ai_tui.config import Settings
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, QuestionsCard
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
+from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from tests.support.recorded import RecordedClient
 
 from .scripts import SIZE, approval_run, ev, make_app, questions_run, simple_run, subagent_run

@@ -4,7 +4,7 @@
   then Enter: two different keys); also used for domain-access, resource-decision and
   ``continue`` requests.
 * ``TextCard`` — ``inputType: text``: a text field, Enter sends; a Decline button.
-* ``QuestionsCard`` — ``inputType: questions``: a wizard, one question at a time; digits
+* ``QuestionsCard`` (``questions_card``) — ``inputType: questions``: a wizard, one question at a time; digits
   pick options (toggle for multi-select), the last number is a free-text "other", ``s``
   skips, Left goes back; a review page before submit.
 * ``PlanReviewCard`` — ``inputType: plan-review``: the plan; approve, request changes with
@@ -17,7 +17,8 @@ Every card also ignores keys for ``GRACE_SECONDS`` after it is drawn. A grant th
 ("always allow", a domain "from now on") is never one key: ``ask_always`` first says what it
 grants and for how long, and only a second, different key (Enter) grants it; any other key goes
 back. A card answers by posting ``ConfirmationAnswered``; the app sends it through
-``Client.confirm``.
+``Client.confirm``. Which card a confirmation gets is ``card_factory.build_card`` (it knows the
+n8n cards and ``questions_card``, which build on this module; this module imports neither).
 """
 
 from __future__ import annotations
@@ -571,31 +572,3 @@ feedback, Enter sends) · **{key:deny}** or **{key:reject-plan}** reject the pla
                   "reject": self.action_deny}.get(event.button.id or "")
         if action is not None:
             action()
-
-
-def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:
-    """The card for a confirmation's ``inputType``."""
-    from .n8n_cards import build_n8n_card  # n8n's own shapes (credentials, setup, MCP, domains, ...)
-
-    n8n_card = build_n8n_card(tool, confirmation)
-    if n8n_card is not None:
-        return n8n_card
-    kind = confirmation.effective_input_type
-    if kind == "questions" and confirmation.questions:
-        from .questions_card import QuestionsCard
-
-        return QuestionsCard(tool, confirmation)
-    if kind == "plan-review":
-        return PlanReviewCard(tool, confirmation)
-    if kind == "text":
-        return TextCard(tool, confirmation)
-    return ApprovalCard(tool, confirmation)
-
-
-def __getattr__(name: str) -> Any:
-    """``QuestionsCard`` lives in ``questions_card`` (it imports this module): still importable from here."""
-    if name == "QuestionsCard":
-        from .questions_card import QuestionsCard
-
-        return QuestionsCard
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

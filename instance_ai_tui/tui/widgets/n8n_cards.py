@@ -1,7 +1,7 @@
 """Cards for the confirmation shapes of n8n's Instance AI (api-types 1.41 / n8n 2.41).
 
 ``build_n8n_card`` picks the card for a confirmation from its fields (reference
-``n8n-instance-ai-wire-protocol.md`` §3.3) and ``confirmations.build_card`` asks it first;
+``n8n-instance-ai-wire-protocol.md`` §3.3) and ``card_factory.build_card`` asks it first;
 ``None`` leaves the request to the generic cards there (approval, text, questions, plan
 review, resource decision). Every card posts the ``kind`` body n8n expects (§4):
 

@@ -29,7 +29,8 @@ from ...protocol.safe_text import visible
 from ...protocol.tree import ToolCallState
 from .. import keymap
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
-from .confirmations import ConfirmCard, build_card, short_json
+from .card_factory import build_card
+from .confirmations import ConfirmCard, short_json
 from .status_line import SPINNER
 
 FOLD_LINES = 14
