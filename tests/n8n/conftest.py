@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -43,35 +41,3 @@ async def client(fake: FakeN8n, tmp_path: Path) -> AsyncIterator[N8nClient]:
         yield c
     finally:
         await c.close()
-
-
-class AppServer:
-    """Serve any ASGI app with uvicorn on a free 127.0.0.1 port."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.port = 0
-        self._server: Any = None
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def __aenter__(self) -> AppServer:
-        import uvicorn
-
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(16)
-        self.port = sock.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            await asyncio.sleep(0.01)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        assert self._task is not None
-        await self._task

@@ -23,9 +23,11 @@ from instance_ai_tui.client.n8n_auth import BROWSER_ID_FILE
 from instance_ai_tui.client.sse import SseFrame
 from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.conversation import Conversation
+from tests.support import serve_asgi
 from tests.support.fake_n8n import Emit, FakeN8n, Pause, Say, ToolCall
+from tests.support.waiting import until_async
 
-from .conftest import AppServer, make_client
+from .conftest import make_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -176,9 +178,9 @@ async def test_detect_tells_n8n_from_other_servers(fake: FakeN8n) -> None:
         return JSONResponse({"version": "ours"})
 
     other = Starlette(routes=[Route("/rest/settings", settings)])
-    async with httpx.AsyncClient() as http, AppServer(other) as server:
+    async with httpx.AsyncClient() as http, serve_asgi(other) as other_url:
         assert await N8nClient.detect(http, fake.base_url + "/") is True
-        assert await N8nClient.detect(http, server.base_url) is False
+        assert await N8nClient.detect(http, other_url) is False
         assert await N8nClient.detect(http, "http://127.0.0.1:9") is False
 
 
@@ -255,7 +257,7 @@ async def test_full_run_with_an_approval_round_trip(fake: FakeN8n, client: N8nCl
         assert [p.request_id for p in pending] == [payload.request_id]
 
         # suspended: no run-finish, status says so, a new message is refused with 409
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # a window in which nothing may arrive (the scenario, not a wait)
         assert "run-finish" not in stream.types()
         status = await client.status(tid)
         assert status.is_suspended and not status.has_active_run and status.run_id == run_id
@@ -339,8 +341,10 @@ async def test_replayed_blocks_do_not_duplicate_text_already_streamed(fake: Fake
         await first.until(lambda i: i.event is not None and i.event.type == "text-delta"
                           and i.event.payload.text == "answer.")  # type: ignore[union-attr]
     cursor = max(i.id for i in first.items if i.id is not None)
-    while (await client.status(tid)).has_active_run:  # the segment closes and is persisted meanwhile
-        await asyncio.sleep(0.05)
+    async def run_over() -> bool:  # the segment closes and is persisted meanwhile
+        return not (await client.status(tid)).has_active_run
+
+    await until_async(run_over, what="the run is no longer active")
     async with Stream(client, tid, after=cursor, conversation=conversation) as second:
         await second.until(is_type("run-finish"))
     assert second.items[0].event is not None and second.items[0].event.type == "text-block"

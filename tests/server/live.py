@@ -14,40 +14,28 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import uvicorn
 from starlette.applications import Starlette
 
 from instance_ai_tui.server.runner import make_server
+from tests.support import free_port, serve_asgi
 
 REPO = Path(__file__).resolve().parents[2]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["REPO", "ServeProcess", "free_port", "serve_app"]
 
 
 @asynccontextmanager
 async def serve_app(app: Starlette, port: int | None = None) -> AsyncIterator[str]:
-    """Run ``app`` (lifespan on) until the block ends; yields the base URL."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port or 0))
-    port = sock.getsockname()[1]
-    server = make_server(app, "127.0.0.1", port)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
-    if task.done():
-        task.result()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
-        sock.close()
+    """Run ``app`` with our own server (``make_server``: lifespan on, header timeout, connection
+    cap) until the block ends; yields the base URL. The socket, start and stop are
+    ``tests.support.serve_asgi``'s."""
+
+    def ours(sock: socket.socket) -> uvicorn.Server:
+        return make_server(app, "127.0.0.1", int(sock.getsockname()[1]))
+
+    async with serve_asgi(app, port=port or 0, server=ours) as url:
+        yield url
 
 
 class ServeProcess:
