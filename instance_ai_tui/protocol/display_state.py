@@ -33,6 +33,9 @@ n8n's own outcomes (read in its source, ``@n8n/instance-ai`` 2.41 ``tools/workfl
 * a result ``{success: false, error}`` is a failure (n8n returns it as a result, not an error), and
   so is a result listing ``failedNodes`` (setup applied, but those nodes failed): ``failed``, with
   n8n's words in the label; ``{success: true, partial: true}`` is ``done`` ("partly done");
+* an execution outcome with ``status: "error"`` (``executions`` run / run-step / get, read in n8n's
+  ``modules/instance-ai/instance-ai.adapter.service.js``) is ``failed``, naming the node of its
+  ``nodeErrors`` and n8n's message: a workflow that failed a node is never "✓ done";
 * a denial is ``{success: false, denied: true}`` or ``confirmationStatus: denied``: one word,
   "denied", live, restored, exported and headless;
 * a skipped setup or question is n8n's ``deferred`` (``confirmationStatus: deferred``, or a result
@@ -159,7 +162,27 @@ def result_failure(result: Any) -> str | None:
     if result.get("success") is False:
         why = result.get("error") or result.get("reason") or result.get("message")
         return f"failed: {why}" if why else "failed"
-    return None
+    return _execution_failure(result)
+
+
+def _execution_failure(result: dict[str, Any]) -> str | None:
+    """n8n's execution outcome as a result (``executions`` run / run-step / get, n8n's
+    ``extractExecutionOutcome``: ``{executionId, status: "error", nodeErrors: [{nodeName, message}],
+    error}``; ``nodes`` execute: ``{status: "error", error: {message}}``): the failed node and n8n's
+    message, else None."""
+    error = result.get("error")
+    if result.get("status") != "error" or not ("executionId" in result or "nodeErrors" in result
+                                                or isinstance(error, dict)):
+        return None
+    if isinstance(error, dict):
+        error = error.get("message")
+    nodes = [n for n in result.get("nodeErrors") or [] if isinstance(n, dict)]
+    if nodes:
+        names = ", ".join(str(n.get("nodeName") or "?") for n in nodes[:5])
+        message = nodes[0].get("message") or error
+        where = f"node {names}" if len(nodes) == 1 else f"nodes {names}"
+        return f"failed: the execution failed at {where}" + (f": {message}" if message else "")
+    return f"failed: the execution failed: {error}" if error else "failed: the execution failed"
 
 
 def _skipped(result: Any) -> bool:

@@ -251,6 +251,9 @@ class ToolCallCard(Vertical, can_focus=True):
             if summary:
                 parts.append(("  → ", "$text-muted"))
                 parts.append(summary)
+        elif self.state == "failed" and tc.error is None and label.startswith("failed"):
+            # n8n's failure given as a result (failed nodes, success: false): display_state's words
+            parts.append((f"  {result_summary(label)}", style))
         elif self.state == "failed":
             parts.append(("  failed: ", style))
             parts.append((result_summary(tc.error or "(no message)"), style))
