@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.hot_events import HOT_TYPES, is_plain_hot_event
 from ..protocol.safe_text import visible
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
@@ -141,23 +142,14 @@ class ConnectionState(StrEnum):
 
 #: event types a client may hand over as decoded JSON (``StreamItem.wire``) instead of a model: the
 #: bulk of every stream, which ``Conversation.apply_wire`` folds without building one
-WIRE_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
+WIRE_TYPES = HOT_TYPES
 
 
 def wire_item(id: int | None, data: Any) -> StreamItem | None:
     """``data`` (a decoded JSON event) as a ``StreamItem`` that keeps it as ``wire``, when it is a
-    well-formed event of ``WIRE_TYPES``; ``None`` for anything else (parse it into a model)."""
-    if type(data) is not dict:
-        return None
-    kind = data.get("type")
-    if kind not in WIRE_TYPES:
-        return None
-    payload = data.get("payload")
-    if (type(payload) is dict and type(payload.get("message" if kind == "status" else "text", "")) is str
-            and type(data.get("agentId", "")) is str and type(data.get("runId", "")) is str
-            and type(data.get("responseId") or "") is str):
-        return StreamItem(id, wire=data)
-    return None
+    well-formed event of ``WIRE_TYPES`` (``protocol.hot_events.is_plain_hot_event``: only what
+    ``parse_event`` accepts as it is); ``None`` for anything else (parse it into a model)."""
+    return StreamItem(id, wire=data) if is_plain_hot_event(data) else None
 
 
 class StreamItem:

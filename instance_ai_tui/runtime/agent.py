@@ -392,13 +392,25 @@ class Agent(ToolExecution):
             async for chunk in stream:
                 # every chunk is measured against the limits before anything of it is emitted
                 if isinstance(chunk, ModelTextDelta):
-                    limits.text(chunk.text)
-                    text.append(chunk.text)
-                    run.emit(TextDeltaChunk(run.run_id, rid, chunk.text))
+                    # the adapter's delta is the run's chunk: stamped and emitted as it is (a copy
+                    # only when an adapter yields one object twice: it was stamped already)
+                    piece = chunk.delta
+                    limits.text(piece)
+                    text.append(piece)
+                    if chunk.run_id:
+                        run.emit(TextDeltaChunk(run.run_id, rid, piece))
+                    else:
+                        chunk.run_id, chunk.response_id = run.run_id, rid
+                        run.emit(chunk)
                 elif isinstance(chunk, ModelReasoningDelta):
-                    limits.text(chunk.text)
-                    reasoning.append(chunk.text)
-                    run.emit(ReasoningDeltaChunk(run.run_id, rid, chunk.text))
+                    piece = chunk.delta
+                    limits.text(piece)
+                    reasoning.append(piece)
+                    if chunk.run_id:
+                        run.emit(ReasoningDeltaChunk(run.run_id, rid, piece))
+                    else:
+                        chunk.run_id, chunk.response_id = run.run_id, rid
+                        run.emit(chunk)
                 elif isinstance(chunk, ModelToolCallDelta):
                     start = chunk.index not in names
                     if start:

@@ -3,7 +3,8 @@
 An adapter takes a ``ModelRequest`` (messages in the OpenAI chat format, tool definitions in the
 OpenAI ``tools`` format, extra parameters) and yields, in order:
 
-* ``ModelTextDelta`` / ``ModelReasoningDelta`` as text arrives,
+* ``ModelTextDelta`` / ``ModelReasoningDelta`` as text arrives (each is the ``text-delta`` /
+  ``reasoning-delta`` chunk of ``runtime.chunks`` itself, stamped with its run by the agent loop),
 * ``ModelToolCallDelta`` fragments of tool calls, keyed by ``index`` (``id`` and ``name`` are set on
   the first fragment of an index only; ``arguments`` is the new piece of the JSON argument text),
 * at most one ``ModelUsage``,
@@ -23,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from .chunks import ReasoningDeltaChunk, TextDeltaChunk
 from .errors import (
     ModelCancelled,
     ModelError,
@@ -75,16 +77,35 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
-@dataclass(slots=True, frozen=True)
-class ModelTextDelta:
-    text: str
-    type: str = "text"
+class ModelTextDelta(TextDeltaChunk):
+    """A piece of the answer's text, as an adapter yields it (``ModelTextDelta(text)``).
+
+    It *is* the ``text-delta`` chunk the run's queue carries: the agent loop stamps ``run_id`` and
+    ``response_id`` on it and emits this same object (one representation of the token, not two).
+    ``text`` is ``delta``."""
+
+    __slots__ = ()
+
+    def __init__(self, text: str) -> None:
+        TextDeltaChunk.__init__(self, "", "", text)
+
+    @property
+    def text(self) -> str:
+        return self.delta
 
 
-@dataclass(slots=True, frozen=True)
-class ModelReasoningDelta:
-    text: str
-    type: str = "reasoning"
+class ModelReasoningDelta(ReasoningDeltaChunk):
+    """A piece of the model's reasoning, as an adapter yields it; the ``reasoning-delta`` chunk the
+    agent loop stamps and emits (see ``ModelTextDelta``)."""
+
+    __slots__ = ()
+
+    def __init__(self, text: str) -> None:
+        ReasoningDeltaChunk.__init__(self, "", "", text)
+
+    @property
+    def text(self) -> str:
+        return self.delta
 
 
 @dataclass(slots=True, frozen=True)
