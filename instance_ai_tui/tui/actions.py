@@ -37,7 +37,7 @@ class Actions:
         if app.conversation is None or not app.conversation.is_streaming or app.thread_id is None:
             return
         app.run_status.cancelling = True
-        app._update_run_state()
+        app.run_status.update_run_state()
         app.status_line.refresh_info()
         self.work(Deferred(self._cancel, app.thread_id), "cancel")
 
@@ -46,7 +46,7 @@ class Actions:
             await self.app.thread_client.cancel(thread_id)
         except ClientError as exc:
             self.app.run_status.cancelling = False
-            self.app._show_error(f"Could not cancel: {exc}")
+            self.app.show_error(f"Could not cancel: {exc}")
 
     def interrupt(self) -> None:
         """Ctrl+C as in every agent TUI: copy the selection of the focused field; else clear a
@@ -105,7 +105,7 @@ class Actions:
                 target = await asyncio.to_thread(export_folder) / f"{_safe_name(name)}.md"
             await asyncio.to_thread(_write_text, target, text)
         except OSError as exc:
-            app._show_error(f"Cannot export the thread: {exc}")
+            app.show_error(f"Cannot export the thread: {exc}")
             return None
         app.notify(f"Exported the thread to {target}", timeout=6)
         return target
@@ -116,12 +116,12 @@ class Actions:
             try:
                 folder = export_folder()
             except OSError as exc:
-                self.app._show_error(f"Cannot save the screenshot: {exc}")
+                self.app.show_error(f"Cannot save the screenshot: {exc}")
                 return
         else:
             folder = Path(path).expanduser()
         if not folder.is_dir():
-            self.app._show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
+            self.app.show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
             return
         self.app.deliver_screenshot(filename, str(folder))
 
@@ -160,7 +160,7 @@ class Actions:
         try:
             path = await asyncio.to_thread(clipboard.save_copy, text)
         except OSError as exc:
-            app._show_error(f"Cannot copy {what}: {blocker or 'the terminal copy may not arrive'}, and saving it "
+            app.show_error(f"Cannot copy {what}: {blocker or 'the terminal copy may not arrive'}, and saving it "
                             f"failed: {exc}")
             return
         what_cap = f"{what[:1].upper()}{what[1:]}"
@@ -220,13 +220,13 @@ class Actions:
         app = self.app
         client = app.thread_client
         if not client.can_switch_model:
-            app._show_error("This server does not let the app choose the model (/model needs the embedded "
+            app.show_error("This server does not let the app choose the model (/model needs the embedded "
                             "agent or instance-ai serve).")
             return
         try:
             models = await client.list_models(app.thread_id)
         except ClientError as exc:
-            app._show_error(f"Cannot list the models: {exc}")
+            app.show_error(f"Cannot list the models: {exc}")
             return
         if not name:
             from .screens.model_picker import ModelPicker
@@ -243,7 +243,7 @@ class Actions:
                 await app.open_thread(thread_id)
             await client.set_model(thread_id, "" if name == models.default else name)
         except ClientError as exc:
-            app._show_error(f"Cannot switch the model: {exc}")
+            app.show_error(f"Cannot switch the model: {exc}")
             return
         await self.refresh_model_info(thread_id)
         app.notify(f"Model of this thread: {app.status_info.model} (from the next message on).", timeout=4)
@@ -296,7 +296,7 @@ class Actions:
         app = self.app
         conversation = app.conversation
         if not app.thread_client.can_rewind:
-            app._show_error("This server cannot rewind a conversation: retry and edit need our own server "
+            app.show_error("This server cannot rewind a conversation: retry and edit need our own server "
                             "(embedded, or instance-ai serve).")
             return None
         if conversation is None or app.thread_id is None:
@@ -351,7 +351,7 @@ class Actions:
         try:
             result = await app.thread_client.rewind(thread_id, turn.rewind_id)
         except ClientError as exc:
-            app._show_error(f"Cannot go back: {exc}")
+            app.show_error(f"Cannot go back: {exc}")
             return
         text = result.text or turn.text
         await app.open_thread(thread_id)

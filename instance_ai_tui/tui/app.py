@@ -56,12 +56,13 @@ from . import commands, keymap, layout, themes
 from .actions import Actions
 from .boot import attach, boot
 from .cards import Cards
-from .connection import ConnectionWatcher, QueuedRow, show_foreign_user_message
+from .connection import ConnectionWatcher, QueuedRow
 from .deferred import Deferred
 from .heap import HeapPolicy
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
+from .screen_updates import ScreenUpdates
 from .sending import Sender
 from .startup import FirstFramePrefs, Started, StartingClient, Startup
 from .textual_internals import app_driver
@@ -81,7 +82,6 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..protocol.conversation import Conversation
     from .widgets.confirmations import ConfirmationAnswered
-    from .widgets.turns import Frame
 
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
@@ -146,9 +146,6 @@ class InstanceAiApp(App[None]):
         self.thread_id: str | None = None
         self.pending: set[str] = set()
         self.status_info = StatusInfo(model=self.client.model_name)
-        #: the ingest worker and the frame projection (``tui.projection``)
-        self.projection = Projection(self)
-        self.stats = self.projection.stats
         self.keys = self._load_keymap()
         self.theme_manager: themes.ThemeManager | None = None
         self._frame_timer: Any = None
@@ -157,8 +154,6 @@ class InstanceAiApp(App[None]):
         self._remove_state_listener: Any = None
         #: the widgets hidden at start are mounted (``layout.mount_hidden``)
         self.hidden_mounted = False
-        #: new cards that take focus when the focus rule allows (``tui.cards``)
-        self._pending_focus: list[str] = []
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
         self.find_bar = FindBar()
@@ -170,7 +165,8 @@ class InstanceAiApp(App[None]):
         self.thread_list = ThreadList(id="threads")
         #: answers waiting in threads that are not open, and the terminal's title and bell
         self.pending_watch = PendingWatch(self.client, threads=self.thread_list.local_threads,
-                                          open_thread=lambda: self.thread_id, on_change=self._pending_changed)
+                                          open_thread=lambda: self.thread_id,
+                                          on_change=lambda: self.cards.changed())
         self.terminal = TerminalSignals(self._write_terminal)
         #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
         self.connection: ConnectionWatcher = ConnectionWatcher(self)
@@ -179,6 +175,13 @@ class InstanceAiApp(App[None]):
         self.cards: Cards = Cards(self)
         self.run_status: RunStatus = RunStatus(self)
         self.actions: Actions = Actions(self)
+        #: the ingest worker and the frame projection (``tui.projection``); what it reports, the
+        #: rooms draw (``tui.screen_updates``, through ``ports.FrameSink``)
+        updates = ScreenUpdates(self, run_status=self.run_status, cards=self.cards, connection=self.connection,
+                                heap=self.heap, idle=self._idle)
+        self.projection = Projection(self, self, updates, view=self.view, status_line=self.status_line,
+                                     heap=self.heap, pending=self.pending, observe=self.n8n_activity.observe)
+        self.stats = self.projection.stats
         if client is not None and settings is not None:
             self.attach(Started(client, settings, gateway))
 
@@ -192,8 +195,8 @@ class InstanceAiApp(App[None]):
         return self.threads.client
 
     @property
-    def _opening(self) -> int:
-        return self.threads.opening
+    def thread_opening(self) -> bool:
+        return self.threads.opening > 0
 
     # ------------------------------------------------------------------ setup
     def prompt_placeholder(self) -> str:
@@ -283,7 +286,7 @@ class InstanceAiApp(App[None]):
 
     def refresh_after_settle(self) -> None:
         """A run was ended locally (``tui.connection.settle_interrupted``): show it."""
-        self._update_run_state()
+        self.run_status.update_run_state()
 
     def refresh_threads_soon(self) -> None:
         self.run_worker(Deferred(self.threads.refresh), group="refresh-threads", exclusive=True, exit_on_error=False)
@@ -302,7 +305,6 @@ class InstanceAiApp(App[None]):
     def show_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=10)
 
-    _show_error = show_error
 
     def _write_terminal(self, sequence: str) -> None:
         driver = app_driver(self)
@@ -321,12 +323,6 @@ class InstanceAiApp(App[None]):
         await self.threads.open(thread_id, source)
 
     # ------------------------------------------------------------------ ingest and frame (tui.projection)
-    def _start_ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
-        self.projection.start(conversation, thread_id, after)
-
-    def _stop_ingest(self) -> None:
-        self.projection.stop()
-
     async def _frame(self) -> None:
         """The frame timer's callback: project what changed in the model onto the widgets."""
         await self.projection.frame()
@@ -345,55 +341,11 @@ class InstanceAiApp(App[None]):
         """Wait until rendering caught up (and, with ``events``, that many were ingested); seconds waited."""
         return await self.projection.wait_until_rendered(timeout, events=events)
 
-    def _check_foreign_message(self, conversation: Conversation, run_id: str) -> None:
-        """A run nobody here started (another client): fetch its user message (n8n's
-        ``run-start`` carries none)."""
-        if self.connection.lacks_user_message(conversation, run_id):
-            self.run_worker(show_foreign_user_message(self, conversation, run_id), group="foreign",
-                            exit_on_error=False)
-
-    def _note_run_finish(self, event: Any) -> None:
-        self.run_status.note_run_finish(event)
-        if self.heap.enabled:
-            self.set_timer(1.0, self._settle_heap_if_idle)
-
-    def _settle_heap_if_idle(self) -> None:
+    def _idle(self) -> bool:
         conversation = self.conversation
-        if conversation is None or (not conversation.is_streaming and self.projection.ingest_idle):
-            self.heap.settle(collect_young=True)
-
-    # ------------------------------------------------------------------ what the frame updates
-    def _refresh_pending(self, frame: Frame) -> None:
-        self.cards.refresh(frame)
-
-    def _pending_changed(self, new_ids: Iterable[str] = ()) -> None:
-        self.cards.changed(new_ids)
-
-    def _focus_new_cards(self) -> None:
-        self.cards.focus_new()
-
-    def _update_tasks(self, conversation: Conversation) -> None:
-        self.run_status.update_tasks(conversation)
-
-    def _update_title(self, conversation: Conversation) -> None:
-        self.run_status.update_title(conversation)
-
-    def _update_status_message(self, conversation: Conversation, changes: Any) -> None:
-        self.run_status.update_status_message(conversation, changes)
-
-    def _on_streaming_changed(self, conversation: Conversation) -> None:
-        self.run_status.streaming_changed(conversation)
-
-    def _update_run_state(self) -> None:
-        self.run_status.update_run_state()
-
-    def _show_new_output_badge(self) -> None:
-        self.run_status.show_new_output_badge()
+        return conversation is None or (not conversation.is_streaming and self.projection.ingest_idle)
 
     # ------------------------------------------------------------------ cards (``tui.cards``)
-    def go_to_pending(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
-        return self.cards.go_to(request_id, restart_grace)
-
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self.call_later(self.cards.show_where)
 
@@ -491,9 +443,6 @@ class InstanceAiApp(App[None]):
 
     def action_help(self) -> None:
         self.actions.show_help(everything=False)
-
-    def show_full_help(self) -> None:
-        self.actions.show_help(everything=True)
 
     def action_export(self) -> None:
         self.export_thread(None)

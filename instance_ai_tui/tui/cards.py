@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import events
 
@@ -35,14 +35,21 @@ from ..client.base import ClientError
 from . import keymap
 from .deferred import Deferred
 from .pending_watch import waiting_summary
+from .ports import Ui
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
+    from ..client.base import Client
     from ..protocol.api import ConfirmBody
-    from ..protocol.conversation import PendingConfirmation
-    from .app import InstanceAiApp
+    from ..protocol.conversation import Conversation, PendingConfirmation
+    from .pending_watch import PendingWatch, TerminalSignals
     from .widgets.confirmations import ConfirmCard
+    from .widgets.conversation_view import ConversationView
+    from .widgets.find_bar import FindBar
+    from .widgets.prompt import PromptInput
+    from .widgets.status_line import StatusInfo, StatusLine
+    from .widgets.thread_list import ThreadList
     from .widgets.turns import Frame
 
 _INPUT_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp, events.Paste)
@@ -69,12 +76,36 @@ def inside(node: Any, container: Any) -> bool:
     return False
 
 
+class CardsHost(Ui, Protocol):
+    """What the cards use of the app: the open thread, the widgets keys move between."""
+
+    conversation: Conversation | None
+    thread_id: str | None
+    pending: set[str]
+    keys: keymap.KeyMap
+    view: ConversationView
+    prompt: PromptInput
+    find_bar: FindBar
+    thread_list: ThreadList
+    status_line: StatusLine
+    status_info: StatusInfo
+    pending_watch: PendingWatch
+    terminal: TerminalSignals
+
+    @property
+    def thread_client(self) -> Client: ...
+
+    async def open_thread(self, thread_id: str | None, source: str | None = None) -> None: ...
+
+
 class Cards:
     """The pending cards of ``app`` (see the module docstring)."""
 
-    def __init__(self, app: InstanceAiApp) -> None:
+    def __init__(self, app: CardsHost) -> None:
         self.app = app
         self.by_id: dict[str, PendingConfirmation] = {}
+        #: new cards that take focus when the focus rule allows
+        self.pending_focus: list[str] = []
         #: cards the user was told about (once each) while the focus rule kept them waiting
         self.announced: set[str] = set()
         self._elsewhere_seen: dict[str, int] = {}
@@ -99,25 +130,27 @@ class Cards:
         app.pending.clear()
 
     # ----------------------------------------------------------------- what is waiting
-    def refresh(self, frame: Frame) -> None:
+    def refresh(self, frame: Frame) -> bool:
+        """Which cards wait now; true when that changed (the tasks panel then redraws: a plan
+        review answered, rejected plans leave)."""
         app = self.app
         conversation = app.conversation
         if conversation is None:
-            return
+            return False
         new = {p.request_id: p for p in conversation.pending_confirmations()}
         old = self.by_id
         changed = set(new) ^ set(old)
         self.by_id = new
         app.pending.clear()
         app.pending.update(new)
-        app._pending_focus.extend(rid for rid in new if rid not in old)
+        self.pending_focus.extend(rid for rid in new if rid not in old)
         if changed or not new:
             self.changed([rid for rid in new if rid not in old])
         if changed:
-            app._update_tasks(conversation)  # a plan review answered: rejected plans leave
             frame.new_cards.extend(app.view.refresh_pending(changed))
             if bool(old) != bool(new):
                 app.refresh_bindings()  # the footer recomposes: only when "pending" flips
+        return bool(changed)
 
     def _thread_label(self, thread_id: str) -> str:
         info = self.app.thread_list.thread(thread_id)
@@ -171,7 +204,7 @@ class Cards:
             self.guard_focus()
         if (isinstance(event, events.Key) and event.key == "tab" and app.pending and app.focused is app.prompt
                 and app.screen is app.screen_stack[0] and self.go_to(restart_grace=True)):
-            app._pending_focus = []
+            self.pending_focus = []
             return True
         return False
 
@@ -179,10 +212,10 @@ class Cards:
         """Newly pending cards: say once, for each, that an answer is waiting and which key
         goes to it. A card never takes the keyboard by itself (the keyboard model, rule 2)."""
         app = self.app
-        if not app._pending_focus:
+        if not self.pending_focus:
             return
-        wanted = [rid for rid in app._pending_focus if rid in app.pending]
-        app._pending_focus = []
+        wanted = [rid for rid in self.pending_focus if rid in app.pending]
+        self.pending_focus = []
         unannounced = [rid for rid in wanted if rid not in self.announced]
         if not unannounced:
             return
@@ -337,7 +370,7 @@ class Cards:
                 if app.thread_id != thread_id:
                     return
                 if app.pending and self.go_to():
-                    app._pending_focus = []
+                    self.pending_focus = []
                     return
         finally:
             self._going_to = None
@@ -352,7 +385,7 @@ class Cards:
         try:
             await app.thread_client.confirm(request_id, body)
         except ClientError as exc:
-            app._show_error(f"Could not send your answer: {exc}")
+            app.show_error(f"Could not send your answer: {exc}")
             card.reopen()
             return
         approved: bool | str | None = None
@@ -397,7 +430,7 @@ def _card_of(node: Any) -> Any:
     return None
 
 
-def where_keys_go(app: InstanceAiApp) -> str:
+def where_keys_go(app: CardsHost) -> str:
     """Where a key typed now goes, in a word or two (the status line's "keys: …")."""
     if len(app.screen_stack) > 1 or app.screen is not app.screen_stack[0]:
         return "dialog"

@@ -11,10 +11,56 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from .app import InstanceAiApp
+    from ..protocol.conversation import Conversation
+    from .pending_watch import PendingWatch
+    from .widgets.conversation_view import ConversationView
+
+
+class CommandActions(Protocol):
+    """What the commands ask of ``tui.actions.Actions``."""
+
+    def rewind_last(self, *, resend: bool) -> object: ...
+
+    def pick_rewind(self) -> object: ...
+
+    def choose_model(self, name: str = "") -> object: ...
+
+    def set_theme(self, name: str) -> object: ...
+
+    def copy_last_answer(self) -> object: ...
+
+    def show_permissions(self) -> object: ...
+
+    def show_help(self, *, everything: bool) -> object: ...
+
+
+class CommandHost(Protocol):
+    """What the commands use of the app: its actions and key-bound actions, the open thread."""
+
+    conversation: Conversation | None
+    pending: set[str]
+    pending_watch: PendingWatch
+    view: ConversationView
+
+    @property
+    def actions(self) -> CommandActions: ...
+
+    def show_threads(self) -> None: ...
+
+    def export_thread(self, path: str | None) -> object: ...
+
+    def exit(self, result: None = None, return_code: int = 0, message: str | None = None) -> None: ...
+
+    def action_toggle_tasks(self) -> None: ...
+
+    def action_next_pending_card(self) -> None: ...
+
+    def action_new_thread(self) -> None: ...
+
+    def action_cancel_run(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,33 +73,33 @@ class Command:
     title: str
     palette_help: str
     #: runs it: ``run(app, argument)`` (the argument is "" from the palette)
-    run: Callable[[InstanceAiApp, str], object]
+    run: Callable[[CommandHost, str], object]
     #: how the argument is written in help, e.g. ``[name]``
     arg: str = ""
     aliases: tuple[str, ...] = ()
     #: whether it has anything to act on now (the palette hides it otherwise)
-    available: Callable[[InstanceAiApp], bool] | None = None
+    available: Callable[[CommandHost], bool] | None = None
 
     @property
     def usage(self) -> str:
         return f"/{self.name} {self.arg}" if self.arg else f"/{self.name}"
 
 
-def _streaming(app: InstanceAiApp) -> bool:
+def _streaming(app: CommandHost) -> bool:
     return app.conversation is not None and app.conversation.is_streaming
 
 
-def _waiting(app: InstanceAiApp) -> bool:
+def _waiting(app: CommandHost) -> bool:
     return bool(app.pending) or bool(app.pending_watch.elsewhere)
 
 
-def _open_mcp(app: InstanceAiApp) -> None:
+def _open_mcp(app: CommandHost) -> None:
     from .screens.mcp import open_mcp
 
     open_mcp(app)
 
 
-def _workflow(app: InstanceAiApp, arg: str) -> None:
+def _workflow(app: CommandHost, arg: str) -> None:
     from .screens.workflow import open_workflow
 
     open_workflow(app, arg)
@@ -97,7 +143,7 @@ COMMANDS: tuple[Command, ...] = (
             "The thread's always-allow grants; revoke them", lambda app, arg: app.actions.show_permissions()),
     Command("mcp", "your MCP servers: their state, tools, last error and stderr; restart one", "MCP servers",
             "Your own tools: each MCP server, its state and tools; restart", lambda app, arg: _open_mcp(app)),
-    Command("help", "this help", "Help", "Every key and slash command", lambda app, arg: app.show_full_help()),
+    Command("help", "this help", "Help", "Every key and slash command", lambda app, arg: app.actions.show_help(everything=True)),
     Command("quit", "quit", "Quit", "Quit the application", lambda app, arg: app.exit(), aliases=("exit",)),
 )
 
@@ -139,7 +185,7 @@ def inline_list() -> str:
     return ", ".join(f"`{c.usage}`" for c in COMMANDS)
 
 
-def palette(app: InstanceAiApp) -> Iterator[tuple[Command, Callable[[], object]]]:
+def palette(app: CommandHost) -> Iterator[tuple[Command, Callable[[], object]]]:
     """The commands the palette offers now, each with what selecting it does."""
     for command in COMMANDS:
         if command.available is None or command.available(app):

@@ -22,7 +22,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual.binding import BindingType
 from textual.containers import Horizontal
@@ -31,11 +31,32 @@ from textual.widgets import Static
 
 from ..client.base import ClientError, ConnectionState
 from . import keymap
+from .ports import Ui
 
 if TYPE_CHECKING:
+    from ..client.base import Client
     from ..protocol.api import ThreadInfo, ThreadStatus
     from ..protocol.conversation import Conversation
-    from .app import InstanceAiApp
+
+
+class ForeignMessageHost(Ui, Protocol):
+    """What ``show_foreign_user_message`` reads: the open thread and the client."""
+
+    client: Client
+    thread_id: str | None
+    conversation: Conversation | None
+
+
+class ConnectionHost(ForeignMessageHost, Protocol):
+    """What the connection watcher uses of the app."""
+
+    def set_connection(self, state: str, detail: str) -> None: ...
+
+    async def send_message(self, text: str) -> str | None: ...
+
+    def refresh_threads_soon(self) -> None: ...
+
+    def refresh_after_settle(self) -> None: ...
 
 #: the reason shown on a run whose end the server never recorded
 INTERRUPTED_REASON = "interrupted by a server restart"
@@ -234,7 +255,7 @@ class Banner(Static):
 class ConnectionWatcher:
     """Follows the client's connection state for ``app`` (see the module docstring)."""
 
-    def __init__(self, app: InstanceAiApp, *, settle_delay: float = SETTLE_DELAY) -> None:
+    def __init__(self, app: ConnectionHost, *, settle_delay: float = SETTLE_DELAY) -> None:
         self.app = app
         self.settle_delay = settle_delay
         self.banner = Banner(id="connection-banner")
@@ -387,7 +408,7 @@ class ConnectionWatcher:
             await app.send_message(item.text)
 
 
-async def show_foreign_user_message(app: InstanceAiApp, conversation: Conversation, run_id: str) -> bool:
+async def show_foreign_user_message(app: ForeignMessageHost, conversation: Conversation, run_id: str) -> bool:
     """A run another client started in the open thread: show its user message above the answer.
 
     n8n's ``run-start`` does not carry the user's text; its history does (the user message

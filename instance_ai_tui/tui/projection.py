@@ -22,15 +22,21 @@ import asyncio
 import gc
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..aio import aclose
 from ..client.base import ClientError, StreamItem
 from ..protocol.safe_text import visible_model
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..protocol.conversation import Conversation
-    from .app import InstanceAiApp
+    from ..protocol.events import RunFinishEvent
+    from .heap import HeapPolicy
+    from .ports import FrameSink, OpenThread, Ui
+    from .widgets.conversation_view import ConversationView
+    from .widgets.status_line import StatusLine
 
 FRAME_HZ = 25
 #: under load a frame's work (its own, and the layout and paint it makes Textual do) takes at
@@ -116,10 +122,24 @@ class FramePacer:
 
 
 class Projection:
-    """The ingest worker and the frame projection of one app (``app.projection``)."""
+    """The ingest worker and the frame projection of one app (``app.projection``).
 
-    def __init__(self, app: InstanceAiApp) -> None:
-        self.app = app
+    It reads the open thread (``opened``), draws the conversation (``view``) and the status line,
+    and tells the rest of the screen what happened through ``sink`` (``ports.FrameSink``);
+    ``observe`` sees every stream item (the n8n panel); ``pending``: the cards waiting (shared
+    with ``Cards``)."""
+
+    def __init__(self, ui: Ui, opened: OpenThread, sink: FrameSink, *, view: ConversationView,
+                 status_line: StatusLine, heap: HeapPolicy, pending: set[str],
+                 observe: Callable[[StreamItem], None]) -> None:
+        self.ui = ui
+        self.opened = opened
+        self.sink = sink
+        self.view = view
+        self.status_line = status_line
+        self.heap = heap
+        self.pending = pending
+        self.observe = observe
         self.stats = IngestStats()
         self.ingest_task: asyncio.Task[None] | None = None
         self.ingest_waiting = False
@@ -158,10 +178,10 @@ class Projection:
         apply = conversation.apply
         apply_wire = conversation.apply_wire
         apply_sync = conversation.apply_run_sync
-        observe = self.app.n8n_activity.observe
+        observe = self.observe
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
-        stream = self.app.thread_client.events(thread_id, after=after)
+        stream = self.opened.thread_client.events(thread_id, after=after)
         try:
             self.ingest_waiting = True
             async for item in stream:
@@ -185,10 +205,10 @@ class Projection:
                     if event is not None:
                         apply(item.id, event)
                         if event.type == "run-finish":
-                            self.app._note_run_finish(event)
+                            self.sink.run_finished(cast("RunFinishEvent", event))
                             self.stream_ended()
                         elif event.type == "run-start":
-                            self.app._check_foreign_message(conversation, event.run_id)
+                            self.sink.run_started(conversation, event.run_id)
                     elif item.run_sync is not None:
                         apply_sync(item.run_sync)
                     observe(item)
@@ -201,14 +221,14 @@ class Projection:
                     if now >= slice_end:
                         await asyncio.sleep(0)
                         slice_end = clock() + INGEST_SLICE
-                        if self.app.conversation is not conversation:
+                        if self.opened.conversation is not conversation:
                             return
                 self.ingest_waiting = True
         except asyncio.CancelledError:
             raise
         except ClientError as exc:
-            if self.app.conversation is conversation:
-                self.app._show_error(f"The event stream stopped: {exc}")
+            if self.opened.conversation is conversation:
+                self.sink.stream_failed(f"The event stream stopped: {exc}")
         finally:
             self.ingest_waiting = False
             stats.last_event_at = clock()
@@ -223,7 +243,7 @@ class Projection:
         1 / FRAME_HZ later, or later still when the pacer holds the frames back)."""
         if not self.end_frame_pending:
             self.end_frame_pending = True
-            self.app.call_later(self._end_frame)
+            self.ui.call_later(self._end_frame)
 
     async def _end_frame(self) -> None:
         self.end_frame_pending = False
@@ -245,15 +265,15 @@ class Projection:
     async def _frame(self) -> None:
         self.frame_no += 1
         self.stats.frames += 1
-        conversation = self.app.conversation
-        view = self.app.view
+        conversation = self.opened.conversation
+        view = self.view
         if conversation is None or not view.is_attached:
             return
         started = time.perf_counter()
         streaming = conversation.is_streaming
         ended, self.was_streaming = self.was_streaming and not streaming, streaming
         if streaming:
-            self.app.heap.hold_full()  # (tui/heap.py; settled when the run ends and all is idle)
+            self.heap.hold_full()  # (tui/heap.py; settled when the run ends and all is idle)
         self.pacer.floor = 1 / STREAM_FRAME_HZ if streaming else 0.0
         if not self.pacer.due(started) and not ended:
             return  # the last frame was expensive: the loop is the keys' for a while (but the
@@ -265,36 +285,36 @@ class Projection:
         behind = view.behind
         if changes.empty and not behind:
             self.last_frame_empty = True
-            if self.app._pending_focus:
-                self.app._focus_new_cards()
+            self.sink.focus_new_cards()
             if self.frame_no % 3 == 0:
                 view.ticks()
-                self.app._update_run_state()
+                self.sink.run_state()
                 self._refresh_status(started)
             return
         self.last_frame_empty = False
         from .widgets.turns import Frame
 
-        frame = Frame(self.app.pending)
-        with self.app.batch_update():
+        sink = self.sink
+        frame = Frame(self.pending)
+        with self.ui.batch_update():
             if changes.confirmations or changes.reset:
-                self.app._refresh_pending(frame)
+                sink.cards_changed(conversation, frame)
             grew = view.apply(changes, frame)
             grew = view.catch_up(frame) or grew
             if changes.tasks or changes.reset:
-                self.app._update_tasks(conversation)
+                sink.tasks_changed(conversation)
             if changes.title and conversation.title:
-                self.app._update_title(conversation)
+                sink.title_changed(conversation)
             if changes.messages:
-                self.app._update_status_message(conversation, changes)
+                sink.messages_changed(conversation, changes)
             if changes.streaming:
-                self.app._on_streaming_changed(conversation)
-            self.app._update_run_state()
+                sink.streaming_changed(conversation)
+            sink.run_state()
             self._refresh_status(started)
             if grew and not view.following:
-                self.app._show_new_output_badge()
+                sink.new_output()
         await frame.run()
-        self.app._focus_new_cards()
+        sink.focus_new_cards()
         seconds = time.perf_counter() - started
         self.stats.record_frame(seconds)
         self.pacer.record(started, seconds)
@@ -305,14 +325,14 @@ class Projection:
         # events handled meanwhile are. (Catching up after a flood or on opening a thread is
         # paced by the frames' own work: it ends sooner.)
         if streaming:
-            self.app.call_after_refresh(self._painted, started, cpu_started)
+            self.ui.call_after_refresh(self._painted, started, cpu_started)
 
     def _refresh_status(self, now: float) -> None:
         """The status line shows the run's state; its spinner turns every ``SPINNER_INTERVAL``."""
         tick = now - self.spun_at >= SPINNER_INTERVAL
         if tick:
             self.spun_at = now
-        self.app.status_line.refresh_info(tick=tick)
+        self.status_line.refresh_info(tick=tick)
 
     def _painted(self, started: float, cpu_started: float) -> None:
         self.pacer.record(started, time.thread_time() - cpu_started)
@@ -332,14 +352,14 @@ class Projection:
                 gc.disable()
                 self.gc_held = True
             self.catching_up = True
-            self.app.status_info.message = f"catching up… {self.stats.events:,} events"
-            self.app.status_line.refresh_info(tick=True)
+            self.status_line.info.message = f"catching up… {self.stats.events:,} events"
+            self.status_line.refresh_info(tick=True)
         elif self.catching_up:
             self.catching_up = False
-            self.app.status_info.message = ""
+            self.status_line.info.message = ""
             self.release_gc()
             # what the flood built is the thread's model: keep it out of full collections
-            self.app.heap.settle()
+            self.heap.settle()
         return flooding
 
     def release_gc(self) -> None:
@@ -358,7 +378,7 @@ class Projection:
     def rendered(self) -> bool:
         """The last frame projected nothing new and every Markdown block has parsed its text."""
         return (
-            self.last_frame_empty and not self.catching_up and not self.app._opening and self.app.view.settled
+            self.last_frame_empty and not self.catching_up and not self.opened.thread_opening and self.view.settled
         )
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
@@ -380,5 +400,5 @@ class Projection:
             await asyncio.sleep(1 / FRAME_HZ / 2)
 
     def model_dirty(self) -> bool:
-        conversation = self.app.conversation
+        conversation = self.opened.conversation
         return conversation is not None and conversation.has_changes

@@ -9,13 +9,24 @@ what changed in the model; nothing here reads the client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.content import Content
 
+from .ports import Ui
+
 if TYPE_CHECKING:
+    from textual.geometry import Size
+    from textual.widgets import Static
+
+    from ..config import Settings
     from ..protocol.conversation import Conversation
-    from .app import InstanceAiApp
+    from .cards import Cards
+    from .connection import ConnectionWatcher
+    from .widgets.conversation_view import ConversationView
+    from .widgets.status_line import StatusInfo
+    from .widgets.tasks_panel import TasksPanel
+    from .widgets.thread_list import ThreadList
 
 #: below this many columns the side panels hide by themselves (the conversation keeps the width)
 PANELS_MIN_WIDTH = 100
@@ -27,8 +38,30 @@ THREADS_MIN_WIDTH = 120
 ANSWER_KINDS = frozenset({"questions", "plan-review", "text"})
 
 
+class RunStatusHost(Ui, Protocol):
+    """What the run's status uses of the app: the panels, the badge, the status line's info."""
+
+    conversation: Conversation | None
+    thread_id: str | None
+    pending: set[str]
+    settings: Settings
+    sub_title: str
+    status_info: StatusInfo
+    view: ConversationView
+    badge: Static
+    tasks_panel: TasksPanel
+    thread_list: ThreadList
+    cards: Cards
+    connection: ConnectionWatcher
+
+    @property
+    def size(self) -> Size: ...
+
+    def refresh_threads_soon(self) -> None: ...
+
+
 class RunStatus:
-    def __init__(self, app: InstanceAiApp) -> None:
+    def __init__(self, app: RunStatusHost) -> None:
         self.app = app
         #: a cancel was asked for and the run has not ended yet
         self.cancelling = False

@@ -89,7 +89,7 @@ class Sender:
             try:
                 info = await client.create_thread(title="")
             except ClientError as exc:
-                app._show_error(f"Cannot create a thread: {exc}")
+                app.show_error(f"Cannot create a thread: {exc}")
                 app.prompt.load_text(text)
                 return None
             thread_id = info.id
@@ -97,7 +97,7 @@ class Sender:
             conversation.thread_id = thread_id
             app.thread_list.upsert_thread(info)
             app.thread_list.active_thread_id = thread_id
-            app._start_ingest(conversation, thread_id, conversation.cursor)
+            app.projection.start(conversation, thread_id, conversation.cursor)
         message = conversation.add_user_message(text)
         try:
             run_id = await client.send(thread_id, text)

@@ -118,7 +118,7 @@ class Threads:
         from ..protocol.conversation import Conversation
 
         app = self.app
-        app._stop_ingest()
+        app.projection.stop()
         app.heap.release()  # the open thread's objects may become garbage now
         conversation = Conversation(thread_id or "")
         app.cards.leave_thread(thread_id)
@@ -148,7 +148,7 @@ class Threads:
         except NotFoundError:
             history = None
         except ClientError as exc:
-            app._show_error(f"Cannot load the thread: {exc}")
+            app.show_error(f"Cannot load the thread: {exc}")
             return
         if app.conversation is not conversation:
             return  # switched again meanwhile
@@ -177,7 +177,7 @@ class Threads:
         settle_interrupted(conversation, status)  # a run the server no longer runs: show how it ended
         app.connection.show_queue()
         app.heap.settle()  # (before the stream's replay: a flood holds the collector)
-        app._start_ingest(conversation, thread_id, conversation.cursor)
+        app.projection.start(conversation, thread_id, conversation.cursor)
 
     def after_open(self, conversation: Conversation) -> None:
         from .widgets.turns import Frame
@@ -185,9 +185,9 @@ class Threads:
         app = self.app
         title = conversation.title or ""
         app.status_info.thread_title = title
-        app._refresh_pending(Frame(app.pending))
-        app._update_tasks(conversation)
-        app._update_run_state()
+        app.cards.refresh(Frame(app.pending))
+        app.run_status.update_tasks(conversation)
+        app.run_status.update_run_state()
         label = self.client.thread_label if self.client is not app.client else ""
         if label:
             app.sub_title = f"{title} · {label}" if title else label
@@ -265,20 +265,20 @@ class Threads:
         try:
             info = await self.client_of(source).rename_thread(thread_id, title)
         except ClientError as exc:
-            app._show_error(f"Cannot rename: {exc}")
+            app.show_error(f"Cannot rename: {exc}")
             return
         app.thread_list.update_title(thread_id, info.title)
         app.connection.titles.note(thread_id, info.title)
         if thread_id == app.thread_id and app.conversation is not None:
             app.conversation.title = info.title
-            app._update_title(app.conversation)
+            app.run_status.update_title(app.conversation)
 
     async def delete(self, thread_id: str, source: str | None = None) -> None:
         app = self.app
         try:
             await self.client_of(source).delete_thread(thread_id)
         except ClientError as exc:
-            app._show_error(f"Cannot delete: {exc}")
+            app.show_error(f"Cannot delete: {exc}")
             return
         app.thread_list.remove_thread(thread_id, source or None)
         if thread_id == app.thread_id:
