@@ -23,11 +23,16 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from .protocol.conversation import Conversation
 
 _MAX_DIAGNOSTICS_SHOWN = 50
 #: bytes read at a time: the file is folded as it is read, so memory does not grow with its size
 _CHUNK = 1 << 20
+#: JSON lines decoded by one ``json.loads`` call (as one array)
+_BATCH = 1000
 
 
 class _Diagnostics:
@@ -109,10 +114,9 @@ def _item(number: int, obj: Any, diagnostics: _Diagnostics) -> tuple[int | None,
     return event_id, obj
 
 
-def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tuple[int | None, Any]]:
-    """JSON lines, folded line by line as they are read; a single JSON array is read whole."""
-    from .protocol.sse import MAX_JSON_DEPTH, json_too_deep
-
+def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[list[tuple[int | None, Any]]]:
+    """JSON lines, decoded a batch of lines per ``json.loads`` call as they are read (a list of
+    ``(id, object)`` per batch); a single JSON array is read whole."""
     head = ""
     for chunk in chunks:  # up to the first non-blank chunk: the format shows there
         head += chunk
@@ -125,52 +129,175 @@ def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tu
         except (ValueError, RecursionError):
             whole = None
         if isinstance(whole, list):
-            for index, obj in enumerate(whole):
-                item = _item(index + 1, obj, diagnostics)
-                if item is not None:
-                    yield item
+            items = [_item(index + 1, obj, diagnostics) for index, obj in enumerate(whole)]
+            yield [item for item in items if item is not None]
             return
         chunks = iter([text])
     else:
         chunks = itertools.chain([head], chunks)
     pending = ""
-    number = 0
-    loads = json.loads
+    number = 0  # lines before the batch
     for chunk in itertools.chain(chunks, ["\n"]):
-        lines = (pending + chunk).split("\n")
-        pending = lines.pop()
-        for line in lines:
-            number += 1
+        text = pending + chunk
+        cut = text.rfind("\n")
+        if cut < 0:
+            pending = text
+            continue
+        pending = text[cut + 1 :]
+        lines = text[:cut].split("\n")
+        for start in range(0, len(lines), _BATCH):
+            batch = lines[start : start + _BATCH]
+            yield _decode_batch(batch, number, diagnostics)
+            number += len(batch)
+
+
+def _decode_batch(lines: list[str], number: int, diagnostics: _Diagnostics) -> list[tuple[int | None, Any]]:
+    """``lines`` (following line ``number``) as ``(id, object)`` items: one ``json.loads`` of them
+    all as one array when each is one JSON value, else line by line (blank lines, bad JSON, lines
+    nested too deep: each reported with its number)."""
+    from .protocol.sse import MAX_JSON_DEPTH, json_too_deep
+
+    objects: Any = None
+    numbers: list[int] | None = None  # each object's line, when decoded line by line
+    # (a line cannot nest deeper than it is long: the depth is looked at for long lines only)
+    if "" not in lines and (max(map(len, lines)) <= MAX_JSON_DEPTH or not any(
+            len(line) > MAX_JSON_DEPTH and json_too_deep(line) for line in lines)):
+        try:
+            objects = json.loads("[" + ",".join(lines) + "]")
+        except (ValueError, RecursionError):
+            objects = None
+        if objects is not None and len(objects) != len(lines):
+            objects = None  # a line held more than one value ("{...}, {...}"): line by line says which
+    if objects is None:
+        objects, numbers = [], []
+        for index, line in enumerate(lines):
             if not line.strip():
                 continue
-            # (a line cannot nest deeper than it is long: the check is for long lines only)
+            where = number + index + 1
             if len(line) > MAX_JSON_DEPTH and json_too_deep(line):
-                diagnostics.append(f"line {number}: nested deeper than {MAX_JSON_DEPTH} levels; skipped")
+                diagnostics.append(f"line {where}: nested deeper than {MAX_JSON_DEPTH} levels; skipped")
                 continue
             try:
-                obj = loads(line)
+                objects.append(json.loads(line))
             except (ValueError, RecursionError) as exc:
-                diagnostics.append(f"line {number}: not JSON ({exc})")
+                diagnostics.append(f"line {where}: not JSON ({exc})")
                 continue
-            if type(obj) is dict and "id" not in obj and obj.get("type", "run-sync") != "run-sync":
-                yield None, obj  # the common line: a bare event object, as it is
-                continue
-            item = _item(number, obj, diagnostics)
-            if item is not None:
-                yield item
+            numbers.append(where)
+    items: list[tuple[int | None, Any]] = []
+    for index, obj in enumerate(objects):
+        if type(obj) is dict and "id" not in obj and obj.get("type", "run-sync") != "run-sync":
+            items.append((None, obj))  # the common line: a bare event object, as it is
+            continue
+        item = _item(number + index + 1 if numbers is None else numbers[index], obj, diagnostics)
+        if item is not None:
+            items.append(item)
+    return items
 
 
-def _sse_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[tuple[int | None, Any]]:
-    """Raw SSE text, decoded a chunk at a time."""
+def _sse_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[list[tuple[int | None, Any]]]:
+    """Raw SSE text, decoded a chunk at a time (a list of ``(id, item)`` per chunk)."""
     from .protocol.sse import EventStreamDecoder
 
     decoder = EventStreamDecoder(raw_events=True, max_diagnostics=10_000)
     for chunk in chunks:
-        yield from decoder.feed(chunk)
+        yield decoder.feed(chunk)
         diagnostics.extend(decoder.diagnostics)
         decoder.diagnostics.clear()
-    yield from decoder.close(dispatch_incomplete=True)
+    yield decoder.close(dispatch_incomplete=True)
     diagnostics.extend(decoder.diagnostics)
+
+
+class _Fold:
+    """Folds items into a ``Conversation``, handing a run of consecutive text (or reasoning)
+    deltas of one agent, run and response over as one delta of their joined text.
+
+    The reducer appends a delta to its agent's last segment of the same kind and response, and
+    makes text visible character by character, so N deltas and one of their joined text fold into
+    the same tree. A run is joined only after its first delta folded cleanly (its message exists
+    and the reducer noted nothing: a delta for an unknown agent is reported once per delta, as
+    before); a delta with an id at or below the cursor is dropped as the conversation drops it."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        #: (type, runId, agentId, responseId) of the run being joined, or None
+        self.key: tuple[str, str, str, str | None] | None = None
+        self.parts: list[str] = []
+        #: the id of the last delta joined (None: none of them had one)
+        self.last_id: int | None = None
+
+    def feed(self, items: list[tuple[int | None, Any]]) -> None:
+        from .protocol.tree import RunSyncPayload
+
+        conversation = self.conversation
+        parts = self.parts
+        key = self.key
+        for event_id, data in items:
+            if type(data) is dict:
+                kind = data.get("type")
+                if kind == "text-delta" or kind == "reasoning-delta":
+                    payload = data.get("payload")
+                    text = payload.get("text") if type(payload) is dict else None
+                    ts = data.get("ts")
+                    user = data.get("userId")
+                    if (type(text) is str and (ts is None or type(ts) is int or type(ts) is float)
+                            and (user is None or type(user) is str)):
+                        here = (kind, data.get("runId"), data.get("agentId"), data.get("responseId"))
+                        if here == key:
+                            if event_id is not None:
+                                last = self.last_id
+                                if event_id <= (conversation.cursor if last is None else last):
+                                    continue  # a duplicate: the conversation would drop it
+                                self.last_id = event_id
+                            parts.append(text)
+                            continue
+                        self.flush()
+                        key = self.key = self._start(event_id, data, here)
+                        continue
+                if key is not None:
+                    self.flush()
+                    key = None
+                conversation.apply_wire(event_id, data)
+            else:
+                if key is not None:
+                    self.flush()
+                    key = None
+                if isinstance(data, RunSyncPayload):
+                    conversation.apply(event_id, data)
+                else:
+                    conversation.apply_wire(event_id, data)
+
+    def _start(self, event_id: int | None, data: dict[str, Any],
+               key: tuple[Any, Any, Any, Any]) -> tuple[str, str, str, str | None] | None:
+        """Fold the first delta of a run; its key when the next ones may be joined to it."""
+        _kind, run, agent, rid = key
+        conversation = self.conversation
+        message = conversation.message_for_run(run) if type(run) is str else None
+        if (message is None or message.reducer is None or type(agent) is not str
+                or not (rid is None or type(rid) is str)):
+            conversation.apply_wire(event_id, data)
+            return None
+        reducer = message.reducer
+        noted = reducer.diagnostic_count, len(conversation.diagnostics)
+        if not conversation.apply_wire(event_id, data):
+            return None
+        if (reducer.diagnostic_count, len(conversation.diagnostics)) != noted:
+            return None
+        self.last_id = None
+        return key
+
+    def flush(self) -> None:
+        """Fold the joined deltas of the current run, if any."""
+        key, parts, last_id = self.key, self.parts, self.last_id
+        self.key = self.last_id = None
+        if key is None or not parts:
+            return
+        kind, run, agent, rid = key
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+        parts.clear()
+        joined = {"type": kind, "runId": run, "agentId": agent, "payload": {"text": text}}
+        if rid is not None:
+            joined["responseId"] = rid
+        self.conversation.apply_wire(last_id, joined)
 
 
 def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
@@ -180,7 +307,6 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
     from .protocol.conversation import Conversation
     from .protocol.safe_text import json_safe, visible
     from .protocol.text_render import render_text
-    from .protocol.tree import RunSyncPayload
 
     diagnostics = _Diagnostics()
     conversation = Conversation()
@@ -188,12 +314,11 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
         stream = _open(name)
         try:
             is_json, chunks = _split_format(_chunks(stream))
-            items = _json_items(chunks, diagnostics) if is_json else _sse_items(chunks, diagnostics)
-            for event_id, item in items:
-                if isinstance(item, RunSyncPayload):
-                    conversation.apply(event_id, item)
-                else:
-                    conversation.apply_wire(event_id, item)
+            batches = _json_items(chunks, diagnostics) if is_json else _sse_items(chunks, diagnostics)
+            fold = _Fold(conversation)
+            for batch in batches:
+                fold.feed(batch)
+            fold.flush()
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()

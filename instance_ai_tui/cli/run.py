@@ -92,6 +92,9 @@ def main(args: argparse.Namespace) -> int:
 
     policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
     try:
+        lean = our_server_only(args)
+        if lean is not None:  # no Settings to build: what a short run waits for before its request
+            return exit_now(asyncio.run(_main(None, args, policy, None, lean)))
         settings = settings_from_args(args)
         gateway = gateway_from_args(args)
         remote = settings.remote
@@ -108,6 +111,43 @@ def main(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+#: flags that only embedded mode, n8n or the gateway use: with any of them ``run`` builds the full ``Settings``
+_NOT_OUR_SERVER_FLAGS = ("email", "gateway", "gateway_allow", "db", "model", "workspace", "mcp")
+
+
+def our_server_only(args: argparse.Namespace, env: dict[str, str] | None = None) -> tuple[str, str | None] | None:
+    """``(url, token)`` when ``run`` goes to a server by ``--url`` and needs nothing else of the
+    settings (no n8n login, gateway or embedded-mode flag; the file's ``[remote]`` table holds only
+    strings and names no other dialect): then no ``Settings`` are built, and neither pydantic's
+    models of the settings nor their validation are waited for before the first request. Anything
+    else (``None``) goes through ``cli.connection.settings_from_args``, which reports a broken file
+    or a wrong value as before. The file's other tables are not read on this path.
+
+    The precedence is ``settings_from_args``'s: ``--url``; ``--token``, else ``INSTANCE_AI_TOKEN``,
+    else the file's ``remote.token``."""
+    import os
+
+    from ..client.factory import TOKEN_ENV
+    from ..config_file import ConfigFileError, config_path, read_config_file
+
+    url = getattr(args, "url", None)
+    if not url or getattr(args, "dialect", None) not in (None, "instance-ai"):
+        return None
+    if any(getattr(args, name, None) for name in _NOT_OUR_SERVER_FLAGS):
+        return None
+    try:
+        data = read_config_file(config_path())
+    except ConfigFileError:
+        return None  # the full path says what is wrong with the file
+    remote = data.get("remote", {})
+    if not isinstance(remote, dict) or any(not isinstance(value, str) for value in remote.values()):
+        return None
+    if remote.get("email") or remote.get("dialect") not in (None, "instance-ai"):
+        return None
+    token = getattr(args, "token", None) or (os.environ if env is None else env).get(TOKEN_ENV) or remote.get("token")
+    return url, token or None
 
 
 def exit_now(code: int) -> int:
@@ -130,13 +170,12 @@ def exit_now(code: int) -> int:
     os._exit(code)
 
 
-async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: Any = None) -> int:
+async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: Any = None,
+                lean: tuple[str, str | None] | None = None) -> int:
     import asyncio
     import signal
 
-    from ..client.factory import open_client
-
-    client = await open_client(settings)
+    client, own_http = await open_run_client(settings, args, lean)
     shared = None
     if gateway is not None:
         from ..client import gateway_flag
@@ -185,6 +224,55 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         if shared is not None:
             await shared.stop()
         await client.close()
+        if own_http is not None:
+            await own_http.aclose()
+
+
+async def open_run_client(settings: Any, args: argparse.Namespace | None = None,
+                          lean: tuple[str, str | None] | None = None) -> tuple[Client, Any]:
+    """The opened client (``client.factory.open_client``), and the HTTP client to close after it
+    (or None). ``lean``: ``(url, token)`` from ``our_server_only`` instead of ``settings``.
+
+    A ``--url`` of unknown dialect is first taken for our server: the ``RemoteClient``'s own health
+    request is the detection (``open_client`` asks ``/instance-ai/health`` once to detect and once
+    more to open, each on an HTTP client of its own); its HTTP client loads no certificate store for
+    a plain ``http://`` URL (redirects are not followed). A server that answers but is not ours
+    (n8n) goes through ``open_client`` (its detection says which it is)."""
+    from ..client.factory import open_client
+
+    if lean is not None:
+        url, token = lean
+    else:
+        remote = settings.remote
+        if not remote.url or remote.dialect or remote.email:
+            return await open_client(settings), None
+        url, token = remote.url, remote.token.get_secret_value() if remote.token else None
+    import httpx
+
+    from ..client.base import AuthError, ClientError, ServerUnreachable
+    from ..client.remote import RemoteClient, normalise_base_url
+
+    base = normalise_base_url(url)
+    http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
+    client = RemoteClient(base, token, http=http)
+    try:
+        await client.open()
+    except ClientError as exc:
+        await client.close()
+        await http.aclose()
+        if isinstance(exc, AuthError | ServerUnreachable):
+            raise
+        if settings is None:  # it answered, but not as our server: n8n needs the full settings
+            from .connection import settings_from_args
+
+            assert args is not None
+            settings = settings_from_args(args)
+        return await open_client(settings), None
+    except BaseException:
+        await client.close()
+        await http.aclose()
+        raise
+    return client, http
 
 
 class HeadlessRun:
@@ -207,6 +295,8 @@ class HeadlessRun:
         import uuid
 
         self.client = client
+        #: no thread was given: a new one, known not to exist (no history to ask for)
+        self._new_thread = thread_id is None
         self.thread_id = thread_id or str(uuid.uuid4())
         self.message = message
         self.json_mode = json_mode
@@ -338,12 +428,16 @@ class HeadlessRun:
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
 
-        try:
-            history = await self.client.messages(self.thread_id)
-            cursor = history.next_event_id - 1
-        except NotFoundError:
+        if self._new_thread:
             await self.client.create_thread(self.thread_id)
             cursor = 0
+        else:
+            try:
+                history = await self.client.messages(self.thread_id)
+                cursor = history.next_event_id - 1
+            except NotFoundError:
+                await self.client.create_thread(self.thread_id)
+                cursor = 0
         self.run_id = await self.client.send(self.thread_id, self.message)
         if not self.json_mode:
             self._note(f"[thread {self.thread_id} · run {self.run_id}]")
