@@ -18,18 +18,11 @@ from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from tests.support.fake_n8n import Emit, FakeN8n, Say, Step
+from tests.support.waiting import until
 
 from .conftest import make_client
 
 SIZE = (120, 44)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
 
 
 SETUP_ITEMS = [
@@ -61,15 +54,6 @@ async def fake() -> AsyncIterator[FakeN8n]:
 
 def make_app(client: N8nClient, **kwargs: Any) -> InstanceAiApp:
     return InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 8.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s (line {predicate.__code__.co_firstlineno})")
-        await pilot.pause(0.03)
 
 
 async def send(app: InstanceAiApp, pilot: Any, text: str) -> None:

@@ -21,27 +21,15 @@ from instance_ai_tui.config import Settings
 from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets import n8n_cards
-from instance_ai_tui.tui.widgets.confirmations import (
-    GRACE_SECONDS,
-    ApprovalCard,
-    ConfirmCard,
-    TextCard,
-    build_card,
-)
+from instance_ai_tui.tui.widgets.card_factory import build_card
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, ConfirmCard, TextCard
 from tests.support.fake_n8n import FakeN8n
 from tests.support.n8n_shapes import SHAPES, ShapeScript
+from tests.support.waiting import until
 
 from .conftest import make_client
 
 SIZE = (120, 44)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
 
 
 @pytest.fixture
@@ -58,15 +46,6 @@ async def shapes_fake() -> AsyncIterator[tuple[FakeN8n, ShapeScript]]:
 
 def make_app(client: N8nClient, **kwargs: Any) -> InstanceAiApp:
     return InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 8.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s (line {predicate.__code__.co_firstlineno})")
-        await pilot.pause(0.03)
 
 
 def focused_card(app: InstanceAiApp) -> ConfirmCard | None:

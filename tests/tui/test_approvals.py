@@ -10,7 +10,6 @@ server does while the user is busy with something else.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from textual.command import CommandPalette
@@ -21,17 +20,9 @@ from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCar
 from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from instance_ai_tui.tui.widgets.thread_list import RenameThreadScreen
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import SIZE, approval_run, ev, make_app
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 20.0) -> None:  # generous: a shared, loaded machine
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s: line {predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.02)
 
 
 def running_log(run: str = "r1") -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ raw, and the visible stand-ins (``␛]52;``) must.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any, ClassVar
 
@@ -21,6 +20,7 @@ from textual.drivers.headless_driver import HeadlessDriver
 from instance_ai_tui.client.base import ClientError, ConnectionState
 from instance_ai_tui.protocol.api import ModelInfo, ModelList, ThreadPermissions
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 from tests.tui.scripts import ev, make_app
 
 HOSTILE = "ok\x1b]52;c;cHduZWQ=\x07 wipe\x1b[2J title\x1b]0;pwned\x07 csi\x9b2J nel\x85 \u202eevil\u202c end"
@@ -126,12 +126,19 @@ def hostile_run(run: str, *, card: str) -> list[dict[str, Any]]:
     return events
 
 
-async def until(predicate: Any, pilot: Any, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, f"condition not reached in {timeout} s"
-        await pilot.pause(0.05)
+def drawn(*texts: str) -> bool:
+    """Whether each of ``texts`` has been written to the terminal so far."""
+    plain = _TEXTUAL_CSI.sub("", "".join(CapturingDriver.output))
+    return all(text in plain for text in texts)
+
+
+def open_folded(app: Any) -> bool:
+    """Open every block of the conversation still folded; whether none was."""
+    folded = [block for turn in app.view.assistant_turns() for block in turn.query("*")
+              if getattr(block, "expanded", True) is False and hasattr(block, "action_toggle_block")]
+    for block in folded:
+        block.action_toggle_block()
+    return not folded
 
 
 async def _sweep(card: str) -> str:
@@ -152,20 +159,21 @@ async def _sweep(card: str) -> str:
         app.show_error(f"Cannot list threads: {ClientError(HOSTILE)}")  # as the app words a server's error
         app._on_connection_state(ConnectionState.OFFLINE, client_detail(HOSTILE))
         app.notify(f"raw {HOSTILE}", title="note")  # any notification, whatever built its text
-        await pilot.pause(0.3)
-        for _round in range(3):  # every block open (a sub-agent's own blocks mount once it is)
-            for turn in app.view.assistant_turns():
-                for block in list(turn.query("*")):
-                    if getattr(block, "expanded", True) is False and hasattr(block, "action_toggle_block"):
-                        block.action_toggle_block()
-            await pilot.pause(0.3)
+        await until(lambda: drawn("second ok␛", "Cannot list threads: ok␛", "raw ok␛"), pilot, interval=0.1)
+        # every block open (a sub-agent's own blocks mount once it is), until the conversation's texts are drawn
+        # (the pickers' texts and the renamed title are checked at the end, once the pickers were drawn)
+        conversation = [text for text in DRAWN if text not in ("toolok␛", "modelok␛", "renamed ok␛")]
+        await until(lambda: open_folded(app) and drawn(*conversation), pilot, interval=0.1,
+                    what=f"every block open and drawn: {conversation}")
         app.actions.show_permissions()
-        await pilot.pause(0.5)
+        await until(lambda: drawn("toolok␛"), pilot, interval=0.1)
         await pilot.press("escape")
+        main = app.screen_stack[0]
+        await until(lambda: app.screen is main, pilot)
         app.actions.choose_model()
-        await pilot.pause(0.5)
+        await until(lambda: drawn("modelok␛"), pilot, interval=0.1)
         await pilot.press("escape")
-        await pilot.pause(0.3)
+        await until(lambda: app.screen is main, pilot)
     return "".join(CapturingDriver.output)
 
 

@@ -24,17 +24,9 @@ from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.startup import FirstFramePrefs, Started, Startup
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import SIZE, make_app, simple_run
-
-
-async def until(predicate: Any, pilot: Any, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s (line {predicate.__code__.co_firstlineno})")
-        await pilot.pause(0.02)
 
 
 def _answer(body: dict[str, Any]) -> MockResponse:
@@ -77,12 +69,11 @@ async def test_ctrl_n_at_the_first_frame_then_send_the_message_reaches_the_model
             first = asyncio.get_running_loop().time()
             await pilot.press("ctrl+n")
             wait = first + delay - asyncio.get_running_loop().time()
-            if wait > 0:
+            if wait > 0:  # the person types ``delay`` s after the first frame: the scenario, not a wait
                 await asyncio.sleep(wait)
             app.prompt.load_text(text)
             await pilot.press("enter")
-            await pilot.pause(0.05)
-            assert app.prompt.text == ""  # taken at once: sent or queued, never left in the prompt
+            await until(lambda: app.prompt.text == "", pilot)  # taken: sent or queued, never left in the prompt
             assert not any("Not sent" in str(n.message) for n in app._notifications)
             await until(lambda: text in _user_texts(server), pilot)
             await app.wait_until_ready()
@@ -115,8 +106,8 @@ async def test_a_message_sent_while_a_thread_opens_waits_and_goes_to_that_thread
         await until(lambda: app.threads.opening > 0 and app.focused is app.prompt, pilot)
         await pilot.press(*["space" if c == " " else c for c in "list my workflows"])
         await pilot.press("enter")
-        await pilot.pause(0.1)
-        assert app.prompt.text == "" and [i.text for i in app.connection.queue.items] == ["list my workflows"]
+        await until(lambda: [i.text for i in app.connection.queue.items] == ["list my workflows"], pilot)
+        assert app.prompt.text == ""
         assert "queued: list my workflows" in " ".join(str(w.render()) for w in app.query(".queued-text"))
         assert not [c for c in client.calls if c[0] == "send"]
         gate.set()
