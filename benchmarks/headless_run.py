@@ -1,6 +1,6 @@
 """Headless run: ``instance-ai run --url`` for one short answer, side by side with curl + SSE.
 
-    python benchmarks/headless_run.py [--runs 5]
+    python benchmarks/headless_run.py [--runs 5] [--baseline PATH_TO_OTHER_CHECKOUT]
 
 What a person (or a script) waits for: from typing ``instance-ai run --url URL "message"`` to
 having the answer and the prompt back. One ``instance-ai serve`` is started, its model the local
@@ -13,6 +13,7 @@ turns run after run so the load falls on both alike:
   send (``POST /chat/:id``) and read ``GET /events/:id`` (SSE) until the run's ``run-finish``,
   from exec to exit (the floor of any client of the protocol).
 
+With ``--baseline`` the other checkout's ``run --url`` takes its turn too (before / after in one run).
 Each is timed from exec to exit with its own CPU (``wait4``), and ``ours`` also to the moment its
 first request reached the server and to the ``run-finish`` it printed: ``exit_after_finish_s`` is
 how long it stayed after the run had finished. Printed JSON: per form ``p50/min/max/runs``,
@@ -121,13 +122,16 @@ def our_server(model_url: str) -> Iterator[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout whose 'run --url' takes turns with ours (e.g. the code before a change)")
     args = parser.parse_args()
     if shutil.which("curl") is None or shutil.which("bash") is None:
         print(json.dumps({"skipped": "needs curl and bash"}))
         return 0
     started_load = load()
-    walls: dict[str, list[float | None]] = {"ours": [], "curl": []}
-    cpus: dict[str, list[float | None]] = {"ours": [], "curl": []}
+    forms = ("ours", "curl", "baseline") if args.baseline is not None else ("ours", "curl")
+    walls: dict[str, list[float | None]] = {form: [] for form in forms}
+    cpus: dict[str, list[float | None]] = {form: [] for form in forms}
     first_request: list[float | None] = []
     exit_after_finish: list[float | None] = []
     failures: list[str] = []
@@ -137,16 +141,19 @@ def main() -> int:
             with our_server(model.base_url) as url:
                 env = env_for(tmp, model.base_url)
                 for n in range(-1, args.runs):  # run -1 warms the caches
-                    for form in ("ours", "curl"):
+                    for form in forms:
                         token = f"headless-{form}-{n}-{uuid.uuid4().hex[:6]}"
-                        if form == "ours":
-                            argv = [sys.executable, "-m", "instance_ai_tui", "run", "--url", url, "--json", token]
-                        else:
+                        form_env = env
+                        if form == "curl":
                             argv = ["bash", "-c", CURL_SCRIPT, "curl-bench", url, str(uuid.uuid4()), token]
+                        else:
+                            argv = [sys.executable, "-m", "instance_ai_tui", "run", "--url", url, "--json", token]
+                            if form == "baseline":
+                                form_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
                         started = time.monotonic()
-                        result = timed_run(argv, env=env, cwd=tmp)
+                        result = timed_run(argv, env=form_env, cwd=tmp)  # (not a checkout: PYTHONPATH's code runs)
                         ended = started + result.wall_s
-                        if result.returncode != 0 or (form == "ours" and ANSWER.split()[0] not in result.stdout):
+                        if result.returncode != 0 or (form != "curl" and ANSWER.split()[0] not in result.stdout):
                             failures.append(f"{form} run {n}: exit {result.returncode}: {result.stderr[-300:]}")
                             continue
                         if n < 0:
@@ -166,6 +173,10 @@ def main() -> int:
                                     "exit_after_finish_s": summary(exit_after_finish)},
                            "curl": {"wall_s": summary(walls["curl"]), "cpu_s": summary(cpus["curl"])}}
     out["ratio_p50"] = ratio(out["ours"]["wall_s"]["p50"], out["curl"]["wall_s"]["p50"])
+    if args.baseline is not None:
+        out["baseline"] = {"checkout": str(args.baseline), "wall_s": summary(walls["baseline"]),
+                           "cpu_s": summary(cpus["baseline"])}
+        out["baseline_ratio_p50"] = ratio(out["baseline"]["wall_s"]["p50"], out["curl"]["wall_s"]["p50"])
     out["target_ratio"] = TARGET_RATIO
     out["meets_target"] = out["ratio_p50"] is not None and out["ratio_p50"] <= TARGET_RATIO
     out["failures"] = failures
