@@ -239,3 +239,88 @@ def test_argument_parsing_lives_in_the_cli_package() -> None:
                 outside.append(str(path.relative_to(PACKAGE)))
     assert outside == []
     assert (PACKAGE / "cli" / "__init__.py").is_file()
+
+
+TUI = PACKAGE / "tui"
+
+
+def tui_module_graph() -> dict[str, set[str]]:
+    """The modules of ``tui/`` and the modules of ``tui/`` each imports: at any depth, lazy and
+    ``TYPE_CHECKING`` imports included (a type-only import is a cycle for a reader and for mypy)."""
+    names = {".".join(path.relative_to(TUI).with_suffix("").parts): path for path in TUI.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        here = ["tui", *name.split(".")]  # (``widgets.__init__``: ``from . import x`` is widgets' x)
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = ".".join(here[: len(here) - node.level] + ([node.module] if node.module else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("instance_ai_tui.tui"):
+                base = (node.module or "").removeprefix("instance_ai_tui.")
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name.removeprefix("instance_ai_tui.") for alias in node.names]
+            for target in targets:
+                parts = target.split(".")
+                if parts[0] != "tui":
+                    continue
+                # the longest prefix that is a module of tui/ (``from .widgets.x import Y``: ``widgets.x``)
+                for end in range(len(parts), 1, -1):
+                    module = ".".join(parts[1:end])
+                    if module in names and module != name:
+                        found.add(module)
+                        break
+        graph[name] = found
+    return graph
+
+
+#: ``boot.py`` is the app's start-up half (``InstanceAiApp.on_mount`` runs it and it fills the app's
+#: fields); it still takes the app itself. The one pair allowed until it takes a protocol too.
+TUI_CYCLE_ALLOWED = {("app", "boot")}
+
+
+def test_the_tui_modules_form_no_import_cycle() -> None:
+    graph = tui_module_graph()
+    assert {"app", "projection", "ports", "widgets.confirmations", "widgets.card_factory"} <= set(graph)
+    assert "ports" in graph["projection"] and "app" not in graph["projection"]
+    for a, b in TUI_CYCLE_ALLOWED:
+        graph[b].discard(a)
+    assert _cycle(graph) == []
+
+
+def test_the_tui_graph_sees_type_only_imports() -> None:
+    assert "app" in tui_module_graph()["boot"]  # (``from .app import InstanceAiApp`` under TYPE_CHECKING)
+
+
+# What Textual calls by name (bindings, handlers, hooks) and the headless hooks tests, scripts and
+# benchmarks use may stay one-line calls into a room; nothing else on the app forwards.
+APP_ALLOWED_FORWARDS = {"attach", "wait_until_rendered", "send_message", "run_slash_command", "copy_text",
+                        "export_thread", "refresh_after_settle", "_frame", "_boot", "open_thread"}
+ROOMS = {"threads", "sender", "cards", "run_status", "actions", "connection", "projection", "pending_watch",
+         "terminal", "view", "heap"}
+
+
+def _forwards_to_a_room(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = [stmt for stmt in function.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]  # (the docstring)
+    if len(body) != 1 or not isinstance(body[0], (ast.Expr, ast.Return)) or body[0].value is None:
+        return False
+    call = body[0].value.value if isinstance(body[0].value, ast.Await) else body[0].value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return False
+    owner = call.func.value
+    return (isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self"
+            and owner.attr in ROOMS)
+
+
+def test_the_app_has_no_one_line_forwards_to_its_rooms() -> None:
+    tree = ast.parse((TUI / "app.py").read_text(encoding="utf-8"))
+    app = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "InstanceAiApp")
+    forwards = {
+        node.name for node in app.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _forwards_to_a_room(node)
+        and not node.name.startswith(("on_", "action_", "check_")) and not node.decorator_list
+    }
+    assert forwards <= APP_ALLOWED_FORWARDS, sorted(forwards - APP_ALLOWED_FORWARDS)

@@ -11,17 +11,62 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client.base import ClientError
 from .deferred import Deferred
+from .ports import Ui
 
 if TYPE_CHECKING:
-    from .app import InstanceAiApp
+    from textual.theme import Theme
+
+    from ..client.base import Client
+    from ..protocol.conversation import Conversation
+    from .keymap import KeyMap
+    from .run_status import RunStatus
+    from .themes import ThemeManager
+    from .widgets.conversation_view import ConversationView
+    from .widgets.prompt import PromptInput
+    from .widgets.status_line import StatusInfo, StatusLine
+
+
+class ActionsHost(Ui, Protocol):
+    """What the actions use of the app."""
+
+    conversation: Conversation | None
+    thread_id: str | None
+    keys: KeyMap
+    theme: str
+    theme_manager: ThemeManager | None
+    view: ConversationView
+    prompt: PromptInput
+    status_info: StatusInfo
+    status_line: StatusLine
+    run_status: RunStatus
+
+    @property
+    def thread_client(self) -> Client: ...
+
+    @property
+    def is_web(self) -> bool: ...
+
+    @property
+    def available_themes(self) -> dict[str, Theme]: ...
+
+    def search_themes(self) -> None: ...
+
+    def copy_to_clipboard(self, text: str) -> None: ...
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None: ...
+
+    async def open_thread(self, thread_id: str | None, source: str | None = None) -> None: ...
+
+    async def send_message(self, text: str) -> str | None: ...
 
 
 class Actions:
-    def __init__(self, app: InstanceAiApp) -> None:
+    def __init__(self, app: ActionsHost) -> None:
         self.app = app
         self._interrupt_at = 0.0
         self._find_hit: Any = None

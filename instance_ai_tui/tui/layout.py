@@ -10,7 +10,7 @@ focuses the prompt as it is composed, so keys typed while the app starts go ther
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
@@ -19,7 +19,40 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 if TYPE_CHECKING:
-    from .app import InstanceAiApp
+    from textual.css.query import DOMQuery
+    from textual.widget import AwaitMount, Widget
+
+    from .connection import ConnectionWatcher
+    from .widgets.conversation_view import ConversationView
+    from .widgets.find_bar import FindBar
+    from .widgets.n8n_activity import N8nActivity
+    from .widgets.prompt import PromptInput
+    from .widgets.status_line import StatusInfo, StatusLine
+    from .widgets.tasks_panel import TasksPanel
+    from .widgets.thread_list import ThreadList
+
+
+class LayoutHost(Protocol):
+    """The widgets the screen is made of (created by the app), and where they are mounted."""
+
+    hidden_mounted: bool
+    status_info: StatusInfo
+    thread_list: ThreadList
+    view: ConversationView
+    prompt: PromptInput
+    status_line: StatusLine
+    find_bar: FindBar
+    badge: Static
+    n8n_activity: N8nActivity
+    tasks_panel: TasksPanel
+    connection: ConnectionWatcher
+
+    def query_one(self, selector: str) -> Widget: ...
+
+    def query(self, selector: str) -> DOMQuery[Widget]: ...
+
+    def mount(self, *widgets: Widget, before: int | str | Widget | None = None,
+              after: int | str | Widget | None = None) -> AwaitMount: ...
 
 
 class MainScreen(Screen[Any]):
@@ -29,7 +62,7 @@ class MainScreen(Screen[Any]):
     AUTO_FOCUS = "#prompt"
 
 
-def compose(app: InstanceAiApp) -> ComposeResult:
+def compose(app: LayoutHost) -> ComposeResult:
     """What the first frame shows."""
     yield app.thread_list
     with Vertical(id="main"):
@@ -41,7 +74,7 @@ def compose(app: InstanceAiApp) -> ComposeResult:
     yield Footer()
 
 
-def mount_hidden(app: InstanceAiApp) -> AwaitComplete | None:
+def mount_hidden(app: LayoutHost) -> AwaitComplete | None:
     """Mount what is hidden at start (see the module docstring). Once; ``None`` after that."""
     if app.hidden_mounted:
         return None
@@ -68,7 +101,7 @@ def demo_banner() -> Horizontal:
     )
 
 
-def show_demo_banner(app: InstanceAiApp) -> None:
+def show_demo_banner(app: LayoutHost) -> None:
     """Mount the demo banner once the app knows the demo answers (after the settings are read, and
     again once a server by ``--url`` has said which model it runs)."""
     if app.status_info.demo and not app.query("#demo-banner"):

@@ -11,15 +11,44 @@ active, a session that ended (n8n: a login dialog), a server that did not answer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.content import Content
 
 from ..client.base import ClientError, ConnectionState, ReadOnlyError, RunActiveError
 from . import commands
+from .commands import CommandHost
+from .ports import Ui
 
 if TYPE_CHECKING:
-    from .app import InstanceAiApp
+    import asyncio
+
+    from ..client.base import Client
+    from ..protocol.conversation import Conversation
+    from .connection import ConnectionWatcher
+    from .projection import Projection
+    from .threads import Threads
+    from .widgets.conversation_view import ConversationView
+    from .widgets.prompt import PromptInput
+    from .widgets.thread_list import ThreadList
+
+
+class SenderHost(Ui, CommandHost, Protocol):
+    """What sending uses of the app (and hands to the slash commands and the login screen)."""
+
+    client: Client
+    conversation: Conversation | None
+    thread_id: str | None
+    ready: asyncio.Event
+    view: ConversationView
+    prompt: PromptInput
+    thread_list: ThreadList
+    connection: ConnectionWatcher
+    threads: Threads
+    projection: Projection
+
+    @property
+    def thread_client(self) -> Client: ...
 
 
 #: a message refused because a run is still ending is tried again this many times, this far apart
@@ -28,7 +57,7 @@ RUN_ACTIVE_WAIT = 0.5
 
 
 class Sender:
-    def __init__(self, app: InstanceAiApp) -> None:
+    def __init__(self, app: SenderHost) -> None:
         self.app = app
         #: text -> how often it met "a run is active" in a row (``RUN_ACTIVE_RETRIES``)
         self._run_active_tries: dict[str, int] = {}

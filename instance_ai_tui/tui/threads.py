@@ -10,17 +10,58 @@ order, so nothing shows twice; ``thread_client`` is the client of the thread tha
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.content import Content
 
 from ..client.base import Client, ClientError, NotFoundError
 from .connection import settle_interrupted
 from .deferred import Deferred
+from .ports import Ui
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..protocol.conversation import Conversation
-    from .app import InstanceAiApp
+    from .actions import Actions
+    from .cards import Cards
+    from .connection import ConnectionWatcher
+    from .heap import HeapPolicy
+    from .keymap import KeyMap
+    from .projection import Projection
+    from .run_status import RunStatus
+    from .widgets.conversation_view import ConversationView
+    from .widgets.n8n_activity import N8nActivity
+    from .widgets.prompt import PromptInput
+    from .widgets.status_line import StatusInfo, StatusLine
+    from .widgets.thread_list import ThreadList
+
+
+class ThreadsHost(Ui, Protocol):
+    """What opening threads uses of the app: the open thread's state, the widgets it resets, the
+    rooms it hands the new thread to."""
+
+    client: Client
+    conversation: Conversation | None
+    thread_id: str | None
+    pending: set[str]
+    sub_title: str
+    keys: KeyMap
+    heap: HeapPolicy
+    ready: asyncio.Event
+    view: ConversationView
+    prompt: PromptInput
+    status_info: StatusInfo
+    status_line: StatusLine
+    thread_list: ThreadList
+    n8n_activity: N8nActivity
+    projection: Projection
+    connection: ConnectionWatcher
+    cards: Cards
+    run_status: RunStatus
+    actions: Actions
+
+    def action_new_thread(self) -> None: ...
 
 
 #: messages a thread opens with (as n8n's own frontend asks for); older ones on request
@@ -30,7 +71,7 @@ HISTORY_PAGE = 100
 class Threads:
     """The open thread and the thread sources of ``app``."""
 
-    def __init__(self, app: InstanceAiApp, sources: list[Client]) -> None:
+    def __init__(self, app: ThreadsHost, sources: list[Client]) -> None:
         self.app = app
         #: extra thread sources by ``Client.source`` (the main client is ``app.client``)
         self.sources: dict[str, Client] = {source.source: source for source in sources}

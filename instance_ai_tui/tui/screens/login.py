@@ -8,7 +8,7 @@ then says, in its banner, that it cannot send until it is logged in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,7 +21,20 @@ from ...client.base import AuthError, Client, ClientError
 from .. import keymap
 
 if TYPE_CHECKING:
-    from ..app import InstanceAiApp
+    from collections.abc import Awaitable
+
+    from textual.screen import Screen
+
+    from ..connection import ConnectionWatcher
+
+
+class LoginHost(Protocol):
+    """What ``offer_login`` uses of the app."""
+
+    client: Client
+    connection: ConnectionWatcher
+
+    def push_screen_wait(self, screen: Screen[Any]) -> Awaitable[Any]: ...
 
 NOT_LOGGED_IN = "not logged in to n8n — quit (Ctrl+Q) and start again to log in; nothing can be sent meanwhile."
 
@@ -130,7 +143,7 @@ class LoginScreen(ModalScreen[bool]):
         self.dismiss(True)
 
 
-async def offer_login(app: InstanceAiApp, error: ClientError) -> bool:
+async def offer_login(app: LoginHost, error: ClientError) -> bool:
     """After ``open()`` failed: a login dialog when the client can log in and the failure was
     about credentials. Returns whether the client is open now. Call from a worker."""
     client = app.client

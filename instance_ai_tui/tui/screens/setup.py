@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,9 +22,25 @@ from textual.widgets import Button, Label, Static
 from .. import keymap
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from textual.screen import Screen
+
     from ...client.base import Client
     from ...config import Settings
-    from ..app import InstanceAiApp
+    from ..connection import ConnectionWatcher
+
+
+class SetupHost(Protocol):
+    """What ``check_model_setup`` uses of the app."""
+
+    client: Client
+    settings: Settings
+    connection: ConnectionWatcher
+
+    def push_screen_wait(self, screen: Screen[Any]) -> Awaitable[Any]: ...
+
+    def exit(self, result: None = None, return_code: int = 0, message: str | None = None) -> None: ...
 
 
 def missing_model_key(client: Client, settings: Settings, env: Mapping[str, str] | None = None) -> str | None:
@@ -95,7 +111,7 @@ class SetupScreen(ModalScreen[str]):
         self.dismiss("browse")
 
 
-async def check_model_setup(app: InstanceAiApp) -> bool:
+async def check_model_setup(app: SetupHost) -> bool:
     """Show the setup screen when the embedded model has no key. Returns ``False`` if the
     user quit. Call from a worker."""
     reason = missing_model_key(app.client, app.settings)
