@@ -143,7 +143,7 @@ async def take_screenshots(
             shot("approval-card")
 
             # 2. approve with the key a user presses, wait for the final answer
-            app.go_to_pending()
+            app.cards.go_to()
             await pilot.pause()
             await pilot.press("y")
             conversation = app.conversation
@@ -179,7 +179,7 @@ async def take_screenshots(
             await _wait_for("the questions", lambda: bool(app.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)
-            app.go_to_pending()
+            app.cards.go_to()
             app.view.follow()  # the whole card, at the bottom
             await settle()
             shot("questions-wizard")
