@@ -8,7 +8,6 @@ that answer each card and the exact JSON body the fake received; a card restored
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +21,8 @@ from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets import n8n_cards
 from instance_ai_tui.tui.widgets.card_factory import build_card
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, ConfirmCard, TextCard
+from instance_ai_tui.tui.widgets.confirmations import ApprovalCard, ConfirmCard, TextCard
+from tests.support.cards import card_text, go_to_card
 from tests.support.fake_n8n import FakeN8n
 from tests.support.n8n_shapes import SHAPES, ShapeScript
 from tests.support.waiting import until
@@ -48,44 +48,12 @@ def make_app(client: N8nClient, **kwargs: Any) -> InstanceAiApp:
     return InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, **kwargs)
 
 
-def focused_card(app: InstanceAiApp) -> ConfirmCard | None:
-    node = app.focused
-    while node is not None and not isinstance(node, ConfirmCard):
-        node = node.parent
-    return node
-
-
 async def open_card(app: InstanceAiApp, pilot: Any, shape: str) -> ConfirmCard:
     app.prompt.focus()
     app.prompt.load_text(f"shape:{shape}")
     await pilot.press("enter")
-    await until(lambda: bool(app.query(ConfirmCard)), pilot)
     # a card takes keys once the person goes to it (issue 32): Ctrl+G, as a person would
-    card = await focus_pending(app, pilot)
-    await pilot.pause(GRACE_SECONDS + 0.05)  # past the key grace period
-    return card
-
-
-async def focus_pending(app: InstanceAiApp, pilot: Any) -> ConfirmCard:
-    """Ctrl+G until a card keeps the focus (the history's card is rebuilt once the stream's
-    ``run-sync`` frame arrives, so the first one may go away)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 8.0
-    while loop.time() < deadline:
-        await pilot.press("ctrl+g")
-        await pilot.pause(0.3)
-        card = focused_card(app)
-        if card is not None and card.is_attached:
-            await pilot.pause(0.3)
-            if focused_card(app) is card:
-                return card
-    raise AssertionError("no pending card keeps the focus")
-
-
-def card_text(card: ConfirmCard) -> str:
-    from textual.widgets import Static
-
-    return "\n".join(str(w.visual) for w in card.query(Static) if w.display and "card-outcome" not in w.classes)
+    return await go_to_card(app, pilot)
 
 
 async def answered(shapes: ShapeScript, pilot: Any, count: int = 1) -> list[tuple[str, dict[str, Any]]]:
@@ -180,9 +148,9 @@ async def test_keys_during_the_grace_period_answer_nothing(shapes_fake: tuple[Fa
         card = await open_card(app, pilot, "domain-access")
         card.shown_at = time.monotonic()
         await pilot.press("d", "y", "n")
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # a window in which no answer may be sent (the scenario)
         assert shapes.bodies == [] and not card.answered
-        await pilot.pause(GRACE_SECONDS)
+        await until(lambda: not card.in_grace, pilot)
         await pilot.press("d", "enter")  # a lasting grant: the letter, then Enter (issue 32)
         assert (await answered(shapes, pilot)) == [
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_domain"})
@@ -197,12 +165,12 @@ async def test_incomplete_answers_are_refused_with_a_hint(shapes_fake: tuple[Fak
         card = await open_card(app, pilot, "credentials")
         assert card.parent is not None and card.parent.body is None  # the tool's arguments would only repeat the card
         await pilot.press("enter")  # nothing picked yet (requireUserSelection)
-        await pilot.pause(0.2)
+        await until(lambda: any("Pick a credential for slackApi, openAiApi" in n.message for n in app._notifications),
+                    pilot)
         assert shapes.bodies == [] and not card.answered
-        assert any("Pick a credential for slackApi, openAiApi" in n.message for n in app._notifications)
         await pilot.press("1")  # slackApi; openAiApi still missing
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # a window in which no answer may be sent (the scenario)
         assert shapes.bodies == []
         await pilot.press("1", "enter")
         assert (await answered(shapes, pilot))[0][1] == {
@@ -220,7 +188,7 @@ async def test_mcp_card_untick_everything_then_enter_sends_nothing(
         card = await open_card(app, pilot, "mcp-connect")
         assert "[x] Linear" in card_text(card) and "[x] Notion" in card_text(card)
         await pilot.press("1", "2", "enter")
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # a window in which no answer may be sent (the scenario)
         assert shapes.bodies == [] and "[ ] Linear" in card_text(card)
         await pilot.press("1", "enter")
         assert (await answered(shapes, pilot))[0][1] == {"kind": "mcpConnect", "approved": True, "connectedSlugs": ["linear"]}
@@ -241,7 +209,7 @@ async def test_an_unknown_request_shows_every_field_and_the_n8n_url_and_sends_no
         assert 'preferenceCard: {"preferenceId": "p1", "options": ["keep", "drop"]}' in text
         assert 'args: {"action": "x"}' in text and "toolName: future-tool" in text
         await pilot.press("y", "enter", "n", "a")
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # a window in which no answer may be sent (the scenario)
         assert shapes.bodies == []
         assert not [r for r in fake.requests if r.path.startswith("/rest/instance-ai/confirm/")]
         assert app.pending  # still waiting: it is answered in the browser
@@ -276,12 +244,10 @@ async def test_a_card_restored_from_messages_is_the_same_card(
     second = make_app(second_client, thread_id=thread_id)
     async with second.run_test(size=SIZE) as pilot:
         await second.wait_until_ready()
-        await until(lambda: bool(second.pending), pilot)
-        card = await focus_pending(second, pilot)
+        card = await go_to_card(second, pilot)
         assert type(card) is live_class
         assert card_text(card) == live_text
         if shape != "unknown":
-            await pilot.pause(GRACE_SECONDS + 0.05)
             await pilot.press("n")
             await until(lambda: len(shapes.bodies) == 1, pilot)
             await until(lambda: not second.pending and not second.conversation.is_streaming, pilot)
@@ -412,15 +378,16 @@ async def test_auto_setup_is_offered_only_when_the_instance_can(
         assert card.chosen == {"slackApi": "cred_s1"}  # the only Slack credential: preselected
         await pilot.press("down")  # notionApi: no credential of this type
         can = browser_use and connected
-        await pilot.pause(0.5)  # the card read the capabilities again when it was mounted
+        # the card read the capabilities again when it was mounted
+        await until(lambda: not [w for w in app.workers if w.group == "capabilities" and not w.is_finished], pilot)
         assert "s n8n sets it up" not in card_text(card)  # never offered when it cannot work as it says
         await pilot.press("s")
-        await pilot.pause(0.3)
         # with the instance able to, the Slack pick on this card would be lost: refused too, with the way out
-        assert shapes.bodies == [] and not card.answered
         expected = ("your pick for slackApi would be lost" if can else
                     "browser use is off" if not browser_use else "no browser is connected")
-        assert any(expected in n.message for n in app._notifications), [n.message for n in app._notifications]
+        await until(lambda: any(expected in n.message for n in app._notifications), pilot,
+                    what=f"a note saying {expected!r}")
+        assert shapes.bodies == [] and not card.answered
         if not can:
             assert "create one in n8n (http://127.0.0.1:" in card_text(card)
         await pilot.press("enter", "enter")  # the Slack pick is kept and sent
@@ -461,11 +428,9 @@ async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered
         await pilot.press("enter")
         await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
         await other.send(app.thread_id, "shape:domain-access")  # as curl would POST /chat/<thread>
-        await until(lambda: bool(app.query(ConfirmCard)), pilot)
-        card = await focus_pending(app, pilot)
+        card = await go_to_card(app, pilot)
         assert type(card) is n8n_cards.DomainAccessCard
         assert "docs.example.com" in card_text(card)
-        await pilot.pause(GRACE_SECONDS + 0.05)
         await pilot.press("y")
         assert (await answered(shapes, pilot)) == [
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
