@@ -29,11 +29,14 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..protocol.safe_text import json_safe, visible
 from .connection import add_connection_arguments, add_gateway_arguments
 
+#: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
+_API_PREFIX = "/instance-ai"
 #: seconds without an event of the run before ``run`` gives up
 DEFAULT_IDLE_TIMEOUT = 300.0
 #: reconnections in a row without an event of the run before ``run`` gives up
@@ -175,7 +178,15 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
     import asyncio
     import signal
 
-    client, own_http = await open_run_client(settings, args, lean)
+    sent: SentFirst | None = None
+    if lean is not None and args.thread is None:
+        sent = await send_first(*lean, args.message)
+    try:
+        client, own_http = await open_run_client(settings, args, lean, http=sent.http if sent is not None else None)
+    except BaseException:
+        if sent is not None:
+            await sent.http.aclose()
+        raise
     shared = None
     if gateway is not None:
         from ..client import gateway_flag
@@ -197,7 +208,8 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         if task is not None:
             task.cancel()
 
-    runner = HeadlessRun(client, args.thread, args.message, json_mode=args.json, policy=policy,
+    runner = HeadlessRun(client, sent.thread_id if sent is not None else args.thread, args.message,
+                         sent_run_id=sent.run_id if sent is not None else None, json_mode=args.json, policy=policy,
                          policy_chosen=args.approve is not None,
                          idle_timeout=getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT),
                          max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES))
@@ -228,8 +240,74 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
             await own_http.aclose()
 
 
+@dataclass
+class SentFirst:
+    """What ``send_first`` did: the thread it created and, once sent, the run it started."""
+
+    http: Any
+    thread_id: str
+    run_id: str | None
+
+
+async def send_first(url: str, token: str | None, message: str) -> SentFirst | None:
+    """Create a new thread on our server and send ``message`` with httpx alone, before the protocol's
+    models (pydantic) are imported: their import then overlaps the model's answer instead of coming
+    before the request. The requests are the protocol's (``POST /instance-ai/threads``
+    ``{"threadId"}``, ``POST /instance-ai/chat/:id`` ``{"message"}`` answering ``{"runId"}``; what
+    ``RemoteClient`` sends), after ``GET /instance-ai/health`` said it is our server.
+
+    ``None``: the server did not answer as ours, or refused the thread (nothing created or sent: the
+    usual path follows and says why). A ``run_id`` of None: the thread exists but the send was
+    refused, and the usual path sends again and reports the server's answer. A send that could not
+    reach the server is that error (it is not sent twice)."""
+    import uuid
+
+    import httpx
+
+    from ..client.base import ServerProtocolError, ServerUnreachable
+
+    base = url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        return None
+    base = base.removesuffix(_API_PREFIX)
+    api = base + _API_PREFIX
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
+    thread_id = str(uuid.uuid4())
+    try:
+        health = await http.get(f"{api}/health", headers=headers)
+        body = health.json() if health.status_code == 200 else None
+        if not isinstance(body, dict) or body.get("service") != "instance-ai" or (body.get("authRequired")
+                                                                                  and not token):
+            await http.aclose()
+            return None
+        created = await http.post(f"{api}/threads", json={"threadId": thread_id}, headers=headers)
+        if not 200 <= created.status_code < 300:
+            await http.aclose()
+            return None
+    except (httpx.HTTPError, ValueError):
+        await http.aclose()
+        return None
+    try:
+        answer = await http.post(f"{api}/chat/{thread_id}", json={"message": message}, headers=headers)
+    except httpx.HTTPError as exc:
+        await http.aclose()
+        raise ServerUnreachable(f"send: cannot reach the server at {base}: {exc or type(exc).__name__}; "
+                                "is it running? (--url)") from None
+    if not 200 <= answer.status_code < 300:
+        return SentFirst(http, thread_id, None)
+    try:
+        run_id = answer.json().get("runId")
+    except (ValueError, AttributeError):
+        run_id = None
+    if not isinstance(run_id, str) or not run_id:
+        await http.aclose()
+        raise ServerProtocolError(f"send: the server at {base} answered without a run id")
+    return SentFirst(http, thread_id, run_id)
+
+
 async def open_run_client(settings: Any, args: argparse.Namespace | None = None,
-                          lean: tuple[str, str | None] | None = None) -> tuple[Client, Any]:
+                          lean: tuple[str, str | None] | None = None, *, http: Any = None) -> tuple[Client, Any]:
     """The opened client (``client.factory.open_client``), and the HTTP client to close after it
     (or None). ``lean``: ``(url, token)`` from ``our_server_only`` instead of ``settings``.
 
@@ -253,7 +331,8 @@ async def open_run_client(settings: Any, args: argparse.Namespace | None = None,
     from ..client.remote import RemoteClient, normalise_base_url
 
     base = normalise_base_url(url)
-    http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
+    if http is None:
+        http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
     client = RemoteClient(base, token, http=http)
     try:
         await client.open()
@@ -286,6 +365,7 @@ class HeadlessRun:
         *,
         json_mode: bool,
         policy: str,
+        sent_run_id: str | None = None,
         policy_chosen: bool = True,
         out: TextIO | None = None,
         err: TextIO | None = None,
@@ -298,6 +378,8 @@ class HeadlessRun:
         #: no thread was given: a new one, known not to exist (no history to ask for)
         self._new_thread = thread_id is None
         self.thread_id = thread_id or str(uuid.uuid4())
+        #: the message was sent already (``send_first``) and started this run, on a new thread
+        self._sent_run_id = sent_run_id
         self.message = message
         self.json_mode = json_mode
         self.policy = policy
@@ -306,7 +388,7 @@ class HeadlessRun:
         self.policy_chosen = policy_chosen
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.run_id: str | None = None
+        self.run_id: str | None = sent_run_id
         self._printed = ""
         self._tool_names: dict[str, str] = {}
         self._roles: dict[str, str] = {}
@@ -428,7 +510,9 @@ class HeadlessRun:
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
 
-        if self._new_thread:
+        if self._sent_run_id is not None:
+            cursor = 0  # a new thread: everything in it is this run's
+        elif self._new_thread:
             await self.client.create_thread(self.thread_id)
             cursor = 0
         else:
@@ -438,7 +522,8 @@ class HeadlessRun:
             except NotFoundError:
                 await self.client.create_thread(self.thread_id)
                 cursor = 0
-        self.run_id = await self.client.send(self.thread_id, self.message)
+        if self._sent_run_id is None:
+            self.run_id = await self.client.send(self.thread_id, self.message)
         if not self.json_mode:
             self._note(f"[thread {self.thread_id} · run {self.run_id}]")
         conversation = Conversation(self.thread_id)

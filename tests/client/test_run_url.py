@@ -1,18 +1,25 @@
 """``instance-ai run --url`` without building ``Settings`` (``cli.run.our_server_only``): which
 invocations take that path, the precedence of the token, and a server that is not ours (n8n)
-still reached through the detection of ``client.factory``."""
+still reached through the detection of ``client.factory``; the message sent before the protocol's
+models are imported (``cli.run.send_first``), and what happens when that is refused."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.cli.run import add_arguments, open_run_client, our_server_only
+from instance_ai_tui.cli.run import add_arguments, open_run_client, our_server_only, send_first
 from instance_ai_tui.client.base import ServerUnreachable
 from tests.support import free_port
 from tests.support.fake_n8n import FakeN8n
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -79,3 +86,56 @@ async def test_an_unreachable_url_is_reported_once(config: Path) -> None:
     args = parse("--url", f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ServerUnreachable, match="cannot reach"):
         await open_run_client(None, args, our_server_only(args, env={}))
+
+
+async def test_send_first_creates_sends_and_leaves_servers_not_ours_alone(tmp_path: Path, config: Path) -> None:
+    """``send_first``: on our server the thread is made and the run started before the protocol's models
+    are needed; on n8n (not ours) or a server that wants a token, nothing is sent."""
+    from server.live import serve_app
+
+    from instance_ai_tui.server.app import create_app
+    from instance_ai_tui.server.service_factory import build_service
+
+    from .conftest import demo_settings
+
+    service = build_service(demo_settings(tmp_path))
+    async with serve_app(create_app(service)) as url:
+        sent = await send_first(url + "/instance-ai/", None, "list my workflows")
+        assert sent is not None and sent.run_id is not None
+        await sent.http.aclose()
+        assert [t.id for t in await service.list_threads()] == [sent.thread_id]
+        refused = await send_first(url, None, "   ")  # the server refuses an empty message: not sent
+        assert refused is not None and refused.run_id is None
+        await refused.http.aclose()
+    (tmp_path / "guarded").mkdir()
+    guarded = build_service(demo_settings(tmp_path / "guarded"))
+    async with serve_app(create_app(guarded, token="sekrit")) as url:
+        assert await send_first(url, None, "hello") is None
+        assert await guarded.list_threads() == []
+    fake = FakeN8n()
+    await fake.start()
+    try:
+        assert await send_first(fake.base_url, None, "hello") is None
+        assert [request.path for request in fake.requests] == ["/instance-ai/health"]
+    finally:
+        await fake.stop()
+
+
+async def test_a_refused_send_is_reported_by_the_usual_path(tmp_path: Path) -> None:
+    from server.live import serve_app
+
+    from instance_ai_tui.server.app import create_app
+    from instance_ai_tui.server.service_factory import build_service
+
+    from .conftest import demo_settings
+
+    env = {**os.environ, "INSTANCE_AI_CONFIG": str(tmp_path / "none.toml"), "PYTHONPATH": str(ROOT)}
+    env.pop("INSTANCE_AI_TOKEN", None)
+    service = build_service(demo_settings(tmp_path))
+    async with serve_app(create_app(service)) as url:
+        result = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "instance_ai_tui", "run", "--url", url,
+                                                          "   "], capture_output=True, text=True, cwd=tmp_path,
+                                         timeout=120, env=env, stdin=subprocess.DEVNULL)
+        threads = await service.list_threads()
+    assert result.returncode == 1 and "must not be empty" in result.stderr, result.stderr
+    assert len(threads) == 1  # the thread send_first made, used again: no second one
