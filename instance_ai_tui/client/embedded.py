@@ -212,6 +212,7 @@ class EmbeddedClient(Client):
         validated once, never parsed back); one read from the log is parsed from its JSON (a hot
         one only decoded: ``StreamItem.wire``)."""
         from ..protocol.events import EventParseError, UnknownEvent, parse_event
+        from ..protocol.hot_events import loads
 
         service = self.service
         with _translated():
@@ -224,8 +225,8 @@ class EmbeddedClient(Client):
                         # a text delta, reasoning delta or status read from the log: its decoded JSON
                         # (``StreamItem.wire``), folded without a model
                         try:
-                            item = wire_item(stored.id, stored.data())
-                        except ValueError:
+                            item = wire_item(stored.id, loads(stored.json))
+                        except (ValueError, RecursionError):
                             item = None
                         if item is not None:
                             yield item

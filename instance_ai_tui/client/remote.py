@@ -31,6 +31,7 @@ from ..protocol.api import (
     ThreadStatus,
 )
 from ..protocol.events import EventParseError, UnknownEvent, parse_event
+from ..protocol.hot_events import loads
 from ..protocol.mcp import McpStatus
 from .base import (
     WIRE_TYPES,
@@ -44,7 +45,7 @@ from .base import (
     for_status,
     wire_item,
 )
-from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse
+from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
 
 API_PREFIX = "/instance-ai"
 #: how a text delta, a reasoning delta or a status event starts as our server serialises it
@@ -335,8 +336,8 @@ class RemoteClient(Client):
         data = frame.data
         if data.startswith(_WIRE_PREFIXES):  # the bulk of a stream: kept as decoded JSON (``StreamItem.wire``)
             try:
-                item = wire_item(frame.id, json.loads(data))
-            except ValueError:
+                item = wire_item(frame.id, loads(data))
+            except (ValueError, RecursionError):
                 item = None
             if item is not None:
                 return item
@@ -351,7 +352,7 @@ class RemoteClient(Client):
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         url = f"{self._api}/events/{self._quote(thread_id)}"
-        frames = reconnecting_sse(
+        frames = reconnecting_sse_batches(
             self._client(),
             url,
             headers=self._headers,
@@ -362,10 +363,12 @@ class RemoteClient(Client):
             **self._sse_options,
         )
         try:
-            async for frame in frames:
-                item = self.frame_item(frame)
-                if item is not None:
-                    yield item
+            frame_item = self.frame_item
+            async for batch in frames:  # the frames of one piece received, decoded in one step each
+                for frame in batch:
+                    item = frame_item(frame)
+                    if item is not None:
+                        yield item
         except SseStatusError as exc:
             raise status_error(exc.status, _sse_error_message(exc), f"events of {thread_id}") from None
         except SseGaveUp as exc:

@@ -47,10 +47,11 @@ import asyncio
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
-from ..protocol.sse import SSEParser, frame_id
+from ..protocol.sse import SSEParser
 from .base import ConnectionState
 
 StateSetter = Callable[[ConnectionState, str], None]
@@ -103,7 +104,20 @@ def _noop_state(state: ConnectionState, detail: str) -> None:
     return None
 
 
-async def reconnecting_sse(
+async def reconnecting_sse(http: httpx.AsyncClient, url: str, **options: Any) -> AsyncGenerator[SseFrame, None]:
+    """Frames of the SSE stream at ``url``, one by one, reconnecting for ever (see the module
+    docstring); ``options`` are those of ``reconnecting_sse_batches``. Close the generator
+    (``aclose()``, or leaving ``async for``) to stop."""
+    batches = reconnecting_sse_batches(http, url, **options)
+    try:
+        async for batch in batches:
+            for frame in batch:
+                yield frame
+    finally:
+        await batches.aclose()
+
+
+async def reconnecting_sse_batches(
     http: httpx.AsyncClient,
     url: str,
     *,
@@ -120,8 +134,10 @@ async def reconnecting_sse(
     is_gone: GoneCheck | None = None,
     max_line_bytes: int = 16 * 1024 * 1024,
     on_skip: Callable[[str], None] | None = None,
-) -> AsyncGenerator[SseFrame, None]:
-    """Frames of the SSE stream at ``url``, reconnecting for ever (see the module docstring).
+) -> AsyncGenerator[list[SseFrame], None]:
+    """The frames of the SSE stream at ``url`` in lists, one list per piece received (never empty),
+    reconnecting for ever (see the module docstring): a client that reads a flood takes each piece's
+    frames in one step.
 
     ``params`` go on every request unchanged; the cursor travels in the ``Last-Event-ID``
     header. Close the generator (``aclose()``, or leaving ``async for``) to stop.
@@ -174,17 +190,24 @@ async def reconnecting_sse(
                             if line > max_line_bytes:
                                 reason = f"a line of more than {max_line_bytes:,} bytes without an end"
                                 break
+                            batch: list[SseFrame] = []
                             for parsed in parser.feed(chunk):
-                                event_id = frame_id(parsed.id)
+                                raw_id = parsed.id  # (``frame_id``, inline: once per event of a flood)
+                                event_id = int(raw_id) if raw_id and raw_id.isdigit() and raw_id.isascii() else None
                                 if event_id is not None:
                                     if cursor is not None and event_id <= cursor:
                                         if on_skip is not None:
+                                            if batch:  # the frames before it are taken first: in order
+                                                yield batch
+                                                batch = []
                                             on_skip(f"skipped frame id {event_id}: not after {cursor} (ids going "
                                                     "backwards, or a replay)")
                                         continue
                                     cursor = event_id
                                 event = "" if parsed.event == "message" else parsed.event
-                                yield SseFrame(data=parsed.data, event=event, id=event_id, raw_id=parsed.id)
+                                batch.append(SseFrame(parsed.data, event, event_id, raw_id))
+                            if batch:
+                                yield batch
                             if parser.retry is not None:
                                 server_retry = parser.retry / 1000
                         else:

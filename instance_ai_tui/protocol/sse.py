@@ -153,9 +153,28 @@ class SSEParser:
             # next chunk belongs to it
             text += "\n"
             self._pending_cr = True
+        if "\n\n" in text:
+            # the frames this chunk completes, taken whole once the parser is between two frames
+            # (after the blank line that ends the frame in progress, and after each frame)
+            if (self._parts or self._skipping or self._data or self._poisoned or self._event
+                    or self._id is not None or self._retry is not None):
+                cut = text.index("\n\n") + 2
+                self._feed_lines(text[:cut], frames)
+                text = text[cut:]
+            end = text.rfind("\n\n")
+            if end >= 0:
+                self._frames(text[:end], frames)
+                text = text[end + 2:]
+        self._feed_lines(text, frames)
+        return frames
+
+    def _feed_lines(self, text: str, frames: list[SSEFrame]) -> None:
+        """``text`` line by line (its last line may be unfinished: it is kept for the next chunk)."""
+        if not text:
+            return
         if "\n" not in text:
             self._append_partial(text)
-            return frames
+            return
         lines = text.split("\n")
         rest = lines.pop()
         skip_first = False
@@ -170,6 +189,43 @@ class SSEParser:
             else:
                 lines[0] = "".join(self._parts)
             self._parts, self._partial = [], 0
+        self._lines(lines, frames, skip_first)
+        self._skipping = False
+        if rest:
+            self._append_partial(rest)
+
+    def _frames(self, text: str, frames: list[SSEFrame]) -> None:
+        """Whole frames: ``text`` is complete lines, each frame followed by a blank line (the last
+        one's is not in ``text``). The usual frame (``id: N`` and one ``data:`` line, or only the
+        ``data:`` line) is read at once; any other goes through the lines, as ``_feed_text`` would."""
+        limit, depth = self.max_frame_chars, self.max_depth
+        append = frames.append
+        for block in text.split("\n\n"):
+            if len(block) <= limit:
+                if block.startswith("id: "):
+                    newline = block.find("\n")
+                    if (newline > 0 and block.startswith("data: ", newline + 1) and block.find("\n", newline + 1) < 0
+                            and "\x00" not in block[:newline]):
+                        data = block[newline + 7:]
+                        event_id = self.last_event_id = block[4:newline]
+                        if data.count("[") + data.count("{") <= depth or not json_too_deep(data, depth):
+                            append(SSEFrame(data, "message", event_id, None))
+                        else:
+                            self._reject(f"a frame nested deeper than {depth} levels was dropped")
+                        continue
+                elif block.startswith("data: ") and "\n" not in block:
+                    data = block[6:]
+                    if data.count("[") + data.count("{") <= depth or not json_too_deep(data, depth):
+                        append(SSEFrame(data, "message", None, None))
+                    else:
+                        self._reject(f"a frame nested deeper than {depth} levels was dropped")
+                    continue
+            lines = block.split("\n")
+            lines.append("")
+            self._lines(lines, frames, False)
+
+    def _lines(self, lines: list[str], frames: list[SSEFrame], skip_first: bool) -> None:
+        """Complete lines (the first one skipped with ``skip_first``: the end of an overlong line)."""
         limit = self.max_frame_chars
         data = self._data
         for index, line in enumerate(lines):
@@ -193,10 +249,6 @@ class SSEParser:
             else:
                 self._line(line, frames)
                 data = self._data
-        self._skipping = False
-        if rest:
-            self._append_partial(rest)
-        return frames
 
     def _append_partial(self, text: str) -> None:
         if self._skipping:

@@ -18,7 +18,7 @@ from instance_ai_tui.client.base import StreamItem, wire_item
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.client.sse import SseFrame
 from instance_ai_tui.protocol.events import EventParseError, parse_event
-from instance_ai_tui.protocol.hot_events import is_plain_hot_event
+from instance_ai_tui.protocol.hot_events import is_plain_hot_event, loads
 
 GOOD = {"type": "text-delta", "runId": "r1", "agentId": "a1", "responseId": "resp", "payload": {"text": "Hi"}}
 
@@ -112,3 +112,25 @@ def test_the_fast_check_accepts_only_what_parse_event_accepts_with_the_same_valu
         assert event.agent_id == data.get("agentId", "") and event.response_id == data.get("responseId")
         assert getattr(event.payload, field) == data["payload"].get(field, "")
         assert not event.model_extra and not event.payload.model_extra  # nothing a fold of the dict would miss
+
+
+_texts = st.one_of(
+    st.text(max_size=12),
+    st.builds(json.dumps, _json_values),
+    st.builds(lambda v, pad: pad + json.dumps(v) + pad, _json_values, st.sampled_from([" ", "\n", ""])),
+    st.sampled_from(['{"a":1}x', '{"a":1} ', '{"a":', '{"a":1}}', "{}", '{"a":NaN}', '{"a":"\\ud800"}', "{\"a\":1,}"]),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_texts)
+def test_loads_is_json_loads(text: str) -> None:
+    try:
+        expected: Any = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(type(exc)) as raised:
+            loads(text)
+        assert str(raised.value) == str(exc)
+        return
+    got = loads(text)
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
