@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -65,19 +64,17 @@ from typing import Any
 import httpx
 import pytest
 
-from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.config import Settings
-from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets import n8n_cards
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard, PlanReviewCard
+from instance_ai_tui.tui.widgets.confirmations import ConfirmCard, PlanReviewCard
 from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
+from tests.support.cards import card_text, go_to_card
 from tests.support.openai_server import MockResponse
+from tests.support.waiting import until
 
 from .conftest import login_headers, tool_names, user_text
+from .driving import SIZE, app_on_new_thread, card_reached, send, thread_open
 
 pytestmark = pytest.mark.timeout(300)
-
-SIZE = (120, 44)
 
 
 def called(body: dict[str, Any]) -> list[str]:
@@ -119,58 +116,11 @@ class Scenario:
         return None
 
 
-def focused_card(app: InstanceAiApp) -> ConfirmCard | None:
-    node = app.focused
-    while node is not None and not isinstance(node, ConfirmCard):
-        node = node.parent
-    return node
-
-
-async def until(predicate: Callable[[], Any], pilot: Any, timeout: float, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {timeout} s: {what or predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.1)
-
-
-async def reach_card(app: InstanceAiApp, pilot: Any, timeout: float = 90) -> ConfirmCard:
-    """Wait for a card, then Ctrl+G to it (a card takes keys once the person goes to it)."""
-    await until(lambda: bool(app.query(ConfirmCard)), pilot, timeout, "a card")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        await pilot.press("ctrl+g")
-        await pilot.pause(0.3)
-        card = focused_card(app)
-        if card is not None and card.is_attached:
-            await pilot.pause(0.3)
-            if focused_card(app) is card:
-                await pilot.pause(GRACE_SECONDS + 0.05)
-                return card
-    raise AssertionError("Ctrl+G reached no card")
-
-
-def card_text(card: ConfirmCard) -> str:
-    from textual.widgets import Static
-
-    return "\n".join(str(w.visual) for w in card.query(Static) if w.display)
-
-
 async def drive(n8n: Any, tmp_path: Path, scenario: Scenario, keys: tuple[str, ...],
                 card_class: type) -> tuple[ConfirmCard, str, str]:
     """Send the scenario's message in the real app, answer its card with ``keys``; the card, its text
     before the answer and the tool result."""
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / f"cfg-{scenario.mark}",
-                       interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        app.prompt.focus()
-        app.prompt.load_text(f"{scenario.mark}: please")
-        await pilot.press("enter")
-        card = await reach_card(app, pilot)
+    async with card_reached(n8n, tmp_path / f"cfg-{scenario.mark}", f"{scenario.mark}: please") as (app, pilot, card):
         shown = card_text(card)
         assert isinstance(card, card_class), (type(card), shown)
         await pilot.press(*keys)
@@ -179,14 +129,6 @@ async def drive(n8n: Any, tmp_path: Path, scenario: Scenario, keys: tuple[str, .
     result = scenario.result()
     assert result is not None
     return card, shown, result
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
 
 
 # --------------------------------------------------------------------------- questions (ask-user)
@@ -286,19 +228,15 @@ async def test_the_card_of_a_run_started_by_curl(n8n: Any, responder: Callable[[
     scenario = Scenario("live-curl-" + uuid.uuid4().hex[:6], "ask-user", {
         "questions": [{"id": "freq", "question": "How often?", "type": "single", "options": ["Daily", "Weekly"]}]})
     responder(scenario)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    _client, thread, app = await app_on_new_thread(n8n, tmp_path / "cfg")
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        await pilot.pause(1.0)
+        await thread_open(app, pilot, thread)
         headers = login_headers(n8n)  # a separate login, as curl would have
         response = await asyncio.to_thread(
-            httpx.post, f"{n8n.url}/rest/instance-ai/chat/{thread.id}", headers=headers, timeout=30,
+            httpx.post, f"{n8n.url}/rest/instance-ai/chat/{thread}", headers=headers, timeout=30,
             json={"message": f"{scenario.mark}: from curl", "timeZone": "UTC"})
         assert response.status_code == 200, response.text
-        card = await reach_card(app, pilot)
+        card = await go_to_card(app, pilot, 90)
         assert isinstance(card, QuestionsCard) and "How often?" in card_text(card)
         await pilot.press("1", "enter")
         await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
@@ -349,18 +287,13 @@ async def test_a_hard_link_in_the_gateway_folder_is_denied_with_keys(
         return MockResponse(text="no read_file")
 
     responder(respond)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id,
-                        gateway=GatewayRequest(shared.resolve()))
+    _client, thread, app = await app_on_new_thread(n8n, tmp_path / "cfg", gateway=GatewayRequest(shared.resolve()))
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await until(lambda: app.status_info.gateway_state == "sharing", pilot, 60, "the gateway sharing")
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        app.prompt.focus()
-        app.prompt.load_text(f"{mark}: read linked.txt")
-        await pilot.press("enter")
-        card = await reach_card(app, pilot)
+        await thread_open(app, pilot, thread)
+        await send(app, pilot, f"{mark}: read linked.txt")
+        card = await go_to_card(app, pilot, 90)
         shown = card_text(card)
         assert "linked.txt" in shown and "2 hard links" in shown, shown
         await pilot.press("n")
@@ -410,16 +343,7 @@ async def test_workflow_setup_applied_by_keys(n8n: Any, responder: Callable[[Any
     workflow_id = make_slack_workflow(n8n, f"Live setup {uuid.uuid4().hex[:4]}")
     scenario = Scenario("live-setup-" + uuid.uuid4().hex[:6], "workflows", {"action": "setup", "workflowId": workflow_id})
     responder(scenario)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        app.prompt.focus()
-        app.prompt.load_text(f"{scenario.mark}: set it up")
-        await pilot.press("enter")
-        card = await reach_card(app, pilot)
+    async with card_reached(n8n, tmp_path / "cfg", f"{scenario.mark}: set it up") as (_app, pilot, card):
         shown = card_text(card)
         assert isinstance(card, n8n_cards.SetupWorkflowCard), (type(card), shown)
         assert "Slack" in shown, shown
@@ -442,16 +366,7 @@ async def test_workflow_setup_test_trigger_key(n8n: Any, responder: Callable[[An
     workflow_id = make_slack_workflow(n8n, f"Live trigger {uuid.uuid4().hex[:4]}", slack_trigger=True)
     scenario = Scenario("live-trig-" + uuid.uuid4().hex[:6], "workflows", {"action": "setup", "workflowId": workflow_id})
     responder(scenario)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        app.prompt.focus()
-        app.prompt.load_text(f"{scenario.mark}: set it up")
-        await pilot.press("enter")
-        card = await reach_card(app, pilot)
+    async with card_reached(n8n, tmp_path / "cfg", f"{scenario.mark}: set it up") as (app, pilot, card):
         assert isinstance(card, n8n_cards.SetupWorkflowCard)
         names = [(r.get("node") or {}).get("name") for r in card.nodes]
         trigger = next((i for i, r in enumerate(card.nodes) if r.get("isTrigger")), None)

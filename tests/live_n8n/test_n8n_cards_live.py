@@ -15,14 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.config import Settings
-from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets import n8n_cards
-from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ConfirmCard
+from tests.support.cards import go_to_card
 from tests.support.openai_server import MockResponse
+from tests.support.waiting import until, until_async
+
+from .driving import SIZE, app_on_new_thread, send, thread_open
 
 MARK = "h16-live-domain"
 #: one host per answer: "allow the domain" is remembered by n8n, so the next fetch there would not ask
@@ -43,44 +42,19 @@ def respond(body: dict[str, Any]) -> MockResponse:
     return MockResponse(text="no research tool offered")
 
 
-def focused_card(app: InstanceAiApp) -> ConfirmCard | None:
-    node = app.focused
-    while node is not None and not isinstance(node, ConfirmCard):
-        node = node.parent
-    return node
-
-
-async def until(predicate: Any, pilot: Any, timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached in {timeout} s (line {predicate.__code__.co_firstlineno})")
-        await pilot.pause(0.1)
-
-
 async def test_a_real_n8n_domain_access_request_answered_by_keys(
-    n8n: Any, model: Any, responder: Callable[[Any], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    n8n: Any, model: Any, responder: Callable[[Any], None], tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
     responder(respond)
     await answer_once(n8n, model.server, "d", "ENOTFOUND", tmp_path)  # allowed: n8n really fetched (offline)
     await answer_once(n8n, model.server, "n", "denied", tmp_path)
 
 
 async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path) -> None:
-    client = N8nClient(peer.url, peer.email, peer.password, config_dir=tmp_path / f"cfg-{key}", interactive=False)
-    thread = await client.create_thread()  # a thread of its own (the app would open the latest one)
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
-    async with app.run_test(size=(120, 44)) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30)
-        await pilot.pause(0.5)
-        app.prompt.focus()
-        app.prompt.load_text(f"{MARK}: read {URLS[key]}")
-        await pilot.press("enter")
+    client, thread, app = await app_on_new_thread(peer, tmp_path / f"cfg-{key}")
+    async with app.run_test(size=SIZE) as pilot:
+        await thread_open(app, pilot, thread)
+        await send(app, pilot, f"{MARK}: read {URLS[key]}")
         try:
             await until(lambda: bool(app.pending), pilot, 90)
         except AssertionError:
@@ -90,27 +64,21 @@ async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path
                 f"no card for {key}: thread {app.thread_id}, messages {shown}, "
                 f"notes {[n.message for n in app._notifications]}, model calls {len(llm.requests)}\n{peer.log_tail(15)}"
             ) from None
-        for _ in range(20):  # Ctrl+G until the card keeps the focus
-            card = focused_card(app)
-            if card is not None and card.is_attached:
-                break
-            await pilot.press("ctrl+g")
-            await pilot.pause(0.3)
+        card = await go_to_card(app, pilot)
         assert isinstance(card, n8n_cards.DomainAccessCard), (key, app.focused)
-        await pilot.pause(GRACE_SECONDS + 0.05)
         assert URLS[key].split("/")[2] in str(card.details.visual)
         await pilot.press(key)
         if key in ("d", "a"):  # a grant that lasts: the letter says what it grants, Enter grants it (issue 32)
             await pilot.press("enter")
         await until(lambda: not app.pending, pilot, 30)
-        outcome: list[str] = []
         events: list[str] = []
-        for _ in range(60):  # n8n publishes the tool's outcome once it resumed
-            events = [json.dumps(e) for e in await _events(client, str(app.thread_id))]
-            outcome = [e for e in events if '"tool-error"' in e or '"tool-result"' in e]
-            if outcome:
-                break
-            await pilot.pause(1.0)
+
+        async def outcome_published() -> bool:  # n8n publishes the tool's outcome once it resumed
+            events[:] = [json.dumps(e) for e in await _events(client, str(app.thread_id))]
+            return any('"tool-error"' in e or '"tool-result"' in e for e in events)
+
+        await until_async(outcome_published, 60, "the tool's outcome in the thread's events", interval=1.0)
+        outcome = [e for e in events if '"tool-error"' in e or '"tool-result"' in e]
         assert any("domainAccess" in e and "confirmation-request" in e for e in events)
         assert outcome and expect.lower() in outcome[0].lower(), outcome
         card_after = [c for c in app.query(n8n_cards.DomainAccessCard) if not c.answered]

@@ -29,39 +29,21 @@ import pytest
 from textual.widgets import Input
 
 from instance_ai_tui.client.n8n import N8nClient
-from instance_ai_tui.config import Settings
-from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.screens.login import LoginScreen
 from tests.support.openai_server import MockResponse
+from tests.support.waiting import until
 
 from .conftest import login_headers, user_text
+from .driving import SIZE, app_on_new_thread, make_app, peer_client, send, texts, thread_open
 
 pytestmark = pytest.mark.timeout(300)
 
-SIZE = (120, 44)
-
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "xdg-config" / "config.toml"))
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+def _no_n8n_login_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No n8n login from the environment (the root conftest isolates the config)."""
     monkeypatch.delenv("N8N_PASSWORD", raising=False)
     monkeypatch.delenv("N8N_EMAIL", raising=False)
-
-
-async def until(predicate: Callable[[], Any], pilot: Any, timeout: float, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {timeout} s: {what or predicate.__code__.co_firstlineno}")
-        await pilot.pause(0.1)
-
-
-def texts(app: InstanceAiApp) -> list[str]:
-    conversation = app.conversation
-    return [str(m.content) for m in conversation.messages] if conversation is not None else []
 
 
 # --------------------------------------------------------------------------- paging
@@ -90,8 +72,7 @@ async def test_a_thread_of_130_messages_is_read_past_n8ns_first_page_and_home_re
     """n8n serves 100 messages a page (page 0 the newest): the client reads page 1 too, and the view,
     which mounts the newest messages first, reaches message 000 with Home."""
     thread = await asyncio.to_thread(seed_thread, n8n, 130)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread)
+    app = make_app(peer_client(n8n, tmp_path / "cfg"), thread_id=thread)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await until(lambda: app.thread_id == thread and len(texts(app)) >= 100, pilot, 60, "the thread")
@@ -102,8 +83,10 @@ async def test_a_thread_of_130_messages_is_read_past_n8ns_first_page_and_home_re
         for _ in range(60):  # Home at the first mounted message mounts the older ones
             if first in app.view.turns:
                 break
+            mounted = len(app.view.turns)
             await pilot.press("home")
-            await pilot.pause(0.3)
+            await until(lambda: len(app.view.turns) > mounted or first in app.view.turns, pilot, 30,  # noqa: B023
+                        "Home mounted older messages")
         assert first in app.view.turns
 
 
@@ -122,23 +105,16 @@ async def test_a_run_streaming_when_the_app_quit_is_shown_going_on_after_a_reloa
         return MockResponse(text=f"{mark}-START {words} {mark}-END", chunk_delay=0.15)
 
     responder(respond)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    thread = await client.create_thread()
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    _client, thread, app = await app_on_new_thread(n8n, tmp_path / "cfg")
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        await until(lambda: app.thread_id == thread.id and app.conversation is not None, pilot, 30, "thread open")
-        app.prompt.focus()
-        app.prompt.load_text(f"{mark}: tell me a long story")
-        await pilot.press("enter")
+        await thread_open(app, pilot, thread)
+        await send(app, pilot, f"{mark}: tell me a long story")
         await until(lambda: any(f"{mark}-START" in t for t in texts(app)), pilot, 60, "the answer streaming")
         assert app.conversation.is_streaming
     # the app is gone mid-answer; n8n goes on. A new app (a reload) opens the thread.
-    client2 = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    app2 = InstanceAiApp(client2, Settings(), watch_themes=False, persist_theme=False, thread_id=thread.id)
+    app2 = make_app(peer_client(n8n, tmp_path / "cfg"), thread_id=thread)
     async with app2.run_test(size=SIZE) as pilot:
-        await app2.wait_until_ready()
-        await until(lambda: app2.thread_id == thread.id and app2.conversation is not None, pilot, 30, "reopened")
+        await thread_open(app2, pilot, thread)
         await until(lambda: any(f"{mark}-START" in t for t in texts(app2)), pilot, 30, "the partial answer")
         partial = next(t for t in texts(app2) if f"{mark}-START" in t)
         if f"{mark}-END" not in partial:
@@ -197,7 +173,7 @@ async def test_login_with_a_two_factor_code_typed_in_the_dialog(n8n: Any, tmp_pa
     try:
         assert await asyncio.to_thread(login_without_code, n8n) == (401, 998)  # n8n's "MFA Error"
         client = N8nClient(n8n.url, n8n.email, None, config_dir=tmp_path / "cfg", interactive=False)
-        app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+        app = make_app(client)
         async with app.run_test(size=SIZE) as pilot:
             await until(lambda: isinstance(app.screen, LoginScreen), pilot, 60, "the login dialog")
             screen = app.screen
@@ -236,8 +212,7 @@ def make_threads(peer: Any, count: int) -> list[str]:
 async def test_more_than_100_threads_are_all_in_the_thread_list(n8n: Any, tmp_path: Path) -> None:
     """n8n lists 100 threads a page (``hasMore``): the thread list holds every one of them."""
     made = await asyncio.to_thread(make_threads, n8n, 105)
-    client = N8nClient(n8n.url, n8n.email, n8n.password, config_dir=tmp_path / "cfg", interactive=False)
-    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    app = make_app(peer_client(n8n, tmp_path / "cfg"))
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await until(lambda: len(app.thread_list.local_threads()) >= 105, pilot, 60, "the thread list")
