@@ -29,17 +29,40 @@ def canvas_text(canvas: WorkflowCanvas) -> str:
     return canvas.drawing.text()
 
 
+async def send(app: Any, pilot: Any, text: str) -> None:
+    """Type ``text`` in the prompt and send it with Enter (a message or a command)."""
+    app.prompt.focus()
+    app.prompt.load_text(text)
+    await pilot.press("enter")
+
+
+async def panel_shows(app: Any, pilot: Any, workflow_id: str | None = None, timeout: float = 30) -> WorkflowPanel:
+    """Until the workflow panel is open on a workflow (``workflow_id``, or any); the panel."""
+    def shown() -> bool:
+        panel = panel_of(app)
+        return panel is not None and (panel.workflow_id == workflow_id if workflow_id else panel.workflow_id is not None)
+
+    await until(shown, pilot, timeout, f"the panel on {workflow_id or 'a workflow'}")
+    panel = panel_of(app)
+    assert isinstance(panel, WorkflowPanel)
+    return panel
+
+
+async def painted(canvas: WorkflowCanvas, pilot: Any) -> None:
+    """Until the canvas painted rows since its last ``reset_painted`` (``show`` lays out at once; rows
+    are painted on the next refresh), then until the messages that refresh queued (the scroll to
+    the cursor) are processed."""
+    await until(lambda: bool(canvas.painted_rows), pilot, what="the canvas painted")
+    await pilot.pause()
+
+
 async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        app.prompt.focus()
-        app.prompt.load_text(BUILD)
-        await pilot.press("enter")
-        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
-        panel = panel_of(app)
-        assert panel is not None
+        await send(app, pilot, BUILD)
+        panel = await panel_shows(app, pilot)
         text = canvas_text(panel.canvas)
         assert "Schedule Trigger" in text and "Slack" in text and "▶" in text
         assert "+ new" in text  # the call created every node
@@ -55,19 +78,15 @@ async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_open
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
-        app.prompt.focus()
-        app.prompt.load_text(BUILD)
-        await pilot.press("enter")
+        await send(app, pilot, BUILD)
         await until(lambda: any("/workflow" in str(n.message) for n in app._notifications), pilot, timeout=30)
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
         assert panel_of(app) is None
         notes = [str(n.message) for n in app._notifications if "/workflow" in str(n.message)]
         assert len(notes) == 1  # once per workflow, not per call
-        app.prompt.load_text("/workflow")
-        await pilot.press("enter")
-        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot)
-        panel = panel_of(app)
-        assert panel is not None and panel.has_class("-wide") and panel.outer_size.width == 80
+        await send(app, pilot, "/workflow")
+        panel = await panel_shows(app, pilot)
+        assert panel.has_class("-wide") and panel.outer_size.width == 80
         assert "Schedule Trigger" in canvas_text(panel.canvas)
 
 
@@ -76,12 +95,8 @@ async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> N
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()
-        app.prompt.focus()
-        app.prompt.load_text("/workflow wf-102")
-        await pilot.press("enter")
-        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id == "wf-102", pilot)
-        panel = panel_of(app)
-        assert isinstance(panel, WorkflowPanel)
+        await send(app, pilot, "/workflow wf-102")
+        panel = await panel_shows(app, pilot, "wf-102")
         canvas = panel.canvas
         assert canvas.has_focus  # asked for: the keys go to the canvas
         assert canvas.cursor == "Webhook"
@@ -113,15 +128,14 @@ async def test_one_node_state_change_repaints_only_its_rows(tmp_path: Path) -> N
         wf = parse_workflow(big(60))
         runs = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
         panel.canvas.show(wf, runs=runs)
-        await pilot.pause(0.1)
         canvas = panel.canvas
+        await painted(canvas, pilot)
         target = canvas.cursor
         assert target is not None and canvas.graph_layout is not None
         box = canvas.graph_layout.boxes[target]
         canvas.reset_painted()
         canvas.set_runs({**runs, target: NodeRun(RunState.FAILED, 0, "boom")})
-        await pilot.pause(0.1)
-        assert canvas.painted_rows, "the change was not painted"
+        await painted(canvas, pilot)  # "the change was not painted" if it never is
         assert canvas.painted_rows <= set(range(box.y, box.y + box.h))
         assert "✗ failed" in canvas_text(canvas)
 
@@ -134,8 +148,8 @@ async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
         panel = WorkflowPanel(None)
         await app.screen_stack[0].mount(panel)
         panel.canvas.show(parse_workflow(if_merge()))
-        await pilot.pause(0.1)
         canvas = panel.canvas
+        await painted(canvas, pilot)
         assert canvas.graph_layout is not None
         assert canvas.cursor == "New order"
         box = canvas.graph_layout.boxes["Big order?"]
@@ -152,11 +166,9 @@ async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
         from textual import events
 
         canvas.post_message(events.MouseScrollDown(canvas, 5, 5, 0, 1, 0, False, False, True))
-        await pilot.pause(0.1)
-        assert canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT"
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT", pilot)
         canvas.post_message(events.MouseScrollUp(canvas, 5, 5, 0, -1, 0, False, False, True))
-        await pilot.pause(0.1)
-        assert canvas.graph_layout.detail.name == "FULL"
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "FULL", pilot)
 
 
 async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
@@ -170,7 +182,7 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
         panel.canvas.show(parse_workflow(if_merge()), runs=runs)
         for theme in list(app.available_themes)[:6]:
             app.theme = theme
-            await pilot.pause(0.05)
+            await pilot.pause()  # the theme's styles are applied (pending messages processed; no fixed time)
             lines = [panel.canvas.render_line(y).text for y in range(panel.canvas.size.height)]
             joined = "\n".join(lines)
             assert "✗ failed" in joined or "✗ fail" in joined
@@ -190,18 +202,15 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         built = panel_of(app).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.6)  # the scenario: the call is older than HISTORY_MARGIN (0.5 s) when reopened
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
         await again.open_thread(thread)
-        await pilot.pause(1.0)  # a few follower ticks
+        await pilot.pause(1.0)  # the scenario: a window of a few follower ticks (0.3 s each) opens no panel
         assert panel_of(again) is None  # a call in the history is not news
-        again.prompt.focus()
-        again.prompt.load_text("/workflow")
-        await pilot.press("enter")
-        await until(lambda: panel_of(again) is not None and panel_of(again).workflow_id == built, pilot)
-        assert "Schedule Trigger" in canvas_text(panel_of(again).canvas)  # type: ignore[union-attr]
+        await send(again, pilot, "/workflow")
+        assert "Schedule Trigger" in canvas_text((await panel_shows(again, pilot, built)).canvas)
 
 
 def _workflow_run(run: str, call: str, tool: str, args: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -253,17 +262,17 @@ async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_
         wf = parse_workflow({**if_merge(), "id": "w1"})
         first = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
         panel.canvas.show(wf, runs=first)
-        await pilot.pause(0.1)
         canvas = panel.canvas
+        await painted(canvas, pilot)
         assert canvas.graph_layout is not None
         layout = canvas.graph_layout
         canvas.reset_painted()
         panel.canvas.show(parse_workflow({**if_merge(), "id": "w1"}),
                           runs={**first, "Tag small": NodeRun(RunState.FAILED, 0, "bad")})
-        await pilot.pause(0.1)
+        await painted(canvas, pilot)
         assert canvas.graph_layout is layout  # not laid out again
         box = layout.boxes["Tag small"]
-        assert canvas.painted_rows and canvas.painted_rows <= set(range(box.y, box.y + box.h))
+        assert canvas.painted_rows <= set(range(box.y, box.y + box.h))
 
 
 async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> None:
@@ -279,7 +288,7 @@ async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> N
         listing = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "list-workflows")
         listing.focus()
         await pilot.press("w")  # not a call about one workflow: nothing opens
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # the scenario: a window in which no panel may open
         assert panel_of(app) is None and listing.check_action("show_workflow", ()) is False
     # a card of create-workflow (recorded: our own server by URL cannot read workflows)
     create = _workflow_run("r1", "c1", "create-workflow", {"name": "Leads"}, _compact(["Hook", "Tag"], {"Hook": ["Tag"]}))
@@ -322,7 +331,7 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
             await app.screen_stack[0].mount(panel)
             panel.workflow_id = "Ab12"
             panel.canvas.show(parse_workflow(if_merge()))
-            await pilot.pause(0.1)  # laid out
+            await painted(panel.canvas, pilot)  # laid out and drawn: a click lands on it
             await pilot.click(WorkflowCanvas, offset=(2, 10))  # the person moves the keys to it
             assert panel.canvas.has_focus
             await pilot.press("o")
@@ -336,11 +345,9 @@ async def test_after_a_run_each_node_shows_its_state_and_r_reads_it_again(tmp_pa
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
-        app.prompt.load_text("/workflow wf-101")
-        await pilot.press("enter")
-        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id == "wf-101", pilot)
-        panel = panel_of(app)
-        assert panel is not None and panel.execution is None and "ran" not in canvas_text(panel.canvas)
+        await send(app, pilot, "/workflow wf-101")
+        panel = await panel_shows(app, pilot, "wf-101")
+        assert panel.execution is None and "ran" not in canvas_text(panel.canvas)
         await app.client.service.n8n.run_workflow("wf-101")  # type: ignore[attr-defined]  # the demo's run
         await until(lambda: panel.canvas.has_focus, pilot)
         await pilot.press("r")
@@ -362,7 +369,7 @@ async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_pat
         await app.screen_stack[0].mount(panel)
         shown = parse_workflow({**if_merge(), "id": "w1"})
         panel.show_preview(shown, "read", answered=True)
-        await pilot.pause(0.05)
+        await painted(panel.canvas, pilot)
         create = preview_from_args({"name": "Other", "nodes": [{"name": "Merge", "type": "n8n-nodes-base.merge"},
                                                                {"name": "Save row", "type": "n8n-nodes-base.set"}]})
         assert create is not None and create.id == ""
@@ -373,7 +380,8 @@ async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_pat
         assert panel.canvas.marks == {"Merge": "changed"}  # its link to "Save row" goes
         assert "IF with two branches merging" in str(panel.title_line.render())
         # b: the workflow before the update, and back to what it asks for
-        await pilot.pause(0.1)
+        panel.canvas.reset_painted()
+        await painted(panel.canvas, pilot)  # the update's preview drawn: a click lands on it
         await pilot.click(WorkflowCanvas, offset=(2, 12))
         await pilot.press("b")
         assert panel.canvas.workflow is shown and panel.canvas.marks == {}
