@@ -25,6 +25,7 @@ from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.redis_service import build_redis_service
 from tests.server.live import serve_app
 from tests.support import free_port, wait_for_port
+from tests.support.waiting import until, until_async
 
 API = "/instance-ai"
 
@@ -61,11 +62,12 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
 
-async def follow(url: str, thread: str, run_id: str) -> list[tuple[int | None, str]]:
-    """What a client's SSE reader sees (reconnecting through the outage) until the run's end."""
+async def follow(url: str, thread: str, run_id: str,
+                 seen: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
+    """What a client's SSE reader sees (reconnecting through the outage) until the run's end,
+    appended to ``seen`` as it comes."""
     from instance_ai_tui.client.remote import RemoteClient
 
-    seen: list[tuple[int | None, str]] = []
     async with RemoteClient(url, initial_backoff=0.1, max_backoff=0.5) as client:
         async for item in client.events(thread, after=0):
             if item.event is not None and item.event.run_id == run_id:
@@ -86,8 +88,9 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path,
                                       generate_titles=False)
         async with serve_app(create_app(service)) as url, httpx.AsyncClient(base_url=url + API, timeout=30) as http:
             run_id = (await http.post("/chat/t-out", json={"message": "list my workflows"})).json()["runId"]
-            reader = asyncio.create_task(follow(url, "t-out", run_id))
-            await asyncio.sleep(0.3)  # the run is streaming
+            streamed: list[tuple[int | None, str]] = []
+            reader = asyncio.create_task(follow(url, "t-out", run_id, streamed))
+            await until(lambda: len(streamed) >= 2 or reader.done(), what="the run streaming (past run-start)")
             await asyncio.to_thread(redis.stop_saving)
             down = await http.get("/threads")
             assert down.status_code == 503, down.text
@@ -95,20 +98,17 @@ async def test_redis_outage_mid_run_is_a_503_and_loses_no_event(tmp_path: Path,
             assert "storage unavailable" in down.json()["message"]
             status = await http.get("/threads/t-out/status")
             assert status.status_code == 503
-            await asyncio.sleep(1.5)  # the demo model keeps emitting meanwhile
+            await asyncio.sleep(1.5)  # the scenario: the outage lasts; the demo model keeps emitting meanwhile
             await asyncio.to_thread(redis.start)
-            for _ in range(100):
-                back = await http.get("/threads")
-                if back.status_code == 200:
-                    break
-                await asyncio.sleep(0.1)
-            assert back.status_code == 200
-            for _ in range(300):
-                state = (await http.get("/threads/t-out/status")).json()
-                if not state["hasActiveRun"]:
-                    break
-                await asyncio.sleep(0.1)
-            assert not state["hasActiveRun"]
+
+            async def back() -> bool:
+                return (await http.get("/threads")).status_code == 200
+
+            async def run_over() -> bool:
+                return not (await http.get("/threads/t-out/status")).json()["hasActiveRun"]
+
+            await until_async(back, what="the service answers again once Redis is back")
+            await until_async(run_over, what="the run ended")
             history = (await http.get("/threads/t-out/messages")).json()
             seen = await asyncio.wait_for(reader, 30)
         store = service.store
