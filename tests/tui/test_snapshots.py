@@ -6,13 +6,16 @@ waits (static glyph), fixed thread titles. Update with ``pytest --snapshot-updat
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from textual.widgets import Markdown
+
 from instance_ai_tui.config import Settings
+from instance_ai_tui.tui.screens.help import HelpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import SIZE, approval_run, ev, make_app, questions_run, simple_run, subagent_run
 
@@ -44,7 +47,7 @@ async def _settle(pilot: Any) -> None:
     await app.wait_until_rendered()
     for widget in app.query("Input"):
         widget.cursor_blink = False
-    await pilot.pause(0.1)
+    await pilot.pause()  # the inputs redrawn without a blinking cursor (pending messages processed)
 
 
 def test_conversation_with_subagent_and_tasks(snap_compare: Any) -> None:
@@ -69,7 +72,7 @@ def test_questions_wizard_second_question(snap_compare: Any) -> None:
         card.focus()
         await pilot.press("2")
         await pilot.press("1", "3")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the picks drawn (pending messages processed)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=before)
 
@@ -80,7 +83,9 @@ def test_light_theme_and_help(snap_compare: Any) -> None:
     async def before(pilot: Any) -> None:
         await _settle(pilot)
         await pilot.press("f1")
-        await asyncio.sleep(0.2)
+        await until(lambda: isinstance(pilot.app.screen, HelpScreen)
+                    and bool(pilot.app.screen.query_one(Markdown).children), pilot, what="the help drawn")
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=before)
 
