@@ -12,9 +12,18 @@ and CPU seconds are read from ``wait4``. Beside it, in the same run, the floor: 
 app's first frame (``cold_start.MINIMAL_APP``). The sizes and the floor take turns, so the load falls
 on all alike; it is printed with the figures.
 
-Printed JSON: per size ``content_s`` (p50/min/max/runs), ``peak_rss_mb``, ``cpu_s`` (to the quit),
+A person who starts the app again quit it before: the app then kept the newest screenful of its
+open thread beside the database (``tui.screen_cache``), which the next first frame shows until the
+real thread replaces it. So each program is first started once, left running until its thread
+has opened (``SETTLE_S``) and quit: ``runs_N`` are the starts after that (a start that quits
+before it opened the database keeps that screen valid). ``runs_N_cold`` (``--no-cold`` leaves them
+out) are starts with that file removed first: the first start on a database, the whole restore
+(its peak RSS is the memory of the restoring app; the warm starts quit before the store opens).
+
+Printed JSON: per program ``content_s`` (p50/min/max/runs), ``peak_rss_mb``, ``cpu_s`` (to the quit),
 ``ratio_p50`` to the floor, and ``growth``: the largest size's content time and memory over the
-smallest's. Targets (issue 30): < 0.5 s for 1,000 runs, flat in thread size (time and memory).
+smallest's (the warm starts; ``growth_cold`` for the cold ones). Targets (issue 30): < 0.5 s for
+1,000 runs, flat in thread size (time and memory).
 """
 
 from __future__ import annotations
@@ -45,8 +54,13 @@ sys.path.insert(0, str(ROOT))
 from cold_start import ANSI, MINIMAL_APP, MINIMAL_MARKER  # noqa: E402
 from machine import HANG_S, load, machine, ratio, summary  # noqa: E402
 
+from instance_ai_tui.tui.screen_cache import cache_path  # noqa: E402
+
 SIZE = (120, 40)
 TARGET_S = 0.5
+#: seconds the warm-up start runs on after its content showed, so that its thread has opened
+#: when it quits (and keeps its screen for the next start, ``tui.screen_cache``)
+SETTLE_S = 3.0
 
 
 async def build(db: Path, runs: int) -> None:
@@ -69,8 +83,9 @@ def env_for(tmp: str) -> dict[str, str]:
     return env
 
 
-def launch(argv: list[str], marker: bytes, cwd: str) -> dict[str, Any]:
-    """Seconds from exec until ``marker`` is on the screen; then Ctrl+Q; peak RSS and CPU (``wait4``)."""
+def launch(argv: list[str], marker: bytes, cwd: str, *, settle: bool = False) -> dict[str, Any]:
+    """Seconds from exec until ``marker`` is on the screen; then Ctrl+Q (``settle``: after the real
+    thread has had a moment to open, as a person who used the app quits it); peak RSS and CPU (``wait4``)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     started = time.perf_counter()
@@ -90,6 +105,12 @@ def launch(argv: list[str], marker: bytes, cwd: str) -> dict[str, Any]:
             if marker in ANSI.sub(b"", output):
                 seen = time.perf_counter() - started
                 break
+        if settle and seen is not None:
+            quiet_until = time.perf_counter() + SETTLE_S
+            while time.perf_counter() < quiet_until and process.poll() is None:
+                if select.select([master], [], [], 0.05)[0]:
+                    with contextlib.suppress(OSError):
+                        os.read(master, 1 << 16)
     finally:
         with contextlib.suppress(OSError):
             os.write(master, b"\x11")  # Ctrl+Q
@@ -116,24 +137,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100,1000,3000")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time each size without the screen kept at the last quit (default: on)")
     args = parser.parse_args()
     started_load = load()
     sizes = [int(n) for n in args.sizes.split(",")]
     results: dict[str, dict[str, list[Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="instance-ai-restore-") as tmp:
-        programs: dict[str, tuple[list[str], bytes]] = {}
+        programs: dict[str, tuple[list[str], bytes, Path | None]] = {}
         for runs in sizes:
             db = Path(tmp) / f"thread-{runs}.sqlite3"
             asyncio.run(build(db, runs))
-            programs[f"runs_{runs}"] = ([sys.executable, "-m", "instance_ai_tui", "--db", str(db), "--model", "demo"],
-                                        f"Answer {runs - 1}:".encode())
-        programs["floor_minimal_textual"] = ([sys.executable, "-c", MINIMAL_APP], MINIMAL_MARKER)
-        for argv, marker in programs.values():  # warm the caches
-            launch(argv, marker, tmp)
+            argv = [sys.executable, "-m", "instance_ai_tui", "--db", str(db), "--model", "demo"]
+            marker = f"Answer {runs - 1}:".encode()
+            programs[f"runs_{runs}"] = (argv, marker, None)
+            if args.cold:
+                programs[f"runs_{runs}_cold"] = (argv, marker, db)
+        programs["floor_minimal_textual"] = ([sys.executable, "-c", MINIMAL_APP], MINIMAL_MARKER, None)
+        for argv, marker, _db in programs.values():  # warm the caches (and quit once, as a person did before)
+            launch(argv, marker, tmp, settle=True)
         for name in programs:
             results[name] = {"content_s": [], "peak_rss_mb": [], "cpu_s": []}
         for _ in range(args.repeats):
-            for name, (argv, marker) in programs.items():
+            for name, (argv, marker, cold_db) in programs.items():
+                if cold_db is not None:  # the first start on this database: no screen kept from the last one
+                    cache_path(cold_db).unlink(missing_ok=True)
                 measured = launch(argv, marker, tmp)
                 for key, value in measured.items():
                     results[name][key].append(value)
@@ -154,6 +182,16 @@ def main() -> int:
     if 1000 in sizes:
         value = out["runs_1000"]["content_s"]["p50"]
         out["meets_target_1000_runs"] = value is not None and value < TARGET_S
+    if args.cold:
+        for runs in sizes:
+            entry = out[f"runs_{runs}_cold"]
+            entry["ratio_p50_to_floor"] = ratio(entry["content_s"]["p50"], floor)
+        small, large = out[f"runs_{sizes[0]}_cold"], out[f"runs_{sizes[-1]}_cold"]
+        out["growth_cold"] = {
+            "sizes": [sizes[0], sizes[-1]],
+            "content_s": ratio(large["content_s"]["p50"], small["content_s"]["p50"]),
+            "peak_rss_mb": ratio(large["peak_rss_mb"]["p50"], small["peak_rss_mb"]["p50"]),
+        }
     out["target_s"] = TARGET_S
     out["machine"] = machine(started_load)
     print(json.dumps(out, indent=1))

@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..client.base import Client
     from ..client.gateway_flag import GatewayRequest
     from ..config import Settings
+    from ..tui.app import InstanceAiApp
     from ..tui.startup import Started
 
 #: seconds between the demo model's streamed pieces in the TUI (a lifelike pace)
@@ -56,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Paint the app's first frame, then build its settings and client (``tui.startup``)."""
+    import gc
+
+    # start-up allocates some 200,000 objects that all stay (modules, models, widgets): the cyclic
+    # collector's passes over them are ~12% of the CPU before the first request (``tui.startup``)
+    gc.disable()
     from ..client.factory import skip_unused_optional_imports
 
     skip_unused_optional_imports()  # before httpx and openai: the first request comes sooner
@@ -78,21 +85,67 @@ def main(args: argparse.Namespace) -> int:
         return 2
     prefs = FirstFramePrefs.from_ui(peek_ui(), theme=getattr(args, "theme", None))
 
+    from ..tui import screen_cache
     from ..tui.app import InstanceAiApp
 
     app = InstanceAiApp(
-        startup=Startup(prefs, functools.partial(load, args, settings, gateway)),
+        startup=Startup(prefs, functools.partial(load, args, settings, gateway), collector_held=True),
         thread_id=getattr(args, "tui_thread", None),
         redis_chat=getattr(args, "redis_chat", None),
         chat_webhook=getattr(args, "chat_webhook", None),
         start=getattr(args, "tui_start", None) or "latest",
         tune_gc=True,
     )
+    db_path = early_db_path(args)
+    cached = screen_cache.load(db_path, getattr(args, "tui_thread", None)) if db_path is not None else None
+    if cached is not None:
+        screen_cache.show(app, cached)  # the last thread's newest turns in the first frame
     app.run()  # the app opens the client at start and closes it when it quits
+    if db_path is not None:
+        save_screen(app, db_path)
     if app.start_error is not None:
         print(f"instance-ai: {app.start_error}", file=sys.stderr)
         return 2
     return int(app.return_code or 0)
+
+
+def early_db_path(args: argparse.Namespace) -> Path | None:
+    """The database the app will open, known before the settings are validated (the flag, the
+    environment, the settings file, the default), when the first frame may show its cached
+    screen (``tui.screen_cache``): an embedded start that opens the latest thread (or ``--thread``)."""
+    import os
+
+    from ..config_file import ConfigFileError, config_path, default_db_path, read_config_file
+
+    if (getattr(args, "tui_start", None) or "latest") != "latest" or getattr(args, "url", None):
+        return None
+    try:
+        data = read_config_file(config_path())
+    except ConfigFileError:
+        return None
+    remote = data.get("remote")
+    if isinstance(remote, dict) and remote.get("url"):
+        return None
+    chosen = getattr(args, "db", None) or os.environ.get("INSTANCE_AI_DB") or data.get("db_path")
+    if chosen is not None and not isinstance(chosen, (str, Path)):
+        return None
+    return Path(chosen).expanduser() if chosen else default_db_path()
+
+
+def save_screen(app: InstanceAiApp, db_path: Path) -> None:
+    """The app has quit (its client closed): keep the open thread's newest screenful for the
+    next start (``tui.screen_cache``). When no thread of this database was shown the cache is
+    left as it is: its fingerprint of the database says at the next start whether it still holds."""
+    from ..tui import screen_cache
+
+    conversation = app.conversation
+    if (app.client.mode != "embedded" or not app.ready.is_set() or conversation is None
+            or not conversation.thread_id or app.threads.opening
+            or app.settings.resolved_db_path.resolve() != db_path.resolve()):
+        return
+    threads = app.thread_list.local_threads()
+    latest = max(threads, key=lambda t: t.updated_at).id if threads else None
+    screen_cache.save(db_path, conversation, latest=latest == conversation.thread_id)
 
 
 async def load(args: argparse.Namespace, settings: Settings | None, gateway: GatewayRequest | None) -> Started:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from ..client.base import ClientError, ConnectionState, StorageError
+from . import screen_cache
 from .layout import show_demo_banner
-from .startup import FirstFramePrefs, StartError
+from .startup import FirstFramePrefs, StartError, release_collector
 
 if TYPE_CHECKING:
     from ..client.gateway_flag import GatewayRequest
@@ -80,6 +81,9 @@ def attach(app: InstanceAiApp, started: Started) -> None:
 
 async def boot(app: InstanceAiApp) -> None:
     """Everything the app does at start after its first frame (see the module docstring)."""
+    if app.startup is not None and app.startup.collector_held:  # (``startup.release_collector``)
+        app.run_worker(release_collector(app.ready, lambda: bool(app.connection.queue.items)), group="collector",
+                       exit_on_error=False)
     if app.startup is not None:  # the settings and the client (``tui.startup``)
         try:
             started = await app.startup.load()
@@ -146,6 +150,8 @@ async def boot(app: InstanceAiApp) -> None:
     if warm_up is not None:
         with contextlib.suppress(WorkerFailed, WorkerCancelled):  # (a failed warm-up only costs time)
             await warm_up.wait()
+    # the first frame may show this thread's cached screen (``tui.screen_cache``): gone at once if not
+    screen_cache.confirm(app, app.settings.resolved_db_path if app.client.mode == "embedded" else None, target)
     await app.open_thread(target)
     app.ready.set()
     app.connection.adopt_start_queue()

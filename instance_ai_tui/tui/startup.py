@@ -18,6 +18,9 @@ directly: ``attach`` then runs in ``InstanceAiApp.__init__``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -76,10 +79,41 @@ class Started:
 
 @dataclass(frozen=True, slots=True)
 class Startup:
-    """How the app gets its settings and client after its first frame (see the module docstring)."""
+    """How the app gets its settings and client after its first frame (see the module docstring).
+
+    ``collector_held``: the cyclic garbage collector was disabled before the imports (``cli.tui``);
+    ``release_collector`` gives it back once the start's work is done."""
 
     prefs: FirstFramePrefs
     load: Callable[[], Awaitable[Started]]
+    collector_held: bool = False
+
+
+#: seconds ``release_collector`` waits at most for the first thread, then for a message typed at
+#: start to go out (a login or setup dialog may hold the start much longer)
+READY_PATIENCE = 10.0
+SEND_PATIENCE = 3.0
+
+
+async def release_collector(ready: asyncio.Event, waiting: Callable[[], bool]) -> None:
+    """The start held the cyclic collector (``Startup.collector_held``): all it built stays
+    (modules, pydantic models, widgets), so passes over it were wasted CPU between the first
+    frame and the first request. Once the first thread is open (``ready``) and a message typed
+    at start has gone out (``waiting()`` false), what is alive moves to the permanent generation
+    (``gc.freeze``: later passes never walk it, as ``tui.heap`` does for each opened thread)
+    and the collector runs again."""
+    loop = asyncio.get_running_loop()
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ready.wait(), READY_PATIENCE)
+        until = loop.time() + SEND_PATIENCE
+        while loop.time() < until:
+            if not waiting():
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 class StartingClient(Client):

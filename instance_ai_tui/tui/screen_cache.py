@@ -1,0 +1,249 @@
+"""The newest screenful of the last thread, kept beside the database, drawn in the first frame.
+
+Restoring a thread reads its newest page of history and replays its events: with the imports of
+the client, the store and the assistant that is about a second after the first frame, whatever
+the thread's size. A person who starts ``instance-ai`` again wants to see where they were at
+once. So when the app quits (``cli.tui``, after the client has closed) it writes what its open
+thread's newest turns say (``save``): plain text (user messages, the answers' text, one line per
+tool call), secrets redacted with the export's rule (``protocol.transcript.redact``), in
+``<database>.screen.json`` (mode 0600). The next start reads it before the first frame (``load``:
+the standard library only, no pydantic) and the first frame shows it (``show``) in the
+conversation view, where ``ConversationView.load`` replaces it by the real thread once it is
+open.
+
+It is shown only when it is certainly the content that is about to open:
+
+* the app would open the latest thread of an embedded database (no ``--url``/``--new``/
+  ``--resume``; ``--thread`` only for the cached thread), and the cached thread was the latest
+  one when it was written;
+* the database is the one the cache was written for, and nothing wrote to it since (the size
+  and modification time of the database file and of its write-ahead log, taken after the
+  client closed, are the same);
+* the settings, once read, name the same database (``confirm``; otherwise it is taken away at
+  once).
+
+A start that quits before it opened the database leaves the cache as it is (nothing was
+written); one that opened the database but no thread removes it (the database may have changed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from ..protocol.conversation import Conversation, ConversationMessage
+    from ..protocol.tree import AgentNode
+
+#: the file's format (a cache of another version is ignored)
+VERSION = 1
+#: at most this many of the newest messages, and this many lines of text in all
+MAX_MESSAGES = 12
+MAX_LINES = 160
+#: an answer longer than this keeps its last lines (the screen shows the newest)
+MAX_LINES_PER_MESSAGE = 80
+
+
+def cache_path(db_path: Path) -> Path:
+    """Where the screen of the database at ``db_path`` is kept: beside it."""
+    return db_path.with_name(db_path.name + ".screen.json")
+
+
+def fingerprint(db_path: Path) -> list[list[int]]:
+    """Size and modification time (ns) of the database and its write-ahead log ([-1, -1]: absent)."""
+    out: list[list[int]] = []
+    for path in (db_path, db_path.with_name(db_path.name + "-wal")):
+        try:
+            stat = path.stat()
+        except OSError:
+            out.append([-1, -1])
+        else:
+            out.append([stat.st_size, stat.st_mtime_ns])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One message as the cache shows it."""
+
+    role: str  # "user" or "assistant"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CachedScreen:
+    """What ``load`` read: the thread, its title, its newest messages."""
+
+    db_path: str
+    thread_id: str
+    title: str
+    cursor: int
+    entries: tuple[Entry, ...]
+
+
+def load(db_path: Path, thread_id: str | None = None) -> CachedScreen | None:
+    """The cached screen of ``db_path`` if it is certainly current (see the module docstring);
+    ``thread_id``: the thread the app was asked to open (``--thread``), else the latest."""
+    try:
+        raw = json.loads(cache_path(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("version") != VERSION or not raw.get("latest"):
+        return None
+    if raw.get("db_path") != str(db_path.resolve()) or raw.get("fingerprint") != fingerprint(db_path):
+        return None
+    cached_thread, title, cursor, messages = raw.get("thread_id"), raw.get("title"), raw.get("cursor"), raw.get("entries")
+    if not isinstance(cached_thread, str) or not isinstance(title, str) or not isinstance(cursor, int):
+        return None
+    if thread_id is not None and thread_id != cached_thread:
+        return None
+    if not isinstance(messages, list):
+        return None
+    entries: list[Entry] = []
+    for item in messages:
+        if not isinstance(item, dict):
+            return None
+        role, text = item.get("role"), item.get("text")
+        if role not in ("user", "assistant") or not isinstance(text, str):
+            return None
+        entries.append(Entry(role, text))
+    return CachedScreen(str(db_path.resolve()), cached_thread, title, cursor, tuple(entries))
+
+
+def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
+    """The newest messages as text, secrets redacted (``MAX_MESSAGES``, ``MAX_LINES``)."""
+    from ..protocol.safe_text import visible
+    from ..protocol.transcript import redact
+
+    out: list[Entry] = []
+    lines = 0
+    for message in reversed(messages[-MAX_MESSAGES:]):
+        if message.role == "user":
+            text = message.content
+        else:
+            tree = message.tree()
+            text = answer_text(tree) if tree is not None else message.content
+        text = visible(str(redact(text)).strip("\n"))
+        if not text.strip():
+            continue
+        kept = text.split("\n")[-MAX_LINES_PER_MESSAGE:]
+        out.append(Entry("user" if message.role == "user" else "assistant", "\n".join(kept)))
+        lines += len(kept) + 1
+        if lines >= MAX_LINES:
+            break
+    out.reverse()
+    return out
+
+
+def answer_text(node: AgentNode) -> str:
+    """An answer's text in the order it came, a line per tool call (its arguments and result left out)."""
+    calls = {call.tool_call_id: call for call in node.tool_calls}
+    parts: list[str] = []
+    for entry in node.timeline:
+        if entry.type == "text":
+            content = str(getattr(entry, "content", "")).strip("\n")
+            if content.strip():
+                parts.append(content)
+        elif entry.type == "tool-call":
+            call = calls.get(getattr(entry, "tool_call_id", ""))
+            if call is not None:
+                parts.append(f"⚙ {call.tool_name}")
+    if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
+        parts.append(node.text_content.strip("\n"))
+    return "\n\n".join(parts)
+
+
+def save(db_path: Path, conversation: Conversation, *, latest: bool) -> None:
+    """Write the newest screenful of ``conversation`` (an open thread of ``db_path``, the client
+    closed): atomically, readable by the user only. ``latest``: it was the latest thread."""
+    thread_id = conversation.thread_id
+    if not thread_id or not latest or conversation.is_streaming:
+        forget(db_path)
+        return
+    data: dict[str, Any] = {
+        "version": VERSION,
+        "db_path": str(db_path.resolve()),
+        "fingerprint": fingerprint(db_path),
+        "thread_id": thread_id,
+        "latest": latest,
+        "title": conversation.title or "",
+        "cursor": conversation.cursor,
+        "entries": [{"role": entry.role, "text": entry.text} for entry in entries_of(conversation.messages)],
+    }
+    target = cache_path(db_path)
+    temporary = target.with_name(target.name + ".tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file, ensure_ascii=False)
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+def forget(db_path: Path) -> None:
+    """The cache of ``db_path`` may be out of date: remove it."""
+    with contextlib.suppress(OSError):
+        cache_path(db_path).unlink()
+
+
+class CachedTurns(Vertical):
+    """The cached messages, as the conversation view draws them (roughly: plain text)."""
+
+    DEFAULT_CSS = """
+    CachedTurns { height: auto; }
+    CachedTurns > .cached-user {
+        margin: 1 0 0 0;
+        padding: 0 1;
+        border-left: thick $user-message;
+        background: $user-message-background;
+        color: $text;
+    }
+    CachedTurns > .cached-answer { padding: 1 1 0 1; }
+    """
+
+    def __init__(self, cached: CachedScreen) -> None:
+        super().__init__(classes="cached-screen")
+        self.cached = cached
+
+    def compose(self) -> ComposeResult:
+        for entry in self.cached.entries:
+            if entry.role == "user":
+                yield Static(entry.text, classes="cached-user", markup=False)
+            else:
+                yield Static(entry.text, classes="cached-answer", markup=False)
+
+
+def show(app: Any, cached: CachedScreen) -> None:
+    """Put ``cached`` in the conversation view of ``app`` (not running yet: its first frame shows it)."""
+    view = app.view
+    view.compose_add_child(CachedTurns(cached))
+    view.placeholder.display = False  # ("Loading…" under the cached turns would say the wrong thing)
+    app.cached_screen = cached
+    app.sub_title = cached.title
+
+
+def confirm(app: Any, db_path: Path | None, thread_id: str | None) -> None:
+    """The app is about to open ``thread_id`` of ``db_path`` (``None``: not an embedded database):
+    the cached screen stays until the view draws that thread (``ConversationView.load`` replaces
+    it), or goes at once if it shows another."""
+    cached: CachedScreen | None = getattr(app, "cached_screen", None)
+    if cached is None:
+        return
+    app.cached_screen = None
+    if db_path is not None and str(db_path.resolve()) == cached.db_path and thread_id == cached.thread_id:
+        return
+    view = app.view
+    for widget in view.query(CachedTurns):
+        widget.remove()
+    view.placeholder.display = True
