@@ -17,6 +17,7 @@ from instance_ai_tui.client.gateway_flag import GatewayRequest
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from tests.support.fake_n8n import FakeN8n, GatewayCall, Say
+from tests.support.waiting import until
 
 from .conftest import make_client
 
@@ -122,13 +123,9 @@ async def test_tui_shows_the_gateway_state(fake: FakeN8n, shared: Path, tmp_path
                         watch_themes=False, persist_theme=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await app.wait_until_ready()
-        for _ in range(200):
-            if app.status_info.gateway_state == "sharing" and fake.gateway() is not None:
-                break
-            await pilot.pause(0.02)
+        await until(lambda: app.status_info.gateway_state == "sharing" and fake.gateway() is not None, pilot)
         assert app.gateway is not None
-        await pilot.pause(0.1)
-        assert "⇄ shared sharing" in app.status_line.plain
+        await until(lambda: "⇄ shared sharing" in app.status_line.plain, pilot)
         state = fake.gateway()
         assert state is not None and state.root_path == str(shared.resolve())
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
@@ -136,10 +133,7 @@ async def test_tui_shows_the_gateway_state(fake: FakeN8n, shared: Path, tmp_path
         # n8n ends the session (it does so when it shuts down): the gateway pairs again (issue 13)
         first = fake.gateway()
         fake.send_gateway_disconnect()
-        for _ in range(200):
-            if app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing":
-                break
-            await pilot.pause(0.02)
+        await until(lambda: app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing", pilot)
         assert app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing"
         assert len(fake.requests_to("/rest/instance-ai/gateway/create-link")) == 2
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
@@ -152,10 +146,7 @@ async def test_tui_gateway_stopped_on_exit(fake: FakeN8n, shared: Path, tmp_path
                         watch_themes=False, persist_theme=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await app.wait_until_ready()
-        for _ in range(200):
-            if fake.gateway() is not None:
-                break
-            await pilot.pause(0.02)
+        await until(lambda: fake.gateway() is not None, pilot)
         assert fake.gateway() is not None
     # quitting the app ends the gateway session on the n8n side
     assert fake.gateway() is None
@@ -177,18 +168,12 @@ async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared:
                         watch_themes=False, persist_theme=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await app.wait_until_ready()
-        for _ in range(200):
-            if app.status_info.gateway_state == "sharing" and fake.gateway() is not None:
-                break
-            await pilot.pause(0.02)
+        await until(lambda: app.status_info.gateway_state == "sharing" and fake.gateway() is not None, pilot)
         states: list[str] = []
         app.gateway.gateway._set_state = (lambda f: lambda s, d: (states.append(f"{s.value} {d}"), f(s, d)))(
             app.gateway.gateway._set_state)
         await restart(fake, html_answers=1, not_found_seconds=0.5, gateway_disconnect=clean)
-        for _ in range(400):
-            if fake.gateway() is not None and app.status_info.gateway_state == "sharing":
-                break
-            await pilot.pause(0.02)
+        await until(lambda: fake.gateway() is not None and app.status_info.gateway_state == "sharing", pilot)
         assert fake.gateway() is not None and app.status_info.gateway_state == "sharing", (
             states, app.status_info.gateway_state, [(r.method, r.path) for r in fake.requests_to("/rest/instance-ai/gateway")][-8:])
         assert any("pairing again" in s for s in states), states
@@ -204,19 +189,13 @@ async def test_a_forbidden_gateway_ends_with_n8ns_words(fake: FakeN8n, shared: P
                         watch_themes=False, persist_theme=False)
     async with app.run_test(size=(140, 40)) as pilot:
         await app.wait_until_ready()
-        for _ in range(200):
-            if app.status_info.gateway_state == "sharing" and fake.gateway() is not None:
-                break
-            await pilot.pause(0.02)
+        await until(lambda: app.status_info.gateway_state == "sharing" and fake.gateway() is not None, pilot)
         notices: list[str] = []
         original = app.notify
         app.notify = lambda message, **kw: (notices.append(str(message)), original(message, **kw))[1]  # type: ignore[method-assign]
         fake.gateway_disabled = True
         fake.drop_gateway_stream()
-        for _ in range(300):
-            if app.status_info.gateway_state == "stopped":
-                break
-            await pilot.pause(0.02)
+        await until(lambda: app.status_info.gateway_state == "stopped", pilot)
         assert app.status_info.gateway_state == "stopped"
         assert any("Local gateway is disabled (HTTP 403)" in n for n in notices), notices
         assert app.gateway.gateway.repairs == 0

@@ -99,7 +99,7 @@ async def test_background_tasks_are_listed_corrected_and_cancelled(fake: FakeN8n
         cancels = [r for r in fake.requests if r.path.endswith(f"/tasks/{task['taskId']}/cancel")]
         assert len(cancels) == 1
         await pilot.press("x")  # not running any more: nothing is sent
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # the scenario: a window in which no cancel may be sent
         assert len([r for r in fake.requests if r.path.endswith("/cancel")]) == 1
         thread_id = app.thread_id
 

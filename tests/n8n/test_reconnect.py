@@ -6,7 +6,6 @@ configurable 404 phase, so no test waits the real 6.5 s.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 
@@ -15,8 +14,10 @@ import pytest
 from instance_ai_tui.client.base import ClientError, ConnectionState
 from instance_ai_tui.client.n8n import ModuleNotReadyError, N8nClient
 from instance_ai_tui.client.sse import MAX_BACKOFF_CAP, backoff_delay
+from instance_ai_tui.protocol.api import ThreadStatus
 from tests.support.fake_n8n import FakeN8n, Pause, Say
 from tests.support.n8n_boot import restart
+from tests.support.waiting import until, until_async
 
 from .conftest import make_client
 from .test_n8n_dialect import Stream, is_type
@@ -33,9 +34,8 @@ async def test_the_stream_survives_a_restart_with_html_then_404_then_the_stream(
         await stream.until(is_type("run-finish"))
         window = await restart(fake, html_answers=1, not_found_seconds=0.8)
         # the client went through the whole boot window, kept trying, and is connected again
-        async with asyncio.timeout(10):
-            while client.state != ConnectionState.CONNECTED or window.not_found_served == 0:
-                await asyncio.sleep(0.05)
+        await until(lambda: client.state == ConnectionState.CONNECTED and window.not_found_served > 0,
+                    what="connected again after the boot window")
         assert window.html_served == 1 and window.not_found_served >= 1
         run_id = await client.send(tid, "hello after the restart")
         finish = await stream.until(lambda i: i.event is not None and i.event.type == "run-finish"
@@ -77,13 +77,17 @@ async def test_a_run_cut_by_the_crash_has_no_run_finish_and_status_says_so(fake:
             await client.send(tid, "long job")
             await stream.until(is_type("text-delta"))
             await restart(fake, html_answers=1, not_found_seconds=0.3)
-            async with asyncio.timeout(10):
-                while True:
-                    try:
-                        status = await client.status(tid)
-                        break
-                    except ClientError:
-                        await asyncio.sleep(0.1)
+            answered: list[ThreadStatus] = []
+
+            async def status_read() -> bool:  # n8n answers again after its boot window
+                try:
+                    answered.append(await client.status(tid))
+                except ClientError:
+                    return False
+                return True
+
+            await until_async(status_read, what="n8n answers the thread's status again")
+            status = answered[-1]
             assert not status.has_active_run and not status.is_suspended
             assert stream.conversation.is_streaming  # the client alone cannot know: the app checks status
             assert "run-finish" not in stream.types()
