@@ -244,10 +244,10 @@ def test_argument_parsing_lives_in_the_cli_package() -> None:
 TUI = PACKAGE / "tui"
 
 
-def tui_module_graph() -> dict[str, set[str]]:
+def tui_module_graph(root: Path = TUI) -> dict[str, set[str]]:
     """The modules of ``tui/`` and the modules of ``tui/`` each imports: at any depth, lazy and
     ``TYPE_CHECKING`` imports included (a type-only import is a cycle for a reader and for mypy)."""
-    names = {".".join(path.relative_to(TUI).with_suffix("").parts): path for path in TUI.rglob("*.py")}
+    names = {".".join(path.relative_to(root).with_suffix("").parts): path for path in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
         here = ["tui", *name.split(".")]  # (``widgets.__init__``: ``from . import x`` is widgets' x)
@@ -276,22 +276,24 @@ def tui_module_graph() -> dict[str, set[str]]:
     return graph
 
 
-#: ``boot.py`` is the app's start-up half (``InstanceAiApp.on_mount`` runs it and it fills the app's
-#: fields); it still takes the app itself. The one pair allowed until it takes a protocol too.
-TUI_CYCLE_ALLOWED = {("app", "boot")}
-
-
 def test_the_tui_modules_form_no_import_cycle() -> None:
     graph = tui_module_graph()
-    assert {"app", "projection", "ports", "widgets.confirmations", "widgets.card_factory"} <= set(graph)
+    assert {"app", "boot", "projection", "ports", "widgets.confirmations", "widgets.card_factory"} <= set(graph)
     assert "ports" in graph["projection"] and "app" not in graph["projection"]
-    for a, b in TUI_CYCLE_ALLOWED:
-        graph[b].discard(a)
     assert _cycle(graph) == []
 
 
-def test_the_tui_graph_sees_type_only_imports() -> None:
-    assert "app" in tui_module_graph()["boot"]  # (``from .app import InstanceAiApp`` under TYPE_CHECKING)
+def test_the_tui_graph_counts_type_only_and_lazy_imports(tmp_path: Path) -> None:
+    (tmp_path / "widgets").mkdir()
+    (tmp_path / "app.py").write_text("from .room import Room\n", encoding="utf-8")
+    (tmp_path / "room.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .app import App\n", encoding="utf-8")
+    (tmp_path / "widgets" / "card.py").write_text(
+        "def later():\n    from ..room import Room\n    from instance_ai_tui.tui.widgets import other\n", encoding="utf-8")
+    (tmp_path / "widgets" / "other.py").write_text("", encoding="utf-8")
+    graph = tui_module_graph(tmp_path)
+    assert graph == {"app": {"room"}, "room": {"app"}, "widgets.card": {"room", "widgets.other"}, "widgets.other": set()}
+    assert _cycle(graph) == ["app", "room", "app"]
 
 
 # What Textual calls by name (bindings, handlers, hooks) and the headless hooks tests, scripts and

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..protocol.conversation import Conversation
     from .widgets.confirmations import ConfirmationAnswered
+    from .widgets.turns import UserMessage
 
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
@@ -140,18 +141,18 @@ class InstanceAiApp(App[None]):
         self._watch_themes = watch_themes
         self._persist_theme = persist_theme
         self._close_client = close_client
-        self._extra_sources = list(sources)
-        self._redis_chat = (redis_chat, chat_webhook)
+        self.extra_sources = list(sources)
+        self.redis_chat = (redis_chat, chat_webhook)
         self.conversation: Conversation | None = None
         self.thread_id: str | None = None
         self.pending: set[str] = set()
         self.status_info = StatusInfo(model=self.client.model_name)
-        self.keys = self._load_keymap()
+        self.keys = self.load_keymap()
         self.theme_manager: themes.ThemeManager | None = None
         self._frame_timer: Any = None
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
-        self._remove_state_listener: Any = None
+        self.remove_state_listener: Callable[[], None] | None = None
         #: the widgets hidden at start are mounted (``layout.mount_hidden``)
         self.hidden_mounted = False
         self.view: ConversationView = ConversationView(self.pending, id="conversation")
@@ -203,7 +204,7 @@ class InstanceAiApp(App[None]):
         """The prompt's placeholder, naming this key map's keys (``ui.enter_sends``, ``[ui.keys]``)."""
         return f"Message Instance AI…  ({self.keys.send_hint()}, /help for commands)"
 
-    def _load_keymap(self) -> keymap.KeyMap:
+    def load_keymap(self) -> keymap.KeyMap:
         """The user's key map; on a bad ``[ui.keys]`` the defaults (and an error shown at mount)."""
         self._keymap_error: str | None = None
         try:
@@ -231,8 +232,8 @@ class InstanceAiApp(App[None]):
         self.tasks_panel.display = False
         self.run_status.fit_panels(self.size.width, initial=True)
         self.prompt.focus()
-        self._remove_state_listener = self.client.add_state_listener(self._on_connection_state)
-        self._on_connection_state(self.client.state, self.client.state_detail)
+        self.remove_state_listener = self.client.add_state_listener(self.connection_state_changed)
+        self.connection_state_changed(self.client.state, self.client.state_detail)
         self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
         # the keyboard model: focus that moved by itself goes back to the prompt, and the
         # status line names where keys go (also checked before every key: ``Cards.on_input``)
@@ -259,8 +260,8 @@ class InstanceAiApp(App[None]):
         self.terminal.restore()
         self.connection.stop()
         await self.threads.close_sources()
-        if self._remove_state_listener is not None:
-            self._remove_state_listener()
+        if self.remove_state_listener is not None:
+            self.remove_state_listener()
         if self.theme_manager is not None:
             self.theme_manager.stop()
         self.projection.stop()
@@ -280,7 +281,7 @@ class InstanceAiApp(App[None]):
                 self.log.error(f"closing the client failed: {exc}")
 
     # ------------------------------------------------------------------ connection state
-    def _on_connection_state(self, state: ConnectionState, detail: str) -> None:
+    def connection_state_changed(self, state: ConnectionState, detail: str) -> None:
         self.set_connection(state.value, detail)
         self.connection.on_state(state, detail)
 
@@ -475,15 +476,15 @@ class InstanceAiApp(App[None]):
             return
         self.find_bar.open(self.conversation)
 
-    def on_find_bar_show(self, event: Any) -> None:
+    def on_find_bar_show(self, event: FindBar.Show) -> None:
         event.stop()
         self.actions.show_find_hit(event.match)
 
-    def on_find_bar_closed(self, event: Any) -> None:
+    def on_find_bar_closed(self, event: FindBar.Closed) -> None:
         event.stop()
         self.prompt.focus()
 
-    def on_user_message_edit_requested(self, event: Any) -> None:
+    def on_user_message_edit_requested(self, event: UserMessage.EditRequested) -> None:
         """``e`` on a user message (``turns.UserMessage.EditRequested``; by name: turns loads lazily)."""
         event.stop()
         self.actions.edit_message(event.message_id)
@@ -495,8 +496,8 @@ class InstanceAiApp(App[None]):
     def _followed(self) -> None:
         self.badge.display = False
 
-    def on_click(self, event: Any) -> None:
-        widget = getattr(event, "widget", None)
+    def on_click(self, event: events.Click) -> None:
+        widget = event.widget
         if widget is not None and widget.id == "new-output":
             self.view.follow()
 

@@ -28,11 +28,11 @@ from .startup import FirstFramePrefs, StartError, release_collector
 if TYPE_CHECKING:
     from ..client.gateway_flag import GatewayRequest
     from ..protocol.api import ThreadInfo
-    from .app import InstanceAiApp
+    from .boot_host import BootHost
     from .startup import Started
 
 
-def is_demo(app: InstanceAiApp) -> bool:
+def is_demo(app: BootHost) -> bool:
     """The offline demo model is what answers (a banner says so)."""
     client, settings = app.client, app.settings
     if "demo" in (client.model_name or "").lower():
@@ -40,7 +40,7 @@ def is_demo(app: InstanceAiApp) -> bool:
     return client.mode == "embedded" and not client.model_name and settings.model.name in (None, "demo")
 
 
-def attach(app: InstanceAiApp, started: Started) -> None:
+def attach(app: BootHost, started: Started) -> None:
     """Use ``started``'s client and settings: in ``__init__`` when the app was given them,
     else once ``startup.load`` has built them after the first frame (``tui.startup``)."""
     client, settings = started.client, started.settings
@@ -50,8 +50,8 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     # everything that was given the starting client gets the real one
     app.threads.client = app.n8n_activity.client = app.pending_watch.client = client
     app.terminal.bell_enabled, app.terminal.desktop = settings.ui.bell, settings.ui.desktop_notifications
-    extra = app._extra_sources
-    redis_chat, chat_webhook = app._redis_chat
+    extra = app.extra_sources
+    redis_chat, chat_webhook = app.redis_chat
     if redis_chat:
         from ..client.redis_chat import RedisChatClient
 
@@ -62,7 +62,7 @@ def attach(app: InstanceAiApp, started: Started) -> None:
     prefs, app.prefs = app.prefs, FirstFramePrefs.from_settings(settings)
     changed = prefs != app.prefs  # the settings file said what its unvalidated read did not
     if changed:
-        app.keys = app._load_keymap()
+        app.keys = app.load_keymap()
         app.prompt.placeholder = app.prompt_placeholder()
     if app.theme_manager is None:  # not mounted yet (``__init__``): on_mount uses what is set
         return
@@ -70,16 +70,16 @@ def attach(app: InstanceAiApp, started: Started) -> None:
         app.set_keymap(app.keys.textual_keymap())
         if app.prefs.theme != prefs.theme:
             app.theme_manager.apply(app.prefs.theme)
-    if app._remove_state_listener is not None:
-        app._remove_state_listener()
-    app._remove_state_listener = client.add_state_listener(app._on_connection_state)
+    if app.remove_state_listener is not None:
+        app.remove_state_listener()
+    app.remove_state_listener = client.add_state_listener(app.connection_state_changed)
     if client.state != ConnectionState.OFFLINE or client.state_detail:  # not "never opened": say so
-        app._on_connection_state(client.state, client.state_detail)
+        app.connection_state_changed(client.state, client.state_detail)
     show_demo_banner(app)
     app.status_line.refresh_info()
 
 
-async def boot(app: InstanceAiApp) -> None:
+async def boot(app: BootHost) -> None:
     """Everything the app does at start after its first frame (see the module docstring)."""
     if app.startup is not None and app.startup.collector_held:  # (``startup.release_collector``)
         app.run_worker(release_collector(app.ready, lambda: bool(app.connection.queue.items)), group="collector",
@@ -163,7 +163,7 @@ async def boot(app: InstanceAiApp) -> None:
     follow_workflows(app)  # the workflow canvas opens when the agent creates or changes a workflow
 
 
-async def thread_exists(app: InstanceAiApp, thread_id: str) -> bool:
+async def thread_exists(app: BootHost, thread_id: str) -> bool:
     """Whether the client knows ``thread_id`` although its list did not show it (a long list is
     read a page at a time): only a 404 says no."""
     from ..client.base import NotFoundError
@@ -177,7 +177,7 @@ async def thread_exists(app: InstanceAiApp, thread_id: str) -> bool:
     return True
 
 
-async def show_start_failure(app: InstanceAiApp, message: str, code: str | None = None) -> None:
+async def show_start_failure(app: BootHost, message: str, code: str | None = None) -> None:
     """The app cannot start: the start-failure screen (part, cause, fix); closing it exits with 2,
     and ``cli/tui.py`` prints the same words on the terminal."""
     from .screens.start_failure import StartFailureScreen, failure_title
@@ -187,7 +187,7 @@ async def show_start_failure(app: InstanceAiApp, message: str, code: str | None 
     await app.push_screen(StartFailureScreen(failure_title(code), message))
 
 
-async def start_gateway(app: InstanceAiApp, request: GatewayRequest) -> None:
+async def start_gateway(app: BootHost, request: GatewayRequest) -> None:
     """Share ``request.root`` with n8n (``--gateway``); its state shows in the status line."""
     from ..client import gateway_flag
 
@@ -230,7 +230,7 @@ def preload_ui() -> None:
         model.model_rebuild()  # the wire models build their validators on first use
 
 
-async def warm_up_after_send(app: InstanceAiApp, patience: float = 3.0) -> None:
+async def warm_up_after_send(app: BootHost, patience: float = 3.0) -> None:
     """``preload_ui`` and ``warm_up_markdown`` once the message typed at start went out (its run
     streams), not beside it: on a loaded machine they would share the interpreter with the send."""
     loop = asyncio.get_running_loop()

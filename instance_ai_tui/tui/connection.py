@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from textual import events
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.message import Message
@@ -169,21 +170,26 @@ class SendQueue:
         return [item for item in self.items if item.thread_id == thread_id]
 
 
+@dataclass
+class QueuedRowMessage(Message):
+    """What a queued row asks for ``item_id`` (``QueuedRow.Edit``, ``QueuedRow.Remove``)."""
+
+    item_id: int
+
+
 class QueuedRow(Horizontal, can_focus=True):
     """One queued message: Enter or E takes it back into the prompt, Delete or X removes it."""
 
     KEY_SCOPE = "queued"
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("queued")]
 
-    class Edit(Message):
-        def __init__(self, item_id: int) -> None:
-            super().__init__()
-            self.item_id = item_id
+    @dataclass
+    class Edit(QueuedRowMessage):
+        """Take the queued message back into the prompt."""
 
-    class Remove(Message):
-        def __init__(self, item_id: int) -> None:
-            super().__init__()
-            self.item_id = item_id
+    @dataclass
+    class Remove(QueuedRowMessage):
+        """Drop the queued message."""
 
     def __init__(self, item: QueuedMessage) -> None:
         super().__init__(classes="queued-row")
@@ -202,7 +208,7 @@ class QueuedRow(Horizontal, can_focus=True):
     def action_remove(self) -> None:
         self.post_message(self.Remove(self.item_id))
 
-    def on_click(self, event: Any) -> None:
+    def on_click(self, event: events.Click) -> None:
         widget = getattr(event, "widget", None)
         if widget is not None and "queued-keys" in widget.classes:
             x = event.x - widget.region.x if hasattr(widget, "region") else event.x

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from textual import events, on
@@ -71,15 +71,14 @@ _PLAN_WORDS = {"deny": REJECT_PLAN}
 
 
 
+@dataclass
 class ConfirmationAnswered(Message):
     """A card was answered; the app sends ``body`` to ``Client.confirm(request_id, …)``."""
 
-    def __init__(self, card: ConfirmCard, request_id: str, body: ConfirmBody, summary: str) -> None:
-        super().__init__()
-        self.card = card
-        self.request_id = request_id
-        self.body = body
-        self.summary = summary
+    card: ConfirmCard
+    request_id: str
+    body: ConfirmBody
+    summary: str
 
 
 def short_json(value: Any, limit: int = 200) -> str:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
@@ -117,12 +119,15 @@ one at a time · **Ctrl+F** finds text.
     MAX_MOUNTED = 40
     MAX_COST = 160
 
+    @dataclass
     class LoadOlder(Message):
         """Mount older messages."""
 
+    @dataclass
     class WholeThreadWanted(Message):
         """The user asked for messages older than the page the thread opened with."""
 
+    @dataclass
     class Empty(Message):
         """Nothing to show (new thread)."""
 
@@ -353,7 +358,7 @@ one at a time · **Ctrl+F** finds text.
         return [w for w in widgets if isinstance(w, _turns().AssistantTurn)]
 
     # ------------------------------------------------------------------ following
-    def on_descendant_focus(self, event: Any) -> None:
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """A block the user moves to stays where it is: following the newest output (which
         scrolls as it grows) stops, so expanding the block keeps its header in view; End
         follows again."""
@@ -386,6 +391,7 @@ one at a time · **Ctrl+F** finds text.
         self._loading_older = False
         self.load_older()
 
+    @dataclass
     class Followed(Message):
         """The user is at the bottom again."""
 

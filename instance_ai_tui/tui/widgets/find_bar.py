@@ -117,15 +117,15 @@ Type to search your messages, the answers, reasoning and tool calls. **Enter**/*
 **Shift+Enter**/**Shift+F3** previous, **Esc** closes. Older turns load when a match is above them.
 """
 
+    @dataclass
     class Show(Message):
         """Go to this match (``None``: no match; clear the mark)."""
 
-        def __init__(self, match: FindMatch | None) -> None:
-            super().__init__()
-            self.match = match
+        match: FindMatch | None
 
+    @dataclass
     class Closed(Message):
-        pass
+        """The find bar closed (the keys go back to the prompt)."""
 
     def __init__(self) -> None:
         super().__init__(id="find-bar")

@@ -394,14 +394,13 @@ class FlatMarkdown(KeepsPaintedRows, Widget):
     }
     """
 
+    @dataclass
     class Unsupported(Message):
         """The document needs the Markdown widget: a deferred one turned out to hold a
         table, quote or rule, or a code line is wider than the widget (Markdown scrolls
         a code block sideways)."""
 
-        def __init__(self, widget: FlatMarkdown) -> None:
-            super().__init__()
-            self.widget = widget
+        widget: FlatMarkdown
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
@@ -374,7 +374,7 @@ class N8nActivity(Vertical):
         self._close_correction()
         self._send_correction(task_id, text)
 
-    def on_key(self, event: Any) -> None:
+    def on_key(self, event: events.Key) -> None:
         if event.key == "escape" and self.correction.has_focus:
             event.stop()
             self._close_correction()

@@ -13,6 +13,7 @@ output.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import events, on
@@ -62,14 +63,16 @@ Slash commands: {commands.inline_list()}.
     }
     """
 
+    @dataclass
     class JumpToEnd(Message):
         """End pressed in an empty prompt."""
 
+    @dataclass
     class Submitted(Message):
-        def __init__(self, prompt: PromptInput, text: str) -> None:
-            super().__init__()
-            self.prompt = prompt
-            self.text = text
+        """Enter (or the send key): ``text`` is to be sent or run as a slash command."""
+
+        prompt: PromptInput
+        text: str
 
         @property
         def control(self) -> PromptInput:
@@ -136,12 +139,11 @@ Slash commands: {commands.inline_list()}.
             self.post_message(self.JumpToEnd())
         # anything else: TextArea's own key handler runs next (handlers run along the MRO)
 
+    @dataclass
     class _Queued(Message):
         """A key action, queued behind the keys that came before it."""
 
-        def __init__(self, action: str) -> None:
-            super().__init__()
-            self.action = action
+        action: str
 
     def action_send(self) -> None:
         self.post_message(self._Queued("send"))

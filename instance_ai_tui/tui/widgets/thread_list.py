@@ -242,6 +242,17 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
+@dataclass
+class ThreadListMessage(Message):
+    """What the thread list asks the app for (``ThreadList.Selected``, ``.SearchRequested``, ...)."""
+
+    thread_list: ThreadList
+
+    @property
+    def control(self) -> ThreadList:
+        return self.thread_list
+
+
 class ThreadList(Vertical):
     """The thread sidebar. See the module docstring for the API."""
 
@@ -256,60 +267,31 @@ class ThreadList(Vertical):
 
     active_thread_id: reactive[str | None] = reactive(None, init=False)
 
-    class Selected(Message):
-        def __init__(self, thread_list: ThreadList, thread_id: str, source: str) -> None:
-            super().__init__()
-            self.thread_list = thread_list
-            self.thread_id = thread_id
-            self.source = source
+    @dataclass
+    class Selected(ThreadListMessage):
+        thread_id: str
+        source: str
 
-        @property
-        def control(self) -> ThreadList:
-            return self.thread_list
-
-    class SearchRequested(Message):
+    @dataclass
+    class SearchRequested(ThreadListMessage):
         """The search text changed: the app may search message text (``set_content_matches``)."""
 
-        def __init__(self, thread_list: ThreadList, text: str) -> None:
-            super().__init__()
-            self.thread_list = thread_list
-            self.text = text
+        text: str
 
-        @property
-        def control(self) -> ThreadList:
-            return self.thread_list
+    @dataclass
+    class NewRequested(ThreadListMessage):
+        pass
 
-    class NewRequested(Message):
-        def __init__(self, thread_list: ThreadList) -> None:
-            super().__init__()
-            self.thread_list = thread_list
+    @dataclass
+    class RenameRequested(ThreadListMessage):
+        thread_id: str
+        title: str
+        source: str
 
-        @property
-        def control(self) -> ThreadList:
-            return self.thread_list
-
-    class RenameRequested(Message):
-        def __init__(self, thread_list: ThreadList, thread_id: str, title: str, source: str) -> None:
-            super().__init__()
-            self.thread_list = thread_list
-            self.thread_id = thread_id
-            self.title = title
-            self.source = source
-
-        @property
-        def control(self) -> ThreadList:
-            return self.thread_list
-
-    class DeleteRequested(Message):
-        def __init__(self, thread_list: ThreadList, thread_id: str, source: str) -> None:
-            super().__init__()
-            self.thread_list = thread_list
-            self.thread_id = thread_id
-            self.source = source
-
-        @property
-        def control(self) -> ThreadList:
-            return self.thread_list
+    @dataclass
+    class DeleteRequested(ThreadListMessage):
+        thread_id: str
+        source: str
 
     def __init__(
         self,

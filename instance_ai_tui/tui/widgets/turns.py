@@ -18,8 +18,10 @@ its summary.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
@@ -296,7 +298,7 @@ A sub-agent collapses to its summary when it completes.
     def copy_text(self) -> tuple[str, str]:
         return self.info.result or self.info.error or "", f"the result of {self.info.label}"
 
-    def on_click(self, event: Any) -> None:
+    def on_click(self, event: events.Click) -> None:
         widget = getattr(event, "widget", None)
         if widget is not None and widget.has_class("subagent-header"):
             event.stop()
@@ -594,12 +596,11 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
     KEY_SCOPES = ("user_message",)
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("block"), *keymap.bindings("user_message")]
 
+    @dataclass
     class EditRequested(Message):
         """``e`` on a user message: rewind to it and edit it."""
 
-        def __init__(self, message_id: str) -> None:
-            super().__init__()
-            self.message_id = message_id
+        message_id: str
 
     def action_edit_message(self) -> None:
         self.post_message(self.EditRequested(self.message_id))

@@ -15,6 +15,7 @@ Ctrl+wheel zooms (where the terminal reports it).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -80,13 +81,12 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     WorkflowCanvas:focus > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
     """
 
+    @dataclass
     class NodeChosen(Message):
         """Enter (or a double click) on a node: show its details."""
 
-        def __init__(self, canvas: WorkflowCanvas, name: str) -> None:
-            super().__init__()
-            self.canvas = canvas
-            self.name = name
+        canvas: WorkflowCanvas
+        name: str
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
