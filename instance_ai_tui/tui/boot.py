@@ -155,8 +155,14 @@ async def boot(app: BootHost) -> None:
     await app.open_thread(target)
     app.ready.set()
     app.connection.adopt_start_queue()
-    if warm_up is None:
+    if warm_up is None:  # (the watchers below start after the message typed at start went out, too)
         app.run_worker(warm_up_after_send(app), group="warm-up", exit_on_error=False)
+    else:
+        start_watchers(app)
+
+
+def start_watchers(app: BootHost) -> None:
+    """Answers waiting in other threads (the list asked again), workflows the agent changes."""
     app.pending_watch.start()
     from .screens.workflow import follow_workflows
 
@@ -231,8 +237,9 @@ def preload_ui() -> None:
 
 
 async def warm_up_after_send(app: BootHost, patience: float = 3.0) -> None:
-    """``preload_ui`` and ``warm_up_markdown`` once the message typed at start went out (its run
-    streams), not beside it: on a loaded machine they would share the interpreter with the send."""
+    """``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the message typed at start
+    went out (its run streams), not beside it: on a loaded machine they would share the
+    interpreter with the send."""
     loop = asyncio.get_running_loop()
     until = loop.time() + patience
     while loop.time() < until and app.is_running:
@@ -240,6 +247,8 @@ async def warm_up_after_send(app: BootHost, patience: float = 3.0) -> None:
         if not app.connection.queue.items and conversation is not None and conversation.is_streaming:
             break
         await asyncio.sleep(0.05)
+    if app.is_running:
+        start_watchers(app)
     await asyncio.to_thread(preload_ui)
     await asyncio.to_thread(warm_up_markdown)
 

@@ -245,5 +245,6 @@ def confirm(app: Any, db_path: Path | None, thread_id: str | None) -> None:
         return
     view = app.view
     for widget in view.query(CachedTurns):
+        widget.display = False  # (from the next frame on; the removal follows)
         widget.remove()
     view.placeholder.display = True

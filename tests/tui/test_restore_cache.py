@@ -1,0 +1,199 @@
+"""The last thread's newest screenful, kept beside the database at quit and drawn by the next
+first frame (``tui.screen_cache``, ``cli.tui.save_screen``); the start-up's held collector
+(``tui.startup.release_collector``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+from pathlib import Path
+
+from textual.widgets import Static
+
+from instance_ai_tui.cli.tui import early_db_path, save_screen
+from instance_ai_tui.client.embedded import EmbeddedClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.store.sqlite import SqliteStore
+from instance_ai_tui.tui import screen_cache
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.startup import FirstFramePrefs, Started, Startup, release_collector
+from tests.support.waiting import until
+
+from .scripts import SIZE
+
+SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123"
+
+
+def demo_settings(db: Path) -> Settings:
+    return Settings.model_validate({"model": {"name": "demo"}, "db_path": db})
+
+
+async def a_used_thread(db: Path) -> str:
+    """Run the app once on ``db``: one message (with a secret in it) answered by the demo model,
+    then quit; ``save_screen`` keeps its screen as ``cli.tui`` does. Returns the thread's id."""
+    settings = demo_settings(db)
+    app = InstanceAiApp(EmbeddedClient(settings, demo_delay=0.001), settings, watch_themes=False,
+                        persist_theme=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        await app.send_message(f"list my workflows, my key is {SECRET}")
+        await until(lambda: app.conversation is not None and len(app.conversation.messages) == 2
+                    and not app.conversation.is_streaming, pilot, timeout=20, what="the demo answer")
+        await app.wait_until_rendered()
+        thread_id = app.thread_id
+    assert thread_id is not None
+    save_screen(app, db)
+    return thread_id
+
+
+async def test_the_screen_kept_at_quit_is_read_back_redacted_and_private(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    thread_id = await a_used_thread(db)
+    path = screen_cache.cache_path(db)
+    assert path.parent == db.parent and os.stat(path).st_mode & 0o777 == 0o600
+    assert SECRET not in path.read_text(encoding="utf-8")
+    cached = screen_cache.load(db)
+    assert cached is not None and cached.thread_id == thread_id
+    assert [entry.role for entry in cached.entries] == ["user", "assistant"]
+    assert "[redacted]" in cached.entries[0].text and "list my workflows" in cached.entries[0].text
+    assert cached.entries[1].text.strip()  # the demo answer's text
+    assert screen_cache.load(db, thread_id) is not None
+    assert screen_cache.load(db, "another-thread") is None  # --thread names another one
+
+
+async def test_a_database_written_since_the_quit_makes_the_screen_invalid(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db)
+    assert screen_cache.load(db) is not None
+    async with SqliteStore(db) as store:  # another process (a server, `instance-ai run`) wrote to it
+        await store.create_thread("written-later", title="later")
+    assert screen_cache.load(db) is None
+
+
+async def test_a_cache_of_another_database_or_version_is_not_shown(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db)
+    data = json.loads(screen_cache.cache_path(db).read_text(encoding="utf-8"))
+    other = tmp_path / "other.sqlite3"
+    other.write_bytes(db.read_bytes())
+    os.utime(other, ns=(db.stat().st_atime_ns, db.stat().st_mtime_ns))
+    screen_cache.cache_path(other).write_text(json.dumps(data), encoding="utf-8")  # copied beside another file
+    assert screen_cache.load(other) is None
+    screen_cache.cache_path(db).write_text(json.dumps({**data, "version": 0}), encoding="utf-8")
+    assert screen_cache.load(db) is None
+    screen_cache.cache_path(db).write_text("{not json", encoding="utf-8")
+    assert screen_cache.load(db) is None
+
+
+def gated_app(db: Path) -> tuple[InstanceAiApp, asyncio.Event]:
+    gate = asyncio.Event()
+
+    async def load() -> Started:
+        await gate.wait()
+        settings = demo_settings(db)
+        return Started(EmbeddedClient(settings, demo_delay=0.001), settings)
+
+    app = InstanceAiApp(startup=Startup(FirstFramePrefs(), load), watch_themes=False, persist_theme=False)
+    return app, gate
+
+
+def shown_text(app: InstanceAiApp) -> str:
+    return "\n".join(str(widget.render()) for turns in app.query(screen_cache.CachedTurns)
+                     for widget in turns.query(Static))
+
+
+async def test_the_first_frame_shows_the_kept_screen_until_the_thread_replaces_it(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    thread_id = await a_used_thread(db)
+    cached = screen_cache.load(db)
+    assert cached is not None
+    app, gate = gated_app(db)
+    screen_cache.show(app, cached)
+    async with app.run_test(size=SIZE) as pilot:
+        # the first frame: no settings, no client, no store yet, and the thread's newest turns on screen
+        await until(lambda: app.stats.first_frame_at is not None, pilot, what="the first frame")
+        assert app.client.mode == "starting"
+        assert "list my workflows" in shown_text(app) and cached.entries[1].text[:20] in shown_text(app)
+        assert not app.view.placeholder.display  # no "Loading…" under it
+        gate.set()
+        await app.wait_until_ready()
+        await app.wait_until_rendered()
+        assert app.thread_id == thread_id
+        assert not app.query(screen_cache.CachedTurns)  # the real view replaced it
+        assert list(app.view.turns)  # with the thread's own widgets
+
+
+async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db)
+    cached = screen_cache.load(db)
+    assert cached is not None
+    async with SqliteStore(db) as store:  # a newer thread: the start opens that one
+        await store.create_thread("newer", title="newer")
+    app, gate = gated_app(db)
+    screen_cache.show(app, cached)  # (as if shown: the fingerprint no longer matches, load would say None)
+    opened: list[str | None] = []
+    real_open = app.open_thread
+
+    async def open_thread(thread_id: str | None, source: str | None = None) -> None:
+        opened.append(thread_id)
+        shown = any(widget.display for widget in app.query(screen_cache.CachedTurns))
+        opened.append("cached shown" if shown else "cached gone")
+        await real_open(thread_id, source)
+
+    app.open_thread = open_thread  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE):
+        gate.set()
+        await app.wait_until_ready()
+    assert opened == ["newer", "cached gone"]
+
+
+def test_the_database_is_known_before_the_settings_only_for_an_embedded_latest_start(tmp_path: Path,
+                                                                                     monkeypatch: object) -> None:
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(config))
+    monkeypatch.delenv("INSTANCE_AI_DB", raising=False)
+
+    def args(**values: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"tui_start": None, "url": None, "db": None, "tui_thread": None, **values})
+
+    assert early_db_path(args(db=tmp_path / "a.sqlite3")) == tmp_path / "a.sqlite3"
+    assert early_db_path(args(db=tmp_path / "a.sqlite3", tui_start="new")) is None
+    assert early_db_path(args(db=tmp_path / "a.sqlite3", tui_start="pick")) is None
+    assert early_db_path(args(url="http://127.0.0.1:1")) is None
+    monkeypatch.setenv("INSTANCE_AI_DB", str(tmp_path / "env.sqlite3"))
+    assert early_db_path(args()) == tmp_path / "env.sqlite3"
+    monkeypatch.delenv("INSTANCE_AI_DB")
+    config.write_text(f'db_path = "{tmp_path / "file.sqlite3"}"\n', encoding="utf-8")
+    assert early_db_path(args()) == tmp_path / "file.sqlite3"
+    config.write_text('[remote]\nurl = "http://127.0.0.1:1"\n', encoding="utf-8")
+    assert early_db_path(args()) is None
+
+
+async def test_the_collector_held_at_start_runs_again_once_the_typed_message_went_out() -> None:
+    ready = asyncio.Event()
+    queue = ["hello"]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        task = asyncio.create_task(release_collector(ready, lambda: bool(queue)))
+        await asyncio.sleep(0.1)
+        assert not gc.isenabled()  # the first thread is not open yet
+        ready.set()
+        await asyncio.sleep(0.15)
+        assert not gc.isenabled()  # the message typed at start waits to go out
+        queue.clear()
+        await asyncio.wait_for(task, 2)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
