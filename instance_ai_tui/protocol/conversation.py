@@ -50,16 +50,13 @@ from .events import (
     WireEvent,
     parse_event,
 )
+from .hot_events import is_plain_hot_event
 from .reducer import ReducerChanges, RunReducer
 from .safe_text import UNSAFE, visible, visible_model
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
 
-#: the bulk of every stream: folded without building a model (``apply_wire``) or without
-#: the generic dispatch (``apply``, for the models ``TextDeltaEvent``, ``ReasoningDeltaEvent``
-#: and ``StatusEvent``)
-_HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
 #: event types that never touch a message's tree (no placeholder message for them)
 _NO_TREE_TYPES = frozenset({"thread-title-updated", "filesystem-request", "preferences-applied"})
 _CONFIRMATION_TYPES = frozenset(
@@ -86,21 +83,6 @@ def _visible_hot(event: Event) -> Event:
             return event
         new_payload = payload.model_copy(update={"message": visible(message)})
     return _visible_model(event.model_copy(update={"payload": new_payload}))
-
-
-def _visible_wire(data: dict[str, Any]) -> dict[str, Any]:
-    """A hot event in wire form (a dict) with its text made visible (a copy only when needed;
-    the reducer reads only its text, or message, and the ids)."""
-    payload = data.get("payload")
-    if type(payload) is not dict:
-        return data
-    text = payload.get("text")
-    if type(text) is str and not text.isprintable() and _unsafe(text) is not None:
-        payload = {**payload, "text": visible(text)}
-    message = payload.get("message")
-    if type(message) is str and not message.isprintable() and _unsafe(message) is not None:
-        payload = {**payload, "message": visible(message)}
-    return data if payload is data["payload"] else {**data, "payload": payload}
 
 
 def _now() -> datetime:
@@ -488,30 +470,28 @@ class Conversation:
 
     def apply_wire(self, id: int | None, data: WireEvent) -> bool:
         """``apply`` of one frame in stored/wire form (a decoded JSON object or its text,
-        a ``run-sync`` frame included). Hot events given as dicts are handed to their
-        message's ``RunReducer.apply_wire`` without building a model; the rest is parsed
-        with ``parse_event``. Never raises."""
+        a ``run-sync`` frame included). Hot events given as plain dicts (``is_plain_hot_event``)
+        are handed to their message's reducer without building a model, their text made
+        visible; the rest is parsed with ``parse_event``. Never raises."""
         if id is not None:
             if id <= self.cursor:
                 return False
             self.cursor = id
         try:
-            if type(data) is dict:
-                kind = data.get("type")
-                if kind in _HOT_TYPES:
-                    msg = self._hot_message(data.get("runId", ""))
-                    if msg is not None and msg.reducer is not None:
-                        payload = data.get("payload")
-                        text = payload.get("text" if kind != "status" else "message") if type(payload) is dict else None
-                        if type(text) is str and not text.isprintable() and _unsafe(text) is not None:
-                            data = _visible_wire(data)
-                        msg.reducer.apply_wire(data)
-                        if not msg.dirty:
-                            self._mark(msg)
-                        return True
-                elif kind == "run-sync":
-                    self.apply_run_sync(RunSyncPayload.model_validate(data.get("payload", data)))
+            if is_plain_hot_event(data):  # exactly what parse_event accepts, with the same values
+                msg = self._hot_message(data.get("runId", ""))
+                if msg is not None and msg.reducer is not None:
+                    kind = data["type"]
+                    text = data["payload"].get("message" if kind == "status" else "text", "")
+                    if not text.isprintable() and _unsafe(text) is not None:
+                        text = visible(text)
+                    msg.reducer.apply_plain(kind, data.get("agentId", ""), text, data.get("responseId") or None)
+                    if not msg.dirty:
+                        self._mark(msg)
                     return True
+            elif type(data) is dict and data.get("type") == "run-sync":
+                self.apply_run_sync(RunSyncPayload.model_validate(data.get("payload", data)))
+                return True
             event = parse_event(data)
         except EventParseError as exc:
             self.diagnostics.append(str(exc))

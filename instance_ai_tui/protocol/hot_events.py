@@ -10,7 +10,7 @@ client base uses it before the models load).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["HOT_TYPES", "is_plain_hot_event", "loads"]
 
@@ -20,12 +20,11 @@ HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
 
 #: the text field of each hot event's payload (the events a stream is made of, folded from their JSON)
 _HOT_TEXT_FIELD = {"text-delta": "text", "reasoning-delta": "text", "status": "message"}
-#: the envelope keys a hot event may have for ``is_plain_hot_event`` (the wire names of ``EventBase``)
-_HOT_ENVELOPE_KEYS = frozenset({"type", "runId", "agentId", "userId", "responseId", "ts", "payload"})
+_ABSENT = object()
 _TS_TYPES = (int, float)
 
 
-def is_plain_hot_event(data: Any) -> bool:
+def is_plain_hot_event(data: Any) -> TypeGuard[dict[str, Any]]:
     """Whether ``data`` (decoded JSON) is a ``text-delta``, ``reasoning-delta`` or ``status`` event
     that ``parse_event`` accepts, in the plain form a fold can take without a model.
 
@@ -43,21 +42,39 @@ def is_plain_hot_event(data: Any) -> bool:
         payload = data["payload"]
     except (KeyError, TypeError):  # no type, not a hot one, an unhashable one; no payload
         return False
-    if type(payload) is not dict or not data.keys() <= _HOT_ENVELOPE_KEYS:
+    if type(payload) is not dict or (payload and (len(payload) != 1 or type(payload.get(field)) is not str)):
         return False
-    if payload and (len(payload) != 1 or type(payload.get(field)) is not str):
-        return False
+    # each envelope key present is checked and counted: any other key makes the count short
     get = data.get
-    if type(get("runId", "")) is not str or type(get("agentId", "")) is not str:
-        return False
-    value = get("responseId")
-    if value is not None and type(value) is not str:
-        return False
-    value = get("userId")
-    if value is not None and type(value) is not str:
-        return False
-    value = get("ts")
-    return value is None or type(value) in _TS_TYPES
+    known = 2
+    value = get("runId", _ABSENT)
+    if value is not _ABSENT:
+        if type(value) is not str:
+            return False
+        known += 1
+    value = get("agentId", _ABSENT)
+    if value is not _ABSENT:
+        if type(value) is not str:
+            return False
+        known += 1
+    value = get("responseId", _ABSENT)
+    if value is not _ABSENT:
+        if value is not None and type(value) is not str:
+            return False
+        known += 1
+    if len(data) == known:  # the usual event
+        return True
+    value = get("userId", _ABSENT)
+    if value is not _ABSENT:
+        if value is not None and type(value) is not str:
+            return False
+        known += 1
+    value = get("ts", _ABSENT)
+    if value is not _ABSENT:
+        if value is not None and type(value) not in _TS_TYPES:
+            return False
+        known += 1
+    return len(data) == known
 
 
 _scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner ``json.loads`` runs (default settings)

@@ -68,6 +68,7 @@ from .events import (
     WireEvent,
     parse_event,
 )
+from .hot_events import is_plain_hot_event
 from .reducer_changes import ReducerChanges, SegmentChange
 from .reducer_reads import ReducerReads
 from .reducer_state import (
@@ -84,8 +85,6 @@ from .reducer_state import (
     id_ok,
     iso,
     render_hint,
-    ts_ok,
-    user_ok,
 )
 from .tree import AgentNode, Confirmation
 
@@ -345,35 +344,20 @@ class RunReducer(ReducerReads):
         """Fold one event in stored/wire form: a decoded JSON object or its JSON text.
 
         The one entry point for untyped input. Text deltas, reasoning deltas and status
-        events given as well-formed dicts (the bulk of every stored stream) are folded
-        without building a model; everything else is parsed with ``parse_event`` first.
+        events given as plain dicts (the bulk of every stored stream; ``is_plain_hot_event``:
+        exactly what ``parse_event`` accepts, with the same values) are folded without building
+        a model; everything else is parsed with ``parse_event`` first.
         Never raises: input that is not an event is recorded in ``diagnostics``.
         """
         try:
-            if type(data) is dict:
-                kind = data.get("type")
-                if kind == "text-delta" or kind == "reasoning-delta" or kind == "status":
-                    payload = data.get("payload")
-                    agent_id = data.get("agentId")
-                    rid = data.get("responseId")
-                    if (
-                        type(payload) is dict
-                        and type(agent_id) is str
-                        and (rid is None or type(rid) is str)
-                        and type(data.get("runId", "")) is str
-                        and ts_ok(data.get("ts"))
-                        and user_ok(data.get("userId"))
-                    ):
-                        if kind == "status":
-                            message = payload.get("message", "")
-                            if type(message) is str:
-                                self._status(agent_id, message)
-                                return
-                        else:
-                            text = payload.get("text", "")
-                            if type(text) is str:
-                                self._delta(kind == "text-delta", agent_id, text, rid or None)
-                                return
+            if is_plain_hot_event(data):  # exactly what parse_event accepts, with the same values
+                kind = data["type"]
+                if kind == "status":
+                    self._status(data.get("agentId", ""), data["payload"].get("message", ""))
+                else:
+                    self._delta(kind == "text-delta", data.get("agentId", ""), data["payload"].get("text", ""),
+                                data.get("responseId") or None)
+                return
             event = parse_event(data)
         except EventParseError as exc:
             self._diag(str(exc))
@@ -382,6 +366,18 @@ class RunReducer(ReducerReads):
             self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
             return
         self.apply(event)
+
+    def apply_plain(self, kind: str, agent_id: str, text: str, rid: str | None) -> None:
+        """The values of a hot event given as a dict that ``is_plain_hot_event`` accepted (the
+        caller checked it: ``Conversation.apply_wire``): ``kind`` is its type, ``text`` its
+        payload's text (or message, for ``status``), ``rid`` its response id or ``None``."""
+        try:
+            if kind == "status":
+                self._status(agent_id, text)
+            else:
+                self._delta(kind == "text-delta", agent_id, text, rid)
+        except Exception as exc:  # noqa: BLE001 - the reducer must never raise
+            self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
 
     def apply_all(self, events: Iterable[Event]) -> RunReducer:
         for event in events:

@@ -134,3 +134,18 @@ def test_loads_is_json_loads(text: str) -> None:
         return
     got = loads(text)
     assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+@pytest.mark.parametrize("data", MALFORMED, ids=[json.dumps(d)[:60] for d in MALFORMED])
+def test_the_fold_drops_a_malformed_hot_event_with_the_validations_words(data: dict[str, Any]) -> None:
+    from instance_ai_tui.protocol.conversation import Conversation
+
+    conv = Conversation("t")
+    assert conv.apply_wire(1, {"type": "run-start", "runId": "r1", "agentId": "a1", "payload": {"messageId": "m"}})
+    assert conv.apply_wire(2, {**GOOD, "payload": {"text": "Hi"}})
+    with pytest.raises(EventParseError) as raised:
+        parse_event(data)
+    assert conv.apply_wire(3, data) is False
+    assert conv.diagnostics[-1] == str(raised.value)
+    reducer = conv.messages[-1].reducer
+    assert reducer is not None and reducer.text("a1") == "Hi"  # nothing of it folded
