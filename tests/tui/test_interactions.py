@@ -87,7 +87,7 @@ async def test_send_streams_the_agent_activity_tree() -> None:
                 seen.add(len(blocks[-1].target))
             if started and not app.conversation.is_streaming:
                 break
-            await pilot.pause(0.01)
+            await pilot.pause(0.01)  # the scenario: sampling the screen while the answer streams
         await app.wait_until_rendered()
         assert len([n for n in seen if 0 < n < len(ANSWER)]) >= 2, f"the answer was not streamed: {sorted(seen)}"
         assert ("send", (app.thread_id, "list my workflows")) in client.calls
@@ -130,9 +130,9 @@ async def test_approve_after_the_grace_period(key: str) -> None:
         assert card.has_class("-destructive")
         card.shown_at = time.monotonic()  # as if it had just appeared (a loaded machine is slow to focus)
         await pilot.press(key)  # within the grace period: ignored
-        await pilot.pause(0.05)
+        await pilot.pause(0.05)  # the scenario: a window in which no answer may be sent
         assert confirm_calls(client) == []
-        await pilot.pause(GRACE_SECONDS)
+        await until(lambda: not card.in_grace, pilot)
         await pilot.press(key)
         await until(lambda: confirm_calls(client), pilot)
         assert confirm_calls(client) == [("cr-1", ApprovalConfirm(approved=True))]
@@ -152,7 +152,7 @@ async def test_deny_turns_the_call_into_an_error() -> None:
         await send(pilot, app, "archive it")
         card = await pending_card(app, pilot, ApprovalCard)
         assert card.has_class("-warning")
-        await pilot.pause(GRACE_SECONDS)
+        await until(lambda: not card.in_grace, pilot)
         await pilot.press("n")
         await until(lambda: not app.conversation.is_streaming, pilot)
         await app.wait_until_rendered()
@@ -166,10 +166,10 @@ async def test_always_allow_sends_session_scope() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "archive it")
-        await pending_card(app, pilot, ApprovalCard)
-        await pilot.pause(GRACE_SECONDS)
+        card = await pending_card(app, pilot, ApprovalCard)
+        await until(lambda: not card.in_grace, pilot)
         await pilot.press("a")  # step one says what it grants; it is not the grant
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # the scenario: a window in which no answer may be sent
         assert confirm_calls(client) == []
         await pilot.press("enter")  # the second, different key grants it
         await until(lambda: confirm_calls(client), pilot)
@@ -185,7 +185,7 @@ async def test_pending_card_reachable_when_scrolled_away_and_typing() -> None:
         app.prompt.load_text("x")  # the card appears while the user is typing: no focus steal
         await app.send_message("archive it")
         await until(lambda: bool(app.pending), pilot)
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # the scenario: a window in which the card must not take the focus
         assert app.focused is app.prompt
         app.view.scroll_home(animate=False)
         await pilot.press("ctrl+g")
@@ -411,20 +411,27 @@ def text_run() -> list[dict[str, Any]]:
     ]
 
 
-async def test_text_card_sends_the_typed_answer() -> None:
+async def test_text_card_sends_the_typed_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from instance_ai_tui.tui.widgets import confirmations
     from instance_ai_tui.tui.widgets.confirmations import TextCard
 
+    # the cards' clock stands still until the test moves it: the grace period ends when the test
+    # says, not when a loaded machine happens to get there
+    now = [time.monotonic()]
+    monkeypatch.setattr(confirmations, "time", SimpleNamespace(monotonic=lambda: now[0]))
     client = recorded([text_run()])
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "name it")
         card = await pending_card(app, pilot, TextCard)
-        card.shown_at = time.monotonic()  # as if it had just appeared (a loaded machine is slow)
         field = card.query_one("Input")
         assert field.disabled  # the field opens after the grace period: typing cannot land in it
         await pilot.press("x")
         assert field.value == ""
+        now[0] += GRACE_SECONDS  # the grace period is over
         await until(lambda: not field.disabled and app.focused is field, pilot)
         await pilot.press(*"Morning weather", "enter")
         await until(lambda: confirm_calls(client), pilot)
@@ -447,10 +454,10 @@ async def test_remapped_keys_from_the_config() -> None:
         assert app.prompt.text == "archive it\n" and not [c for c in client.calls if c[0] == "send"]
         await pilot.press("backspace", "ctrl+j")  # ... and Ctrl+J sends
         await until(lambda: [c for c in client.calls if c[0] == "send"], pilot)
-        await pending_card(app, pilot, ApprovalCard)
-        await pilot.pause(GRACE_SECONDS)
+        card = await pending_card(app, pilot, ApprovalCard)
+        await until(lambda: not card.in_grace, pilot)
         await pilot.press("y")  # no longer bound
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which no answer may be sent
         assert confirm_calls(client) == []
         await pilot.press("ctrl+y")
         await until(lambda: confirm_calls(client), pilot)

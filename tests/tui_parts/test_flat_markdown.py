@@ -3,7 +3,6 @@ streams the open chunk and turns finished chunks flat."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from instance_ai_tui.tui import themes
 from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, layout_document
 from instance_ai_tui.tui.widgets.long_markdown import CHUNK_CHARS, ChunkedMarkdown, LiveMarkdown
 from instance_ai_tui.tui.widgets.markdown_document import parse_document
+from tests.support.waiting import until
 
 LISTS = """Intro with **bold**, *em*, `code`, ~~gone~~ and a [link](https://example.com).
 
@@ -121,11 +121,8 @@ async def _draw(app: App[Any], pilot: Any, widget: Widget) -> list[list[tuple[st
     box = app.query_one("#box")
     await box.remove_children()
     await box.mount(widget)
-    for _ in range(100):
-        await pilot.pause()
-        if getattr(widget, "settled", True):
-            break
-    await pilot.pause(0.05)
+    await until(lambda: getattr(widget, "settled", True), pilot, what="the markdown parsed")
+    await pilot.pause()  # and drawn (pending messages processed; no fixed time)
     return _cells(app)
 
 
@@ -170,7 +167,7 @@ async def test_flat_markdown_text_can_be_selected() -> None:
         await pilot.mouse_down(widget, offset=(8, 2))
         await pilot.hover(widget, offset=(9, 4))
         await pilot.mouse_up(widget, offset=(9, 4))
-        await pilot.pause(0.05)
+        await until(lambda: app.screen.get_selected_text() is not None, pilot, what="a selection")
         selected = app.screen.get_selected_text()
         assert selected is not None and selected.startswith("para here.") and "item o" in selected
 
@@ -182,10 +179,10 @@ async def test_theme_switch_redraws_flat_markdown() -> None:
         widget = FlatMarkdown(text, classes="reasoning-chunk")
         dark = await _draw(app, pilot, widget)
         app.theme = "textual-light"
-        await pilot.pause(0.1)
+        code_row = next(i for i, row in enumerate(dark) if "code" in "".join(c for c, _ in row))
+        await until(lambda: _cells(app)[code_row] != dark[code_row], pilot, what="the code row redrawn in the new theme")
+        await pilot.pause()
         light = _cells(app)
-        code_row = next(i for i, row in enumerate(light) if "code" in "".join(c for c, _ in row))
-        assert dark[code_row] != light[code_row]
         assert light == await _draw(app, pilot, LiveMarkdown(text, classes="reasoning-chunk"))
 
 
@@ -205,7 +202,7 @@ async def test_streamed_text_is_flat_while_it_streams_and_a_quote_streams_live()
             block.set_target(text[:end])
             await block.flush()
             await pilot.pause()
-        await pilot.pause(0.05)
+        await pilot.pause()
         # the open chunk is re-parsed and drawn by one widget: no Markdown widgets at all
         assert all(isinstance(chunk, FlatMarkdown) for chunk in block.chunks.values())
         assert block.stream_writes == 0
@@ -248,10 +245,7 @@ async def test_a_deferred_flat_chunk_parses_off_the_event_loop() -> None:
         widget = FlatMarkdown(text, classes="text-chunk", defer=True)
         assert not widget.settled  # nothing parsed yet
         await app.query_one("#box").mount(widget)
-        for _ in range(100):
-            await asyncio.sleep(0.01)
-            if widget.settled:
-                break
+        await until(lambda: widget.settled, what="the deferred chunk parsed")
         await pilot.pause()
         assert widget.settled and widget.size.height == len(widget.lines(widget.size.width)) > 10
 
@@ -264,14 +258,12 @@ async def test_a_code_line_wider_than_the_block_keeps_the_markdown_widget() -> N
     async with app.run_test(size=(60, 30)) as pilot:
         block = ChunkedMarkdown(short, chunk_classes="text-chunk", live=False)
         await app.query_one("#box").mount(block)
-        await pilot.pause(0.1)
+        await until(lambda: 0 in block.chunks and block.settled, pilot, what="the first chunk drawn")
         assert isinstance(block.chunks[0], FlatMarkdown)
         block.set_target(short + long)  # the same chunk grows a line of 200 characters
         await block.flush()
-        for _ in range(50):
-            await pilot.pause()
-            if isinstance(block.chunks[0], LiveMarkdown) and block.settled:
-                break
+        await until(lambda: isinstance(block.chunks[0], LiveMarkdown) and block.settled, pilot,
+                    what="the chunk redrawn by the Markdown widget")
         assert isinstance(block.chunks[0], LiveMarkdown) and block.source == short + long
 
 
@@ -282,14 +274,12 @@ async def test_a_table_too_wide_to_draw_flat_keeps_the_markdown_widget() -> None
     async with app.run_test(size=(70, 30)) as pilot:
         block = ChunkedMarkdown("| a | b |\n|---|---|\n| 1 | 2 |\n", chunk_classes="text-chunk", live=False)
         await app.query_one("#box").mount(block)
-        await pilot.pause(0.1)
+        await until(lambda: 0 in block.chunks and block.settled, pilot, what="the first chunk drawn")
         assert isinstance(block.chunks[0], FlatMarkdown)
         await pilot.resize_terminal(24, 30)
         block.set_target(wide)
         await block.flush()
-        for _ in range(100):
-            await pilot.pause()
-            if isinstance(block.chunks[0], LiveMarkdown) and block.settled:
-                break
+        await until(lambda: isinstance(block.chunks[0], LiveMarkdown) and block.settled, pilot,
+                    what="the table redrawn by the Markdown widget")
         assert isinstance(block.chunks[0], LiveMarkdown) and block.settled
         assert "┌" in "".join("".join(c for c, _ in row) for row in _cells(app))
