@@ -126,7 +126,7 @@ async def test_a_wrong_token_gets_no_app(start_web) -> None:
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                 await session.ws_connect(ws_url)
             assert refused.value.status == 401
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # the scenario: a window in which no app process may start
     assert children(pid) == [], "a wrong token started an app process"
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from instance_ai_tui.web.access import AccessError, WrongTokenThrottle, clean_token
 from instance_ai_tui.web.server import MAX_COLUMNS, MAX_ROWS, terminal_size
+from tests.support.waiting import until
 
 from .conftest import WebProcess
 
@@ -53,6 +54,14 @@ def descendants(pid: int) -> list[int]:
 def environ_of(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes()
     return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def started_env(pid: int) -> dict[str, str]:
+    """``environ_of``, or nothing for a process already gone."""
+    try:
+        return environ_of(pid)
+    except OSError:
+        return {}
 
 
 # ---------------------------------------------------------------------------------------- rules
@@ -102,7 +111,7 @@ async def test_twenty_tabs_against_a_cap_of_four(start_web) -> None:
         nonlocal most
         while sampling:
             most = max(most, len(descendants(pid)))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the scenario: sampling how many apps run, all along
 
     sampler = asyncio.create_task(sample())
     async with aiohttp.ClientSession() as session:
@@ -120,30 +129,22 @@ async def test_twenty_tabs_against_a_cap_of_four(start_web) -> None:
         async with httpx.AsyncClient(base_url=web.url, timeout=10) as http:
             page = await http.get("/")
             assert page.status_code == 503 and "the server is full" in page.text and "--max-apps" in page.text
-        deadline = time.monotonic() + 60
-        while len(descendants(pid)) < 4:  # the four apps start (a loaded machine is slow)
-            assert time.monotonic() < deadline, "the apps did not start"
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)
+        await until(lambda: len(descendants(pid)) >= 4, timeout=60, what="the four apps started")
+        await until(lambda: all("COLUMNS" in started_env(child) for child in descendants(pid)),
+                    what="each app process runs with its own environment")
         for child in descendants(pid):
             env = environ_of(child)
             assert int(env["COLUMNS"]) <= MAX_COLUMNS and int(env["ROWS"]) <= MAX_ROWS
         for tab in opened:
             await tab.close()
-        deadline = time.monotonic() + 30
-        while descendants(pid):
-            assert time.monotonic() < deadline, f"app processes left after the tabs closed: {descendants(pid)}"
-            await asyncio.sleep(0.1)
+        await until(lambda: not descendants(pid), what="no app process left after the tabs closed")
 
         # tabs that go away while their app is still starting: their apps are ended too
         early = [await session.ws_connect(ws_url) for _ in range(4)]
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # the scenario: the tabs go away 0.2 s after opening, their apps still starting
         for tab in early:
             await tab.close()
-        deadline = time.monotonic() + 30
-        while descendants(pid):
-            assert time.monotonic() < deadline, f"apps of closed tabs still run: {descendants(pid)}"
-            await asyncio.sleep(0.1)
+        await until(lambda: not descendants(pid), what="no app of a closed tab still runs")
         async with httpx.AsyncClient(base_url=web.url, timeout=10) as http:
             assert (await http.get("/")).status_code == 200  # places are free again
     sampling = False
@@ -166,17 +167,11 @@ async def test_the_apps_end_with_the_server(start_web) -> None:
     ws_url = web.url.replace("http", "ws") + "/ws?width=100&height=30"
     async with aiohttp.ClientSession() as session:
         tabs = [await session.ws_connect(ws_url) for _ in range(2)]
-        deadline = time.monotonic() + 60
-        while len(descendants(pid)) < 2:
-            assert time.monotonic() < deadline, "the apps did not start"
-            await asyncio.sleep(0.1)
+        await until(lambda: len(descendants(pid)) >= 2, timeout=60, what="the two apps started")
         apps = descendants(pid)
         web.process.send_signal(signal.SIGTERM)  # as Ctrl+C (it does not reach the apps' own groups)
         await asyncio.to_thread(web.process.wait, 30)
-        deadline = time.monotonic() + 15
-        while any(_alive(app) for app in apps):
-            assert time.monotonic() < deadline, f"apps outlived the server: {[a for a in apps if _alive(a)]}"
-            await asyncio.sleep(0.1)
+        await until(lambda: not any(_alive(app) for app in apps), what="no app outlives the server")
         for tab in tabs:
             await tab.close()
 

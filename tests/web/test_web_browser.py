@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from tests.support.openai_server import MockOpenAIServer, MockResponse, Rule
 
 from .conftest import CHROMIUM_ARGS, WebProcess
@@ -116,23 +117,23 @@ async def test_a_message_an_approval_with_y_and_the_answer_in_chromium(
         await screen.wait_for("Message Instance AI")
         await screen.wait_for("● embedded")  # the app opened its client (before that, a message is kept, not sent)
         # the mouse: a click on the prompt (the bottom of the page, above the status lines) focuses it
-        await page.mouse.click(640, 725)
-        await asyncio.sleep(0.3)
+        await page.mouse.click(640, 725)  # the click and the keys reach the app in order: no wait between
         await page.keyboard.type("please write the hello file", delay=20)
         await screen.wait_for("please write the hello file")
         mark = screen.mark()
         await page.keyboard.press("Enter")
         await screen.wait_for("hello.txt", after=mark)  # the tool call
         await screen.wait_for("Approve", after=mark)  # its card, drawn (the README's screenshot showed the call alone)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the scenario: a window in which nothing may be written without the approval
         assert not (workspace / "hello.txt").exists()  # not before the approval
         if SCREENSHOT_ENV in os.environ:  # the README's screenshot: the card waiting in the browser
             await page.screenshot(path=os.environ[SCREENSHOT_ENV])
         # focus back in the prompt (the mouse again): only Ctrl+G brings the y to the card
         await page.mouse.click(640, 725)
-        await asyncio.sleep(0.3)
+        mark = screen.mark()
         await page.keyboard.press("Control+g")
-        await asyncio.sleep(0.5)
+        await screen.wait_for("keys: card", after=mark)
+        await asyncio.sleep(GRACE_SECONDS)  # the scenario: the person reads the card through its key grace period
         mark = screen.mark()
         await page.keyboard.press("y")
         await screen.wait_for(ANSWER, after=mark)
@@ -141,10 +142,12 @@ async def test_a_message_an_approval_with_y_and_the_answer_in_chromium(
         assert any("please write the hello file" in str(r.body["messages"]) for r in user)
 
         # copy: the command palette's "Copy last answer" reaches the browser's clipboard
+        mark = screen.mark()
         await page.keyboard.press("Control+p")
-        await asyncio.sleep(0.5)
+        await screen.wait_for("Search for commands", after=mark)  # the palette is open and has the keys
+        mark = screen.mark()
         await page.keyboard.type("Copy last answer")
-        await asyncio.sleep(0.5)
+        await screen.wait_for("Copy the agent's last answer", after=mark)  # the palette found the command
         mark = screen.mark()
         await page.keyboard.press("Enter")
         await screen.wait_for("browser's clipboard", after=mark)
