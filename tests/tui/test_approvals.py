@@ -102,7 +102,7 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         app.prompt.focus()
         await type_slowly(pilot, "yes and always and no", at=5, publish=lambda: client.publish("work", ask()))
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert app.focused is app.prompt and app.prompt.text == "yes and always and no"
         assert confirms(client) == [] and "keys: prompt" in app.status_line.plain
         # Tab reaches it deliberately
@@ -135,9 +135,8 @@ async def test_card_never_takes_focus_even_from_an_empty_idle_prompt() -> None:
         assert app.prompt.text == "and also add a filter" and confirms(client) == []
         await pilot.press("ctrl+g")  # deliberately: the card has the keys and says so
         await until(lambda: card_of(app) is card, pilot)
-        await pilot.pause(0.05)
-        assert "▶ keys: this card" in str(card.focus_line.render())
-        assert "keys: card" in app.status_line.plain
+        await until(lambda: "▶ keys: this card" in str(card.focus_line.render()), pilot)
+        await until(lambda: "keys: card" in app.status_line.plain, pilot)
         await pilot.press("n")
         await until(lambda: confirms(client), pilot)
         assert confirms(client) == [("cr-1", ApprovalConfirm(approved=False))]
@@ -176,9 +175,9 @@ async def test_card_never_takes_focus_from_the_thread_list() -> None:
             if index == 2:
                 client.publish("work", ask())
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await pilot.pause(0.1)  # the scenario: a person's pace between keys
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.focused, OptionList) and confirms(client) == []
 
 
@@ -195,7 +194,7 @@ async def test_card_never_takes_focus_from_the_rename_dialog() -> None:
         field.value = ""
         await type_slowly(pilot, "yay notes", at=3, publish=lambda: client.publish("work", ask()))
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.screen, RenameThreadScreen) and app.focused is field
         assert field.value == "yay notes" and confirms(client) == []
         assert "keys: dialog" in app.status_line.plain
@@ -210,7 +209,7 @@ async def test_card_never_takes_focus_from_the_command_palette() -> None:
         await until(lambda: isinstance(app.screen, CommandPalette), pilot)
         await type_slowly(pilot, "yan", at=1, publish=lambda: client.publish("work", ask()))
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.screen, CommandPalette) and confirms(client) == []
 
 
@@ -232,15 +231,14 @@ async def test_card_never_takes_focus_from_a_wizard_text_field() -> None:
         wizard = app.view.assistant_turns()[-1].cards["q-r1"].card
         assert isinstance(wizard, QuestionsCard)
         field = wizard.query_one("#other", Input)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert app.focused is app.prompt  # the wizard does not take the keys by itself either
         await pilot.press("ctrl+g")  # reached on purpose: its text field has the keys
         await until(lambda: app.focused is field, pilot)
         await until(lambda: not wizard.in_grace, pilot)
-        await pilot.pause(0.2)
         await type_slowly(pilot, "yearly news", at=2, publish=lambda: client.publish("work", ask()))
         await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(1.5)
+        await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert app.focused is field and field.value == "yearly news" and confirms(client) == []
 
 
@@ -259,10 +257,9 @@ async def test_a_card_waiting_in_another_thread_is_marked_counted_signalled_and_
         await app.wait_until_ready()
         assert app.thread_id == "work"
         await client.send("older", "archive the old digest")  # a run in a thread that is not open
-        await until(lambda: app.pending_watch.elsewhere.get("older") == 1, pilot, timeout=10)
-        await pilot.pause(0.1)
-        assert app.thread_list.pending_marks == {"older": 1}
-        assert "◷ waiting · Old digest" in app.thread_list.row_text("older")  # a glyph and a word
+        await until(lambda: app.pending_watch.elsewhere.get("older") == 1, pilot)
+        await until(lambda: "◷ waiting · Old digest" in app.thread_list.row_text("older"), pilot)  # a glyph and a word
+        assert app.thread_list.pending_marks == {"older": 1}  # a glyph and a word
         assert "1 answer waiting: 1 in “Old digest” (Ctrl+G)" in app.status_line.plain
         assert app.terminal.signals == ["title:(1) answer waiting — Instance AI in “Old digest”", "bell"]
         assert app.focused is app.prompt  # nothing was focused by itself
@@ -286,9 +283,8 @@ async def test_the_open_threads_card_is_counted_and_the_bell_can_be_turned_off()
         await app.wait_until_ready()
         app.prompt.load_text("archive it")
         await pilot.press("enter")
-        await until(lambda: "cr-1" in app.pending, pilot)
-        await pilot.pause(0.1)
-        assert "1 answer waiting: 1 here (Ctrl+G)" in app.status_line.plain
+        await until(lambda: "1 answer waiting: 1 here (Ctrl+G)" in app.status_line.plain, pilot)
+        assert "cr-1" in app.pending
         assert app.thread_list.pending_marks == {"work": 1}
         assert app.terminal.signals == ["title:(1) answer waiting — Instance AI"]  # no bell
 
@@ -318,9 +314,9 @@ async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
         assert "**Ctrl+Y** approve · **Ctrl+U** deny · **Ctrl+A** then **Enter** always allow" in help_text
         assert "**y**" not in help_text
         await pilot.press("escape")
-        await pilot.pause(GRACE_SECONDS)
+        await until(lambda: not isinstance(app.screen, HelpScreen) and not card.in_grace, pilot)
         await pilot.press("y")  # the default key does nothing any more
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which no answer may be sent
         assert confirms(client) == []
         await pilot.press("ctrl+y")
         await until(lambda: confirms(client), pilot)
@@ -559,10 +555,9 @@ async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_
                 assert app.thread_id == "first"
                 await other.create_thread("elsewhere", title="Elsewhere")
                 await other.send("elsewhere", "every morning send the weather forecast to Slack")
-                await until(lambda: app.pending_watch.elsewhere.get("elsewhere") == 1, pilot, timeout=20)
-                await pilot.pause(0.1)
-                assert "◷ waiting · Elsewhere" in app.thread_list.row_text("elsewhere")
-                assert "1 answer waiting: 1 in “Elsewhere”" in app.status_line.plain
+                await until(lambda: app.pending_watch.elsewhere.get("elsewhere") == 1, pilot)
+                await until(lambda: "◷ waiting · Elsewhere" in app.thread_list.row_text("elsewhere"), pilot)
+                await until(lambda: "1 answer waiting: 1 in “Elsewhere”" in app.status_line.plain, pilot)
                 assert app.terminal.signals[-2:] == ["title:(1) answer waiting — Instance AI in “Elsewhere”", "bell"]
                 await pilot.press("ctrl+g")
                 await until(lambda: app.thread_id == "elsewhere" and card_of(app) is not None, pilot, timeout=10)
@@ -594,10 +589,9 @@ async def test_a_card_in_an_n8n_thread_that_is_not_open_is_never_missed(tmp_path
             assert app.thread_id == first.id
             second = await other.create_thread(title="Old sync")
             await other.send(second.id, "archive the old sync workflow")
-            await until(lambda: app.pending_watch.elsewhere.get(second.id) == 1, pilot, timeout=20)
-            await pilot.pause(0.1)
-            assert "◷ waiting" in app.thread_list.row_text(second.id)
-            assert "1 answer waiting: 1 in" in app.status_line.plain
+            await until(lambda: app.pending_watch.elsewhere.get(second.id) == 1, pilot)
+            await until(lambda: "◷ waiting" in app.thread_list.row_text(second.id), pilot)
+            await until(lambda: "1 answer waiting: 1 in" in app.status_line.plain, pilot)
             assert app.terminal.signals[-1] == "bell" and app.terminal.signals[-2].startswith("title:(1) answer waiting")
             await pilot.press("ctrl+g")
             await until(lambda: app.thread_id == second.id and card_of(app) is not None, pilot, timeout=10)

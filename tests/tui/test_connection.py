@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from textual.widgets import Static
 
@@ -24,7 +25,7 @@ from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.connection import INTERRUPTED_REASON, QueuedRow
 from tests.support.fake_n8n import FakeN8n, Pause, Say, default_script
 from tests.support.n8n_boot import restart
-from tests.support.waiting import until
+from tests.support.waiting import until, until_async
 
 SIZE = (120, 40)
 
@@ -37,6 +38,20 @@ async def fake() -> AsyncIterator[FakeN8n]:
         yield server
     finally:
         await server.stop()
+
+
+async def n8n_answers(fake: FakeN8n) -> bool:
+    """Whether the fake n8n answers as itself (past its boot window's HTML pages)."""
+    async with httpx.AsyncClient() as http:
+        try:
+            response = await http.get(f"{fake.base_url}/rest/settings", timeout=5)
+        except httpx.TransportError:
+            return False
+    return response.status_code == 200 and response.headers.get("content-type", "").startswith("application/json")
+
+
+async def run_over(client: N8nClient, thread_id: str) -> bool:
+    return not (await client.status(thread_id)).has_active_run
 
 
 def n8n_client(fake: FakeN8n, tmp_path: Path, **kwargs: Any) -> N8nClient:
@@ -122,10 +137,11 @@ async def test_interrupted_run_is_visible_after_reload(fake: FakeN8n, tmp_path: 
     tid = str(uuid.uuid4())
     await client.create_thread(tid)
     await client.send(tid, "something long")
-    await asyncio.sleep(0.3)
+    await until(lambda: any("Half of the answer" in json.dumps(event) for _, event in fake._threads[tid].log),
+                what="the first segment in n8n's log")
     await client.close()
     await restart(fake, html_answers=0, not_found_seconds=0.1)
-    await asyncio.sleep(0.2)
+    await until_async(lambda: n8n_answers(fake), what="n8n up again after its boot window")
     app = make_app(n8n_client(fake, tmp_path), thread_id=tid)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
@@ -177,8 +193,8 @@ async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) ->
         app.query_one(QueuedRow).focus()
         await pilot.press("x")
         await until(lambda: not app.connection.queued_bar.display, pilot)
-        await until(lambda: not app.conversation.is_streaming, pilot, timeout=15)
-        await pilot.pause(0.5)
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await pilot.pause(0.5)  # the scenario: a window in which the removed message must not be sent
         assert users(app) == ["first"] and len(fake._threads[app.thread_id].groups) == 1
 
 
@@ -233,7 +249,7 @@ async def test_a_title_by_event_is_not_replaced_by_an_older_list_answer(fake: Fa
         await send(app, pilot, "weather to slack")
         await until(lambda: app.conversation is not None and app.conversation.title == "weather to slack", pilot)
         await until(lambda: [""] in served, pilot, what="a stale list answer served")
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # the scenario: a window for the app to apply the stale answer (it must not)
         info = app.thread_list.thread(app.thread_id)
         assert info is not None and info.title == "weather to slack"
         assert app.status_info.thread_title == "weather to slack"
@@ -385,10 +401,7 @@ async def test_a_thread_of_more_than_100_messages_opens_whole(fake: FakeN8n, tmp
     try:
         for n in range(65):  # 130 messages
             await seed.send(tid, f"question {n}")
-            for _ in range(100):
-                if not (await seed.status(tid)).has_active_run:
-                    break
-                await asyncio.sleep(0.02)
+            await until_async(lambda: run_over(seed, tid), what=f"question {n} answered")
     finally:
         await seed.close()
     app = make_app(n8n_client(fake, tmp_path), thread_id=tid)
@@ -401,8 +414,9 @@ async def test_a_thread_of_more_than_100_messages_opens_whole(fake: FakeN8n, tmp
         for _ in range(20):  # Home loads the previous batch, as in embedded mode
             if app.view.first_index == 0:
                 break
+            first = app.view.first_index
             await pilot.press("home")
-            await pilot.pause(0.1)
+            await until(lambda: app.view.first_index < first, pilot, what="Home loaded older messages")  # noqa: B023
         assert app.view.first_index == 0
         await until(lambda: "question 0\n" in screen_text(app) + "\n", pilot, what="the first question shown")
 
@@ -465,15 +479,11 @@ async def test_the_reconnect_banner_counts_down_to_the_next_try() -> None:
         client._set_state(ConnectionState.RECONNECTING, "(attempt 2, next try in 3s)")
         banner = app.connection.banner
         await until(lambda: "next try in 3s" in banner.message and banner.display, pilot)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5
-        while "next try in 1s" not in banner.message and loop.time() < deadline:
-            await pilot.pause(0.1)
-        assert "(attempt 2, next try in 1s)" in banner.message  # 3s, 2s, 1s: one step a second
+        await until(lambda: "next try in 1s" in banner.message, pilot, timeout=5)  # 3s, 2s, 1s: one step a second
+        assert "(attempt 2, next try in 1s)" in banner.message
         assert "next try in 1s" in app.status_info.connection_detail
         client._set_state(ConnectionState.RECONNECTING, "(attempt 2)")  # the attempt runs
-        await pilot.pause(1.2)
+        await pilot.pause(1.2)  # the scenario: past a countdown step, no "next try" comes back
         assert "next try" not in banner.message and "(attempt 2)" in banner.message
         client._set_state(ConnectionState.CONNECTED, "")
-        await pilot.pause(0.1)
-        assert not banner.display
+        await until(lambda: not banner.display, pilot)
