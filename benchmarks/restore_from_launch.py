@@ -54,7 +54,11 @@ sys.path.insert(0, str(ROOT))
 from cold_start import ANSI, MINIMAL_APP, MINIMAL_MARKER  # noqa: E402
 from machine import HANG_S, load, machine, ratio, summary  # noqa: E402
 
-from instance_ai_tui.tui.screen_cache import cache_path  # noqa: E402
+
+def cache_path(db: Path) -> Path:
+    """``tui.screen_cache.cache_path`` (not imported: Textual would grow this process, and a child's
+    peak RSS from ``wait4`` counts the image it was forked from)."""
+    return db.with_name(db.name + ".screen.json")
 
 SIZE = (120, 40)
 TARGET_S = 0.5

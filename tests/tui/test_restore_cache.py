@@ -183,10 +183,10 @@ async def test_the_collector_held_at_start_runs_again_once_the_typed_message_wen
     gc.disable()
     try:
         task = asyncio.create_task(release_collector(ready, lambda: bool(queue)))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the scenario: a window in which the collector stays off
         assert not gc.isenabled()  # the first thread is not open yet
         ready.set()
-        await asyncio.sleep(0.15)
+        await asyncio.sleep(0.15)  # the scenario: a window in which the collector stays off
         assert not gc.isenabled()  # the message typed at start waits to go out
         queue.clear()
         await asyncio.wait_for(task, 2)
@@ -197,3 +197,22 @@ async def test_the_collector_held_at_start_runs_again_once_the_typed_message_wen
             gc.enable()
         else:
             gc.disable()
+
+
+def test_the_restore_benchmark_removes_the_file_the_app_keeps(tmp_path: Path) -> None:
+    """``benchmarks/restore_from_launch.py`` names the file itself (importing the module would
+    grow its process with Textual, and a child's peak RSS counts the image it was forked from)."""
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("restore_from_launch", root / "benchmarks" / "restore_from_launch.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    db = tmp_path / "x.sqlite3"
+    assert module.cache_path(db) == screen_cache.cache_path(db)
