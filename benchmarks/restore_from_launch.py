@@ -143,7 +143,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
                         help="also time each size without the screen kept at the last quit (default: on)")
+    parser.add_argument("--build-db", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--build-runs", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build_db is not None:
+        asyncio.run(build(args.build_db, args.build_runs))
+        return 0
     started_load = load()
     sizes = [int(n) for n in args.sizes.split(",")]
     results: dict[str, dict[str, list[Any]]] = {}
@@ -151,7 +156,9 @@ def main() -> int:
         programs: dict[str, tuple[list[str], bytes, Path | None]] = {}
         for runs in sizes:
             db = Path(tmp) / f"thread-{runs}.sqlite3"
-            asyncio.run(build(db, runs))
+            # in a child: the store and pydantic would grow this process, and each program's peak
+            # RSS from wait4 counts the image it is forked from
+            subprocess.run([sys.executable, __file__, "--build-db", str(db), "--build-runs", str(runs)], check=True)
             argv = [sys.executable, "-m", "instance_ai_tui", "--db", str(db), "--model", "demo"]
             marker = f"Answer {runs - 1}:".encode()
             programs[f"runs_{runs}"] = (argv, marker, None)
