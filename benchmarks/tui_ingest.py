@@ -25,6 +25,9 @@ Printed JSON (one object):
 
 * ``events_per_second``: events folded by the app / seconds from the first event pulled from
   the stream to the moment the app asked for the event after the last one;
+* ``events_per_cpu_second``: the same events over the CPU time this process spent meanwhile
+  (``ingest_cpu_seconds``: the ingest, the frames and Textual's work alike; less sensitive than
+  the wall clock to other processes on a loaded machine);
 * ``max_loop_stall_ms``: the longest gap seen by a 5 ms heartbeat task on the event loop
   during the whole run (how late a keypress could be handled); ``p99_loop_stall_ms`` too;
 * ``max_frame_gap_ms``: the longest interval between two runs of the app's 25 Hz frame
@@ -222,6 +225,7 @@ def _stream_client_class() -> type:
             self.count = count
             self.first_pulled: float | None = None
             self.done_at: float | None = None
+            self.cpu_first_pulled = self.cpu_done_at = 0.0
             self.done = asyncio.Event()
             from datetime import datetime
 
@@ -263,12 +267,14 @@ def _stream_client_class() -> type:
 
         async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
             self.first_pulled = time.perf_counter()
+            self.cpu_first_pulled = time.process_time()
             seen = 0
             async for item in self.source(thread_id, after):
                 yield item
                 seen += 1
                 if seen == self.count:
                     self.done_at = time.perf_counter()  # the app asked for the item after the last one
+                    self.cpu_done_at = time.process_time()
                     self.done.set()
             await asyncio.Event().wait()  # live: nothing more comes
 
@@ -412,6 +418,8 @@ async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float)
         "mounted_widgets_at_end": widgets,
         "ingest_seconds": round(ingest_seconds, 4),
         "events_per_second": round(len(events) / ingest_seconds),
+        "ingest_cpu_seconds": round(client.cpu_done_at - client.cpu_first_pulled, 4),
+        "events_per_cpu_second": round(len(events) / max(1e-9, client.cpu_done_at - client.cpu_first_pulled)),
         "max_loop_stall_ms": round(max(ticks) * 1000, 1) if ticks else None,
         "p99_loop_stall_ms": round(stalls[int(len(stalls) * 0.99) - 1] * 1000, 1) if stalls else None,
         "max_frame_gap_ms": round(max(gaps) * 1000, 1) if gaps else None,
