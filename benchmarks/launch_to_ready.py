@@ -16,6 +16,8 @@ on the terminal, so keys typed before the settings and the client exist are part
 * ``floor``: a minimal Textual app that imports ``openai`` and sends one streamed request at mount
   (what any Textual chat client on the ``openai`` SDK must pay).
 
+With ``--baseline DIR`` the embedded form of another checkout takes its turn too (``baseline``).
+
 The forms take turns run after run, so the machine's load falls on all alike; the load is
 printed with the figures. Nothing gives up on a slow machine (only a hang, after 10 minutes).
 Printed JSON: per form ``p50/min/max/runs`` (seconds) and ``first_frame`` (seconds to the
@@ -200,9 +202,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--forms", default="embedded,url,floor")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout (e.g. a `git archive` of an older commit): its embedded form "
+                             "takes its turn too, as `baseline` (before / after in one run)")
     args = parser.parse_args()
     started_load = load()
-    forms = args.forms.split(",")
+    forms = args.forms.split(",") + (["baseline"] if args.baseline is not None else [])
     arrived: dict[str, list[float | None]] = {form: [] for form in forms}
     frames: dict[str, list[float | None]] = {form: [] for form in forms}
     python = sys.executable
@@ -221,6 +226,8 @@ def main() -> int:
                             argv = [python, "-m", "instance_ai_tui", "--new"]
                             if form == "url":
                                 argv[3:3] = ["--url", url]
+                            if form == "baseline":
+                                env["PYTHONPATH"] = str(args.baseline.resolve())
                             frame, at = launch(argv, env, run_tmp, APP_MARKER, token, server, token)
                     if n >= 0:
                         frames[form].append(frame)
