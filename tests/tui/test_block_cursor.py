@@ -71,13 +71,14 @@ async def test_expanding_a_block_while_the_agent_streams_keeps_its_header_in_vie
         await until(card_on_screen, pilot, timeout=15)
         card = turns(app)[-1].cards["tc1"]
         card.focus()  # as Tab does
-        await pilot.pause(0.2)
+        await until(lambda: card.has_focus, pilot)
+        await pilot.pause()  # laid out with the focus (pending messages processed)
         top = card.region.y
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # the scenario: the text below grows meanwhile
         assert card.region.y == top  # focused: it stays where it is while the text below grows
         await pilot.press("enter")  # expand while the text below keeps streaming
         await until(lambda: card.expanded, pilot)
-        await pilot.pause(0.5)
+        await pilot.pause(0.5)  # the scenario: the text below goes on growing meanwhile
         assert app.conversation.is_streaming
         assert card.region.y == top  # the header did not move
         await pilot.press("end")  # and End follows the output again

@@ -129,7 +129,7 @@ async def test_ctrl_c_clears_a_non_empty_prompt_first_even_with_a_card_waiting()
         await until(lambda: bool(app.pending), pilot)
         await type_text(pilot, "and also")
         await pilot.press("ctrl+c")
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which nothing may be cancelled or answered
         assert app.prompt.text == "" and app.pending and app.conversation.is_streaming
         assert not [c for c in client.calls if c[0] == "cancel"] and confirms(client) == []
 
@@ -151,11 +151,11 @@ async def test_always_allow_says_what_it_grants_and_needs_a_second_different_key
         assert "“delete-workflow” runs without asking, for the rest of this thread" in shown
         assert "/permissions" in shown and "Enter grants it" in shown
         await pilot.press("l")  # "al…": any other key goes back, and grants nothing
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which no answer may be sent
         assert card.armed is None and confirms(client) == [] and not card.answered
         await pilot.press("a")
         await pilot.press("escape")  # back without granting (the card keeps the keys)
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which no answer may be sent
         assert card.armed is None and confirms(client) == [] and card_with_keys(app) is card
         await pilot.press("a", "enter")
         await until(lambda: confirms(client), pilot)

@@ -142,7 +142,7 @@ async def test_a_delegation_says_its_summary_once_on_one_line(tmp_path: Path) ->
         delegate = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "delegate")
         section = next(iter(app.query(SubAgentSection)))
         await until(lambda: section.info.status != "active", pilot)
-        await pilot.pause(0.2)
+        await app.wait_until_rendered()
         sub_header = str(section.header.render())
         card_header = "".join(s.text for s in delegate.header.render_lines(delegate.header.region.reset_offset)[0])
         assert "Created workflow" in sub_header  # the summary, on the sub-agent's row
@@ -182,6 +182,7 @@ async def test_an_approval_cards_keys_are_never_cut(width: int, one_row: bool) -
     """Item 2: at 120 columns with both side panels the card's key row was cut ("a Always allo");
     now a row too wide for the card stacks its buttons, each whole."""
     from textual.containers import Vertical
+    from textual.errors import NoWidget
     from textual.widgets import Button
 
     from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
@@ -200,8 +201,15 @@ async def test_an_approval_cards_keys_are_never_cut(width: int, one_row: bool) -
 
     app = Harness()
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause()
-        await pilot.pause(0.1)
+
+        def laid_out() -> bool:  # the card fits its buttons after a refresh (stacked when too wide): then drawn
+            shown = list(card.query(".card-buttons Button").results(Button))
+            try:
+                return len(shown) == 3 and all(app.screen.find_widget(b).visible_region == b.region for b in shown)
+            except NoWidget:  # not on the screen yet
+                return False
+
+        await until(laid_out, pilot, what="every button drawn whole")
         buttons = list(card.query(".card-buttons Button").results(Button))
         assert len(buttons) == 3  # approve, deny, always allow
         for button in buttons:
@@ -224,7 +232,7 @@ async def test_the_wizard_asks_instead_of_skipping_and_arrows_choose() -> None:
         await send(pilot, app, "build it")
         card: QuestionsCard = await pending_card(app, pilot, QuestionsCard)
         await until(lambda: app.status_info.run_state == "awaiting your answer", pilot)
-        await pilot.pause(0.6)  # past the card's key grace
+        await until(lambda: not card.in_grace, pilot)  # past the card's key grace
         await pilot.press("enter")  # nothing chosen: asked, not skipped
         assert card.page == 0 and "when" not in card.skipped
         assert "Choose an option" in str(card.query_one("#question").render())

@@ -19,7 +19,7 @@ async def test_theme_typo_changes_nothing_and_saves_nothing(tmp_path: Path) -> N
         await until(lambda: any("No theme named 'nrod'" in str(n.message) for n in app._notifications), pilot)
         note = next(n for n in app._notifications if "nrod" in str(n.message))
         assert "nord" in str(note.message)  # the closest name is suggested
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # the scenario: a window in which the theme must not change
         assert app.theme == before
     config = tmp_path / "config" / "config.toml"
     assert not config.exists() or "nrod" not in config.read_text()
@@ -129,7 +129,7 @@ async def test_ctrl_c_clears_the_prompt_then_stops_the_agent_then_quits() -> Non
         await until(lambda: app.conversation.is_streaming, pilot)
         app.prompt.load_text("half a thought")
         await pilot.press("ctrl+c")  # a non-empty prompt comes first, always (issue 32)
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which no cancel may be sent
         assert app.prompt.text == "" and app.conversation.is_streaming
         assert ("cancel", app.thread_id) not in client.calls
         await pilot.press("ctrl+c")  # an empty prompt: stop the agent
@@ -137,7 +137,7 @@ async def test_ctrl_c_clears_the_prompt_then_stops_the_agent_then_quits() -> Non
         await until(lambda: not app.conversation.is_streaming, pilot)
         assert app.is_running
         await pilot.press("ctrl+c")  # nothing to stop or clear: asks for a second press
-        await pilot.pause(0.05)
+        await pilot.pause(0.05)  # the scenario: a window in which the app must not quit
         assert app.is_running
         await pilot.press("ctrl+c")
         await until(lambda: not app.is_running, pilot)
@@ -183,7 +183,7 @@ async def test_side_panels_hide_by_themselves_below_100_columns() -> None:
         await pilot.press("ctrl+t")  # hidden again by the user: stays hidden when the terminal widens
         await pilot.resize_terminal(160, 40)
         await until(lambda: app.thread_list.display, pilot)
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # the scenario: a window in which the tasks panel must not come back
         assert not app.tasks_panel.display
 
 

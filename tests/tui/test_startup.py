@@ -85,10 +85,7 @@ async def test_a_start_that_cannot_work_ends_the_app_with_its_reason() -> None:
 
     app = InstanceAiApp(startup=Startup(FirstFramePrefs(), load), watch_themes=False, persist_theme=False)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(100):
-            if not app.is_running:
-                break
-            await pilot.pause(0.02)
+        await until(lambda: not app.is_running, pilot, what="the app ended")
     assert app.start_error == "cannot read config file /x/config.toml: Invalid value"
     assert app.return_code == 2
 
@@ -97,7 +94,7 @@ async def test_the_first_frame_uses_the_preferences_read_without_validation(tmp_
     prefs = FirstFramePrefs.from_ui({"theme": "textual-light", "enter_sends": False, "keys": {"new-thread": "ctrl+o"}})
     app, gate, _built = gated_app(tmp_path, prefs)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.05)
+        await until(lambda: app.stats.first_frame_at is not None, pilot, what="the first frame")
         assert app.theme == "textual-light"
         assert app.keys.keys("new-thread") == ("ctrl+o",) and not app.keys.enter_sends
         gate.set()  # the validated settings (defaults here) win once loaded
@@ -185,7 +182,7 @@ async def test_the_first_thread_opens_after_the_markdown_warm_up(tmp_path: Path,
     order: list[str] = []
 
     def slow_warm_up() -> None:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the scenario: a slow warm-up (it runs on its own thread)
         order.append("warm-up done")
 
     monkeypatch.setattr(boot, "warm_up_markdown", slow_warm_up)
