@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -52,7 +52,7 @@ from textual.worker import Worker
 
 from ..client.base import Client, ClientError, ConnectionState
 from ..protocol.safe_text import visible
-from . import commands, keymap, layout, themes
+from . import commands, keymap, themes
 from .actions import Actions
 from .boot import attach, boot
 from .cards import Cards
@@ -63,6 +63,7 @@ from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
 from .run_status import RunStatus
 from .screen_updates import ScreenUpdates
+from .screens.main import MainScreen
 from .sending import Sender
 from .startup import FirstFramePrefs, Started, StartingClient, Startup
 from .textual_internals import app_driver
@@ -153,17 +154,19 @@ class InstanceAiApp(App[None]):
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
         self.remove_state_listener: Callable[[], None] | None = None
-        #: the widgets hidden at start are mounted (``layout.mount_hidden``)
-        self.hidden_mounted = False
-        self.view: ConversationView = ConversationView(self.pending, id="conversation")
-        self.badge = Static("", id="new-output", markup=False)
-        self.find_bar = FindBar()
-        self.prompt: PromptInput = PromptInput(placeholder=self.prompt_placeholder(), id="prompt")
-        self.status_line = StatusLine(self.status_info, id="status")
-        self.tasks_panel = TasksPanel(id="tasks")
+        #: the default screen and its widgets (``screens.main``); the rooms reach them here
+        self.main_screen = MainScreen(status_info=self.status_info, pending=self.pending, client=self.client,
+                                      placeholder=self.prompt_placeholder())
+        screen = self.main_screen
+        self.view: ConversationView = screen.view
+        self.badge: Static = screen.badge
+        self.find_bar: FindBar = screen.find_bar
+        self.prompt: PromptInput = screen.prompt
+        self.status_line: StatusLine = screen.status_line
+        self.tasks_panel: TasksPanel = screen.tasks_panel
+        self.n8n_activity: N8nActivity = screen.n8n_activity
+        self.thread_list: ThreadList = screen.thread_list
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
-        self.n8n_activity = N8nActivity(self.client, id="n8n-activity")
-        self.thread_list = ThreadList(id="threads")
         #: answers waiting in threads that are not open, and the terminal's title and bell
         self.pending_watch = PendingWatch(self.client, threads=self.thread_list.local_threads,
                                           open_thread=lambda: self.thread_id,
@@ -214,13 +217,10 @@ class InstanceAiApp(App[None]):
             return keymap.KeyMap(enter_sends=self.prefs.enter_sends)
 
     def get_default_screen(self) -> Screen[Any]:
-        return layout.MainScreen(id="_default")
+        return self.main_screen
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.app_variable_defaults(self.current_theme)
-
-    def compose(self) -> ComposeResult:
-        return layout.compose(self)  # the first frame; what is hidden follows it (``layout``)
 
     def on_mount(self) -> None:
         self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
@@ -249,7 +249,11 @@ class InstanceAiApp(App[None]):
 
     def _first_frame(self) -> None:
         self.stats.first_frame_at = time.perf_counter()
-        layout.mount_hidden(self)
+        self.mount_hidden()
+
+    def mount_hidden(self) -> None:
+        """What is hidden at start, with the connection's banner and queue (``MainScreen.mount_hidden``)."""
+        self.main_screen.mount_hidden(banner=self.connection.banner, queued_bar=self.connection.queued_bar)
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
@@ -354,8 +358,9 @@ class InstanceAiApp(App[None]):
         self.call_later(self.cards.show_where)
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.InputEvent) and not self.hidden_mounted and self.is_mounted(self.prompt):
-            layout.mount_hidden(self)  # a key typed while the app starts may need them (the queue)
+        if (isinstance(event, events.InputEvent) and not self.main_screen.hidden_mounted
+                and self.is_mounted(self.prompt)):
+            self.mount_hidden()  # a key typed while the app starts may need them (the queue)
         if self.cards.on_input(event):
             return
         await super().on_event(event)
@@ -471,7 +476,7 @@ class InstanceAiApp(App[None]):
         self.view.move_block(+1)
 
     def action_find(self) -> None:
-        if not self.find_bar.is_mounted:  # Ctrl+F typed while the app starts (``layout.mount_hidden``)
+        if not self.find_bar.is_mounted:  # Ctrl+F typed while the app starts (``MainScreen.mount_hidden``)
             self.call_after_refresh(self.action_find)
             return
         self.find_bar.open(self.conversation)

@@ -22,7 +22,6 @@ from textual.worker import WorkerCancelled, WorkerFailed
 
 from ..client.base import ClientError, ConnectionState, StorageError
 from . import screen_cache
-from .layout import show_demo_banner
 from .startup import FirstFramePrefs, StartError, release_collector
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ def attach(app: BootHost, started: Started) -> None:
     app.remove_state_listener = client.add_state_listener(app.connection_state_changed)
     if client.state != ConnectionState.OFFLINE or client.state_detail:  # not "never opened": say so
         app.connection_state_changed(client.state, client.state_detail)
-    show_demo_banner(app)
+    app.main_screen.show_demo_banner()
     app.status_line.refresh_info()
 
 
@@ -125,7 +124,7 @@ async def boot(app: BootHost) -> None:
             return
     app.status_info.model = app.client.model_name or app.status_info.model
     app.status_info.demo = is_demo(app)
-    show_demo_banner(app)  # a server by --url says only now that the demo model answers
+    app.main_screen.show_demo_banner()  # a server by --url says only now that the demo model answers
     if app.gateway_request is not None:
         await start_gateway(app, app.gateway_request)
     threads: list[ThreadInfo] = []

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from .layout import LayoutHost
 from .ports import Ui
 
 if TYPE_CHECKING:
@@ -16,14 +15,20 @@ if TYPE_CHECKING:
     from ..client.gateway_flag import GatewayHandle, GatewayRequest
     from ..config import Settings
     from ..protocol.conversation import Conversation
+    from .connection import ConnectionWatcher
     from .keymap import KeyMap
     from .pending_watch import PendingWatch, TerminalSignals
+    from .screens.main import MainScreen
     from .startup import FirstFramePrefs, Started, Startup
     from .themes import ThemeManager
     from .threads import Threads
+    from .widgets.n8n_activity import N8nActivity
+    from .widgets.prompt import PromptInput
+    from .widgets.status_line import StatusInfo, StatusLine
+    from .widgets.thread_list import ThreadList
 
 
-class BootHost(Ui, LayoutHost, Protocol):
+class BootHost(Ui, Protocol):
     client: Client
     settings: Settings
     startup: Startup | None
@@ -43,6 +48,13 @@ class BootHost(Ui, LayoutHost, Protocol):
     threads: Threads
     pending_watch: PendingWatch
     terminal: TerminalSignals
+    connection: ConnectionWatcher
+    main_screen: MainScreen
+    status_info: StatusInfo
+    thread_list: ThreadList
+    prompt: PromptInput
+    status_line: StatusLine
+    n8n_activity: N8nActivity
 
     @property
     def is_running(self) -> bool: ...
