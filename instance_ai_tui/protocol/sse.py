@@ -20,8 +20,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -34,10 +33,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SSEFrame:
+class SSEFrame(NamedTuple):
     """One dispatched frame. ``id`` is the id given in this frame (``None`` if it had no
-    ``id:`` line); ``retry`` likewise."""
+    ``id:`` line); ``retry`` likewise. (A named tuple: immutable, and built at a fraction of a
+    frozen dataclass's cost, once per event of a flood.)"""
 
     data: str
     event: str = "message"
