@@ -298,7 +298,7 @@ def test_the_tui_graph_counts_type_only_and_lazy_imports(tmp_path: Path) -> None
 
 # What Textual calls by name (bindings, handlers, hooks) and the headless hooks tests, scripts and
 # benchmarks use may stay one-line calls into a room; nothing else on the app forwards.
-APP_ALLOWED_FORWARDS = {"attach", "wait_until_rendered", "send_message", "run_slash_command", "copy_text",
+APP_ALLOWED_FORWARDS = {"attach", "wait_until_rendered", "send_message",
                         "export_thread", "refresh_after_settle", "_frame", "_boot", "open_thread"}
 ROOMS = {"threads", "sender", "cards", "run_status", "actions", "connection", "projection", "pending_watch",
          "terminal", "view", "heap"}

@@ -380,9 +380,6 @@ class InstanceAiApp(App[None]):
         """Send ``text`` in the current thread (creating it first if it is new). Returns the runId."""
         return await self.sender.send(text)
 
-    def run_slash_command(self, text: str) -> bool:
-        return self.sender.run_slash_command(text)
-
     @on(QueuedRow.Edit)
     def _edit_queued(self, event: QueuedRow.Edit) -> None:
         event.stop()
@@ -466,8 +463,10 @@ class InstanceAiApp(App[None]):
         path = path if path is not None or self.is_web else self.actions.screenshot_folder()
         return None if path == "" else super().deliver_screenshot(filename, path, time_format)
 
-    def copy_text(self, text: str, what: str) -> None:
-        self.actions.copy_text(text, what)
+    @on(ConversationView.CopyWanted)
+    def _copy_wanted(self, event: ConversationView.CopyWanted) -> None:
+        event.stop()
+        self.actions.copy_text(event.text, event.what)
 
     def action_block_previous(self) -> None:
         self.view.move_block(-1)

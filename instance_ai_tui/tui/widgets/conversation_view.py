@@ -395,6 +395,14 @@ one at a time · **Ctrl+F** finds text.
     class Followed(Message):
         """The user is at the bottom again."""
 
+    @dataclass
+    class CopyWanted(Message):
+        """Copy ``text`` (``what`` names it: "the message", "code block 1 of 2"); the app copies it
+        and says truthfully where the copy went (``tui.actions``, ``tui.clipboard``)."""
+
+        text: str
+        what: str
+
     def action_scroll_to_end(self) -> None:
         self.follow()
 
@@ -405,12 +413,7 @@ one at a time · **Ctrl+F** finds text.
             copy_text = getattr(node, "copy_text", None)
             if callable(copy_text):
                 text, what = copy_text()
-                copy = getattr(self.app, "copy_text", None)
-                if callable(copy):
-                    copy(text, what)  # says truthfully where the copy went
-                else:
-                    self.app.copy_to_clipboard(text)
-                    self.notify(f"Copied {what} to the clipboard.", timeout=2)
+                self.post_message(self.CopyWanted(text, what))
                 return
             node = node.parent
         self.notify("Focus a block first (Tab), then press the copy key.", severity="warning", timeout=3)
@@ -434,11 +437,7 @@ one at a time · **Ctrl+F** finds text.
         self._code_cursor = {id(node): index}
         language, code = blocks[index]
         label = f"code block {index + 1} of {len(blocks)}" + (f" ({language})" if language else "")
-        copy = getattr(self.app, "copy_text", None)
-        if callable(copy):
-            copy(code, label)
-        else:
-            self.app.copy_to_clipboard(code)
+        self.post_message(self.CopyWanted(code, label))
 
     def blocks(self) -> list[Widget]:
         """The focusable blocks of the conversation, top to bottom (no buttons or fields)."""
