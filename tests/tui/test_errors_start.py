@@ -3,7 +3,6 @@ does not exist, gives the start-failure screen (part, cause, fix) and exit code 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
@@ -19,6 +18,7 @@ from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.screens.start_failure import StartFailureScreen
 from instance_ai_tui.tui.startup import FirstFramePrefs, Started, Startup
+from tests.support.waiting import until
 
 from .scripts import SIZE
 
@@ -33,10 +33,9 @@ def app_on(db: Path, thread_id: str | None = None) -> InstanceAiApp:
 
 
 async def failure_screen(app: InstanceAiApp, pilot: Any, timeout: float = 20.0) -> StartFailureScreen:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (isinstance(app.screen, StartFailureScreen) and app.screen.query("#start-failure-message")):
-        assert asyncio.get_running_loop().time() < deadline, f"no start-failure screen (status: {app.status_info})"
-        await pilot.pause(0.05)  # the screen is pushed, then composed
+    # the screen is pushed, then composed
+    await until(lambda: isinstance(app.screen, StartFailureScreen) and bool(app.screen.query("#start-failure-message")),
+                pilot, timeout, "the start-failure screen")
     assert isinstance(app.screen, StartFailureScreen)
     return app.screen
 

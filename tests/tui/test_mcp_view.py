@@ -123,5 +123,5 @@ async def test_slow_tool_progress_shows_and_esc_cancels_the_call(tmp_path: Path)
             await app.wait_until_rendered()
             slow = tool_cards(app)["mcp__counter__slow"]
             assert slow.shown_state is not None and slow.shown_state.kind != "running"
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)  # the scenario: a window in which the stopped tool must not go on
             assert log.read_text().count("slow step") <= steps + 2 and "slow done" not in log.read_text()

@@ -8,6 +8,7 @@ from textual import events
 from textual.app import App, ComposeResult
 
 from instance_ai_tui.tui.widgets.prompt import PromptInput
+from tests.support.waiting import until
 
 
 class PromptApp(App[None]):
@@ -37,7 +38,7 @@ async def test_enter_after_a_burst_sends_every_character(tmp_path: Path) -> None
         prompt.focus()
         await pilot.pause()
         burst(app, "hello there", "enter")
-        await pilot.pause(0.2)
+        await until(lambda: app.sent, pilot, what="a message sent")
         assert app.sent == ["hello there"]
         assert prompt.text == ""
 
@@ -50,5 +51,5 @@ async def test_newline_after_a_burst_lands_after_the_characters(tmp_path: Path) 
         await pilot.pause()
         burst(app, "ab", "ctrl+j")
         burst(app, "cd", "enter")
-        await pilot.pause(0.2)
+        await until(lambda: app.sent, pilot, what="a message sent")
         assert app.sent == ["ab\ncd"]

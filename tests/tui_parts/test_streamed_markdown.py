@@ -11,6 +11,7 @@ import pytest
 from instance_ai_tui.tui.widgets import long_markdown
 from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown
 from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown, LiveMarkdown
+from tests.support.waiting import until
 
 from .test_flat_markdown import Harness, _cells, _draw
 
@@ -64,11 +65,9 @@ async def _stream(app: Any, pilot: Any, text: str, classes: str, step: int) -> C
 async def _finish(block: ChunkedMarkdown, pilot: Any) -> None:
     """End the stream and wait until every piece has drawn its last text."""
     block.finish()
-    for _ in range(200):
-        await pilot.pause()
-        if block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()):
-            break
-    await pilot.pause(0.05)
+    await until(lambda: block.settled and all(isinstance(c, FlatMarkdown) or c.settled for c in block.chunks.values()),
+                pilot, what="every chunk drawn")
+    await pilot.pause()  # and painted (pending messages processed)
 
 
 @pytest.mark.parametrize("name", ["list", "ordered", "table", "code", "mixed"])

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import filecmp
 import os
 import tomllib
@@ -23,6 +22,7 @@ from instance_ai_tui.tui.themes import (
     load_theme_dirs,
     load_theme_file,
 )
+from tests.support.waiting import until
 
 REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
 SHIPPED = {"instance-dark", "instance-light", "instance-high-contrast", "instance-ansi"}
@@ -261,11 +261,7 @@ async def test_watcher_worker_picks_up_an_edit(tmp_path: Path) -> None:
         await pilot.pause()
         path.write_text(GOOD.format(name="watched", primary="#111111").replace("$error", "#0000cc"))
         os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            if app.theme_variables.get("tool-failed") == "#0000cc":
-                break
-        assert app.theme_variables["tool-failed"] == "#0000cc"
+        await until(lambda: app.theme_variables.get("tool-failed") == "#0000cc", pilot, what="the edited theme reloaded")
         manager.stop()
         await pilot.pause()
         assert not [w for w in app.workers if w.group == "theme-watcher" and not w.is_finished]
