@@ -354,9 +354,14 @@ class RunReducer(ReducerReads):
                 kind = data["type"]
                 if kind == "status":
                     self._status(data.get("agentId", ""), data["payload"].get("message", ""))
+                    return
+                agent_id = data.get("agentId", "")
+                agent = self._agents.get(agent_id)
+                if agent is None:
+                    self._diag(f"{'text' if kind == 'text-delta' else 'reasoning'} for unknown agent {agent_id!r}")
                 else:
-                    self._delta(kind == "text-delta", data.get("agentId", ""), data["payload"].get("text", ""),
-                                data.get("responseId") or None)
+                    self._append(agent, "text" if kind == "text-delta" else "reasoning", data["payload"].get("text", ""),
+                                 data.get("responseId") or None)
                 return
             event = parse_event(data)
         except EventParseError as exc:
