@@ -26,6 +26,7 @@ from instance_ai_tui.config import Settings
 from tests.server.live import REPO, ServeProcess
 from tests.support.mcp_servers import SCRIPT
 from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+from tests.support.waiting import until
 
 script = answers_in_order  # the agent's requests answered in order
 
@@ -205,12 +206,11 @@ async def test_restart_during_a_call_fails_the_call_and_keeps_the_new_server() -
     conn = servers.connections["s"]
     try:
         call = asyncio.ensure_future(conn.call("slow", {"steps": 30}))
-        await asyncio.sleep(0.8)
+        await asyncio.sleep(0.8)  # the scenario: the restart comes while the slow call runs
         await servers.restart("s")
         with pytest.raises(McpCallError):
             await asyncio.wait_for(call, 10)
-        await asyncio.sleep(0.3)
-        assert conn.state == "ready" and conn.starts == 2
+        await until(lambda: conn.state == "ready" and conn.starts == 2, what="the server started again")
         result = await conn.call("lookup", {"key": "k"})
         assert result.content[0].text == "tools: the value of k is 42"
     finally:

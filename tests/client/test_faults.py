@@ -66,7 +66,7 @@ async def test_server_killed_and_restarted_mid_run(tmp_path: Path) -> None:
 
             async def crash_and_restart() -> None:
                 server.kill()
-                await asyncio.sleep(0.3)  # the stream notices and starts reconnecting
+                await asyncio.sleep(0.3)  # the scenario: the server stays down a while before it is back
                 await server.start()
 
             run_id, items = await approved_run(client, "crashed", crash_and_restart)
@@ -126,7 +126,7 @@ async def test_malformed_frames_and_unknown_types_are_skipped_with_a_diagnostic(
             yield b"id: 8\ndata: {\"type\":\"run-fin"  # cut in the middle of a frame
         else:
             yield b'id: 8\ndata: {"type":"run-finish","runId":"r","agentId":"a","payload":{"status":"completed"}}\n\n'
-            await asyncio.sleep(5)
+            await asyncio.sleep(5)  # the scenario: the server holds the stream open
 
     async with RawServer(handler) as server:
         async with RemoteClient(server.url, **FAST) as client:

@@ -18,6 +18,7 @@ from instance_ai_tui.client.gateway import CONFIRMATION_PREFIX, FolderTools, Loc
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.protocol.api import ResourceDecisionConfirm
 from tests.support.fake_n8n import FakeN8n, GatewayCall, Say
+from tests.support.waiting import until
 
 from .test_n8n_dialect import Stream, is_type
 
@@ -75,10 +76,7 @@ async def test_pairing_init_and_a_tool_call_round_trip(fake: FakeN8n, gateway: L
     assert events and all(r.headers["x-gateway-key"].startswith("sess_") for r in events)
     responses = fake.requests_to("/rest/instance-ai/gateway/response/")
     assert len(responses) == 2
-    for _ in range(100):  # the answer's HTTP response reaches the gateway just after n8n has it
-        if gateway.handled == 2:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: gateway.handled == 2)  # the answer's HTTP response reaches the gateway just after n8n has it
     assert gateway.handled == 2
 
     # the pairing token was exchanged for the session key: it no longer works
@@ -148,10 +146,7 @@ async def test_the_gateway_reconnects_and_reinitializes(fake: FakeN8n, gateway: 
     result = await fake.gateway_call("read_file", {"path": "notes.txt"}, timeout=5)
     assert text_of(result).startswith("line one")
     fake.forget_gateway()  # n8n's grace timer fired: the next stream gets 403 "not initialized"
-    for _ in range(100):
-        if fake.gateway() is not None:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: fake.gateway() is not None)
     result = await fake.gateway_call("list_files", {"path": "docs"}, timeout=5)
     assert "docs/readme.md" in text_of(result)
     inits = fake.requests_to("/rest/instance-ai/gateway/init")
@@ -225,10 +220,7 @@ async def test_the_gateway_command_serves_until_n8n_disconnects(
         cwd=str(Path(__file__).resolve().parents[2]), stderr=asyncio.subprocess.PIPE,
     )
     try:
-        for _ in range(200):
-            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: fake.gateway() is not None and fake.gateway().streams)
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"}, timeout=10)
         assert text_of(result).startswith("# Project")
         asked = await fake.gateway_call("read_file", {"path": "notes.txt"}, timeout=10)
@@ -257,15 +249,9 @@ async def test_the_gateway_command_logged_in_pairs_again_after_a_kill(
         sys.executable, "-m", "instance_ai_tui.cli.gateway", "--url", fake.base_url, "--email", fake.email,
         "--dir", str(shared), stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL, env=env)
     try:
-        for _ in range(300):
-            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: fake.gateway() is not None and fake.gateway().streams)
         await restart(fake, html_answers=1, not_found_seconds=0.3, gateway_disconnect=False)
-        for _ in range(400):
-            if fake.gateway() is not None and fake.gateway().streams:  # type: ignore[union-attr]
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: fake.gateway() is not None and fake.gateway().streams)
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"}, timeout=10)
         assert text_of(result).startswith("# Project")
         assert process.returncode is None  # still serving

@@ -99,7 +99,7 @@ async def test_thread_lock_fencing(redis_client: Any) -> None:
     second, holder = await locks.acquire("th", "b|run2", 300)
     assert second is None and holder == first.value
     assert await locks.renew(first, 300)
-    await asyncio.sleep(0.4)  # expired
+    await asyncio.sleep(0.4)  # the scenario: the lock's 300 ms run out
     third, _ = await locks.acquire("th", "b|run2", 300)
     assert third is not None and third.token > first.token  # fencing: tokens only grow
     assert not await locks.renew(first, 300)  # the old holder can neither extend ...
@@ -111,7 +111,7 @@ async def test_thread_lock_fencing(redis_client: Any) -> None:
 
 async def test_control_channel_request_ack_reply(redis_client: Any) -> None:
     async def serve(message: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the scenario: a handler that takes a while
         return {"echo": message["n"], "by": "two"}
 
     def handle(message: dict[str, Any]) -> Any:
@@ -278,7 +278,7 @@ async def test_fenced_out_owner_publishes_nothing_more(make: Make) -> None:
     events = await collect(b, "t7", timeout=10)  # b's sweeper ends it
     assert finishes(events) == [{"status": "interrupted", "reason": "crash_interrupted"}]
     last = events[-1]["id"]
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # the scenario: a window in which a may write nothing more
     assert await b.store.last_event_id("t7") == last  # nothing from a after the run-finish
     assert (await b.store.get_run(run_id)).status == "interrupted"
 

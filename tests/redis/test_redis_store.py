@@ -32,12 +32,12 @@ async def test_is_a_store(store: RedisStore) -> None:
 
 async def test_threads_crud_and_order(store: RedisStore) -> None:
     await store.create_thread("a", "Alpha")
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # the scenario: a later time stamp
     await store.create_thread("b", "Beta", {"k": 1})
     again = await store.create_thread("b", "ignored")
     assert again.title == "Beta" and again.metadata == {"k": 1}
     assert [t.id for t in await store.list_threads()] == ["b", "a"]
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # the scenario: a later time stamp
     renamed = await store.update_thread("a", title="Alpha 2", metadata={"x": True})
     assert renamed.title == "Alpha 2" and renamed.metadata == {"x": True}
     assert [t.id for t in await store.list_threads()] == ["a", "b"]

@@ -139,9 +139,9 @@ async def test_browse_and_open_read_only(redis_url: str, redis_client: Any) -> N
         app.prompt.focus()
         app.prompt.load_text("can I continue?")
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await until(lambda: any("read-only" in n.message and "--chat-webhook" in n.message for n in app._notifications),
+                    pilot, what="the read-only note")
         assert app.prompt.text == "can I continue?"  # kept: nothing was sent
-        assert any("read-only" in n.message and "--chat-webhook" in n.message for n in app._notifications)
         assert user_texts(app) == ["Plan the database migration", "Thanks"]  # not shown as sent either
         assert await redis_client.llen(S1) == 6
         # the source is a Client like any other: it refuses every change with a clear error
