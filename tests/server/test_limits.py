@@ -11,10 +11,12 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+import uvicorn
 
 from instance_ai_tui.server import runner
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.runner import make_server
+from tests.support import serve_asgi
 
 from .fake_service import FakeService
 
@@ -23,20 +25,13 @@ API = "/instance-ai"
 
 @asynccontextmanager
 async def serve(app: object, **limits: object) -> AsyncIterator[tuple[str, int]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = make_server(app, "127.0.0.1", port, **limits)  # type: ignore[arg-type]
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield "127.0.0.1", port
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
-        sock.close()
+    """Our server (``make_server`` with these ``limits``) on ``tests.support.serve_asgi``'s socket."""
+
+    def ours(sock: socket.socket) -> uvicorn.Server:
+        return make_server(app, "127.0.0.1", int(sock.getsockname()[1]), **limits)  # type: ignore[arg-type]
+
+    async with serve_asgi(app, server=ours) as url:
+        yield "127.0.0.1", int(url.rsplit(":", 1)[1])
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
@@ -72,12 +67,12 @@ async def test_slow_header_connections_are_closed() -> None:
 async def test_connections_over_the_cap_are_refused_and_the_server_survives() -> None:
     async with serve(create_app(FakeService()), header_timeout=5, max_connections=20) as (host, port):
         held = [await asyncio.open_connection(host, port) for _ in range(40)]
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # the scenario: the server had a moment to see them all
         closed = sum([await closed_within(r, 0.2) for r, _ in held])
         assert closed >= 20  # everything over the cap was closed at once
         for _, w in held:
             w.close()
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # the scenario: a moment after the clients went away
         async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as http:
             assert (await http.get(f"{API}/health")).status_code == 200
 

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from instance_ai_tui.server.app import create_app
+from tests.support.waiting import until
 
 from .fake_service import FakeService
 from .live import serve_app
@@ -125,7 +126,6 @@ async def test_sse_headers_ids_replay_and_live(fake: FakeService) -> None:
             status = (await http.get("/threads/t/status")).json()
             assert status == {"hasActiveRun": True, "isSuspended": True, "runId": "run2", "backgroundTasks": []}
             assert (await http.post("/confirm/cr-run2", json={"approved": True})).json()["ok"] is True
-            await asyncio.sleep(0.2)
             async for chunk in chunks:
                 raw += chunk
                 if "run-finish" in raw and ": ping" in raw:
@@ -149,7 +149,7 @@ async def test_cancel_is_idempotent_and_shutdown_ends_streams(fake: FakeService)
                     received.append(line)
 
         listener = asyncio.create_task(listen())
-        await asyncio.sleep(0.3)
+        await until(lambda: bool(received), what="the stream connected")
         await app.state.shutdown_gracefully()
         await asyncio.wait_for(listener, 5)  # the stream ended by itself
     finishes = [json.loads(line[6:])["payload"] for line in received if line.startswith("data: ") and "run-finish" in line]
