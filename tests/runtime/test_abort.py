@@ -19,6 +19,7 @@ from instance_ai_tui.runtime import (
 from instance_ai_tui.runtime.memory import record_to_message
 from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
 from tests.support.openai_server import MockResponse, MockToolCall
+from tests.support.waiting import until
 
 
 async def test_abort_mid_stream_closes_the_http_stream_within_100ms(server, make_model):
@@ -81,8 +82,7 @@ async def test_abort_cancels_running_tools_and_settles_every_call(server, make_m
     async for chunk in stream:
         chunks.append(chunk)
         if isinstance(chunk, ToolResultChunk) and chunk.tool_call_id == "c_fast":
-            while "start slow" not in events:
-                await asyncio.sleep(0.001)
+            await until(lambda: "start slow" in events, interval=0.001, what="the slow tool started")
             started = time.monotonic()
             agent.abort()
     result = await stream.result()
@@ -155,7 +155,7 @@ async def test_abort_right_after_start_and_at_any_point(server, make_model):
     @__import__("instance_ai_tui.runtime", fromlist=["tool"]).tool
     async def slow(n: int) -> int:
         "Slow."
-        await asyncio.sleep(0.002)
+        await asyncio.sleep(0.002)  # the scenario: a tool that takes a moment
         return n
 
     # abort after every possible number of chunks: every run ends cancelled or done, never hangs

@@ -17,6 +17,7 @@ from instance_ai_tui.protocol.sse import SSEParser
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from tests.support.coalesced import assert_same_run
+from tests.support.waiting import until_async
 
 from .live import serve_app
 
@@ -82,11 +83,14 @@ async def test_simple_sequence_full_replay_and_headers(http: httpx.AsyncClient) 
     # and the same tree
     # (the run is coalesced right after its run-finish is stored and the thread is free: a
     # replay that races it gets the deltas, so read again until it shows the coalesced run)
-    for _ in range(100):
-        replay = await frames(http, "simple", stop=finish_of(run_id))
-        if "text-block" in {e["type"] for _, e in replay}:
-            break
-        await asyncio.sleep(0.02)
+    replays: list[Any] = []
+
+    async def coalesced() -> bool:
+        replays.append(await frames(http, "simple", stop=finish_of(run_id)))
+        return "text-block" in {e["type"] for _, e in replays[-1]}
+
+    await until_async(coalesced, what="the replay shows the coalesced run")
+    replay = replays[-1]
     assert_same_run(got, replay)
     assert len(replay) < len(got) and "text-block" in {e["type"] for _, e in replay}
     async with http.stream("GET", "/events/simple") as response:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +12,13 @@ from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+from tests.support.waiting import until_settled
 
 from .live import serve_app
 
 
 async def _settled(client: Any, thread_id: str) -> None:
-    for _ in range(400):
-        status = await client.status(thread_id)
-        if not status.has_active_run and not status.is_suspended:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the run did not finish")
+    await until_settled(client, thread_id)
 
 
 async def test_rewind_over_http(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import httpx
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+from tests.support.waiting import until_async
 
 from .live import serve_app
 
@@ -41,12 +42,11 @@ async def test_setting_the_model_of_an_unknown_thread_is_404_and_creates_nothing
 
 
 async def _settled(http: httpx.AsyncClient, thread_id: str) -> None:
-    for _ in range(500):
+    async def settled() -> bool:
         status = (await http.get(f"/threads/{thread_id}/status")).json()
-        if not status["hasActiveRun"] and not status["isSuspended"]:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the run did not finish")
+        return not status["hasActiveRun"] and not status["isSuspended"]
+
+    await until_async(settled, what="the run finished")
 
 
 async def test_send_and_rewind_at_the_same_moment_never_both_change_the_thread(tmp_path: Path) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
+from tests.support.waiting import until_settled
 
 from .live import serve_app
 
@@ -23,11 +23,7 @@ async def test_remote_search_finds_message_text(tmp_path: Path) -> None:
             await client.create_thread("t-fish", "Plain title")
             await client.create_thread("t-other", "Other thread")
             await client.send("t-fish", "what can you do? I keep zebrafish")
-            for _ in range(200):
-                status = await client.status("t-fish")
-                if not status.has_active_run and not status.is_suspended:
-                    break
-                await asyncio.sleep(0.05)
+            await until_settled(client, "t-fish")
             found = await client.search_threads("zebrafish")
             assert [t.id for t in found] == ["t-fish"]
             assert [t.id for t in await client.search_threads("other")] == ["t-other"]  # titles too

@@ -54,3 +54,14 @@ async def until_async(predicate: Callable[[], Awaitable[Any]], timeout: float = 
         if loop.time() > deadline:
             raise AssertionError(f"condition not reached in {timeout} s: {_describe(predicate, what)}")
         await asyncio.sleep(interval)
+
+
+async def until_settled(client: Any, thread_id: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Until the thread's run is over: neither running nor waiting for an answer (``client`` is
+    any ``Client``: its ``status`` names both)."""
+
+    async def settled() -> bool:
+        status = await client.status(thread_id)
+        return not status.has_active_run and not status.is_suspended
+
+    await until_async(settled, timeout, f"the run of {thread_id} settled")
