@@ -20,6 +20,7 @@ import pytest
 
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from tests.support.openai_server import MockOpenAIServer, MockResponse, Rule
+from tests.support.waiting import until
 
 from .conftest import CHROMIUM_ARGS, WebProcess
 
@@ -207,12 +208,14 @@ async def test_a_url_opens_in_a_new_tab_and_themes_switch_in_chromium(
             await page.keyboard.press("Enter")
             await screen.wait_for("/_mock/requests", after=mark)
             await screen.wait_for("○ idle", after=mark)
+            # in the page, not the app: xterm.js draws what it got, then finds a URL under the pointer
+            # (its web links) a while after the pointer moves; it raises no event a test can wait on
             await asyncio.sleep(1.0)
             x, y = await cell_center(page, screen, "/_mock/requests")
-            await page.mouse.move(x - 5, y)  # xterm.js finds the URL under the pointer (its web links)
-            await asyncio.sleep(0.3)
+            await page.mouse.move(x - 5, y)
+            await asyncio.sleep(0.3)  # xterm.js's hover, as above
             await page.mouse.move(x, y)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # xterm.js's hover, as above
             async with page.context.expect_page(timeout=15_000) as opened:
                 await page.mouse.click(x, y)
             tab = await opened.value
@@ -225,14 +228,11 @@ async def test_a_url_opens_in_a_new_tab_and_themes_switch_in_chromium(
             assert light not in "".join(screen.raw)
             mark = screen.mark()
             await page.keyboard.press("F9")
-            await asyncio.sleep(0.8)
+            await screen.wait_for("Search for themes", after=mark)  # the theme palette is open
             await page.keyboard.type("instance-light", delay=20)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # the palette's search runs in a worker; no text tells it is done
             await page.keyboard.press("Enter")
-            deadline = time.monotonic() + 15
-            while light not in "".join(screen.raw[mark:]):
-                assert time.monotonic() < deadline, "the light theme never reached the page"
-                await asyncio.sleep(0.1)
+            await until(lambda: light in "".join(screen.raw[mark:]), what="the light theme on the page")
         finally:
             await browser.close()
             await playwright.stop()
