@@ -170,9 +170,12 @@ async def test_unknown_and_expired_confirmations(make_ai: Any, workspace: Path) 
     request = (await collect(ai, "x", until=("confirmation-request",)))[-1]
     history_before = await ai.messages("x")
     assert history_before.messages[1].agent_tree.tool_calls[0].confirmation.expired is None
-    await asyncio.sleep(0.3)
-    history = await ai.messages("x")
-    assert history.messages[1].agent_tree.tool_calls[0].confirmation.expired is True
+
+    async def expired() -> bool:
+        history = await ai.messages("x")
+        return history.messages[1].agent_tree.tool_calls[0].confirmation.expired is True
+
+    await until_async(expired, what="the confirmation expired")
     with pytest.raises(ConfirmationExpired) as err:
         await answer(ai, request["payload"]["requestId"], {"approved": True})
     assert err.value.status == 400
@@ -257,7 +260,7 @@ async def test_parallel_sub_agents_are_bounded(make_ai: Any) -> None:
             return ScriptedResponse(text="all done")
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the scenario: a sub-agent's model takes a moment
         running -= 1
         return ScriptedResponse(text=f"finished {request.messages[-1]['content']}")
 

@@ -56,7 +56,7 @@ async def main():
     await service.start()
     run_id = await service.send("t-crash", "hello there")
     print(run_id, flush=True)
-    await asyncio.sleep(30)
+    await asyncio.sleep(30)  # the scenario: the process waits to be killed
     os._exit(3)  # the hook never fired
 
 asyncio.run(main())

@@ -131,7 +131,7 @@ async def test_a_cancelled_run_keeps_the_tokens_of_its_stopped_sub_agent(make_ai
         await ai.store.set_setting("thread:c", "always_allow", ["write-file"])  # no approval: straight on
         await ai.send("c", "please write my notes file with a greeting")
         await server.wait_for_requests(3)  # the scribe's second call hangs
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the scenario: the person cancels while it hangs
         assert await ai.cancel("c")
         events = await collect(ai, "c")
     assert events[-1]["payload"]["status"] == "cancelled"

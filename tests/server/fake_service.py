@@ -100,7 +100,7 @@ class FakeService:
         await self.publish(thread_id, {**base, "type": "run-start", "payload": {"messageId": "m"}})
         for word in f"You said: {text}".split(" "):
             await self.publish(thread_id, {**base, "type": "text-delta", "payload": {"text": word + " "}})
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the scenario: a model that streams word by word
         if "approve" in text:
             future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             self.pending[f"cr-{run_id}"] = (future, thread_id)

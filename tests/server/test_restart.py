@@ -79,7 +79,7 @@ async def test_crash_sweep_and_graceful_sigterm(tmp_path: Path) -> None:
             active = (await http.post("/chat/live", json={"message": "every morning send the weather to Slack"})).json()["runId"]
         stream: list[tuple[int, dict]] = []
         reader = asyncio.create_task(read_until(server.url, "live", lambda e: False, timeout=30))
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the scenario: the run streams a while before the server is stopped
         assert server.proc is not None
         server.proc.send_signal(signal.SIGTERM)
         stream = await asyncio.wait_for(reader, 20)  # the stream ends by itself after the last event

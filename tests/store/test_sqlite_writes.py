@@ -140,7 +140,7 @@ async def test_writes_do_not_block_the_event_loop(store: SqliteStore) -> None:
     async def ticker() -> None:
         last = loop.time()
         while not stop:
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.001)  # the scenario: sampling the loop's lag
             now = loop.time()
             gaps.append(now - last)
             last = now

@@ -59,7 +59,7 @@ def build_server(label: str = "tools") -> Any:
         for step in range(steps):
             await ctx.report_progress(step + 1, steps, f"step {step + 1} of {steps}")
             _log(f"slow step {step + 1}")
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the scenario: a slow tool
         _log("slow done")
         return f"counted to {steps}"
 
