@@ -11,28 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ValidationError
 
-from ..protocol.api import (
-    ConfirmBody,
-    ConfirmResponse,
-    CreateThreadRequest,
-    ModelList,
-    RewindResponse,
-    SendMessageResponse,
-    ThreadInfo,
-    ThreadList,
-    ThreadMessages,
-    ThreadPermissions,
-    ThreadStatus,
-)
-from ..protocol.events import EventParseError, UnknownEvent, parse_event
 from ..protocol.hot_events import loads
-from ..protocol.mcp import McpStatus
 from .base import (
     WIRE_TYPES,
     AuthError,
@@ -46,6 +30,22 @@ from .base import (
     wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
+
+if TYPE_CHECKING:  # the wire models (pydantic) load on the first answer that needs one, not at import:
+    # a TUI or ``run`` by URL sends its first request before they are built
+    from pydantic import BaseModel
+
+    from ..protocol.api import (
+        ConfirmBody,
+        ConfirmResponse,
+        ModelList,
+        RewindResponse,
+        ThreadInfo,
+        ThreadMessages,
+        ThreadPermissions,
+        ThreadStatus,
+    )
+    from ..protocol.mcp import McpStatus
 
 API_PREFIX = "/instance-ai"
 #: how a text delta, a reasoning delta or a status event starts as our server serialises it
@@ -130,7 +130,9 @@ class RemoteClient(Client):
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self._request_timeout)
+            # (the certificate store, some 50 ms to load, only for https: no redirect is followed)
+            self._http = httpx.AsyncClient(timeout=self._request_timeout,
+                                           verify=self.base_url.startswith("https:"))
         return self._http
 
     async def open(self) -> None:
@@ -212,6 +214,8 @@ class RemoteClient(Client):
 
     @staticmethod
     def _parse(model: type[BaseModel], data: Any, what: str) -> Any:
+        from pydantic import ValidationError
+
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -223,20 +227,28 @@ class RemoteClient(Client):
 
     # ----------------------------------------------------------------- threads
     async def list_threads(self) -> list[ThreadInfo]:
+        from ..protocol.api import ThreadList
+
         data = await self._request("GET", "/threads", what="list threads")
         return self._parse(ThreadList, data, "list threads").threads
 
     async def search_threads(self, query: str) -> list[ThreadInfo]:
+        from ..protocol.api import ThreadList
+
         """Full text on the server (``GET threads?search=``: titles and message text)."""
         data = await self._request("GET", "/threads", params={"search": query}, what="search threads")
         return self._parse(ThreadList, data, "search threads").threads
 
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
+        from ..protocol.api import CreateThreadRequest, ThreadInfo
+
         body = CreateThreadRequest(thread_id=thread_id, title=title or None).to_wire()
         data = await self._request("POST", "/threads", json=body, what="create thread")
         return self._parse(ThreadInfo, data, "create thread")
 
     async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
+        from ..protocol.api import ThreadInfo
+
         data = await self._request(
             "PATCH", f"/threads/{self._quote(thread_id)}", json={"title": title}, what="rename thread"
         )
@@ -247,6 +259,8 @@ class RemoteClient(Client):
 
     # ----------------------------------------------------------------- runs
     async def send(self, thread_id: str, text: str) -> str:
+        from ..protocol.api import SendMessageResponse
+
         data = await self._request("POST", f"/chat/{self._quote(thread_id)}", json={"message": text}, what="send")
         return self._parse(SendMessageResponse, data, "send").run_id
 
@@ -254,22 +268,30 @@ class RemoteClient(Client):
         await self._request("POST", f"/chat/{self._quote(thread_id)}/cancel", what="cancel")
 
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        from ..protocol.api import ConfirmResponse
+
         data = await self._request(
             "POST", f"/confirm/{self._quote(request_id)}", json=body.to_wire(), what="confirm"
         )
         return self._parse(ConfirmResponse, data, "confirm")
 
     async def messages(self, thread_id: str) -> ThreadMessages:
+        from ..protocol.api import ThreadMessages
+
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/messages", what="messages")
         return self._parse(ThreadMessages, data, "messages")
 
     async def recent_messages(self, thread_id: str, limit: int) -> ThreadMessages:
+        from ..protocol.api import ThreadMessages
+
         data = await self._request(
             "GET", f"/threads/{self._quote(thread_id)}/messages", params={"limit": str(limit)}, what="messages"
         )
         return self._parse(ThreadMessages, data, "messages")
 
     async def status(self, thread_id: str) -> ThreadStatus:
+        from ..protocol.api import ThreadStatus
+
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
         return self._parse(ThreadStatus, data, "status")
 
@@ -277,33 +299,47 @@ class RemoteClient(Client):
     can_switch_model = True
 
     async def list_models(self, thread_id: str | None = None) -> ModelList:
+        from ..protocol.api import ModelList
+
         params = {"threadId": thread_id} if thread_id else None
         data = await self._request("GET", "/models", params=params, what="models")
         return self._parse(ModelList, data, "models")
 
     async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
+        from ..protocol.api import ThreadInfo
+
         data = await self._request("PUT", f"/threads/{self._quote(thread_id)}/model", json={"model": name},
                                    what="set model")
         return self._parse(ThreadInfo, data, "set model")
 
     async def permissions(self, thread_id: str) -> ThreadPermissions:
+        from ..protocol.api import ThreadPermissions
+
         data = await self._request("GET", f"/threads/{self._quote(thread_id)}/permissions", what="permissions")
         return self._parse(ThreadPermissions, data, "permissions")
 
     async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
+        from ..protocol.api import ThreadPermissions
+
         path = f"/threads/{self._quote(thread_id)}/permissions/{self._quote(tool_name)}"
         data = await self._request("DELETE", path, what="revoke permission")
         return self._parse(ThreadPermissions, data, "permissions")
 
     async def mcp_status(self) -> McpStatus:
+        from ..protocol.mcp import McpStatus
+
         data = await self._request("GET", "/mcp", what="MCP servers")
         return self._parse(McpStatus, data, "MCP servers")
 
     async def restart_mcp_server(self, name: str) -> McpStatus:
+        from ..protocol.mcp import McpStatus
+
         data = await self._request("POST", f"/mcp/{self._quote(name)}/restart", what="restart MCP server")
         return self._parse(McpStatus, data, "MCP servers")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
+        from ..protocol.api import RewindResponse
+
         # the server validates the body (an empty id is its 400, shown as a ClientError)
         body = {"messageId": message_id}
         data = await self._request("POST", f"/threads/{self._quote(thread_id)}/rewind", json=body, what="rewind")
@@ -341,6 +377,8 @@ class RemoteClient(Client):
                 item = None
             if item is not None:
                 return item
+        from ..protocol.events import EventParseError, UnknownEvent, parse_event
+
         try:
             event = parse_event(data)
         except EventParseError as exc:
