@@ -175,7 +175,7 @@ def save(db_path: Path, conversation: Conversation, *, latest: bool) -> None:
         "fingerprint": fingerprint(db_path),
         "thread_id": thread_id,
         "latest": latest,
-        "title": conversation.title or "",
+        "title": title_of(conversation),
         "cursor": conversation.cursor,
         "entries": [{"role": entry.role, "text": entry.text} for entry in entries_of(conversation.messages)],
     }
@@ -189,6 +189,14 @@ def save(db_path: Path, conversation: Conversation, *, latest: bool) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             temporary.unlink()
+
+
+def title_of(conversation: Conversation) -> str:
+    """The thread's title as the cache keeps it: secrets redacted, control characters visible."""
+    from ..protocol.safe_text import visible
+    from ..protocol.transcript import redact
+
+    return visible(str(redact(conversation.title or "")))
 
 
 def forget(db_path: Path) -> None:

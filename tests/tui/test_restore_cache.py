@@ -16,6 +16,7 @@ from textual.widgets import Static
 from instance_ai_tui.cli.tui import early_db_path, save_screen
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.store.sqlite import SqliteStore
 from instance_ai_tui.tui import screen_cache
 from instance_ai_tui.tui.app import InstanceAiApp
@@ -61,6 +62,9 @@ async def test_the_screen_kept_at_quit_is_read_back_redacted_and_private(tmp_pat
     assert "[redacted]" in cached.entries[0].text and "list my workflows" in cached.entries[0].text
     assert cached.entries[1].text.strip()  # the demo answer's text
     assert screen_cache.load(db, thread_id) is not None
+    conversation = Conversation(thread_id)
+    conversation.title = f"deploy with {SECRET}"
+    assert screen_cache.title_of(conversation) == "deploy with [redacted]"
     assert screen_cache.load(db, "another-thread") is None  # --thread names another one
 
 
