@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import httpx
@@ -13,6 +11,7 @@ from instance_ai_tui.assistant.n8n_client import N8nPublicApi
 from instance_ai_tui.assistant.n8n_workflow import public_api_error
 from instance_ai_tui.assistant.tools.n8n_api import n8n_tools
 from instance_ai_tui.runtime.tools import ToolContext, ToolError
+from tests.support.waiting import until_async
 
 
 async def call(tools: dict[str, Any], tool_name: str, /, **args: Any) -> Any:
@@ -49,10 +48,12 @@ async def test_lifecycle_create_update_activate_executions_deactivate_archive_de
         got = await call(tools, "get-workflow", workflowId=wid)
         assert got["active"] is True and len(got["nodes"]) == 3
         executions: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 30
-        while not executions and time.monotonic() < deadline:
-            await asyncio.sleep(1)
-            executions = await call(tools, "list-executions", workflowId=wid)
+
+        async def listed() -> bool:
+            executions[:] = await call(tools, "list-executions", workflowId=wid)
+            return bool(executions)
+
+        await until_async(listed, 30, "an execution listed", interval=1.0)
         assert executions and executions[0]["workflowId"] == wid
         full = await call(tools, "get-execution", executionId=executions[0]["id"], includeData=True)
         assert full["status"] == "success" and "Mark" in str(full["data"]["resultData"]["runData"])

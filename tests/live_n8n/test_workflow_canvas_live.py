@@ -42,7 +42,7 @@ from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.screens.workflow import panel_of
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from tests.protocol.workflow_shapes import SHAPES
-from tests.support.waiting import until
+from tests.support.waiting import until, until_async
 
 FAILING = {"name": "Canvas: a failing node", "nodes": [
     {"name": "Every second", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2, "position": [0, 0],
@@ -89,14 +89,16 @@ async def ran_and_failed(api: N8nPublicApi, public: BackendSource) -> tuple[str,
     """``FAILING`` created, run once by its schedule (activated until the first execution), and that execution."""
     wid = (await api.create_workflow({**FAILING, "settings": {"executionOrder": "v1"}}))["id"]
     await api.activate_workflow(wid)
-    execution = None
-    for _ in range(60):
-        execution = await public.last_execution(wid)
-        if execution is not None:
-            break
-        await asyncio.sleep(0.5)
+    runs: list[Any] = []
+
+    async def ran() -> bool:
+        runs.append(await public.last_execution(wid))
+        return runs[-1] is not None
+
+    await until_async(ran, 30, "the schedule ran the workflow", interval=0.5)
+    execution = runs[-1]
     await api.deactivate_workflow(wid)
-    assert execution is not None, "the schedule did not run the workflow in 30 s"
+    assert execution is not None
     return wid, execution
 
 
