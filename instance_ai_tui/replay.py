@@ -327,7 +327,6 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
     conversation, not the file or its events."""
     from .protocol.conversation import Conversation
     from .protocol.safe_text import json_safe, visible
-    from .protocol.text_render import render_text
 
     diagnostics = _Diagnostics()
     conversation = Conversation()
@@ -379,18 +378,38 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
                 pieces.clear()
         out.write(json_safe("".join(pieces)) + "\n")
         return 0
-    blocks: list[str] = []
-    if conversation.title:
-        blocks.append(f"Thread: {conversation.title}")
-    for message in conversation.messages:
-        if message.reducer is None:
-            blocks.append(("[user] " if ascii else "👤 ") + message.content)
-        else:
-            blocks.append(render_text(message.reducer.tree(), ascii=ascii))
-    for index, block in enumerate(blocks):  # (one at a time: no copy of them all joined)
-        out.write(("\n\n" if index else "") + visible(block))
-    out.write("\n")
+    # written as they are drawn, a few thousand lines at a time: the drawing is never whole in memory
+    # (blocks are separated by a blank line; each line, visible, ends with a newline)
+    pending: list[str] = []
+    for line in _text_blocks(conversation, ascii):
+        pending.append(line)
+        if len(pending) >= _PIECES:
+            pending.append("")
+            out.write("\n".join(pending))
+            pending.clear()
+    pending.append("")
+    out.write("\n".join(pending))
     return 0
+
+
+def _text_blocks(conversation: Conversation, ascii: bool) -> Iterator[str]:
+    """The text drawing's lines: the title, then each message (a user's text, an assistant's tree
+    drawn line by line by ``text_render.text_lines``), a blank line between blocks."""
+    from .protocol.safe_text import visible
+    from .protocol.text_render import text_lines
+
+    first = True
+    if conversation.title:
+        yield visible(f"Thread: {conversation.title}")
+        first = False
+    for message in conversation.messages:
+        if not first:
+            yield ""
+        first = False
+        if message.reducer is None:
+            yield visible(("[user] " if ascii else "👤 ") + message.content)
+        else:
+            yield from text_lines(message.reducer.tree(), ascii=ascii)
 
 
 def _separate_reasoning(value: Any) -> None:

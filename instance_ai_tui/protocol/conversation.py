@@ -29,9 +29,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .api import InstanceAiMessage, ThreadMessages
 from .events import (
     AgentSpawnedEvent,
     Event,
@@ -54,6 +53,9 @@ from .hot_events import is_plain_hot_event
 from .reducer import ReducerChanges, RunReducer
 from .safe_text import UNSAFE, visible, visible_model
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
+
+if TYPE_CHECKING:  # the messages endpoint's models: built only by ``to_message`` (a fold never needs them)
+    from .api import InstanceAiMessage, ThreadMessages
 
 __all__ = ["Conversation", "ConversationChanges", "ConversationMessage", "PendingConfirmation"]
 
@@ -155,6 +157,8 @@ class ConversationMessage:
 
     def to_message(self) -> InstanceAiMessage:
         """As the messages endpoint returns it (``InstanceAiMessage``)."""
+        from .api import InstanceAiMessage
+
         return InstanceAiMessage.model_validate(self.to_wire())
 
     def to_wire(self) -> dict[str, Any]:

@@ -10,13 +10,14 @@
 └── 💬 Done! Your workflow runs daily at 8am...
 ```
 
-``render_text`` returns plain text (no Rich needed; ``ascii=True`` avoids emoji and box
+``render_text`` returns plain text (``text_lines`` its lines one at a time; no Rich needed; ``ascii=True`` avoids emoji and box
 characters). ``render_rich`` returns a ``rich.tree.Tree`` with the same content.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from .events import TaskList, TaskStatus
 from .safe_text import visible
 from .tree import AgentNode, ToolCallState
 
-__all__ = ["render_rich", "render_text", "summarize_result", "task_glyph"]
+__all__ = ["render_rich", "render_text", "summarize_result", "task_glyph", "text_lines"]
 
 _TASK_GLYPHS = {
     TaskStatus.TODO: ("○", "[ ]"),
@@ -236,27 +237,38 @@ def _build(tree: AgentNode, ascii: bool, reasoning_limit: int, result_limit: int
 def render_text(
     tree: AgentNode, *, ascii: bool = False, reasoning_limit: int = 160, result_limit: int = 80
 ) -> str:
-    """The tree as plain text lines (no trailing newline)."""
+    """The tree as plain text lines (no trailing newline): ``text_lines`` joined."""
+    return "\n".join(text_lines(tree, ascii=ascii, reasoning_limit=reasoning_limit, result_limit=result_limit))
+
+
+def text_lines(
+    tree: AgentNode, *, ascii: bool = False, reasoning_limit: int = 160, result_limit: int = 80
+) -> Iterator[str]:
+    """The lines of ``render_text`` one at a time (each made visible, without its newline), as they
+    are drawn: a printer writes them as they come instead of holding the whole drawing."""
     root = _build(tree, ascii, reasoning_limit, result_limit)
     tee, last, pipe, blank = ("|-- ", "`-- ", "|   ", "    ") if ascii else ("├── ", "└── ", "│   ", "    ")
-    lines: list[str] = []
-
-    def emit(node: _Line, prefix: str, connector: str, child_prefix: str) -> None:
-        first, *rest = node.text.split("\n")
-        lines.append(prefix + connector + first)
-        for extra in rest:
-            lines.append(prefix + child_prefix + extra)
-        for index, child in enumerate(node.children):
-            is_last = index == len(node.children) - 1
-            emit(child, prefix + child_prefix, last if is_last else tee, blank if is_last else pipe)
-
     first, *rest = root.text.split("\n")
-    lines.append(first)
-    lines.extend(rest)
-    for index, child in enumerate(root.children):
-        is_last = index == len(root.children) - 1
-        emit(child, "", last if is_last else tee, blank if is_last else pipe)
-    return visible("\n".join(lines))
+    yield visible(first)
+    for extra in rest:
+        yield visible(extra)
+    # depth first, children in order: (node, prefix, connector, child_prefix) still to draw, the next on top
+    stack: list[tuple[_Line, str, str, str]] = []
+
+    def push(children: list[_Line], prefix: str) -> None:
+        count = len(children)
+        for index in range(count - 1, -1, -1):
+            is_last = index == count - 1
+            stack.append((children[index], prefix, last if is_last else tee, blank if is_last else pipe))
+
+    push(root.children, "")
+    while stack:
+        node, prefix, connector, child_prefix = stack.pop()
+        first, *rest = node.text.split("\n")
+        yield visible(prefix + connector + first)
+        for extra in rest:
+            yield visible(prefix + child_prefix + extra)
+        push(node.children, prefix + child_prefix)
 
 
 def render_rich(tree: AgentNode, *, reasoning_limit: int = 160, result_limit: int = 80) -> Any:
