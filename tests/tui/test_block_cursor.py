@@ -5,9 +5,10 @@ from __future__ import annotations
 from instance_ai_tui.tui.widgets.conversation_view import code_blocks
 from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
 from instance_ai_tui.tui.widgets.turns import TextBlock, UserMessage
+from tests.support.waiting import until
 
 from .scripts import SIZE, ev, make_app, recorded, simple_run, text_deltas
-from .test_interactions import send, turns, until
+from .test_interactions import send, turns
 
 CODE_ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"
 

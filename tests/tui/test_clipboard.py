@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from instance_ai_tui.tui.widgets.turns import UserMessage
+from tests.support.waiting import until
 
 from .scripts import SIZE, make_app, recorded, simple_run
-from .test_interactions import send, turns, until
+from .test_interactions import send, turns
 
 
 def _fake_tool(folder: Path, name: str, script: str) -> None:

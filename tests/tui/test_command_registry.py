@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from instance_ai_tui.tui import commands
 from instance_ai_tui.tui.screens.help import HelpScreen
+from tests.support.waiting import until
 
 from .scripts import SIZE, endless_run, make_app, recorded
-from .test_interactions import send, until
+from .test_interactions import send
 
 
 def palette_titles(app: object) -> list[str]:

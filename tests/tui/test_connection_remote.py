@@ -17,8 +17,9 @@ from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.connection import UNAUTHORIZED
 from instance_ai_tui.tui.widgets.status_line import render_status
+from tests.support.waiting import until
 
-from .test_connection import SIZE, answers, make_app, screen_text, send, until, users
+from .test_connection import SIZE, answers, make_app, screen_text, send, users
 
 
 async def test_a_wrong_token_shows_unauthorized_never_connected_and_keeps_the_message(tmp_path: Path) -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.tui.projection import FramePacer
+from tests.support.waiting import until
 
 from .scripts import make_app
-from .test_embedded import answer_text, settings_for, type_and_send, until
+from .test_embedded import answer_text, settings_for, type_and_send
 
 SIZE = (100, 30)
 

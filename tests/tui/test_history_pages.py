@@ -11,9 +11,9 @@ from instance_ai_tui.store.sqlite import SqliteStore
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.threads import HISTORY_PAGE
 from tests.support.finished_runs import fill_runs
+from tests.support.waiting import until
 
 from .scripts import SIZE
-from .test_interactions import until
 
 
 async def test_a_long_thread_opens_with_its_newest_page_and_home_loads_the_rest(tmp_path: Path) -> None:

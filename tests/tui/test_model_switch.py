@@ -14,9 +14,10 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.screens.model_picker import ModelPicker
 from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.waiting import until
 
 from .scripts import make_app, recorded
-from .test_embedded import type_and_send, until
+from .test_embedded import type_and_send
 
 
 def _answer(body: dict[str, Any]) -> MockResponse:

@@ -7,9 +7,10 @@ from typing import Any
 from instance_ai_tui.assistant.previews import file_change
 from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
 from instance_ai_tui.tui.widgets.diff_view import ChangePreviewView
+from tests.support.waiting import until
 
 from .scripts import SIZE, ev, make_app, recorded
-from .test_interactions import send, until
+from .test_interactions import send
 
 
 def write_run(preview: dict[str, Any]) -> list[dict[str, Any]]:

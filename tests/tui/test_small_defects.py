@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import until
+
 from .scripts import SIZE, make_app, recorded, simple_run
-from .test_interactions import send, turns, until
+from .test_interactions import send, turns
 
 
 async def test_theme_typo_changes_nothing_and_saves_nothing(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from instance_ai_tui.tui.widgets.tasks_panel import progress_label, render_tasks
 from instance_ai_tui.tui.widgets.tool_card import duration, pretty, result_summary, tool_state
 from instance_ai_tui.tui.widgets.turns import AgentSection
 from tests.support.recorded import RecordedClient
+from tests.support.waiting import until
 
 from .scripts import SIZE, ev, make_app
-from .test_interactions import _log, until
+from .test_interactions import _log
 
 
 def test_status_line_words_for_every_state() -> None:
