@@ -162,21 +162,32 @@ class StreamItem:
     is then parsed from it on first use, so a consumer that folds ``wire`` directly
     (``Conversation.apply_wire``, the app's ingest) never builds the model, and any other
     consumer sees the same ``event`` as before. Immutable once built.
+
+    From ``Client.fold_events`` only, an item may stand for a run of deltas (``join_deltas``):
+    ``parts`` holds them, ``count`` says how many, ``wire`` is one delta of their joined text
+    and ``id`` the last one's (``Conversation.apply_wire_run`` folds ``parts`` exactly as one by one).
     """
 
-    __slots__ = ("_event", "id", "run_sync", "wire")
+    __slots__ = ("_event", "count", "id", "parts", "run_sync", "wire")
 
     id: int | None
     run_sync: RunSyncPayload | None
     wire: dict[str, Any] | None
+    #: how many events of the stream this item stands for (1, or a joined run's length)
+    count: int
+    #: a joined run's events as ``(id, decoded JSON)``, in order (``join_deltas``); else ``None``
+    parts: tuple[tuple[int | None, dict[str, Any]], ...] | None
     _event: Event | None
 
     def __init__(self, id: int | None, event: Event | None = None, run_sync: RunSyncPayload | None = None,
-                 *, wire: dict[str, Any] | None = None) -> None:
+                 *, wire: dict[str, Any] | None = None,
+                 parts: tuple[tuple[int | None, dict[str, Any]], ...] | None = None) -> None:
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "_event", event)
         object.__setattr__(self, "run_sync", run_sync)
         object.__setattr__(self, "wire", wire if event is None else None)
+        object.__setattr__(self, "parts", parts if event is None and wire is not None else None)
+        object.__setattr__(self, "count", len(parts) if parts and event is None and wire is not None else 1)
 
     @property
     def event(self) -> Event | None:
@@ -210,8 +221,62 @@ class StreamItem:
 
     def __repr__(self) -> str:
         if not self.parsed:
-            return f"StreamItem(id={self.id!r}, wire={self.wire!r})"
+            joined = f", count={self.count}" if self.parts is not None else ""
+            return f"StreamItem(id={self.id!r}, wire={self.wire!r}{joined})"
         return f"StreamItem(id={self.id!r}, event={self._event!r}, run_sync={self.run_sync!r})"
+
+
+#: the delta types ``join_deltas`` joins (a status replaces, it does not append)
+_JOINED_TYPES = frozenset({"text-delta", "reasoning-delta"})
+
+
+def join_deltas(items: list[StreamItem]) -> list[StreamItem]:
+    """``items`` (the events of one piece received, in order) with each run of two or more
+    consecutive text deltas (or reasoning deltas) of one run, agent and response given as one item
+    (``StreamItem.parts``, ``count``; ``wire`` the delta of their joined text, ``id`` the last one's).
+
+    Only items a client keeps as ``wire`` (``is_plain_hot_event`` accepted them) join, and only
+    while their ids go up (or none has one): ``Conversation.apply_wire_run`` then folds the run into
+    the same conversation as its events one by one. Other items pass as they are."""
+    out: list[StreamItem] = []
+    run: list[StreamItem] = []
+    key: tuple[Any, Any, Any, Any] | None = None
+    last_id: int | None = None
+    for item in items:
+        wire = item.wire
+        if wire is not None and item.parts is None and item._event is None and wire["type"] in _JOINED_TYPES:
+            here = (wire["type"], wire.get("runId"), wire.get("agentId"), wire.get("responseId"))
+            item_id = item.id
+            if here == key and ((item_id is None and last_id is None)
+                                or (item_id is not None and last_id is not None and item_id > last_id)):
+                run.append(item)
+                last_id = item_id
+                continue
+            _flush_run(run, out)
+            run = [item]
+            key, last_id = here, item_id
+            continue
+        if run:
+            _flush_run(run, out)
+            run, key = [], None
+        out.append(item)
+    _flush_run(run, out)
+    return out
+
+
+def _flush_run(run: list[StreamItem], out: list[StreamItem]) -> None:
+    if len(run) < 2:
+        out.extend(run)
+        return
+    first = run[0].wire
+    assert first is not None
+    parts: tuple[tuple[int | None, dict[str, Any]], ...] = tuple((item.id, item.wire) for item in run)  # type: ignore[misc]
+    joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
+                              "agentId": first.get("agentId", ""),
+                              "payload": {"text": "".join([wire["payload"].get("text", "") for _, wire in parts])}}
+    if first.get("responseId") is not None:
+        joined["responseId"] = first["responseId"]
+    out.append(StreamItem(run[-1].id, wire=joined, parts=parts))
 
 
 StateListener = Callable[[ConnectionState, str], None]
@@ -323,6 +388,12 @@ class Client(abc.ABC):
 
         Remote implementations reconnect by themselves and resume from the last id seen.
         """
+
+    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """``events`` for a consumer that folds them (the app's ingest): a client may join a run of
+        deltas received together into one item (``join_deltas``; ``StreamItem.count`` events),
+        which only ``Conversation.apply_wire_run`` unfolds. This default joins nothing."""
+        return self.events(thread_id, after)
 
     @abc.abstractmethod
     async def cancel(self, thread_id: str) -> None:

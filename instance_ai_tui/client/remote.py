@@ -27,6 +27,7 @@ from .base import (
     ServerUnreachable,
     StreamItem,
     for_status,
+    join_deltas,
     wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
@@ -388,7 +389,15 @@ class RemoteClient(Client):
             self._diagnose(f"unknown event type {event.type!r} (id {frame.raw_id}) kept as is")
         return StreamItem(id=frame.id, event=event)
 
-    async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+    def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        return self._events(thread_id, after, join=False)
+
+    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """``events``, each run of deltas received in one piece joined (``base.join_deltas``): the
+        ids the reader hands over only go up (it drops a replayed one), as joining needs."""
+        return self._events(thread_id, after, join=True)
+
+    async def _events(self, thread_id: str, after: int | None, *, join: bool) -> AsyncIterator[StreamItem]:
         url = f"{self._api}/events/{self._quote(thread_id)}"
         frames = reconnecting_sse_batches(
             self._client(),
@@ -403,6 +412,11 @@ class RemoteClient(Client):
         try:
             frame_item = self.frame_item
             async for batch in frames:  # the frames of one piece received, decoded in one step each
+                if join and len(batch) > 1:
+                    items = [item for item in map(frame_item, batch) if item is not None]
+                    for joined in join_deltas(items):
+                        yield joined
+                    continue
                 for frame in batch:
                     item = frame_item(frame)
                     if item is not None:

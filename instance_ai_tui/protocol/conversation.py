@@ -26,7 +26,7 @@ seen) and advances ``cursor`` to the largest id seen; events without id always a
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -504,6 +504,36 @@ class Conversation:
             self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
             return False
         return self._fold(event)
+
+    def apply_wire_run(self, parts: Sequence[tuple[int | None, dict[str, Any]]]) -> None:
+        """Fold a run of deltas that ``client.base.join_deltas`` joined (``StreamItem.parts``: plain
+        text or reasoning deltas of one type, run, agent and response, their ids going up or all
+        absent) into the same conversation as ``apply_wire`` of each in turn, at the cost of two.
+
+        The reducer appends a delta to its agent's last segment of the same kind and response and
+        makes text visible character by character, so the rest of the run folds as one delta of its
+        joined text once the first folded cleanly: its message existed, it was not a repeat (id
+        above the cursor) and nothing was noted. Otherwise each is folded on its own (a delta for an
+        unknown agent is reported once per delta, as before)."""
+        first_id, first = parts[0]
+        message = self.message_for_run(first.get("runId", ""))
+        if message is None or message.reducer is None or (first_id is not None and first_id <= self.cursor):
+            for event_id, data in parts:
+                self.apply_wire(event_id, data)
+            return
+        reducer = message.reducer
+        noted = reducer.diagnostic_count, len(self.diagnostics)
+        if not self.apply_wire(first_id, first) or (reducer.diagnostic_count, len(self.diagnostics)) != noted:
+            for event_id, data in parts[1:]:
+                self.apply_wire(event_id, data)
+            return
+        rest = parts[1:]
+        text = "".join([data["payload"].get("text", "") for _, data in rest])
+        joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
+                                  "agentId": first.get("agentId", ""), "payload": {"text": text}}
+        if first.get("responseId") is not None:
+            joined["responseId"] = first["responseId"]
+        self.apply_wire(rest[-1][0], joined)
 
     def apply_all(self, frames: Iterable[tuple[int | None, Event | RunSyncPayload]]) -> Conversation:
         for frame_id, event in frames:

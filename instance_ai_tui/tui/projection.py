@@ -181,7 +181,7 @@ class Projection:
         observe = self.observe
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
-        stream = self.opened.thread_client.events(thread_id, after=after)
+        stream = self.opened.thread_client.fold_events(thread_id, after=after)  # (deltas may come joined)
         try:
             self.ingest_waiting = True
             async for item in stream:
@@ -190,7 +190,10 @@ class Projection:
                 if wire is not None and not item.parsed:
                     # a hot event as decoded JSON (``StreamItem.wire``): folded without building a
                     # model (its text made visible there); the n8n panel has nothing to take from it
-                    apply_wire(item.id, wire)
+                    if item.parts is None:
+                        apply_wire(item.id, wire)
+                    else:  # a run of deltas joined by the client: folded as one by one
+                        conversation.apply_wire_run(item.parts)
                 else:
                     event = item.event
                     if event is not None and event.type not in _HOT_TYPES:
@@ -212,10 +215,11 @@ class Projection:
                     elif item.run_sync is not None:
                         apply_sync(item.run_sync)
                     observe(item)
-                stats.events += 1
+                count = item.count  # (the events it stands for)
+                stats.events += count
                 if stats.first_event_at is None:
                     stats.first_event_at = clock()
-                if not stats.events & 63:
+                if count > 1 or not stats.events & 63:
                     now = clock()
                     stats.last_event_at = now
                     if now >= slice_end:
