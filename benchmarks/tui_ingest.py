@@ -10,12 +10,13 @@ in total, each with tool calls, results, a few tool errors, status messages and 
 text. ``StreamClient`` (a ``Client`` test double) hands the app what a real client's
 ``events()`` yields, so the clock covers what a person gets, decoding included:
 
-* ``embedded``: ``EmbeddedClient.events`` over each event's stored JSON line with its type and run
+* ``embedded``: ``EmbeddedClient.fold_events`` (its ``events``: nothing joined) over each event's stored JSON line with its type and run
   id columns (as the SQLite log hands them to it): decoded in the client, and parsed into a model
   unless it is a text delta, reasoning delta or status (``StreamItem.wire``);
-* ``remote``: ``RemoteClient.events`` over the SSE bytes of the stream (``id:``/``data:`` frames)
-  delivered by httpx in 64 KiB pieces: the reconnecting reader, the incremental SSE parser and
-  the client's decoding (the same split), as over a socket from our server;
+* ``remote``: ``RemoteClient.fold_events`` (what the app asks for) over the SSE bytes of the stream
+  (``id:``/``data:`` frames) delivered by httpx in 64 KiB pieces: the reconnecting reader, the
+  incremental SSE parser and the client's decoding (the same split), a run of deltas of one piece
+  joined into one item (``client.base.join_deltas``), as over a socket from our server;
 * ``preparsed``: events parsed before the clock starts (the app's own cost only; a reference,
   not what a person gets).
 
@@ -269,10 +270,12 @@ def _stream_client_class() -> type:
             self.first_pulled = time.perf_counter()
             self.cpu_first_pulled = time.process_time()
             seen = 0
+            done = False
             async for item in self.source(thread_id, after):
                 yield item
-                seen += 1
-                if seen == self.count:
+                seen += item.count  # (a joined run of deltas stands for several events)
+                if seen >= self.count and not done:
+                    done = True
                     self.done_at = time.perf_counter()  # the app asked for the item after the last one
                     self.cpu_done_at = time.process_time()
                     self.done.set()
@@ -317,7 +320,7 @@ def _embedded_source(lines: list[str]) -> Any:
     runs = [str(event.get("runId", "")) for event in decoded]
     del decoded
     client = EmbeddedClient(StoredLog())  # type: ignore[arg-type]
-    return client.events
+    return client.fold_events  # (what the app's ingest asks for)
 
 
 def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
@@ -344,7 +347,7 @@ def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     client = RemoteClient("http://127.0.0.1:9", http=http)
-    return client.events
+    return client.fold_events  # (what the app's ingest asks for: the deltas of one piece joined)
 
 
 SOURCES = {"embedded": _embedded_source, "remote": _remote_source, "preparsed": _preparsed_source}
