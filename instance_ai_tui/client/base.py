@@ -268,15 +268,22 @@ def _flush_run(run: list[StreamItem], out: list[StreamItem]) -> None:
     if len(run) < 2:
         out.extend(run)
         return
-    first = run[0].wire
-    assert first is not None
-    parts: tuple[tuple[int | None, dict[str, Any]], ...] = tuple((item.id, item.wire) for item in run)  # type: ignore[misc]
+    out.append(run_item([(item.id, item.wire) for item in run]))  # type: ignore[misc]
+
+
+def run_item(parts: list[tuple[int | None, dict[str, Any]]]) -> StreamItem:
+    """The item of a run of deltas ``join_deltas`` joins (``parts``: plain text or reasoning deltas
+    of one type, run, agent and response as ``(id, decoded JSON)``, ids going up or all absent);
+    a run of one is that delta's own item."""
+    if len(parts) == 1:
+        return StreamItem(parts[0][0], wire=parts[0][1])
+    first = parts[0][1]
     joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
                               "agentId": first.get("agentId", ""),
                               "payload": {"text": "".join([wire["payload"].get("text", "") for _, wire in parts])}}
     if first.get("responseId") is not None:
         joined["responseId"] = first["responseId"]
-    out.append(StreamItem(run[-1].id, wire=joined, parts=parts))
+    return StreamItem(parts[-1][0], wire=joined, parts=tuple(parts))
 
 
 StateListener = Callable[[ConnectionState, str], None]

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..protocol.hot_events import loads
+from ..protocol.hot_events import is_plain_hot_event, loads
 from .base import (
     WIRE_TYPES,
     AuthError,
@@ -27,7 +27,7 @@ from .base import (
     ServerUnreachable,
     StreamItem,
     for_status,
-    join_deltas,
+    run_item,
     wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # the wire models (pydantic) load on the first answer that ne
 API_PREFIX = "/instance-ai"
 #: how a text delta, a reasoning delta or a status event starts as our server serialises it
 _WIRE_PREFIXES = tuple(f'{{"type":"{kind}"' for kind in sorted(WIRE_TYPES))
+#: how a text or reasoning delta starts (``fold_events`` joins their runs)
+_DELTA_PREFIXES = ('{"type":"text-delta"', '{"type":"reasoning-delta"')
 #: the connection state's detail when the server refuses the token (never "connected")
 UNAUTHORIZED = "unauthorized: check --token"
 
@@ -389,6 +391,44 @@ class RemoteClient(Client):
             self._diagnose(f"unknown event type {event.type!r} (id {frame.raw_id}) kept as is")
         return StreamItem(id=frame.id, event=event)
 
+    def joined_items(self, batch: list[SseFrame]) -> list[StreamItem]:
+        """The items of the frames of one piece, as ``join_deltas`` gives ``frame_item``'s of them:
+        decoded and joined in one pass (no item for each delta of a run)."""
+        out: list[StreamItem] = []
+        run: list[tuple[int | None, dict[str, Any]]] = []
+        key: tuple[Any, Any, Any, Any] | None = None
+        last_id: int | None = None
+        frame_item = self.frame_item
+        for frame in batch:
+            data = frame.data
+            if data.startswith(_DELTA_PREFIXES) and frame.event in ("", "message"):
+                try:
+                    obj = loads(data)
+                except (ValueError, RecursionError):
+                    obj = None
+                if is_plain_hot_event(obj):
+                    here = (obj["type"], obj.get("runId"), obj.get("agentId"), obj.get("responseId"))
+                    frame_id = frame.id
+                    if here == key and ((frame_id is None and last_id is None)
+                                        or (frame_id is not None and last_id is not None and frame_id > last_id)):
+                        run.append((frame_id, obj))
+                        last_id = frame_id
+                        continue
+                    if run:
+                        out.append(run_item(run))
+                    run = [(frame_id, obj)]
+                    key, last_id = here, frame_id
+                    continue
+            item = frame_item(frame)
+            if item is not None:
+                if run:
+                    out.append(run_item(run))
+                    run, key = [], None
+                out.append(item)
+        if run:
+            out.append(run_item(run))
+        return out
+
     def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         return self._events(thread_id, after, join=False)
 
@@ -413,8 +453,7 @@ class RemoteClient(Client):
             frame_item = self.frame_item
             async for batch in frames:  # the frames of one piece received, decoded in one step each
                 if join and len(batch) > 1:
-                    items = [item for item in map(frame_item, batch) if item is not None]
-                    for joined in join_deltas(items):
+                    for joined in self.joined_items(batch):
                         yield joined
                     continue
                 for frame in batch:
