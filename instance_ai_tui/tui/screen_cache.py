@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..protocol.tree import AgentNode
 
 #: the file's format (a cache of another version is ignored)
-VERSION = 1
+VERSION = 2
 #: at most this many of the newest messages, and this many lines of text in all
 MAX_MESSAGES = 12
 MAX_LINES = 160
@@ -144,22 +144,124 @@ def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
     return out
 
 
+#: a tool call's mark in the cached screen, by ``protocol.display_state`` kind (the glyphs the tool card draws)
+_TOOL_MARKS = {"done": "✓", "failed": "✗", "denied": "✗", "waiting": "◷", "running": "●"}
+
+
 def answer_text(node: AgentNode) -> str:
-    """An answer's text in the order it came, a line per tool call (its arguments and result left out)."""
+    """An answer as the view shows it when folded, in the order it came: its text as plain text
+    (Markdown's marks taken away), a line per tool call with its state (its arguments and result
+    left out), a line per sub-agent with its status."""
+    from ..protocol.display_state import display_state
+
     calls = {call.tool_call_id: call for call in node.tool_calls}
+    children = {child.agent_id: child for child in node.children}
     parts: list[str] = []
     for entry in node.timeline:
         if entry.type == "text":
             content = str(getattr(entry, "content", "")).strip("\n")
             if content.strip():
-                parts.append(content)
+                parts.append(markdown_plain(content))
         elif entry.type == "tool-call":
             call = calls.get(getattr(entry, "tool_call_id", ""))
             if call is not None:
-                parts.append(f"⚙ {call.tool_name}")
+                state = display_state(call, run_active=False)
+                mark = _TOOL_MARKS.get(state.kind, "⊘")
+                words = "" if state.kind == "done" else f"  {state.label}"
+                parts.append(f"▸ {mark} {call.tool_name}{words}")
+        elif entry.type == "child":
+            child = children.get(getattr(entry, "agent_id", ""))
+            if child is not None:
+                parts.append(f"│ ▸ ◆ {child.title or child.role}  {child.status}")
     if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
-        parts.append(node.text_content.strip("\n"))
+        parts.append(markdown_plain(node.text_content.strip("\n")))
     return "\n\n".join(parts)
+
+
+def markdown_plain(text: str) -> str:
+    """``text`` (Markdown) as plain lines, roughly as the view draws it: emphasis and code marks
+    taken away, quotes marked "▌ ", list items "• " or "1. ", code blocks indented, table cells
+    joined by " │ ". Run when the app quits (``save``), never on the way to the first frame."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark", {"html": False}).enable("table").parse(text)
+    lines: list[str] = []
+    quote = 0
+    lists: list[list[int]] = []  # per open list: [next number] (ordered) or [] (bullets)
+    marker = ""
+    row: list[str] = []
+    in_cell = False
+
+    def emit(content: str, indent: str = "") -> None:
+        nonlocal marker
+        prefix = "▌ " * quote + "  " * max(0, len(lists) - 1)
+        for number, line in enumerate(content.split("\n")):
+            lead = marker if number == 0 else " " * len(marker)
+            lines.append(f"{prefix}{lead}{indent}{line}".rstrip())
+        marker = ""
+
+    for token in tokens:
+        kind = token.type
+        if kind == "blockquote_open":
+            quote += 1
+        elif kind == "blockquote_close":
+            quote -= 1
+        elif kind in ("bullet_list_open", "ordered_list_open"):
+            lists.append([int(token.attrGet("start") or 1)] if kind == "ordered_list_open" else [])
+        elif kind in ("bullet_list_close", "ordered_list_close"):
+            lists.pop()
+            if not lists:
+                lines.append("")
+        elif kind == "list_item_open" and lists:
+            numbering = lists[-1]
+            if numbering:
+                marker = f"{numbering[0]}. "
+                numbering[0] += 1
+            else:
+                marker = "• "
+        elif kind == "inline":
+            content = _inline_plain(token.children or [])
+            if in_cell:
+                row.append(content)
+            else:
+                emit(content)
+        elif kind in ("th_open", "td_open"):
+            in_cell = True
+        elif kind in ("th_close", "td_close"):
+            in_cell = False
+        elif kind == "tr_close":
+            emit(" │ ".join(row))
+            row = []
+        elif kind == "table_close":
+            lines.append("")
+        elif kind in ("fence", "code_block"):
+            emit(token.content.rstrip("\n"), "  ")
+            lines.append("")
+        elif kind == "hr":
+            emit("───")
+            lines.append("")
+        elif kind in ("paragraph_close", "heading_close") and not (lists and token.hidden):
+            lines.append("")
+    while lines and not lines[-1]:
+        lines.pop()
+    kept: list[str] = []
+    for line in lines:  # one blank line at most between blocks
+        if line or (kept and kept[-1]):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _inline_plain(children: Sequence[Any]) -> str:
+    """An inline run's text without its marks (a link keeps its words, an image its alt text)."""
+    out: list[str] = []
+    for child in children:
+        if child.type in ("text", "code_inline", "html_inline"):
+            out.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif child.type == "image":
+            out.append(child.content or "")
+    return "".join(out)
 
 
 def save(db_path: Path, conversation: Conversation, *, latest: bool) -> None:

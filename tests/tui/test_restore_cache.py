@@ -220,3 +220,33 @@ def test_the_restore_benchmark_removes_the_file_the_app_keeps(tmp_path: Path) ->
         sys.path.remove(str(root / "benchmarks"))
     db = tmp_path / "x.sqlite3"
     assert module.cache_path(db) == screen_cache.cache_path(db)
+
+
+def test_the_kept_answer_reads_as_the_view_draws_it_not_as_markdown_source() -> None:
+    """The cached screen is what the person saw, not Markdown's marks: no ``**``, no backticks;
+    quotes, lists, tables and code keep their shape."""
+    text = screen_cache.markdown_plain(
+        "Done! I created **Weather to Slack** (`wf-104`).\n\n> connect your *Slack* credential\n\n"
+        "1. one\n2. two\n\n- a\n- b\n\n| node | type |\n|---|---|\n| Slack | slack |\n\n```\nx = 1\n```\n")
+    assert text.split("\n") == [
+        "Done! I created Weather to Slack (wf-104).", "", "▌ connect your Slack credential", "",
+        "1. one", "2. two", "", "• a", "• b", "", "node │ type", "Slack │ slack", "", "  x = 1"]
+
+
+def test_the_kept_tool_lines_say_how_each_call_ended() -> None:
+    """A tool line in the cached screen carries the state the tool card shows: ✓ for done, ✗ and
+    n8n's words for a failure (never a bare name that reads as success)."""
+    from instance_ai_tui.protocol.tree import AgentNode
+
+    node = AgentNode.model_validate({
+        "agentId": "a1", "role": "orchestrator",
+        "toolCalls": [
+            {"toolCallId": "t1", "toolName": "plan", "args": {}, "isLoading": False, "result": {"ok": True}},
+            {"toolCallId": "t2", "toolName": "executions", "args": {}, "isLoading": False,
+             "result": {"executionId": "9", "status": "error", "nodeErrors": [{"nodeName": "Boom", "message": "boom"}]}},
+        ],
+        "timeline": [{"type": "tool-call", "toolCallId": "t1"}, {"type": "tool-call", "toolCallId": "t2"},
+                     {"type": "text", "content": "It **failed**."}],
+    })
+    assert screen_cache.answer_text(node).split("\n\n") == [
+        "▸ ✓ plan", "▸ ✗ executions  failed: the execution failed at node Boom: boom", "It failed."]
