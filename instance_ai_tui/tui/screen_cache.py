@@ -146,6 +146,8 @@ def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
 
 #: a tool call's mark in the cached screen, by ``protocol.display_state`` kind (the glyphs the tool card draws)
 _TOOL_MARKS = {"done": "✓", "failed": "✗", "denied": "✗", "waiting": "◷", "running": "●"}
+#: a sub-agent's status as its line in the view says it
+_CHILD_STATUS = {"completed": "✓ done", "failed": "✗ failed", "cancelled": "⊘ cancelled", "active": "● running"}
 
 
 def answer_text(node: AgentNode) -> str:
@@ -169,10 +171,15 @@ def answer_text(node: AgentNode) -> str:
                 mark = _TOOL_MARKS.get(state.kind, "⊘")
                 words = "" if state.kind == "done" else f"  {state.label}"
                 parts.append(f"▸ {mark} {call.tool_name}{words}")
+        elif entry.type == "reasoning":
+            words = len(str(getattr(entry, "content", "")).split())
+            if words:
+                parts.append(f"▸ ∴ Reasoning · {words} word{'s' if words != 1 else ''}")
         elif entry.type == "child":
             child = children.get(getattr(entry, "agent_id", ""))
             if child is not None:
-                parts.append(f"│ ▸ ◆ {child.title or child.role}  {child.status}")
+                status = _CHILD_STATUS.get(child.status, child.status)
+                parts.append(f"│ ▸ ◆ {child.title or child.role}  {status}")
     if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
         parts.append(markdown_plain(node.text_content.strip("\n")))
     return "\n\n".join(parts)

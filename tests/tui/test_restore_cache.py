@@ -126,8 +126,9 @@ async def test_the_first_frame_shows_the_kept_screen_until_the_thread_replaces_i
         await app.wait_until_ready()
         await app.wait_until_rendered()
         assert app.thread_id == thread_id
-        assert not app.query(screen_cache.CachedTurns)  # the real view replaced it
-        assert list(app.view.turns)  # with the thread's own widgets
+        # the real view replaces it once its turns have mounted (not before: no empty frame between)
+        await until(lambda: not app.query(screen_cache.CachedTurns), pilot, what="the kept screen replaced")
+        assert list(app.view.turns) and all(turn.display for turn in app.view.turns.values())
 
 
 async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> None:
@@ -245,8 +246,11 @@ def test_the_kept_tool_lines_say_how_each_call_ended() -> None:
             {"toolCallId": "t2", "toolName": "executions", "args": {}, "isLoading": False,
              "result": {"executionId": "9", "status": "error", "nodeErrors": [{"nodeName": "Boom", "message": "boom"}]}},
         ],
-        "timeline": [{"type": "tool-call", "toolCallId": "t1"}, {"type": "tool-call", "toolCallId": "t2"},
-                     {"type": "text", "content": "It **failed**."}],
+        "children": [{"agentId": "b1", "role": "workflow builder", "status": "completed"}],
+        "timeline": [{"type": "reasoning", "content": "first a plan"},
+                     {"type": "tool-call", "toolCallId": "t1"}, {"type": "child", "agentId": "b1"},
+                     {"type": "tool-call", "toolCallId": "t2"}, {"type": "text", "content": "It **failed**."}],
     })
     assert screen_cache.answer_text(node).split("\n\n") == [
-        "▸ ✓ plan", "▸ ✗ executions  failed: the execution failed at node Boom: boom", "It failed."]
+        "▸ ∴ Reasoning · 3 words", "▸ ✓ plan", "│ ▸ ◆ workflow builder  ✓ done",
+        "▸ ✗ executions  failed: the execution failed at node Boom: boom", "It failed."]

@@ -173,7 +173,10 @@ one at a time · **Ctrl+F** finds text.
         """Show ``conversation`` from scratch: mount its newest messages."""
         for widget in self.turns.values():
             getattr(widget, "detach", lambda: None)()
-        to_remove = [w for w in self.children if w is not self.older and w is not self.placeholder]
+        # the screen kept from the last quit (``tui.screen_cache``) stays until this thread's turns
+        # have mounted and laid out: taken away first, the view showed nothing for a frame or two
+        kept = [w for w in self.children if w.has_class("cached-screen")]
+        to_remove = [w for w in self.children if w is not self.older and w is not self.placeholder and w not in kept]
         if to_remove:
             self.remove_children(to_remove)
         self.turns = {}
@@ -188,10 +191,31 @@ one at a time · **Ctrl+F** finds text.
                 widgets.append(made)
         self.placeholder.display = not messages
         self._update_older()
-        if widgets:
+        if widgets and kept:
+            for widget in widgets:
+                widget.display = False
+            mounted = self.mount_all(widgets)
+
+            async def reveal() -> None:
+                await mounted
+                self.call_after_refresh(self._replace_kept, widgets, kept)
+
+            self.call_later(reveal)
+        elif widgets:
             self.mount_all(widgets)
+        if kept and not widgets:
+            self.remove_children(kept)
         self.following = True
         self.anchor()
+
+    def _replace_kept(self, widgets: list[Widget], kept: list[Widget]) -> None:
+        """This thread's turns have mounted: they take the place of the kept screen in one update."""
+        with self.app.batch_update():
+            for widget in widgets:
+                if widget.is_attached:
+                    widget.display = True
+            self.remove_children([w for w in kept if w.is_attached])
+            self.anchor()
 
     def _update_older(self) -> None:
         hidden = self.first_index
