@@ -153,10 +153,13 @@ async def boot(app: BootHost) -> None:
     screen_cache.confirm(app, app.settings.resolved_db_path if app.client.mode == "embedded" else None, target)
     await app.open_thread(target)
     app.ready.set()
+    typed_at_start = bool(app.connection.queue.items)
     app.connection.adopt_start_queue()
-    if warm_up is None:  # (the watchers below start after the message typed at start went out, too)
-        app.run_worker(warm_up_after_send(app), group="warm-up", exit_on_error=False)
-    else:
+    if not typed_at_start:  # nothing to let go first: the watchers start with the thread
+        start_watchers(app)
+    if warm_up is None:  # (with a message typed at start, the watchers start once it went out, too)
+        app.run_worker(warm_up_after_send(app, watchers=typed_at_start), group="warm-up", exit_on_error=False)
+    elif typed_at_start:
         start_watchers(app)
 
 
@@ -235,7 +238,7 @@ def preload_ui() -> None:
         model.model_rebuild()  # the wire models build their validators on first use
 
 
-async def warm_up_after_send(app: BootHost, patience: float = 3.0) -> None:
+async def warm_up_after_send(app: BootHost, patience: float = 3.0, *, watchers: bool = True) -> None:
     """``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the message typed at start
     went out (its run streams), not beside it: on a loaded machine they would share the
     interpreter with the send."""
@@ -246,7 +249,7 @@ async def warm_up_after_send(app: BootHost, patience: float = 3.0) -> None:
         if not app.connection.queue.items and conversation is not None and conversation.is_streaming:
             break
         await asyncio.sleep(0.05)
-    if app.is_running:
+    if app.is_running and watchers:
         start_watchers(app)
     await asyncio.to_thread(preload_ui)
     await asyncio.to_thread(warm_up_markdown)

@@ -50,9 +50,29 @@ async def _settle(pilot: Any) -> None:
     await pilot.pause()  # the inputs redrawn without a blinking cursor (pending messages processed)
 
 
+async def _settle_with_the_follower(pilot: Any) -> None:
+    """``_settle``, and the workflow follower has looked at the recorded run: it ticks on its own
+    timer, so its toast (the run made a workflow; at 120 columns the panel stays closed) came
+    before or after ``_settle`` by chance."""
+    from instance_ai_tui.tui.screens.workflow import workflow_calls
+
+    await _settle(pilot)
+    app = pilot.app
+
+    def followed() -> bool:
+        follower = getattr(app, "_workflow_follower", None)
+        return (follower is not None and follower._conversation is app.conversation
+                and all(call.id in follower._finished for call in workflow_calls(app)))
+
+    await until(followed, pilot, what="the workflow follower saw the run")
+    await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot,
+                what="its work done")
+    await pilot.pause()
+
+
 def test_conversation_with_subagent_and_tasks(snap_compare: Any) -> None:
     app = _app(_client(subagent_run(), "Weather to Slack"))
-    assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_settle_with_the_follower)
 
 
 def test_approval_card(snap_compare: Any) -> None:
