@@ -172,9 +172,9 @@ def answer_text(node: AgentNode) -> str:
                 words = "" if state.kind == "done" else f"  {state.label}"
                 parts.append(f"▸ {mark} {call.tool_name}{words}")
         elif entry.type == "reasoning":
-            words = len(str(getattr(entry, "content", "")).split())
-            if words:
-                parts.append(f"▸ ∴ Reasoning · {words} word{'s' if words != 1 else ''}")
+            count = len(str(getattr(entry, "content", "")).split())
+            if count:
+                parts.append(f"▸ ∴ Reasoning · {count} word{'s' if count != 1 else ''}")
         elif entry.type == "child":
             child = children.get(getattr(entry, "agent_id", ""))
             if child is not None:
