@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from instance_ai_tui.aio import aclose
 from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.sse import SseFrame, SseGaveUp, SseStatusError, backoff_delay, reconnecting_sse
 
@@ -18,6 +19,8 @@ FAST = {"initial_backoff": 0.01, "max_backoff": 0.05}
 
 
 async def take(stream: AsyncIterator[SseFrame], count: int, timeout: float = 5.0) -> list[SseFrame]:
+    """The first ``count`` frames; the stream is closed afterwards (left open, its response was
+    closed by the garbage collector after the test's loop had ended: an unraisable exception)."""
     out: list[SseFrame] = []
 
     async def run() -> None:
@@ -26,7 +29,10 @@ async def take(stream: AsyncIterator[SseFrame], count: int, timeout: float = 5.0
             if len(out) == count:
                 return
 
-    await asyncio.wait_for(run(), timeout)
+    try:
+        await asyncio.wait_for(run(), timeout)
+    finally:
+        await aclose(stream)
     return out
 
 
