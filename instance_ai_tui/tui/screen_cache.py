@@ -146,6 +146,8 @@ def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
 
 #: a tool call's mark in the cached screen, by ``protocol.display_state`` kind (the glyphs the tool card draws)
 _TOOL_MARKS = {"done": "✓", "failed": "✗", "denied": "✗", "waiting": "◷", "running": "●"}
+#: how the one-line rows of an answer start (a tool call, reasoning, a sub-agent)
+_ROW_MARKS = ("▸ ", "│ ▸ ")
 #: a sub-agent's status as its line in the view says it
 _CHILD_STATUS = {"completed": "✓ done", "failed": "✗ failed", "cancelled": "⊘ cancelled", "active": "● running"}
 
@@ -182,7 +184,14 @@ def answer_text(node: AgentNode) -> str:
                 parts.append(f"│ ▸ ◆ {child.title or child.role}  {status}")
     if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
         parts.append(markdown_plain(node.text_content.strip("\n")))
-    return "\n\n".join(parts)
+    # the one-line rows (tool calls, reasoning, sub-agents) follow each other as in the view; a
+    # block of text is set apart by a blank line
+    out = ""
+    for index, part in enumerate(parts):
+        if index:
+            out += "\n" if part.startswith(_ROW_MARKS) and parts[index - 1].startswith(_ROW_MARKS) else "\n\n"
+        out += part
+    return out
 
 
 def markdown_plain(text: str) -> str:

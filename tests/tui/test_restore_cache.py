@@ -251,6 +251,6 @@ def test_the_kept_tool_lines_say_how_each_call_ended() -> None:
                      {"type": "tool-call", "toolCallId": "t1"}, {"type": "child", "agentId": "b1"},
                      {"type": "tool-call", "toolCallId": "t2"}, {"type": "text", "content": "It **failed**."}],
     })
-    assert screen_cache.answer_text(node).split("\n\n") == [
+    assert screen_cache.answer_text(node).split("\n") == [
         "▸ ∴ Reasoning · 3 words", "▸ ✓ plan", "│ ▸ ◆ workflow builder  ✓ done",
-        "▸ ✗ executions  failed: the execution failed at node Boom: boom", "It failed."]
+        "▸ ✗ executions  failed: the execution failed at node Boom: boom", "", "It failed."]
