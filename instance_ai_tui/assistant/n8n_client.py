@@ -8,12 +8,14 @@ act on (wrong key, unknown workflow, unreachable host, ...).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import httpx
 from pydantic import SecretStr
 
 from .n8n_workflow import NodeCatalogue
+
+if TYPE_CHECKING:  # httpx loads with the first ``N8nPublicApi``: the assistant's start without n8n skips it
+    import httpx
 
 
 class N8nApiError(Exception):
@@ -106,6 +108,8 @@ class N8nPublicApi:
         if not key:
             raise ValueError("N8N_API_KEY is empty")
         credentials = split_credentials(url)[1]
+        import httpx
+
         self._http = httpx.AsyncClient(
             base_url=self.base,
             auth=httpx.BasicAuth(*credentials) if credentials else None,
@@ -122,6 +126,8 @@ class N8nPublicApi:
         await self._http.aclose()
 
     async def _call(self, method: str, path: str, *, what: str, **kwargs: Any) -> Any:
+        import httpx  # (imported by ``__init__``)
+
         try:
             response = await self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
@@ -147,6 +153,8 @@ class N8nPublicApi:
         """The instance's node types: its ``/types/nodes.json`` when the key may read it (n8n 2.41 serves
         it to logged-in users only: 401 for an API key), else the built-in table of n8n 2.41.1."""
         if self._catalogue is None:
+            import httpx  # (imported by ``__init__``)
+
             root = self.base.removesuffix("/api/v1")
             catalogue = NodeCatalogue.built_in()
             try:

@@ -153,6 +153,9 @@ class InstanceAiApp(App[None]):
         self._frame_timer: Any = None
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
+        #: set once a message typed at start went to the model (or none was typed): what the
+        #: person does not wait for (theme files, the model list) waits for it (``tui.boot``)
+        self.start_sent = asyncio.Event()
         self.remove_state_listener: Callable[[], None] | None = None
         #: the default screen and its widgets (``screens.main``); the rooms reach them here
         self.main_screen = MainScreen(status_info=self.status_info, pending=self.pending, client=self.client,
@@ -223,7 +226,8 @@ class InstanceAiApp(App[None]):
         return themes.app_variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
-        self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes)
+        self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes,
+                                                 load_after=self.start_sent.wait)
         self.theme_manager.install(self.prefs.theme)
         self.set_keymap(self.keys.textual_keymap())
         if self._keymap_error:

@@ -79,7 +79,22 @@ def attach(app: BootHost, started: Started) -> None:
 
 
 async def boot(app: BootHost) -> None:
-    """Everything the app does at start after its first frame (see the module docstring)."""
+    """Everything the app does at start after its first frame (see the module docstring).
+
+    ``app.start_sent`` is set once a message typed at start went to the model (by
+    ``warm_up_after_send``), or when the start ends without one: what waits for it (the theme
+    files, the model list) does not share the interpreter with that message's way out."""
+    handed_over = False
+    try:
+        handed_over = await _boot(app)
+    finally:
+        if not handed_over:
+            app.start_sent.set()
+
+
+async def _boot(app: BootHost) -> bool:
+    """``boot``'s steps; true when a worker sets ``app.start_sent`` once the message typed at
+    start went out."""
     if app.startup is not None and app.startup.collector_held:  # (``startup.release_collector``)
         app.run_worker(release_collector(app.ready, lambda: bool(app.connection.queue.items)), group="collector",
                        exit_on_error=False)
@@ -89,7 +104,7 @@ async def boot(app: BootHost) -> None:
         except StartError as exc:
             app.start_error = str(exc)
             app.exit(return_code=2)
-            return
+            return False
         app.attach(started)
     # a message typed at the first frame waits for the client only: what draws the answer
     # (the imports and warm-up below, some 0.5 CPU-seconds) comes after it is sent
@@ -108,12 +123,12 @@ async def boot(app: BootHost) -> None:
         from .screens.setup import check_model_setup
 
         if not await check_model_setup(app):  # a model without a key: say how to set it up
-            return
+            return False
     try:
         await app.client.open()
     except StorageError as exc:  # the database cannot open: a clear screen and exit code 2, not a hang
         await show_start_failure(app, str(exc), exc.code)
-        return
+        return False
     except ClientError as exc:
         from .screens.login import offer_login
 
@@ -121,7 +136,7 @@ async def boot(app: BootHost) -> None:
             app.show_error(f"Cannot connect: {exc}")
             app.set_connection("offline", str(exc))
             app.ready.set()
-            return
+            return False
     app.status_info.model = app.client.model_name or app.status_info.model
     app.status_info.demo = is_demo(app)
     app.main_screen.show_demo_banner()  # a server by --url says only now that the demo model answers
@@ -139,7 +154,7 @@ async def boot(app: BootHost) -> None:
         where = "this database" if app.client.mode == "embedded" else "this server"
         await show_start_failure(app, f"there is no thread {target!r} in {where}: list them with "
                                       "`instance-ai threads`, or start without --thread", "thread_not_found")
-        return
+        return False
     if target is None and threads and app.start_mode == "pick":
         from .screens.resume_picker import ResumePicker
 
@@ -157,10 +172,12 @@ async def boot(app: BootHost) -> None:
     app.connection.adopt_start_queue()
     if not typed_at_start:  # nothing to let go first: the watchers start with the thread
         start_watchers(app)
-    if warm_up is None:  # (with a message typed at start, the watchers start once it went out, too)
-        app.run_worker(warm_up_after_send(app, watchers=typed_at_start), group="warm-up", exit_on_error=False)
-    elif typed_at_start:
-        start_watchers(app)
+        if warm_up is None:
+            app.run_worker(warm_up_after_send(app, watchers=False), group="warm-up", exit_on_error=False)
+        return False
+    # the watchers, the model list, the theme files (and the UI's preload if not done) once it went out
+    app.run_worker(warm_up_after_send(app, preload=warm_up is None), group="warm-up", exit_on_error=False)
+    return True
 
 
 def start_watchers(app: BootHost) -> None:
@@ -238,21 +255,35 @@ def preload_ui() -> None:
         model.model_rebuild()  # the wire models build their validators on first use
 
 
-async def warm_up_after_send(app: BootHost, patience: float = 3.0, *, watchers: bool = True) -> None:
-    """``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the message typed at start
-    went out (its run streams), not beside it: on a loaded machine they would share the
-    interpreter with the send."""
+async def warm_up_after_send(app: BootHost, patience: float = 3.0, *, watchers: bool = True,
+                             preload: bool = True) -> None:
+    """``app.start_sent``, ``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the
+    message typed at start reached the model (its run streams and an event came after the
+    run's start), or after ``patience`` seconds; not beside its way out: the request leaves
+    from the event loop, which a thread importing or validating beside it holds up at each step
+    (it waits for the interpreter lock), some 0.1 s in all."""
     loop = asyncio.get_running_loop()
     until = loop.time() + patience
-    while loop.time() < until and app.is_running:
-        conversation = app.conversation
-        if not app.connection.queue.items and conversation is not None and conversation.is_streaming:
-            break
-        await asyncio.sleep(0.05)
+    started_at: int | None = None  # the thread's last event id when its run was first seen streaming
+    try:
+        while loop.time() < until and app.is_running:
+            conversation = app.conversation
+            if not app.connection.queue.items and conversation is not None:
+                if conversation.is_streaming:
+                    if started_at is None:
+                        started_at = conversation.cursor
+                    elif conversation.cursor > started_at:
+                        break
+                elif started_at is not None:  # the run already ended
+                    break
+            await asyncio.sleep(0.05)
+    finally:
+        app.start_sent.set()
     if app.is_running and watchers:
         start_watchers(app)
-    await asyncio.to_thread(preload_ui)
-    await asyncio.to_thread(warm_up_markdown)
+    if preload:
+        await asyncio.to_thread(preload_ui)
+        await asyncio.to_thread(warm_up_markdown)
 
 
 def warm_up_markdown() -> None:

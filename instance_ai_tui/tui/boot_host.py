@@ -45,6 +45,7 @@ class BootHost(Ui, Protocol):
     remove_state_listener: Callable[[], None] | None
     conversation: Conversation | None
     ready: asyncio.Event
+    start_sent: asyncio.Event
     threads: Threads
     pending_watch: PendingWatch
     terminal: TerminalSignals

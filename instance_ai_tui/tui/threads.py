@@ -49,6 +49,7 @@ class ThreadsHost(Ui, Protocol):
     keys: KeyMap
     heap: HeapPolicy
     ready: asyncio.Event
+    start_sent: asyncio.Event
     view: ConversationView
     prompt: PromptInput
     status_info: StatusInfo
@@ -176,7 +177,7 @@ class Threads:
             view.load(conversation)
             view.set_placeholder(self.welcome())
             self.after_open(conversation)
-            app.run_worker(Deferred(app.actions.refresh_model_info, None), group="model-info", exclusive=True,
+            app.run_worker(Deferred(self.refresh_model_info, None), group="model-info", exclusive=True,
                            exit_on_error=False)
             app.heap.settle()
             return
@@ -206,7 +207,7 @@ class Threads:
         view.load(conversation)
         view.set_placeholder(self.welcome())
         self.after_open(conversation)
-        app.run_worker(Deferred(app.actions.refresh_model_info, thread_id), group="model-info", exclusive=True,
+        app.run_worker(Deferred(self.refresh_model_info, thread_id), group="model-info", exclusive=True,
                        exit_on_error=False)
         try:
             status = await client.status(thread_id)
@@ -219,6 +220,12 @@ class Threads:
         app.connection.show_queue()
         app.heap.settle()  # (before the stream's replay: a flood holds the collector)
         app.projection.start(conversation, thread_id, conversation.cursor)
+
+    async def refresh_model_info(self, thread_id: str | None) -> None:
+        """The status line's model and context window (a ``GET /models`` for some clients), once
+        a message typed at start went to the model (``app.start_sent``, ``tui.boot``)."""
+        await self.app.start_sent.wait()
+        await self.app.actions.refresh_model_info(thread_id)
 
     def after_open(self, conversation: Conversation) -> None:
         from .widgets.turns import Frame

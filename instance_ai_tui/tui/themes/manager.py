@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,8 +77,12 @@ class ThemeManager:
         persist: bool = True,
         watch: bool = True,
         poll_interval: float = 1.0,
+        load_after: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        """``load_after``: what a deferred ``install`` waits for, after the first frame, before it
+        reads the theme files (the app: a message typed at start has gone to the model)."""
         self.app = app
+        self.load_after = load_after
         self.dirs: list[Path] = list(dirs) if dirs is not None else theme_dirs()
         self.config_path = config_path
         self.persist = persist
@@ -225,6 +229,8 @@ class ThemeManager:
         painted = asyncio.Event()
         self.app.call_after_refresh(painted.set)
         await painted.wait()
+        if self.load_after is not None:
+            await self.load_after()
         was_ansi = self.app.current_theme.ansi
         await self.load_async()
         self.report_errors()
