@@ -156,6 +156,8 @@ class InstanceAiApp(App[None]):
         #: set once a message typed at start went to the model (or none was typed): what the
         #: person does not wait for (theme files, the model list) waits for it (``tui.boot``)
         self.start_sent = asyncio.Event()
+        #: while it returns true the frame timer projects nothing (``boot.StartSend.hold``)
+        self.hold_frames: Callable[[], bool] | None = None
         self.remove_state_listener: Callable[[], None] | None = None
         #: the default screen and its widgets (``screens.main``); the rooms reach them here
         self.main_screen = MainScreen(status_info=self.status_info, pending=self.pending, client=self.client,
@@ -334,6 +336,8 @@ class InstanceAiApp(App[None]):
     # ------------------------------------------------------------------ ingest and frame (tui.projection)
     async def _frame(self) -> None:
         """The frame timer's callback: project what changed in the model onto the widgets."""
+        if self.hold_frames is not None and self.hold_frames():
+            return  # a message typed at start is on its way to the model (``tui.boot``)
         await self.projection.frame()
 
     @property

@@ -169,6 +169,8 @@ async def _boot(app: BootHost) -> bool:
     await app.open_thread(target)
     app.ready.set()
     typed_at_start = bool(app.connection.queue.items)
+    if typed_at_start:  # its way to the model first: the conversation view draws it once there
+        app.hold_frames = StartSend(app).hold
     app.connection.adopt_start_queue()
     if not typed_at_start:  # nothing to let go first: the watchers start with the thread
         start_watchers(app)
@@ -255,28 +257,62 @@ def preload_ui() -> None:
         model.model_rebuild()  # the wire models build their validators on first use
 
 
+class StartSend:
+    """The way of a message typed at start to the model, which nothing else should share the
+    interpreter with: its request leaves from the event loop, and each step of it waits behind
+    whatever runs there (a frame mounting the first turn imports the turn widgets and Markdown,
+    some 50 ms) or holds the interpreter lock in a thread beside it (an import, a validation).
+
+    ``reached``: the message left the queue, its run streams and an event came after the run's
+    start (the model answered; a run that already ended counts too). ``hold``: the app's frame
+    timer asks it before each frame (``app.hold_frames``); true until ``reached`` or for at most
+    ``HOLD`` seconds (a model slow to answer: the message is drawn anyway), then it lets go
+    for good."""
+
+    #: seconds the conversation view waits at most before it draws the message typed at start
+    HOLD = 0.3
+
+    def __init__(self, app: BootHost) -> None:
+        self.app = app
+        self._loop = asyncio.get_running_loop()
+        self._hold_until = self._loop.time() + self.HOLD
+        #: the thread's last event id when its run was first seen streaming
+        self._run_cursor: int | None = None
+
+    def reached(self) -> bool:
+        app = self.app
+        conversation = app.conversation
+        if app.connection.queue.items or conversation is None:
+            return False
+        if conversation.is_streaming:
+            if self._run_cursor is None:
+                self._run_cursor = conversation.cursor
+                return False
+            return conversation.cursor > self._run_cursor
+        return self._run_cursor is not None  # the run already ended
+
+    def hold(self) -> bool:
+        app = self.app
+        if app.is_running and self._loop.time() < self._hold_until and not self.reached():
+            return True
+        if app.hold_frames == self.hold:
+            app.hold_frames = None
+        return False
+
+
 async def warm_up_after_send(app: BootHost, patience: float = 3.0, *, watchers: bool = True,
                              preload: bool = True) -> None:
     """``app.start_sent``, ``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the
-    message typed at start reached the model (its run streams and an event came after the
-    run's start), or after ``patience`` seconds; not beside its way out: the request leaves
-    from the event loop, which a thread importing or validating beside it holds up at each step
-    (it waits for the interpreter lock), some 0.1 s in all."""
+    message typed at start reached the model (``StartSend.reached``), or after ``patience``
+    seconds; not beside its way out (``StartSend``): a thread beside it held it up some 0.1 s."""
     loop = asyncio.get_running_loop()
     until = loop.time() + patience
-    started_at: int | None = None  # the thread's last event id when its run was first seen streaming
+    sending = StartSend(app)
     try:
-        while loop.time() < until and app.is_running:
-            conversation = app.conversation
-            if not app.connection.queue.items and conversation is not None:
-                if conversation.is_streaming:
-                    if started_at is None:
-                        started_at = conversation.cursor
-                    elif conversation.cursor > started_at:
-                        break
-                elif started_at is not None:  # the run already ended
-                    break
-            await asyncio.sleep(0.05)
+        while loop.time() < until and app.is_running:  # (polled: the events come through the ingest)
+            if sending.reached():
+                break
+            await asyncio.sleep(0.02)
     finally:
         app.start_sent.set()
     if app.is_running and watchers:

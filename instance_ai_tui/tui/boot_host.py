@@ -46,6 +46,7 @@ class BootHost(Ui, Protocol):
     conversation: Conversation | None
     ready: asyncio.Event
     start_sent: asyncio.Event
+    hold_frames: Callable[[], bool] | None
     threads: Threads
     pending_watch: PendingWatch
     terminal: TerminalSignals

@@ -228,7 +228,7 @@ class Threads:
         await self.app.actions.refresh_model_info(thread_id)
 
     def after_open(self, conversation: Conversation) -> None:
-        from .widgets.turns import Frame
+        from .widgets.frame import Frame  # (not ``widgets.turns``: no turn is drawn yet)
 
         app = self.app
         title = conversation.title or ""

@@ -35,39 +35,13 @@ from .. import keymap
 from ..textual_internals import BlankRows
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
+from .frame import Frame as Frame  # (the projection's tick; where it was, for its users)
 from .long_markdown import ChunkedMarkdown
 from .status_line import SPINNER
 from .tool_card import ToolCallCard
 
 if TYPE_CHECKING:
     from ...protocol.conversation import ConversationMessage
-
-
-class Frame:
-    """What one projection tick collects: markdown to flush, cards that appeared, and a
-    budget of new timeline widgets (a section that runs out of it is "behind" and catches
-    up in the next frames)."""
-
-    __slots__ = ("budget", "flush", "new_cards", "pending")
-
-    #: budget units one frame may mount (``entry_cost``): keeps every frame short,
-    #: whatever the event rate
-    BUDGET = 6
-
-    def __init__(self, pending: set[str] | None = None, budget: int = BUDGET) -> None:
-        self.flush: dict[int, ChunkedMarkdown] = {}
-        #: request ids waiting for the user's answer
-        self.pending: set[str] = pending if pending is not None else set()
-        self.new_cards: list[ToolCallCard] = []
-        self.budget = budget
-
-    def add_flush(self, markdown: ChunkedMarkdown) -> None:
-        self.flush[id(markdown)] = markdown
-
-    async def run(self) -> None:
-        for markdown in list(self.flush.values()):
-            await markdown.flush()
-        self.flush.clear()
 
 
 # --------------------------------------------------------------------------- timeline entries
