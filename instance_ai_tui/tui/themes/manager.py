@@ -83,6 +83,10 @@ class ThemeManager:
         reads the theme files (the app: a message typed at start has gone to the model)."""
         self.app = app
         self.load_after = load_after
+        #: set once a deferred ``install`` has read the theme files (the watcher polls after it:
+        #: before, every file would look new and be read twice)
+        self._files_read = asyncio.Event()
+        self._files_read.set()
         self.dirs: list[Path] = list(dirs) if dirs is not None else theme_dirs()
         self.config_path = config_path
         self.persist = persist
@@ -214,6 +218,7 @@ class ThemeManager:
         """
         if selected in self.app.available_themes:
             applied = self.apply(selected)
+            self._files_read.clear()
             self.start()
             self.app.run_worker(self._load_later(), group="theme-load", exit_on_error=False)
             return applied
@@ -226,13 +231,16 @@ class ThemeManager:
     async def _load_later(self) -> None:
         # after the next frame (the first, at start): the files are validated with pydantic,
         # whose import would compete with that frame for the interpreter
-        painted = asyncio.Event()
-        self.app.call_after_refresh(painted.set)
-        await painted.wait()
-        if self.load_after is not None:
-            await self.load_after()
-        was_ansi = self.app.current_theme.ansi
-        await self.load_async()
+        try:
+            painted = asyncio.Event()
+            self.app.call_after_refresh(painted.set)
+            await painted.wait()
+            if self.load_after is not None:
+                await self.load_after()
+            was_ansi = self.app.current_theme.ansi
+            await self.load_async()
+        finally:
+            self._files_read.set()
         self.report_errors()
         if self.app.theme in self.file_themes:  # a file overrides the built-in in use
             self._reapply(self.app.theme, was_ansi)
@@ -268,6 +276,7 @@ class ThemeManager:
         self.app.workers.cancel_group(self.app, "theme-watcher")
 
     async def _watch_loop(self) -> None:
+        await self._files_read.wait()
         while True:
             await asyncio.sleep(self.poll_interval)
             await self.check_for_changes()
