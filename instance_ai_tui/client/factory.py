@@ -24,9 +24,12 @@ DIALECTS = ("instance-ai", "n8n")
 TOKEN_ENV = "INSTANCE_AI_TOKEN"
 
 #: optional modules the HTTP stack imports when they are installed, which a command never uses:
-#: httpcore's trio support (trio is in the environment for other tools; some 70-90 ms) and httpx's
-#: own command line (rich, click and pygments; some 40 ms)
-UNUSED_OPTIONAL_IMPORTS = ("trio", "httpx._main")
+#: httpcore's trio support (trio is in the environment for other tools; some 70-90 ms), httpx's
+#: own command line (rich, click and pygments; some 40 ms) and the ``openai`` SDK's aiohttp
+#: transport (its ``DefaultAioHttpClient``, imported by ``import openai`` whenever aiohttp is
+#: installed, as it is here for ``instance-ai web``; some 100 ms): the SDK's requests go through
+#: its default httpx client, and ``DefaultAioHttpClient`` then says the aiohttp extra is missing
+UNUSED_OPTIONAL_IMPORTS = ("trio", "httpx._main", "openai._vendor.httpx_aiohttp")
 
 
 def skip_unused_optional_imports() -> None:
