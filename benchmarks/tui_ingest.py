@@ -284,6 +284,15 @@ def _stream_client_class() -> type:
     return StreamClient
 
 
+def wire_lines(events: list[dict[str, Any]]) -> list[str]:
+    """Each event's JSON as our server writes it to its log and its SSE frames (the bus's one
+    serialisation, ``bus.base.to_new_event``: the model's key order, no ``None``)."""
+    from instance_ai_tui.bus.base import to_new_event
+    from instance_ai_tui.protocol.events import parse_event
+
+    return [to_new_event(parse_event(event)).json for event in events]
+
+
 def _preparsed_source(lines: list[str]) -> Any:
     """Events parsed before the clock starts: the app's own cost only (not what a person gets)."""
     from instance_ai_tui.client.base import StreamItem
@@ -364,7 +373,7 @@ async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float)
     from instance_ai_tui.config import Settings, UiSettings
     from instance_ai_tui.tui.app import InstanceAiApp
 
-    lines = [json.dumps(event, separators=(",", ":")) for event in events]
+    lines = wire_lines(events)
     client = _stream_client_class()(SOURCES[path](lines), len(lines))
     frame_times: list[float] = []
 

@@ -7,7 +7,7 @@ Implementations: ``EmbeddedClient`` (the assistant in process, SQLite), ``Remote
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -175,19 +175,26 @@ class StreamItem:
     wire: dict[str, Any] | None
     #: how many events of the stream this item stands for (1, or a joined run's length)
     count: int
-    #: a joined run's events as ``(id, decoded JSON)``, in order (``join_deltas``); else ``None``
-    parts: tuple[tuple[int | None, dict[str, Any]], ...] | None
+    #: a joined run's events as ``(id, decoded JSON)``, in order (``join_deltas``, or a
+    #: ``protocol.delta_runs.DeltaRun`` decoded on demand); else ``None``
+    parts: Sequence[tuple[int | None, dict[str, Any]]] | None
     _event: Event | None
 
     def __init__(self, id: int | None, event: Event | None = None, run_sync: RunSyncPayload | None = None,
                  *, wire: dict[str, Any] | None = None,
-                 parts: tuple[tuple[int | None, dict[str, Any]], ...] | None = None) -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "_event", event)
-        object.__setattr__(self, "run_sync", run_sync)
-        object.__setattr__(self, "wire", wire if event is None else None)
-        object.__setattr__(self, "parts", parts if event is None and wire is not None else None)
-        object.__setattr__(self, "count", len(parts) if parts and event is None and wire is not None else 1)
+                 parts: Sequence[tuple[int | None, dict[str, Any]]] | None = None) -> None:
+        # (the slots' own setters: ``object.__setattr__`` costs twice as much, once per event of a stream)
+        _set_id(self, id)
+        _set_event(self, event)
+        _set_run_sync(self, run_sync)
+        if event is None and wire is not None:
+            _set_wire(self, wire)
+            _set_parts(self, parts)
+            _set_count(self, len(parts) if parts else 1)
+        else:
+            _set_wire(self, None)
+            _set_parts(self, None)
+            _set_count(self, 1)
 
     @property
     def event(self) -> Event | None:
@@ -198,9 +205,9 @@ class StreamItem:
             try:
                 event = parse_event(self.wire)
             except EventParseError:  # (``wire_item`` lets through only what parses: a malformed one is skipped)
-                object.__setattr__(self, "wire", None)
+                _set_wire(self, None)
                 return None
-            object.__setattr__(self, "_event", event)
+            _set_event(self, event)
         return event
 
     @property
@@ -224,6 +231,16 @@ class StreamItem:
             joined = f", count={self.count}" if self.parts is not None else ""
             return f"StreamItem(id={self.id!r}, wire={self.wire!r}{joined})"
         return f"StreamItem(id={self.id!r}, event={self._event!r}, run_sync={self.run_sync!r})"
+
+
+#: the slots' own setters (``StreamItem.__init__``)
+_SLOTS = StreamItem.__dict__
+_set_id = _SLOTS["id"].__set__
+_set_event = _SLOTS["_event"].__set__
+_set_run_sync = _SLOTS["run_sync"].__set__
+_set_wire = _SLOTS["wire"].__set__
+_set_parts = _SLOTS["parts"].__set__
+_set_count = _SLOTS["count"].__set__
 
 
 #: the delta types ``join_deltas`` joins (a status replaces, it does not append)

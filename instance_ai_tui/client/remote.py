@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ..protocol.delta_runs import DeltaRun
 from ..protocol.hot_events import is_plain_hot_event, loads
 from .base import (
     WIRE_TYPES,
@@ -391,15 +392,22 @@ class RemoteClient(Client):
             self._diagnose(f"unknown event type {event.type!r} (id {frame.raw_id}) kept as is")
         return StreamItem(id=frame.id, event=event)
 
-    def joined_items(self, batch: list[SseFrame]) -> list[StreamItem]:
+    def joined_items(self, batch: list[SseFrame | DeltaRun]) -> list[StreamItem]:
         """The items of the frames of one piece, as ``join_deltas`` gives ``frame_item``'s of them:
-        decoded and joined in one pass (no item for each delta of a run)."""
+        decoded and joined in one pass (no item for each delta of a run); a ``DeltaRun`` the reader
+        found is one item as it is (``StreamItem.parts``: decoded when folded)."""
         out: list[StreamItem] = []
         run: list[tuple[int | None, dict[str, Any]]] = []
         key: tuple[Any, Any, Any, Any] | None = None
         last_id: int | None = None
         frame_item = self.frame_item
         for frame in batch:
+            if isinstance(frame, DeltaRun):
+                if run:
+                    out.append(run_item(run))
+                    run, key = [], None
+                out.append(StreamItem(frame.last_id, wire=frame.joined(), parts=frame))
+                continue
             data = frame.data
             if data.startswith(_DELTA_PREFIXES) and frame.event in ("", "message"):
                 try:
@@ -447,17 +455,18 @@ class RemoteClient(Client):
             set_state=self._set_state,
             is_gone=lambda: self.thread_gone(thread_id),
             on_skip=self._diagnose,
+            runs=join,
             **self._sse_options,
         )
         try:
             frame_item = self.frame_item
             async for batch in frames:  # the frames of one piece received, decoded in one step each
-                if join and len(batch) > 1:
+                if join and (len(batch) > 1 or isinstance(batch[0], DeltaRun)):
                     for joined in self.joined_items(batch):
                         yield joined
                     continue
-                for frame in batch:
-                    item = frame_item(frame)
+                for frame in batch:  # (no ``DeltaRun``: asked for without ``runs``)
+                    item = frame_item(frame)  # type: ignore[arg-type]
                     if item is not None:
                         yield item
         except SseStatusError as exc:

@@ -50,7 +50,8 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from ..protocol.sse import SSEParser
+from ..protocol.delta_runs import DeltaRun, RunSSEParser
+from ..protocol.sse import SSEFrame
 from .base import ConnectionState
 
 StateSetter = Callable[[ConnectionState, str], None]
@@ -109,9 +110,9 @@ async def reconnecting_sse(http: httpx.AsyncClient, url: str, **options: Any) ->
     (``aclose()``, or leaving ``async for``) to stop."""
     batches = reconnecting_sse_batches(http, url, **options)
     try:
-        async for batch in batches:
+        async for batch in batches:  # (no ``DeltaRun``: asked for without ``runs``)
             for frame in batch:
-                yield frame
+                yield frame  # type: ignore[misc]
     finally:
         await batches.aclose()
 
@@ -133,13 +134,18 @@ async def reconnecting_sse_batches(
     is_gone: GoneCheck | None = None,
     max_line_bytes: int = 16 * 1024 * 1024,
     on_skip: Callable[[str], None] | None = None,
-) -> AsyncGenerator[list[SseFrame], None]:
+    runs: bool = False,
+) -> AsyncGenerator[list[SseFrame | DeltaRun], None]:
     """The frames of the SSE stream at ``url`` in lists, one list per piece received (never empty),
     reconnecting for ever (see the module docstring): a client that reads a flood takes each piece's
     frames in one step.
 
     ``params`` go on every request unchanged; the cursor travels in the ``Last-Event-ID``
     header. Close the generator (``aclose()``, or leaving ``async for``) to stop.
+
+    With ``runs``, a run of our server's delta frames received in one piece may come as one
+    ``protocol.delta_runs.DeltaRun`` in their place (decoded in bulk by the consumer); a run that
+    would repeat ids already read is taken frame by frame, as without it.
     """
     notify = set_state or _noop_state
     cursor = last_event_id
@@ -181,7 +187,7 @@ async def reconnecting_sse_batches(
                         failures = 0
                         ever_connected = True
                         notify(ConnectionState.CONNECTED, "")
-                        parser = SSEParser()
+                        parser = RunSSEParser(runs=runs)
                         line = 0  # bytes since the last line end: a line without end is cut off
                         async for chunk in response.aiter_bytes():
                             end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
@@ -189,22 +195,33 @@ async def reconnecting_sse_batches(
                             if line > max_line_bytes:
                                 reason = f"a line of more than {max_line_bytes:,} bytes without an end"
                                 break
-                            batch: list[SseFrame] = []
-                            for parsed in parser.feed(chunk):
-                                raw_id = parsed.id  # (``frame_id``, inline: once per event of a flood)
-                                event_id = int(raw_id) if raw_id and raw_id.isdigit() and raw_id.isascii() else None
-                                if event_id is not None:
-                                    if cursor is not None and event_id <= cursor:
-                                        if on_skip is not None:
-                                            if batch:  # the frames before it are taken first: in order
-                                                yield batch
-                                                batch = []
-                                            on_skip(f"skipped frame id {event_id}: not after {cursor} (ids going "
-                                                    "backwards, or a replay)")
+                            batch: list[SseFrame | DeltaRun] = []
+                            for parsed in parser.feed_runs(chunk):
+                                frames: tuple[SSEFrame, ...] | list[SSEFrame]
+                                if isinstance(parsed, DeltaRun):
+                                    if cursor is None or parsed.ids[0] > cursor:
+                                        cursor = parsed.ids[-1]
+                                        batch.append(parsed)
                                         continue
-                                    cursor = event_id
-                                event = "" if parsed.event == "message" else parsed.event
-                                batch.append(SseFrame(parsed.data, event, event_id, raw_id))
+                                    # (it would repeat ids already read: its frames one by one)
+                                    frames = [SSEFrame(data, "message", raw) for raw, data in parsed.frames()]
+                                else:
+                                    frames = (parsed,)
+                                for frame in frames:
+                                    raw_id = frame.id  # (``frame_id``, inline: once per event of a flood)
+                                    event_id = int(raw_id) if raw_id and raw_id.isdigit() and raw_id.isascii() else None
+                                    if event_id is not None:
+                                        if cursor is not None and event_id <= cursor:
+                                            if on_skip is not None:
+                                                if batch:  # the frames before it are taken first: in order
+                                                    yield batch
+                                                    batch = []
+                                                on_skip(f"skipped frame id {event_id}: not after {cursor} (ids going "
+                                                        "backwards, or a replay)")
+                                            continue
+                                        cursor = event_id
+                                    event = "" if frame.event == "message" else frame.event
+                                    batch.append(SseFrame(frame.data, event, event_id, raw_id))
                             if batch:
                                 yield batch
                             if parser.retry is not None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .delta_runs import DeltaRun
 from .events import (
     AgentSpawnedEvent,
     Event,
@@ -527,13 +528,18 @@ class Conversation:
             for event_id, data in parts[1:]:
                 self.apply_wire(event_id, data)
             return
-        rest = parts[1:]
-        text = "".join([data["payload"].get("text", "") for _, data in rest])
+        last_id: int | None
+        if isinstance(parts, DeltaRun):  # (read in bulk: its texts decoded here, joined, in one step)
+            last_id, text = parts.rest()
+        else:
+            rest = parts[1:]
+            last_id = rest[-1][0]
+            text = "".join([data["payload"].get("text", "") for _, data in rest])
         joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
                                   "agentId": first.get("agentId", ""), "payload": {"text": text}}
         if first.get("responseId") is not None:
             joined["responseId"] = first["responseId"]
-        self.apply_wire(rest[-1][0], joined)
+        self.apply_wire(last_id, joined)
 
     def apply_all(self, frames: Iterable[tuple[int | None, Event | RunSyncPayload]]) -> Conversation:
         for frame_id, event in frames:

@@ -61,6 +61,9 @@ STREAM_FRAME_HZ = 12.5
 SPINNER_INTERVAL = 0.1
 #: more events than this between two frames (with more still coming) is a flood
 FLOOD_EVENTS = 2000
+#: ... and so is that many at more than this rate (events/s), even when the stream has nothing
+#: ready at the frame's tick: a flood over a socket waits for each piece (no model streams so fast)
+FLOOD_RATE = FLOOD_EVENTS * FRAME_HZ
 #: the ingest worker yields to the event loop at least this often (seconds)
 INGEST_SLICE = 0.005
 #: streamed events ``Conversation.apply`` makes visible on its hot path
@@ -147,6 +150,8 @@ class Projection:
         self.last_frame_empty = True
         self.events_at_frame = 0
         self.catching_up = False
+        #: when ``flooded`` last looked (``time.perf_counter``)
+        self.flood_checked_at = 0.0
         self.gc_held = False
         self.pacer = FramePacer()
         #: the open conversation was streaming at the last frame tick
@@ -196,25 +201,28 @@ class Projection:
                         conversation.apply_wire_run(item.parts)
                 else:
                     event = item.event
-                    if event is not None and event.type not in _HOT_TYPES:
-                        # (made visible once, for the conversation and the n8n panel alike)
-                        visible_event = visible_model(event)
-                        if visible_event is not event:
-                            event, item = visible_event, StreamItem(item.id, visible_event)
+                    if event is not None:
+                        kind = event.type
+                        if kind in _HOT_TYPES:  # (made visible by ``Conversation.apply`` itself)
+                            apply(item.id, event)
+                        else:
+                            # (made visible once, for the conversation and the n8n panel alike)
+                            visible_event = visible_model(event)
+                            if visible_event is not event:
+                                event, item = visible_event, StreamItem(item.id, visible_event)
+                            apply(item.id, event)
+                            if kind == "run-finish":
+                                self.sink.run_finished(cast("RunFinishEvent", event))
+                                self.stream_ended()
+                            elif kind == "run-start":
+                                self.sink.run_started(conversation, event.run_id)
+                            observe(item)  # (the n8n panel takes nothing from a hot event)
                     elif item.run_sync is not None:
                         run_sync = visible_model(item.run_sync)
                         if run_sync is not item.run_sync:
                             item = StreamItem(item.id, run_sync=run_sync)
-                    if event is not None:
-                        apply(item.id, event)
-                        if event.type == "run-finish":
-                            self.sink.run_finished(cast("RunFinishEvent", event))
-                            self.stream_ended()
-                        elif event.type == "run-start":
-                            self.sink.run_started(conversation, event.run_id)
-                    elif item.run_sync is not None:
-                        apply_sync(item.run_sync)
-                    observe(item)
+                        apply_sync(run_sync)
+                        observe(item)
                 count = item.count  # (the events it stands for)
                 stats.events += count
                 if stats.first_event_at is None:
@@ -345,10 +353,14 @@ class Projection:
         """During a flood of events (a replayed log, a burst after a reconnect) skip the
         projection: the model keeps every change and one later frame projects the end
         state, so no widget is mounted only to be pruned a moment later and the event loop
-        stays with the ingest. Live agent output (hundreds of events/s) is never a flood."""
+        stays with the ingest. Live agent output (hundreds of events/s) is never a flood. (A flood
+        read from a socket waits for each piece: at a tick the stream may have nothing ready, so
+        the rate tells it too, ``FLOOD_RATE``.)"""
         backlog = self.stats.events - self.events_at_frame
         self.events_at_frame = self.stats.events
-        flooding = backlog > FLOOD_EVENTS and not self.ingest_idle
+        now = time.perf_counter()
+        elapsed, self.flood_checked_at = now - self.flood_checked_at, now
+        flooding = backlog > FLOOD_EVENTS and (not self.ingest_idle or backlog > FLOOD_RATE * elapsed)
         if flooding:
             if not self.catching_up and gc.isenabled():
                 # a flood allocates fast: hold the cyclic collector (reference counting

@@ -1,0 +1,175 @@
+"""Runs of streamed deltas read in bulk: a flood of our own server's SSE frames decoded in C.
+
+A replayed or bursting stream is almost all text and reasoning deltas, one frame each, and a
+client that decodes them one by one spends a few microseconds of Python per delta (the frame,
+its id, ``json`` and the exact check of ``hot_events``). Our server writes every delta in one
+form (``WireModel.to_json``: ``id: N``, then ``data: {"type":…,"runId":…,"agentId":…,
+"responseId":…,"payload":{"text":…}}``, then a blank line). ``RunSSEParser`` finds runs of
+such frames of one type, run, agent and response with regular expressions over the whole text
+received, and hands each run over as one ``DeltaRun``: its ids and its texts as the JSON wrote
+them, decoded only when asked, all at once.
+
+Never wider than the one-by-one path: a run is only what that path would have read as the same
+plain hot events (``hot_events.is_plain_hot_event`` accepts each, ``parse_event`` too): the
+envelope's strings hold no escape, quote or control character, the text is a valid JSON string
+body, ids go up by one. Anything else (another key order, an escape in an id, ``ts``, CRLF line
+ends, an ``event:`` line, a frame over the parser's limit) is left to the ordinary frames.
+This module imports nothing of ours but ``sse``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from json.decoder import scanstring  # type: ignore[attr-defined]  # (the C scanner of json)
+from typing import Any, cast, overload
+
+from .sse import SSEFrame, SSEParser
+
+__all__ = ["DeltaRun", "RunSSEParser", "decode_texts"]
+
+#: a JSON string body without escapes, quotes or control characters (the envelope's values)
+_PLAIN = r'[^"\\\x00-\x1f]*'
+#: any valid JSON string body (escapes complete, no raw control character)
+_BODY = _PLAIN + r'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + _PLAIN + r')*'
+#: two or more consecutive frames of one delta type, run, agent and response, from a frame start
+_RUN = re.compile(
+    r'(?:^|(?<=\n\n))id: ([1-9][0-9]{0,17})\ndata: \{"type":"(text-delta|reasoning-delta)","runId":"(' + _PLAIN
+    + r')","agentId":"(' + _PLAIN + r')","responseId":"(' + _PLAIN + r')","payload":\{"text":"' + _BODY
+    + r'"\}\}\n\n'
+    r'(?:id: [1-9][0-9]{0,17}\ndata: \{"type":"\2","runId":"\3","agentId":"\4","responseId":"\5",'
+    r'"payload":\{"text":"' + _BODY + r'"\}\}\n\n)+'
+)
+_IDS = re.compile(r"id: ([0-9]+)\n")
+_TEXTS = re.compile(r'"payload":\{"text":"(' + _BODY + r')"\}\}\n\n')
+#: a surrogate escape: two of them split between deltas decode differently joined than apart
+_SURROGATE = re.compile(r"\\u[dD][89abAB]")
+
+
+def decode_texts(bodies: Sequence[str]) -> str:
+    """The joined text of JSON string ``bodies`` (each valid on its own): what decoding each and
+    joining gives, in one C call when that is provably the same (no surrogate escape)."""
+    joined = "".join(bodies)
+    if "\\" not in joined:
+        return joined
+    if _SURROGATE.search(joined) is None:
+        return cast("str", scanstring(joined + '"', 0)[0])
+    return "".join([scanstring(body + '"', 0)[0] for body in bodies])
+
+
+class DeltaRun(Sequence[tuple[int | None, dict[str, Any]]]):
+    """A run of two or more text (or reasoning) deltas of one run, agent and response, ids going
+    up by one: as a sequence, each delta's ``(id, decoded JSON)`` (built on demand, the same dict
+    ``json.loads`` gives for its frame), and ``rest()``: the last id and the joined text of all
+    but the first, the fold's fast path (``Conversation.apply_wire_run``)."""
+
+    __slots__ = ("agent_id", "bodies", "ids", "response_id", "run_id", "span", "type")
+
+    def __init__(self, kind: str, run_id: str, agent_id: str, response_id: str, ids: list[int],
+                 bodies: list[str], span: str) -> None:
+        self.type = kind
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.response_id = response_id
+        self.ids = ids
+        self.bodies = bodies
+        #: the frames' text as received (``frames()``)
+        self.span = span
+
+    @property
+    def first_id(self) -> int:
+        return self.ids[0]
+
+    @property
+    def last_id(self) -> int:
+        return self.ids[-1]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _wire(self, text: str) -> dict[str, Any]:
+        return {"type": self.type, "runId": self.run_id, "agentId": self.agent_id, "responseId": self.response_id,
+                "payload": {"text": text}}
+
+    def _part(self, index: int) -> tuple[int | None, dict[str, Any]]:
+        return self.ids[index], self._wire(scanstring(self.bodies[index] + '"', 0)[0])
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int | None, dict[str, Any]]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[int | None, dict[str, Any]]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._part(i) for i in range(*index.indices(len(self.ids)))]
+        return self._part(range(len(self.ids))[index])
+
+    def __iter__(self) -> Iterator[tuple[int | None, dict[str, Any]]]:
+        for index in range(len(self.ids)):
+            yield self._part(index)
+
+    def joined(self) -> dict[str, Any]:
+        """One delta of the whole run's text (``StreamItem.wire`` of the run's item)."""
+        return self._wire(decode_texts(self.bodies))
+
+    def rest(self) -> tuple[int, str]:
+        """The last id and the joined text of every delta but the first."""
+        return self.ids[-1], decode_texts(self.bodies[1:])
+
+    def frames(self) -> list[tuple[str, str]]:
+        """Each frame's ``(id, data)`` as received: for a reader that must take them one by one."""
+        out = []
+        for block in self.span.split("\n\n"):
+            if block:
+                newline = block.index("\n")
+                out.append((block[4:newline], block[newline + 7:]))
+        return out
+
+    def __repr__(self) -> str:
+        return f"DeltaRun({self.type}, run={self.run_id!r}, agent={self.agent_id!r}, ids {self.ids[0]}..{self.ids[-1]})"
+
+
+def _run(match: re.Match[str]) -> DeltaRun | None:
+    """The run of a match of ``_RUN``, or ``None`` when its ids do not go up by one."""
+    span = match.group(0)
+    ids = [int(raw) for raw in _IDS.findall(span)]
+    first = ids[0]
+    if ids != list(range(first, first + len(ids))):
+        return None
+    return DeltaRun(match.group(2), match.group(3), match.group(4), match.group(5), ids, _TEXTS.findall(span), span)
+
+
+class RunSSEParser(SSEParser):
+    """An ``SSEParser`` whose ``feed`` also gives ``DeltaRun`` items: a run of our server's delta
+    frames received together stands for its frames, in their place. ``last_event_id`` follows
+    the run's last id. Other frames are what ``SSEParser`` gives (all of them without ``runs``)."""
+
+    def __init__(self, *, runs: bool = True, **limits: Any) -> None:
+        super().__init__(**limits)
+        self.runs = runs
+
+    def feed_runs(self, chunk: str | bytes | bytearray | memoryview) -> list[SSEFrame | DeltaRun]:
+        return cast("list[SSEFrame | DeltaRun]", self.feed(chunk))
+
+    def _frames(self, text: str, frames: list[SSEFrame]) -> None:
+        if not self.runs or "\n\n" not in text:  # (one frame: nothing to join)
+            super()._frames(text, frames)
+            return
+        text += "\n\n"  # (the blank line that ends the last frame)
+        limit = self.max_frame_chars
+        out = cast("list[SSEFrame | DeltaRun]", frames)
+        at = 0
+        for match in _RUN.finditer(text):
+            start, end = match.span()
+            if end - start > limit:
+                continue  # (the ordinary frames keep each frame's limit)
+            run = _run(match)
+            if run is None or len(run.bodies) != len(run.ids):
+                continue
+            if start > at:
+                super()._frames(text[at:start - 2], frames)
+            out.append(run)
+            self.last_event_id = str(run.ids[-1])
+            at = end
+        if at < len(text):
+            super()._frames(text[at:-2], frames)

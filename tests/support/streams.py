@@ -1,0 +1,157 @@
+"""Random event streams for the tests that fold one stream two ways (one by one, and joined or
+read in bulk) and compare the conversations: what a client yields for them, the fold of the app's
+ingest, and our server's SSE bytes of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from instance_ai_tui.bus.base import to_new_event
+from instance_ai_tui.client.base import StreamItem, wire_item
+from instance_ai_tui.client.remote import RemoteClient
+from instance_ai_tui.protocol.conversation import Conversation
+from instance_ai_tui.protocol.events import EventParseError, parse_event
+
+RUNS = ("r1", "r2")
+TEXTS = ("hello ", "wor", "ld\n", "\x1b", "[31m", "\u202e!", "✓ ", "", "a\tb")
+
+
+def random_stream(seed: int, count: int = 400, texts: tuple[str, ...] = TEXTS) -> list[tuple[int | None, dict[str, Any]]]:
+    """Runs started late, a sub-agent spawned late, deltas of unknown agents, of both kinds and
+    responses, statuses, malformed deltas, a tool call; ids mostly going up, some back, some absent."""
+    rng = random.Random(seed)
+    items: list[tuple[int | None, dict[str, Any]]] = []
+    next_id = 1
+    started = 0
+    for _ in range(count):
+        roll = rng.random()
+        run = rng.choice(RUNS)
+        agent = rng.choice([f"orchestrator-{run}", "child", "nobody"])
+        if roll < 0.04 or not started:
+            run = RUNS[started % 2]
+            started += 1
+            event: dict[str, Any] = {"type": "run-start", "runId": run, "agentId": f"orchestrator-{run}",
+                                     "payload": {"messageId": f"m-{run}", "messageGroupId": f"g-{run}"}}
+        elif roll < 0.06:
+            event = {"type": "agent-spawned", "runId": run, "agentId": "child",
+                     "payload": {"parentId": f"orchestrator-{run}", "role": "helper", "tools": []}}
+        elif roll < 0.08:
+            event = {"type": "status", "runId": run, "agentId": agent, "payload": {"message": rng.choice(texts)}}
+        elif roll < 0.1:
+            event = {"type": "text-delta", "runId": run, "agentId": agent,
+                     "payload": {"text": rng.choice([5, None, "x"])}, "ts": rng.choice([1, "late", None])}
+        elif roll < 0.11:
+            event = {"type": "tool-call", "runId": run, "agentId": agent,
+                     "payload": {"toolCallId": f"c{next_id}", "toolName": "list", "args": {}}}
+        else:  # runs of deltas of one agent, as a model streams them
+            kind = rng.choice(["text-delta", "text-delta", "reasoning-delta"])
+            rid = rng.choice([None, "a", "b"])
+            numbered = rng.random() < 0.85
+            for _ in range(rng.randint(1, 12)):
+                event = {"type": kind, "runId": run, "agentId": agent, "payload": {"text": rng.choice(texts)}}
+                if rid is not None:
+                    event["responseId"] = rid
+                if rng.random() < 0.05:
+                    event["userId"] = "u"
+                items.append((next_id if numbered else None, event))
+                next_id += numbered
+            continue
+        event_id: int | None = None
+        if rng.random() < 0.8:
+            event_id = next_id if rng.random() < 0.9 else max(1, next_id - rng.randint(1, 5))  # some go backwards
+            next_id += 1
+        items.append((event_id, event))
+    return items
+
+
+def client_items(stream: list[tuple[int | None, dict[str, Any]]]) -> list[StreamItem]:
+    """What a client yields for ``stream``: hot events as decoded JSON, the rest parsed (a malformed
+    one skipped, as the client skips it with a diagnostic)."""
+    items: list[StreamItem] = []
+    for event_id, data in stream:
+        item = wire_item(event_id, data)
+        if item is None:
+            try:
+                item = StreamItem(event_id, parse_event(data))
+            except EventParseError:
+                continue
+        items.append(item)
+    return items
+
+
+def fold(items: list[StreamItem]) -> tuple[Any, list[str]]:
+    """The app's ingest (``tui.projection``): joined runs by ``apply_wire_run``, hot JSON by
+    ``apply_wire``, the rest by ``apply``."""
+    conversation = Conversation()
+    for item in items:
+        if item.wire is not None and not item.parsed:
+            if item.parts is None:
+                conversation.apply_wire(item.id, item.wire)
+            else:
+                conversation.apply_wire_run(item.parts)
+        elif item.event is not None:
+            conversation.apply(item.id, item.event)
+    notes = list(conversation.diagnostics)
+    for message in conversation.messages:
+        if message.reducer is not None:
+            notes.extend(message.reducer.diagnostics)
+    messages = [message.to_message().to_wire() for message in conversation.messages]
+    for message in messages:
+        message.pop("createdAt", None)  # the clock when the message was made
+    return messages, notes
+
+
+def wire_json(data: dict[str, Any]) -> str:
+    """The event's JSON as our server writes it (the bus's one serialisation), or, for one that
+    does not parse, as a hostile or broken server might (``json.dumps``)."""
+    try:
+        return to_new_event(parse_event(data)).json
+    except (EventParseError, ValueError):  # (pydantic cannot write a lone surrogate: json escapes it)
+        return json.dumps(data, separators=(",", ":"))
+
+
+def sse_body(stream: list[tuple[int | None, dict[str, Any]]], *, server_form: bool = False) -> bytes:
+    """The SSE frames of ``stream``: ``json.dumps`` of each, or with ``server_form`` our server's JSON."""
+    dump = wire_json if server_form else (lambda data: json.dumps(data, separators=(",", ":")))
+    return b"".join(
+        (f"id: {event_id}\n" if event_id is not None else "").encode() + f"data: {dump(data)}\n\n".encode()
+        for event_id, data in stream
+    )
+
+
+def sse_client(stream: list[tuple[int | None, dict[str, Any]]], chunk: int, *, body: bytes | None = None) -> RemoteClient:
+    if body is None:
+        body = sse_body(stream)
+
+    async def content(after: int) -> AsyncIterator[bytes]:
+        if after:  # the reader came back after the end: a live stream with nothing more
+            await asyncio.Event().wait()
+        for start in range(0, len(body), chunk):
+            yield body[start:start + chunk]
+            await asyncio.sleep(0)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        after = int(request.headers.get("last-event-id") or 0)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=content(after))
+
+    return RemoteClient("http://127.0.0.1:9", http=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+
+async def take(stream: AsyncIterator[StreamItem], events: int) -> list[StreamItem]:
+    items: list[StreamItem] = []
+    seen = 0
+    async for item in stream:
+        items.append(item)
+        seen += item.count
+        if seen >= events:
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    return items
+
+
