@@ -55,7 +55,14 @@ async def test_lifecycle_create_update_activate_executions_deactivate_archive_de
 
         await until_async(listed, 30, "an execution listed", interval=1.0)
         assert executions and executions[0]["workflowId"] == wid
-        full = await call(tools, "get-execution", executionId=executions[0]["id"], includeData=True)
+        full: dict[str, Any] = {}
+
+        async def finished() -> bool:  # (listed while it runs: on a busy machine it is still "running")
+            full.clear()
+            full.update(await call(tools, "get-execution", executionId=executions[0]["id"], includeData=True))
+            return full["status"] not in ("new", "running", "waiting")
+
+        await until_async(finished, 30, "the execution finished", interval=0.5)
         assert full["status"] == "success" and "Mark" in str(full["data"]["resultData"]["runData"])
         assert (await call(tools, "deactivate-workflow", workflowId=wid))["active"] is False
         assert (await call(tools, "archive-workflow", workflowId=wid))["isArchived"] is True
