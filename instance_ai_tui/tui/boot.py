@@ -169,8 +169,9 @@ async def _boot(app: BootHost) -> bool:
     await app.open_thread(target)
     app.ready.set()
     typed_at_start = bool(app.connection.queue.items)
-    if typed_at_start:  # its way to the model first: the conversation view draws it once there
-        app.hold_frames = StartSend(app).hold
+    sending = StartSend(app) if typed_at_start else None
+    if sending is not None:  # its way to the model first: the conversation view draws it once there
+        app.hold_frames = sending.hold
     app.connection.adopt_start_queue()
     if not typed_at_start:  # nothing to let go first: the watchers start with the thread
         start_watchers(app)
@@ -178,7 +179,8 @@ async def _boot(app: BootHost) -> bool:
             app.run_worker(warm_up_after_send(app, watchers=False), group="warm-up", exit_on_error=False)
         return False
     # the watchers, the model list, the theme files (and the UI's preload if not done) once it went out
-    app.run_worker(warm_up_after_send(app, preload=warm_up is None), group="warm-up", exit_on_error=False)
+    app.run_worker(warm_up_after_send(app, preload=warm_up is None, sending=sending), group="warm-up",
+                   exit_on_error=False)
     return True
 
 
@@ -263,8 +265,8 @@ class StartSend:
     whatever runs there (a frame mounting the first turn imports the turn widgets and Markdown,
     some 50 ms) or holds the interpreter lock in a thread beside it (an import, a validation).
 
-    ``reached``: the message left the queue, its run streams and an event came after the run's
-    start (the model answered; a run that already ended counts too). ``hold``: the app's frame
+    ``reached``: the first message of the queue (when made) left it, the thread's run streams and
+    its answer has begun (text or reasoning; a run that already ended counts too). ``hold``: the app's frame
     timer asks it before each frame (``app.hold_frames``); true until ``reached`` or for at most
     ``HOLD`` seconds (a model slow to answer: the message is drawn anyway), then it lets go
     for good."""
@@ -276,20 +278,24 @@ class StartSend:
         self.app = app
         self._loop = asyncio.get_running_loop()
         self._hold_until = self._loop.time() + self.HOLD
-        #: the thread's last event id when its run was first seen streaming
-        self._run_cursor: int | None = None
+        items = app.connection.queue.items
+        self._first = items[0] if items else None
+        #: the thread's run was seen streaming
+        self._run_seen = False
 
     def reached(self) -> bool:
-        app = self.app
-        conversation = app.conversation
-        if app.connection.queue.items or conversation is None:
+        conversation = self.app.conversation
+        if conversation is None or any(item is self._first for item in self.app.connection.queue.items):
             return False
-        if conversation.is_streaming:
-            if self._run_cursor is None:
-                self._run_cursor = conversation.cursor
-                return False
-            return conversation.cursor > self._run_cursor
-        return self._run_cursor is not None  # the run already ended
+        if not self._run_seen:
+            self._run_seen = conversation.is_streaming
+            return False
+        if not conversation.is_streaming:
+            return True  # the run already ended
+        # the model's answer began (the run's first events, its start and a new thread's title,
+        # come before the request)
+        last = conversation.messages[-1] if conversation.messages else None
+        return last is not None and last.role == "assistant" and bool(last.content or last.reasoning)
 
     def hold(self) -> bool:
         app = self.app
@@ -301,13 +307,13 @@ class StartSend:
 
 
 async def warm_up_after_send(app: BootHost, patience: float = 3.0, *, watchers: bool = True,
-                             preload: bool = True) -> None:
+                             preload: bool = True, sending: StartSend | None = None) -> None:
     """``app.start_sent``, ``start_watchers``, ``preload_ui`` and ``warm_up_markdown`` once the
     message typed at start reached the model (``StartSend.reached``), or after ``patience``
     seconds; not beside its way out (``StartSend``): a thread beside it held it up some 0.1 s."""
     loop = asyncio.get_running_loop()
     until = loop.time() + patience
-    sending = StartSend(app)
+    sending = sending or StartSend(app)
     try:
         while loop.time() < until and app.is_running:  # (polled: the events come through the ingest)
             if sending.reached():
