@@ -21,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
+import re
 import secrets
 import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import regex  # type: ignore[import-untyped,unused-ignore]
+from typing import TYPE_CHECKING, Any
 
 from ..confine import ConfinedRoot, Target, Walk, kind_of, read_fd
+
+if TYPE_CHECKING:  # the ``regex`` engine loads with the first search (the assistant's start skips it)
+    import regex  # type: ignore[import-untyped,unused-ignore]
 
 #: directories never listed or searched (noise, not user content)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache"})
@@ -42,9 +44,9 @@ _O_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _O_CLOEXEC
 #: files that hold credentials and nothing else: never read (their text would be stored with the run)
 PRIVATE_KEY_FILES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass"})
 PRIVATE_KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
-_ENV_LINE = regex.compile(r"^(\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*)(.+?)\s*$")
-_PRIVATE_BLOCK = regex.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-                               regex.DOTALL)
+# (our own fixed patterns: the standard engine; a model's patterns run on ``regex``, with a time budget)
+_ENV_LINE = re.compile(r"^(\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*)(.+?)\s*$")
+_PRIVATE_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL)
 
 
 def is_env_file(name: str) -> bool:
@@ -231,6 +233,8 @@ class Workspace:
 
     @staticmethod
     def _compile(query: str, is_regex: bool, case_sensitive: bool) -> regex.Pattern[str]:
+        import regex  # type: ignore[import-untyped,unused-ignore]
+
         flags = regex.V0 if case_sensitive else regex.V0 | regex.IGNORECASE
         if len(query) > 1000:
             raise WorkspaceError("search query is longer than 1000 characters")
