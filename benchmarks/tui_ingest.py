@@ -10,13 +10,15 @@ in total, each with tool calls, results, a few tool errors, status messages and 
 text. ``StreamClient`` (a ``Client`` test double) hands the app what a real client's
 ``events()`` yields, so the clock covers what a person gets, decoding included:
 
-* ``embedded``: ``EmbeddedClient.fold_events`` (its ``events``: nothing joined) over each event's stored JSON line with its type and run
-  id columns (as the SQLite log hands them to it): decoded in the client, and parsed into a model
-  unless it is a text delta, reasoning delta or status (``StreamItem.wire``);
+* ``embedded``: ``EmbeddedClient.fold_events`` over a real SQLite log of the stream (written before
+  the clock, as the bus writes it) read through the real in-process bus a page at a time
+  (``subscribe_batches``): each stored JSON line decoded in the client, a run of deltas of a page
+  read in bulk (``protocol.delta_runs.line_runs``), the rest parsed into a model unless it is a
+  text delta, reasoning delta or status (``StreamItem.wire``);
 * ``remote``: ``RemoteClient.fold_events`` (what the app asks for) over the SSE bytes of the stream
-  (``id:``/``data:`` frames) delivered by httpx in 64 KiB pieces: the reconnecting reader, the
-  incremental SSE parser and the client's decoding (the same split), a run of deltas of one piece
-  joined into one item (``client.base.join_deltas``), as over a socket from our server;
+  (``id:``/``data:`` frames, each event's JSON as our server writes it) delivered by httpx in 64 KiB
+  pieces: the reconnecting reader, the incremental SSE parser (a run of our delta frames read in
+  bulk, ``protocol.delta_runs``) and the client's decoding, as over a socket from our server;
 * ``preparsed``: events parsed before the clock starts (the app's own cost only; a reference,
   not what a person gets).
 
@@ -307,28 +309,47 @@ def _preparsed_source(lines: list[str]) -> Any:
     return source
 
 
-def _embedded_source(lines: list[str]) -> Any:
-    """The embedded client's real ``events()`` over the stored JSON of each event (as the SQLite
-    log hands them to it): each is decoded and parsed there, as in the app."""
+async def _embedded_source(lines: list[str]) -> Any:
+    """The embedded client's real ``fold_events`` over a real SQLite log holding the stream (written
+    before the clock starts, as the bus writes it: type and run id columns beside each event's JSON),
+    read through the real in-process bus (``subscribe_batches``: a page of the log at a time), as
+    the app reads a thread it opens."""
+    from instance_ai_tui.bus.memory import InProcessBus
     from instance_ai_tui.client.embedded import EmbeddedClient
-    from instance_ai_tui.store.base import StoredEvent
+    from instance_ai_tui.store.base import NewEvent, StoredEvent
+    from instance_ai_tui.store.sqlite import SqliteStore
 
-    class StoredLog:
-        """The part of the assistant service that ``EmbeddedClient.events`` reads."""
+    folder = tempfile.mkdtemp(prefix="tui-ingest-")
+    store = SqliteStore(Path(folder) / "log.sqlite3")
+    await store.open()
+    await store.create_thread(THREAD)
+    kinds = [str(json.loads(line).get("type", "")) for line in lines]
+    runs = [str(json.loads(line).get("runId", "")) for line in lines]
+    for start in range(0, len(lines), 10_000):
+        await store.append_events(THREAD, [NewEvent(kinds[i], runs[i], lines[i])
+                                           for i in range(start, min(len(lines), start + 10_000))])
+    bus = InProcessBus(store)
+
+    async def close() -> None:
+        await bus.close()
+        await store.close()
+
+    _CLOSE.append(close)
+
+    class Service:
+        """The part of the assistant service that ``EmbeddedClient`` reads (``AssistantService``'s
+        own ``events``/``event_batches`` are these two bus calls)."""
 
         async def get_thread(self, thread_id: str) -> None:
             return None
 
-        async def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
-            for index in range(after, len(lines)):
-                yield StoredEvent(thread_id, index + 1, kinds[index], runs[index], lines[index])
+        def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
+            return bus.subscribe(thread_id, after)
 
-    # the log keeps each event's type and run id in their own columns beside its JSON
-    decoded = [json.loads(line) for line in lines]
-    kinds = [str(event.get("type", "")) for event in decoded]
-    runs = [str(event.get("runId", "")) for event in decoded]
-    del decoded
-    client = EmbeddedClient(StoredLog())  # type: ignore[arg-type]
+        def event_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+            return bus.subscribe_batches(thread_id, after)
+
+    client = EmbeddedClient(Service())  # type: ignore[arg-type]
     return client.fold_events  # (what the app's ingest asks for)
 
 
@@ -359,6 +380,9 @@ def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
     return client.fold_events  # (what the app's ingest asks for: the deltas of one piece joined)
 
 
+#: what a source opened, closed when the measurement ends
+_CLOSE: list[Any] = []
+
 SOURCES = {"embedded": _embedded_source, "remote": _remote_source, "preparsed": _preparsed_source}
 
 
@@ -374,7 +398,10 @@ async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float)
     from instance_ai_tui.tui.app import InstanceAiApp
 
     lines = wire_lines(events)
-    client = _stream_client_class()(SOURCES[path](lines), len(lines))
+    source = SOURCES[path](lines)
+    if asyncio.iscoroutine(source):  # (a log to write first, before the clock)
+        source = await source
+    client = _stream_client_class()(source, len(lines))
     frame_times: list[float] = []
 
     import instance_ai_tui.tui.app as app_module
@@ -418,6 +445,8 @@ async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float)
         conversation = app.conversation
         assistant_messages = sum(1 for m in conversation.messages if m.reducer is not None) if conversation else 0
         widgets = len(list(app.screen.query("*")))
+    for close in _CLOSE:
+        await close()
 
     assert client.first_pulled is not None and ingest_done is not None
     ingest_seconds = ingest_done - client.first_pulled

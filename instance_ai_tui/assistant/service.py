@@ -308,6 +308,10 @@ class InstanceAI:
         check_thread_id(thread_id)
         return self.bus.subscribe(thread_id, after=max(0, int(after)))
 
+    def event_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+        check_thread_id(thread_id)
+        return self.bus.subscribe_batches(thread_id, after=max(0, int(after)))
+
     @_store_errors_translated
     async def models(self, thread_id: str | None = None) -> ModelList:
         """The models a thread can use, the one it uses, and context windows where known."""

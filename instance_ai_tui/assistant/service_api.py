@@ -55,6 +55,11 @@ class AssistantService(Protocol):
         """Stored events with id > after, then live ones."""
         ...
 
+    def event_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+        """``events`` in lists (never empty): a page of the log, a live batch (a reader of a long
+        log takes it a page at a time)."""
+        ...
+
     async def models(self, thread_id: str | None = None) -> ModelList:
         """The models a thread can use (``/model``), the one it uses, context windows."""
         ...

@@ -220,6 +220,21 @@ class InProcessBus:
         return self._subscription(thread_id, after)
 
     async def _subscription(self, thread_id: str, after: int) -> AsyncIterator[StoredEvent]:
+        batches = self._batches(thread_id, after)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await aclose(batches)
+
+    def subscribe_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+        """``subscribe``'s events in lists (never empty): a page read from the store while catching
+        up, the events one flush stored when live. A reader of a long log takes it a page at a
+        time (``EmbeddedClient.fold_events``)."""
+        return self._batches(thread_id, after)
+
+    async def _batches(self, thread_id: str, after: int) -> AsyncIterator[list[StoredEvent]]:
         if self._closed:
             raise BusClosed("the event bus is closed")
         channel = self._channel(thread_id)
@@ -234,14 +249,17 @@ class InProcessBus:
                     # everything delivered after lands in the buffer (duplicates are skipped).
                     subscriber.restart()
                     catch_up = False
-                    stored = self.store.iter_events(thread_id, after=last)
+                    pages = self.store.iter_event_pages(thread_id, after=last)
                     try:
-                        async for event in stored:
-                            if event.id > last:
-                                last = event.id
-                                yield event
+                        async for page in pages:
+                            if page[0].id <= last:
+                                page = [event for event in page if event.id > last]
+                                if not page:
+                                    continue
+                            last = page[-1].id
+                            yield page
                     finally:
-                        await aclose(stored)
+                        await aclose(pages)
                     continue
                 if not subscriber.batches:
                     if subscriber.closed:
@@ -250,17 +268,18 @@ class InProcessBus:
                     continue
                 batch = subscriber.batches.popleft()
                 subscriber.count -= len(batch)
+                out: list[StoredEvent] = []
                 for event in batch:
                     if event.id <= last:
                         continue
                     if event.id != last + 1:
-                        for missing in await self._read_gap(thread_id, last, event.id):
-                            last = missing.id
-                            yield missing
+                        out.extend(await self._read_gap(thread_id, last, event.id))
+                        if out:
+                            last = out[-1].id
                     last = event.id
-                    yield event
-                    if subscriber.lagging:  # overflowed while the consumer held this event
-                        break
+                    out.append(event)
+                if out:
+                    yield out
         finally:
             subscriber.closed = True
             channel.subscribers.pop(subscriber, None)

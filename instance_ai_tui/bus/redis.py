@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..aio import aclose
 from ..store.base import StoredEvent
 from ..store.redis import RedisStore, decode_records
 from .base import OnStored, to_new_event
@@ -175,6 +176,15 @@ class RedisBus:
                 cursor = event.id
         finally:
             await self._leave(thread_id, sub)
+
+    async def subscribe_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+        """``subscribe``'s events, one per list (the live queue hands them one by one)."""
+        events = self.subscribe(thread_id, after)
+        try:
+            async for event in events:
+                yield [event]
+        finally:
+            await aclose(events)
 
     async def close(self) -> None:
         self._closed = True

@@ -9,11 +9,12 @@ so callers handle the embedded and the remote client the same way.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
+from ..protocol.hot_events import loads
 from .base import (
     WIRE_TYPES,
     Client,
@@ -25,6 +26,23 @@ from .base import (
     for_status,
     wire_item,
 )
+
+
+class LoggedEvent(Protocol):
+    """What the client reads of an event the assistant hands it (the store's ``StoredEvent``)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def json(self) -> str: ...
+    @property
+    def event(self) -> Event | None: ...
+
+
+#: the delta types a run is read of (``_batch_items``)
+_JOINED_TYPES = frozenset({"text-delta", "reasoning-delta"})
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
@@ -39,6 +57,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadPermissions,
         ThreadStatus,
     )
+    from ..protocol.events import Event
     from ..protocol.mcp import McpStatus
 
 
@@ -211,32 +230,87 @@ class EmbeddedClient(Client):
         """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
         validated once, never parsed back); one read from the log is parsed from its JSON (a hot
         one only decoded: ``StreamItem.wire``)."""
-        from ..protocol.events import EventParseError, UnknownEvent, parse_event
-        from ..protocol.hot_events import loads
-
         service = self.service
         with _translated():
             await service.get_thread(thread_id)
         async with aclosing(service.events(thread_id, after=after or 0)) as source:
             with _translated():
                 async for stored in source:
-                    event = stored.event
-                    if event is None and stored.type in WIRE_TYPES:
-                        # a text delta, reasoning delta or status read from the log: its decoded JSON
-                        # (``StreamItem.wire``), folded without a model
-                        try:
-                            item = wire_item(stored.id, loads(stored.json))
-                        except (ValueError, RecursionError):
-                            item = None
+                    item = self._item(stored)
+                    if item is not None:
+                        yield item
+
+    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        """``events`` for the app's ingest: the log is read a page at a time, and a run of our
+        deltas in a page is one item (``protocol.delta_runs.line_runs``: decoded in bulk when
+        folded, ``Conversation.apply_wire_run``)."""
+        return self._fold_events(thread_id, after)
+
+    async def _fold_events(self, thread_id: str, after: int | None) -> AsyncIterator[StreamItem]:
+        service = self.service
+        with _translated():
+            await service.get_thread(thread_id)
+        async with aclosing(service.event_batches(thread_id, after=after or 0)) as source:
+            with _translated():
+                async for batch in source:
+                    if len(batch) == 1:
+                        item = self._item(batch[0])
                         if item is not None:
                             yield item
-                            continue
-                    if event is None:
-                        try:
-                            event = parse_event(stored.json)
-                        except EventParseError as exc:
-                            self._diagnose(f"skipped stored event {stored.id}: {exc}")
-                            continue
-                        if isinstance(event, UnknownEvent):
-                            self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
-                    yield StreamItem(id=stored.id, event=event)
+                        continue
+                    for item in self._batch_items(batch):
+                        yield item
+
+    def _batch_items(self, batch: Sequence[LoggedEvent]) -> list[StreamItem]:
+        """The items of a page: each stretch of two or more deltas read from the log scanned for
+        runs (``line_runs``), everything else item by item."""
+        from ..protocol.delta_runs import line_runs
+
+        out: list[StreamItem] = []
+        item_of = self._item
+        index, size = 0, len(batch)
+        while index < size:
+            stored = batch[index]
+            if stored.event is None and stored.type in _JOINED_TYPES:
+                end = index + 1
+                while end < size and batch[end].event is None and batch[end].type in _JOINED_TYPES:
+                    end += 1
+                if end - index > 1:
+                    stretch = batch[index:end]
+                    taken = 0
+                    for start, stop, run in line_runs([s.id for s in stretch], [s.json for s in stretch]):
+                        out.extend(item for item in map(item_of, stretch[taken:start]) if item is not None)
+                        out.append(StreamItem(run.last_id, wire=run.joined(), parts=run))
+                        taken = stop
+                    out.extend(item for item in map(item_of, stretch[taken:]) if item is not None)
+                    index = end
+                    continue
+            item = item_of(stored)
+            if item is not None:
+                out.append(item)
+            index += 1
+        return out
+
+    def _item(self, stored: LoggedEvent) -> StreamItem | None:
+        """One stored event's item (``None``, with a diagnostic, for one that does not parse)."""
+        event = stored.event
+        if event is None and stored.type in WIRE_TYPES:
+            # a text delta, reasoning delta or status read from the log: its decoded JSON
+            # (``StreamItem.wire``), folded without a model
+            try:
+                item = wire_item(stored.id, loads(stored.json))
+            except (ValueError, RecursionError):
+                item = None
+            if item is not None:
+                return item
+        if event is None:
+            from ..protocol.events import EventParseError, UnknownEvent, parse_event
+
+            try:
+                event = parse_event(stored.json)
+            except EventParseError as exc:
+                self._diagnose(f"skipped stored event {stored.id}: {exc}")
+                return None
+            if isinstance(event, UnknownEvent):
+                self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
+        return StreamItem(id=stored.id, event=event)

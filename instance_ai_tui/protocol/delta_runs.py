@@ -26,7 +26,7 @@ from typing import Any, cast, overload
 
 from .sse import SSEFrame, SSEParser
 
-__all__ = ["DeltaRun", "RunSSEParser", "decode_texts"]
+__all__ = ["DeltaRun", "RunSSEParser", "decode_texts", "line_runs"]
 
 #: a JSON string body without escapes, quotes or control characters (the envelope's values)
 _PLAIN = r'[^"\\\x00-\x1f]*'
@@ -40,6 +40,13 @@ _RUN = re.compile(
     r'(?:id: [1-9][0-9]{0,17}\ndata: \{"type":"\2","runId":"\3","agentId":"\4","responseId":"\5",'
     r'"payload":\{"text":"' + _BODY + r'"\}\}\n\n)+'
 )
+#: the same, as JSON lines (the event log's rows, joined with line ends)
+_LINE_RUN = re.compile(
+    r'(?:^|(?<=\n))\{"type":"(text-delta|reasoning-delta)","runId":"(' + _PLAIN + r')","agentId":"(' + _PLAIN
+    + r')","responseId":"(' + _PLAIN + r')","payload":\{"text":"' + _BODY + r'"\}\}\n'
+    r'(?:\{"type":"\1","runId":"\2","agentId":"\3","responseId":"\4","payload":\{"text":"' + _BODY + r'"\}\}\n)+'
+)
+_LINE_TEXTS = re.compile(r'"payload":\{"text":"(' + _BODY + r')"\}\}\n')
 _IDS = re.compile(r"id: ([0-9]+)\n")
 _TEXTS = re.compile(r'"payload":\{"text":"(' + _BODY + r')"\}\}\n\n')
 #: a surrogate escape: two of them split between deltas decode differently joined than apart
@@ -73,7 +80,7 @@ class DeltaRun(Sequence[tuple[int | None, dict[str, Any]]]):
         self.response_id = response_id
         self.ids = ids
         self.bodies = bodies
-        #: the frames' text as received (``frames()``)
+        #: the frames' text as received (``frames()``; "" for a run read from the log)
         self.span = span
 
     @property
@@ -137,6 +144,29 @@ def _run(match: re.Match[str]) -> DeltaRun | None:
     if ids != list(range(first, first + len(ids))):
         return None
     return DeltaRun(match.group(2), match.group(3), match.group(4), match.group(5), ids, _TEXTS.findall(span), span)
+
+
+def line_runs(ids: Sequence[int], lines: Sequence[str]) -> list[tuple[int, int, DeltaRun]]:
+    """The runs among ``lines`` (one event's JSON each, as our log keeps it; ``ids`` theirs, going
+    up): ``(start, end, run)`` for ``lines[start:end]``, in order. Lines with a line break of their
+    own are not JSON our log writes: none is read in bulk then."""
+    text = "\n".join(lines) + "\n"
+    if text.count("\n") != len(lines):
+        return []
+    out: list[tuple[int, int, DeltaRun]] = []
+    row = at = 0
+    for match in _LINE_RUN.finditer(text):
+        start, end = match.span()
+        row += text.count("\n", at, start)
+        size = text.count("\n", start, end)
+        bodies = _LINE_TEXTS.findall(match.group(0))
+        if len(bodies) == size:
+            run = DeltaRun(match.group(1), match.group(2), match.group(3), match.group(4), list(ids[row:row + size]),
+                           bodies, "")
+            out.append((row, row + size, run))
+        row += size
+        at = end
+    return out
 
 
 class RunSSEParser(SSEParser):

@@ -296,12 +296,18 @@ class RedisStore:
         return decode_records(thread_id, blob)
 
     async def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]:
+        async for page in self.iter_event_pages(thread_id, after, batch):
+            for event in page:
+                yield event
+
+    async def iter_event_pages(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[list[StoredEvent]]:
+        """``iter_events`` a page at a time (never empty): what one read gave."""
         cursor = after
         while True:
-            chunk = await self.read_events(thread_id, after=cursor, limit=batch)
-            for event in chunk:
-                yield event
-            if len(chunk) < batch:
+            chunk = await self.read_events(thread_id, after=cursor, limit=max(1, batch))
+            if chunk:
+                yield chunk
+            if len(chunk) < max(1, batch):
                 return
             cursor = chunk[-1].id
 

@@ -105,6 +105,12 @@ def _casefold(value: str | None) -> str | None:
     return None if value is None else value.casefold()
 
 
+def _ignore_result(future: asyncio.Future[Any]) -> None:
+    """A read nobody waits for any more: its failure is not "never retrieved"."""
+    if not future.cancelled():
+        future.exception()
+
+
 class SqliteStore:
     """The app's storage in one SQLite file. ``await open()`` before use, ``await close()``
     after (or ``async with``).
@@ -484,15 +490,29 @@ class SqliteStore:
     async def iter_events(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[StoredEvent]:
         """Every event with id > ``after``, read ``batch`` at a time (events appended while
         iterating are included)."""
+        async for page in self.iter_event_pages(thread_id, after, batch):
+            for event in page:
+                yield event
+
+    async def iter_event_pages(self, thread_id: str, after: int = 0, batch: int = 1000) -> AsyncIterator[list[StoredEvent]]:
+        """``iter_events`` a page at a time (never empty): what one read gave. The next page is
+        read (in the reader's thread) while the caller takes this one."""
         batch = max(1, batch)
-        last = after
-        while True:
-            rows = await self._read(_SELECT_EVENTS, (thread_id, last, batch))
-            for row in rows:
-                yield StoredEvent(thread_id, row[0], row[1], row[2], row[3])
-            if len(rows) < batch:
-                return
-            last = rows[-1][0]
+        following: asyncio.Future[list[Any]] | None = asyncio.ensure_future(
+            self._read(_SELECT_EVENTS, (thread_id, after, batch)))
+        try:
+            while following is not None:
+                rows = await following
+                following = None
+                if len(rows) == batch:
+                    following = asyncio.ensure_future(self._read(_SELECT_EVENTS, (thread_id, rows[-1][0], batch)))
+                if rows:
+                    from_row = StoredEvent.from_row
+                    yield [from_row(thread_id, *row) for row in rows]
+        finally:
+            if following is not None:  # (left early: the read ahead is not wanted, nor its failure)
+                following.add_done_callback(_ignore_result)
+                following.cancel()
 
     async def coalesce_run(self, thread_id: str, run_id: str, after: int = 0) -> int:
         """One write transaction: the run's deltas become one block per segment (``store.coalesce``)."""
