@@ -61,9 +61,11 @@ STREAM_FRAME_HZ = 12.5
 SPINNER_INTERVAL = 0.1
 #: more events than this between two frames (with more still coming) is a flood
 FLOOD_EVENTS = 2000
-#: ... and so is that many at more than this rate (events/s), even when the stream has nothing
-#: ready at the frame's tick: a flood over a socket waits for each piece (no model streams so fast)
-FLOOD_RATE = FLOOD_EVENTS * FRAME_HZ
+#: ... and so are more than ``FLOOD_MIN`` at more than this rate (events/s), even when the stream
+#: has nothing ready at the frame's tick: a flood over a socket waits for each piece, one read
+#: from the log for each page (no model streams a twentieth as fast)
+FLOOD_RATE = 20_000
+FLOOD_MIN = 500
 #: the ingest worker yields to the event loop at least this often (seconds)
 INGEST_SLICE = 0.005
 #: streamed events ``Conversation.apply`` makes visible on its hot path
@@ -260,8 +262,9 @@ class Projection:
     async def _end_frame(self) -> None:
         self.end_frame_pending = False
         # only when the stream has nothing more right now: during a flood (a replayed log)
-        # the frames stay paced by the timer and the flood rule
-        if self.ingest_waiting:
+        # the frames stay paced by the timer and the flood rule (a run that ends mid-flood
+        # is drawn with the rest, when the flood ends)
+        if self.ingest_waiting and not self.catching_up:
             await self.frame()
 
     async def frame(self) -> None:
@@ -360,7 +363,8 @@ class Projection:
         self.events_at_frame = self.stats.events
         now = time.perf_counter()
         elapsed, self.flood_checked_at = now - self.flood_checked_at, now
-        flooding = backlog > FLOOD_EVENTS and (not self.ingest_idle or backlog > FLOOD_RATE * elapsed)
+        flooding = (backlog > FLOOD_EVENTS and not self.ingest_idle) or (
+            backlog > FLOOD_MIN and backlog > FLOOD_RATE * elapsed)
         if flooding:
             if not self.catching_up and gc.isenabled():
                 # a flood allocates fast: hold the cyclic collector (reference counting
