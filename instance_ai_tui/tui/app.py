@@ -502,7 +502,11 @@ class InstanceAiApp(App[None]):
         self.actions.edit_message(event.message_id)
 
     def on_resize(self, event: events.Resize) -> None:
+        """Small terminals keep the conversation: the side panels and the workflow panel fit the width."""
+        from .screens.workflow import fit_panel  # loaded at boot by the follower: no cost here
+
         self.run_status.fit_panels(event.size.width)
+        fit_panel(self, event.size.width)
 
     @on(ConversationView.Followed)
     def _followed(self) -> None:

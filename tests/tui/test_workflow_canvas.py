@@ -90,6 +90,42 @@ async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_open
         assert "Schedule Trigger" in canvas_text(panel.canvas)
 
 
+async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conversation_whole(tmp_path: Path) -> None:
+    """The agent's write opened the panel at 160 columns; made 80 wide (beside a busy machine the panel
+    had opened before the resize, and the conversation kept 40 of 80 columns): the panel the keys are
+    not in hides, the conversation takes the width, /workflow shows it whole with the keys; wide
+    again, a panel the width hid comes back beside the conversation."""
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, BUILD)
+        panel = await panel_shows(app, pilot)
+        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        assert panel.display and not panel.has_class("-wide") and app.prompt.has_focus
+        await pilot.resize_terminal(80, 24)
+        await until(lambda: not panel.display, pilot, what="the panel hidden at 80 columns")
+        await until(lambda: app.view.size.width >= 76, pilot, what="the conversation given the width")
+        assert app.prompt.has_focus and app.prompt.region.width >= 76
+        await pilot.resize_terminal(160, 48)  # wide again: the panel the width hid is back, half width
+        await until(lambda: panel.display and panel.outer_size.width < 100, pilot, what="the panel back beside")
+        assert not panel.has_class("-wide") and app.prompt.has_focus
+        await pilot.resize_terminal(80, 24)
+        await until(lambda: not panel.display, pilot)
+        await send(app, pilot, "/workflow")  # asked for: shown whole, with the keys, on the same workflow
+        await until(lambda: panel.display and panel.outer_size.width == 80 and panel.canvas.has_focus, pilot,
+                    what="the panel whole width with the keys")
+        assert panel_of(app) is panel and "Schedule Trigger" in canvas_text(panel.canvas)
+        await pilot.resize_terminal(160, 48)  # the width made it whole: half again, the keys stay
+        await until(lambda: panel.outer_size.width < 100, pilot, what="the panel half width again")
+        assert panel.display and panel.canvas.has_focus
+        await pilot.resize_terminal(80, 24)  # the keys are in it: it stays, whole width
+        await until(lambda: panel.outer_size.width == 80, pilot, what="the panel with the keys whole width")
+        assert panel.display and panel.canvas.has_focus
+        await pilot.press("escape")
+        await until(lambda: panel_of(app) is None and app.prompt.has_focus, pilot)
+
+
 async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)

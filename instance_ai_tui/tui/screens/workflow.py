@@ -64,7 +64,8 @@ HISTORY_MARGIN = 5.0
 #: about 80 columns beside it (on a narrower one a note names the key, and /workflow opens it whole)
 AUTO_OPEN_MIN_WIDTH = 150
 #: narrower than this, a panel opened by the person takes the whole width (half of 80 columns is
-#: too narrow for the conversation and for the canvas)
+#: too narrow for the conversation and for the canvas); a terminal made narrower than this hides a
+#: panel the keys are not in (``WorkflowPanel.fit``)
 HALF_WIDTH_MIN = 120
 
 
@@ -104,6 +105,10 @@ class WorkflowPanel(Vertical):
         self.status_line = Static("", id="wf-status", markup=False)
         self.details = Static("", markup=False)
         self._loads = 0
+        #: hidden because the terminal became too narrow for it beside the conversation (``fit``)
+        self.auto_hidden = False
+        #: whole width because the terminal is narrow (not the person's ``m``): half again when wide
+        self.auto_wide = False
 
     def compose(self) -> ComposeResult:
         yield self.title_line
@@ -221,6 +226,38 @@ class WorkflowPanel(Vertical):
 
     def action_maximize(self) -> None:
         self.toggle_class("-wide")
+        self.auto_wide = False
+
+    # ----------------------------------------------------------------- the terminal's width
+    def fit(self, width: int) -> None:
+        """The terminal is now ``width`` columns. Narrower than ``HALF_WIDTH_MIN``, a panel beside the
+        conversation leaves both too narrow: the panel the keys are in takes the whole width, one they
+        are not in hides (the conversation and the prompt keep the room; ``/workflow`` shows it
+        again). Wide enough again: what the width did is undone (the person's ``m`` is kept)."""
+        if width < HALF_WIDTH_MIN:
+            if not self.display:
+                return
+            if not self.has_focus_within:
+                self.display = False
+                self.auto_hidden = True
+            elif not self.has_class("-wide"):
+                self.add_class("-wide")
+                self.auto_wide = True
+            return
+        if self.auto_wide:
+            self.remove_class("-wide")
+            self.auto_wide = False
+        if self.auto_hidden:
+            self.display = True
+            self.auto_hidden = False
+
+    def show_for_person(self, width: int) -> None:
+        """The person asked for the panel (``/workflow``, ``w``): shown, whole width on a narrow terminal."""
+        self.display = True
+        self.auto_hidden = False
+        if width < HALF_WIDTH_MIN and not self.has_class("-wide"):
+            self.add_class("-wide")
+            self.auto_wide = True
 
     def action_before_after(self) -> None:
         """While an update waits: the workflow as it is (before) and as the call asks (after)."""
@@ -312,24 +349,37 @@ def panel_of(app: Any) -> WorkflowPanel | None:
 
 
 def ensure_panel(app: Any) -> WorkflowPanel:
+    """The panel the person asked for: the open one (shown again if the width hid it), or a new one."""
     panel = panel_of(app)
     if panel is None:
         panel = WorkflowPanel(workflow_source(app.client))
-        panel.set_class(app.size.width < HALF_WIDTH_MIN, "-wide")
+        panel.show_for_person(app.size.width)
         app.screen_stack[0].mount(panel)
+    elif not panel.display:
+        panel.show_for_person(app.size.width)
     return panel
+
+
+def fit_panel(app: Any, width: int) -> None:
+    """The terminal was resized to ``width`` columns: the panel, if there is one, fits it (``WorkflowPanel.fit``)."""
+    panel = panel_of(app)
+    if panel is not None:
+        panel.fit(width)
 
 
 def auto_panel(app: Any, told: set[str], workflow_key: str) -> WorkflowPanel | None:
     """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
-    screen the person is told once per workflow how to see it, and the conversation keeps the room."""
+    screen the person is told once per workflow how to see it, and the conversation keeps the room
+    (a panel the narrow width hid is kept up to date, still hidden)."""
     panel = panel_of(app)
-    if panel is not None or app.size.width >= AUTO_OPEN_MIN_WIDTH:
+    if panel is not None and panel.display:
+        return panel
+    if panel is None and app.size.width >= AUTO_OPEN_MIN_WIDTH:
         return ensure_panel(app)
     if workflow_key not in told:
         told.add(workflow_key)
         app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=6)
-    return None
+    return panel
 
 
 class WorkflowFollower:
@@ -446,9 +496,14 @@ def open_workflow(app: Any, argument: str = "") -> None:
     if panel is not None and wanted is None:
         if panel.canvas.has_focus:  # open and in use: the command closes it
             panel.action_close()
-        else:  # open (the agent's call opened it): the keys go to it
+            return
+        if panel.display:  # open (the agent's call opened it): the keys go to it
             panel.canvas.focus()
-        return
+            return
+        if panel.workflow_id is not None:  # the narrow width hid it: shown (whole width), with the keys
+            ensure_panel(app)
+            app.call_after_refresh(panel.canvas.focus)
+            return
     workflow_id = wanted or last_workflow_id(app)
     panel = ensure_panel(app)
     app.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
