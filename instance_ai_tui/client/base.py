@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.hot_events import HOT_TYPES, is_plain_hot_event
+from ..protocol.hot_events import HOT_TYPES, is_plain_hot_event, loads
 from ..protocol.safe_text import visible
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
@@ -355,6 +355,31 @@ class Client(abc.ABC):
         """Record a skipped frame or other recoverable oddity (bounded list)."""
         self.diagnostics.append(message)
         del self.diagnostics[:-200]
+
+    def _json_item(self, event_id: int | None, data: str, *, hot: bool, source: str,
+                   raw_id: object) -> StreamItem | None:
+        """The item of one event given as JSON text (``source`` names where it was read: "frame",
+        "stored event"; ``raw_id`` the id as written there): a hot one (``hot``, its type is in
+        ``WIRE_TYPES``) kept as its decoded JSON when it is well formed (``wire_item``), any other
+        parsed into a model; ``None``, with a diagnostic, for one that does not parse; an unknown
+        type is kept as is, said."""
+        if hot:
+            try:
+                item = wire_item(event_id, loads(data))
+            except (ValueError, RecursionError):
+                item = None
+            if item is not None:
+                return item
+        from ..protocol.events import EventParseError, UnknownEvent, parse_event
+
+        try:
+            event = parse_event(data)
+        except EventParseError as exc:
+            self._diagnose(f"skipped malformed {source} (id {raw_id}): {exc}")
+            return None
+        if isinstance(event, UnknownEvent):
+            self._diagnose(f"unknown event type {event.type!r} (id {raw_id}) kept as is")
+        return StreamItem(id=event_id, event=event)
 
     # ----------------------------------------------------------------- login
     #: whether ``login()`` works here (the n8n dialect): the app then offers a login dialog

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
-from ..protocol.hot_events import loads
 from .base import (
     WIRE_TYPES,
     Client,
@@ -24,7 +23,6 @@ from .base import (
     StorageError,
     StreamItem,
     for_status,
-    wire_item,
 )
 
 
@@ -230,36 +228,40 @@ class EmbeddedClient(Client):
         """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
         validated once, never parsed back); one read from the log is parsed from its JSON (a hot
         one only decoded: ``StreamItem.wire``)."""
-        service = self.service
-        with _translated():
-            await service.get_thread(thread_id)
-        async with aclosing(service.events(thread_id, after=after or 0)) as source:
-            with _translated():
-                async for stored in source:
-                    item = self._item(stored)
+        item_of = self._item
+        async with aclosing(self._pages(thread_id, after)) as pages:
+            async for page in pages:
+                for stored in page:
+                    item = item_of(stored)
                     if item is not None:
                         yield item
 
     def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        """``events`` for the app's ingest: the log is read a page at a time, and a run of our
-        deltas in a page is one item (``protocol.delta_runs.line_runs``: decoded in bulk when
-        folded, ``Conversation.apply_wire_run``)."""
+        """``events`` for the app's ingest: a run of our deltas in a page of the log is one item
+        (``protocol.delta_runs.line_runs``: decoded in bulk when folded, ``Conversation.apply_wire_run``)."""
         return self._fold_events(thread_id, after)
 
     async def _fold_events(self, thread_id: str, after: int | None) -> AsyncIterator[StreamItem]:
+        async with aclosing(self._pages(thread_id, after)) as pages:
+            async for page in pages:
+                if len(page) == 1:
+                    item = self._item(page[0])
+                    if item is not None:
+                        yield item
+                    continue
+                for item in self._batch_items(page):
+                    yield item
+
+    async def _pages(self, thread_id: str, after: int | None) -> AsyncIterator[Sequence[LoggedEvent]]:
+        """The thread's stored events as the assistant hands them: the log a page at a time, then
+        live batches (``AssistantService.event_batches``), its errors as the client's."""
         service = self.service
         with _translated():
             await service.get_thread(thread_id)
         async with aclosing(service.event_batches(thread_id, after=after or 0)) as source:
             with _translated():
-                async for batch in source:
-                    if len(batch) == 1:
-                        item = self._item(batch[0])
-                        if item is not None:
-                            yield item
-                        continue
-                    for item in self._batch_items(batch):
-                        yield item
+                async for page in source:
+                    yield page
 
     def _batch_items(self, batch: Sequence[LoggedEvent]) -> list[StreamItem]:
         """The items of a page: each stretch of two or more deltas read from the log scanned for
@@ -292,25 +294,10 @@ class EmbeddedClient(Client):
         return out
 
     def _item(self, stored: LoggedEvent) -> StreamItem | None:
-        """One stored event's item (``None``, with a diagnostic, for one that does not parse)."""
+        """One stored event's item (``None``, with a diagnostic, for one that does not parse): the
+        model a live one was built as, or one read from the log from its JSON (``Client._json_item``)."""
         event = stored.event
-        if event is None and stored.type in WIRE_TYPES:
-            # a text delta, reasoning delta or status read from the log: its decoded JSON
-            # (``StreamItem.wire``), folded without a model
-            try:
-                item = wire_item(stored.id, loads(stored.json))
-            except (ValueError, RecursionError):
-                item = None
-            if item is not None:
-                return item
-        if event is None:
-            from ..protocol.events import EventParseError, UnknownEvent, parse_event
-
-            try:
-                event = parse_event(stored.json)
-            except EventParseError as exc:
-                self._diagnose(f"skipped stored event {stored.id}: {exc}")
-                return None
-            if isinstance(event, UnknownEvent):
-                self._diagnose(f"unknown event type {event.type!r} (id {stored.id}) kept as is")
-        return StreamItem(id=stored.id, event=event)
+        if event is not None:
+            return StreamItem(id=stored.id, event=event)
+        return self._json_item(stored.id, stored.json, hot=stored.type in WIRE_TYPES, source="stored event",
+                               raw_id=stored.id)

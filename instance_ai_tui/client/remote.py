@@ -29,7 +29,6 @@ from .base import (
     StreamItem,
     for_status,
     run_item,
-    wire_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
 
@@ -374,23 +373,9 @@ class RemoteClient(Client):
             self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
             return None
         data = frame.data
-        if data.startswith(_WIRE_PREFIXES):  # the bulk of a stream: kept as decoded JSON (``StreamItem.wire``)
-            try:
-                item = wire_item(frame.id, loads(data))
-            except (ValueError, RecursionError):
-                item = None
-            if item is not None:
-                return item
-        from ..protocol.events import EventParseError, UnknownEvent, parse_event
-
-        try:
-            event = parse_event(data)
-        except EventParseError as exc:
-            self._diagnose(f"skipped malformed frame (id {frame.raw_id}): {exc}")
-            return None
-        if isinstance(event, UnknownEvent):
-            self._diagnose(f"unknown event type {event.type!r} (id {frame.raw_id}) kept as is")
-        return StreamItem(id=frame.id, event=event)
+        # the bulk of a stream is kept as decoded JSON (``StreamItem.wire``)
+        return self._json_item(frame.id, data, hot=data.startswith(_WIRE_PREFIXES), source="frame",
+                               raw_id=frame.raw_id)
 
     def joined_items(self, batch: list[SseFrame | DeltaRun]) -> list[StreamItem]:
         """The items of the frames of one piece, as ``join_deltas`` gives ``frame_item``'s of them:

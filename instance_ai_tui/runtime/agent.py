@@ -60,6 +60,9 @@ from .usage import PriceTable, Usage
 log = logging.getLogger(__name__)
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "content_filter": "content-filter", "tool_calls": "stop"}
+#: the chunk of a text or reasoning delta, by its type (an adapter's delta object yielded twice is copied)
+_DELTA_CHUNKS: dict[str, type[TextDeltaChunk | ReasoningDeltaChunk]] = {
+    "text-delta": TextDeltaChunk, "reasoning-delta": ReasoningDeltaChunk}
 
 
 class _SubAgentInput(BaseModel):
@@ -383,6 +386,7 @@ class Agent(ToolExecution):
         )
         text: list[str] = []
         reasoning: list[str] = []
+        pieces = {"text-delta": text, "reasoning-delta": reasoning}
         names: dict[int, tuple[str, str]] = {}
         finish: ModelFinish | None = None
         stream = run.model.stream(request, cancel=run.cancel)
@@ -391,23 +395,15 @@ class Agent(ToolExecution):
         try:
             async for chunk in stream:
                 # every chunk is measured against the limits before anything of it is emitted
-                if isinstance(chunk, ModelTextDelta):
+                if isinstance(chunk, ModelTextDelta | ModelReasoningDelta):
                     # the adapter's delta is the run's chunk: stamped and emitted as it is (a copy
                     # only when an adapter yields one object twice: it was stamped already)
                     piece = chunk.delta
                     limits.text(piece)
-                    text.append(piece)
+                    kind = chunk.type
+                    pieces[kind].append(piece)
                     if chunk.run_id:
-                        run.emit(TextDeltaChunk(run.run_id, rid, piece))
-                    else:
-                        chunk.run_id, chunk.response_id = run.run_id, rid
-                        run.emit(chunk)
-                elif isinstance(chunk, ModelReasoningDelta):
-                    piece = chunk.delta
-                    limits.text(piece)
-                    reasoning.append(piece)
-                    if chunk.run_id:
-                        run.emit(ReasoningDeltaChunk(run.run_id, rid, piece))
+                        run.emit(_DELTA_CHUNKS[kind](run.run_id, rid, piece))
                     else:
                         chunk.run_id, chunk.response_id = run.run_id, rid
                         run.emit(chunk)

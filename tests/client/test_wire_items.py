@@ -107,9 +107,11 @@ async def test_the_embedded_client_hands_hot_events_from_the_log_over_unparsed()
         async def get_thread(self, thread_id: str) -> None:
             return None
 
-        async def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:
-            for index, event in enumerate(events[after:], start=after + 1):
-                yield StoredEvent(thread_id, index, event["type"], event["runId"], json.dumps(event))
+        async def event_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
+            rows = [StoredEvent(thread_id, index, event["type"], event["runId"], json.dumps(event))
+                    for index, event in enumerate(events[after:], start=after + 1)]
+            for start in range(0, len(rows), 3):  # pages of three
+                yield rows[start:start + 3]
 
     client = EmbeddedClient(Log())  # type: ignore[arg-type]
     items = [item async for item in client.events("t")]

@@ -7,56 +7,23 @@ control characters cut between deltas, deltas of wrong types, a run-sync)."""
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 import pytest
 
 from instance_ai_tui import replay as replay_module
 from instance_ai_tui.protocol.conversation import Conversation
+from tests.support.streams import Odds
+from tests.support.streams import random_stream as shared_stream
 
-RUNS = ("r1", "r2")
-TEXTS = ("hello ", "wor", "ld\n", "\x1b", "[31m", "\u202e!", "✓ ", "", "a\tb")
+#: replay's streams: single deltas (a run of them is what ``_Fold`` joins, whatever lies between), more
+#: starts, spawns and statuses between them, more ids absent, ``userId`` of a wrong type
+REPLAY_ODDS = Odds(run_start=0.06, spawn=0.04, status=0.03, broken_delta=0.03, tool_call=0.02, longest_run=1,
+                   numbered=0.7, event_id=0.7, user_id=0.1, user_ids=("u", 7))
 
 
-def random_stream(seed: int, count: int = 400) -> list[tuple[int | None, dict[str, Any]]]:
-    rng = random.Random(seed)
-    items: list[tuple[int | None, dict[str, Any]]] = []
-    next_id = 1
-    started: list[str] = []
-    for _ in range(count):
-        roll = rng.random()
-        run = rng.choice(RUNS)
-        agent = rng.choice([f"orchestrator-{run}", "child", "nobody"])
-        if roll < 0.06 or not started:
-            run = RUNS[len(started) % 2] if len(started) < 2 else run
-            event: dict[str, Any] = {"type": "run-start", "runId": run, "agentId": f"orchestrator-{run}",
-                                     "payload": {"messageId": f"m-{run}", "messageGroupId": f"g-{run}"}}
-            started.append(run)
-        elif roll < 0.1:
-            event = {"type": "agent-spawned", "runId": run, "agentId": "child",
-                     "payload": {"parentId": f"orchestrator-{run}", "role": "helper", "tools": []}}
-        elif roll < 0.13:
-            event = {"type": "status", "runId": run, "agentId": agent, "payload": {"message": rng.choice(TEXTS)}}
-        elif roll < 0.16:
-            event = {"type": "text-delta", "runId": run, "agentId": agent,
-                     "payload": {"text": rng.choice([5, None, "x"])}, "ts": rng.choice([1, "late", None])}
-        elif roll < 0.18:
-            event = {"type": "tool-call", "runId": run, "agentId": agent,
-                     "payload": {"toolCallId": f"c{next_id}", "toolName": "list", "args": {}}}
-        else:
-            kind = rng.choice(["text-delta", "text-delta", "reasoning-delta"])
-            event = {"type": kind, "runId": run, "agentId": agent, "payload": {"text": rng.choice(TEXTS)}}
-            if rng.random() < 0.5:
-                event["responseId"] = rng.choice(["a", "b"])
-            if rng.random() < 0.1:
-                event["userId"] = rng.choice(["u", 7])
-        event_id: int | None = None
-        if rng.random() < 0.7:
-            event_id = next_id if rng.random() < 0.9 else max(1, next_id - rng.randint(1, 5))  # some go backwards
-            next_id += 1
-        items.append((event_id, event))
-    return items
+def random_stream(seed: int) -> list[tuple[int | None, dict[str, Any]]]:
+    return shared_stream(seed, 400, odds=REPLAY_ODDS)
 
 
 def folded(items: list[tuple[int | None, dict[str, Any]]], *, joined: bool) -> tuple[Any, list[str]]:

@@ -67,3 +67,15 @@ async def test_one_object_yielded_twice_gives_two_chunks_each_stamped() -> None:
     second = Agent("main", "Laugh.", RecordingModel([again])).stream("again")
     later = [c async for c in second if isinstance(c, TextDeltaChunk)]
     assert later[0].run_id == second.run_id != stream.run_id and again.run_id == stream.run_id
+
+
+async def test_reasoning_and_text_objects_yielded_twice_keep_their_kinds() -> None:
+    thought, said = ModelReasoningDelta("hm"), ModelTextDelta("ok")
+    stream = Agent("main", "Think.", RecordingModel([thought, thought, said, said])).stream("hi")
+    chunks = [c async for c in stream if isinstance(c, TextDeltaChunk | ReasoningDeltaChunk)]
+    assert [c.delta for c in chunks] == ["hm", "hm", "ok", "ok"]
+    assert [c.type for c in chunks] == ["reasoning-delta", "reasoning-delta", "text-delta", "text-delta"]
+    assert isinstance(chunks[1], ReasoningDeltaChunk) and not isinstance(chunks[1], TextDeltaChunk)
+    assert chunks[0] is thought and chunks[1] is not thought and chunks[3] is not said
+    assert all(c.run_id == stream.run_id and c.response_id for c in chunks)
+    assert (await stream.result()).text == "okok"

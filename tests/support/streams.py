@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -22,48 +23,75 @@ RUNS = ("r1", "r2")
 TEXTS = ("hello ", "wor", "ld\n", "\x1b", "[31m", "\u202e!", "✓ ", "", "a\tb")
 
 
-def random_stream(seed: int, count: int = 400, texts: tuple[str, ...] = TEXTS) -> list[tuple[int | None, dict[str, Any]]]:
+@dataclass(frozen=True)
+class Odds:
+    """How often ``random_stream`` makes each kind of event (the rest are runs of deltas)."""
+
+    run_start: float = 0.04
+    spawn: float = 0.02
+    status: float = 0.02
+    #: a text delta of a wrong shape (text not a string, a ``ts`` of any kind)
+    broken_delta: float = 0.02
+    tool_call: float = 0.01
+    #: deltas of one agent in a row, at most (a model streams them so)
+    longest_run: int = 12
+    #: how often a run of deltas carries ids (else none, as n8n's deltas)
+    numbered: float = 0.85
+    #: how often another event carries an id (some go backwards)
+    event_id: float = 0.8
+    #: how often a delta carries a ``userId``, and which (7: of a wrong type)
+    user_id: float = 0.05
+    user_ids: tuple[Any, ...] = ("u",)
+
+
+def random_stream(seed: int, count: int = 400, texts: tuple[str, ...] = TEXTS,
+                  odds: Odds = Odds()) -> list[tuple[int | None, dict[str, Any]]]:
     """Runs started late, a sub-agent spawned late, deltas of unknown agents, of both kinds and
     responses, statuses, malformed deltas, a tool call; ids mostly going up, some back, some absent."""
     rng = random.Random(seed)
     items: list[tuple[int | None, dict[str, Any]]] = []
     next_id = 1
     started = 0
+    spawn = odds.run_start + odds.spawn
+    status = spawn + odds.status
+    broken = status + odds.broken_delta
+    tool = broken + odds.tool_call
     for _ in range(count):
         roll = rng.random()
         run = rng.choice(RUNS)
         agent = rng.choice([f"orchestrator-{run}", "child", "nobody"])
-        if roll < 0.04 or not started:
+        if roll < odds.run_start or not started:
             run = RUNS[started % 2]
             started += 1
             event: dict[str, Any] = {"type": "run-start", "runId": run, "agentId": f"orchestrator-{run}",
                                      "payload": {"messageId": f"m-{run}", "messageGroupId": f"g-{run}"}}
-        elif roll < 0.06:
+        elif roll < spawn:
             event = {"type": "agent-spawned", "runId": run, "agentId": "child",
                      "payload": {"parentId": f"orchestrator-{run}", "role": "helper", "tools": []}}
-        elif roll < 0.08:
+        elif roll < status:
             event = {"type": "status", "runId": run, "agentId": agent, "payload": {"message": rng.choice(texts)}}
-        elif roll < 0.1:
+        elif roll < broken:
             event = {"type": "text-delta", "runId": run, "agentId": agent,
                      "payload": {"text": rng.choice([5, None, "x"])}, "ts": rng.choice([1, "late", None])}
-        elif roll < 0.11:
+        elif roll < tool:
             event = {"type": "tool-call", "runId": run, "agentId": agent,
                      "payload": {"toolCallId": f"c{next_id}", "toolName": "list", "args": {}}}
         else:  # runs of deltas of one agent, as a model streams them
             kind = rng.choice(["text-delta", "text-delta", "reasoning-delta"])
             rid = rng.choice([None, "a", "b"])
-            numbered = rng.random() < 0.85
-            for _ in range(rng.randint(1, 12)):
+            numbered = rng.random() < odds.numbered
+            for _ in range(rng.randint(1, odds.longest_run)):
                 event = {"type": kind, "runId": run, "agentId": agent, "payload": {"text": rng.choice(texts)}}
                 if rid is not None:
                     event["responseId"] = rid
-                if rng.random() < 0.05:
-                    event["userId"] = "u"
+                if rng.random() < odds.user_id:
+                    user_ids = odds.user_ids
+                    event["userId"] = user_ids[0] if len(user_ids) == 1 else rng.choice(user_ids)
                 items.append((next_id if numbered else None, event))
                 next_id += numbered
             continue
         event_id: int | None = None
-        if rng.random() < 0.8:
+        if rng.random() < odds.event_id:
             event_id = next_id if rng.random() < 0.9 else max(1, next_id - rng.randint(1, 5))  # some go backwards
             next_id += 1
         items.append((event_id, event))
