@@ -66,7 +66,7 @@ from .screen_updates import ScreenUpdates
 from .screens.main import MainScreen
 from .sending import Sender
 from .startup import FirstFramePrefs, Started, StartingClient, Startup
-from .textual_internals import app_driver
+from .textual_internals import TOASTS_CSS, app_driver
 from .threads import Threads
 from .widgets.conversation_view import ConversationView
 from .widgets.find_bar import FindBar
@@ -93,6 +93,7 @@ class InstanceAiApp(App[None]):
     """
 
     CSS_PATH = "app.tcss"
+    CSS = TOASTS_CSS
     TITLE = "Instance AI"
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("app")]
     PAUSE_GC_ON_SCROLL = True

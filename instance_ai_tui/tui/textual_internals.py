@@ -13,7 +13,7 @@ version (``.ci/run``).
 The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._container_size``,
 ``Widget._styles_cache`` (``StylesCache._cache``, ``._dirty_lines``), ``Widget._render``,
 ``Widget._border_title``/``_border_subtitle``, ``MarkdownStream._pending``, ``App._driver``,
-``textual._resolve.resolve``.
+``textual._resolve.resolve``, and the id of each screen's toast container (``TOASTS_CSS``).
 
 A streamed answer repaints its new rows only.
 
@@ -176,6 +176,16 @@ class BlankRows(LaidOutOnce):
 
 
 # ------------------------------------------------------------------ read-only facts
+
+#: Notifications at the top right, not the bottom: Textual docks each screen's toast container
+#: (``Screen._extend_compose``: a ``ToastRack`` of id ``textual-toastrack``) at the bottom, one row
+#: up, where it covered the prompt's right half (at 80x24 all of what was typed after 40 columns,
+#: for six seconds) and the newest output; at the top it covers the oldest rows on screen.
+TOAST_RACK_ID = "textual-toastrack"
+TOASTS_CSS = f"""
+#{TOAST_RACK_ID} {{ dock: top; align: right top; margin-bottom: 0; }}
+"""
+
 
 def stream_has_pending(stream: object) -> bool:
     """Whether a ``MarkdownStream`` holds text it has not handed to its ``Markdown`` yet

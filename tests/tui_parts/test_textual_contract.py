@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from instance_ai_tui.tui import textual_internals
+from tests.support.waiting import until
 
 TUI = Path(textual_internals.__file__).resolve().parent
 
@@ -93,3 +94,25 @@ def test_no_other_module_touches_a_private_textual_name(path: Path) -> None:
                 and node.args[1].value in PRIVATE_NAMES):
             found.append(f"getattr {node.args[1].value!r}")
     assert found == []
+
+
+async def test_each_screen_has_the_toast_container_the_door_moves_to_the_top() -> None:
+    """``TOASTS_CSS`` moves the container of id ``textual-toastrack`` to the top right: it is there,
+    and a notification is drawn in the top rows, at the right."""
+    class Harness(App[None]):
+        CSS = textual_internals.TOASTS_CSS
+
+        def compose(self) -> ComposeResult:
+            yield Static("x")
+
+    app = Harness()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:  # (the test harness has none by default)
+        assert app.screen.query(f"#{textual_internals.TOAST_RACK_ID}"), _broken("the toast container's id")
+        app.notify("hello there", timeout=30)
+        def toast_region() -> object:
+            toasts = [w for w in app.screen.walk_children() if type(w).__name__ == "Toast" and w.region.height]
+            return toasts[0].region if toasts else None
+
+        await until(lambda: toast_region() is not None, pilot, what="the toast drawn")
+        region = toast_region()
+        assert region.y <= 2 and region.right >= 76, (region, _broken("the toast container's placement"))  # type: ignore[attr-defined]
