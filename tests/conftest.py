@@ -16,6 +16,28 @@ import pytest
 
 from tests.support import isolate_config, serve_asgi
 
+#: the words the suite refuses reruns with (issue 25)
+NO_RERUNS = "this suite runs without reruns: a test that needs one is a bug in the test or the app (issue 25)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No reruns: should pytest-rerunfailures be installed, its ``--reruns`` (or a ``reruns`` ini
+    value) is refused instead of hiding a test that fails now and then."""
+    reruns = getattr(config.option, "reruns", None)
+    try:
+        reruns = reruns or config.getini("reruns")
+    except ValueError:  # (the plugin is not installed: nothing can rerun)
+        pass
+    if reruns and str(reruns) != "0":
+        raise pytest.UsageError(NO_RERUNS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """No test may ask for reruns of its own either (``@pytest.mark.flaky``)."""
+    flaky = [item.nodeid for item in items if item.get_closest_marker("flaky") is not None]
+    if flaky:
+        raise pytest.UsageError(f"{NO_RERUNS}; marked flaky: {', '.join(flaky[:5])}")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from pathlib import Path
@@ -73,3 +74,33 @@ def test_every_test_is_kept_away_from_the_real_config(tmp_path: Path, monkeypatc
     assert config.config_dir().is_relative_to(tmp_path) and config.data_dir().is_relative_to(tmp_path)
     path = isolate_config(tmp_path / "again", monkeypatch)
     assert config.config_path() == path and not path.exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pytest_rerunfailures") is None,
+                    reason="pytest-rerunfailures is not installed: nothing could rerun a test")
+@pytest.mark.parametrize("option", ["--reruns=2", "-o reruns=1"])
+def test_the_suite_refuses_reruns(option: str, tmp_path: Path) -> None:
+    """With pytest-rerunfailures installed, asking for reruns is a usage error, not a quiet retry."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *option.split(),
+                           "tests/test_support.py::test_free_port_and_wait_for_port"],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert "without reruns" in done.stderr + done.stdout
+
+
+def test_a_test_marked_flaky_is_refused(tmp_path: Path) -> None:
+    """``@pytest.mark.flaky`` (a rerun asked by the test itself) is refused by the suite's hooks."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems, pytest_configure\n")
+    (tmp_path / "test_x.py").write_text("import pytest\n\n@pytest.mark.flaky(reruns=3)\ndef test_x():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert "marked flaky: test_x.py::test_x" in done.stderr + done.stdout
