@@ -126,6 +126,35 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
         await until(lambda: panel_of(app) is None and app.prompt.has_focus, pilot)
 
 
+async def test_keys_that_leave_a_whole_width_panel_are_never_behind_it(tmp_path: Path) -> None:
+    """A whole-width panel (80x24, or ``m``) covers the conversation and the prompt: Tab moved the
+    keys to a block behind it, and typed letters acted there unseen. When the keys leave it, it
+    stops covering: hidden at 80 columns (``/workflow`` shows it again), half width on a wide screen."""
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, BUILD)
+        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        await send(app, pilot, "/workflow")
+        panel = await panel_shows(app, pilot)
+        await until(lambda: panel.canvas.has_focus and panel.outer_size.width == 80, pilot)
+        await pilot.press("tab")
+        await until(lambda: not panel.display, pilot, what="the panel out of the way of the keys")
+        focused = app.focused
+        assert focused is not None and not panel.has_focus_within
+        await send(app, pilot, "/workflow")  # shown again, whole, with the keys
+        await until(lambda: panel.display and panel.canvas.has_focus and panel.outer_size.width == 80, pilot)
+        await pilot.resize_terminal(160, 48)
+        await until(lambda: panel.outer_size.width < 100, pilot)
+        await pilot.press("m")  # the person widens it
+        await until(lambda: panel.outer_size.width == 160, pilot)
+        await pilot.press("tab")
+        await until(lambda: panel.display and panel.outer_size.width < 100, pilot, what="half width again")
+        assert not panel.has_focus_within and app.focused is not None
+        assert not app.focused.region.overlaps(panel.region)
+
+
 async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)

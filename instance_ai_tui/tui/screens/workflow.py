@@ -30,6 +30,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -250,6 +251,25 @@ class WorkflowPanel(Vertical):
         if self.auto_hidden:
             self.display = True
             self.auto_hidden = False
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self.call_after_refresh(self._uncover)
+
+    def _uncover(self) -> None:
+        """The keys left a panel that covers the whole width (Tab, Esc from its details, a click):
+        what has them now lies behind it, so the panel stops covering it: hidden on a narrow
+        terminal (``/workflow`` shows it again), half width on a wide one. Keys gone to a dialog or
+        the palette (another screen) leave it as it is."""
+        if not self.is_attached or not self.display or not self.has_class("-wide") or self.has_focus_within:
+            return
+        focused = self.app.focused
+        if focused is None or focused.screen is not self.screen:
+            return
+        if self.app.size.width < HALF_WIDTH_MIN:
+            self.display = False
+            self.auto_hidden = True
+        self.remove_class("-wide")  # (shown again by the person: whole width as the terminal asks)
+        self.auto_wide = False
 
     def show_for_person(self, width: int) -> None:
         """The person asked for the panel (``/workflow``, ``w``): shown, whole width on a narrow terminal."""
