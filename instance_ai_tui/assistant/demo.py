@@ -51,6 +51,9 @@ _DESTINATIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("teams",), "n8n-nodes-base.microsoftTeams", "Microsoft Teams"),
     (("mattermost",), "n8n-nodes-base.mattermost", "Mattermost"),
 )
+#: every node type the demo model may build with (the demo instance's catalogue holds each one)
+DEMO_NODE_TYPES: frozenset[str] = frozenset(
+    {"n8n-nodes-base.manualTrigger"} | {node for table in (_TRIGGERS, _SOURCES, _DESTINATIONS) for _w, node, _l in table})
 #: a destination the person named in their own words that the demo has no node for: an HTTP
 #: request labelled with their words (the demo never builds something else than was asked)
 _OWN_WORDS_NODE = "n8n-nodes-base.httpRequest"
@@ -418,6 +421,9 @@ def _build(turn: Turn) -> ScriptedResponse:
     delegated = delegates[-1]
     workflow_id = _workflow_id(delegated.result or "")
     if workflow_id is None:
+        if len(plans) == 1:  # the checklist ends with the run: nothing stays "in progress"
+            return _call("plan", {"action": "update",
+                                  "tasks": _tasks(["failed", "failed", "cancelled"], goal, activate=can_activate)})
         return ScriptedResponse(text=f"The builder could not create the workflow: {delegated.result}")
     if len(plans) == 1:
         return _call("plan", {"action": "update", "tasks": _tasks(["completed", "completed", "in_progress"], goal, activate=can_activate)})

@@ -21,6 +21,8 @@ from .n8n_client import N8nApiError, summarise_workflow
 from .n8n_node_table import node_table
 from .n8n_workflow import NodeCatalogue, NodeType, activation_error, public_api_error
 
+#: every node type the demo model can put in a workflow (its triggers, sources and destinations,
+#: ``demo.DEMO_NODE_TYPES``) is here: the demo never suggests what its own instance refuses
 NODE_CATALOGUE: tuple[dict[str, str], ...] = (
     {"type": "n8n-nodes-base.scheduleTrigger", "displayName": "Schedule Trigger", "group": "trigger",
      "description": "Starts the workflow at fixed times or intervals"},
@@ -38,6 +40,12 @@ NODE_CATALOGUE: tuple[dict[str, str], ...] = (
      "description": "Sends and reads Gmail messages"},
     {"type": "n8n-nodes-base.telegram", "displayName": "Telegram", "group": "output",
      "description": "Sends Telegram messages"},
+    {"type": "n8n-nodes-base.discord", "displayName": "Discord", "group": "output",
+     "description": "Sends messages to Discord channels"},
+    {"type": "n8n-nodes-base.microsoftTeams", "displayName": "Microsoft Teams", "group": "output",
+     "description": "Sends messages to Microsoft Teams channels and chats"},
+    {"type": "n8n-nodes-base.mattermost", "displayName": "Mattermost", "group": "output",
+     "description": "Posts messages to Mattermost channels"},
     {"type": "n8n-nodes-base.googleSheets", "displayName": "Google Sheets", "group": "input",
      "description": "Reads and appends rows in Google Sheets"},
     {"type": "n8n-nodes-base.set", "displayName": "Edit Fields (Set)", "group": "transform",

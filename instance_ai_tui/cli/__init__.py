@@ -62,10 +62,22 @@ def _add_commands(parser: argparse.ArgumentParser, with_arguments: Collection[st
             importlib.import_module(module).add_arguments(sub_parser)
 
 
+def _epilog() -> str:
+    """Where the config file is (MCP servers, models, keys, themes: ``--help`` names it), then
+    the exit codes."""
+    from ..config_file import config_path
+
+    where = str(config_path()).replace("%", "%%")
+    return (f"config file (MCP servers, models, keys; INSTANCE_AI_CONFIG names another):\n  {where}\n\n"
+            f"{EXIT_CODES}")
+
+
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``instance-ai`` parser; ``commands``: the sub-commands whose arguments it parses
     (all by default; the others are listed but take no arguments)."""
-    parser = argparse.ArgumentParser(prog="instance-ai", description=DESCRIPTION, epilog=EXIT_CODES)
+    # the epilog as written: a path is never wrapped at its hyphens
+    parser = argparse.ArgumentParser(prog="instance-ai", description=DESCRIPTION, epilog=_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     importlib.import_module(TUI_MODULE).add_arguments(parser)
     _add_commands(parser, COMMANDS if commands is None else commands)

@@ -164,3 +164,53 @@ async def test_show_files_without_a_workspace_explains_how_to_share_one(make_ai:
     events = await collect(ai, "f")
     assert "tool-call" not in types(events)
     assert "--workspace" in text_of(events)
+
+
+# --------------------------------------------------------------------------- issue 45 item 4
+
+
+def test_the_demo_instance_has_every_node_its_model_builds_with() -> None:
+    """Issue 45 item 4: the wizard's free text "Discord #ops 🚀 שלום" made the demo's own builder fail
+    ("unknown node type 'n8n-nodes-base.discord' … not in the demo instance's node catalogue")."""
+    from instance_ai_tui.assistant.demo import DEMO_NODE_TYPES
+    from instance_ai_tui.assistant.demo_instance import NODE_CATALOGUE
+
+    missing = DEMO_NODE_TYPES - {entry["type"] for entry in NODE_CATALOGUE}
+    assert not missing
+
+
+async def test_a_free_text_destination_is_built_and_the_checklist_ends_with_the_run(make_ai: Any) -> None:
+    """Issue 45 item 4: the builder now creates the workflow the answer names, and no task is
+    left "in progress" once the run ended."""
+    ai = await make_ai("demo")
+    await ai.send("f", "build me a workflow please")
+    first = await collect(ai, "f", until=("confirmation-request",))
+    await answer(ai, first[-1]["payload"]["requestId"], {"kind": "questions", "answers": [
+        {"questionId": "trigger", "selectedOptions": ["Every morning"]},
+        {"questionId": "destination", "customText": "Discord #ops 🚀 שלום"},
+    ]})
+    second = await collect(ai, "f", after=first[-1]["id"], until=("confirmation-request", "run-finish"))
+    created = next(e for e in second if e["type"] == "tool-result" and "Created workflow" in str(e["payload"]))
+    assert "Discord" in str(created["payload"])
+    activate = of_type(second, "confirmation-request")[-1]["payload"]
+    assert activate["toolName"] == "activate-workflow"
+    await answer(ai, activate["requestId"], {"approved": True})
+    rest = await collect(ai, "f", after=second[-1]["id"])
+    assert of_type(rest, "run-finish")[-1]["payload"]["status"] == "completed"
+    tasks = of_type(rest, "tasks-update")[-1]["payload"]["tasks"]
+    assert {t["status"] for t in tasks} == {"completed"}
+
+
+async def test_a_failed_build_ends_its_checklist(make_ai: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45 item 4: when the builder fails, the checklist does not stay "in progress"."""
+    from instance_ai_tui.assistant import demo_instance
+
+    monkeypatch.setattr(demo_instance, "NODE_CATALOGUE",
+                        tuple(n for n in demo_instance.NODE_CATALOGUE if n["type"] != "n8n-nodes-base.slack"))
+    ai = await make_ai("demo")
+    await ai.send("b", "every morning send the weather to Slack")
+    events = await collect(ai, "b", until=("confirmation-request", "run-finish"))
+    assert of_type(events, "run-finish"), "the build should end without asking to activate"
+    assert "could not create" in text_of(events)
+    tasks = of_type(events, "tasks-update")[-1]["payload"]["tasks"]
+    assert not [t for t in tasks if t["status"] in ("pending", "in_progress")]

@@ -20,6 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
+from ...config_file import config_path
 from ...protocol.safe_text import visible
 from .. import keymap
 
@@ -28,6 +29,23 @@ if TYPE_CHECKING:
 
 #: glyph of each state
 STATE_MARKS = {"ready": "●", "starting": "◌", "failed": "✗", "stopped": "○", "disabled": "–"}
+#: the longest tool summary shown on one line (cut at a word, never in one)
+SUMMARY_CHARS = 100
+
+
+def summary_of(description: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first line of a tool's description, at most ``limit`` characters: a longer one is
+    cut at the last space before the limit and ends with ``…`` (a word is never cut, unless
+    it alone is longer than the limit)."""
+    lines = description.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-—") + "…"
 
 
 def describe_server(server: McpServerInfo) -> str:
@@ -42,8 +60,8 @@ def describe_server(server: McpServerInfo) -> str:
         lines.append(f"{len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}:")
         for tool in server.tools:
             how = "read-only, runs" if not tool.asks and tool.read_only else ("runs" if not tool.asks else "asks first")
-            summary = visible(tool.description.strip().splitlines()[0]) if tool.description.strip() else ""
-            lines.append(f"  {visible(tool.name)} ({how}){' — ' + summary[:100] if summary else ''}")
+            summary = visible(summary_of(tool.description))
+            lines.append(f"  {visible(tool.name)} ({how}){' — ' + summary if summary else ''}")
     elif server.state == "ready":
         lines.append("no tools")
     if server.stderr.strip():
@@ -63,7 +81,8 @@ class McpScreen(ModalScreen[None]):
     HELP = """
 ## MCP servers
 
-Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`).
+Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`; the file's
+path is shown when no server is configured, and by `instance-ai --help`).
 **r** restarts the highlighted server; **Esc** closes.
 """
 
@@ -95,7 +114,8 @@ Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`).
             yield OptionList(id="mcp-servers")
             with VerticalScroll(id="mcp-detail-box"):
                 yield self.detail
-            yield Static("r restart the highlighted server · Esc close", classes="mcp-hint", markup=False)
+            yield Static(f"r restart the highlighted server · Esc close\nconfig file: {visible(str(config_path()))}",
+                         classes="mcp-hint", markup=False)
 
     async def on_mount(self) -> None:
         await self.reload()
@@ -116,8 +136,9 @@ Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`).
         options.add_options([Option(self._line(s), id=s.name) for s in self.servers])
         options.display = bool(self.servers)
         if not self.servers:
-            self.message.update("No MCP server is configured. Add one to the config file:\n"
-                                "[mcp.servers.NAME] command = \"...\" (see the README, \"Your own tools (MCP)\").")
+            self.message.update(f"No MCP server is configured. Add one to the config file, {visible(str(config_path()))}:\n"
+                                "[mcp.servers.NAME] command = \"...\" (see the README, \"Your own tools (MCP)\"),\n"
+                                "or start with --mcp 'NAME=COMMAND …' for this session.")
             self.detail.update("")
         else:
             failed = sum(1 for s in self.servers if s.state == "failed")
