@@ -94,6 +94,10 @@ def main(args: argparse.Namespace) -> int:
     from .connection import gateway_from_args, settings_from_args
 
     policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
+    from .logs import install, uninstall
+
+    # warnings of ours and of the libraries (a failed title, the mcp SDK) on stderr as visible text, one line each
+    log_handler = install(fmt="instance-ai run: %(levelname)s: %(message)s")
     try:
         lean = our_server_only(args)
         if lean is not None:  # no Settings to build: what a short run waits for before its request
@@ -114,6 +118,8 @@ def main(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        uninstall(log_handler)
 
 
 #: flags that only embedded mode, n8n or the gateway use: with any of them ``run`` builds the full ``Settings``

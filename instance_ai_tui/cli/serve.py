@@ -71,14 +71,14 @@ def main(args: argparse.Namespace) -> int:
         return 2
 
     import asyncio
-    import logging
 
     from ..config import load_settings
     from ..server.app import create_app, loopback_hosts
     from ..server.runner import make_server
     from ..server.service_factory import build_service
+    from .logs import SERVE_FORMAT, install
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install(level=args.log_level.upper(), fmt=SERVE_FORMAT)  # every line visible text (cli.logs)
     overrides: dict[str, object] = {}
     if args.model:
         overrides["model"] = {"name": args.model}

@@ -84,6 +84,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"instance-ai: {exc}", file=sys.stderr)
         return 2
     prefs = FirstFramePrefs.from_ui(peek_ui(), theme=getattr(args, "theme", None))
+    from ..config_file import data_dir
+    from .logs import install_tui_log
+
+    install_tui_log(data_dir())  # the screen is the terminal: warnings go to a file, as visible text
 
     from ..tui import screen_cache
     from ..tui.app import InstanceAiApp

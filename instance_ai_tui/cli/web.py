@@ -28,6 +28,8 @@ TUI_MODULE = "instance_ai_tui.cli.tui"
 #: app flags that web mode does not pass on (``--token``: the web token takes the name; the
 #: app's server token comes from the environment)
 NOT_PASSED = {"help", "token"}
+#: the server's log lines on stderr (visible text: ``cli.logs``)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,9 +125,10 @@ def main(args: argparse.Namespace) -> int:
         print("instance-ai web: textual-serve is not installed: pip install textual-serve", file=sys.stderr)
         return 1
     from ..web.server import WebServer
+    from .logs import install
 
     server = WebServer(app_command(args), host=args.host, port=args.port, token=token, public_url=args.public_url,
-                       max_apps=args.max_apps)
+                       max_apps=args.max_apps, setup_logging=lambda: install(level="INFO", fmt=LOG_FORMAT))
     try:
         server.serve()
     except OSError as exc:  # the port is taken, the address is not ours, ...

@@ -190,6 +190,8 @@ def make_server(
         "timeout_graceful_shutdown": 5,
         "timeout_keep_alive": 5,
         "lifespan": "on",
+        # uvicorn's own handlers would write its lines raw: they go to the root's (``cli.logs``)
+        "log_config": None,
         "http": protocol_class(header_timeout, max_connections or default_max_connections()),
         "h11_max_incomplete_event_size": 16 * 1024,
     }

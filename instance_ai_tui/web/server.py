@@ -119,7 +119,9 @@ class WebServer(Server):
     running at most ``max_apps`` apps at once."""
 
     def __init__(self, command: str, *, host: str, port: int, token: str | None, public_url: str | None = None,
-                 max_apps: int = DEFAULT_MAX_APPS) -> None:
+                 max_apps: int = DEFAULT_MAX_APPS, setup_logging: Callable[[], object] | None = None) -> None:
+        #: installs the log's handler (``cli.logs.install``: every line visible text); None: textual-serve's
+        self.setup_logging = setup_logging
         super().__init__(command, host=host, port=port, title=TITLE, public_url=public_url, templates_path=TEMPLATES)
         self.token = token
         self.fixed_public_url = public_url
@@ -130,7 +132,10 @@ class WebServer(Server):
         self.throttle = WrongTokenThrottle(base=WRONG_TOKEN_DELAY)
 
     def initialize_logging(self) -> None:
-        super().initialize_logging()
+        if self.setup_logging is not None:
+            self.setup_logging()
+        else:
+            super().initialize_logging()
         # no line per request: they would fill the console and carry ?token=... into logs
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
