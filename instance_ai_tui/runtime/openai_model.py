@@ -548,8 +548,9 @@ async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBas
     async for chunk in source:
         total += len(chunk)
         if total_limit and total > total_limit:
-            raise exceeded(stream.ia_where, "an answer", f"of more than {total_limit:,} bytes",
-                           "max_answer_chars", limits.max_answer_chars)
+            raise exceeded(stream.ia_where, "an answer", f"of more than {total_limit:,} bytes", "max_answer_chars",
+                           total_limit, f"bytes (the wire guard of max_answer_chars = {limits.max_answer_chars:,} "
+                                        "characters)")
         probe = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
         first = probe.find(b"\n")
         if first < 0:
@@ -563,8 +564,9 @@ async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBas
             else:
                 line = len(probe) - probe.rfind(b"\n") - 1
         if line_limit and line > line_limit:
-            raise exceeded(stream.ia_where, "one stream chunk", f"of more than {line_limit:,} bytes",
-                           "max_delta_chars", limits.max_delta_chars)
+            raise exceeded(stream.ia_where, "one stream chunk", f"of more than {line_limit:,} bytes", "max_delta_chars",
+                           line_limit, f"bytes (the wire guard of max_delta_chars and max_tool_args_chars, "
+                                       f"{max(limits.max_delta_chars, limits.max_tool_args_chars):,} characters)")
         yield chunk
 
 

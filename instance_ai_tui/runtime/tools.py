@@ -288,6 +288,26 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n[... truncated {cut} of {len(text)} characters ...]\n{text[len(text) - tail:]}"
 
 
+#: the deepest nesting of a tool call's arguments (objects and arrays): deeper ones are a tool error the
+#: model sees, as invalid JSON is; every walker of the arguments after this point (validation, storage,
+#: the screen) then stays far from Python's recursion limit
+MAX_ARGUMENT_DEPTH = 100
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests objects or arrays more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     """Parse a tool call's JSON arguments. Null/empty -> ``{}``. Returns ``(args, error)``."""
     if raw is None:
@@ -295,10 +315,16 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     text = raw.strip()
     if text in ("", "null", "None", "{}"):
         return {}, None
+    too_deep = (f"the arguments nest objects or arrays more than {MAX_ARGUMENT_DEPTH} levels deep; "
+                "send a flatter JSON object")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return {}, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    except RecursionError:  # the parser itself gave up (some thousand levels)
+        return {}, too_deep
+    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+        return {}, too_deep
     if value is None:
         return {}, None
     if not isinstance(value, dict):
