@@ -81,6 +81,14 @@ task-previous         up,k                 n8n_tasks       move(-1)
 task-next             down,j               n8n_tasks       move(1)
 task-cancel           x                    n8n_tasks       cancel_task
 task-correct          c                    n8n_tasks       correct_task
+wizard-enter          enter                questions       wizard_enter
+wizard-move           up,down              questions       wizard_move
+wizard-next           right                questions       wizard_next
+wizard-skip           s                    questions       wizard_skip
+wizard-back           left,backspace       questions       wizard_back
+wizard-leave-field    escape               questions       wizard_leave_field
+wizard-submit         enter,y              questions_review wizard_submit
+wizard-decline        x                    questions_review wizard_decline
 ====================  ===================  ==============  ======================
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
@@ -113,6 +121,11 @@ first, collected from the ``KEY_SCOPES`` (a tuple: the widget's own scopes) and
 ``KEY_SCOPE`` (the area it belongs to, e.g. ``card``) class attributes of the widget and
 its ancestors, with ``app`` last. F1 help: ``km.help_markdown(scopes_for(app.focused))``.
 
+A card's own hint line and its footer come from one list of ``Hint``s (a binding id, and the
+card's words for it on this page): ``hint_bindings(hints)`` gives the ``Binding``s the footer
+shows, ``KeyMap.hint_line(hints)`` the line the card prints, in the user's keys — so a footer
+never contradicts its card.
+
 ``normalize_keys(text) -> str`` validates and canonicalises a key string (raises
 ``ValueError``); ``display_keys(keys) -> str`` renders it for people (``Ctrl+N``, ``F2``).
 """
@@ -134,6 +147,7 @@ __all__ = [
     "SCOPES",
     "SCOPE_TITLES",
     "HelpRow",
+    "Hint",
     "KeyMap",
     "KeyMapError",
     "KeySpec",
@@ -141,6 +155,7 @@ __all__ = [
     "bindings",
     "descriptions_for",
     "display_keys",
+    "hint_bindings",
     "normalize_keys",
     "scopes_for",
     "spec",
@@ -177,6 +192,7 @@ Scope = Literal[
     "mcp",
     "start_failure",
     "questions",
+    "questions_review",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 #: for the help screen
@@ -211,6 +227,7 @@ SCOPE_TITLES: dict[str, str] = {
     "mcp": "MCP servers",
     "start_failure": "Start failure",
     "questions": "Questions wizard",
+    "questions_review": "Questions wizard: the review page",
 }
 
 
@@ -253,7 +270,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("approve", "approve", "y,enter", "Approve", "card"),
     KeySpec("deny", "deny", "n", "Deny", "card"),
     KeySpec("always-allow", "always_allow", "a", "Always allow… (asks again)", "card"),
-    KeySpec("confirm-always", "confirm_always", "enter", "Grant always allow", "card_always"),
+    KeySpec("confirm-always", "confirm_always", "enter", "Grant it", "card_always"),
     KeySpec("cancel-always", "cancel_always", "escape", "Back without granting", "card_always"),
     KeySpec("search-threads", "search_threads", "slash", "Search threads", "thread_list"),
     KeySpec("rename-thread", "rename_thread", "f2", "Rename thread", "thread_list"),
@@ -312,12 +329,42 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("mcp-close", "close", "escape,q", "Close", "mcp"),
     KeySpec("wizard-enter", "wizard_enter", "enter", "Choose / next", "questions"),
     KeySpec("wizard-move", "wizard_move", "up,down", "Move", "questions"),
+    KeySpec("wizard-next", "wizard_next", "right", "Next question", "questions"),
     KeySpec("wizard-skip", "wizard_skip", "s", "Skip", "questions"),
+    KeySpec("wizard-back", "wizard_back", "left,backspace", "Back", "questions"),
+    KeySpec("wizard-leave-field", "wizard_leave_field", "escape", "Leave the field", "questions"),
+    KeySpec("wizard-submit", "wizard_submit", "enter,y", "Submit", "questions_review"),
+    KeySpec("wizard-decline", "wizard_decline", "x", "Decline to answer", "questions_review"),
     KeySpec("start-failure-quit", "leave", "q", "Quit", "start_failure", priority=True),
     KeySpec("start-failure-leave", "leave", "escape,enter,ctrl+c", "Quit", "start_failure", show=False, priority=True),
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """One key of a card's hint line and of its footer: the binding ``id`` and the card's
+    ``words`` for it where they differ from the registry's description."""
+
+    id: str
+    words: str | None = None
+    #: name every key of the binding (``↑/↓``), not only its first
+    all_keys: bool = False
+
+    @property
+    def description(self) -> str:
+        return self.words if self.words is not None else _BY_ID[self.id].description
+
+
+def hint_bindings(hints: Iterable[Hint], *, show: bool = True) -> list[Binding]:
+    """The footer's ``Binding``s of ``hints`` (default keys, ids attached: a user's remap
+    applies as to every binding), described in the hint's words."""
+    out = []
+    for hint in hints:
+        item = _BY_ID[hint.id]
+        out.append(Binding(item.keys, item.action, hint.description, show=show, priority=item.priority, id=item.id))
+    return out
 _ENTER_SWAPPED = {"send": "shift+enter,ctrl+j", "newline": "enter"}
 
 
@@ -538,6 +585,16 @@ class KeyMap:
         keys = [k.strip() for k in self.keys(binding_id) if k.strip()]
         portable = [k for k in keys if k != "shift+enter"] or keys
         return display_keys(portable[:1])
+
+    def hint_line(self, hints: Iterable[Hint], *, lead: str = "") -> str:
+        """A card's hint line: each hint's keys (all of them, as ``↑/↓``) and words, the same
+        words as the footer (``hint_bindings``); ``lead`` (e.g. "1–4 choose") goes first."""
+        parts = [lead] if lead else []
+        for hint in hints:
+            keys = [k.strip() for k in self.keys(hint.id) if k.strip()]
+            shown = "/".join(_display_one(k) for k in (keys if hint.all_keys else keys[:1]))
+            parts.append(f"{shown} {hint.description[:1].lower()}{hint.description[1:]}")
+        return " · ".join(parts)
 
     def send_hint(self) -> str:
         """"Enter sends, Ctrl+J new line" in this key map's keys."""

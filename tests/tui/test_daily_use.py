@@ -58,3 +58,123 @@ async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatc
         screen = app.screen
         await until(lambda: "No MCP server" in str(screen.message.render()), pilot)
         assert str(config) in str(screen.message.render())
+
+
+# --------------------------------------------------------------------------- item 1: the wizard
+
+
+async def _wizard(pilot: Any, app: Any) -> Any:
+    from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
+
+    from .test_interactions import pending_card, send
+
+    await app.wait_until_ready()
+    await send(pilot, app, "build it")
+    card: QuestionsCard = await pending_card(app, pilot, QuestionsCard)
+    await until(lambda: not card.in_grace, pilot)  # past the card's key grace
+    return card
+
+
+def card_footer(app: Any, card: Any) -> list[tuple[str, str]]:
+    """What the footer shows of the card's own keys: (binding id, words), one per action as the
+    Footer groups them."""
+    shown = [(active.binding.id or "", active.binding.description) for active in app.screen.active_bindings.values()
+             if active.binding.show and active.node is card]
+    return list(dict.fromkeys(shown))
+
+
+def keys_line(card: Any) -> str:
+    return str(card.query_one("#keys").render())
+
+
+def assert_footer_is_the_card_line(app: Any, card: Any) -> None:
+    """Every key the footer names for the card is on the card's own line, in the same words."""
+    from instance_ai_tui.tui.widgets.confirmations import card_keys
+
+    line, hints = keys_line(card), card.page_hints()[1]
+    footer = card_footer(app, card)
+    assert footer, "the footer names the card's keys"
+    for binding_id, words in footer:
+        assert binding_id in [h.id for h in hints], (binding_id, line)
+        assert words.lower() in line.lower(), (words, line)
+    assert line == card._keys_line() and card_keys(card).hint_line(hints) in line
+
+
+async def test_the_wizard_never_records_or_moves_on_by_itself() -> None:
+    """Item 1: Enter on an empty text field recorded "(no answer)"; → on a multi-select with
+    nothing ticked moved on silently; the footers said other keys than the card."""
+    from .scripts import questions_run, recorded
+
+    app = make_app(recorded([questions_run()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = await _wizard(pilot, app)
+        assert_footer_is_the_card_line(app, card)
+        await pilot.press("1")  # "8am": the multi-select next
+        await until(lambda: card.page == 1, pilot)
+        assert_footer_is_the_card_line(app, card)
+        assert ("wizard-next", "Continue") in card_footer(app, card)
+        await pilot.press("right")  # nothing ticked: asked, not passed
+        assert card.page == 1 and "where" not in card.skipped
+        assert "Tick at least one" in str(card.query_one("#question").render())
+        await pilot.press("2", "right")
+        await until(lambda: card.page == 2, pilot)
+        assert card.selected["where"] == ["#ops"]
+        await until(lambda: app.focused is card.query_one("#other"), pilot)
+        assert "Esc leave the field" in keys_line(card)
+        assert ("wizard-leave-field", "Leave the field") in card_footer(app, card)
+        await pilot.press("enter")  # an empty field: asked, nothing recorded
+        assert card.page == 2 and "name" not in card.custom
+        assert "Type an answer" in str(card.query_one("#question").render())
+        await pilot.press(*"Daily digest", "enter")
+        await until(lambda: card.on_review, pilot)
+        review = str(card.query_one("#question").render())
+        assert "(no answer)" not in review and "“Daily digest”" in review
+        assert_footer_is_the_card_line(app, card)
+        assert [i for i, _w in card_footer(app, card)] == ["wizard-submit", "wizard-back", "wizard-decline"]
+
+
+async def test_letters_typed_on_the_review_page_are_kept_and_go_to_the_prompt() -> None:
+    """Item 1: letters typed on the review page vanished; now the card shows them and Esc takes
+    them to the prompt (nothing answers the card)."""
+    from .scripts import questions_run, recorded
+    from .test_interactions import confirm_calls
+
+    client = recorded([questions_run()])
+    app = make_app(client)
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = await _wizard(pilot, app)
+        await pilot.press("1", "1", "right")
+        await until(lambda: card.page == 2, pilot)
+        await pilot.press(*"Digest", "enter")
+        await until(lambda: card.on_review, pilot)
+        await until(lambda: app.focused is card, pilot)
+        await pilot.press(*"also at noon")
+        assert "“also at noon”" in str(card.query_one("#question").render())
+        assert not card.answered and confirm_calls(client) == []
+        await pilot.press("escape")
+        await until(lambda: app.focused is app.prompt, pilot)
+        assert app.prompt.text == "also at noon" and not card.answered
+
+
+async def test_the_always_allow_step_has_the_footer_of_its_card() -> None:
+    """Item 1: after `a` the card said "Enter grants it" and the footer "⏎ Expand" (the tool
+    card's key: the card's own Enter binding was lost to a subclass's)."""
+    from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+
+    from .scripts import approval_run, recorded
+    from .test_interactions import pending_card, send
+
+    app = make_app(recorded([approval_run("warning")]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "archive it")
+        card = await pending_card(app, pilot, ApprovalCard)
+        await until(lambda: not card.in_grace, pilot)
+        await pilot.press("a")
+        await until(lambda: card.armed is not None, pilot)
+        enter = app.screen.active_bindings["enter"]
+        assert enter.node is card and enter.binding.id == "confirm-always"
+        line = str(card.always_line.render())
+        assert f"Enter {enter.binding.description.lower()}" in line
+        escape = app.screen.active_bindings["escape"]
+        assert escape.binding.id == "cancel-always" and escape.binding.description.lower() in line

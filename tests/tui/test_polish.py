@@ -240,4 +240,4 @@ async def test_the_wizard_asks_instead_of_skipping_and_arrows_choose() -> None:
         await until(lambda: card.page == 1, pilot)
         assert card.selected["when"] == ["noon"]
         # the footer names what Enter does here (it said "⏎ Expand", the tool card's key)
-        assert app.active_bindings["enter"].binding.description == "Choose / next"
+        assert app.active_bindings["enter"].binding.description == "Toggle"  # a multi-select: Enter ticks

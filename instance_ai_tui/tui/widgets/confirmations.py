@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -52,16 +52,31 @@ from .tasks_panel import render_tasks
 GRACE_SECONDS = 0.5
 
 
-def key_label(node: Any, binding_id: str) -> str:
-    """The first key of ``binding_id`` as the user's key map has it (``y``, ``Ctrl+Y``): card
-    buttons and hints read their keys from here, never from the defaults."""
-    km = None
+_DEFAULT_KEYS: keymap.KeyMap | None = None
+
+
+def card_keys(node: Any) -> keymap.KeyMap:
+    """The user's key map (the app's), or the defaults for a card built outside an app."""
+    global _DEFAULT_KEYS
     try:
         km = getattr(node.app, "keys", None)
     except Exception:  # noqa: BLE001 - no app yet (a card built outside an app)
         km = None
-    keys = km.keys(binding_id) if isinstance(km, keymap.KeyMap) else tuple(keymap.spec(binding_id).keys.split(","))
-    return keymap.display_keys(keys[0])
+    if isinstance(km, keymap.KeyMap):
+        return km
+    if _DEFAULT_KEYS is None:
+        _DEFAULT_KEYS = keymap.KeyMap()
+    return _DEFAULT_KEYS
+
+
+def key_label(node: Any, binding_id: str) -> str:
+    """The first key of ``binding_id`` as the user's key map has it (``y``, ``Ctrl+Y``): card
+    buttons and hints read their keys from here, never from the defaults."""
+    return keymap.display_keys(card_keys(node).keys(binding_id)[0])
+
+
+#: the second step of "always allow": the card's line and the footer say the same (``keymap.Hint``)
+ALWAYS_HINTS = (keymap.Hint("confirm-always"), keymap.Hint("cancel-always"))
 
 
 #: the plan review's "deny" is a rejection of the plan: the same word on its button, in the
@@ -96,6 +111,21 @@ class ConfirmCard(Vertical, can_focus=True):
     KEY_SCOPE = "card"
     KEY_SCOPES: tuple[str, ...] = ("card_always",)  # the second step of "always allow" (Enter grants) is the card's own
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("card_always")]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every card keeps the bindings of its bases: Textual merges a subclass's ``BINDINGS``
+        key by key, so a card's ``enter`` (approve) hid the base's ``enter`` (grant always
+        allow) and the footer of the second step named the tool card's "⏎ Expand" instead."""
+        super().__init_subclass__(**kwargs)
+        seen: set[tuple[str | None, str, str]] = set()
+        merged: list[Binding] = []
+        for base in cls.__mro__:  # the subclass's own first: of two enabled bindings of a key, its wins
+            for _key, binding in BindingsMap(base.__dict__.get("BINDINGS", [])):
+                name = (binding.id, binding.key, binding.action)
+                if name not in seen:
+                    seen.add(name)
+                    merged.append(binding)
+        cls._merged_bindings = BindingsMap(merged)
 
     DEFAULT_CSS = """
     ConfirmCard {
@@ -262,10 +292,9 @@ class ConfirmCard(Vertical, can_focus=True):
         if self.answered or self.in_grace:
             return False
         self.armed = (body, summary)
-        yes, no = key_label(self, "confirm-always"), key_label(self, "cancel-always")
         self.always_line.update(Content.assemble(
             ("Always allow? ", "bold"), grant, "\n",
-            (f"{yes}", "bold"), " grants it · ", (f"{no}", "bold"), " (or any other key) goes back without granting",
+            (card_keys(self).hint_line(ALWAYS_HINTS), "bold"), " (any other key goes back too)",
         ))
         self.always_line.display = True
         self.refresh_bindings()

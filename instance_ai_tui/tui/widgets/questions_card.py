@@ -1,7 +1,14 @@
 """``QuestionsCard`` — ``inputType: questions``: a wizard, one question at a time; digits pick
 options (toggle for multi-select), the last number is a free-text "other", ``s`` skips, Left goes
 back; a review page before submit. A card like the others of ``confirmations`` (the keyboard
-model, the grace period, one answer)."""
+model, the grace period, one answer).
+
+Nothing is recorded or passed by itself: Enter on an empty field, Enter or → with nothing
+chosen ask for an answer (``s`` skips on purpose). Each page has one list of keys
+(``page_hints``): the card's hint line and the footer are both made from it
+(``keymap.Hint``), so the footer never names a key the page does not have. A letter typed
+where it is no key (the review page, a list of options) is not dropped: the card shows it,
+and Esc carries it to the prompt."""
 
 from __future__ import annotations
 
@@ -9,14 +16,19 @@ from typing import ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import BindingsMap, BindingType
 from textual.content import Content
 from textual.widgets import Input, Static
 
 from ...protocol.api import ApprovalConfirm, QuestionAnswer, QuestionsConfirm
+from ...protocol.safe_text import visible
 from ...protocol.tree import Confirmation, ToolCallState
 from .. import keymap
-from .confirmations import ConfirmCard
+from ..keymap import Hint
+from .confirmations import ConfirmCard, card_keys
+
+#: the most of a stray typed text the card keeps (and shows) for the prompt
+STRAY_LIMIT = 2000
 
 
 class QuestionsCard(ConfirmCard):
@@ -32,9 +44,10 @@ instead of skipping. The review page: **Enter**/**y** submits, **Left** goes bac
 declines to answer.
 """
 
-    #: named in the footer while the wizard has the keys (``on_key`` does the work; these name it)
-    KEY_SCOPES = ("questions", "card_always")
-    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("questions")]
+    #: named in the footer while the wizard has the keys (``on_key`` does the work; the bindings
+    #: of the page shown, ``page_hints``, name it: see ``_bind_page``)
+    KEY_SCOPES = ("questions", "questions_review", "card_always")
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("questions"), *keymap.bindings("questions_review")]
 
     def __init__(self, tool: ToolCallState, confirmation: Confirmation) -> None:
         super().__init__(tool, confirmation)
@@ -45,6 +58,10 @@ declines to answer.
         self.skipped: set[str] = set()
         #: the highlighted option of the page (1-based; ↑/↓ move it, Enter picks it); 0: none
         self.cursor = 0
+        #: letters typed where they are no key (shown on the card; Esc takes them to the prompt)
+        self.stray = ""
+        #: why the page did not move on ("Choose an option…", "Type an answer…"); "" when it did
+        self.asked = ""
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
@@ -89,19 +106,61 @@ declines to answer.
             parts.append(f"“{self.custom[qid]}”")
         return ", ".join(parts) if parts else "(no answer)"
 
+    # ------------------------------------------------------------------ the keys of a page
+    def page_hints(self) -> tuple[str, list[Hint]]:
+        """The keys of the page shown: a lead (the digits, or what typing does) and the bound
+        keys, in the words the card line and the footer both use."""
+        back = [Hint("wizard-back")] if self.page else []
+        if self.on_review:
+            return "", [Hint("wizard-submit", all_keys=True), *back, Hint("wizard-decline")]
+        q = self.questions[self.page]
+        opts = self._options(self.page)
+        if self._needs_text(self.page) or self._typing_other():
+            return "type your answer, Enter continue", [Hint("wizard-leave-field")]
+        move = Hint("wizard-move", all_keys=True)
+        if q.type == "multi":
+            return (f"1–{len(opts) + 1} toggle",
+                    [move, Hint("wizard-enter", "Toggle"), Hint("wizard-next", "Continue"), Hint("wizard-skip"), *back])
+        return f"1–{len(opts) + 1} choose", [move, Hint("wizard-enter", "Choose"), Hint("wizard-skip"), *back]
+
+    def _typing_other(self) -> bool:
+        focused = self.screen.focused if self.is_attached else None
+        return isinstance(focused, Input) and focused.id == "other" and focused.display
+
+    def _bind_page(self) -> None:
+        """The footer's bindings are the page's (``page_hints``), with the card's own."""
+        _lead, hints = self.page_hints()
+        own = [b for b in keymap.bindings("card_always")]
+        self._bindings = BindingsMap([*own, *keymap.hint_bindings(hints)])
+        self.refresh_bindings()
+
+    def _keys_line(self) -> str:
+        lead, hints = self.page_hints()
+        line = card_keys(self).hint_line(hints, lead=lead)
+        if lead.startswith("type"):  # the page's other keys work once the field is left
+            after = [Hint("wizard-skip")] + ([Hint("wizard-back")] if self.page else [])
+            line += f" (then {card_keys(self).hint_line(after)})"
+        return line
+
     # ------------------------------------------------------------------ rendering
     def _render_page(self) -> None:
         other = self.query_one("#other", Input)
         question = self.query_one("#question", Static)
         keys = self.query_one("#keys", Static)
+        stray: list[tuple[str, str] | str] = []
+        if self.stray:
+            shown = visible(self.stray if len(self.stray) <= 60 else "…" + self.stray[-59:])
+            stray = [(f"typed here: “{shown}” — not a key of this page; Esc takes it to the prompt\n",
+                      "bold $text-warning")]
         if self.on_review:
             lines: list[tuple[str, str] | str] = [("Review your answers\n", "bold")]
             for i, q in enumerate(self.questions, 1):
                 lines.append(f"{i}. {q.question}\n   → ")
                 lines.append((self._answer_text(q.id) + "\n", "$text-accent"))
-            question.update(Content.assemble(*lines))
-            keys.update("Enter/y submit · ← back · x decline")
+            question.update(Content.assemble(*lines, *stray))
             other.display = False
+            keys.update(self._keys_line())
+            self._bind_page()
             return
         q = self.questions[self.page]
         opts = self._options(self.page)
@@ -124,20 +183,15 @@ declines to answer.
             parts.append((f"{other_row}. ", "$text-accent"))
             parts.append((f"Other… {('“' + custom + '”') if custom else ''}\n",
                           "reverse" if other_row == self.cursor else ""))
-        if self._asked_for_choice:
-            parts.append(("Choose an option (a number, or ↑/↓ then Enter), or s to skip.\n", "bold $text-warning"))
-        question.update(Content.assemble(*parts))
-        free_text = q.type == "text" or not opts
-        other.display = free_text or q.id in self.custom
-        if free_text:
+        if self.asked:
+            parts.append((self.asked + "\n", "bold $text-warning"))
+        question.update(Content.assemble(*parts, *stray))
+        free_text = self._needs_text(self.page)
+        other.display = free_text or q.id in self.custom or self._typing_other()
+        if free_text and not self._typing_other():
             other.value = self.custom.get(q.id, "")
-        back = " · ← back" if self.page else ""
-        if free_text:
-            keys.update(f"type the answer, Enter continue · Esc leave the field · s skip{back}")
-        elif q.type == "multi":
-            keys.update(f"1–{len(opts) + 1} or ↑/↓ Enter toggle · → continue · s skip{back}")
-        else:
-            keys.update(f"1–{len(opts) + 1} or ↑/↓ Enter choose · s skip{back}")
+        keys.update(self._keys_line())
+        self._bind_page()
 
     def focus_default(self, scroll_visible: bool = True) -> None:
         if not self.on_review and self._needs_text(self.page):
@@ -150,15 +204,36 @@ declines to answer.
         return q.type == "text" or not q.options
 
     # ------------------------------------------------------------------ navigation
-    _asked_for_choice = False
-
     def goto(self, page: int) -> None:
         self.page = max(0, min(page, len(self.questions)))
         self.cursor = 0
-        self._asked_for_choice = False
+        self.asked = ""
         self._render_page()
         self.focus_default()
         self.reveal()
+
+    def _answered(self, index: int) -> bool:
+        q = self.questions[index]
+        return bool(self.selected.get(q.id)) or bool(self.custom.get(q.id)) or q.id in self.skipped
+
+    def ask(self, words: str) -> None:
+        """The page does not move on: say why (the card's warning line)."""
+        self.asked = words
+        self._render_page()
+
+    def forward(self) -> None:
+        """→ / Enter past a question: on only when it is answered or skipped."""
+        if self.on_review:
+            return
+        if not self._answered(self.page):
+            if self._needs_text(self.page):
+                self.ask("Type an answer, or leave the field (Esc) and press s to skip.")
+            elif self.questions[self.page].type == "multi":
+                self.ask("Tick at least one (a number, or ↑/↓ then Enter), then →; or s to skip.")
+            else:
+                self.ask("Choose an option (a number, or ↑/↓ then Enter), or s to skip.")
+            return
+        self.next_page()
 
     def next_page(self) -> None:
         self.goto(self.page + 1)
@@ -172,11 +247,13 @@ declines to answer.
         if not opts or number < 1 or number > len(opts) + 1:
             return
         self.skipped.discard(q.id)
+        self.asked = ""
         if number == len(opts) + 1:
             other = self.query_one("#other", Input)
             other.display = True
             other.value = self.custom.get(q.id, "")
             other.focus()
+            self._render_page()
             return
         option = opts[number - 1]
         chosen = self.selected.setdefault(q.id, [])
@@ -208,13 +285,9 @@ declines to answer.
             number, self.cursor = self.cursor, self.cursor if q.type == "multi" else 0
             self.choose(number)
             return
-        answered = bool(self.selected.get(q.id)) or bool(self.custom.get(q.id)) or q.id in self.skipped
-        if not answered and self._options(self.page):
-            self._asked_for_choice = True
-            self._render_page()
-            return
-        self.next_page()
+        self.forward()
 
+    # the footer's bindings name the keys; ``on_key`` runs them (these run a click on the footer)
     def action_wizard_enter(self) -> None:
         if self.on_review:
             self.submit()
@@ -224,22 +297,48 @@ declines to answer.
     def action_wizard_move(self) -> None:
         self.move(1)
 
+    def action_wizard_next(self) -> None:
+        self.forward()
+
+    def action_wizard_back(self) -> None:
+        if self.page:
+            self.goto(self.page - 1)
+
     def action_wizard_skip(self) -> None:
         if not self.on_review:
             self.skipped.add(self.questions[self.page].id)
             self.next_page()
 
+    def action_wizard_submit(self) -> None:
+        if self.on_review:
+            self.submit()
+
+    def action_wizard_decline(self) -> None:
+        if self.on_review:
+            self.answer(ApprovalConfirm(approved=False), "declined")
+
+    def action_wizard_leave_field(self) -> None:
+        self.leave_field()
+
+    def leave_field(self) -> None:
+        """Esc in the text field: the keys go to the card (the page's keys work again)."""
+        if not self.on_review and not self._needs_text(self.page):
+            self.query_one("#other", Input).display = bool(self.custom.get(self.questions[self.page].id))
+        self.focus()
+        self.call_after_refresh(self._render_page)
+
     def submit(self) -> None:
         self.answer(QuestionsConfirm(answers=self.answers()), "answered")
+
+    def _is(self, binding_id: str, key: str) -> bool:
+        return card_keys(self).matches(binding_id, key)
 
     def on_key(self, event: events.Key) -> None:
         focused = self.screen.focused
         if isinstance(focused, Input):
-            if event.key == "escape":
+            if self._is("wizard-leave-field", event.key):
                 event.stop()
-                if not self.on_review and not self._needs_text(self.page):
-                    focused.display = bool(self.custom.get(self.questions[self.page].id))
-                self.focus()
+                self.leave_field()
             return
         if self.in_grace or self.answered:
             if event.key not in ("tab", "shift+tab", "escape"):
@@ -248,29 +347,51 @@ declines to answer.
             return
         key = event.key
         handled = True
-        if key.isdigit() and key != "0":
+        review = self.on_review
+        if event.key == "escape" and self.stray:
+            self._stray_to_prompt()
+            return  # Esc goes on: back to the prompt, where the text now is
+        if key.isdigit() and key != "0" and not review:
             self.choose(int(key))
-        elif key in ("left", "backspace"):
-            if self.page:
-                self.goto(self.page - 1)
-        elif key == "right":
-            self.next_page()
-        elif key == "s" and not self.on_review:
-            self.skipped.add(self.questions[self.page].id)
-            self.next_page()
-        elif key in ("enter", "y") and self.on_review:
+        elif self._is("wizard-back", key):
+            self.action_wizard_back()
+        elif review and self._is("wizard-submit", key):
             self.submit()
-        elif key in ("up", "down"):
+        elif review and self._is("wizard-decline", key):
+            self.action_wizard_decline()
+        elif not review and self._is("wizard-next", key):
+            self.forward()
+        elif not review and self._is("wizard-skip", key):
+            self.action_wizard_skip()
+        elif not review and self._is("wizard-move", key):
             self.move(-1 if key == "up" else 1)
-        elif key == "enter":
+        elif not review and self._is("wizard-enter", key):
             self.enter()
-        elif key == "x" and self.on_review:
-            self.answer(ApprovalConfirm(approved=False), "declined")
+        elif event.is_printable and event.character and len(self.stray) < STRAY_LIMIT:
+            self.stray += event.character  # no key here: shown, never dropped
+            self._render_page()
         else:
             handled = False
         if handled:
             event.stop()
             event.prevent_default()
+
+    def _stray_to_prompt(self) -> None:
+        """Esc with letters typed here: they go to the prompt, where the keys go back to."""
+        text, self.stray = self.stray, ""
+        prompt = self.screen.query("#prompt").first() if self.screen.query("#prompt") else None
+        insert = getattr(prompt, "insert", None)
+        if callable(insert):
+            insert(text)
+        self._render_page()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste on a page without a field is kept like typed letters."""
+        if isinstance(self.screen.focused, Input) or self.answered:
+            return
+        event.stop()
+        self.stray = (self.stray + event.text)[:STRAY_LIMIT]
+        self._render_page()
 
     @on(Input.Changed, "#other")
     def _typed_during_grace(self, event: Input.Changed) -> None:
@@ -291,4 +412,4 @@ declines to answer.
                 self.selected[q.id] = []
         else:
             self.custom.pop(q.id, None)
-        self.next_page()
+        self.forward()  # an empty answer asks for one (it recorded "(no answer)")
