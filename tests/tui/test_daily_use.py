@@ -178,3 +178,43 @@ async def test_the_always_allow_step_has_the_footer_of_its_card() -> None:
         assert f"Enter {enter.binding.description.lower()}" in line
         escape = app.screen.active_bindings["escape"]
         assert escape.binding.id == "cancel-always" and escape.binding.description.lower() in line
+
+
+# --------------------------------------------------------------------------- item 2: plan review
+
+
+async def test_a_plan_sent_back_reads_as_sent_back_and_leaves_the_task_panel(tmp_path: Path) -> None:
+    """Item 2: "Request changes" showed `✓ plan 6.2 s → {"approved": false, "feedback": "…"}` (a tick
+    and raw JSON) and the task panel kept the sent-back plan as `0/2 done`. The real runtime's plan
+    tool with review, a scripted OpenAI-wire model."""
+    from instance_ai_tui.tui.widgets.confirmations import PlanReviewCard
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    from .test_interactions import pending_card, send
+
+    plan = {"action": "create", "goal": "Weather to Slack", "review": True, "tasks": [
+        {"id": "t1", "description": "Find the nodes"}, {"id": "t2", "description": "Build the workflow"}]}
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("plan", plan),
+        MockResponse(text="I will revise the plan."),
+    )) as model:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "sk-test"},
+            "db_path": tmp_path / "db.sqlite3"})
+        app = make_app(EmbeddedClient(settings), settings)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await app.wait_until_ready()
+            await send(pilot, app, "plan a weather workflow")
+            card = await pending_card(app, pilot, PlanReviewCard)
+            await until(lambda: app.tasks_panel.display, pilot)
+            await until(lambda: not card.in_grace, pilot)
+            await pilot.press("r")
+            await until(lambda: app.focused is card.query_one("#feedback"), pilot)
+            await pilot.press(*"use Discord instead", "enter")
+            await until(lambda: not app.conversation.is_streaming, pilot, timeout=30)
+            await app.wait_until_rendered()
+            tool = next(c for c in app.view.assistant_turns()[-1].cards.values() if c.tc.tool_name == "plan")
+            header = str(tool.header.render())
+            assert "✓" not in header and "{" not in header, header
+            assert "changes requested" in header and "“use Discord instead”" in header
+            assert not app.tasks_panel.display or "0/2 done" not in str(app.tasks_panel.title_line.render())

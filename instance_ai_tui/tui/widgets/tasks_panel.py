@@ -32,6 +32,20 @@ def _rejected(call: Any) -> bool:
         isinstance(result, dict) and result.get("rejected") is True)
 
 
+def _sent_back(call: Any) -> bool:
+    """The plan review was answered "request changes" (the agent revises it)."""
+    from ...protocol.display_state import PLAN_CHANGES, display_state
+
+    return display_state(call, run_active=False).label == PLAN_CHANGES
+
+
+#: the title's note when the latest plan is not the checklist
+PLAN_REJECTED_NOTE = "plan rejected"
+PLAN_SENT_BACK_NOTE = "plan sent back for changes"
+_NO_CHECKLIST = {PLAN_REJECTED_NOTE: "The plan was rejected: no checklist.",
+                 PLAN_SENT_BACK_NOTE: "You asked for changes: the revised plan shows here when the agent makes it."}
+
+
 def _same_plan(a: TaskList, b: Any) -> bool:
     from ...protocol.events import TaskList
 
@@ -42,8 +56,9 @@ def checklist(tasks: TaskList | None, *, run_status: str | None = None,
               plan_reviews: Sequence[Any] = ()) -> tuple[TaskList | None, str]:
     """The checklist to show and a note for its title (pure).
 
-    * A plan the user rejected (its plan review denied or answered ``rejected``) is not the
-      checklist: nothing is shown while it is the latest task list.
+    * A plan the user rejected (its plan review denied or answered ``rejected``) or sent back
+      ("request changes") is not the checklist: nothing is shown while it is the latest task
+      list (it read "0/2 done" for a plan that no longer stands).
     * When the run that owns the checklist was cancelled, interrupted or failed, unfinished
       tasks show as cancelled and the title says the run stopped.
     ``plan_reviews``: the thread's plan-review tool calls (``ToolCallState``), oldest first.
@@ -53,8 +68,11 @@ def checklist(tasks: TaskList | None, *, run_status: str | None = None,
     if plan_reviews:
         last = plan_reviews[-1]
         conf = last.confirmation
-        if _rejected(last) and (conf is None or conf.tasks is None or _same_plan(conf.tasks, tasks)):
-            return None, "plan rejected"
+        same = conf is None or conf.tasks is None or _same_plan(conf.tasks, tasks)
+        if _rejected(last) and same:
+            return None, PLAN_REJECTED_NOTE
+        if _sent_back(last) and same:
+            return None, PLAN_SENT_BACK_NOTE
     word = _STOP_WORDS.get(run_status or "")
     if word and any(t.status in _UNFINISHED for t in tasks.tasks):
         from ...protocol.events import TaskStatus
@@ -141,6 +159,6 @@ The agent's plan for the current thread, updated live. Glyphs: ✓ done, ◐ in 
         self._signature = (signature, note)
         self._tasks = tasks
         self.title_line.update(f"Tasks  {progress_label(tasks)}" + (f" · {note}" if note else ""))
-        self.body.update(render_tasks(tasks) if tasks is not None or note != "plan rejected"
-                         else Content.styled("The plan was rejected: no checklist.", "$text-muted italic"))
+        self.body.update(render_tasks(tasks) if tasks is not None or note not in _NO_CHECKLIST
+                         else Content.styled(_NO_CHECKLIST[note], "$text-muted italic"))
 

@@ -24,7 +24,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from ...protocol.display_state import AUTO_APPROVED_LABEL, DisplayState, display_state
+from ...protocol.display_state import AUTO_APPROVED_LABEL, PLAN_CHANGES, DisplayState, display_state
 from ...protocol.safe_text import visible
 from ...protocol.tree import ToolCallState
 from .. import keymap
@@ -111,6 +111,10 @@ _STATE_MARK = {
     "expired": TOOL_STATUS["cancelled"],
     "unresolved": TOOL_STATUS["cancelled"],
 }
+
+
+#: a plan review answered "request changes": sent back to the agent, neither done nor failed
+PLAN_SENT_BACK_GLYPH = "↺"
 
 
 class ToolCallCard(Vertical, can_focus=True):
@@ -226,10 +230,18 @@ class ToolCallCard(Vertical, can_focus=True):
             self._frame += 1
             self._render_header()
 
+    def _plan_review(self) -> bool:
+        conf = self.tc.confirmation
+        return conf is not None and conf.effective_input_type == "plan-review"
+
     def _render_header(self) -> None:
         tc = self.tc
+        label = self.shown_state.label if self.shown_state is not None else self.state
+        sent_back = self.state == "done" and label == PLAN_CHANGES  # a plan review sent back: no tick
         if self.state == "running":
             glyph, style = SPINNER[self._frame % len(SPINNER)], "$tool-running"
+        elif sent_back:
+            glyph, style = PLAN_SENT_BACK_GLYPH, "$tool-waiting"
         else:
             mark = _STATE_MARK[self.state]
             glyph, style = mark.glyph, f"${mark.variable}"
@@ -239,11 +251,18 @@ class ToolCallCard(Vertical, can_focus=True):
             (f"{glyph} ", style),
             (tc.tool_name or "tool", "bold"),
         ]
-        label = self.shown_state.label if self.shown_state is not None else self.state
         took = duration(tc.started_at, tc.completed_at)
         if took:  # before the summary: the header is one line, cut at the width with "…"
             parts.append((f"  {took}", "$text-muted"))
-        if self.state == "done":
+        if sent_back:
+            # the person's words, not the tool's JSON ({"approved": false, "feedback": …})
+            feedback = tc.result.get("feedback") if isinstance(tc.result, dict) else None
+            parts.append((f"  {label}", style))
+            if isinstance(feedback, str) and feedback.strip():
+                parts.append((f": “{result_summary(visible(feedback.strip()))}”", "$text-muted"))
+        elif self.state == "done" and label != "done" and self._plan_review():
+            parts.append((f"  {label}", style))  # plan approved / a plan review's own outcome
+        elif self.state == "done":
             # a delegation's result is its sub-agent's summary, shown on the sub-agent's own row
             # right below: name the sub-agent instead of saying it twice
             role = tc.args.get("role") if tc.tool_name == "delegate" and isinstance(tc.args, dict) else None
