@@ -12,8 +12,10 @@ Pure functions (no aiohttp), so the rules are tested on their own:
   served, so a DNS-rebinding page cannot reach the app through a name of its own.
 - ``clean_token(raw)``: a token as given, stripped; fewer than 8 non-space characters is refused
   (a whitespace-only token protected nothing).
-- ``WrongTokenThrottle``: wrong tokens from one client wait one after another, each longer than
-  the last (0.5 s, 1 s, 2 s, ... 30 s), so parallel guesses gain nothing.
+- ``WrongTokenThrottle``: token checks from one client (an address; an IPv6 /64) are made one
+  after another, each wrong one answered later than the last (0.5 s, 1 s, 2 s, ... 30 s), and all
+  clients together get at most 5 checks a second, so parallel guesses gain nothing, from one
+  address or from 600.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import ipaddress
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -72,6 +75,9 @@ def clean_token(raw: str | None) -> str | None:
     token = raw.strip()
     if sum(1 for ch in token if not ch.isspace()) < MIN_TOKEN_LENGTH:
         raise AccessError(f"the web token must have at least {MIN_TOKEN_LENGTH} characters that are not spaces")
+    if not token.replace(" ", "").isprintable():  # (as serve's token: what a browser's form cannot send)
+        raise AccessError("the web token must not contain control characters or invisible format characters "
+                          "(escape sequences, tabs, newlines, bidi controls)")
     return token
 
 
@@ -129,47 +135,124 @@ def host_allowed(host: str, bound: str) -> bool:
         return False
 
 
+def client_key(address: str | None) -> str:
+    """Who is guessing, for the throttle: an IPv4 address; for IPv6 its /64 network (one client
+    has a whole /64 to pick addresses from); an IPv4-mapped IPv6 address is its IPv4 address."""
+    if not address:
+        return "unknown"
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class TooManyGuesses(Exception):
+    """Too many token checks are waiting already: this one is answered without being checked."""
+
+
 @dataclass
 class _Guesses:
     failures: int = 0
     last: float = 0.0
+    waiting: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class WrongTokenThrottle:
-    """Slows down wrong tokens per client (its address): each wrong answer waits
-    ``base * 2 ** (n - 1)`` seconds (at most ``cap``), and a client's wrong answers wait one
-    after another, so 200 parallel guesses take as long as 200 in a row. A client forgotten
-    after ``forget_after`` seconds without a wrong token starts again at ``base``; at most
-    ``max_clients`` are remembered (the least recent go first)."""
+    """Slows down token guesses, per client and for all clients together.
+
+    Per client (``client_key``: an address, an IPv6 /64): its token checks are made one after
+    another, and each wrong one is answered after ``base * 2 ** (n - 1)`` seconds (at most
+    ``cap``) with the next check waiting for that answer, so 200 parallel guesses take as long
+    as 200 in a row. A client forgotten after ``forget_after`` seconds without a wrong token
+    starts again at ``base``; at most ``max_clients`` are remembered (the least recent go first).
+
+    For all clients: at most ``per_second`` token checks a second (a burst of ``burst``), so
+    guesses from many addresses (600 from 600 loopback addresses, a botnet) are checked at that
+    rate whatever their number; a check waits for its turn *before* the token is compared, so a
+    right guess among many is not found faster. Past ``max_waiting`` checks waiting, a check is
+    not made at all, nor past ``max_waiting_per_client`` of one client (``TooManyGuesses``: the
+    page says to try again later). One sign-in by a
+    person is one check: it waits only while someone is guessing."""
 
     def __init__(self, base: float = 0.5, cap: float = 30.0, forget_after: float = 600.0,
-                 max_clients: int = 10_000) -> None:
+                 max_clients: int = 10_000, per_second: float = 5.0, burst: int = 5, max_waiting: int = 50,
+                 max_waiting_per_client: int = 10) -> None:
         self.base = base
         self.cap = cap
         self.forget_after = forget_after
         self.max_clients = max_clients
+        self.per_second = per_second
+        self.burst = burst
+        self.max_waiting = max_waiting
+        self.max_waiting_per_client = max_waiting_per_client
         self._clients: OrderedDict[str, _Guesses] = OrderedDict()
+        #: the global bucket: when the next check may be made, and how many wait for theirs
+        self._next_slot = 0.0
+        self.waiting = 0
 
     def delay(self, failures: int) -> float:
         return min(self.cap, self.base * 2 ** max(0, failures - 1))
 
-    async def wrong(self, client: str) -> None:
-        """A wrong token from ``client``: returns when its answer may be sent."""
+    def _entry(self, client: str) -> _Guesses:
         now = time.monotonic()
         entry = self._clients.get(client)
         if entry is None or (now - entry.last > self.forget_after and not entry.lock.locked()):
-            entry = _Guesses()
+            entry = _Guesses(last=now)
         self._clients[client] = entry
         self._clients.move_to_end(client)
         while len(self._clients) > self.max_clients:
             self._clients.popitem(last=False)
-        entry.failures += 1
-        entry.last = now
-        wait = self.delay(entry.failures)
-        async with entry.lock:  # one wrong answer at a time per client
-            await asyncio.sleep(wait)
-            entry.last = time.monotonic()
+        return entry
+
+    async def _global_turn(self) -> None:
+        """Wait for a place in the global rate (a token bucket of ``per_second`` and ``burst``)."""
+        if self.per_second <= 0:
+            return
+        interval = 1.0 / self.per_second
+        now = time.monotonic()
+        slot = max(self._next_slot, now - (self.burst - 1) * interval)
+        self._next_slot = slot + interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+    async def check(self, client: str, right: Callable[[], bool]) -> bool:
+        """Make one token check of ``client`` (``right()`` compares the token) when its turn has
+        come; a wrong one returns after its delay. Raises ``TooManyGuesses`` when ``max_waiting``
+        checks (or ``max_waiting_per_client`` of this client) wait already."""
+        entry = self._entry(client)
+        if self.waiting >= self.max_waiting or entry.waiting >= self.max_waiting_per_client:
+            raise TooManyGuesses
+        self.waiting += 1
+        entry.waiting += 1
+        counted = True
+        try:
+            async with entry.lock:  # one check at a time per client
+                await self._global_turn()
+                self.waiting -= 1
+                entry.waiting -= 1
+                counted = False
+                if right():
+                    self._clients.pop(client, None)  # its wrong ones are forgiven
+                    return True
+                entry.failures += 1
+                entry.last = time.monotonic()
+                await asyncio.sleep(self.delay(entry.failures))
+                entry.last = time.monotonic()
+                return False
+        finally:
+            if counted:
+                self.waiting -= 1
+                entry.waiting -= 1
+
+    async def wrong(self, client: str) -> None:
+        """A wrong token from ``client``: returns when its answer may be sent."""
+        await self.check(client, lambda: False)
 
     def forget(self, client: str) -> None:
         """The right token from ``client``: its wrong ones are forgiven."""

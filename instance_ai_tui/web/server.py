@@ -15,8 +15,8 @@ textual-serve does the real work: ``/ws`` starts one app process per browser tab
   saying the server is full, and its ``/ws`` a 503 before any process starts); an app is run
   in its own process group and ended — quit, then SIGTERM, then SIGKILL of the group — when its
   socket closes, also while it is still starting; the terminal size a tab asks for is capped
-  (``MAX_COLUMNS`` x ``MAX_ROWS``: a 4000x4000 tab took 296 MB); wrong tokens are slowed down
-  per client (``access.WrongTokenThrottle``).
+  (``MAX_COLUMNS`` x ``MAX_ROWS``: a 4000x4000 tab took 296 MB); token checks are slowed down
+  per client and capped for all clients together (``access.WrongTokenThrottle``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from textual_serve.server import Server, to_int
 from .access import (
     COOKIE_NAME,
     TOKEN_PARAM,
+    TooManyGuesses,
     WrongTokenThrottle,
+    client_key,
     cookie_matches,
     host_allowed,
     same_origin,
@@ -55,6 +57,8 @@ TITLE = "Instance AI"
 COOKIE_MAX_AGE = 30 * 24 * 3600
 #: seconds the first wrong token of a client waits for its answer (then twice as long each time)
 WRONG_TOKEN_DELAY = 0.5
+#: what a sign-in is told while too many token checks wait (someone is guessing): it was not checked
+BUSY = "Too many sign-in attempts are waiting right now (someone may be guessing the token); try again in a minute."
 #: app processes at once (each browser tab runs one); ``instance-ai web --max-apps``
 DEFAULT_MAX_APPS = 8
 #: the largest terminal a tab may ask for (cells): more is drawn at this size
@@ -160,13 +164,15 @@ class WebServer(Server):
             return await handler(request)
         given = request.query.get(TOKEN_PARAM)
         if given is not None and request.path == "/":
-            if token_matches(given.strip(), token):  # once from the URL: into the cookie, out of the address bar
-                self.throttle.forget(self._client(request))
+            try:
+                right = await self.throttle.check(self._client(request), lambda: token_matches(given.strip(), token))
+            except TooManyGuesses:
+                return self._login_page(BUSY, status=429, retry_after=True)
+            if right:  # once from the URL: into the cookie, out of the address bar
                 query = {k: v for k, v in request.query.items() if k != TOKEN_PARAM}
                 response = web.HTTPSeeOther(str(request.rel_url.with_query(query)))
                 self._set_cookie(response, request)
                 return response
-            await self.throttle.wrong(self._client(request))
             return self._login_page("That token is not right.", status=401)
         if cookie_matches(request.cookies.get(COOKIE_NAME), token):
             return await handler(request)
@@ -178,18 +184,22 @@ class WebServer(Server):
         assert self.token is not None
         form = await request.post()
         given = form.get("token")
-        if isinstance(given, str) and token_matches(given.strip(), self.token):
-            self.throttle.forget(self._client(request))
+        token = self.token
+        try:
+            right = await self.throttle.check(
+                self._client(request), lambda: isinstance(given, str) and token_matches(given.strip(), token))
+        except TooManyGuesses:
+            return self._login_page(BUSY, status=429, retry_after=True)
+        if right:
             response = web.HTTPSeeOther("/")
             self._set_cookie(response, request)
             return response
-        await self.throttle.wrong(self._client(request))
         return self._login_page("That token is not right.", status=401)
 
     @staticmethod
     def _client(request: web.Request) -> str:
-        """Who is guessing: the peer's address (behind a proxy, all of its clients at once)."""
-        return request.remote or "unknown"
+        """Who is guessing: the peer's address, an IPv6 client's /64 (behind a proxy, all of its clients at once)."""
+        return client_key(request.remote)
 
     def _set_cookie(self, response: web.StreamResponse, request: web.Request) -> None:
         assert self.token is not None
@@ -198,12 +208,14 @@ class WebServer(Server):
             samesite="Strict", secure=request.secure,
         )
 
-    def _login_page(self, error: str | None, *, status: int) -> web.Response:
+    def _login_page(self, error: str | None, *, status: int, retry_after: bool = False) -> web.Response:
         page = (TEMPLATES / "login.html").read_text(encoding="utf-8")
         message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
         body = page.replace("{{ title }}", html.escape(TITLE)).replace("{{ error }}", message)
-        return web.Response(status=status, text=body, content_type="text/html",
-                            headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY"})
+        headers = {"Cache-Control": "no-store", "X-Frame-Options": "DENY"}
+        if retry_after:
+            headers["Retry-After"] = "60"
+        return web.Response(status=status, text=body, content_type="text/html", headers=headers)
 
     # ------------------------------------------------------------------ page
     def _base_url(self, request: web.Request) -> str:
