@@ -148,6 +148,25 @@ def storage_error(exc: BaseException) -> StoreError | None:
     return None
 
 
+#: bytes free on the database's disk under which a "disk I/O error" means the disk is full
+FULL_BELOW = 4_000_000
+
+
+def free_bytes(path: Path | None) -> int | None:
+    """Bytes free (for this user) on the disk that holds ``path`` (its nearest existing folder); None: unknown."""
+    if path is None:
+        return None
+    import shutil
+
+    for folder in (path, *path.parents):
+        try:
+            if folder.exists():
+                return shutil.disk_usage(folder if folder.is_dir() else folder.parent).free
+        except OSError:
+            return None
+    return None
+
+
 def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> StoreError:
     """What ``sqlite3`` (or the file system) said about the database ``path`` (None: not known
     here), as the ``StoreError`` that names the file, the cause and the fix."""
@@ -161,8 +180,13 @@ def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> 
     if "locked" in low or "busy" in low:
         return StorageLocked(f"cannot {doing} {db}: it is locked by another program ({detail}); "
                              f"close the other instance-ai that uses it, {another}")
-    if code == errno.ENOSPC or "disk is full" in low or "database or disk is full" in low:
-        return StorageFull(f"cannot {doing} {db}: the disk is full ({detail}); free some space, "
+    free = free_bytes(path)
+    # SQLite says "disk I/O error" when the disk is full at the wrong moment (its -shm file, a WAL
+    # frame): with (almost) nothing free on the database's disk, that is what happened
+    if code == errno.ENOSPC or "disk is full" in low or "database or disk is full" in low or (
+            ("disk i/o error" in low or code == errno.EIO) and free is not None and free < FULL_BELOW):
+        room = f"{free / 1_000_000:.1f} MB free" if free is not None else detail
+        return StorageFull(f"cannot {doing} {db}: the disk is full ({room}); free some space, "
                            f"{another} on another disk")
     if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in low or "read-only" in low \
             or "permission denied" in low or "unable to open database" in low:

@@ -318,7 +318,7 @@ class SqliteStore:
             results = self._transaction(db, batch)
         except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
             if len(batch) == 1:
-                return [(False, exc)]
+                return [(False, self._said(exc))]
         else:
             return [(True, result) for result in results]
         self.stats.retried_batches += 1
@@ -327,8 +327,18 @@ class SqliteStore:
             try:
                 outcomes.append((True, self._transaction(db, [request])[0]))
             except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
-                outcomes.append((False, exc))
+                outcomes.append((False, self._said(exc)))
         return outcomes
+
+    def _said(self, exc: Exception) -> Exception:
+        """A write's failure as the caller gets it: the disk (full, failing) in words that name this
+        file and the space left (``errors.sqlite_error``, asked here on the writer thread); others as raised."""
+        if isinstance(exc, sqlite3.OperationalError) and any(
+                text in str(exc).lower() for text in ("disk is full", "disk i/o error")):
+            said = sqlite_error(self.path, exc, "write")
+            said.__cause__ = exc
+            return said
+        return exc
 
     def _transaction(self, db: sqlite3.Connection, batch: list[_Request]) -> list[Any]:
         db.execute("BEGIN IMMEDIATE")
