@@ -104,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(arguments)
     module = COMMANDS[args.command][0] if args.command else TUI_MODULE
+    from .logs import install
+
+    install()  # warnings of any command on stderr as visible text, one line each (the TUI moves them to a file)
     try:
         code = int(importlib.import_module(module).main(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here for short outputs

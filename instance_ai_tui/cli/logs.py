@@ -16,7 +16,8 @@ reorders the line), so the log obeys the screen's rule (``protocol.safe_text.vis
   visible line by line.
 
 ``install`` puts one handler with this formatter on the root logger and is what every entry
-point calls: ``run`` (stderr, warnings and worse), ``serve`` (stderr, ``--log-level``), ``web``
+point calls: ``cli.main`` for every command (stderr, warnings and worse), then ``run`` (the same,
+named), ``serve`` (stderr, ``--log-level``), ``web``
 (stderr) and the TUI (a file beside its database: ``instance-ai.log``, bounded, since the
 screen is the terminal). It replaces the handler it installed before, so calling it again
 (a test, a second ``main``) never doubles the lines. Other libraries' loggers that carry a
@@ -104,7 +105,22 @@ class VisibleFormatter(logging.Formatter):
 
 
 class _Installed(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
-    """Marks the handler ``install`` put on the root logger (replaced by the next ``install``)."""
+    """The handler ``install`` put on the root logger (replaced by the next ``install``). Without a
+    stream of its own it writes to ``sys.stderr`` as it is at each record (as ``logging.lastResort``
+    does), so a stderr replaced later (a test's capture, a redirection) is followed."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._own: TextIO | None = stream
+        super().__init__(stream)
+
+    @property
+    def stream(self) -> TextIO:
+        return self._own if self._own is not None else sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO | None) -> None:
+        if value is not sys.stderr:
+            self._own = value
 
 
 class _InstalledFile(logging.handlers.RotatingFileHandler):
@@ -123,7 +139,7 @@ def install(*, level: int | str = logging.WARNING, fmt: str = "%(message)s", str
     if path is not None:
         handler = _InstalledFile(path, maxBytes=TUI_LOG_BYTES, backupCount=1, encoding="utf-8", delay=True)
     else:
-        handler = _Installed(stream if stream is not None else sys.stderr)
+        handler = _Installed(stream)
     handler.setFormatter(VisibleFormatter(fmt))
     handler.setLevel(level)
     # the formatter is the rule: any other handler on the root (a basicConfig of a library) goes
@@ -160,6 +176,8 @@ def install_tui_log(data_dir: Path | None) -> logging.Handler | None:
             data_dir = None
     if data_dir is None:
         root = logging.getLogger()
+        for old in [h for h in root.handlers if isinstance(h, (_Installed, _InstalledFile))]:
+            uninstall(old)  # (the command's stderr handler: the screen is on stderr's terminal)
         if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
             root.addHandler(logging.NullHandler())  # nothing reaches the screen through logging.lastResort
         return None

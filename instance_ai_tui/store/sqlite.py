@@ -69,6 +69,7 @@ from .sqlite_codec import (
 )
 from .sqlite_requests import WriteStats, _Append, _on_thread, _Request, _Write
 from .sqlite_schema import SchemaError, prepare_file, setup_writer
+from .wal import CHECKPOINT_AFTER, LostWal, lost_wal
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -150,6 +151,8 @@ class SqliteStore:
         # per thread ever written grew the server by ~100 bytes per new thread)
         self._last_id: dict[str, int] = {}
         self._clock = Clock()
+        #: what the last ``open`` found lost with a deleted WAL (``store.wal``), else None
+        self.lost_wal: LostWal | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -170,8 +173,11 @@ class SqliteStore:
             return
         try:
             await asyncio.to_thread(prepare_file, self.path)
+            self.lost_wal = await asyncio.to_thread(lost_wal, self.path)  # before SQLite rebuilds its index
         except OSError as exc:
             raise sqlite_error(self.path, exc, "create") from None
+        if self.lost_wal is not None:
+            log.error("%s", self.lost_wal.message)
         writer = reader = checkpointer = None
         try:
             writer = await self._connect()
@@ -320,6 +326,7 @@ class SqliteStore:
             if len(batch) == 1:
                 return [(False, self._said(exc))]
         else:
+            self._copy_if_settled(db, batch)
             return [(True, result) for result in results]
         self.stats.retried_batches += 1
         outcomes: list[tuple[bool, Any]] = []
@@ -329,6 +336,18 @@ class SqliteStore:
             except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
                 outcomes.append((False, self._said(exc)))
         return outcomes
+
+    def _copy_if_settled(self, db: sqlite3.Connection, batch: list[_Request]) -> None:
+        """A run finished or asks a person in this commit: copy the WAL into the database file now
+        (``store.wal``), before anyone is told, so what a person sees as done does not live in the
+        WAL alone (a WAL deleted under the process would take it along at a crash)."""
+        if not any(type(request) is _Append and any(event.type in CHECKPOINT_AFTER for event in request.events)
+                   for request in batch):
+            return
+        try:  # PASSIVE: copies every frame no reader still needs, waits for nobody
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            log.warning("copying the WAL of %s into the database file failed: %s", self.path, exc)
 
     def _said(self, exc: Exception) -> Exception:
         """A write's failure as the caller gets it: the disk (full, failing) in words that name this
