@@ -369,6 +369,11 @@ class RemoteClient(Client):
     # ----------------------------------------------------------------- events
     def frame_item(self, frame: SseFrame) -> StreamItem | None:
         """The stream item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
+        if frame.event == "error":  # the server ends the stream and says why (``server.sse.error_frame``)
+            said = _stream_error_text(frame.data)
+            self._diagnose(f"the server ended the event stream: {said}")
+            self._set_state(ConnectionState.RECONNECTING, said)
+            return None
         if frame.event not in ("", "message"):
             self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
             return None
@@ -460,6 +465,17 @@ class RemoteClient(Client):
             raise ClientError(str(exc)) from None
         finally:
             await frames.aclose()
+
+
+def _stream_error_text(data: str) -> str:
+    """The words of an ``event: error`` frame (``{"message"}``; any other data, cut)."""
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        return data.strip()[:300] or "the server ended the event stream"
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"][:300]
+    return data.strip()[:300]
 
 
 def _sse_error_message(exc: SseStatusError) -> str:

@@ -12,13 +12,14 @@ tracks the open streams so that a graceful shutdown can let them flush the last 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 
 from ..aio import aclose
 from ..store.base import StoredEvent
-from ..store.errors import is_unavailable
+from ..store.errors import is_unavailable, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,23 @@ def encode_frame(event_id: int, data: str) -> bytes:
     else:
         body = f"data: {data}\n"
     return f"id: {event_id}\n{body}\n".encode()
+
+
+#: ``retry:`` of an error frame (ms): the client's next try, while the storage comes back
+ERROR_RETRY_MS = 2000
+
+
+def error_frame(exc: BaseException) -> bytes:
+    """The frame that ends a stream whose event source failed: ``event: error`` (no id: the
+    client's cursor stays where it is) with ``{"code", "message"}``, and a ``retry:`` hint. A
+    storage outage says so (its part and next step, ``store.errors``); any other failure is ours."""
+    stored = storage_error(exc)
+    if stored is not None and is_unavailable(stored):
+        code, said = stored.code, f"the server's storage is unavailable ({stored}); reconnecting resumes the stream"
+    else:
+        code, said = "internal", "the server's event stream failed (a bug: see the server's log); reconnect to resume"
+    data = json.dumps({"code": code, "message": said}, ensure_ascii=False)
+    return f"event: error\nretry: {ERROR_RETRY_MS}\ndata: {data}\n\n".encode()
 
 
 class EventStream:
@@ -108,6 +126,7 @@ class EventStream:
                 log.warning("event source failed: storage unavailable (%s); the client will reconnect", exc)
             else:
                 log.exception("event source failed")
+            frames.append(error_frame(exc))  # the client is told why the stream ends, not left with a bare EOF
         finally:
             self._ended = True
             self._wake()
