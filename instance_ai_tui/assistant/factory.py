@@ -61,7 +61,12 @@ def build_service(settings: Settings, *, demo_delay: float | None = None,
     if generate_titles is not None:
         options.generate_titles = generate_titles
     path = settings.resolved_db_path
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder: private (issue 15)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data folder: private (issue 15)
+    except OSError as exc:  # a read-only parent, a file in the way: the storage's words, not a traceback
+        from ..store.errors import sqlite_error
+
+        raise sqlite_error(path, exc, f"create the folder {path.parent} of") from None
     store = SqliteStore(path)
     bus = InProcessBus(store)
     return InstanceAI(store, bus, model=settings.model.name, settings=settings, options=options)

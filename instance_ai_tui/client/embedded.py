@@ -122,7 +122,8 @@ class EmbeddedClient(Client):
             from ..assistant.factory import build_service
 
             try:
-                self._service = build_service(self._settings, **self._service_options)
+                with _translated():  # (a data folder that cannot be made is the storage's failure)
+                    self._service = build_service(self._settings, **self._service_options)
             except ValueError as exc:
                 raise ClientError(f"cannot start the assistant: {exc}") from None
         if self._owns_service:
