@@ -49,7 +49,14 @@ from ..protocol.events import (
 )
 from ..protocol.reducer import RunReducer
 from ..runtime.agent import Agent, AgentStream
-from ..runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, RuntimeApiError
+from ..runtime.errors import (
+    CheckpointNotFound,
+    InvalidResumeData,
+    ModelTimeout,
+    ModelUnreachable,
+    ResumeConflict,
+    RuntimeApiError,
+)
 from ..runtime.memory import generate_title, is_substantial
 from ..runtime.messages import Message
 from ..runtime.model import ModelAdapter
@@ -315,7 +322,10 @@ class RunManager:
                 title, usage = await generate_title(model, run.user_text)
                 run.title_usage = usage
             except Exception as exc:  # noqa: BLE001 - a title is optional: any failure leaves the thread untitled
-                log.warning("title generation for thread %s failed: %s", run.thread_id, exc)
+                # a model server that cannot be reached (or times out) fails the run too, which says so: the
+                # title's failure is a detail then (one line on run's stderr, not two)
+                level = logging.INFO if isinstance(exc, ModelUnreachable | ModelTimeout) else logging.WARNING
+                log.log(level, "title generation for thread %s failed: %s", run.thread_id, exc)
                 return
             if not title or title == provisional:
                 return

@@ -2,7 +2,7 @@
 
 The answer text goes to stdout as it streams; tool calls, sub-agents, tasks and errors go
 to stderr. With ``--json`` stdout carries every protocol event of the run as one JSON object
-per line and nothing else. Confirmations are answered by ``--approve all`` (approve; for
+per line and nothing else, each with the thread's id (``threadId``) added. Confirmations are answered by ``--approve all`` (approve; for
 questions pick the first option), ``--approve none`` (deny), or by asking on the terminal
 (the default when stdin is a terminal; otherwise deny). Exit status: 0 when the run
 completes, 1 when it ends otherwise (error, cancelled, interrupted) or on an error, 130
@@ -396,6 +396,10 @@ class HeadlessRun:
         self.err = err or sys.stderr
         self.run_id: str | None = sent_run_id
         self._printed = ""
+        #: the answer's last line on stdout has no line end yet
+        self._line_open = False
+        #: the error events' words already printed (the run-finish line does not repeat them)
+        self._errors_said: set[str] = set()
         self._tool_names: dict[str, str] = {}
         self._roles: dict[str, str] = {}
         self._answered: set[str] = set()
@@ -561,6 +565,8 @@ class HeadlessRun:
     # ----------------------------------------------------------------- output
     def _emit_json(self, data: dict[str, Any]) -> None:
         if self.json_mode:
+            if "threadId" not in data:  # each line names its thread: a reader can follow up (--thread, export)
+                data = {**data, "threadId": self.thread_id}
             self.out.write(json_line(data) + "\n")
             self.out.flush()
 
@@ -568,8 +574,11 @@ class HeadlessRun:
         print(terminal_safe(text), file=self.err, flush=True)
 
     def _write(self, text: str) -> None:
+        if not text:
+            return
         self.out.write(terminal_safe(text))
         self.out.flush()
+        self._line_open = not text.endswith("\n")
 
     def _show(self, event: Event, conversation: Any) -> None:
         from ..protocol.text_render import summarize_result, task_glyph
@@ -609,6 +618,15 @@ class HeadlessRun:
             for task in payload.tasks.tasks:
                 self._note(f"  {task_glyph(task.status)} {task.description}")
         elif kind == "error":
+            # said once, on stderr: not again in the answer on stdout (the reducer adds "*Error: …*" to
+            # the text, as n8n does) nor in the run-finish line
+            message = conversation.message_for_run(event.run_id)
+            text = message.content if message is not None else ""
+            said = f"\n\n*Error: {payload.content}*"
+            if text.endswith(said) and text.startswith(self._printed):
+                self._write(text[len(self._printed):len(text) - len(said)])
+                self._printed = text
+            self._errors_said.add(str(payload.content))
             self._note(f"error: {payload.content}")
         elif kind == "thread-title-updated":
             self._note(f"[title: {payload.title}]")
@@ -643,10 +661,11 @@ class HeadlessRun:
             status = "unknown"  # the model's default is "completed"; a finish that does not say is not a success
             reason = reason or "the server's run-finish has no status"
         if not self.json_mode:
-            if self._printed and not self._printed.endswith("\n"):
+            if self._line_open:
                 self._write("\n")
             if status != "completed":
-                self._note(f"run {status}" + (f": {reason}" if reason else ""))
+                repeated = bool(reason) and str(reason) in self._errors_said
+                self._note(f"run {status}" + (f": {reason}" if reason and not repeated else ""))
             from ..protocol.transcript import usage_line
 
             spent = usage_line((getattr(event.payload, "model_extra", None) or {}).get("usage"))
