@@ -7,8 +7,9 @@ orchestrator ``Agent`` serves every run of the service (runs are independent; pe
 travels in ``ToolContext.extra``).
 
 MCP servers start in the background, so their tools are not known when the orchestrator is
-built: ``Orchestrator`` adds them at each model call (waiting first for servers still
-starting), to its tool table, to the tools sub-agents may be given, and to the instructions.
+built: ``Orchestrator`` adds the tools of the servers ready at each model call (never waiting
+for one still starting: its tools join a later step), to its tool table, to the tools
+sub-agents may be given, and to the instructions.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def instructions_for(services: Services) -> str:
     workspace = (f"You can read and (with approval) change files in the workspace folder {services.workspace.root}."
                  if services.workspace is not None else "")
     sub_tools = ", ".join(sorted(services.sub_agent_tools)) or "none available"
-    return INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
+    text = INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
+    mcp = services.mcp.instructions() if services.mcp is not None else ""
+    return f"{text}\n\n{mcp}" if mcp else text
 
 
 class Orchestrator(Agent):
@@ -98,7 +101,7 @@ class Orchestrator(Agent):
         if kind is AgentEvent.TURN_START and self.services.mcp is not None:
             mcp = self.services.mcp
             mcp.retry_unknown()
-            await mcp.wait_starting()
+            await mcp.wait_relisted()  # never for a server still starting: its tools join a later step
             current = {t.name: t for t in self._mcp_tools()}
             for name in [n for n, t in run.tools.items() if t.metadata.get("mcp_server") and n not in current]:
                 del run.tools[name]
@@ -108,7 +111,7 @@ class Orchestrator(Agent):
 
     async def resume(self, *args: Any, **kwargs: Any) -> AgentStream:
         if self.services.mcp is not None:
-            await self.services.mcp.wait_starting()  # a suspended call of an MCP tool needs its tool
+            await self.services.mcp.wait_starting(30.0)  # a suspended call of an MCP tool needs its tool
         return await super().resume(*args, **kwargs)
 
 

@@ -104,8 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(arguments)
     module = COMMANDS[args.command][0] if args.command else TUI_MODULE
+    from ..log_secrets import install as scrub_secrets
     from .logs import install
 
+    scrub_secrets()  # no URL credential or configured secret in any log line, whoever logs it
     install()  # warnings of any command on stderr as visible text, one line each (the TUI moves them to a file)
     try:
         code = int(importlib.import_module(module).main(args) or 0)

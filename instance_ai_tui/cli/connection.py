@@ -95,6 +95,10 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         mcp = mcp_overrides(getattr(args, "mcp", None))
     except ValueError as exc:
         raise SystemExit(f"instance-ai: {exc}") from None
+    if mcp and getattr(args, "url", None):
+        raise SystemExit("instance-ai: --mcp gives MCP servers to the embedded agent; with --url the server's "
+                         "agent works, with the servers of its own config (start it with "
+                         "`instance-ai serve --mcp NAME=COMMAND`, or drop --url)")
     if mcp:
         overrides["mcp"] = mcp
     return load_settings(overrides, env=env)

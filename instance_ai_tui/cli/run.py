@@ -79,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, metavar="N",
                         help="give up after N reconnections in a row without an event of the run "
                              f"(default: {DEFAULT_MAX_RETRIES}; 0 = never)")
+    parser.add_argument("--mcp-wait", type=float, default=2.0, metavar="SECONDS",
+                        help="embedded mode: wait this long at most for MCP servers still starting before sending "
+                             "(default: 2; a slower server's tools join a later step)")
     add_connection_arguments(parser)
     add_gateway_arguments(parser)
 
@@ -223,7 +226,15 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
         pass
+    notes = None
+    if settings is not None and not settings.remote.url and settings.mcp.servers:
+        from .mcp_notes import McpNotes  # the embedded agent's MCP servers: failures and slow starts on stderr
+
+        notes = McpNotes(client, lambda text: print(terminal_safe(text), file=sys.stderr, flush=True))
     try:
+        if notes is not None:
+            await notes.settle(getattr(args, "mcp_wait", 2.0))
+            notes.start()
         if args.timeout:
             return await asyncio.wait_for(runner.run(), args.timeout)
         return await runner.run()
@@ -239,6 +250,8 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         await runner.cancel()
         return 130
     finally:
+        if notes is not None:
+            await notes.stop()
         if shared is not None:
             await shared.stop()
         await client.close()

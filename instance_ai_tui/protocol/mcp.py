@@ -38,6 +38,8 @@ class McpServerInfo(WireModel):
     state: McpState = "stopped"
     tools: list[McpToolInfo] = Field(default_factory=list)
     error: str | None = None
+    #: what to know besides an error: tools left out, a start in progress whose tools join later
+    note: str | None = None
     #: the last lines the server wrote to stderr (stdio servers)
     stderr: str = ""
     #: how many times it was started

@@ -66,7 +66,7 @@ async def test_headless_run_with_a_one_off_server_then_no_process_left(tmp_path:
         command = shlex.join([sys.executable, str(SCRIPT), "tools"])
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "instance_ai_tui", "run", "save a note", "--model", "gpt-test",
-            "--db", str(tmp_path / "run.sqlite3"), "--json", "--approve", "all", "--mcp", f"notes={command}",
+            "--db", str(tmp_path / "run.sqlite3"), "--json", "--approve", "all", "--mcp", f"notes={command}", "--mcp-wait", "60",
             env=cli_env(tmp_path, model), cwd=str(tmp_path), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 90)
@@ -91,6 +91,10 @@ async def test_serve_runs_its_own_servers_and_a_client_by_url_sees_them(tmp_path
         try:
             client = RemoteClient(server.url)
             async with client:
+                for _ in range(1200):  # a message sent while it starts goes without its tools: wait as a person would
+                    if {s.name: s.state for s in (await client.mcp_status()).servers}["facts"] != "starting":
+                        break
+                    await asyncio.sleep(0.05)
                 await client.create_thread("remote")
                 await client.send("remote", "look k up")
                 events: list[Any] = []
@@ -185,7 +189,7 @@ async def test_an_http_server_refusing_the_token_fails_without_showing_it() -> N
         servers = McpServers({"web": McpServerSettings(url=f"{url}/mcp?key=k3y-secret",
                                                        headers={"Authorization": "Bearer t0p-secret"})})
         servers.start()
-        await servers.wait_starting()
+        await servers.wait_starting(60)
         status = servers.status().servers[0]
         await servers.aclose()
     assert status.state == "failed" and status.error and "did not start" in status.error
@@ -202,7 +206,7 @@ async def test_restart_during_a_call_fails_the_call_and_keeps_the_new_server() -
 
     servers = McpServers({"s": McpServerSettings(**stdio_config("tools"))})
     servers.start()
-    await servers.wait_starting()
+    await servers.wait_starting(60)
     conn = servers.connections["s"]
     try:
         call = asyncio.ensure_future(conn.call("slow", {"steps": 30}))
@@ -226,7 +230,7 @@ async def test_headless_run_prints_progress_under_its_call(tmp_path: Path) -> No
                                        MockResponse(text="Counted."))) as model:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "instance_ai_tui", "run", "count to four", "--model", "gpt-test",
-            "--db", str(tmp_path / "run.sqlite3"), env=cli_env(tmp_path, model), cwd=str(tmp_path),
+            "--db", str(tmp_path / "run.sqlite3"), "--mcp-wait", "60", env=cli_env(tmp_path, model), cwd=str(tmp_path),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 90)
     notes = err.decode()

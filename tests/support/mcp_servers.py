@@ -31,6 +31,23 @@ def stdio_config(kind: str = "tools", **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(SCRIPT), kind], **extra}
 
 
+def make_venv(folder: Path) -> Path:
+    """A plain ``python -m venv`` (no pip) whose only third-party packages are the ``mcp`` SDK's
+    (a ``.pth`` naming the site-packages that hold it): its ``bin/python`` is a symlink to the base
+    interpreter, which has no ``mcp`` of its own unless it was installed there. Returns that python."""
+    import subprocess
+
+    import mcp
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    found = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    packages = Path(mcp.__file__).resolve().parents[1]
+    Path(found, "sdk.pth").write_text(f"{packages}\n", encoding="utf-8")
+    return python
+
+
 def _log(line: str) -> None:
     path = os.environ.get("MCP_TEST_LOG")
     if path:
@@ -100,8 +117,8 @@ def build_server(label: str = "tools") -> Any:
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def whoami() -> dict[str, Any]:
-        """The server's process id and label."""
-        return {"pid": os.getpid(), "label": label}
+        """The server's process id, label and interpreter (``sys.prefix``: a venv's folder in a venv)."""
+        return {"pid": os.getpid(), "label": label, "prefix": sys.prefix}
 
     return server
 

@@ -40,6 +40,13 @@ def settings_for(tmp_path: Path, model: MockOpenAIServer, servers: dict[str, Any
     })
 
 
+async def servers_started(app: Any, pilot: Any) -> None:
+    """Until no server is starting: a message sent before goes without its tools (they join a
+    later step); a person sends once ``/mcp`` shows them ready, as these scripts do."""
+    mcp = app.client.service.services.mcp
+    await until(lambda: not mcp.starting(), pilot, timeout=60, what="the MCP servers started (or failed)")
+
+
 def tool_cards(app: Any) -> dict[str, Any]:
     turn = app.view.assistant_turns()[-1]
     return {card.tc.tool_name: card for card in turn.cards.values()}
@@ -58,6 +65,7 @@ async def test_write_tool_card_approve_and_result_then_mcp_view_with_stderr_and_
         app = make_app(EmbeddedClient(settings), settings)
         async with app.run_test(size=SIZE) as pilot:
             await app.wait_until_ready()
+            await servers_started(app, pilot)
             app.prompt.load_text("save a note: buy milk")
             await pilot.press("enter")
             await until(lambda: bool(app.pending), pilot)
@@ -105,6 +113,7 @@ async def test_slow_tool_progress_shows_and_esc_cancels_the_call(tmp_path: Path)
         app = make_app(EmbeddedClient(settings), settings)
         async with app.run_test(size=SIZE) as pilot:
             await app.wait_until_ready()
+            await servers_started(app, pilot)
             app.prompt.load_text("count to fifty slowly")
             await pilot.press("enter")
             await until(lambda: "of 50" in str(app.status_info.message or ""), pilot)

@@ -128,6 +128,8 @@ class ServerConnection:
         self._relist: asyncio.Task[None] | None = None
         #: set when the service shuts down: no call starts it again
         self.closed = False
+        #: a start being given up (quit, restart): its process is stopped at once, without the grace
+        self._abandon = False
 
     # ----------------------------------------------------------------- what it is
     @property
@@ -163,6 +165,7 @@ class ServerConnection:
             return
         self._settled = asyncio.Event()
         self._stop = asyncio.Event()
+        self._abandon = False
         self.state = "starting"
         self.error = None
         self.starts += 1
@@ -198,15 +201,20 @@ class ServerConnection:
         await self.wait_settled(self.settings.startup_timeout + 5)
 
     async def stop(self) -> None:
-        """Stop it and wait until its process is gone (the SDK closes stdin, then terminates)."""
+        """Stop it and wait until its process is gone (stdin closed, then terminated). A start
+        still in progress is given up at once: nothing waits for a server that never answered."""
         task = self._task
         if task is None:
             return
         self._stop.set()
+        if not task.done() and self.state == "starting":
+            self._abandon = True
+            task.cancel()
         if not task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(task), 15)
             except TimeoutError:
+                self._abandon = True
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -378,7 +386,7 @@ class ServerConnection:
         return transport()
 
     async def _stdio_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from .stdio import stdio_transport
 
         command, env = server_command(self.settings)
         cwd = self.settings.cwd.expanduser() if self.settings.cwd else None
@@ -386,22 +394,16 @@ class ServerConnection:
         read_fd, write_fd = os.pipe()
         tail = _StderrTail()
         self._stderr = tail
-        # a pipe's two ends (no file is opened): the write end goes to the child, closed below
-        errlog = os.fdopen(write_fd, "w", encoding="utf-8")
         reader = os.fdopen(read_fd, "rb", buffering=0)  # owned by the pipe transport
         pipe, _ = await loop.connect_read_pipe(lambda: tail, reader)
         stack.callback(pipe.close)
-        # the SDK adds HOME, PATH, USER, ... of the app to ``env``: ``env -u`` takes out those the
-        # config does not name (names only on the command line; values travel in the environment)
-        from mcp.client.stdio import get_default_environment
-
-        unset = [arg for name in sorted(get_default_environment()) if name not in env for arg in ("-u", name)]
-        params = StdioServerParameters(command=shutil.which("env") or "/usr/bin/env", args=[*unset, "--", *command],
-                                       env=env, cwd=cwd)
         try:
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            # the child gets the write end; ours is closed below: the pipe ends when the server (and its children) exit
+            streams = await stack.enter_async_context(stdio_transport(
+                command, env, cwd, write_fd, result_limit=self.settings.max_result_bytes,
+                grace=lambda: 0.0 if self._abandon else 2.0, describe_line=self.scrub))
         finally:
-            errlog.close()  # the child has its copy: the pipe ends when the server (and its children) exit
+            os.close(write_fd)
         return streams
 
     # ----------------------------------------------------------------- calls
@@ -418,7 +420,8 @@ class ServerConnection:
         except Exception as exc:  # noqa: BLE001 - every failure of a call is this server's, told to the model
             from mcp import MCPError
 
-            if isinstance(exc, MCPError) and not _connection_lost(exc) and self._alive():
+            if not (isinstance(exc, MCPError) and _connection_lost(exc)) and self._alive():
+                # an error answer, or a result the SDK refused (its output schema): the server stays
                 raise McpCallError(self.scrub(f"MCP server {self.name!r}: {describe(exc)}")) from None
             # the server died or the connection broke mid-call: this call fails, the next restarts it
             await asyncio.sleep(0.1)  # its last stderr lines
@@ -443,15 +446,21 @@ def _last_lines(text: str, count: int) -> str:
 
 def server_command(settings: McpServerSettings) -> tuple[list[str], dict[str, str]]:
     """The command line and the environment of a stdio server: only what the config names, plus
-    ``PATH`` when the command is a bare name (found on the app's ``PATH``)."""
+    ``PATH`` when the command is a bare name (found on the app's ``PATH``).
+
+    A path runs as written (made absolute against ``cwd``, never resolved: a venv's
+    ``bin/python`` is a symlink to the base interpreter, and only the link finds the venv)."""
     command = settings.command or ""
     env = {name: os.environ[name] for name in settings.pass_env if name in os.environ}
     env.update({k: v.get_secret_value() for k, v in settings.env.items()})
     if "/" in command:
         path = Path(command).expanduser()
-        if not path.is_absolute() and settings.cwd is not None:
-            path = settings.cwd.expanduser() / path
-        resolved = str(path.resolve())
+        if not path.is_absolute():
+            base = settings.cwd.expanduser() if settings.cwd is not None else Path.cwd()
+            path = base / path
+        resolved = str(path)
+        if not os.path.exists(resolved):
+            raise McpCallError(f"command {command!r}: no such file ({resolved})")
     else:
         app_path = os.environ.get("PATH", os.defpath)
         found = shutil.which(command, path=env.get("PATH", app_path))
@@ -459,6 +468,4 @@ def server_command(settings: McpServerSettings) -> tuple[list[str], dict[str, st
             raise McpCallError(f"command {command!r} not found on PATH")
         resolved = found
         env.setdefault("PATH", app_path)
-    if "=" in resolved:
-        raise McpCallError(f"command {resolved!r}: a path with '=' cannot be started")
     return [resolved, *settings.args], env

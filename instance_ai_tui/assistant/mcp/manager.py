@@ -2,10 +2,11 @@
 to the orchestrator (and to sub-agents given them), stopped with the service.
 
 ``McpServers.start()`` launches every enabled server and returns at once (start-up is not
-slower); the orchestrator waits for servers still starting before a model call
-(``wait_starting``), takes the current tools (``tools()``) and a server that failed is started
-again by the next call of one of its tools, or (when its tools are not known yet) before a run's
-next model call at most every ``RETRY_INTERVAL`` seconds.
+slower). No model call waits for a server still starting: each step takes the tools of the
+servers that are ready then (``tools()``), so a slow server's tools join a later step (``/mcp``
+and the agent's instructions say which servers are still starting). A server that failed is
+started again by the next call of one of its tools, or (when its tools are not known yet)
+before a run's next model call at most every ``RETRY_INTERVAL`` seconds.
 """
 
 from __future__ import annotations
@@ -27,14 +28,21 @@ log = logging.getLogger(__name__)
 
 #: a server whose tools are unknown (it never started) is tried again at most this often
 RETRY_INTERVAL = 30.0
-#: a model call waits at most this long for the servers still starting with the service
-TURN_WAIT = 10.0
+#: what ``/mcp`` says of a server still starting
+STARTING_NOTE = "still starting: messages go without its tools meanwhile; they join at the next step once it is ready"
+#: a model call waits at most this long for a ready server to list the tools it said changed
+RELIST_WAIT = 5.0
 
 
 class McpServers:
     """Every configured MCP server of one assistant service."""
 
     def __init__(self, servers: Mapping[str, McpServerSettings]) -> None:
+        from ... import log_secrets
+
+        log_secrets.install()  # the SDK's and httpx's log lines carry the servers' URLs
+        for settings in servers.values():
+            log_secrets.register(*(v.get_secret_value() for v in [*settings.env.values(), *settings.headers.values()]))
         self.connections: dict[str, ServerConnection] = {name: ServerConnection(name, s) for name, s in servers.items()}
         self._tools: dict[str, McpTool] = {}
         self._version = 0
@@ -56,15 +64,34 @@ class McpServers:
         for conn in self.connections.values():
             conn.start()
 
-    async def wait_starting(self, timeout: float = TURN_WAIT) -> None:
-        """Until the servers started with the service have started (at most ``timeout`` seconds: a
-        slower one's tools join a later step) and the tools a server said changed are listed
-        again. A server started again in the background (``retry_unknown``) is not waited for."""
-        waits = [conn.wait_settled(min(timeout, conn.settings.startup_timeout))
-                 for conn in self.connections.values() if conn.state == "starting" and conn.starts <= 1]
-        waits += [conn.wait_relisted() for conn in self.connections.values() if conn.state == "ready"]
+    async def wait_relisted(self, timeout: float = RELIST_WAIT) -> None:
+        """Until the tools a ready server said changed are listed again (at most ``timeout``).
+        Servers still starting are never waited for: their tools join a later step."""
+        waits = [conn.wait_relisted(timeout) for conn in self.connections.values() if conn.state == "ready"]
         if waits:
             await asyncio.gather(*waits)
+
+    async def wait_starting(self, timeout: float) -> None:
+        """Until the servers starting now have started or failed (at most ``timeout``): for a
+        suspended call of an MCP tool resumed after a restart, which needs its tool back."""
+        waits = [conn.wait_settled(min(timeout, conn.settings.startup_timeout))
+                 for conn in self.connections.values() if conn.state == "starting"]
+        if waits:
+            await asyncio.gather(*waits)
+
+    def instructions(self) -> str:
+        """What the agent's instructions say of the servers: those still starting (their tools
+        are not offered yet: the agent can tell the person instead of guessing)."""
+        starting = self.starting()
+        if not starting:
+            return ""
+        names = ", ".join(starting)
+        return (f"MCP servers still starting (their tools are not offered yet and join at a later step): {names}. "
+                "If the request needs one of them, say so rather than guessing.")
+
+    def starting(self) -> list[str]:
+        """The servers whose start is in progress (their tools are not offered yet)."""
+        return [conn.name for conn in self.connections.values() if conn.state == "starting"]
 
     def retry_unknown(self) -> None:
         """Start again the failed servers whose tools were never listed (the next run may use them)."""
@@ -123,12 +150,12 @@ class McpServers:
             infos = [McpToolInfo(name=t.name, mcp_name=t.mcp_name, description=t.mcp_tool.description or "",
                                  read_only=is_read_only(t.mcp_tool), asks=asks_first(conn, t.mcp_tool))
                      for t in tools if t.conn is conn]
-            error = conn.error
-            if conn.note:
-                error = f"{error}; {conn.note}" if error else conn.note
+            notes = [STARTING_NOTE] if conn.state == "starting" else []
+            notes += [conn.note] if conn.note else []
             servers.append(McpServerInfo(name=conn.name, transport="http" if conn.settings.url else "stdio",
                                          target=conn.target, state=conn.state,  # type: ignore[arg-type]
-                                         tools=infos, error=error, stderr=conn.stderr[-4000:], starts=conn.starts))
+                                         tools=infos, error=conn.error, note="; ".join(notes) or None,
+                                         stderr=conn.stderr[-4000:], starts=conn.starts))
         return McpStatus(servers=servers)
 
 

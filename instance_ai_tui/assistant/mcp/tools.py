@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..approvals import hinted_approval
 from .connection import MAX_DESCRIPTION, McpCallError, ServerConnection
+from .stdio import CUT_META
 
 if TYPE_CHECKING:
     import mcp_types
@@ -120,7 +121,7 @@ class McpTool(Tool):
         finally:
             progress.close()
         converted = convert_result(result, self.conn.settings.max_result_bytes)
-        if converted.is_error:
+        if converted.is_error and not (getattr(result, "meta", None) or {}).get(CUT_META):
             raise ToolError(f"the MCP tool {self.mcp_name} failed: {converted.model_text}")
         return converted.shown
 

@@ -55,6 +55,8 @@ def describe_server(server: McpServerInfo) -> str:
         lines.append(f"started {server.starts} time{'s' if server.starts != 1 else ''}")
     if server.error:
         lines.append(f"last error: {visible(server.error)}")
+    if server.note:
+        lines.append(visible(server.note))
     if server.tools:
         lines.append("")
         lines.append(f"{len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}:")
