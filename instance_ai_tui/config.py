@@ -90,6 +90,9 @@ class McpServerSettings(BaseModel):
     cwd: Path | None = None
     url: str | None = None
     headers: dict[str, SecretStr] = Field(default_factory=dict)
+    #: a url server's transport: "auto" (Streamable HTTP; the legacy HTTP+SSE one when that is
+    #: refused with 404/405), "http" or "sse"
+    transport: Literal["auto", "http", "sse"] = "auto"
     enabled: bool = True
     #: "auto": tools with a read-only hint run, the others ask first; "always": every tool asks;
     #: "never": no tool asks (you trust this server's every tool)
@@ -101,7 +104,7 @@ class McpServerSettings(BaseModel):
     #: seconds to start and list the tools
     startup_timeout: float = Field(30.0, gt=0)
     #: seconds one call may take (Esc cancels sooner)
-    call_timeout: float = Field(600.0, gt=0)
+    call_timeout: float = Field(120.0, gt=0)
     #: a result's text beyond this many bytes is cut before it is stored or shown
     max_result_bytes: int = Field(1_000_000, ge=1_000)
 
@@ -121,8 +124,8 @@ class McpServerSettings(BaseModel):
             raise ValueError("url must start with http:// or https://")
         if self.url and (self.args or self.env or self.pass_env or self.cwd):
             raise ValueError("args, env, pass_env and cwd are for a command; a url server takes headers")
-        if self.command and self.headers:
-            raise ValueError("headers are for a url server")
+        if self.command and (self.headers or self.transport != "auto"):
+            raise ValueError("headers and transport are for a url server")
         return self
 
 

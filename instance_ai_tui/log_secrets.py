@@ -22,7 +22,7 @@ __all__ = ["install", "register", "scrub"]
 _URL = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)([^\s'\"<>`]+)")
 _QUERY_VALUE = re.compile(r"([?&;][^=&;#\s]*=)[^&;#\s]*")
 #: secrets shorter than this are not replaced (they would turn ordinary words into ``***``)
-MIN_SECRET = 4
+MIN_SECRET = 8
 
 _secrets: set[str] = set()
 _lock = threading.Lock()

@@ -32,7 +32,8 @@ class McpToolInfo(WireModel):
 
 class McpServerInfo(WireModel):
     name: str
-    transport: Literal["stdio", "http"] = "stdio"
+    #: ``http``: Streamable HTTP; ``sse``: the legacy HTTP+SSE transport
+    transport: Literal["stdio", "http", "sse"] = "stdio"
     #: the command line or the URL (never the env values or headers: those are secrets)
     target: str = ""
     state: McpState = "stopped"

@@ -341,7 +341,7 @@ async def test_a_server_that_dies_idle_is_failed_and_its_tools_fail_with_the_rea
         await until(lambda: conn.state == "failed", what="the killed server marked failed")
         status = ai.services.mcp.status().servers[0]
         assert status.state == "failed" and status.error == "the server exited"
-        assert [t.name for t in status.tools][:2] == ["mcp__box__lookup", "mcp__box__write_note"]  # still offered
+        assert {"mcp__box__lookup", "mcp__box__write_note"} <= {t.name for t in status.tools}  # still offered
         await ai.send("x", "look k up")
         second = await collect(ai, "x", after=first[-1]["id"], timeout=30)
     error = of_type(second, "tool-error")[0]["payload"]["error"]

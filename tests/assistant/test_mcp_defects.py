@@ -4,6 +4,7 @@ server echoing its secrets, a 100 MB answer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -110,3 +111,166 @@ async def test_a_slow_server_never_holds_a_turn(make_ai: Any) -> None:
     assert "mcp__fine__lookup" in {t["function"]["name"] for t in first["tools"]}
     system = first["messages"][0]["content"]
     assert "MCP servers still starting" in system and "slow" in system  # the model knows, and can say so
+
+
+async def _started(settings: McpServerSettings) -> tuple[McpServers, Any]:
+    servers = McpServers({"web": settings})
+    servers.start()
+    await servers.wait_starting(60)
+    return servers, servers.status().servers[0]
+
+
+async def test_http_401_says_the_status_and_that_the_server_wants_sign_in() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from tests.support.asgi import serve_asgi
+
+    async def refuse(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("sign in first", status_code=401,
+                                 headers={"WWW-Authenticate": 'Bearer resource_metadata="x"'})
+
+    app = Starlette(routes=[Route("/mcp", refuse, methods=["GET", "POST", "DELETE"])])
+    async with serve_asgi(app) as url:
+        servers, status = await _started(McpServerSettings(url=f"{url}/mcp"))
+        await servers.aclose()
+    assert status.state == "failed"
+    assert "HTTP 401 Unauthorized: it wants you to sign in" in (status.error or ""), status.error
+
+
+async def test_a_legacy_sse_server_is_found_and_used_and_a_wrong_url_says_so() -> None:
+    from tests.support.asgi import serve_asgi
+    from tests.support.mcp_servers import sse_app
+
+    async with serve_asgi(sse_app("old")) as url:
+        servers, status = await _started(McpServerSettings(url=f"{url}/sse"))
+        try:
+            assert status.state == "ready", status.error
+            assert status.transport == "sse"
+            result = await servers.connections["web"].call("lookup", {"key": "k"})
+            assert result.content[0].text == "old: the value of k is 42"
+        finally:
+            await servers.aclose()
+        wrong, status = await _started(McpServerSettings(url=f"{url}/nothing-here"))
+        await wrong.aclose()
+    assert status.state == "failed" and "HTTP 404" in (status.error or "") and "check the URL" in (status.error or "")
+
+
+async def test_a_url_with_user_and_password_never_replaces_the_configured_authorization() -> None:
+    from tests.support.asgi import serve_asgi
+    from tests.support.mcp_servers import http_app, recording
+
+    seen: list[dict[str, str]] = []
+    async with serve_asgi(recording(http_app("web"), seen), lifespan="on") as url:
+        host = url.removeprefix("http://")
+        servers, status = await _started(McpServerSettings(url=f"http://me:pw@{host}/mcp",
+                                                           headers={"Authorization": "Bearer configured"}))
+        await servers.aclose()
+        basic, status2 = await _started(McpServerSettings(url=f"http://me:pw@{host}/mcp"))
+        await basic.aclose()
+    assert status.state == "ready" and status2.state == "ready"
+    told = [h.get("authorization") for h in seen]
+    assert "Bearer configured" in told and "Basic bWU6cHc=" in told  # base64("me:pw"): only without a header
+    assert told.index("Basic bWU6cHc=") > max(i for i, t in enumerate(told) if t == "Bearer configured")
+    assert "me:pw" not in status.target
+
+
+async def test_a_tool_that_needs_mcp_tasks_is_not_offered_and_echoed_secrets_are_scrubbed(make_ai: Any) -> None:
+    from instance_ai_tui.assistant.service import AssistantOptions
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    from .conftest import collect, of_type
+
+    async with MockOpenAIServer(answers_in_order(MockResponse.call("mcp__s__echo_env", {"name": "API_KEY"}),
+                                                 MockResponse(text="Done."))) as model:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "sk-test"},
+            "mcp": {"servers": {"s": stdio_config("tools", env={"API_KEY": "k3y-0f-the-server"})}}})
+        ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
+        mcp = ai.services.mcp
+        assert mcp is not None
+        await until(lambda: mcp.connections["s"].state != "starting", timeout=60)
+        status = mcp.status().servers[0]
+        await ai.send("t", "what is the key")
+        events = await collect(ai, "t", timeout=60)
+        stored = json.dumps([e.data() for e in await ai.store.read_events("t")])
+    offered = {t["function"]["name"] for r in model.requests if r.body.get("tools") for t in r.body["tools"]}
+    assert "mcp__s__lookup" in offered and "mcp__s__needs_task" not in offered
+    assert "needs_task (it runs only as an MCP task" in (status.note or "")
+    result = of_type(events, "tool-result")[0]["payload"]["result"]
+    assert result["value"] == "***" and result["said"] == "API_KEY is ***"
+    assert "k3y-0f-the-server" not in stored and "k3y-0f-the-server" not in json.dumps(
+        [r.body for r in model.requests])
+
+
+def _cli_env(tmp_path: Path, model: Any, config: str) -> dict[str, str]:
+    from tests.assistant.test_mcp_modes import cli_env, write_config
+
+    write_config(tmp_path, config)
+    return cli_env(tmp_path, model)
+
+
+async def _run(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "instance_ai_tui", "run", *args, env=env, cwd=str(tmp_path),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_run_says_which_server_failed_and_which_still_starts(tmp_path: Path) -> None:
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    broken = f'[mcp.servers.broken]\ncommand = "{sys.executable}"\nargs = ["{SCRIPT}", "fail"]\n'
+    slow = f'[mcp.servers.slow]\ncommand = "{sys.executable}"\nargs = ["-c", "{NEVER_ANSWERS}"]\nstartup_timeout = 600\n'
+    async with MockOpenAIServer(answers_in_order(MockResponse(text="Hello."), MockResponse(text="Hello."))) as model:
+        code, out, err = await _run(tmp_path, _cli_env(tmp_path, model, broken), "hi", "--model", "gpt-test",
+                                    "--db", str(tmp_path / "run.sqlite3"), "--mcp-wait", "60")
+        assert code == 0 and "Hello." in out, err
+        told = [line for line in err.splitlines() if "MCP server 'broken' failed" in line]
+        assert len(told) == 1 and "it did not start" in told[0]
+        assert "MCP_TEST_TOKEN is not set; cannot log in" in told[0]  # the end of its stderr, on the same line
+        code, out, err = await _run(tmp_path, _cli_env(tmp_path, model, slow), "hi", "--model", "gpt-test",
+                                    "--db", str(tmp_path / "run.sqlite3"), "--mcp-wait", "0.5")
+    assert code == 0 and "Hello." in out, err
+    assert any("MCP server 'slow' is still starting after 0.5 s" in line and "join a later step" in line
+               for line in err.splitlines()), err
+
+
+async def test_mcp_with_url_is_refused(tmp_path: Path) -> None:
+    env = {**_cli_env(tmp_path, type("M", (), {"base_url": "http://127.0.0.1:9/v1"})(), "")}
+    code, _, err = await _run(tmp_path, env, "hi", "--url", "http://127.0.0.1:9", "--mcp", "x=some-server")
+    assert code != 0 and "--mcp gives MCP servers to the embedded agent" in err and "--url" in err
+
+
+async def test_serve_logs_no_url_credential_or_secret_of_an_http_server(tmp_path: Path) -> None:
+    """``serve --log-level info``: httpx's and the SDK's lines name the server's URL; its token
+    (query), its user part and its header values never reach the log."""
+    from tests.server.live import ServeProcess
+    from tests.support.asgi import serve_asgi
+    from tests.support.mcp_servers import http_app
+
+    async with serve_asgi(http_app("web"), lifespan="on") as url:
+        host = url.removeprefix("http://")
+        config = (f'[mcp.servers.web]\nurl = "http://me:pa55word@{host}/mcp?token=t0ken-in-query"\n'
+                  'headers = { "X-Api-Key" = "hdr-s3cret" }\n')
+        env = _cli_env(tmp_path, type("M", (), {"base_url": "http://127.0.0.1:9/v1"})(), config)
+        server = ServeProcess(tmp_path / "served.sqlite3", extra=["--log-level", "debug"], env=env)
+        await server.start()
+        try:
+            import httpx
+
+            async with httpx.AsyncClient() as http:
+                for _ in range(1200):
+                    body = (await http.get(f"{server.url}/instance-ai/mcp")).json()
+                    if body["servers"][0]["state"] != "starting":
+                        break
+                    await asyncio.sleep(0.05)
+            assert body["servers"][0]["state"] == "ready", body
+        finally:
+            await asyncio.to_thread(server.terminate)
+    log = server.log_path.read_text()
+    assert f"POST http://{host}/mcp?token=***" in log  # the line is there (debug and info), scrubbed
+    for secret in ("t0ken-in-query", "pa55word", "hdr-s3cret"):
+        assert secret not in log

@@ -55,8 +55,30 @@ def _log(line: str) -> None:
             fh.write(line + "\n")
 
 
+class _Server(MCPServer):
+    """The SDK's server, with ``needs_task`` declared as a tool that runs only as an MCP task
+    (``execution.taskSupport = "required"``: the decorator has no parameter for it)."""
+
+    async def list_tools(self) -> list[Any]:
+        from mcp_types import ToolExecution
+
+        tools = await super().list_tools()
+        return [t.model_copy(update={"execution": ToolExecution(task_support="required")}) if t.name == "needs_task"
+                else t for t in tools]
+
+
 def build_server(label: str = "tools") -> Any:
-    server = MCPServer(label, instructions="Test tools for instance-ai.")
+    server = _Server(label, instructions="Test tools for instance-ai.")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def needs_task() -> str:
+        """A tool that runs only as an MCP task (a client that does not run tasks cannot call it)."""
+        return "it ran without a task"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def echo_env(name: str) -> dict[str, Any]:
+        """The value of one of the server's environment variables (a server that echoes its secrets)."""
+        return {"name": name, "value": os.environ.get(name, ""), "said": f"{name} is {os.environ.get(name, '')}"}
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup(key: str) -> str:
@@ -126,6 +148,22 @@ def build_server(label: str = "tools") -> Any:
 def http_app(label: str = "http") -> Any:
     """The tools server as a Streamable HTTP ASGI app (path ``/mcp``)."""
     return build_server(label).streamable_http_app(streamable_http_path="/mcp")
+
+
+def sse_app(label: str = "sse") -> Any:
+    """The tools server on the legacy HTTP+SSE transport (``GET /sse``, ``POST /messages/``)."""
+    return build_server(label).sse_app()
+
+
+def recording(app: Any, seen: list[dict[str, str]]) -> Any:
+    """``app`` behind an ASGI wrapper that appends each HTTP request's headers to ``seen``."""
+
+    async def wrapper(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+        await app(scope, receive, send)
+
+    return wrapper
 
 
 def main(argv: list[str]) -> None:

@@ -130,11 +130,20 @@ class ServerConnection:
         self.closed = False
         #: a start being given up (quit, restart): its process is stopped at once, without the grace
         self._abandon = False
+        #: the HTTP transport that answered (``http`` or ``sse``), once one did
+        self._http_kind: str | None = None
+        #: the last HTTP error status of this server and its ``WWW-Authenticate`` (the SDK only says
+        #: "Server returned an error response")
+        self._http_refusal: tuple[int, str] | None = None
 
     # ----------------------------------------------------------------- what it is
     @property
     def transport(self) -> str:
-        return "http" if self.settings.url else "stdio"
+        """``stdio``, ``http`` (Streamable HTTP) or ``sse`` (the legacy HTTP+SSE transport: configured,
+        or found when Streamable HTTP was refused with 404/405)."""
+        if not self.settings.url:
+            return "stdio"
+        return self._http_kind or ("sse" if self.settings.transport == "sse" else "http")
 
     @property
     def target(self) -> str:
@@ -233,14 +242,28 @@ class ServerConnection:
             except Exception:
                 log.exception("MCP change listener failed")
 
+    def scrub_data(self, value: Any) -> Any:
+        """``scrub`` on every string of JSON-like data (a result a server sends back: it may echo
+        its own environment); the same object when nothing changed."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            out = {self.scrub_data(k): self.scrub_data(v) for k, v in value.items()}
+            return value if all(a is b for a, b in zip(out.values(), value.values(), strict=True)) and \
+                list(out) == list(value) else out
+        if isinstance(value, list):
+            items = [self.scrub_data(v) for v in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return value
+
     def scrub(self, text: str) -> str:
-        """``text`` (an error of the SDK or httpx) without the config's secrets: the URL (its
-        query or user part may hold a token) as ``target``, env and header values as ``***``."""
+        """``text`` (an error of the SDK or httpx, a result) without the config's secrets: the URL
+        (its query or user part may hold a token) as ``target``, env and header values as ``***``."""
         if self.settings.url:
             text = text.replace(self.settings.url, self.target)
         for secret in [*self.settings.env.values(), *self.settings.headers.values()]:
             value = secret.get_secret_value()
-            if len(value) >= 4:
+            if len(value) >= 8:
                 text = text.replace(value, "***")
         return text
 
@@ -297,6 +320,8 @@ class ServerConnection:
             exc = exc.exceptions[0]
         if isinstance(exc, McpCallError):
             return str(exc)
+        if self._http_refusal is not None:
+            return self._refusal_words()
         if isinstance(exc, TimeoutError):
             return f"it did not answer within {self.settings.startup_timeout:g} s"
         if self._stderr is not None and self._stderr.closed.is_set():
@@ -305,14 +330,51 @@ class ServerConnection:
             return f"it could not be run: {exc.strerror or exc}"
         return describe(exc)
 
+    def _refusal_words(self) -> str:
+        """What an HTTP error status of the server means, and what to do."""
+        assert self._http_refusal is not None
+        status, challenge = self._http_refusal
+        if status == 401:
+            how = ("it uses OAuth: sign in from /mcp" if "bearer" in challenge.lower() else
+                   "give its token in headers = { Authorization = \"Bearer …\" }")
+            return f"the server answered HTTP 401 Unauthorized: it wants you to sign in ({how})"
+        if status == 403:
+            return "the server answered HTTP 403 Forbidden: the credentials given are not allowed to use it"
+        if status in (404, 405):
+            return (f"the server answered HTTP {status} at {self.target}: no MCP server there (neither Streamable "
+                    "HTTP nor the legacy SSE transport); check the URL (often …/mcp, or …/sse for an SSE server)")
+        return f"the server answered HTTP {status}"
+
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
+        if not self.settings.url:
+            return await self._open_session(stack, await self._stdio_transport(stack))
+        if self.settings.transport == "sse":
+            return await self._open_session(stack, await stack.enter_async_context(self._http_transport("sse")))
+        inner = AsyncExitStack()
+        try:
+            session = await self._open_session(inner, await inner.enter_async_context(self._http_transport("http")))
+        except Exception:
+            refused = self._http_refusal
+            await inner.aclose()
+            if self.settings.transport != "auto" or refused is None or refused[0] not in (404, 405):
+                raise
+            # a legacy HTTP+SSE server refuses Streamable HTTP's POST: speak its transport
+            self._http_refusal = None
+            try:
+                session = await self._open_session(stack, await stack.enter_async_context(self._http_transport("sse")))
+            except Exception:
+                if self._http_refusal is None:
+                    self._http_refusal = refused
+                raise
+            return session
+        await stack.enter_async_context(inner)
+        return session
+
+    async def _open_session(self, stack: AsyncExitStack, streams: tuple[Any, Any]) -> ClientSession:
         import mcp_types
         from mcp import ClientSession
 
-        if self.settings.url:
-            read, write = await stack.enter_async_context(self._http_transport())
-        else:
-            read, write = await self._stdio_transport(stack)
+        read, write = streams
         session = await stack.enter_async_context(ClientSession(
             read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1"),
             message_handler=self._on_message))
@@ -358,6 +420,10 @@ class ServerConnection:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             for tool in page.tools:
+                if tool.execution is not None and tool.execution.task_support == "required":
+                    # it only runs as an MCP task, which this client does not run: offered, it always fails
+                    skipped.append(f"{tool.name} (it runs only as an MCP task, which instance-ai does not support)")
+                    continue
                 if len(json.dumps(tool.input_schema, default=str)) > MAX_SCHEMA_CHARS:
                     skipped.append(f"{tool.name} (its input schema is over {MAX_SCHEMA_CHARS} characters)")
                     continue
@@ -371,19 +437,47 @@ class ServerConnection:
         self.note = "left out: " + "; ".join(skipped) if skipped else None
         return tools
 
-    def _http_transport(self) -> Any:
+    def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+        """An httpx2 client for this server: its headers (a ``user:pw@`` in the URL is Basic auth
+        only where no ``Authorization`` is configured), and a hook noting error statuses."""
         import httpx2
-        from mcp.client.streamable_http import streamable_http_client
 
-        headers = {k: v.get_secret_value() for k, v in self.settings.headers.items()}
-        client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=self.settings.call_timeout))
+        async def note_refusal(response: httpx2.Response) -> None:
+            # a POST carries every message; a GET is the legacy transport's stream (Streamable HTTP's
+            # optional GET stream may be refused with 405 by a server that works)
+            method = response.request.method
+            if response.status_code >= 400 and (method == "POST" or (method == "GET" and self._http_kind == "sse")):
+                self._http_refusal = (response.status_code, response.headers.get("www-authenticate", ""))
+
+        _, configured = http_target(self.settings)
+        merged = {**configured, **(headers or {})}
+        return httpx2.AsyncClient(
+            headers=merged, auth=auth, event_hooks={"response": [note_refusal]},
+            timeout=timeout or httpx2.Timeout(30.0, read=max(self.settings.call_timeout, 60.0)))
+
+    def _http_transport(self, kind: str) -> Any:
+        url, _ = http_target(self.settings)
+        self._http_refusal = None
+        self._http_kind = kind
 
         @contextlib.asynccontextmanager
-        async def transport() -> Any:
-            async with client, streamable_http_client(str(self.settings.url), http_client=client) as streams:
+        async def streamable() -> Any:
+            from mcp.client.streamable_http import streamable_http_client
+
+            client = self._http_client()
+            limit = 2 * self.settings.max_result_bytes + 64 * 1024
+            async with client, streamable_http_client(url, http_client=client, max_sse_event_size=limit) as streams:
                 yield streams
 
-        return transport()
+        @contextlib.asynccontextmanager
+        async def sse() -> Any:
+            from mcp.client.sse import sse_client
+
+            async with sse_client(url, httpx_client_factory=self._http_client,
+                                  sse_read_timeout=max(self.settings.call_timeout, 300.0)) as streams:
+                yield streams
+
+        return streamable() if kind == "http" else sse()
 
     async def _stdio_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         from .stdio import stdio_transport
@@ -412,6 +506,7 @@ class ServerConnection:
         fails the server (restarted by the next call) and raises ``McpCallError``."""
         session = await self.ensure_ready()
         stop = self._stop  # this connection's (a restart meanwhile makes a new one)
+        self._http_refusal = None
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=self.settings.call_timeout,
                                            progress_callback=progress)
@@ -420,6 +515,9 @@ class ServerConnection:
         except Exception as exc:  # noqa: BLE001 - every failure of a call is this server's, told to the model
             from mcp import MCPError
 
+            refused = self._http_refusal
+            if refused is not None and refused[0] in (401, 403) and self._alive():
+                raise McpCallError(f"MCP server {self.name!r}: {self._refusal_words()}") from None
             if not (isinstance(exc, MCPError) and _connection_lost(exc)) and self._alive():
                 # an error answer, or a result the SDK refused (its output schema): the server stays
                 raise McpCallError(self.scrub(f"MCP server {self.name!r}: {describe(exc)}")) from None
@@ -432,6 +530,26 @@ class ServerConnection:
 
     def _alive(self) -> bool:
         return self.state == "ready" and not (self._stderr is not None and self._stderr.closed.is_set())
+
+
+def http_target(settings: McpServerSettings) -> tuple[str, dict[str, str]]:
+    """The URL to connect to (its ``user:pw@`` taken out) and the headers to send: the configured
+    ones, and Basic auth from the URL's user part only when no ``Authorization`` is configured
+    (httpx would let the URL's credentials replace the configured header)."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    url = str(settings.url or "")
+    headers = {k: v.get_secret_value() for k, v in settings.headers.items()}
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, headers
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    if not any(name.lower() == "authorization" for name in headers):
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    return urlunsplit(parts._replace(netloc=host)), headers
 
 
 def _connection_lost(exc: BaseException) -> bool:

@@ -152,7 +152,7 @@ class McpServers:
                      for t in tools if t.conn is conn]
             notes = [STARTING_NOTE] if conn.state == "starting" else []
             notes += [conn.note] if conn.note else []
-            servers.append(McpServerInfo(name=conn.name, transport="http" if conn.settings.url else "stdio",
+            servers.append(McpServerInfo(name=conn.name, transport=conn.transport,  # type: ignore[arg-type]
                                          target=conn.target, state=conn.state,  # type: ignore[arg-type]
                                          tools=infos, error=conn.error, note="; ".join(notes) or None,
                                          stderr=conn.stderr[-4000:], starts=conn.starts))

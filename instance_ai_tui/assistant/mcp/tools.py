@@ -121,6 +121,9 @@ class McpTool(Tool):
         finally:
             progress.close()
         converted = convert_result(result, self.conn.settings.max_result_bytes)
+        # a server may echo its secrets (its env, the headers it was sent): never stored or exported
+        converted = McpResult(model_text=self.conn.scrub(converted.model_text),
+                              shown=self.conn.scrub_data(converted.shown), is_error=converted.is_error)
         if converted.is_error and not (getattr(result, "meta", None) or {}).get(CUT_META):
             raise ToolError(f"the MCP tool {self.mcp_name} failed: {converted.model_text}")
         return converted.shown
