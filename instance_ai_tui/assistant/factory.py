@@ -28,7 +28,7 @@ def _mcp_of(service: Any) -> McpServers | None:
 
 
 def mcp_status(service: Any) -> McpStatus:
-    """The MCP servers of ``service`` (``/mcp``, ``GET /api/instance-ai/mcp``): none when it has none."""
+    """The MCP servers of ``service`` (``/mcp``, ``GET /instance-ai/mcp``): none when it has none."""
     from ..protocol.mcp import McpStatus
 
     servers = _mcp_of(service)

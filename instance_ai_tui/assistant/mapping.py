@@ -40,6 +40,7 @@ from ..runtime.chunks import (
     ToolCallSuspendedChunk,
     ToolResultChunk,
 )
+from ..runtime.run import ABORTED_RESULT
 from .emitter import RunEmitter, status_update
 
 #: how long a tool waits for its tool-call event before publishing anyway (a safety net only)
@@ -109,7 +110,11 @@ class ChunkMapper:
             self._gate(chunk.tool_call_id).set()
         elif isinstance(chunk, ToolResultChunk):
             denial = isinstance(chunk.result, dict) and chunk.result.get("denied") is True
-            if (chunk.is_error or chunk.skipped) and not denial:  # a denial is n8n's result {denied: true}
+            if chunk.skipped and chunk.model_output == ABORTED_RESULT:
+                # stopped by a cancellation (Esc): no outcome of its own (the model reads the
+                # runtime's note); the run's end reads "not run (cancelled)" live, restored and exported
+                pass
+            elif (chunk.is_error or chunk.skipped) and not denial:  # a denial is n8n's result {denied: true}
                 error = chunk.error or chunk.model_output.strip("[]") or "the tool failed"
                 emit(ToolErrorEvent(
                     agent_id=self.agent_id, response_id=chunk.response_id or None,

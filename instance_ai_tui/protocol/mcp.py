@@ -1,4 +1,4 @@
-"""The MCP servers of an assistant as the app sees them (``GET /api/instance-ai/mcp``, ``/mcp``).
+"""The MCP servers of an assistant as the app sees them (``GET /instance-ai/mcp``, ``/mcp``).
 
 One ``McpServerInfo`` per configured server: its state, the tools it offers (the names the
 model calls them by), the last error and the tail of its stderr. Our own API only (n8n has no

@@ -45,6 +45,18 @@ async def make(make_ai: Any, server: MockOpenAIServer, servers: dict[str, dict[s
     return ai
 
 
+def export_text(events: list[dict[str, Any]]) -> str:
+    """The thread's Markdown export, folded from ``events`` the way every reader folds them."""
+    from instance_ai_tui.protocol.conversation import Conversation
+    from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.protocol.transcript import to_markdown
+
+    conversation = Conversation("t")
+    for data in events:
+        conversation.apply(data["id"], parse_event({k: v for k, v in data.items() if k != "id"}))
+    return to_markdown(conversation)
+
+
 def agent_requests(server: MockOpenAIServer) -> list[dict[str, Any]]:
     return [r.body for r in server.requests if r.body.get("tools")]
 
@@ -156,6 +168,10 @@ async def test_slow_tool_shows_progress_and_cancel_stops_the_call(make_ai: Any, 
         progress = [e["payload"] for e in of_type(events, "tool-call") if "progress" in e["payload"]]
         assert progress and progress[0]["args"] == {"steps": 40} and progress[0]["progress"].endswith("of 40")
         assert finish_status(events[-1])["status"] == "cancelled"
+        # the call reads cancelled, live and exported, never "Skipped" (nor a failure)
+        assert not [e for e in events if e["type"] == "tool-error"]
+        exported = export_text(events)
+        assert "**🔧 mcp__counter__slow** (not run (cancelled))" in exported and "Skipped" not in exported
         steps = log.read_text().count("slow step")
         await asyncio.sleep(1.0)  # the scenario: a window in which the stopped tool must not go on
         assert log.read_text().count("slow step") <= steps + 1  # the server was told to stop

@@ -201,9 +201,9 @@ async def test_cancel_stops_sub_agents(make_ai: Any) -> None:
     assert names[-1] == "run-finish" and events[-1]["payload"]["reason"] == "user_cancelled"
     completed = of_type(events, "agent-completed")
     assert completed and completed[0]["agentId"] == sub and completed[0]["payload"]["status"] == "cancelled"
-    delegate_error = of_type(events, "tool-error")[-1]
-    assert delegate_error["agentId"] == f"orchestrator-{run_id}"
-    assert completed[0]["id"] < delegate_error["id"] < events[-1]["id"]
+    # the delegate call stopped by the cancel has no failure of its own: it reads "not run (cancelled)"
+    assert not of_type(events, "tool-error")
+    assert completed[0]["id"] < events[-1]["id"]
     tree = (await ai.store.get_snapshots("cs"))[run_id]
     assert tree["children"][0]["status"] == "cancelled"
 
