@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from ..log_secrets import scrub
 from ..protocol.safe_text import visible
 
 #: the prefix of our own loggers: their records keep a traceback
@@ -91,7 +92,7 @@ class VisibleFormatter(logging.Formatter):
             summary = _exception_summary(record.exc_info)
             if summary:
                 line = f"{line} ({one_line(summary, MAX_SUMMARY_CHARS)})"
-            return line  # no traceback, no stack: one line per event
+            return scrub(line)  # no traceback, no stack: one line per event
         details: list[str] = []
         if record.exc_info:
             details.append(self.formatException(record.exc_info))
@@ -101,7 +102,7 @@ class VisibleFormatter(logging.Formatter):
             details.append(self.formatStack(record.stack_info))
         if details:
             line += "\n" + visible("\n".join(details)).rstrip("\n")
-        return line
+        return scrub(line)  # secrets out of the exception text too (log_secrets)
 
 
 class _Installed(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]

@@ -494,7 +494,7 @@ class ServerConnection:
         try:
             # the child gets the write end; ours is closed below: the pipe ends when the server (and its children) exit
             streams = await stack.enter_async_context(stdio_transport(
-                command, env, cwd, write_fd, result_limit=self.settings.max_result_bytes,
+                command, env, cwd, write_fd, name=self.name, result_limit=self.settings.max_result_bytes,
                 grace=lambda: 0.0 if self._abandon else 2.0, describe_line=self.scrub))
         finally:
             os.close(write_fd)

@@ -174,6 +174,7 @@ async def stdio_transport(
     cwd: Path | None,
     stderr: int,
     *,
+    name: str,
     result_limit: int,
     on_process: Callable[[anyio.abc.Process], None] | None = None,
     grace: Callable[[], float] = lambda: 2.0,
@@ -207,7 +208,8 @@ async def stdio_transport(
             answer = cut_answer(item, method, result_limit if method == "tools/call" else reader.limit)
             answer["id"] = request_id
             if request_id is None:
-                log.warning("MCP server's message of %s is over the limit and has no id: skipped", _size(item.size))
+                log.warning("MCP server %r sent a message of %s, over the limit and without an id: skipped",
+                            name, _size(item.size))
                 return
             item_bytes = json.dumps(answer).encode()
         else:
@@ -216,7 +218,7 @@ async def stdio_transport(
             message = mcp_types.jsonrpc_message_adapter.validate_json(item_bytes, by_name=False)
         except ValueError:
             shown = describe_line(item_bytes[:200].decode("utf-8", "replace"))
-            log.warning("an MCP server wrote a line that is not JSON-RPC (skipped): %r", shown)
+            log.warning("MCP server %r wrote a line that is not JSON-RPC (skipped): %r", name, shown)
             return
         if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) and message.id is not None:
             pending.pop(message.id, None)
