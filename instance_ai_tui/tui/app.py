@@ -160,6 +160,9 @@ class InstanceAiApp(App[None]):
         #: while it returns true the frame timer projects nothing (``boot.StartSend.hold``)
         self.hold_frames: Callable[[], bool] | None = None
         self.remove_state_listener: Callable[[], None] | None = None
+        #: an Esc just took the keys back to the prompt (from a panel, a card, a list): the next Esc there
+        #: says that one more stops the agent (issue 39.6: Esc Esc to leave the workflow panel cancelled the run)
+        self.escape_went_back = False
         #: the default screen and its widgets (``screens.main``); the rooms reach them here
         self.main_screen = MainScreen(status_info=self.status_info, pending=self.pending, client=self.client,
                                       placeholder=self.prompt_placeholder())
@@ -422,8 +425,19 @@ class InstanceAiApp(App[None]):
     def action_cancel_run(self) -> None:
         if self._escape_goes_back():
             self.prompt.focus()
+            self.escape_went_back = True
             return
+        if self.escape_went_back and self.conversation is not None and self.conversation.is_streaming:
+            # Esc Esc to leave a panel, a card or a list never stops the run (nor denies what it asks)
+            self.escape_went_back = False
+            self.notify("Esc again stops the agent.", timeout=3)
+            return
+        self.escape_went_back = False
         self.actions.cancel_run()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key != "escape":
+            self.escape_went_back = False  # a key between two Escs: the next Esc in the prompt stops the agent
 
     def action_interrupt(self) -> None:
         self.actions.interrupt()
@@ -449,6 +463,7 @@ class InstanceAiApp(App[None]):
 
     def action_focus_input(self) -> None:
         self.prompt.focus()
+        self.escape_went_back = True  # (Esc from the conversation or the threads: see action_cancel_run)
 
     def action_theme_picker(self) -> None:
         self.search_themes()
@@ -521,6 +536,15 @@ class InstanceAiApp(App[None]):
     @on(PromptInput.JumpToEnd)
     def _jump_to_end(self) -> None:
         self.view.follow()
+
+    @on(PromptInput.Page)
+    def _page(self, event: PromptInput.Page) -> None:
+        if event.direction < 0:
+            if self.view.max_scroll_y > 0:
+                self.view.release_anchor()  # (up: the newest output stops pulling the view down; End follows again)
+            self.view.scroll_page_up()
+        else:
+            self.view.scroll_page_down()
 
     @on(ConversationView.WholeThreadWanted)
     def _whole_thread_wanted(self, event: ConversationView.WholeThreadWanted) -> None:

@@ -33,6 +33,8 @@ export                ctrl+s               app             export
 send                  enter                input           send
 newline               shift+enter,ctrl+j   input           newline
 expand-pastes         ctrl+o               input           expand_pastes
+page-up               pageup               input           page(-1)
+page-down             pagedown             input           page(1)
 scroll-to-end         end                  conversation    scroll_to_end
 load-older            home                 conversation    load_older
 copy-block            c                    conversation    copy_block
@@ -260,6 +262,10 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("send", "send", "enter", "Send the message", "input", priority=True),
     KeySpec("newline", "newline", "shift+enter,ctrl+j", "New line", "input", show=False, priority=True),
     KeySpec("expand-pastes", "expand_pastes", "ctrl+o", "Show folded pastes in full", "input", show=False),
+    KeySpec("page-up", "page(-1)", "pageup", "Scroll the conversation up a page", "input", show=False,
+            priority=True),
+    KeySpec("page-down", "page(1)", "pagedown", "Scroll the conversation down a page", "input", show=False,
+            priority=True),
     KeySpec("scroll-to-end", "scroll_to_end", "end", "Jump to the latest output", "conversation"),
     KeySpec("load-older", "load_older", "home", "Load older turns", "conversation", show=False),
     KeySpec("copy-block", "copy_block", "c", "Copy the focused block", "conversation"),

@@ -301,6 +301,7 @@ class WorkflowPanel(Vertical):
         prompt = getattr(self.app, "prompt", None)
         if prompt is not None:
             prompt.focus()
+            self.app.escape_went_back = True  # type: ignore[attr-defined]  # (an Esc Esc to leave never stops the run)
 
 
 def _json_lines(value: Any) -> list[str]:

@@ -68,6 +68,12 @@ Slash commands: {commands.inline_list()}.
         """End pressed in an empty prompt."""
 
     @dataclass
+    class Page(Message):
+        """PageUp (-1) or PageDown (1) in the prompt: the conversation scrolls a page."""
+
+        direction: int
+
+    @dataclass
     class Submitted(Message):
         """Enter (or the send key): ``text`` is to be sent or run as a slash command."""
 
@@ -144,6 +150,9 @@ Slash commands: {commands.inline_list()}.
         """A key action, queued behind the keys that came before it."""
 
         action: str
+
+    def action_page(self, direction: int) -> None:
+        self.post_message(self.Page(direction))
 
     def action_send(self) -> None:
         self.post_message(self._Queued("send"))
