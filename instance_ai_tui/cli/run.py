@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..protocol.safe_text import json_safe, visible
 from .connection import add_connection_arguments, add_gateway_arguments
+from .run_answers import _approved, auto_answer, describe_answer
 
 #: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
 _API_PREFIX = "/instance-ai"
@@ -756,52 +757,3 @@ def _summary(args: dict[str, Any]) -> str:
     from ..protocol.text_render import summarize_result
 
     return summarize_result(args, 120) if args else ""
-
-
-def auto_answer(request: ConfirmationPayload, *, approve: bool) -> ConfirmBody:
-    """The body ``--approve all`` (``approve``) or ``--approve none`` sends for a confirmation."""
-    from ..protocol.api import (
-        ApprovalConfirm,
-        DomainAccessApproveConfirm,
-        DomainAccessDenyConfirm,
-        QuestionAnswer,
-        QuestionsConfirm,
-        ResourceDecisionConfirm,
-    )
-
-    kind = request.effective_input_type
-    if kind == "questions" and request.questions:
-        answers = []
-        for question in request.questions:
-            if approve and question.options:
-                answers.append(QuestionAnswer(question_id=question.id, selected_options=[question.options[0]]))
-            else:
-                answers.append(QuestionAnswer(question_id=question.id, skipped=True))
-        return QuestionsConfirm(answers=answers)
-    if kind == "resource-decision" or request.resource_decision is not None:
-        return ResourceDecisionConfirm(resource_decision="allowOnce" if approve else "denyOnce")
-    if request.domain_access is not None:
-        return DomainAccessApproveConfirm(domain_access_action="allow_once") if approve else DomainAccessDenyConfirm()
-    return ApprovalConfirm(approved=approve)
-
-
-def _approved(body: Any) -> bool | None:
-    """Whether an answer approved (True), denied (False), or neither (questions, text)."""
-    kind = getattr(body, "kind", "")
-    if kind == "approval":
-        return bool(body.approved)
-    if kind in ("domainAccessDeny", "planDeny"):
-        return False
-    if kind == "resourceDecision":
-        return bool(body.resource_decision != "denyOnce")
-    return None
-
-
-def describe_answer(body: Any) -> str:
-    kind = getattr(body, "kind", "")
-    if kind == "approval":
-        return "approved" if body.approved else "denied"
-    if kind == "questions":
-        parts = [", ".join(a.selected_options) or a.custom_text or "skipped" for a in body.answers]
-        return "answered: " + "; ".join(parts)
-    return kind

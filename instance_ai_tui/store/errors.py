@@ -198,3 +198,14 @@ def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> 
         return StorageCorrupt(f"{db} is damaged or is not a SQLite database ({detail}); {aside} to start "
                               f"afresh, {another}")
     return StoreError(f"cannot {doing} {db}: {detail}; {another}")
+
+
+def write_failure(path: Path, exc: Exception) -> Exception:
+    """A write's failure as its caller gets it (``store.sqlite``, on the writer thread): the disk (full,
+    failing) in words that name ``path`` and the space left (``sqlite_error``); any other as raised."""
+    if type(exc).__name__ == "OperationalError" and any(
+            text in str(exc).lower() for text in ("disk is full", "disk i/o error")):
+        said = sqlite_error(path, exc, "write")
+        said.__cause__ = exc
+        return said
+    return exc

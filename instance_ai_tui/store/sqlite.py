@@ -52,7 +52,7 @@ from .base import (
     ThreadRecord,
 )
 from .coalesce import plan_coalesce
-from .errors import StorageWrongSchema, StoreClosed, StoreError, sqlite_error
+from .errors import StorageWrongSchema, StoreClosed, StoreError, sqlite_error, write_failure
 from .sqlite_codec import (
     CHECKPOINT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -69,7 +69,7 @@ from .sqlite_codec import (
 )
 from .sqlite_requests import WriteStats, _Append, _on_thread, _Request, _Write
 from .sqlite_schema import SchemaError, prepare_file, setup_writer
-from .wal import CHECKPOINT_AFTER, LostWal, lost_wal
+from .wal import LostWal, copy_if_settled, lost_wal
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -324,9 +324,9 @@ class SqliteStore:
             results = self._transaction(db, batch)
         except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
             if len(batch) == 1:
-                return [(False, self._said(exc))]
+                return [(False, write_failure(self.path, exc))]
         else:
-            self._copy_if_settled(db, batch)
+            copy_if_settled(db, batch, self.path)
             return [(True, result) for result in results]
         self.stats.retried_batches += 1
         outcomes: list[tuple[bool, Any]] = []
@@ -334,30 +334,8 @@ class SqliteStore:
             try:
                 outcomes.append((True, self._transaction(db, [request])[0]))
             except Exception as exc:  # noqa: BLE001 - the writer thread hands every failure back to the waiting caller
-                outcomes.append((False, self._said(exc)))
+                outcomes.append((False, write_failure(self.path, exc)))
         return outcomes
-
-    def _copy_if_settled(self, db: sqlite3.Connection, batch: list[_Request]) -> None:
-        """A run finished or asks a person in this commit: copy the WAL into the database file now
-        (``store.wal``), before anyone is told, so what a person sees as done does not live in the
-        WAL alone (a WAL deleted under the process would take it along at a crash)."""
-        if not any(type(request) is _Append and any(event.type in CHECKPOINT_AFTER for event in request.events)
-                   for request in batch):
-            return
-        try:  # PASSIVE: copies every frame no reader still needs, waits for nobody
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as exc:
-            log.warning("copying the WAL of %s into the database file failed: %s", self.path, exc)
-
-    def _said(self, exc: Exception) -> Exception:
-        """A write's failure as the caller gets it: the disk (full, failing) in words that name this
-        file and the space left (``errors.sqlite_error``, asked here on the writer thread); others as raised."""
-        if isinstance(exc, sqlite3.OperationalError) and any(
-                text in str(exc).lower() for text in ("disk is full", "disk i/o error")):
-            said = sqlite_error(self.path, exc, "write")
-            said.__cause__ = exc
-            return said
-        return exc
 
     def _transaction(self, db: sqlite3.Connection, batch: list[_Request]) -> list[Any]:
         db.execute("BEGIN IMMEDIATE")

@@ -23,10 +23,15 @@ two copies of a 48-byte ``WalIndexHdr`` (``mxFrame`` at offset 16, page size at 
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import struct
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 #: ``WalIndexHdr.iVersion`` of every SQLite 3.7+
 _WAL_INDEX_VERSION = 3007000
@@ -77,3 +82,15 @@ def lost_wal(path: Path) -> LostWal | None:
     if max_frame <= backfilled:
         return None
     return LostWal(path, max_frame - backfilled, 65536 if page_size == 1 else page_size)
+
+
+def copy_if_settled(db: sqlite3.Connection, batch: Iterable[object], path: Path) -> None:
+    """After a commit (on the writer thread): when a request of ``batch`` appended a ``run-finish`` or
+    ``confirmation-request``, copy the WAL into the database file now, before anyone is told, so what a
+    person sees as done does not live in the WAL alone (see the module docstring)."""
+    if not any(event.type in CHECKPOINT_AFTER for request in batch for event in getattr(request, "events", ())):
+        return
+    try:  # PASSIVE: copies every frame no reader still needs, waits for nobody
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error as exc:
+        log.warning("copying the WAL of %s into the database file failed: %s", path, exc)
