@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shlex
 import shutil
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .catalog import RELISTS, Catalog, list_all
+from .hooks import McpHooks
 
 if TYPE_CHECKING:
     import mcp_types
@@ -38,14 +43,10 @@ log = logging.getLogger(__name__)
 
 #: bytes of the server's stderr kept (the last ones)
 STDERR_TAIL_BYTES = 8_192
-#: the most tools one server may offer (more are left out, with a note in its error)
-MAX_TOOLS = 128
 #: longest tool description offered to the model (outside text: bounded)
 MAX_DESCRIPTION = 2_000
-#: largest tool input schema accepted (JSON characters)
-MAX_SCHEMA_CHARS = 64_000
-#: the most pages of tools/list read
-MAX_LIST_PAGES = 20
+#: lines of a server's log notifications kept (``/mcp`` shows them)
+LOG_LINES = 200
 
 
 #: the SDK's modules a connection uses (a second or more to import: done in a thread)
@@ -107,14 +108,21 @@ def describe(exc: BaseException) -> str:
 class ServerConnection:
     """One configured MCP server."""
 
-    def __init__(self, name: str, settings: McpServerSettings) -> None:
+    def __init__(self, name: str, settings: McpServerSettings, hooks: McpHooks | None = None) -> None:
         self.name = name
         self.settings = settings
         self.state = "stopped" if settings.enabled else "disabled"
-        self.tools: list[mcp_types.Tool] = []
+        #: its tools, resources, prompts and instructions as last listed
+        self.catalog = Catalog()
         self.error: str | None = None
-        self.note: str | None = None
         self.starts = 0
+        #: what the server logged (``notifications/message``), newest last; ``log_level``: what it was asked for
+        self.log: deque[str] = deque(maxlen=LOG_LINES)
+        self.log_level: str | None = None
+        #: what the session asks of the app (roots, elicitation), shared by every server of a service
+        self.hooks = hooks or McpHooks()
+        #: the tool calls in progress (their contexts: an elicitation is asked in the newest one's run)
+        self.calls: dict[int, Any] = {}
         self._stderr: _StderrTail | None = None
         self._stderr_text = ""
         self._session: ClientSession | None = None
@@ -125,7 +133,7 @@ class ServerConnection:
         #: called when the tool list or the state changes
         self.on_change: Callable[[], None] | None = None
         self.last_failure = 0.0
-        self._relist: asyncio.Task[None] | None = None
+        self._relists: dict[str, asyncio.Task[None]] = {}
         #: set when the service shuts down: no call starts it again
         self.closed = False
         #: a start being given up (quit, restart): its process is stopped at once, without the grace
@@ -137,6 +145,14 @@ class ServerConnection:
         self._http_refusal: tuple[int, str] | None = None
 
     # ----------------------------------------------------------------- what it is
+    @property
+    def tools(self) -> list[mcp_types.Tool]:
+        return self.catalog.tools
+
+    @property
+    def note(self) -> str | None:
+        return self.catalog.note
+
     @property
     def transport(self) -> str:
         """``stdio``, ``http`` (Streamable HTTP) or ``sse`` (the legacy HTTP+SSE transport: configured,
@@ -377,65 +393,83 @@ class ServerConnection:
         read, write = streams
         session = await stack.enter_async_context(ClientSession(
             read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1"),
-            message_handler=self._on_message))
+            message_handler=self._on_message, logging_callback=self._on_log,
+            list_roots_callback=self._list_roots, elicitation_callback=self._elicit))
         await session.initialize()
-        self.tools = await self._list_tools(session)
+        self.catalog = await list_all(session)
         return session
 
     async def _on_message(self, message: Any) -> None:
-        """A server's notification: ``tools/list_changed`` lists its tools again (in a task: the
+        """A server's notification: a ``…/list_changed`` lists that list again (in a task: the
         handler runs in the session's receive loop, which must go on to read the answer)."""
-        import mcp_types
+        kind = type(message).__name__
+        relist = RELISTS.get(kind)
+        session = self._session
+        if relist is None or session is None:
+            return
+        running = self._relists.get(kind)
+        if running is None or running.done():
+            self._relists[kind] = asyncio.get_running_loop().create_task(self._relist(session, relist))
 
-        if isinstance(message, mcp_types.ToolListChangedNotification) and self._session is not None:
-            if self._relist is None or self._relist.done():
-                self._relist = asyncio.get_running_loop().create_task(self._relist_tools(self._session))
-
-    async def _relist_tools(self, session: ClientSession) -> None:
+    async def _relist(self, session: ClientSession, relist: Callable[..., Any]) -> None:
+        catalog = Catalog(**{**vars(self.catalog), "left_out": dict(self.catalog.left_out)})
         try:
-            tools = await asyncio.wait_for(self._list_tools(session), self.settings.startup_timeout)
+            await asyncio.wait_for(relist(session, catalog), self.settings.startup_timeout)
         except Exception as exc:  # noqa: BLE001 - the old list stays; the next call shows what is wrong
-            log.info("MCP server %s: listing its changed tools failed: %s", self.name, describe(exc))
+            log.info("MCP server %s: listing what it said changed failed: %s", self.name, describe(exc))
             return
         if session is self._session:
-            self.tools = tools
+            self.catalog = catalog
             self._changed()
 
     async def wait_relisted(self, timeout: float = 5.0) -> None:
-        """Until a re-listing of its tools (after ``tools/list_changed``) has ended."""
-        task = self._relist
-        if task is not None and not task.done():
+        """Until the lists a server said changed are listed again."""
+        tasks = [task for task in self._relists.values() if not task.done()]
+        if tasks:
             with contextlib.suppress(TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), timeout)
+                await asyncio.wait_for(asyncio.gather(*(asyncio.shield(t) for t in tasks)), timeout)
 
-    async def _list_tools(self, session: ClientSession) -> list[mcp_types.Tool]:
-        import json
+    # ----------------------------------------------------------------- what the server asks of us
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        """A log line of the server (``notifications/message``): kept for ``/mcp`` (bounded, scrubbed)."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+        who = f" {params.logger}" if params.logger else ""
+        self.log.append(self.scrub(f"{params.level}{who}: {data[:2000]}"))
+        self._changed()
 
+    async def _list_roots(self, context: Any) -> mcp_types.ListRootsResult:
         import mcp_types
 
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        skipped: list[str] = []
-        for _ in range(MAX_LIST_PAGES):
-            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            for tool in page.tools:
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    # it only runs as an MCP task, which this client does not run: offered, it always fails
-                    skipped.append(f"{tool.name} (it runs only as an MCP task, which instance-ai does not support)")
-                    continue
-                if len(json.dumps(tool.input_schema, default=str)) > MAX_SCHEMA_CHARS:
-                    skipped.append(f"{tool.name} (its input schema is over {MAX_SCHEMA_CHARS} characters)")
-                    continue
-                tools.append(tool)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        if len(tools) > MAX_TOOLS:
-            skipped.append(f"{len(tools) - MAX_TOOLS} tools past the first {MAX_TOOLS}")
-            tools = tools[:MAX_TOOLS]
-        self.note = "left out: " + "; ".join(skipped) if skipped else None
-        return tools
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root.model_validate(
+            {"uri": path.resolve().as_uri(), "name": path.name or str(path)}) for path in self.hooks.roots()])
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        return await self.hooks.elicit(self, params)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask the server to send its log lines from ``level`` up (``logging/setLevel``)."""
+        import warnings
+
+        session = self._session
+        if session is None or self.state != "ready":
+            raise McpCallError(self.failure())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated in the 2026 protocol, still what servers speak
+            try:
+                await session.set_logging_level(level)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - the server's refusal is its own
+                raise McpCallError(self.scrub(f"MCP server {self.name!r}: {describe(exc)}")) from None
+        self.log_level = level
+
+    async def roots_changed(self) -> None:
+        """Tell the server its roots changed (``notifications/roots/list_changed``)."""
+        import warnings
+
+        session = self._session
+        if session is not None and self.state == "ready":
+            with warnings.catch_warnings(), contextlib.suppress(Exception):
+                warnings.simplefilter("ignore")
+                await session.send_roots_list_changed()
 
     def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
         """An httpx2 client for this server: its headers (a ``user:pw@`` in the URL is Basic auth

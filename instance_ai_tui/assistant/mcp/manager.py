@@ -15,9 +15,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .connection import ServerConnection
+from .hooks import McpHooks
 from .tools import McpTool, asks_first, is_read_only
 
 if TYPE_CHECKING:
@@ -43,7 +45,10 @@ class McpServers:
         log_secrets.install()  # the SDK's and httpx's log lines carry the servers' URLs
         for settings in servers.values():
             log_secrets.register(*(v.get_secret_value() for v in [*settings.env.values(), *settings.headers.values()]))
-        self.connections: dict[str, ServerConnection] = {name: ServerConnection(name, s) for name, s in servers.items()}
+        #: what a server may ask of the app (roots, a form to fill): shared by every server
+        self.hooks = McpHooks()
+        self.connections: dict[str, ServerConnection] = {
+            name: ServerConnection(name, s, self.hooks) for name, s in servers.items()}
         self._tools: dict[str, McpTool] = {}
         self._version = 0
         self._built_version = -1
@@ -92,6 +97,13 @@ class McpServers:
     def starting(self) -> list[str]:
         """The servers whose start is in progress (their tools are not offered yet)."""
         return [conn.name for conn in self.connections.values() if conn.state == "starting"]
+
+    async def set_roots(self, paths: list[Path]) -> None:
+        """Offer ``paths`` as the roots from now on and tell every ready server they changed."""
+        if [p.resolve() for p in paths] == [p.resolve() for p in self.hooks.roots()]:
+            return
+        self.hooks.root_paths = list(paths)
+        await asyncio.gather(*(conn.roots_changed() for conn in self.connections.values()))
 
     def retry_unknown(self) -> None:
         """Start again the failed servers whose tools were never listed (the next run may use them)."""

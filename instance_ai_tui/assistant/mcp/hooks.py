@@ -1,0 +1,38 @@
+"""What an MCP server may ask of the app, answered by whoever runs the servers (one per service).
+
+- ``roots()``: the folders the client offers (``roots/list``): the workspace folder when one is set
+  (``--workspace``), else the current directory. ``McpServers.set_roots`` changes them and tells
+  every server (``notifications/roots/list_changed``).
+- ``elicit(conn, params)``: a server's ``elicitation/create`` (a form it wants the person to fill):
+  the assistant asks it as a question card in the run of the call in progress
+  (``assistant.mcp.elicitation``); without anyone to ask it is declined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+
+async def _decline(conn: ServerConnection, params: Any) -> Any:
+    import mcp_types
+
+    return mcp_types.ElicitResult(action="decline")
+
+
+@dataclass
+class McpHooks:
+    """The answers every server of one service gets."""
+
+    #: the roots offered (folders; the current directory when none is set)
+    root_paths: list[Path] = field(default_factory=list)
+    #: how a server's form is asked (default: declined, there is nobody to ask)
+    elicit: Callable[[ServerConnection, Any], Awaitable[Any]] = _decline
+
+    def roots(self) -> list[Path]:
+        return list(self.root_paths) or [Path.cwd()]
