@@ -186,7 +186,10 @@ class RunManager:
                 del self._locks[thread_id]
 
     # ----------------------------------------------------------------- start
-    async def start(self, thread_id: str, text: str) -> str:
+    async def start(self, thread_id: str, text: str, *, model_text: str | None = None,
+                    attachments: list[dict[str, Any]] | None = None) -> str:
+        """Start a run for the message ``text`` (as typed; the model reads ``model_text`` when given:
+        the message with its ``@server:uri`` attachments, listed in ``run-start``'s ``attachments``)."""
         if not text or not text.strip():
             raise InvalidRequest("the message must not be empty")
         async with self._lock(thread_id):
@@ -213,13 +216,14 @@ class RunManager:
             run.finished = asyncio.get_running_loop().create_future()
             self._runs[thread_id] = run
             try:
+                extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
                 ctx.emitter.emit(RunStartEvent(agent_id=ctx.orchestrator_id, payload=RunStartPayload(
-                    message_id=message_id, message_group_id=group_id, userMessage=text)))
+                    message_id=message_id, message_group_id=group_id, userMessage=text, **extra)))
                 await ctx.emitter.flush()  # run-start is stored before send() returns
                 await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
                 await self._start_title(run)
                 scope = self._scope(run)
-                stream = self.orchestrator.stream(Message.user(text, id=message_id), thread_id=thread_id,
+                stream = self.orchestrator.stream(Message.user(model_text or text, id=message_id), thread_id=thread_id,
                                                   run_id=run_id, extra=scope.extra(), model=ctx.model)
             except BaseException:
                 log.exception("run %s: starting failed", run_id)

@@ -276,7 +276,14 @@ class InstanceAI:
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest("the message must not be empty")
         with self._one_at_a_time(thread_id, "message is being sent"):
-            return await self.runs.start(thread_id, text)
+            mcp = self.services.mcp
+            if mcp is None or "@" not in text:
+                return await self.runs.start(thread_id, text)
+            from .mcp.resources import attach  # ``@server:uri``: the resource's text goes with the message
+
+            model_text, attachments = await attach(mcp, text)
+            return await self.runs.start(thread_id, text, model_text=model_text,
+                                         attachments=[a.model_dump(by_alias=True, exclude_none=True) for a in attachments])
 
     @contextlib.contextmanager
     def _one_at_a_time(self, thread_id: str, doing: str) -> Iterator[None]:

@@ -204,6 +204,25 @@ class PendingConfirmation:
         return self.input_type == "plan-review"
 
 
+def attachment_lines(attachments: Any) -> str:
+    """The lines a user message shows for its ``@server:uri`` attachments (``run-start``'s
+    ``attachments``: server, uri, mimeType, size, error), empty without any."""
+    if not isinstance(attachments, list):
+        return ""
+    lines = []
+    for item in attachments[:20]:
+        if not isinstance(item, dict):
+            continue
+        where = f"@{item.get('server', '?')}:{item.get('uri', '?')}"
+        if item.get("error"):
+            lines.append(f"📎 {where} — not attached: {item['error']}")
+            continue
+        size = item["size"] if isinstance(item.get("size"), int) else 0
+        shown = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / 1048576:.1f} MB"
+        lines.append(f"📎 {where} ({item.get('mimeType') or 'text'}, {shown})")
+    return "\n\n" + "\n".join(lines) if lines else ""
+
+
 @dataclass(slots=True)
 class ConversationChanges:
     """What changed since the last ``Conversation.drain_changes``.
@@ -618,14 +637,18 @@ class Conversation:
             raw = raw.get("content", raw.get("text"))
         if not isinstance(raw, str) or not raw:
             return
+        shown = raw + attachment_lines(extra.get("attachments"))
         for msg in reversed(self.messages):
             if msg.role == "assistant":
                 break
             if msg.local and msg.content == raw:
                 msg.local = False
+                if shown != raw:  # the attachments read by the server: shown under the words typed
+                    msg._content = shown
+                    self._mark(msg)
                 return
         msg = ConversationMessage(
-            str(message_id) if message_id else f"user-{event.run_id}", "user", created_at=_when(event.ts), content=raw
+            str(message_id) if message_id else f"user-{event.run_id}", "user", created_at=_when(event.ts), content=shown
         )
         self._append(msg)
 

@@ -30,6 +30,20 @@ class McpToolInfo(WireModel):
     asks: bool = True
 
 
+class McpPromptArgument(WireModel):
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+class McpPromptInfo(WireModel):
+    """A prompt of a server: ``/mcp__<server>__<name>`` in the app."""
+
+    name: str
+    description: str = ""
+    arguments: list[McpPromptArgument] = Field(default_factory=list)
+
+
 class McpServerInfo(WireModel):
     name: str
     #: ``http``: Streamable HTTP; ``sse``: the legacy HTTP+SSE transport
@@ -45,6 +59,12 @@ class McpServerInfo(WireModel):
     stderr: str = ""
     #: how many times it was started
     starts: int = 0
+    #: its last log lines (``notifications/message``, at most 200), and the level it was asked to send
+    log: list[str] = Field(default_factory=list)
+    log_level: str | None = None
+    #: what it offers besides tools: resources and templates (URIs), prompts (names)
+    resources: list[str] = Field(default_factory=list)
+    prompts: list[McpPromptInfo] = Field(default_factory=list)
 
 
 class McpStatus(WireModel):

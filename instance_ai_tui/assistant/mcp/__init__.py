@@ -23,4 +23,7 @@ def servers_for(settings: Settings) -> McpServers | None:
         return None
     from .manager import McpServers
 
-    return McpServers(settings.mcp.servers)
+    servers = McpServers(settings.mcp.servers)
+    if settings.workspace_root is not None:  # the roots offered: the workspace folder, else the current directory
+        servers.hooks.root_paths = [settings.workspace_root.expanduser()]
+    return servers
