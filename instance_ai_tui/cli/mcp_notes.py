@@ -10,8 +10,9 @@ goes, one line per server that failed (its name, the reason, the last lines of i
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.safe_text import visible
 
@@ -25,6 +26,18 @@ DEFAULT_WAIT = 2.0
 POLL_INTERVAL = 0.25
 #: characters of a server's stderr shown on its line
 STDERR_CHARS = 300
+
+
+def add_argument(parser: Any) -> None:
+    parser.add_argument("--mcp-wait", type=float, default=DEFAULT_WAIT, metavar="SECONDS",
+                        help="embedded mode: wait this long at most for MCP servers still starting before sending "
+                             f"(default: {DEFAULT_WAIT:g}; a slower server's tools join a later step)")
+
+
+def for_run(settings: Any, client: Client) -> McpNotes:
+    """The notes of a run: about the servers in embedded mode with MCP servers, else none at all."""
+    active = settings is not None and not settings.remote.url and bool(settings.mcp.servers)
+    return McpNotes(client, lambda text: print(visible(text), file=sys.stderr, flush=True), active=active)
 
 
 def failure_line(server: McpServerInfo) -> str:
@@ -41,7 +54,9 @@ def failure_line(server: McpServerInfo) -> str:
 class McpNotes:
     """Watches the servers of an embedded client and prints what a person needs to know."""
 
-    def __init__(self, client: Client, note: Callable[[str], None]) -> None:
+    def __init__(self, client: Client, note: Callable[[str], None], *, active: bool = True) -> None:
+        #: False: there is nothing to watch (``run --url``, no servers): every method does nothing
+        self.active = active
         self.client = client
         self.note = note
         #: (name, starts) of each failure told (a server started again and failing again is told again)
@@ -50,6 +65,9 @@ class McpNotes:
 
     async def _status(self) -> McpStatus | None:
         from ..client.base import ClientError
+
+        if not self.active:
+            return None
 
         try:
             return await self.client.mcp_status()
@@ -82,6 +100,12 @@ class McpNotes:
                               "is ready")
                 return
             await asyncio.sleep(0.05)
+
+    async def begin(self, wait: float) -> None:
+        """``settle`` then ``start``."""
+        if self.active:
+            await self.settle(wait)
+            self.start()
 
     def start(self) -> None:
         """Keep telling failures while the run goes (``stop`` ends it)."""

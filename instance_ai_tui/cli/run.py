@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..protocol.safe_text import json_safe, visible
+from . import mcp_notes
 from .connection import add_connection_arguments, add_gateway_arguments
 from .run_answers import _approved, auto_answer, describe_answer
 
@@ -80,9 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, metavar="N",
                         help="give up after N reconnections in a row without an event of the run "
                              f"(default: {DEFAULT_MAX_RETRIES}; 0 = never)")
-    parser.add_argument("--mcp-wait", type=float, default=2.0, metavar="SECONDS",
-                        help="embedded mode: wait this long at most for MCP servers still starting before sending "
-                             "(default: 2; a slower server's tools join a later step)")
+    mcp_notes.add_argument(parser)
     add_connection_arguments(parser)
     add_gateway_arguments(parser)
 
@@ -227,15 +226,9 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
         pass
-    notes = None
-    if settings is not None and not settings.remote.url and settings.mcp.servers:
-        from .mcp_notes import McpNotes  # the embedded agent's MCP servers: failures and slow starts on stderr
-
-        notes = McpNotes(client, lambda text: print(terminal_safe(text), file=sys.stderr, flush=True))
+    notes = mcp_notes.for_run(settings, client)  # the embedded agent's MCP servers: failures, slow starts
     try:
-        if notes is not None:
-            await notes.settle(getattr(args, "mcp_wait", 2.0))
-            notes.start()
+        await notes.begin(getattr(args, "mcp_wait", mcp_notes.DEFAULT_WAIT))
         if args.timeout:
             return await asyncio.wait_for(runner.run(), args.timeout)
         return await runner.run()
@@ -251,8 +244,7 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         await runner.cancel()
         return 130
     finally:
-        if notes is not None:
-            await notes.stop()
+        await notes.stop()
         if shared is not None:
             await shared.stop()
         await client.close()
