@@ -29,8 +29,10 @@ from typing import Any, TypeGuard
 
 from .safe_text import visible, visible_data
 
-MAX_NODES = 2000
-MAX_EDGES = 8000
+MAX_NODES = 10_000
+MAX_EDGES = 40_000
+#: sticky notes kept (the author's own documentation, drawn as labelled regions)
+MAX_STICKIES = 2_000
 #: the longest node name kept (n8n allows long names; the canvas shows the first cells)
 MAX_NAME = 200
 #: output items kept per node run (the node details show the first ones)
@@ -57,8 +59,9 @@ FLOW_TYPES = frozenset({
     "splitOut", "aggregate", "removeDuplicates", "limit", "sort", "executeWorkflow", "respondToWebhook",
 })
 _NOT_TRIGGERS = frozenset({"n8n-nodes-base.respondToWebhook"})
-#: nodes of the editor that are not steps of the workflow
+#: nodes of the editor that are not steps of the workflow (sticky notes: drawn as regions, ``Sticky``)
 NOT_DRAWN = frozenset({"n8n-nodes-base.stickyNote"})
+STICKY_TYPE = "n8n-nodes-base.stickyNote"
 _TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.formTrigger", "n8n-nodes-base.cron",
                             "n8n-nodes-base.interval", "n8n-nodes-base.start"})
 
@@ -113,6 +116,12 @@ class WfNode:
     type_version: float | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
+    #: n8n's ``onError`` (``continueErrorOutput``: the node has an extra ``error`` output, its lowest)
+    on_error: str = ""
+
+    @property
+    def error_output(self) -> bool:
+        return self.on_error == "continueErrorOutput"
 
     @property
     def short_type(self) -> str:
@@ -132,10 +141,42 @@ class WfEdge:
     #: the source's output index and the target's input index
     output: int = 0
     input: int = 0
+    #: the type of the target's input for a connection that is not AI (``main``, also for n8n's
+    #: ``error`` kind); ``main`` for AI connections
+    input_kind: str = field(default="main", compare=False)
 
     @property
     def is_main(self) -> bool:
         return self.kind == "main"
+
+    @property
+    def is_ai(self) -> bool:
+        """A sub-node's connection (``ai_*``): drawn dotted from the sub-node's top to the consumer's port."""
+        return self.kind.startswith("ai_")
+
+    @property
+    def input_is_main(self) -> bool:
+        return not self.is_ai and self.input_kind == "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Sticky:
+    """A sticky note of the editor: a rectangle (n8n's pixels) and the text on it."""
+
+    position: tuple[float, float]
+    width: float
+    height: float
+    content: str
+
+    @property
+    def label(self) -> str:
+        """The note's first heading, else its first line (markdown marks taken off)."""
+        lines = [line.strip() for line in self.content.splitlines() if line.strip()]
+        for line in lines:
+            if line.startswith("#"):
+                return line.lstrip("#").strip().strip("*_ ") or "note"
+        first = lines[0] if lines else ""
+        return first.strip("#*_> ").strip() or "note"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,12 +186,16 @@ class Workflow:
     nodes: tuple[WfNode, ...]
     edges: tuple[WfEdge, ...]
     active: bool = False
+    stickies: tuple[Sticky, ...] = ()
+    _index: dict[str, WfNode] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.clear()
+        for n in self.nodes:
+            self._index.setdefault(n.name, n)
 
     def node(self, name: str) -> WfNode | None:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        return None
+        return self._index.get(name)
 
     def output_labels(self, name: str) -> dict[int, str]:
         """Branch labels of a node's main outputs (IF: true/false, Switch: its rules, loop: done/loop)."""
@@ -179,6 +224,7 @@ def parse_workflow(data: Any, *, workflow_id: str = "") -> Workflow:
     if not isinstance(data, Mapping):
         return Workflow(workflow_id, "", (), ())
     nodes: list[WfNode] = []
+    stickies: list[Sticky] = []
     seen: set[str] = set()
     raw_nodes = data.get("nodes")
     for raw in raw_nodes if isinstance(raw_nodes, list) else []:
@@ -187,7 +233,12 @@ def parse_workflow(data: Any, *, workflow_id: str = "") -> Workflow:
         if not isinstance(raw, Mapping):
             continue
         type_name = _text(raw.get("type"))
-        if not type_name or type_name in NOT_DRAWN:  # no type; or a sticky note (an annotation, not a step)
+        if type_name == STICKY_TYPE:
+            sticky = _sticky(raw)
+            if sticky is not None and len(stickies) < MAX_STICKIES:
+                stickies.append(sticky)
+            continue
+        if not type_name or type_name in NOT_DRAWN:  # no type
             continue
         name = _text(raw.get("name")) or short_type(type_name)
         if not name or name in seen:
@@ -202,12 +253,26 @@ def parse_workflow(data: Any, *, workflow_id: str = "") -> Workflow:
                             disabled=raw.get("disabled") is True,
                             type_version=float(version) if _number(version) else None,
                             parameters=params if isinstance(params, Mapping) else {},
-                            id=_text(raw.get("id"), 64)))
+                            id=_text(raw.get("id"), 64), on_error=_text(raw.get("onError"), 40)))
     edges = parse_connections(data.get("connections"), seen)
     wid = data.get("id")
     return Workflow(id=_text(wid, 64) if isinstance(wid, str) else (str(wid) if _number(wid) else workflow_id),
                     name=_text(data.get("name")), nodes=tuple(nodes), edges=tuple(edges),
-                    active=data.get("active") is True)
+                    active=data.get("active") is True, stickies=tuple(stickies))
+
+
+def _sticky(raw: Mapping[str, Any]) -> Sticky | None:
+    pos = raw.get("position")
+    if not (isinstance(pos, list | tuple) and len(pos) == 2 and all(_number(p) for p in pos)):
+        return None
+    params = raw.get("parameters")
+    params = params if isinstance(params, Mapping) else {}
+    width, height = params.get("width"), params.get("height")
+    content = params.get("content")
+    return Sticky((float(pos[0]), float(pos[1])),
+                  float(width) if _number(width) and 0 < width < 100_000 else 240.0,
+                  float(height) if _number(height) and 0 < height < 100_000 else 160.0,
+                  _text(content, 2_000) if isinstance(content, str) else "")
 
 
 def parse_connections(connections: Any, names: set[str]) -> list[WfEdge]:
@@ -241,8 +306,12 @@ def parse_connections(connections: Any, names: set[str]) -> list[WfEdge]:
                     if name not in names:
                         continue
                     index = target.get("index")
-                    edge = WfEdge(source, name, visible(kind[:40]), output_index,
-                                  int(index) if _number(index) and 0 <= index < 64 else 0)
+                    into = target.get("type")
+                    kind_text = visible(kind[:40])
+                    edge = WfEdge(source, name, kind_text, output_index,
+                                  int(index) if _number(index) and 0 <= index < 64 else 0,
+                                  "main" if kind_text.startswith("ai_") or not isinstance(into, str)
+                                  or into.startswith("ai_") else visible(into[:40]))
                     if edge not in seen:
                         seen.add(edge)
                         edges.append(edge)
@@ -252,36 +321,106 @@ def parse_connections(connections: Any, names: set[str]) -> list[WfEdge]:
 
 
 def output_labels(node: WfNode) -> dict[int, str]:
-    """Labels of the main outputs the canvas writes on branches (none for single-output nodes)."""
+    """Labels of the main outputs the canvas writes on branches (none for single-output nodes): IF
+    true/false, Switch its rules' keys (or their numbers) and fallback, the loop done/loop, a text
+    classifier its categories, and ``error`` on the lowest output of a node set to continue on error."""
+    labels = _branch_labels(node)
+    if node.error_output:
+        labels = {**labels, max(len(labels), 1) if labels else 1: "error"}
+        if 0 not in labels:
+            labels[0] = "success"
+    return labels
+
+
+def _branch_labels(node: WfNode) -> dict[int, str]:
     short, params = node.short_type, node.parameters
     if short == "if":
         return {0: "true", 1: "false"}
+    if short == "filter" and isinstance(params.get("options"), Mapping) and params["options"].get("allowDiscarded"):
+        return {0: "kept", 1: "discarded"}
     if short == "splitInBatches" and (node.type_version or 1) >= 3:
         return {0: "done", 1: "loop"}
     if short == "switch":
-        rules = params.get("rules")
-        values = rules.get("values") if isinstance(rules, Mapping) else None
-        labels: dict[int, str] = {}
-        if isinstance(values, list):
-            for i, rule in enumerate(values):
-                key = rule.get("outputKey") if isinstance(rule, Mapping) else None
-                labels[i] = _text(key, 12) if isinstance(key, str) and key else str(i)
-            options = params.get("options")
-            if isinstance(options, Mapping) and options.get("fallbackOutput") == "extra":
-                labels[len(values)] = "fallback"
-        return labels
+        return _switch_labels(params)
+    if short == "textClassifier":
+        cats = params.get("categories")
+        values = cats.get("categories") if isinstance(cats, Mapping) else None
+        return {i: _text(c.get("category"), 40) or str(i) for i, c in enumerate(values)
+                if isinstance(c, Mapping)} if isinstance(values, list) else {}
     if short == "compareDatasets":
         return {0: "A only", 1: "same", 2: "different", 3: "B only"}
     return {}
 
 
+def _switch_labels(params: Mapping[str, Any]) -> dict[int, str]:
+    labels: dict[int, str] = {}
+    rules = params.get("rules")
+    options = params.get("options")
+    options = options if isinstance(options, Mapping) else {}
+    values = rules.get("values") if isinstance(rules, Mapping) else None
+    if isinstance(values, list):  # Switch v3: rules.values[], renamed outputs have an outputKey
+        for i, rule in enumerate(values):
+            key = rule.get("outputKey") if isinstance(rule, Mapping) and rule.get("renameOutput") is not False else None
+            labels[i] = _text(key, 40) if isinstance(key, str) and key else str(i)
+        if options.get("fallbackOutput") == "extra":
+            labels[len(values)] = "fallback"
+        return labels
+    old = rules.get("rules") if isinstance(rules, Mapping) else None
+    if isinstance(old, list):  # Switch v1/v2: rules.rules[] with an output number each
+        for rule in old:
+            out = rule.get("output") if isinstance(rule, Mapping) else None
+            if _number(out) and 0 <= out < 64:
+                labels.setdefault(int(out), str(int(out)))
+        fallback = params.get("fallbackOutput")
+        if _number(fallback) and 0 <= fallback < 64:
+            labels[int(fallback)] = "fallback"
+        return labels
+    count = params.get("numberOutputs")  # expression mode
+    if _number(count) and 0 < count <= 64:
+        return {i: str(i) for i in range(int(count))}
+    return labels
+
+
 def input_count(workflow: Workflow, name: str) -> int:
+    """How many main inputs the node has (Merge: 2, or its ``numberInputs``; else as connected)."""
     node = workflow.node(name)
-    count = 2 if node is not None and node.short_type in ("merge", "compareDatasets") else 1
+    count = 1
+    if node is not None and node.short_type in ("merge", "compareDatasets"):
+        wanted = node.parameters.get("numberInputs")
+        count = int(wanted) if _number(wanted) and 2 <= wanted <= 16 else 2
     for edge in workflow.edges:
-        if edge.target == name and edge.is_main:
+        if edge.target == name and edge.input_is_main:
             count = max(count, edge.input + 1)
     return count
+
+
+def node_subtitle(node: WfNode) -> str:
+    """The line n8n writes under a node's name: ``POST: https://…`` (HTTP), ``mode: Rules`` (Switch),
+    ``create: contact`` (resource and operation), else ``""``."""
+    params, short = node.parameters, node.short_type
+    def text(key: str) -> str:
+        value = params.get(key)
+        if isinstance(value, Mapping):  # resource locators: {"__rl": true, "value": ..., "cachedResultName": ...}
+            value = value.get("cachedResultName") or value.get("value")
+        return _text(value, 120).lstrip("=") if isinstance(value, str) else ""
+    if short == "httpRequest" or short == "toolHttpRequest":
+        url = text("url")
+        return f"{text('method') or 'GET'}: {url}" if url else ""
+    if short == "switch":
+        mode = text("mode") or "rules"
+        return f"mode: {mode[:1].upper()}{mode[1:]}"
+    if short == "webhook":
+        path = text("path")
+        return f"{text('httpMethod') or 'GET'}: /{path}" if path else ""
+    operation, resource = text("operation"), text("resource")
+    if operation and resource:
+        return f"{operation}: {resource}"
+    if operation:
+        return operation
+    if short in ("lmChatOpenAi", "lmChatAnthropic", "lmChatGoogleGemini", "lmChatOllama", "lmOpenAi"):
+        model = text("model") or text("modelName")
+        return model
+    return ""
 
 
 # --------------------------------------------------------------------------- what changed
@@ -339,15 +478,23 @@ RUN_GLYPH: dict[RunState, str] = {
 @dataclass(frozen=True, slots=True)
 class NodeRun:
     state: RunState
+    #: output items, summed over every run of the node (a node in a loop runs once per pass)
     items: int = 0
     error: str = ""
     #: the first output items (their ``json``), made safe for a terminal
     output: tuple[Any, ...] = ()
+    #: how many times the node ran in the execution
+    runs: int = 1
+    #: items per main output, summed over the runs (what each connection carried)
+    items_by_output: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
+        items = f"{self.items} item{'s' if self.items != 1 else ''}"
         if self.state is RunState.RAN:
-            return f"ran · {self.items} item{'s' if self.items != 1 else ''}"
+            return f"{self.runs} runs · {items}" if self.runs > 1 else f"ran · {items}"
+        if self.state is RunState.FAILED and self.runs > 1:
+            return f"failed · {self.runs} runs"
         return self.state.value
 
 
@@ -442,21 +589,37 @@ def parse_execution(data: Any) -> ExecutionView | None:
 
 
 def _node_run(node_runs: list[Any]) -> NodeRun:
-    last = node_runs[-1] if isinstance(node_runs[-1], Mapping) else {}
-    items: list[Any] = []
-    output = last.get("data")
-    main = output.get("main") if isinstance(output, Mapping) else None
-    for branch in main if isinstance(main, list) else []:
-        for item in branch if isinstance(branch, list) else []:
-            items.append(item.get("json") if isinstance(item, Mapping) else item)
-    total = len(items)
-    err = last.get("error")
-    status = last.get("executionStatus")
-    if err or status == "error":
-        return NodeRun(RunState.FAILED, total, _error_text(err) or "failed", tuple(visible_data(items[:MAX_ITEMS])))
-    if status == "running":
-        return NodeRun(RunState.RUNNING, total)
-    return NodeRun(RunState.RAN, total, "", tuple(visible_data(items[:MAX_ITEMS])))
+    """One node's outcome over all its runs (n8n keeps one entry per run: a loop's nodes have several):
+    the run count, items per output summed, the first items, and the error of a failed run."""
+    by_output: list[int] = []
+    first: list[Any] = []
+    error: Any = None
+    failed = False
+    runs = [r for r in node_runs if isinstance(r, Mapping)]
+    for run in runs:
+        output = run.get("data")
+        main = output.get("main") if isinstance(output, Mapping) else None
+        for index, branch in enumerate(main if isinstance(main, list) else []):
+            if index >= 64:
+                break
+            count = len(branch) if isinstance(branch, list) else 0
+            while len(by_output) <= index:
+                by_output.append(0)
+            by_output[index] += count
+            if len(first) < MAX_ITEMS and isinstance(branch, list):
+                first += [item.get("json") if isinstance(item, Mapping) else item
+                          for item in branch[:MAX_ITEMS - len(first)]]
+        if run.get("error") or run.get("executionStatus") == "error":
+            failed, error = True, run.get("error")
+    total = sum(by_output)
+    count = max(1, len(runs))
+    last = runs[-1] if runs else {}
+    output = tuple(visible_data(first))
+    if failed:
+        return NodeRun(RunState.FAILED, total, _error_text(error) or "failed", output, count, tuple(by_output))
+    if last.get("executionStatus") == "running":
+        return NodeRun(RunState.RUNNING, total, runs=count, items_by_output=tuple(by_output))
+    return NodeRun(RunState.RAN, total, "", output, count, tuple(by_output))
 
 
 # --------------------------------------------------------------------------- from a tool call
