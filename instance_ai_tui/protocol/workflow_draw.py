@@ -1,9 +1,12 @@
 """Draw a laid-out workflow on a grid of character cells, with a style code per cell.
 
-A box is drawn from its ``Box`` alone (``draw_box``), so a change of one node's state redraws only its
-cells; lines are drawn from the routes' corners, and where lines meet, turn or cross the right box-drawing
-character is chosen from the directions that meet in the cell. Main connections are solid with an arrow
-into the target's input; AI sub-connections are dotted. Every state is a glyph and a word.
+``draw`` builds the cells of one window of the layout (the panel draws what is in view; the headless
+drawing the whole), so its cost follows the window, not the workflow. A box is drawn from its ``Box``
+alone (``draw_box``), so a change of one node's state redraws only its cells. Lines are drawn from the
+routes' corners; where lines meet, turn or cross, the box-drawing character is chosen from the directions
+that meet in the cell. Main connections are solid with an arrow into the target's input; AI connections
+dotted, into a labelled port on the consumer's bottom border. Sticky notes are dotted frames behind,
+with their heading. Every state is a glyph and a word (never colour alone).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class Style(IntEnum):
     CHANGED = 14
     ARROW = 15
     DISABLED = 16
+    NOTE = 17
+    ERROR_EDGE = 18
 
 
 KIND_STYLE = {NodeKind.TRIGGER: Style.TRIGGER, NodeKind.ACTION: Style.ACTION, NodeKind.AI: Style.AI,
@@ -47,15 +52,26 @@ STATE_STYLE = {"ran": Style.RAN, "failed": Style.FAILED, "not reached": Style.NO
                "running": Style.MUTED}
 #: marks of what a create/update call did to a node: glyph + word
 MARKS = {"new": ("+ new", Style.NEW), "changed": ("~ changed", Style.CHANGED)}
-
+#: the glyph of a disabled node (before its name, whatever the box's width) and its word
+DISABLED_GLYPH = "⊘"
 
 _U, _D, _L, _R = 1, 2, 4, 8
-_LINE = {
+LINE = {
     _U: "│", _D: "│", _U | _D: "│", _L: "─", _R: "─", _L | _R: "─",
     _D | _R: "┌", _D | _L: "┐", _U | _R: "└", _U | _L: "┘",
     _U | _D | _R: "├", _U | _D | _L: "┤", _L | _R | _D: "┬", _L | _R | _U: "┴", _U | _D | _L | _R: "┼",
 }
-_DOTTED = {**_LINE, _U: "┆", _D: "┆", _U | _D: "┆", _L: "┄", _R: "┄", _L | _R: "┄"}
+DOTTED = {**LINE, _U: "┆", _D: "┆", _U | _D: "┆", _L: "┄", _R: "┄", _L | _R: "┄"}
+#: the arms of every line character (what a reader follows)
+ARMS: dict[str, int] = {}
+for _table in (LINE, DOTTED):
+    for _mask, _char in _table.items():
+        ARMS[_char] = ARMS.get(_char, 0) | _mask
+ARMS["▶"] = _L
+#: an output nothing is connected to
+STUB = "╴"
+#: sticky notes' frame
+NOTE_CHAR = "·"
 
 
 # --------------------------------------------------------------------------- text in cells
@@ -81,144 +97,229 @@ def cells_of(text: str, width: int) -> list[str]:
     out.extend(" " * (width - used))
     return out[:width] if len(out) > width else out
 
-def _status_text(run: NodeRun | None) -> str:
+
+def status_text(run: NodeRun | None, *, compact: bool = False) -> str:
+    """``✓ ran · 3 items``, ``✓ 3 runs · 3 items``, ``✗ failed: <error>``, ``○ not reached``."""
     if run is None:
-        return ""
+        return f"{RUN_GLYPH[RunState.NOT_REACHED]} not reached"
+    if compact:
+        return f"{RUN_GLYPH[run.state]} {run.state.value}"
+    if run.state is RunState.FAILED and run.error:
+        return f"{RUN_GLYPH[run.state]} failed: {run.error}"
     return f"{RUN_GLYPH[run.state]} {run.label}"
+
 
 # --------------------------------------------------------------------------- drawing
 
 
 @dataclass(slots=True)
 class Drawing:
-    """The canvas as rows of cells; ``styles`` has a ``Style`` per cell."""
+    """One window of the canvas as rows of cells; ``styles`` has a ``Style`` per cell. ``x0``/``y0``: the
+    window's top-left cell in the layout."""
 
     layout: Layout
     chars: list[list[str]]
     styles: list[list[int]]
+    x0: int = 0
+    y0: int = 0
+
+    @property
+    def width(self) -> int:
+        return len(self.chars[0]) if self.chars else 0
+
+    @property
+    def height(self) -> int:
+        return len(self.chars)
 
     def text(self) -> str:
         """Plain text (no escape codes), trailing blanks cut."""
         return "\n".join("".join(row).rstrip() for row in self.chars).rstrip("\n") + "\n"
 
+    def lines(self) -> list[str]:
+        return ["".join(row).rstrip() for row in self.chars]
 
-def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None,
-         marks: Mapping[str, str] | None = None) -> Drawing:
-    w, h = layout.width, layout.height
+
+def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Mapping[str, str] | None = None,
+         window: tuple[int, int, int, int] | None = None) -> Drawing:
+    """The cells of ``window`` (x, y, width, height in the layout; the whole layout when ``None``)."""
+    x0, y0, w, h = window if window is not None else (0, 0, layout.width, layout.height)
+    w, h = max(0, w), max(0, h)
     chars = [[" "] * w for _ in range(h)]
     styles = [[0] * w for _ in range(h)]
-    masks = [[0] * w for _ in range(h)]
-    joints: set[tuple[int, int]] = set()
-    arrows: list[tuple[int, int]] = []
-    # AI lines first: a cell a main line also crosses is drawn as main
-    for route in sorted(layout.routes, key=lambda r: r.edge.is_main):
-        pts = route.points
-        main = route.edge.is_main
-        style = Style.EDGE if main else Style.AI_EDGE
-        x, y = pts[0]
-        masks[y][x] |= _L if main else _D  # towards the port it leaves
-        joints.add(pts[0])
-        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            if y0 == y1:
-                a, b = (x0, x1) if x0 < x1 else (x1, x0)
-                row, srow = masks[y0], styles[y0]
-                row[a] |= _R
-                row[b] |= _L
-                if b - a > 1:
-                    row[a + 1:b] = [v | 12 for v in row[a + 1:b]]
-                    chars[y0][a + 1:b] = ["─" if main else "┄"] * (b - a - 1)
-                    srow[a + 1:b] = [style] * (b - a - 1)
-            else:
-                a, b = (y0, y1) if y0 < y1 else (y1, y0)
-                masks[a][x0] |= _D
-                masks[b][x0] |= _U
-                for yy in range(a + 1, b):
-                    masks[yy][x0] |= 3
-                    styles[yy][x0] = style
-                    joints.add((x0, yy))
-            joints.add((x1, y1))
-            styles[y1][x1] = style
-        x, y = pts[-1]
-        masks[y][x] |= _R if main else _U
-        styles[pts[0][1]][pts[0][0]] = style
-        if main:
-            arrows.append(pts[-1])
-    for x, y in joints:
-        mask = masks[y][x]
-        dotted = styles[y][x] == Style.AI_EDGE
-        chars[y][x] = (_DOTTED if dotted else _LINE).get(mask, "┼")
-        if not styles[y][x]:
-            styles[y][x] = Style.EDGE
-    for x, y in arrows:
-        chars[y][x] = "▶"
-        styles[y][x] = Style.ARROW
-    for x, y, text in layout.labels:
-        for k, char in enumerate(text):
-            if 0 <= x + k < w and chars[y][x + k] in "─┄":
-                chars[y][x + k] = char
-                styles[y][x + k] = Style.LABEL
-    drawing = Drawing(layout, chars, styles)
+    drawing = Drawing(layout, chars, styles, x0, y0)
+    x1, y1 = x0 + w, y0 + h
+    for region in layout.regions:
+        if region.x < x1 and x0 < region.x + region.w and region.y < y1 and y0 < region.y + region.h:
+            _draw_region(drawing, region.x, region.y, region.w, region.h, region.label)
+    _draw_lines(drawing, layout)
+    for bx, by, text in layout.labels:
+        if by < y0 or by >= y1 or bx >= x1 or bx + len(text) < x0:
+            continue
+        row, srow = chars[by - y0], styles[by - y0]
+        for k, char in enumerate(cells_of(text, cell_len(text))):
+            x = bx + k - x0
+            if 0 <= x < w:
+                if row[x] not in "─╴ " and char != "":
+                    break  # the label ends where its line turns or another crosses
+                row[x] = char
+                srow[x] = Style.LABEL
+    for sx, sy in layout.stubs:
+        if x0 <= sx < x1 and y0 <= sy < y1:
+            chars[sy - y0][sx - x0] = STUB
+            styles[sy - y0][sx - x0] = Style.EDGE
     for box in layout.boxes.values():
-        draw_box(drawing, box.name, runs=runs, marks=marks)
+        if box.x < x1 and x0 < box.x + box.w and box.y < y1 and y0 < box.y + box.h:
+            draw_box(drawing, box.name, runs=runs, marks=marks)
     return drawing
+
+
+def _draw_lines(drawing: Drawing, layout: Layout) -> None:
+    x0, y0 = drawing.x0, drawing.y0
+    w, h = drawing.width, drawing.height
+    x1, y1 = x0 + w, y0 + h
+    masks: dict[tuple[int, int], int] = {}
+    solid: set[tuple[int, int]] = set()
+    error_cells: set[tuple[int, int]] = set()
+    arrows: list[tuple[int, int]] = []
+
+    def add(x: int, y: int, arms: int, main: bool) -> None:
+        if x0 <= x < x1 and y0 <= y < y1:
+            masks[(x, y)] = masks.get((x, y), 0) | arms
+            if main:
+                solid.add((x, y))
+
+    for route in layout.routes:
+        pts = route.points
+        xs = [p[0] for p in pts]
+        ys = [p[1] for p in pts]
+        if max(xs) < x0 or min(xs) >= x1 or max(ys) < y0 or min(ys) >= y1:
+            continue
+        main = not route.edge.is_ai
+        sx, sy = pts[0]
+        add(sx, sy, _L if main else _D, main)  # towards the port it leaves
+        for (ax, ay), (bx, by) in itertools.pairwise(pts):
+            if ay == by:
+                if not y0 <= ay < y1:
+                    continue
+                lo, hi = (ax, bx) if ax < bx else (bx, ax)
+                add(lo, ay, _R, main)
+                add(hi, ay, _L, main)
+                for x in range(max(lo + 1, x0), min(hi, x1)):
+                    add(x, ay, _L | _R, main)
+            else:
+                if not x0 <= ax < x1:
+                    continue
+                lo, hi = (ay, by) if ay < by else (by, ay)
+                add(ax, lo, _D, main)
+                add(ax, hi, _U, main)
+                for y in range(max(lo + 1, y0), min(hi, y1)):
+                    add(ax, y, _U | _D, main)
+        ex, ey = pts[-1]
+        add(ex, ey, _R if main else _U, main)
+        if main:
+            arrows.append((ex, ey))
+            if route.edge.kind != "main" or _is_error_port(layout, route):
+                error_cells.update((x, y) for x, y in route.cells if x0 <= x < x1 and y0 <= y < y1)
+    chars, styles = drawing.chars, drawing.styles
+    for (x, y), mask in masks.items():
+        main = (x, y) in solid
+        chars[y - y0][x - x0] = (LINE if main else DOTTED).get(mask, "┼")
+        styles[y - y0][x - x0] = (Style.ERROR_EDGE if (x, y) in error_cells else Style.EDGE) if main else Style.AI_EDGE
+    for x, y in arrows:
+        if x0 <= x < x1 and y0 <= y < y1:
+            chars[y - y0][x - x0] = "▶"
+            styles[y - y0][x - x0] = Style.ARROW
+
+
+def _is_error_port(layout: Layout, route: object) -> bool:
+    edge = route.edge  # type: ignore[attr-defined]
+    box = layout.boxes.get(edge.source)
+    return box is not None and box.out_labels.get(layout.ports.get(edge, -1)) == "error"
+
+
+def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: str) -> None:
+    """A sticky note: a dotted frame, its heading on the top edge."""
+    chars, styles = drawing.chars, drawing.styles
+    x0, y0 = drawing.x0, drawing.y0
+    w, h = drawing.width, drawing.height
+    for y in (ry, ry + rh - 1):
+        if 0 <= y - y0 < h:
+            row, srow = chars[y - y0], styles[y - y0]
+            for x in range(max(rx, x0), min(rx + rw, x0 + w)):
+                row[x - x0] = NOTE_CHAR
+                srow[x - x0] = Style.NOTE
+    for y in range(max(ry + 1, y0), min(ry + rh - 1, y0 + h)):
+        for x in (rx, rx + rw - 1):
+            if 0 <= x - x0 < w:
+                chars[y - y0][x - x0] = NOTE_CHAR
+                styles[y - y0][x - x0] = Style.NOTE
+    text = f" {label} "
+    if rw > 6 and 0 <= ry - y0 < h:
+        _put(drawing, rx + 2, ry, cells_of(text, min(cell_len(text), rw - 4)), Style.NOTE)
 
 
 def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None = None,
              marks: Mapping[str, str] | None = None) -> Box:
-    """(Re)draw one node's box in place; returns it (its rectangle is what changed)."""
+    """(Re)draw one node's box in the window; returns it (its rectangle is what changed)."""
     layout = drawing.layout
     box = layout.boxes[name]
     node = layout.workflow.node(name)
     assert node is not None
-    chars, styles = drawing.chars, drawing.styles
     x0, y0, w, h = box.x, box.y, box.w, box.h
     border = Style.BORDER
-    for y in range(y0, y0 + h):
-        row, srow = chars[y], styles[y]
-        for x in range(x0, x0 + w):
-            row[x] = " "
-            srow[x] = 0
-    top, bottom = chars[y0], chars[y0 + h - 1]
-    for x in range(x0 + 1, x0 + w - 1):
-        top[x] = bottom[x] = "─"
-        styles[y0][x] = styles[y0 + h - 1][x] = border
-    top[x0], top[x0 + w - 1], bottom[x0], bottom[x0 + w - 1] = "╭", "╮", "╰", "╯"
+    blank = [" "] * (w - 2)
     for y in range(y0 + 1, y0 + h - 1):
-        chars[y][x0] = chars[y][x0 + w - 1] = "│"
-    for y in (y0, y0 + h - 1):
-        styles[y][x0] = styles[y][x0 + w - 1] = border
-    for y in range(y0 + 1, y0 + h - 1):
-        styles[y][x0] = styles[y][x0 + w - 1] = border
-    for y in box.outputs.values():
-        chars[y][x0 + w - 1] = "├" if _connected(drawing, x0 + w, y) else "│"
-    for y in box.inputs.values():
-        chars[y][x0] = "┤" if _connected(drawing, x0 - 1, y) else "│"
-    for px in box.ai_ports.values():
-        bottom[px] = "┬"
-    if box.top_port is not None:
-        top[box.top_port] = "┴"
-        end = x0 + w - 1
-        for k, char in enumerate(box.top_label[: max(0, end - box.top_port - 2)]):
-            top[box.top_port + 1 + k] = char
-            styles[y0][box.top_port + 1 + k] = Style.LABEL
+        _put(drawing, x0, y, ["│", *blank, "│"], border)
+    _put(drawing, x0, y0, ["╭", *["─"] * (w - 2), "╮"], border)
+    bottom = ["╰", *["─"] * (w - 2), "╯"]
+    bottom_styles: list[int] = [border] * w
+    for kind, columns in box.ai_ports.items():
+        for col in columns:
+            bottom[col - x0] = "┬"
+        label = box.ai_labels.get(kind, "")
+        start = columns[-1] + 1 - x0
+        for k, char in enumerate(label):
+            if start + k < w - 1:
+                bottom[start + k] = char
+                bottom_styles[start + k] = Style.LABEL
+    _put_styled(drawing, x0, y0 + h - 1, bottom, bottom_styles)
+    lines = _arriving(layout)
+    for port, row in box.outputs.items():
+        connected = (name, port) in lines.out_ports or (x0 + w, row) in lines.stubs
+        _put(drawing, x0 + w - 1, row, ["├" if connected else "│"], border)
+    for rows in box.inputs.values():
+        for row in rows:
+            if (x0 - 1, row) in lines.arrows:
+                _put(drawing, x0, row, ["┤"], border)
+    if box.top_port is not None and name in lines.ai_sources:
+        _put(drawing, box.top_port, y0, ["┴"], border)
     inner = w - 2
+    pad = 0
+    if box.in_labels:  # Merge: the inputs' numbers inside the left border
+        pad = 2
+        for index, rows in box.inputs.items():
+            for row in rows:
+                _put(drawing, x0 + 1, row, [box.in_labels.get(index, ""), " "], Style.LABEL)
+    glyph = DISABLED_GLYPH if node.disabled else node.glyph
     name_style = Style.DISABLED if node.disabled else KIND_STYLE[node.kind]
-    label = f"{node.glyph} {node.name}" + (" (off)" if node.disabled else "")
-    _put(drawing, x0 + 1, y0 + 1, cells_of(label, inner), name_style)
+    _put(drawing, x0 + 1 + pad, y0 + 1, cells_of(f"{glyph} {node.name}", inner - pad), name_style)
     run = runs.get(name) if runs else None
-    status = _status_text(run) if run is not None else ""
-    if runs and run is None:
-        status = f"{RUN_GLYPH[RunState.NOT_REACHED]} not reached"
+    status = status_text(run) if runs else ""
     state_style = STATE_STYLE.get(run.state.value if run else "not reached", Style.MUTED)
     if layout.detail is Detail.FULL:
         if h > 3:
-            _put(drawing, x0 + 1, y0 + 2, cells_of(node.short_type, inner), Style.MUTED)
+            sub = f"off · {box.subtitle}" if node.disabled else box.subtitle
+            _put(drawing, x0 + 1 + pad, y0 + 2, cells_of(sub, inner - pad),
+                 Style.DISABLED if node.disabled else Style.MUTED)
         if layout.status_row and h > 4:
-            _put(drawing, x0 + 1, y0 + 3, cells_of(status, inner), state_style)
-    elif status:
-        state = run.state if run is not None else RunState.NOT_REACHED
-        text = f"{RUN_GLYPH[state]} {state.value}"  # zoomed out: the word without the item count
-        _put(drawing, x0 + 1, y0 + h - 1, cells_of(text, min(len(text), inner)), state_style)
+            _put(drawing, x0 + 1 + (pad if box.in_labels and 3 <= sum(map(len, box.inputs.values())) else 0),
+                 y0 + 3, cells_of(status, inner - pad), state_style)
+    else:
+        if node.disabled:
+            _put(drawing, x0 + 1, y0, cells_of("off", 3), Style.DISABLED)
+        if runs:
+            text = status_text(run, compact=True)
+            _put(drawing, x0 + 1, y0 + h - 1, cells_of(text, min(cell_len(text), inner)), state_style)
     mark = (marks or {}).get(name)
     if mark in MARKS:
         text, style = MARKS[mark]
@@ -226,15 +327,55 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
     return box
 
 
-def _connected(drawing: Drawing, x: int, y: int) -> bool:
-    return 0 <= x < len(drawing.chars[0]) and drawing.chars[y][x] not in (" ", "")
+@dataclass(slots=True)
+class _Lines:
+    out_ports: set[tuple[str, int]]
+    arrows: set[tuple[int, int]]
+    stubs: set[tuple[int, int]]
+    ai_sources: set[str]
+
+
+_LINES_CACHE: dict[int, tuple[Layout, _Lines]] = {}
+
+
+def _arriving(layout: Layout) -> _Lines:
+    """Which ports have lines (cached per layout: boxes are redrawn one by one)."""
+    cached = _LINES_CACHE.get(id(layout))
+    if cached is not None and cached[0] is layout:
+        return cached[1]
+    lines = _Lines({(r.edge.source, layout.ports[r.edge]) for r in layout.routes if not r.edge.is_ai},
+                   {r.points[-1] for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
+                   {r.edge.source for r in layout.routes if r.edge.is_ai})
+    if len(_LINES_CACHE) > 8:
+        _LINES_CACHE.clear()
+    _LINES_CACHE[id(layout)] = (layout, lines)
+    return lines
 
 
 def _put(drawing: Drawing, x: int, y: int, cells: list[str], style: int) -> None:
-    row, srow = drawing.chars[y], drawing.styles[y]
+    """Write cells at layout cell (x, y), clipped to the window."""
+    ry = y - drawing.y0
+    if not 0 <= ry < drawing.height:
+        return
+    row, srow = drawing.chars[ry], drawing.styles[ry]
+    w = drawing.width
     for k, char in enumerate(cells):
-        row[x + k] = char
-        srow[x + k] = style
+        rx = x + k - drawing.x0
+        if 0 <= rx < w:
+            row[rx] = char
+            srow[rx] = style
+
+
+def _put_styled(drawing: Drawing, x: int, y: int, cells: list[str], styles: list[int]) -> None:
+    ry = y - drawing.y0
+    if not 0 <= ry < drawing.height:
+        return
+    row, srow = drawing.chars[ry], drawing.styles[ry]
+    for k, char in enumerate(cells):
+        rx = x + k - drawing.x0
+        if 0 <= rx < drawing.width:
+            row[rx] = char
+            srow[rx] = styles[k]
 
 
 def render_text(workflow: Workflow, detail: Detail = Detail.FULL, *, runs: Mapping[str, NodeRun] | None = None,

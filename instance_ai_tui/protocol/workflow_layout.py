@@ -1,83 +1,107 @@
-"""Lay a workflow out on a character grid: where each box, port, line and branch label goes.
+"""Lay a workflow out on a character grid: where each box, port, line, label and sticky note goes.
 
 Pure (no Textual): the canvas widget, ``instance-ai workflow show`` and the tests all use it;
-``workflow_draw`` turns a ``Layout`` into characters.
+``workflow_draw`` turns a ``Layout`` into characters. ``layout_workflow`` runs six phases, one function
+each:
 
-**Layout** (left to right, as n8n's canvas) is the layered method of Sugiyama et al.:
+1. ``_roles``: sub-nodes (models, memories, tools, parsers: nodes whose connections are all ``ai_*``
+   ones they send) and the nodes they serve — one sub-node may serve several (a model shared by chains).
+2. ``_measure``: each box's size and ports: outputs on the right (``error`` the lowest, as n8n draws it),
+   inputs on the left with one row per arriving line (so lines from two sources never join), AI ports on
+   the bottom border with their labels (``model``, ``tool``, …; one ``┬`` per arriving sub-node), a
+   sub-node's port on its top border.
+3. ``_pixels``: each node's place in n8n's pixels: its stored position, always; nodes without one (the
+   agent's fresh nodes) beside their neighbours; a layered layout (Sugiyama: longest path columns, loops
+   broken by a depth-first search, barycentre order) only when no node has a position. Sub-nodes hang
+   under a node they serve.
+4. ``_cells``: pixels to cells by two monotone maps, columns then rows: the editor's distances scaled,
+   pushed apart only where two boxes would collide (and where lines need room), so the order of the
+   nodes on each axis is the editor's.
+5. ``_ports`` then ``_route``: which row or column of a box each line uses (sorted so lines cross less),
+   then the lines themselves (``workflow_route``: a reader following them reads back exactly the
+   connections). A connection that finds no way widens the drawing where it starts, and routing runs again.
+6. ``_regions``: sticky notes as rectangles behind the nodes, labelled with their first heading.
 
-1. *Sub-nodes* (an AI agent's model, memory, tools: nodes whose only connections are ``ai_*`` ones into one
-   node) are not layered: each hangs under its agent in a row, so an agent and its sub-nodes form one
-   cluster, as n8n draws them.
-2. *Columns*: the nodes' own ``position`` when every main node has one and no two fall on the same cell
-   after snapping x to columns (so the drawing looks like the editor); otherwise the longest path from the
-   start nodes, with cycles (loops) broken by a depth-first search first.
-3. *Dummies*: a connection spanning several columns gets a one-row item in each column it crosses, so lines
-   never run through a box.
-4. *Order*: by position (y), or barycentre sweeps that reduce crossings.
-5. *Rows*: each item wants the row of what feeds it (or its scaled ``position``); items are pushed down
-   so that they never overlap.
-6. *Routing*: between two columns every net (one output port and its targets) gets its own vertical
-   channel, ordered so that a net leaving a row lies left of a net arriving on that row; connections that
-   go back (loops) run in their own lane under the drawing.
-
-We wrote this instead of using ``grandalf`` (the one Python Sugiyama library, 0.8 of 2023): it lays out
-floating-point points and leaves edge routing, ports, sub-node clusters and character cells to the caller,
-which is most of the work here, and its layout of 200 nodes alone took longer than the whole budget (100 ms).
+Every phase costs about the same per node and per connection, whatever the size of the workflow.
 """
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from rich.cells import cell_len
 
 from .workflow_graph import (
+    NodeKind,
     NodeRun,
     WfEdge,
     Workflow,
     ai_order,
     connection_label,
     input_count,
+    node_subtitle,
     output_labels,
 )
+from .workflow_route import Grid, Point, Rect, route_main, route_up
 
 
 class Detail(IntEnum):
-    """How much a box shows: FULL (name, type, state) or COMPACT (name; zoomed out)."""
+    """How much a box shows: FULL (name, subtitle, state) or COMPACT (name; zoomed out)."""
 
     FULL = 0
     COMPACT = 1
 
 
-ROW_GAP = 1
+#: cells per pixel of n8n's canvas: its usual 220 px between nodes in a row -> 34 columns; 200 px between
+#: rows -> 7 rows (a character is about twice as tall as wide)
+SX = 34 / 220
+SY = 7 / 200
+#: nodes of the editor whose boxes overlap on the y axis (n8n's nodes are 100 px high) stand side by side
+SIDE_BY_SIDE_PX = 100.0
+#: the smallest room between two boxes side by side (columns) and one above another (rows)
 MIN_GAP = 4
-#: n8n's canvas: about 220 px between columns, 160-200 between rows
-X_CLUSTER = 90.0
-Y_PER_ROW = 160.0
+ROW_GAP = 1
+#: branch labels are cut to this many cells (with ``…``)
+LABEL_CELLS = 12
+#: how many times the layout widens the drawing for connections that found no way
+WIDEN_ROUNDS = 4
+
+#: the AI ports an agent-like node shows even when nothing is connected (as n8n's editor does)
+DEFAULT_AI_PORTS: dict[str, tuple[str, ...]] = {
+    "agent": ("ai_languageModel", "ai_memory", "ai_tool"),
+    "chainLlm": ("ai_languageModel",),
+    "chainSummarization": ("ai_languageModel",),
+    "chainRetrievalQa": ("ai_languageModel", "ai_retriever"),
+}
 
 
 @dataclass(slots=True)
 class Box:
-    """A node's rectangle (cells) and where its ports are."""
+    """A node's rectangle (cells) and where its ports are (absolute cells)."""
 
     name: str
     x: int
     y: int
     w: int
     h: int
-    #: output index -> row, input index -> row (on the right and left border)
+    #: output port -> row on the right border; its branch label
     outputs: dict[int, int] = field(default_factory=dict)
-    inputs: dict[int, int] = field(default_factory=dict)
-    #: AI connection type -> column on the bottom border (an agent's sub-node ports)
-    ai_ports: dict[str, int] = field(default_factory=dict)
-    #: the column on the top border where a sub-node's line leaves (sub-nodes only), and its label
+    out_labels: dict[int, str] = field(default_factory=dict)
+    #: input index -> rows on the left border (one per arriving line); the input's label (Merge: 1, 2)
+    inputs: dict[int, list[int]] = field(default_factory=dict)
+    in_labels: dict[int, str] = field(default_factory=dict)
+    #: AI connection type -> columns on the bottom border (one per arriving sub-node); the port's label
+    ai_ports: dict[str, list[int]] = field(default_factory=dict)
+    ai_labels: dict[str, str] = field(default_factory=dict)
+    #: the column on the top border where a sub-node's line leaves
     top_port: int | None = None
-    top_label: str = ""
+    #: the one-line text under the name (n8n's subtitle, else the node's type)
+    subtitle: str = ""
 
     def contains(self, x: int, y: int) -> bool:
         return self.x <= x < self.x + self.w and self.y <= y < self.y + self.h
@@ -93,10 +117,12 @@ class Route:
     beside the source's port to the cell beside the target's."""
 
     edge: WfEdge
-    points: list[tuple[int, int]]
+    points: list[Point]
+    #: what leaves one port: lines of the same net may join, lines of different nets only cross
+    net: Hashable = None
 
     @property
-    def cells(self) -> list[tuple[int, int]]:
+    def cells(self) -> list[Point]:
         """Every cell of the line, in order."""
         pts = self.points
         out = [pts[0]]
@@ -111,400 +137,312 @@ class Route:
 
 
 @dataclass(slots=True)
+class Region:
+    """A sticky note: a rectangle behind the nodes and its label."""
+
+    x: int
+    y: int
+    w: int
+    h: int
+    label: str
+
+
+@dataclass(slots=True)
 class Layout:
     workflow: Workflow
     detail: Detail
     boxes: dict[str, Box]
     routes: list[Route]
-    #: (x, y, text) branch labels on the lines
+    #: (x, y, text) branch labels on the lines, and of outputs nothing is connected to
     labels: list[tuple[int, int, str]]
     width: int
     height: int
     #: whether boxes have a row for the execution state
     status_row: bool = False
+    regions: list[Region] = field(default_factory=list)
+    #: outputs nothing is connected to, drawn as a stub: (x, y) of the stub cell
+    stubs: list[Point] = field(default_factory=list)
+    #: connections no way was found for (not drawn; the title says so)
+    failed: list[WfEdge] = field(default_factory=list)
+    #: the port each connection leaves from: edge -> output port number of its source
+    ports: dict[WfEdge, int] = field(default_factory=dict)
 
-# --------------------------------------------------------------------------- sizes
+
+# --------------------------------------------------------------------------- 1. roles
 
 
 @dataclass(slots=True)
-class _Item:
-    """One thing stacked in a column: a node's cluster (node + sub-nodes) or a dummy."""
+class _Roles:
+    #: sub-node -> the nodes it serves (in the workflow's order)
+    serves: dict[str, list[str]]
+    #: main-connection neighbours (both ways), for placing nodes without a position
+    main_pred: dict[str, list[str]]
+    main_succ: dict[str, list[str]]
 
-    key: str
-    column: int
+
+def _roles(workflow: Workflow) -> _Roles:
+    """Which nodes are sub-nodes (they send only ``ai_*`` connections and take part in no main one)."""
+    in_main: set[str] = set()
+    serves: dict[str, list[str]] = defaultdict(list)
+    pred: dict[str, list[str]] = defaultdict(list)
+    succ: dict[str, list[str]] = defaultdict(list)
+    for e in workflow.edges:
+        if e.is_ai:
+            if e.target not in serves[e.source] and e.target != e.source:
+                serves[e.source].append(e.target)
+        else:
+            in_main.update((e.source, e.target))
+            succ[e.source].append(e.target)
+            pred[e.target].append(e.source)
+    subs = {name: targets for name, targets in serves.items() if name not in in_main and targets}
+    return _Roles(subs, pred, succ)
+
+
+# --------------------------------------------------------------------------- 2. sizes and ports
+
+
+@dataclass(slots=True)
+class _Shape:
     w: int
     h: int
-    dummy: bool = False
-    order: float = 0.0
-    y: int = 0
-    want: float = 0.0
-    #: row offset of the in/out port (dummies: 0)
-    node: str = ""
+    #: output port -> (row offset, label); main outputs first, then other kinds (n8n's ``error`` type)
+    outputs: dict[int, tuple[int, str]]
+    #: input index -> number of rows (arriving lines); labels
+    input_rows: dict[int, int]
+    in_labels: dict[int, str]
+    #: AI kind -> number of columns (arriving sub-nodes), in n8n's order
+    ai_ports: dict[str, int]
+    top_port: bool
+    subtitle: str
 
 
-def _box_size(workflow: Workflow, name: str, detail: Detail, status_row: bool, n_out: int,
-              n_in: int) -> tuple[int, int]:
-    node = workflow.node(name)
-    assert node is not None
-    label = f"{node.glyph} {node.name}"
-    if detail is Detail.FULL:
-        w = max(14, min(26, max(cell_len(label), len(node.short_type)) + 3))
-        h = 4 + (1 if status_row else 0)
-        if status_row:  # "✓ ran · 12 items", "○ not reached"
-            w = max(w, 19)
-    else:
-        w = max(8, min(16, cell_len(label) + 2))
-        h = 3
-        if status_row:  # "○ not reached" on the bottom border
-            w = max(w, 15)
-    return w, max(h, n_out + 2, n_in + 2)
-
-
-def _clusters(workflow: Workflow) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """``(children by parent, parent by sub-node)``: which nodes hang under which (AI sub-nodes)."""
-    main_touch: set[str] = set()
-    ai_targets: dict[str, set[str]] = defaultdict(set)
-    incoming_ai: dict[str, set[str]] = defaultdict(set)
+def _port_numbers(workflow: Workflow, roles: _Roles) -> tuple[dict[str, int], dict[WfEdge, int]]:
+    """How many output ports each node has, and the port of every non-AI connection."""
+    main_count: dict[str, int] = {}
+    extra_kinds: dict[str, list[str]] = defaultdict(list)
+    for node in workflow.nodes:
+        labels = output_labels(node)
+        main_count[node.name] = 0 if node.name in roles.serves else max(1, max(labels, default=-1) + 1)
     for e in workflow.edges:
         if e.is_main:
-            main_touch.add(e.source)
-            main_touch.add(e.target)
-        else:
-            ai_targets[e.source].add(e.target)
-            incoming_ai[e.target].add(e.source)
-    sub = {n.name for n in workflow.nodes
-           if n.name not in main_touch and len(ai_targets.get(n.name, ())) == 1
-           and next(iter(ai_targets[n.name])) != n.name}
-    changed = True
-    while changed:  # a sub-node fed by a node that is not its own sub-node is drawn as a node
-        changed = False
-        for name in list(sub):
-            if any(src not in sub for src in incoming_ai.get(name, ())):
-                sub.discard(name)
-                changed = True
-    parent: dict[str, str] = {}
-    for name in sub:
-        target = next(iter(ai_targets[name]))
-        # walk up; a cycle of sub-nodes makes them all nodes
-        seen = {name}
-        cursor = target
-        while cursor in sub and cursor not in seen:
-            seen.add(cursor)
-            cursor = next(iter(ai_targets[cursor]))
-        if cursor in sub:
-            continue
-        parent[name] = target
-    order = {n.name: i for i, n in enumerate(workflow.nodes)}
-    kind_of = {e.source: e.kind for e in workflow.edges if not e.is_main and e.source in parent}
-    children: dict[str, list[str]] = defaultdict(list)
-    for name, target in parent.items():
-        children[target].append(name)
-    for kids in children.values():
-        kids.sort(key=lambda c: (ai_order(kind_of[c]), order[c]))
-    return dict(children), parent
-
-
-# --------------------------------------------------------------------------- layout
-
-
-def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
-                    runs: Mapping[str, NodeRun] | None = None) -> Layout:
-    """Where every box and line goes. ``runs`` (an execution's outcome) adds a state row to boxes."""
-    status_row = bool(runs)
-    children, parent = _clusters(workflow)
-    labels_of = {n.name: output_labels(n) for n in workflow.nodes}
-    n_out: dict[str, int] = defaultdict(lambda: 1)
+            main_count[e.source] = max(main_count[e.source], e.output + 1)
+        elif not e.is_ai and e.kind not in extra_kinds[e.source]:
+            extra_kinds[e.source].append(e.kind)
+    ports: dict[WfEdge, int] = {}
+    counts = dict(main_count)
+    offsets: dict[tuple[str, str, int], int] = {}
     for e in workflow.edges:
-        if e.is_main or e.source not in parent:
-            n_out[e.source] = max(n_out[e.source], e.output + 1)
-    for name, branches in labels_of.items():
-        if branches:
-            n_out[name] = max(n_out[name], max(branches) + 1)
-    n_in = {n.name: input_count(workflow, n.name) for n in workflow.nodes}
+        if e.is_ai:
+            continue
+        if e.is_main:
+            ports[e] = e.output
+            continue
+        key = (e.source, e.kind, e.output)
+        if key not in offsets:
+            offsets[key] = counts[e.source]
+            counts[e.source] += 1
+        ports[e] = offsets[key]
+    return counts, ports
+
+
+def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool,
+             counts: Mapping[str, int], ports: Mapping[WfEdge, int]) -> dict[str, _Shape]:
+    nets_in: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+    ai_in: dict[tuple[str, str], set[str]] = defaultdict(set)
+    extra_labels: dict[str, dict[int, str]] = defaultdict(dict)
+    for e in workflow.edges:
+        if e.is_ai:
+            ai_in[(e.target, e.kind)].add(e.source)
+        else:
+            nets_in[(e.target, e.input)].add((e.source, ports[e]))
+            if not e.is_main:
+                extra_labels[e.source][ports[e]] = e.kind
+    ai_sources = {e.source for e in workflow.edges if e.is_ai}
     ai_kinds: dict[str, list[str]] = defaultdict(list)
-    kind_of: dict[str, str] = {}
-    for e in workflow.edges:
-        if e.source in parent and parent[e.source] == e.target:
-            kind_of.setdefault(e.source, e.kind)
-            if e.kind not in ai_kinds[e.target]:
-                ai_kinds[e.target].append(e.kind)
-    for kinds in ai_kinds.values():
-        kinds.sort(key=ai_order)
-    sizes: dict[str, tuple[int, int]] = {}
+    for (target, kind) in ai_in:
+        ai_kinds[target].append(kind)
+    shapes: dict[str, _Shape] = {}
     for node in workflow.nodes:
-        sizes[node.name] = _box_size(workflow, node.name, detail, status_row, n_out[node.name], n_in[node.name])
-
-    # clusters: a node and the row of sub-nodes under it (offsets within the cluster)
-    cluster_size: dict[str, tuple[int, int]] = {}
-    kid_dx: dict[str, int] = {}
-    port_dx: dict[str, dict[str, int]] = {}
-
-    def measure(name: str) -> tuple[int, int]:
-        if name in cluster_size:
-            return cluster_size[name]
-        w, h = sizes[name]
-        kids = children.get(name, [])
-        if kids:
-            kx, kid_ports = 0, set()
-            for kid in kids:
-                kid_dx[kid] = kx
-                kid_ports.add(kx + 2)
-                kx += measure(kid)[0] + 2
-            px = 2 + (len("○ not reached") + 1 if runs and detail is Detail.COMPACT else 0)
-            ports: dict[str, int] = {}
-            for kind in ai_kinds[name]:
-                first = next(k for k in kids if kind_of[k] == kind)
-                if px <= kid_dx[first] + 2 <= w - 2:  # straight above its (first) sub-node
-                    px = kid_dx[first] + 2
-                while px in kid_ports and px != kid_dx[first] + 2:  # never on another sub-node's line
-                    px += 1
-                ports[kind] = px
-                px += 3
-            port_dx[name] = ports
-            if px > w - 1:  # the ports need a wider box
-                w = px + 1
-                sizes[name] = (w, h)
-            h_kids = max(measure(k)[1] for k in kids)
-            cluster_size[name] = (max(w, kx - 2), h + len(ai_kinds[name]) + 1 + h_kids)
+        name = node.name
+        kinds = set(ai_kinds.get(name, ()))
+        kinds.update(DEFAULT_AI_PORTS.get(node.short_type, ()))
+        if node.short_type in ("agent", "chainLlm") and node.parameters.get("hasOutputParser") is True:
+            kinds.add("ai_outputParser")
+        ai_ports = {k: max(1, len(ai_in.get((name, k), ()))) for k in sorted(kinds, key=lambda k: (ai_order(k), k))}
+        labels = {**output_labels(node), **extra_labels.get(name, {})}
+        n_out = counts[name]
+        outputs = {p: (1 + p, _cut(labels.get(p, ""), LABEL_CELLS) if n_out > 1 or p in labels else "")
+                   for p in range(n_out)}
+        n_in = 0 if (node.kind is NodeKind.TRIGGER or name in roles.serves) else input_count(workflow, name)
+        for (target, index) in nets_in:
+            if target == name:
+                n_in = max(n_in, index + 1)
+        input_rows = {i: max(1, len(nets_in.get((name, i), ()))) for i in range(n_in)}
+        in_labels = {i: str(i + 1) for i in range(n_in)} if n_in > 1 else {}
+        label = f"{node.glyph} {name}"
+        pad = 2 if in_labels else 0
+        if detail is Detail.FULL:
+            w = max(14, min(30, cell_len(label) + 3 + pad))
+            h = 5 if status_row else 4
+            if status_row:
+                w = max(w, 22)
         else:
-            cluster_size[name] = (w, h)
-        return cluster_size[name]
+            w = max(8, min(18, cell_len(label) + 2 + pad))
+            h = 3
+            if status_row:
+                w = max(w, 12)
+        ports_w = 2 + sum(count + cell_len(connection_label(k)) + 1 for k, count in ai_ports.items()) + 1
+        w = max(w, ports_w if ai_ports else 0)
+        h = max(h, 2 + n_out, 2 + sum(input_rows.values()))
+        subtitle = node_subtitle(node) or node.short_type
+        shapes[name] = _Shape(w, h, outputs, input_rows, in_labels, ai_ports, name in ai_sources, subtitle)
+    return shapes
 
-    main_nodes = [n.name for n in workflow.nodes if n.name not in parent]
-    for name in main_nodes:
-        measure(name)
-    main_edges = [e for e in workflow.edges if e.source not in parent and e.target not in parent]
-    in_cluster_edges = [e for e in workflow.edges if e.source in parent and parent[e.source] == e.target]
-    # an edge touching a sub-node that is not its link to its parent cannot happen (_clusters), but
-    # anything else is routed as a main connection
-    column, by_position = _columns(workflow, main_nodes, main_edges)
-    items: dict[str, _Item] = {}
-    for name in main_nodes:
-        w, h = cluster_size[name]
-        items[name] = _Item(name, column[name], w, h, node=name)
-    # dummies for forward connections that skip columns; back connections go in lanes
-    chains: dict[int, list[str]] = {}
-    back: list[int] = []
-    dummy_of_net: dict[tuple[str, int, int], str] = {}
-    for index, e in enumerate(main_edges):
-        c0, c1 = column[e.source], column[e.target]
-        if c1 <= c0:
-            back.append(index)
-            continue
-        path = [e.source]
-        for c in range(c0 + 1, c1):
-            # connections from one port share their dummies: they run together as far as they can
-            key = (e.source, e.output, c)
-            if key not in dummy_of_net:
-                dummy = f"\0d{index}:{c}"
-                items[dummy] = _Item(dummy, c, 1, 1, dummy=True)
-                dummy_of_net[key] = dummy
-            path.append(dummy_of_net[key])
-        path.append(e.target)
-        chains[index] = path
-    n_cols = max((it.column for it in items.values()), default=-1) + 1
-    cols: list[list[_Item]] = [[] for _ in range(n_cols)]
-    for it in items.values():
-        cols[it.column].append(it)
-    succ: dict[str, set[str]] = defaultdict(set)
-    pred: dict[str, set[str]] = defaultdict(set)
-    for path in chains.values():
-        for a, b in itertools.pairwise(path):
-            succ[a].add(b)
-            pred[b].add(a)
-    node_index = {n.name: i for i, n in enumerate(workflow.nodes)}
-    _order(cols, succ, pred, node_index, workflow, by_position)
 
-    # rows: each item wants the row of what feeds it; pushed down so nothing overlaps
-    def port_offset_out(name: str, output: int) -> int:
-        return 0 if items[name].dummy else 1 + output
+def _cut(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` cells, cut with ``…``; spaces drawn as ``_`` (a label is part of a line)."""
+    text = "_".join(text.split())
+    if cell_len(text) <= cells:
+        return text
+    out = ""
+    for char in text:
+        if cell_len(out + char) > cells - 1:
+            break
+        out += char
+    return out + "…"
 
-    def port_offset_in(name: str, index: int) -> int:
-        return 0 if items[name].dummy else 1 + index
 
-    min_y = min((n.position[1] for n in workflow.nodes if n.position and n.name in items), default=0.0)
-    pitch = (sizes[main_nodes[0]][1] + ROW_GAP + 1) if main_nodes else 6
-    edge_in: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # item -> (source item, out, in)
-    for index, path in chains.items():
-        e = main_edges[index]
-        for k_hop, (a, b) in enumerate(itertools.pairwise(path)):
-            edge_in[b].append((a, e.output if k_hop == 0 else 0, e.input if k_hop == len(path) - 2 else 0))
-    for col in cols:
-        for it in col:
-            wants = [items[a].y + port_offset_out(a, o) - port_offset_in(it.key, i) for a, o, i in edge_in[it.key]
-                     if items[a].column < it.column]
-            if by_position and not it.dummy:
-                placed = workflow.node(it.key)
-                assert placed is not None and placed.position is not None
-                it.want = (placed.position[1] - min_y) / Y_PER_ROW * pitch
-            elif wants:
-                it.want = sum(wants) / len(wants)
-            else:
-                it.want = 0.0
-        floor = 0
-        for it in col:
-            it.y = max(round(it.want), floor)
-            floor = it.y + it.h + ROW_GAP
-    # columns' widths; each gap's width comes from its nets
-    col_w = [max((it.w for it in col), default=0) for col in cols]
-    nets = _nets(items, chains, main_edges, back, labels_of)
-    lane0 = max((it.y + it.h for it in items.values()), default=0) + 1
-    lane_of = {index: lane0 + k for k, index in enumerate(back)}
-    gap_w: dict[int, int] = {}
-    channel_of: dict[tuple[int, object], int] = {}  # (gap, net key) -> channel number
-    lead_of: dict[int, int] = {}
-    for gap in range(-1, n_cols):
-        gap_nets = nets.get(gap, {})
-        lead = 1
-        for net in gap_nets.values():
-            if net.label:
-                room = col_w[gap] - sizes[net.source][0] if net.source in sizes else 0
-                lead = max(lead, len(net.label) + 2 - room)
-        needing = [net_id for net_id, net in gap_nets.items() if net.needs_channel(lane_of)]
-        ordered = _channel_order(needing, gap_nets)
-        for k, net_id in enumerate(ordered):
-            channel_of[(gap, net_id)] = k
-        lead_of[gap] = lead
-        gap_w[gap] = max(MIN_GAP, lead + len(ordered) + 2) if (gap_nets or 0 <= gap < n_cols - 1) else 0
-    col_x: list[int] = []
-    x = gap_w.get(-1, 0)
-    for c in range(n_cols):
-        col_x.append(x)
-        x += col_w[c] + gap_w.get(c, 0)
-    width = x
+# --------------------------------------------------------------------------- 3. n8n's pixels
 
-    boxes: dict[str, Box] = {}
+#: the layered layout's spacing, in n8n's pixels
+LAYER_PX = 260.0
+RANK_PX = 200.0
+SUB_PX = (170.0, 220.0)
 
-    def place(name: str, x0: int, y0: int) -> None:
-        w, h = sizes[name]
-        box = Box(name, x0, y0, w, h)
-        for o in range(n_out[name]):
-            box.outputs[o] = y0 + 1 + o
-        for i in range(n_in[name]):
-            box.inputs[i] = y0 + 1 + i
-        boxes[name] = box
-        kids = children.get(name, [])
-        if not kids:
-            return
-        kid_y = y0 + h + len(ai_kinds[name]) + 1
-        for kid in kids:
-            place(kid, x0 + kid_dx[kid], kid_y)
-            boxes[kid].top_port = x0 + kid_dx[kid] + 2
-            boxes[kid].top_label = connection_label(kind_of[kid])
-        box.ai_ports = {kind: x0 + dx for kind, dx in port_dx[name].items()}
 
-    for c, col in enumerate(cols):
-        for it in col:
-            if not it.dummy:
-                place(it.key, col_x[c], it.y)
-    # routes
-    routes: list[Route] = []
-    labels: list[tuple[int, int, str]] = []
-
-    def channel_x(gap: int, key: object) -> int | None:
-        k = channel_of.get((gap, key))
-        if k is None:
-            return None
-        start = (col_x[gap] + col_w[gap]) if gap >= 0 else 0
-        return start + lead_of[gap] + k
-
-    def hop(gap: int, key: object, x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
-        cx = channel_x(gap, key)
-        if cx is None or y0 == y1:
-            return [(x0, y0), (x1, y1)]
-        return [(x0, y0), (cx, y0), (cx, y1), (x1, y1)]
-
-    for index, e in enumerate(main_edges):
-        src, tgt = boxes[e.source], boxes[e.target]
-        sy, ty = src.outputs.get(e.output, src.y + 1), tgt.inputs.get(e.input, tgt.y + 1)
-        if index in chains:
-            path = chains[index]
-            points: list[tuple[int, int]] = []
-            x0, y0 = src.x + src.w, sy
-            for step in range(len(path) - 1):
-                nxt = items[path[step + 1]]
-                gap = items[path[step]].column
-                net_key = _net_key(path, step, e)
-                if nxt.dummy:
-                    bx, by = col_x[nxt.column], nxt.y
-                    points += hop(gap, net_key, x0, y0, bx - 1, by)
-                    x0, y0 = bx + col_w[nxt.column], by
-                else:
-                    points += hop(gap, net_key, x0, y0, tgt.x - 1, ty)
-        else:
-            lane = lane_of[index]
-            c0, c1 = column[e.source], column[e.target]
-            cx0 = channel_x(c0, ("out", e.source, e.output))
-            cx1 = channel_x(c1 - 1, ("back", index))
-            assert cx0 is not None and cx1 is not None
-            points = [(src.x + src.w, sy), (cx0, sy), (cx0, lane), (cx1, lane), (cx1, ty), (tgt.x - 1, ty)]
-        routes.append(Route(e, _corners(points)))
-    for e in in_cluster_edges:
-        kid, agent = boxes[e.source], boxes[e.target]
-        assert kid.top_port is not None
-        kinds = ai_kinds[e.target]
-        # the leftmost port's line runs lowest, so that lines going right never cross
-        bus = agent.y + agent.h + len(kinds) - 1 - kinds.index(e.kind)
-        px = agent.ai_ports[e.kind]
-        points = [(kid.top_port, kid.y - 1), (kid.top_port, bus), (px, bus), (px, agent.y + agent.h)]
-        routes.append(Route(e, _corners(points)))
+def _pixels(workflow: Workflow, roles: _Roles) -> dict[str, tuple[float, float]]:
+    """Every node's place in n8n's pixels (see the module's docstring, phase 3)."""
+    px: dict[str, tuple[float, float]] = {}
+    taken: set[tuple[float, float]] = set()
     for node in workflow.nodes:
-        for output, text in labels_of[node.name].items():
-            box = boxes[node.name]
-            if any(r.edge.source == node.name and r.edge.output == output for r in routes):
-                labels.append((box.x + box.w, box.outputs[output], text))
-    height = max([b.y + b.h for b in boxes.values()] + [y + 1 for r in routes for _, y in r.points] + [0])
-    width = max([width] + [b.x + b.w for b in boxes.values()] + [x + 1 for r in routes for x, _ in r.points])
-    return Layout(workflow, detail, boxes, routes, labels, width, height, status_row)
+        if node.position is not None:
+            x, y = node.position
+            while (x, y) in taken:  # two nodes on the same spot: the later one a pixel lower
+                y += 1.0
+            taken.add((x, y))
+            px[node.name] = (x, y)
+    if not px:
+        px = _layered(workflow, roles)
+    else:
+        _beside_neighbours(workflow, roles, px)
+    _hang_sub_nodes(workflow, roles, px)
+    return px
 
 
-def _corners(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The points without repeats and without points in the middle of a straight piece."""
-    out: list[tuple[int, int]] = []
-    for p in points:
-        if out and out[-1] == p:
-            continue
-        if len(out) >= 2 and (out[-2][0] == out[-1][0] == p[0] or out[-2][1] == out[-1][1] == p[1]):
-            # still straight: drop the middle point unless the line turns back on itself
-            a, b = out[-2], out[-1]
-            if (b[0] - a[0]) * (p[0] - b[0]) >= 0 and (b[1] - a[1]) * (p[1] - b[1]) >= 0:
-                out[-1] = p
+def _hang_sub_nodes(workflow: Workflow, roles: _Roles, px: dict[str, tuple[float, float]]) -> None:
+    """A sub-node stays under a node it serves (the nearest one), also when its stored place is above."""
+    order = [n.name for n in workflow.nodes if n.name in roles.serves]
+    for _ in range(3):  # nested sub-nodes (an embedding under a vector store under a tool) settle in turns
+        for name in order:
+            consumers = [c for c in roles.serves[name] if c in px]
+            if not consumers or name not in px:
                 continue
-        out.append(p)
-    return out
+            x, y = px[name]
+            _cx, cy = min((px[c] for c in consumers), key=lambda p: abs(p[0] - x) + abs(p[1] - y))
+            if y < cy + 100:
+                px[name] = (x, cy + SUB_PX[1] * 0.75)
 
 
-def _columns(workflow: Workflow, names: list[str], edges: list[WfEdge]) -> tuple[dict[str, int], bool]:
-    """Column of each main node, and whether it comes from the nodes' positions."""
-    nodes = [workflow.node(n) for n in names]
-    if nodes and all(n is not None and n.position is not None for n in nodes):
-        xs = sorted({n.position[0] for n in nodes if n is not None and n.position is not None})
-        rank: dict[float, int] = {}
-        c, prev = 0, xs[0]
-        for x in xs:
-            if x - prev > X_CLUSTER:
-                c += 1
-            rank[x] = c
-            prev = x
-        column = {n.name: rank[n.position[0]] for n in nodes if n is not None and n.position is not None}
-        by_col: dict[int, list[float]] = defaultdict(list)
-        for n in nodes:
-            assert n is not None and n.position is not None
-            by_col[column[n.name]].append(n.position[1])
-        fits = all(b - a >= Y_PER_ROW / 2 for ys in by_col.values() for a, b in zip(sorted(ys), sorted(ys)[1:],
-                                                                                    strict=False))
-        if fits:
-            return column, True
-    # longest path from the start nodes, loops broken by a depth-first search
+def _beside_neighbours(workflow: Workflow, roles: _Roles, px: dict[str, tuple[float, float]]) -> None:
+    """Nodes without a position next to a neighbour that has one (after its source, before its target,
+    under what it serves); what has no placed neighbour goes below everything, laid out in layers."""
+    missing = [n.name for n in workflow.nodes if n.name not in px]
+    placed_near: dict[str, int] = defaultdict(int)
+    progress = True
+    while missing and progress:
+        progress = False
+        rest = []
+        for name in missing:
+            spot: tuple[float, float] | None = None
+            anchor = ""
+            if name in roles.serves:
+                anchor = next((c for c in roles.serves[name] if c in px), "")
+                if anchor:
+                    k = placed_near[anchor]
+                    spot = (px[anchor][0] + SUB_PX[0] * k, px[anchor][1] + SUB_PX[1])
+            else:
+                before = next((p for p in roles.main_pred.get(name, ()) if p in px), None)
+                after = next((s for s in roles.main_succ.get(name, ()) if s in px), None)
+                if before is not None:
+                    k = placed_near[before]
+                    spot = (px[before][0] + LAYER_PX, px[before][1] + RANK_PX * k)
+                    anchor = before
+                elif after is not None:
+                    k = placed_near[after]
+                    spot = (px[after][0] - LAYER_PX, px[after][1] + RANK_PX * k)
+                    anchor = after
+            if spot is None:
+                rest.append(name)
+                continue
+            placed_near[anchor] += 1
+            px[name] = spot
+            progress = True
+        missing = rest
+    if missing:
+        sub = Workflow(workflow.id, workflow.name, tuple(n for n in workflow.nodes if n.name in set(missing)),
+                       tuple(e for e in workflow.edges if e.source in set(missing) and e.target in set(missing)))
+        laid = _layered(sub, _roles(sub))
+        top = max(y for _, y in px.values()) + 2 * RANK_PX
+        left = min(x for x, _ in px.values())
+        for name, (x, y) in laid.items():
+            px[name] = (left + x, top + y)
+
+
+def _layered(workflow: Workflow, roles: _Roles) -> dict[str, tuple[float, float]]:
+    """A layered layout in pixels for nodes none of which has a position."""
+    names = [n.name for n in workflow.nodes if n.name not in roles.serves]
+    edges = [(e.source, e.target) for e in workflow.edges if not e.is_ai and e.source in set(names)
+             and e.target in set(names)]
+    column = _longest_path_columns(names, edges)
+    cols: list[list[str]] = [[] for _ in range(max(column.values(), default=-1) + 1)]
+    for name in names:
+        cols[column[name]].append(name)
+    _barycentre(cols, edges)
+    # a node with sub-nodes needs room under it for them
+    depth: dict[str, int] = {}
+    for name in roles.serves:
+        for consumer in roles.serves[name]:
+            depth[consumer] = max(depth.get(consumer, 0), 1)
+    px: dict[str, tuple[float, float]] = {}
+    for c, col in enumerate(cols):
+        y = 0.0
+        for name in col:
+            px[name] = (c * LAYER_PX, y)
+            y += RANK_PX + depth.get(name, 0) * SUB_PX[1]
+    counts: dict[str, int] = defaultdict(int)
+    for _ in range(3):
+        for name in (n.name for n in workflow.nodes if n.name in roles.serves):
+            anchor = next((c for c in roles.serves[name] if c in px), None)
+            if anchor is None or name in px:
+                continue
+            k = counts[anchor]
+            counts[anchor] += 1
+            px[name] = (px[anchor][0] + SUB_PX[0] * k, px[anchor][1] + SUB_PX[1])
+    for k, name in enumerate(n.name for n in workflow.nodes if n.name not in px):  # sub-nodes of sub-nodes' cycles
+        px[name] = (k * SUB_PX[0], -RANK_PX)
+    return px
+
+
+def _longest_path_columns(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Column of each node: its longest path from a start node, loops broken by a depth-first search."""
     succ: dict[str, list[str]] = defaultdict(list)
     indeg: dict[str, int] = dict.fromkeys(names, 0)
-    for e in edges:
-        succ[e.source].append(e.target)
-        indeg[e.target] += 1
+    for a, b in edges:
+        succ[a].append(b)
+        indeg[b] += 1
     state: dict[str, int] = {}
     back: set[tuple[str, str]] = set()
-    starts = [n for n in names if indeg[n] == 0] + names
-    for start in starts:
+    for start in [n for n in names if indeg[n] == 0] + names:
         if start in state:
             continue
         stack = [(start, iter(succ[start]))]
@@ -523,10 +461,10 @@ def _columns(workflow: Workflow, names: list[str], edges: list[WfEdge]) -> tuple
                 stack.pop()
     fwd: dict[str, list[str]] = defaultdict(list)
     deg: dict[str, int] = dict.fromkeys(names, 0)
-    for e in edges:
-        if (e.source, e.target) not in back and e.source != e.target:
-            fwd[e.source].append(e.target)
-            deg[e.target] += 1
+    for a, b in edges:
+        if (a, b) not in back and a != b:
+            fwd[a].append(b)
+            deg[b] += 1
     column = dict.fromkeys(names, 0)
     queue = [n for n in names if deg[n] == 0]
     head = 0
@@ -538,136 +476,343 @@ def _columns(workflow: Workflow, names: list[str], edges: list[WfEdge]) -> tuple
             deg[nxt] -= 1
             if deg[nxt] == 0:
                 queue.append(nxt)
-    return column, False
+    return column
 
 
-def _order(cols: list[list[_Item]], succ: Mapping[str, set[str]], pred: Mapping[str, set[str]],
-           node_index: Mapping[str, int], workflow: Workflow, by_position: bool) -> None:
-    """Order within each column: by position, else barycentre sweeps from a first-seen order."""
-    if by_position:
-        pos_y: dict[str, float] = {}
-        for n in workflow.nodes:
-            if n.position is not None:
-                pos_y[n.name] = n.position[1]
-        for col in cols:
-            for it in col:
-                if not it.dummy:
-                    it.order = pos_y.get(it.key, 0.0)
-        for col in cols:  # dummies take the row of what feeds them
-            for it in col:
-                if it.dummy:
-                    feeders = [pos_y[p] for p in pred.get(it.key, ()) if p in pos_y]
-                    it.order = (sum(feeders) / len(feeders) if feeders else 0.0) + 0.5
-                    pos_y[it.key] = it.order
-            col.sort(key=lambda i: (i.order, node_index.get(i.key, 1 << 30), i.key))
-        return
-    for col in cols:
-        col.sort(key=lambda i: (node_index.get(i.key, 1 << 30), i.key))
+def _barycentre(cols: list[list[str]], edges: list[tuple[str, str]]) -> None:
+    """Order within each column: barycentre sweeps (down and up) from the workflow's order."""
+    pred: dict[str, list[str]] = defaultdict(list)
+    succ: dict[str, list[str]] = defaultdict(list)
+    for a, b in edges:
+        succ[a].append(b)
+        pred[b].append(a)
     position: dict[str, float] = {}
     for col in cols:
-        for k, it in enumerate(col):
-            position[it.key] = k
+        for k, name in enumerate(col):
+            position[name] = k
     for sweep in range(4):
         rng = range(1, len(cols)) if sweep % 2 == 0 else range(len(cols) - 2, -1, -1)
+        near = pred if sweep % 2 == 0 else succ
         for c in rng:
-            near = pred if sweep % 2 == 0 else succ
-            for it in cols[c]:
-                ns = [position[n] for n in near.get(it.key, ()) if n in position]
-                it.order = sum(ns) / len(ns) if ns else position[it.key]
-            cols[c].sort(key=lambda i: (i.order, node_index.get(i.key, 1 << 30)))
-            for k, it in enumerate(cols[c]):
-                position[it.key] = k
+            keyed = []
+            for k, name in enumerate(cols[c]):
+                ns = [position[n] for n in near.get(name, ()) if n in position]
+                keyed.append((sum(ns) / len(ns) if ns else position[name], k, name))
+            keyed.sort()
+            cols[c] = [name for _, _, name in keyed]
+            for k, name in enumerate(cols[c]):
+                position[name] = k
+
+
+# --------------------------------------------------------------------------- 4. cells
 
 
 @dataclass(slots=True)
-class _Net:
-    """What runs through one gap for one output port (or one loop): rows on its left and right."""
+class _Axis:
+    """A monotone map of one axis from n8n's pixels to cells (piecewise linear between the keys)."""
 
-    source: str
-    left: set[int] = field(default_factory=set)
-    right: set[int] = field(default_factory=set)
-    lane: bool = False
-    label: str = ""
+    keys: list[float]
+    cells: list[int]
+    slope: float
 
-    def needs_channel(self, lanes: Mapping[int, int]) -> bool:
-        return self.lane or len(self.left | self.right) > 1
-
-
-def _net_key(path: list[str], hop: int, e: WfEdge) -> object:
-    return ("out", e.source, e.output) if hop == 0 else ("dummy", path[hop])
-
-
-def _nets(items: Mapping[str, _Item], chains: Mapping[int, list[str]], edges: list[WfEdge], back: list[int],
-          labels: Mapping[str, Mapping[int, str]]) -> dict[int, dict[object, _Net]]:
-    nets: dict[int, dict[object, _Net]] = defaultdict(dict)
-    for index, path in chains.items():
-        e = edges[index]
-        for hop in range(len(path) - 1):
-            a, b = items[path[hop]], items[path[hop + 1]]
-            key = _net_key(path, hop, e)
-            net = nets[a.column].setdefault(key, _Net(a.key))
-            net.left.add(a.y + (0 if a.dummy else 1 + e.output))
-            net.right.add(b.y + (0 if b.dummy else 1 + (e.input if hop == len(path) - 2 else 0)))
-            if hop == 0:
-                net.label = labels[e.source].get(e.output, "")
-    for index in back:
-        e = edges[index]
-        a, b = items[e.source], items[e.target]
-        net = nets[a.column].setdefault(("out", e.source, e.output), _Net(a.key))
-        net.left.add(a.y + 1 + e.output)
-        net.lane = True
-        net.label = labels[e.source].get(e.output, "")
-        into = nets[b.column - 1].setdefault(("back", index), _Net(""))
-        into.right.add(b.y + 1 + e.input)
-        into.lane = True
-    return nets
+    def __call__(self, value: float) -> int:
+        keys, cells = self.keys, self.cells
+        if not keys:
+            return 0
+        i = bisect.bisect_left(keys, value)
+        if i < len(keys) and keys[i] == value:
+            return cells[i]
+        if i == 0:
+            return cells[0] - round((keys[0] - value) * self.slope)
+        if i == len(keys):
+            return cells[-1] + round((value - keys[-1]) * self.slope)
+        a, b = keys[i - 1], keys[i]
+        return cells[i - 1] + round((value - a) / (b - a) * (cells[i] - cells[i - 1]))
 
 
-def _channel_order(keys: list[object], nets: Mapping[object, _Net]) -> list[object]:
-    """Channels left to right: a net leaving row r lies left of a net arriving on row r (so their
-    horizontal pieces do not overlap). Otherwise, to spare crossings, nets going up come first,
-    the one leaving the highest row leftmost, then nets going down, the one leaving the lowest row
-    leftmost."""
-    def sort_key(k: object) -> tuple[int, int]:
-        n = nets[k]
-        left = min(n.left) if n.left else (max(n.right) if n.right else 0)
-        if n.lane and n.left:
-            return (1, -left)
-        if not n.left:  # coming up from the lanes
-            return (0, -left)
-        down = sum(n.right) / len(n.right) - sum(n.left) / len(n.left) if n.right else 0
-        return (1, -left) if down >= 0 else (0, left)
+#: rows of n8n's canvas (pixels) in which boxes standing side by side are looked for
+BAND_PX = 25.0
 
-    keys = sorted(keys, key=sort_key)
-    rank = {id(k): i for i, k in enumerate(keys)}
-    by_right: dict[int, list[object]] = defaultdict(list)
-    for k in keys:
-        for row in nets[k].right:
-            by_right[row].append(k)
-    after: dict[int, set[int]] = {i: set() for i in range(len(keys))}  # must lie right of i
-    indeg = [0] * len(keys)
-    for i, a in enumerate(keys):
-        for row in nets[a].left:
-            for b in by_right.get(row, ()):
-                j = rank[id(b)]
-                if j != i and j not in after[i]:
-                    after[i].add(j)
-                    indeg[j] += 1
-    ready = [i for i in range(len(keys)) if indeg[i] == 0]
-    heapq.heapify(ready)
-    placed: list[object] = []
-    done = [False] * len(keys)
-    while len(placed) < len(keys):
-        if not ready:  # a cycle: give up one constraint (the first net not placed yet)
-            ready = [next(i for i in range(len(keys)) if not done[i])]
-        i = heapq.heappop(ready)
-        if done[i]:
+
+def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tuple[float, float]],
+           extra: Mapping[float, int], stickies: list[tuple[float, float, float, float]]
+           ) -> tuple[dict[str, tuple[int, int]], _Axis, _Axis]:
+    """Cells of each box's top-left corner (phase 4): columns first — boxes that stand side by side in
+    the editor (their 100 px high nodes overlap vertically) are kept apart by their width and a gap —,
+    then rows — boxes whose columns overlap are kept apart by their height and a gap. Both maps are
+    monotone and every push carries on to what lies beyond, so the order on each axis is the editor's
+    and the distances elsewhere stay as they were. ``extra``: more room before a column (px x -> cells)."""
+    names = [n.name for n in workflow.nodes]
+    # ------------------------------------------------------------- columns
+    by_x: dict[float, list[str]] = defaultdict(list)
+    for name in names:
+        by_x[px[name][0]].append(name)
+    keys = sorted(set(by_x) | {v for x0, _y0, x1, _y1 in stickies for v in (x0, x1)})
+    band_right: dict[int, int] = {}
+    cells_x: list[int] = []
+    shift = 0
+    prev_key: float | None = None
+    prev_cell = 0
+    for key in keys:
+        base = round((key - keys[0]) * SX)
+        cand = base + shift + extra.get(key, 0)
+        group = by_x.get(key, ())
+        if group and prev_key is not None and key - prev_key >= 1:
+            cand = max(cand, prev_cell + 1)  # distinct columns stay distinct: the order is kept
+        for name in group:
+            y = px[name][1]
+            for band in range(int(y // BAND_PX), int((y + SIDE_BY_SIDE_PX) // BAND_PX)):
+                right = band_right.get(band)
+                if right is not None and right > cand:
+                    cand = right
+        shift = cand - base
+        cells_x.append(cand)
+        if group:
+            for name in group:
+                y = px[name][1]
+                gap = MIN_GAP + max((len(label) for _, label in shapes[name].outputs.values()), default=0)
+                right = cand + shapes[name].w + gap
+                for band in range(int(y // BAND_PX), int((y + SIDE_BY_SIDE_PX) // BAND_PX)):
+                    if band_right.get(band, -1) < right:
+                        band_right[band] = right
+            prev_key, prev_cell = key, cand
+    x_axis = _Axis(keys, cells_x, SX)
+    col = {name: x_axis(px[name][0]) for name in names}
+    # ------------------------------------------------------------- rows
+    by_y: dict[float, list[str]] = defaultdict(list)
+    for name in names:
+        by_y[px[name][1]].append(name)
+    ykeys = sorted(set(by_y) | {v for _x0, y0, _x1, y1 in stickies for v in (y0, y1)})
+    col_bottom: dict[int, int] = {}
+    cells_y: list[int] = []
+    shift = 0
+    prev_key, prev_cell = None, 0
+    for key in ykeys:
+        base = round((key - ykeys[0]) * SY)
+        cand = base + shift
+        group = by_y.get(key, ())
+        if group and prev_key is not None and key - prev_key >= 1:
+            cand = max(cand, prev_cell + 1)
+        for name in group:
+            for c in range(col[name] - 1, col[name] + shapes[name].w + 1):
+                bottom = col_bottom.get(c)
+                if bottom is not None and bottom > cand:
+                    cand = bottom
+        shift = cand - base
+        cells_y.append(cand)
+        if group:
+            for name in group:
+                shape = shapes[name]
+                bottom = cand + shape.h + ROW_GAP + (1 + sum(shape.ai_ports.values()) if shape.ai_ports else 0)
+                for c in range(col[name] - 1, col[name] + shape.w + 1):
+                    if col_bottom.get(c, -1) < bottom:
+                        col_bottom[c] = bottom
+            prev_key, prev_cell = key, cand
+    y_axis = _Axis(ykeys, cells_y, SY)
+    return {name: (col[name], y_axis(px[name][1])) for name in names}, x_axis, y_axis
+
+
+# --------------------------------------------------------------------------- 5. ports and routes
+
+
+def _boxes(workflow: Workflow, shapes: Mapping[str, _Shape], at: Mapping[str, tuple[int, int]],
+           origin: tuple[int, int]) -> dict[str, Box]:
+    boxes: dict[str, Box] = {}
+    ox, oy = origin
+    for node in workflow.nodes:
+        shape = shapes[node.name]
+        x, y = at[node.name][0] - ox, at[node.name][1] - oy
+        box = Box(node.name, x, y, shape.w, shape.h, subtitle=shape.subtitle)
+        for port, (row, label) in shape.outputs.items():
+            box.outputs[port] = y + row
+            if label:
+                box.out_labels[port] = label
+        row = y + 1
+        for index, count in shape.input_rows.items():
+            box.inputs[index] = list(range(row, row + count))
+            row += count
+        box.in_labels = dict(shape.in_labels)
+        px = x + 2
+        for kind, count in shape.ai_ports.items():
+            box.ai_ports[kind] = list(range(px, px + count))
+            box.ai_labels[kind] = connection_label(kind)
+            px += count + cell_len(box.ai_labels[kind]) + 1
+        if shape.top_port:
+            box.top_port = x + shape.w // 2
+        boxes[node.name] = box
+    return boxes
+
+
+def _ports(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, int]
+           ) -> tuple[dict[WfEdge, int], dict[WfEdge, int]]:
+    """The row each main line arrives on (per input, lines sorted by where they come from, one row per
+    source port) and the column each sub-node's line arrives at (sorted by the sub-node's column)."""
+    arrivals: dict[tuple[str, int], dict[tuple[str, int], list[WfEdge]]] = defaultdict(dict)
+    ai_arrivals: dict[tuple[str, str], dict[str, list[WfEdge]]] = defaultdict(dict)
+    for e in workflow.edges:
+        if e.is_ai:
+            ai_arrivals[(e.target, e.kind)].setdefault(e.source, []).append(e)
+        else:
+            arrivals[(e.target, e.input)].setdefault((e.source, ports[e]), []).append(e)
+    row_of: dict[WfEdge, int] = {}
+    for (target, index), nets in arrivals.items():
+        rows = boxes[target].inputs.get(index, [])
+        order = sorted(nets, key=lambda n: (boxes[n[0]].outputs.get(n[1], boxes[n[0]].y), boxes[n[0]].x))
+        for k, net in enumerate(order):
+            for e in nets[net]:
+                row_of[e] = rows[min(k, len(rows) - 1)]
+    column_of: dict[WfEdge, int] = {}
+    for (target, kind), sources in ai_arrivals.items():
+        columns = boxes[target].ai_ports.get(kind, [])
+        for k, source in enumerate(sorted(sources, key=lambda s: boxes[s].x)):
+            for e in sources[source]:
+                column_of[e] = columns[min(k, len(columns) - 1)]
+    return row_of, column_of
+
+
+def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
+           first: frozenset[WfEdge] = frozenset()) -> tuple[list[Route], list[WfEdge], list[Point]]:
+    """Every connection's line (phase 5): sub-nodes' first (short, under their consumers), then main
+    connections, the nearest first (``first``: those that found no way in an earlier round, before the
+    others). Returns the routes, the connections with no way, and the stubs of outputs nothing is
+    connected to."""
+    grid = Grid.of(Rect(b.x, b.y, b.w, b.h) for b in boxes.values())
+    row_of, column_of = _ports(workflow, boxes, ports)
+    used_ports: set[tuple[str, int]] = {(e.source, ports[e]) for e in workflow.edges if not e.is_ai}
+    # reserve what belongs to one net: label letters, stubs, the cells under AI ports and over top ports
+    stubs: list[Point] = []
+    for box in boxes.values():
+        for port, row in box.outputs.items():
+            label = box.out_labels.get(port, "")
+            net = (box.name, port)
+            connected = (box.name, port) in used_ports
+            if not connected and len(box.outputs) < 2 and not label:
+                continue
+            x0 = box.x + box.w
+            if not connected:
+                stubs.append((x0, row))
+                grid.mark(x0, row, net)
+            for k in range(cell_len(label)):
+                if not grid.box_on_h(row, x0 + 1 + k, x0 + 1 + k):
+                    grid.mark(x0 + 1 + k, row, net)
+        if box.top_port is not None:
+            grid.mark(box.top_port, box.y - 1, (box.name, "ai"))
+    for e, column in column_of.items():
+        grid.mark(column, boxes[e.target].y + boxes[e.target].h, (e.source, "ai"))
+    routes: list[Route] = []
+    failed: list[WfEdge] = []
+    ai_edges = sorted((e for e in workflow.edges if e.is_ai),
+                      key=lambda e: (e not in first, boxes[e.source].y, boxes[e.source].x))
+    for e in ai_edges:
+        src, tgt = boxes[e.source], boxes[e.target]
+        ai_net = (e.source, "ai")
+        if src.top_port is None:
+            failed.append(e)
             continue
-        done[i] = True
-        placed.append(keys[i])
-        for j in after[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0 and not done[j]:
-                heapq.heappush(ready, j)
-    return placed
+        start, end = (src.top_port, src.y - 1), (column_of[e], tgt.y + tgt.h)
+        points = route_up(grid, ai_net, start, end)
+        if points is None:
+            failed.append(e)
+            continue
+        grid.lay(points, ai_net)
+        routes.append(Route(e, points, ai_net))
+    main_edges = [e for e in workflow.edges if not e.is_ai]
+    main_edges.sort(key=lambda e: (e not in first, boxes[e.target].x < boxes[e.source].x,  # loops last
+                                   abs(boxes[e.target].x - boxes[e.source].x) + abs(row_of[e] - boxes[e.source].y)))
+    trunks: dict[tuple[str, int], int] = {}
+    for e in main_edges:
+        src, tgt = boxes[e.source], boxes[e.target]
+        port = ports[e]
+        main_net = (e.source, port)
+        start, end = (src.x + src.w, src.outputs[port]), (tgt.x - 1, row_of[e])
+        # every line of a node with branch labels turns right of all its labels, so that none crosses
+        # a label of its neighbours
+        lead = 1 + max((cell_len(text) for text in src.out_labels.values()), default=0)
+        points = route_main(grid, main_net, start, end, lead=lead, trunk=trunks.get(main_net))
+        if points is None and lead > 1:
+            points = route_main(grid, main_net, start, end, lead=1, trunk=trunks.get(main_net))
+        if points is None:
+            failed.append(e)
+            continue
+        grid.lay(points, main_net)
+        if len(points) >= 3:
+            trunks.setdefault(main_net, points[1][0])
+        routes.append(Route(e, points, main_net))
+    return routes, failed, stubs
 
+
+# --------------------------------------------------------------------------- 6. sticky notes
+
+
+def _regions(workflow: Workflow, x_axis: _Axis, y_axis: _Axis, origin: tuple[int, int]) -> list[Region]:
+    ox, oy = origin
+    regions = []
+    for s in workflow.stickies:
+        x0, y0 = x_axis(s.position[0]) - ox, y_axis(s.position[1]) - oy
+        x1, y1 = x_axis(s.position[0] + s.width) - ox, y_axis(s.position[1] + s.height) - oy
+        if x1 - x0 >= 4 and y1 - y0 >= 2:
+            regions.append(Region(x0, y0, x1 - x0, y1 - y0, s.label))
+    return regions
+
+
+# --------------------------------------------------------------------------- the phases together
+
+
+def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
+                    runs: Mapping[str, NodeRun] | None = None) -> Layout:
+    """Where every box and line goes (the six phases of the module's docstring). ``runs`` (an
+    execution's outcome) adds a state row to boxes."""
+    status_row = bool(runs)
+    roles = _roles(workflow)
+    counts, ports = _port_numbers(workflow, roles)
+    shapes = _measure(workflow, roles, detail, status_row, counts, ports)
+    px = _pixels(workflow, roles)
+    stickies = [(s.position[0], s.position[1], s.position[0] + s.width, s.position[1] + s.height)
+                for s in workflow.stickies]
+    extra: dict[float, int] = defaultdict(int)
+    x_keys = sorted({p[0] for p in px.values()})
+    first: frozenset[WfEdge] = frozenset()
+    for _attempt in range(WIDEN_ROUNDS + 1):
+        at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies)
+        boxes = _boxes(workflow, shapes, at, (0, 0))
+        routes, failed, stubs = _route(workflow, boxes, ports, first)
+        if not failed:
+            break
+        first = first | frozenset(failed)
+        for e in failed:  # more room right of where the connection starts and left of where it ends
+            after = bisect.bisect_right(x_keys, px[e.source][0])
+            if after < len(x_keys):
+                extra[x_keys[after]] += 3
+            extra[px[e.target][0]] += 3
+    regions = _regions(workflow, x_axis, y_axis, (0, 0))
+    labels = [(b.x + b.w + 1, b.outputs[p], text) for b in boxes.values() for p, text in b.out_labels.items()]
+    layout = Layout(workflow, detail, boxes, routes, labels, 0, 0, status_row, regions, stubs, failed, dict(ports))
+    _normalise(layout)
+    return layout
+
+
+def _normalise(layout: Layout) -> None:
+    """Move everything so the drawing starts at cell (0, 0), and measure it."""
+    boxes, routes, regions = layout.boxes.values(), layout.routes, layout.regions
+    xs = ([b.x - 1 for b in boxes] + [x for r in routes for x, _ in r.points] + [r.x for r in regions])
+    ys = ([b.y - 1 for b in boxes] + [y for r in routes for _, y in r.points] + [r.y for r in regions])
+    dx, dy = -min(xs, default=0), -min(ys, default=0)
+    for b in boxes:
+        b.x += dx
+        b.y += dy
+        b.outputs = {p: y + dy for p, y in b.outputs.items()}
+        b.inputs = {i: [y + dy for y in rows] for i, rows in b.inputs.items()}
+        b.ai_ports = {k: [x + dx for x in cols] for k, cols in b.ai_ports.items()}
+        if b.top_port is not None:
+            b.top_port += dx
+    for r in routes:
+        r.points = [(x + dx, y + dy) for x, y in r.points]
+    for reg in regions:
+        reg.x += dx
+        reg.y += dy
+    layout.labels = [(x + dx, y + dy, t) for x, y, t in layout.labels]
+    layout.stubs = [(x + dx, y + dy) for x, y in layout.stubs]
+    layout.width = max([b.x + b.w + 1 for b in boxes] + [x + 1 for r in routes for x, _ in r.points]
+                       + [r.x + r.w for r in regions] + [x + cell_len(t) for x, _, t in layout.labels] + [0])
+    layout.height = max([b.y + b.h + 1 for b in boxes] + [y + 1 for r in routes for _, y in r.points]
+                        + [r.y + r.h for r in regions] + [0])
