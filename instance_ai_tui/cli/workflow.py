@@ -2,27 +2,48 @@
 
     instance-ai workflow show ID            the demo instance, or N8N_URL/N8N_API_KEY's n8n (embedded)
     instance-ai workflow show ID --url URL  an n8n by URL (logged in: --email, N8N_EMAIL/N8N_PASSWORD)
+    instance-ai workflow show FILE.json     a workflow exported from n8n (or a tool result holding one)
     instance-ai workflow list
 
-The drawing is the canvas of the app (``protocol.workflow_layout``): boxes left to right, branch labels,
-AI sub-nodes under their agent, and — after a run — each node's state as a glyph and a word. On a
-terminal it is coloured; piped or redirected it is plain text without escape codes.
+The drawing is the canvas of the app (``protocol.workflow_layout``): n8n's positions, branch labels, AI
+sub-nodes under what they serve, sticky notes, and — after a run (the last one, or ``--execution ID``)
+— each node's state, run count and items. No line is wider than ``--width`` (default: the terminal's
+width; 80 when piped): a drawing too wide is zoomed out, then cut into bands of columns, each labelled
+(``--crop``: only the first band, with a note of what was left out). On a terminal it is coloured;
+piped or redirected it is plain text without escape codes. The title line carries n8n's editor URL.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .connection import add_connection_arguments
 
+#: a workflow file larger than this is refused (n8n's largest templates are ~2 MB)
+MAX_FILE_BYTES = 8_000_000
+#: the narrowest drawing asked for
+MIN_WIDTH = 30
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
-    show = sub.add_parser("show", help="draw one workflow", description="draw one workflow")
-    show.add_argument("workflow_id", metavar="ID", help="the workflow's id")
+    show = sub.add_parser("show", help="draw one workflow (by id, or a .json file)",
+                          description="draw one workflow: by id from n8n (or the demo), or from a JSON file "
+                                      "exported from n8n")
+    show.add_argument("workflow_id", metavar="ID|FILE.json", help="the workflow's id, or a JSON file")
+    show.add_argument("--width", type=int, default=None, metavar="N",
+                      help="no line wider than N columns (default: the terminal's width, 80 when piped)")
     show.add_argument("--compact", action="store_true", help="zoomed out: names only")
+    show.add_argument("--crop", action="store_true",
+                      help="a drawing wider than --width: only its first columns, with a note (default: bands)")
+    show.add_argument("--execution", metavar="ID", default=None, help="show this execution's node states")
     show.add_argument("--no-run", action="store_true", help="leave out the last execution's node states")
     add_connection_arguments(show, model=False)
     listing = sub.add_parser("list", help="list the workflows (id and name)", description="list the workflows")
@@ -36,10 +57,16 @@ def main(args: argparse.Namespace) -> int:
     from .connection import settings_from_args
 
     try:
+        if args.action == "show" and _is_file(args.workflow_id):
+            return _show_file(args)
         return asyncio.run(_main(settings_from_args(args), args))
     except ClientError as exc:
         print(f"instance-ai workflow: {exc}", file=sys.stderr)
         return 1
+
+
+def _is_file(value: str) -> bool:
+    return value.lower().endswith(".json") or Path(value).is_file()
 
 
 async def _main(settings: Any, args: argparse.Namespace) -> int:
@@ -104,28 +131,159 @@ async def _list(source: Any) -> int:
 
 
 async def _show(source: Any, args: argparse.Namespace) -> int:
-    from ..protocol.workflow_draw import draw
     from ..protocol.workflow_graph import parse_execution, parse_workflow
-    from ..protocol.workflow_layout import Detail, layout_workflow
 
     workflow = parse_workflow(await source.get_workflow(args.workflow_id), workflow_id=args.workflow_id)
-    execution = None if args.no_run else parse_execution(await source.last_execution(workflow.id or args.workflow_id))
-    runs = execution.runs if execution is not None else None
-    detail = Detail.COMPACT if args.compact else Detail.FULL
-    drawing = draw(layout_workflow(workflow, detail, runs=runs or None), runs=runs or None)
-    title = f"{workflow.name or '(unnamed)'} · {workflow.id or args.workflow_id} · {len(workflow.nodes)} nodes"
-    if execution is not None:
-        title += f" · last execution {execution.id}: {execution.status}"
-        if execution.error:
-            title += f" ({execution.error})"
-    if sys.stdout.isatty():
-        _print_coloured(title, drawing)
+    wid = workflow.id or args.workflow_id
+    if args.execution:
+        execution = parse_execution(await source.execution(args.execution))
+    elif args.no_run:
+        execution = None
     else:
-        sys.stdout.write(title + "\n\n" + drawing.text())
+        execution = parse_execution(await source.last_execution(wid))
+    _print(workflow, execution, args, source.editor_url(wid))
     return 0
 
 
-def _print_coloured(title: str, drawing: Any) -> None:
+def _show_file(args: argparse.Namespace) -> int:
+    """A workflow from a JSON file: n8n's export, the REST's ``{"data": ...}``, or a tool result holding
+    ``workflow``."""
+    from ..protocol.safe_text import visible
+    from ..protocol.workflow_graph import parse_workflow
+
+    path = Path(args.workflow_id)
+    what = visible(str(path))
+    if args.execution:
+        print("instance-ai workflow: --execution needs an n8n instance (a file holds no executions)", file=sys.stderr)
+        return 2
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            print(f"instance-ai workflow: {what} is {size // 1_000_000} MB; at most "
+                  f"{MAX_FILE_BYTES // 1_000_000} MB are read", file=sys.stderr)
+            return 1
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        print(f"instance-ai workflow: no file {what}", file=sys.stderr)
+        return 1
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"instance-ai workflow: cannot read {what}: {visible(str(exc))}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"instance-ai workflow: {what} is not JSON ({visible(str(exc))[:200]})", file=sys.stderr)
+        return 1
+    found = _workflow_in(data)
+    if found is None:
+        print(f"instance-ai workflow: {what} holds no workflow (no \"nodes\" list): export it from n8n's editor "
+              "(… > Download) or pass the workflow JSON of a tool result", file=sys.stderr)
+        return 1
+    workflow = parse_workflow(found, workflow_id=path.stem)
+    _print(workflow, None, args, None, origin=f"file {path.name}")
+    return 0
+
+
+def _workflow_in(data: Any, depth: int = 0) -> Any:
+    """The workflow inside what a file holds (itself, ``data``, ``workflow``, or a one-item list)."""
+    if depth > 4:
+        return None
+    if isinstance(data, list) and len(data) == 1:
+        return _workflow_in(data[0], depth + 1)
+    if isinstance(data, dict):
+        if isinstance(data.get("nodes"), list):
+            return data
+        for key in ("data", "workflow", "result"):
+            if key in data:
+                found = _workflow_in(data[key], depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+# --------------------------------------------------------------------------- fitting the width
+
+
+@dataclass(slots=True)
+class Fitted:
+    """What is printed: note lines and drawing rows (cells and their styles)."""
+
+    #: (text, style codes or None for a plain note line)
+    lines: list[tuple[list[str], list[int] | None]]
+    detail: Any
+    bands: int
+
+
+def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, crop: bool = False) -> Fitted:
+    """The drawing in at most ``width`` columns: full detail if it fits, else zoomed out, else cut into
+    bands of columns (each headed by a note of its columns and rows), or (``crop``) the first band and a
+    note of what was left out."""
+    from ..protocol.workflow_draw import draw
+    from ..protocol.workflow_layout import Detail, layout_workflow
+
+    width = max(MIN_WIDTH, width)
+    layout = layout_workflow(workflow, Detail.COMPACT if compact else Detail.FULL, runs=runs)
+    if layout.width > width and not compact:
+        layout = layout_workflow(workflow, Detail.COMPACT, runs=runs)
+    lines: list[tuple[list[str], list[int] | None]] = []
+    if layout.width <= width:
+        drawing = draw(layout, runs=runs)
+        lines += list(zip(drawing.chars, drawing.styles, strict=True))
+        return Fitted(lines, layout.detail, 1)
+    starts = list(range(0, layout.width, width))
+    if crop:
+        starts = starts[:1]
+    for k, x0 in enumerate(starts):
+        drawing = draw(layout, runs=runs, window=(x0, 0, width, layout.height))
+        rows = [i for i, row in enumerate(drawing.chars) if any(c not in (" ", "") for c in row)]
+        if not rows:
+            continue
+        first, last = rows[0], rows[-1]
+        x1 = min(layout.width, x0 + width) - 1
+        if crop:
+            shown = {n for n, b in layout.boxes.items() if b.x < x0 + width}
+            left_out = len(layout.boxes) - len(shown)
+            note = (f"cropped: columns 0–{x1} of {layout.width}; {left_out} of {len(layout.boxes)} nodes are right of "
+                    "it (without --crop: every column, in bands)")
+        else:
+            note = f"── band {k + 1}/{len(starts)}: columns {x0}–{x1} of {layout.width}, rows {first}–{last} ──"
+        lines += [(list(text), None) for text in textwrap.wrap(note, width)]
+        lines += list(zip(drawing.chars[first:last + 1], drawing.styles[first:last + 1], strict=True))
+    return Fitted(lines, layout.detail, len(starts))
+
+
+def _print(workflow: Any, execution: Any, args: argparse.Namespace, editor_url: str | None, *,
+           origin: str = "") -> None:
+    from ..protocol.safe_text import visible
+    from ..protocol.workflow_layout import Detail
+
+    width = args.width if args.width is not None else (shutil.get_terminal_size((80, 24)).columns
+                                                          if sys.stdout.isatty() else 80)
+    runs = execution.runs if execution is not None and execution.runs else None
+    fitted = fit(workflow, width, runs=runs, compact=args.compact, crop=args.crop)
+    parts = [workflow.name or "(unnamed)", workflow.id or "(no id)", f"{len(workflow.nodes)} nodes"]
+    if origin:
+        parts.append(origin)
+    if editor_url:
+        parts.append(editor_url)
+    title = " · ".join(parts)
+    notes = []
+    if execution is not None:
+        note = f"execution {execution.id}: {execution.status}"
+        if execution.error:
+            note += f" ({execution.error})"
+        notes.append(note)
+    if fitted.detail is Detail.COMPACT and not args.compact:
+        notes.append(f"zoomed out to fit {max(MIN_WIDTH, width)} columns (names only)")
+    out_lines = textwrap.wrap(visible(title), max(MIN_WIDTH, width))
+    out_lines += [line for note in notes for line in textwrap.wrap(visible(note), max(MIN_WIDTH, width))]
+    if sys.stdout.isatty():
+        _print_coloured(out_lines, fitted)
+    else:
+        text = "\n".join(out_lines) + "\n\n"
+        text += "\n".join("".join(chars).rstrip() for chars, _styles in fitted.lines) + "\n"
+        sys.stdout.write(text)
+
+
+def _print_coloured(head: list[str], fitted: Fitted) -> None:
     from rich.console import Console
     from rich.text import Text
 
@@ -134,13 +292,18 @@ def _print_coloured(title: str, drawing: Any) -> None:
     colours = {Style.BORDER: "grey62", Style.EDGE: "grey70", Style.AI_EDGE: "magenta", Style.LABEL: "cyan",
                Style.TRIGGER: "bold yellow", Style.ACTION: "bold", Style.AI: "bold magenta", Style.FLOW: "bold cyan",
                Style.MUTED: "grey50", Style.RAN: "green", Style.FAILED: "bold red", Style.NOT_REACHED: "grey50",
-               Style.NEW: "bold green", Style.CHANGED: "bold yellow", Style.ARROW: "grey70", Style.DISABLED: "grey50"}
+               Style.NEW: "bold green", Style.CHANGED: "bold yellow", Style.ARROW: "grey70", Style.DISABLED: "grey50",
+               Style.NOTE: "yellow dim", Style.ERROR_EDGE: "red"}
     console = Console(highlight=False, soft_wrap=True)
-    console.print(Text(title, style="bold"))
+    for line in head:
+        console.print(Text(line, style="bold"))
     console.print()
-    for chars, styles in zip(drawing.chars, drawing.styles, strict=True):
-        line = Text()
-        for char, style in zip(chars, styles, strict=True):
-            line.append(char, colours.get(Style(style), "")) if style else line.append(char)
-        line.rstrip()
-        console.print(line)
+    for chars, styles in fitted.lines:
+        text = Text()
+        if styles is None:
+            text.append("".join(chars), "dim")
+        else:
+            for char, style in zip(chars, styles, strict=True):
+                text.append(char, colours.get(Style(style), "")) if style else text.append(char)
+        text.rstrip()
+        console.print(text)

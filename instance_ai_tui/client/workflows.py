@@ -33,6 +33,14 @@ class WorkflowSource(Protocol):
         """The newest execution of the workflow with its node data, or ``None`` when it never ran."""
         ...
 
+    async def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The workflow's recent executions, newest first (id, status, startedAt; no node data)."""
+        ...
+
+    async def execution(self, execution_id: str) -> dict[str, Any]:
+        """One execution with its node data."""
+        ...
+
     def editor_url(self, workflow_id: str) -> str | None:
         """The workflow in n8n's editor (``None``: no editor, e.g. the demo)."""
         ...
@@ -80,11 +88,16 @@ class BackendSource:
                         "a workflow")
 
     async def last_execution(self, workflow_id: str) -> dict[str, Any] | None:
-        rows = await self._call(self._backend.list_executions(workflow_id=workflow_id, limit=1), "listing executions")
-        if not rows:
-            return None
-        newest = max(rows, key=lambda r: (str(r.get("startedAt") or ""), str(r.get("id"))))
-        return _bounded(await self._call(self._backend.get_execution(str(newest["id"]), include_data=True),
+        rows = await self.executions(workflow_id, limit=1)
+        return await self.execution(str(rows[0]["id"])) if rows else None
+
+    async def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        rows = await self._call(self._backend.list_executions(workflow_id=workflow_id, limit=limit),
+                                "listing executions")
+        return newest_first(rows)
+
+    async def execution(self, execution_id: str) -> dict[str, Any]:
+        return _bounded(await self._call(self._backend.get_execution(str(execution_id), include_data=True),
                                          "reading the execution"), "an execution")
 
     def editor_url(self, workflow_id: str) -> str | None:
@@ -110,12 +123,19 @@ class N8nRestSource:
         return _bounded(await self._get(f"/rest/workflows/{_segment(workflow_id)}"), "a workflow")
 
     async def last_execution(self, workflow_id: str) -> dict[str, Any] | None:
+        rows = await self.executions(workflow_id, limit=1)
+        return await self.execution(str(rows[0]["id"])) if rows else None
+
+    async def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
         listing = await self._get("/rest/executions", {"filter": json.dumps({"workflowId": workflow_id}),
-                                                       "limit": "1"})
+                                                       "limit": str(max(1, min(limit, 100)))})
+        if isinstance(listing, dict) and isinstance(listing.get("data"), dict):
+            listing = listing["data"]
         rows = listing.get("results") if isinstance(listing, dict) else listing
-        if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
-            return None
-        return _bounded(await self._get(f"/rest/executions/{_segment(str(rows[0].get('id')))}"), "an execution")
+        return newest_first(rows)
+
+    async def execution(self, execution_id: str) -> dict[str, Any]:
+        return _bounded(await self._get(f"/rest/executions/{_segment(str(execution_id))}"), "an execution")
 
     def editor_url(self, workflow_id: str) -> str | None:
         return f"{self._client.base_url}/workflow/{workflow_id}"
@@ -124,6 +144,15 @@ class N8nRestSource:
         listing = await self._get("/rest/workflows", {"take": "250"})
         rows = listing.get("data") if isinstance(listing, dict) and "data" in listing else listing
         return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def newest_first(rows: Any) -> list[dict[str, Any]]:
+    """Execution rows (with an id) newest first: by start time, then by id."""
+    valid = [r for r in rows if isinstance(r, dict) and r.get("id") is not None] if isinstance(rows, list) else []
+    def key(row: dict[str, Any]) -> tuple[str, int, str]:
+        ident = str(row.get("id"))
+        return (str(row.get("startedAt") or ""), int(ident) if ident.isdigit() else 0, ident)
+    return sorted(valid, key=key, reverse=True)
 
 
 def _segment(value: str) -> str:

@@ -170,6 +170,12 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     for box in layout.boxes.values():
         if box.x < x1 and x0 < box.x + box.w and box.y < y1 and y0 < box.y + box.h:
             draw_box(drawing, box.name, runs=runs, marks=marks)
+    if window is not None and w:  # a wide character cut by the window's edge is not drawn by halves
+        for row in chars:
+            if row[0] == "":
+                row[0] = " "
+            if get_character_cell_size(row[-1]) == 2:
+                row[-1] = " "
     return drawing
 
 

@@ -61,6 +61,8 @@ class Detail(IntEnum):
 #: rows -> 7 rows (a character is about twice as tall as wide)
 SX = 34 / 220
 SY = 7 / 200
+#: zoomed out, distances shrink with the boxes (as n8n's zoom does)
+SCALE = {0: (SX, SY), 1: (SX * 0.55, SY * 0.65)}
 #: nodes of the editor whose boxes overlap on the y axis (n8n's nodes are 100 px high) stand side by side
 SIDE_BY_SIDE_PX = 100.0
 #: the smallest room between two boxes side by side (columns) and one above another (rows)
@@ -315,8 +317,8 @@ def _cut(text: str, cells: int) -> str:
 # --------------------------------------------------------------------------- 3. n8n's pixels
 
 #: the layered layout's spacing, in n8n's pixels
-LAYER_PX = 260.0
-RANK_PX = 200.0
+LAYER_PX = 120.0
+RANK_PX = 160.0
 SUB_PX = (170.0, 220.0)
 
 
@@ -535,8 +537,8 @@ BAND_PX = 25.0
 
 
 def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tuple[float, float]],
-           extra: Mapping[float, int], stickies: list[tuple[float, float, float, float]]
-           ) -> tuple[dict[str, tuple[int, int]], _Axis, _Axis]:
+           extra: Mapping[float, int], stickies: list[tuple[float, float, float, float]],
+           scale: tuple[float, float] = (SX, SY)) -> tuple[dict[str, tuple[int, int]], _Axis, _Axis]:
     """Cells of each box's top-left corner (phase 4): columns first — boxes that stand side by side in
     the editor (their 100 px high nodes overlap vertically) are kept apart by their width and a gap —,
     then rows — boxes whose columns overlap are kept apart by their height and a gap. Both maps are
@@ -554,7 +556,7 @@ def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tu
     prev_key: float | None = None
     prev_cell = 0
     for key in keys:
-        base = round((key - keys[0]) * SX)
+        base = round((key - keys[0]) * scale[0])
         cand = base + shift + extra.get(key, 0)
         group = by_x.get(key, ())
         if group and prev_key is not None and key - prev_key >= 1:
@@ -570,13 +572,13 @@ def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tu
         if group:
             for name in group:
                 y = px[name][1]
-                gap = MIN_GAP + max((len(label) for _, label in shapes[name].outputs.values()), default=0)
+                gap = MIN_GAP + max((cell_len(label) for _, label in shapes[name].outputs.values()), default=0)
                 right = cand + shapes[name].w + gap
                 for band in range(int(y // BAND_PX), int((y + SIDE_BY_SIDE_PX) // BAND_PX)):
                     if band_right.get(band, -1) < right:
                         band_right[band] = right
             prev_key, prev_cell = key, cand
-    x_axis = _Axis(keys, cells_x, SX)
+    x_axis = _Axis(keys, cells_x, scale[0])
     col = {name: x_axis(px[name][0]) for name in names}
     # ------------------------------------------------------------- rows
     by_y: dict[float, list[str]] = defaultdict(list)
@@ -588,7 +590,7 @@ def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tu
     shift = 0
     prev_key, prev_cell = None, 0
     for key in ykeys:
-        base = round((key - ykeys[0]) * SY)
+        base = round((key - ykeys[0]) * scale[1])
         cand = base + shift
         group = by_y.get(key, ())
         if group and prev_key is not None and key - prev_key >= 1:
@@ -608,7 +610,7 @@ def _cells(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tu
                     if col_bottom.get(c, -1) < bottom:
                         col_bottom[c] = bottom
             prev_key, prev_cell = key, cand
-    y_axis = _Axis(ykeys, cells_y, SY)
+    y_axis = _Axis(ykeys, cells_y, scale[1])
     return {name: (col[name], y_axis(px[name][1])) for name in names}, x_axis, y_axis
 
 
@@ -773,7 +775,7 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
     x_keys = sorted({p[0] for p in px.values()})
     first: frozenset[WfEdge] = frozenset()
     for _attempt in range(WIDEN_ROUNDS + 1):
-        at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies)
+        at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, SCALE[int(detail)])
         boxes = _boxes(workflow, shapes, at, (0, 0))
         routes, failed, stubs = _route(workflow, boxes, ports, first)
         if not failed:
@@ -794,8 +796,10 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
 def _normalise(layout: Layout) -> None:
     """Move everything so the drawing starts at cell (0, 0), and measure it."""
     boxes, routes, regions = layout.boxes.values(), layout.routes, layout.regions
-    xs = ([b.x - 1 for b in boxes] + [x for r in routes for x, _ in r.points] + [r.x for r in regions])
-    ys = ([b.y - 1 for b in boxes] + [y for r in routes for _, y in r.points] + [r.y for r in regions])
+    xs = ([b.x - (1 if b.inputs else 0) for b in boxes] + [x for r in routes for x, _ in r.points]
+          + [r.x for r in regions])
+    ys = ([b.y - (1 if b.top_port is not None else 0) for b in boxes] + [y for r in routes for _, y in r.points]
+          + [r.y for r in regions])
     dx, dy = -min(xs, default=0), -min(ys, default=0)
     for b in boxes:
         b.x += dx
@@ -812,7 +816,7 @@ def _normalise(layout: Layout) -> None:
         reg.y += dy
     layout.labels = [(x + dx, y + dy, t) for x, y, t in layout.labels]
     layout.stubs = [(x + dx, y + dy) for x, y in layout.stubs]
-    layout.width = max([b.x + b.w + 1 for b in boxes] + [x + 1 for r in routes for x, _ in r.points]
+    layout.width = max([b.x + b.w + (1 if b.outputs else 0) for b in boxes] + [x + 1 for r in routes for x, _ in r.points]
                        + [r.x + r.w for r in regions] + [x + cell_len(t) for x, _, t in layout.labels] + [0])
-    layout.height = max([b.y + b.h + 1 for b in boxes] + [y + 1 for r in routes for _, y in r.points]
+    layout.height = max([b.y + b.h + (1 if b.ai_ports else 0) for b in boxes] + [y + 1 for r in routes for _, y in r.points]
                         + [r.y + r.h for r in regions] + [0])

@@ -8,6 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from rich.cells import cell_len
+
+from instance_ai_tui.protocol.workflow_graph import parse_workflow
+
+from .workflow_corpus import CORPUS, corpus_json, corpus_names
+
 BUILD = "every morning send the weather forecast to Slack"
 
 
@@ -23,22 +30,58 @@ def test_list_and_show_the_seeded_demo_instance_without_creating_a_database(tmp_
     listed = cli(tmp_path, "workflow", "list", "--db", str(db))
     assert listed.returncode == 0, listed.stderr
     assert "wf-102  Lead intake  (3 nodes)" in listed.stdout
-    shown = cli(tmp_path, "workflow", "show", "wf-102", "--db", str(db))
+    shown = cli(tmp_path, "workflow", "show", "wf-102", "--db", str(db), "--width", "120")
     assert shown.returncode == 0, shown.stderr
     assert "\x1b" not in shown.stdout
     lines = shown.stdout.splitlines()
     assert lines[0] == "Lead intake · wf-102 · 3 nodes"
-    assert "│⚡ Webhook" in shown.stdout and "├───▶┤▪ Edit Fields (Set)" in shown.stdout
+    assert "│⚡ Webhook" in shown.stdout and "───▶┤▪ Edit Fields (Set)" in shown.stdout
     compact = cli(tmp_path, "workflow", "show", "wf-102", "--compact", "--db", str(db))
     assert compact.returncode == 0 and len(compact.stdout.splitlines()) < len(lines)
+    piped = cli(tmp_path, "workflow", "show", "wf-102", "--db", str(db))  # piped: 80 columns
+    assert max(cell_len(line) for line in piped.stdout.splitlines()) <= 80
     assert not db.exists()
+
+
+def test_show_a_file_exported_from_n8n_in_any_width(tmp_path: Path) -> None:
+    """A real template (246 nodes with its sticky notes) drawn from its file: no line wider than asked,
+    zoomed out then cut into labelled bands, or cropped with a note; bad files say what is wrong."""
+    path = CORPUS / "zie619__1897_Webhook_Filter_Sync_Webhook.json"
+    for width in (60, 80, 200):
+        shown = cli(tmp_path, "workflow", "show", str(path), "--width", str(width))
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert max(cell_len(line) for line in lines) <= width
+        head = " ".join(shown.stdout.split("\n\n")[0].split())
+        assert head.startswith("Realtime Notion Todoist 2-way Sync Template · k9abwUyVzl7OCsAl · 174 nodes · file")
+        assert "── band 1/" in shown.stdout and "zoomed out" in shown.stdout
+    cropped = cli(tmp_path, "workflow", "show", str(path), "--width", "80", "--crop")
+    assert "cropped: columns 0–79 of" in cropped.stdout and "── band" not in cropped.stdout
+    assert len(cropped.stdout.splitlines()) < len(shown.stdout.splitlines())
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    refused = cli(tmp_path, "workflow", "show", str(bad))
+    assert refused.returncode == 1 and "is not JSON" in refused.stderr and "Traceback" not in refused.stderr
+    bad.write_text('{"name": "x"}', encoding="utf-8")
+    refused = cli(tmp_path, "workflow", "show", str(bad))
+    assert refused.returncode == 1 and "holds no workflow" in refused.stderr
+    missing = cli(tmp_path, "workflow", "show", str(tmp_path / "nope.json"))
+    assert missing.returncode == 1 and "no file" in missing.stderr
+
+
+@pytest.mark.parametrize("name", corpus_names())
+def test_every_corpus_drawing_fits_80_columns(name: str) -> None:
+    from instance_ai_tui.cli.workflow import fit
+
+    fitted = fit(parse_workflow(corpus_json(name)), 80)
+    assert max(cell_len("".join(chars).rstrip()) for chars, _ in fitted.lines) <= 80
 
 
 def test_show_a_workflow_the_demo_agent_built(tmp_path: Path) -> None:
     db = tmp_path / "ai.sqlite3"
     built = cli(tmp_path, "run", "--model", "demo", "--db", str(db), "--approve", "all", BUILD)
     assert built.returncode == 0, built.stderr[-2000:]
-    shown = cli(tmp_path, "workflow", "show", "wf-104", "--db", str(db))
+    shown = cli(tmp_path, "workflow", "show", "wf-104", "--db", str(db), "--width", "120")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].startswith("Weather to Slack · wf-104 · 3 nodes")
     for name in ("Schedule Trigger", "OpenWeatherMap", "Slack"):
