@@ -210,6 +210,8 @@ class Fitted:
     lines: list[tuple[list[str], list[int] | None]]
     detail: Any
     bands: int
+    #: connections the layout found no way for (not drawn)
+    failed: int = 0
 
 
 def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, crop: bool = False) -> Fitted:
@@ -227,7 +229,7 @@ def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, c
     if layout.width <= width:
         drawing = draw(layout, runs=runs)
         lines += list(zip(drawing.chars, drawing.styles, strict=True))
-        return Fitted(lines, layout.detail, 1)
+        return Fitted(lines, layout.detail, 1, len(layout.failed))
     starts = list(range(0, layout.width, width))
     if crop:
         starts = starts[:1]
@@ -247,7 +249,7 @@ def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, c
             note = f"── band {k + 1}/{len(starts)}: columns {x0}–{x1} of {layout.width}, rows {first}–{last} ──"
         lines += [(list(text), None) for text in textwrap.wrap(note, width)]
         lines += list(zip(drawing.chars[first:last + 1], drawing.styles[first:last + 1], strict=True))
-    return Fitted(lines, layout.detail, len(starts))
+    return Fitted(lines, layout.detail, len(starts), len(layout.failed))
 
 
 def _print(workflow: Any, execution: Any, args: argparse.Namespace, editor_url: str | None, *,
@@ -271,6 +273,9 @@ def _print(workflow: Any, execution: Any, args: argparse.Namespace, editor_url: 
         if execution.error:
             note += f" ({execution.error})"
         notes.append(note)
+    if fitted.failed:
+        notes.append(f"{fitted.failed} connection{'s' if fitted.failed != 1 else ''} found no way through the "
+                     "drawing and are not drawn")
     if fitted.detail is Detail.COMPACT and not args.compact:
         notes.append(f"zoomed out to fit {max(MIN_WIDTH, width)} columns (names only)")
     out_lines = textwrap.wrap(visible(title), max(MIN_WIDTH, width))

@@ -202,7 +202,8 @@ def _draw_lines(drawing: Drawing, layout: Layout) -> None:
             continue
         main = not route.edge.is_ai
         sx, sy = pts[0]
-        add(sx, sy, _L if main else _D, main)  # towards the port it leaves
+        if not route.joins:
+            add(sx, sy, _L if main else _D, main)  # towards the port it leaves
         for (ax, ay), (bx, by) in itertools.pairwise(pts):
             if ay == by:
                 if not y0 <= ay < y1:

@@ -381,17 +381,13 @@ def _switch_labels(params: Mapping[str, Any]) -> dict[int, str]:
     return labels
 
 
-def input_count(workflow: Workflow, name: str) -> int:
-    """How many main inputs the node has (Merge: 2, or its ``numberInputs``; else as connected)."""
-    node = workflow.node(name)
-    count = 1
-    if node is not None and node.short_type in ("merge", "compareDatasets"):
+def input_count(node: WfNode) -> int:
+    """How many main inputs n8n draws on the node (Merge: 2, or its ``numberInputs``; else 1). The
+    canvas adds any input a connection uses beyond these."""
+    if node.short_type in ("merge", "compareDatasets"):
         wanted = node.parameters.get("numberInputs")
-        count = int(wanted) if _number(wanted) and 2 <= wanted <= 16 else 2
-    for edge in workflow.edges:
-        if edge.target == name and edge.input_is_main:
-            count = max(count, edge.input + 1)
-    return count
+        return int(wanted) if _number(wanted) and 2 <= wanted <= 16 else 2
+    return 1
 
 
 def node_subtitle(node: WfNode) -> str:

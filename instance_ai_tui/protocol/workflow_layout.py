@@ -28,13 +28,14 @@ Every phase costs about the same per node and per connection, whatever the size 
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 
 from .workflow_graph import (
     NodeKind,
@@ -47,7 +48,7 @@ from .workflow_graph import (
     node_subtitle,
     output_labels,
 )
-from .workflow_route import Grid, Point, Rect, route_main, route_up
+from .workflow_route import Grid, Point, Rect, lay_main, route_main, route_up
 
 
 class Detail(IntEnum):
@@ -72,6 +73,8 @@ ROW_GAP = 1
 LABEL_CELLS = 12
 #: how many times the layout widens the drawing for connections that found no way
 WIDEN_ROUNDS = 4
+#: widening is tried while at most this many connections (or 2 % of them) found no way
+WIDEN_MAX_FAILED = 20
 
 #: the AI ports an agent-like node shows even when nothing is connected (as n8n's editor does)
 DEFAULT_AI_PORTS: dict[str, tuple[str, ...]] = {
@@ -122,6 +125,8 @@ class Route:
     points: list[Point]
     #: what leaves one port: lines of the same net may join, lines of different nets only cross
     net: Hashable = None
+    #: the line starts on its net's earlier line (a branch of a fan-out), not at the port
+    joins: bool = False
 
     @property
     def cells(self) -> list[Point]:
@@ -260,6 +265,9 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
             if not e.is_main:
                 extra_labels[e.source][ports[e]] = e.kind
     ai_sources = {e.source for e in workflow.edges if e.is_ai}
+    inputs_used: dict[str, int] = {}
+    for (target, index) in nets_in:
+        inputs_used[target] = max(inputs_used.get(target, 0), index + 1)
     ai_kinds: dict[str, list[str]] = defaultdict(list)
     for (target, kind) in ai_in:
         ai_kinds[target].append(kind)
@@ -275,10 +283,8 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
         n_out = counts[name]
         outputs = {p: (1 + p, _cut(labels.get(p, ""), LABEL_CELLS) if n_out > 1 or p in labels else "")
                    for p in range(n_out)}
-        n_in = 0 if (node.kind is NodeKind.TRIGGER or name in roles.serves) else input_count(workflow, name)
-        for (target, index) in nets_in:
-            if target == name:
-                n_in = max(n_in, index + 1)
+        n_in = 0 if (node.kind is NodeKind.TRIGGER or name in roles.serves) else input_count(node)
+        n_in = max(n_in, inputs_used.get(name, 0))
         input_rows = {i: max(1, len(nets_in.get((name, i), ()))) for i in range(n_in)}
         in_labels = {i: str(i + 1) for i in range(n_in)} if n_in > 1 else {}
         label = f"{node.glyph} {name}"
@@ -302,8 +308,10 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
 
 
 def _cut(text: str, cells: int) -> str:
-    """``text`` in at most ``cells`` cells, cut with ``…``; spaces drawn as ``_`` (a label is part of a line)."""
-    text = "_".join(text.split())
+    """``text`` in at most ``cells`` cells, cut with ``…``; spaces drawn as ``_`` (a label is part of a
+    line), characters of no width (variation selectors, combining keycaps) left out: the label takes
+    exactly the cells it is measured in, whatever the terminal does with them."""
+    text = "_".join("".join(ch for ch in text if get_character_cell_size(ch) > 0).split())
     if cell_len(text) <= cells:
         return text
     out = ""
@@ -391,8 +399,9 @@ def _beside_neighbours(workflow: Workflow, roles: _Roles, px: dict[str, tuple[fl
             progress = True
         missing = rest
     if missing:
-        sub = Workflow(workflow.id, workflow.name, tuple(n for n in workflow.nodes if n.name in set(missing)),
-                       tuple(e for e in workflow.edges if e.source in set(missing) and e.target in set(missing)))
+        left_over = set(missing)
+        sub = Workflow(workflow.id, workflow.name, tuple(n for n in workflow.nodes if n.name in left_over),
+                       tuple(e for e in workflow.edges if e.source in left_over and e.target in left_over))
         laid = _layered(sub, _roles(sub))
         top = max(y for _, y in px.values()) + 2 * RANK_PX
         left = min(x for x, _ in px.values())
@@ -403,8 +412,8 @@ def _beside_neighbours(workflow: Workflow, roles: _Roles, px: dict[str, tuple[fl
 def _layered(workflow: Workflow, roles: _Roles) -> dict[str, tuple[float, float]]:
     """A layered layout in pixels for nodes none of which has a position."""
     names = [n.name for n in workflow.nodes if n.name not in roles.serves]
-    edges = [(e.source, e.target) for e in workflow.edges if not e.is_ai and e.source in set(names)
-             and e.target in set(names)]
+    known = set(names)
+    edges = [(e.source, e.target) for e in workflow.edges if not e.is_ai and e.source in known and e.target in known]
     column = _longest_path_columns(names, edges)
     cols: list[list[str]] = [[] for _ in range(max(column.values(), default=-1) + 1)]
     for name in names:
@@ -415,12 +424,20 @@ def _layered(workflow: Workflow, roles: _Roles) -> dict[str, tuple[float, float]
     for name in roles.serves:
         for consumer in roles.serves[name]:
             depth[consumer] = max(depth.get(consumer, 0), 1)
+    # a column is as wide as its widest cluster (a node and the sub-nodes hanging under it)
+    hanging: dict[str, int] = defaultdict(int)
+    for consumers in roles.serves.values():
+        anchor = next((c for c in consumers if c in column), None)
+        if anchor is not None:
+            hanging[anchor] += 1
     px: dict[str, tuple[float, float]] = {}
-    for c, col in enumerate(cols):
+    x = 0.0
+    for col in cols:
         y = 0.0
         for name in col:
-            px[name] = (c * LAYER_PX, y)
+            px[name] = (x, y)
             y += RANK_PX + depth.get(name, 0) * SUB_PX[1]
+        x += max([LAYER_PX] + [SUB_PX[0] * hanging[name] + 40 for name in col])
     counts: dict[str, int] = defaultdict(int)
     for _ in range(3):
         for name in (n.name for n in workflow.nodes if n.name in roles.serves):
@@ -673,10 +690,10 @@ def _ports(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
 
 
 def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
-           first: frozenset[WfEdge] = frozenset()) -> tuple[list[Route], list[WfEdge], list[Point]]:
+           first: Mapping[WfEdge, int] | None = None) -> tuple[list[Route], list[WfEdge], list[Point]]:
     """Every connection's line (phase 5): sub-nodes' first (short, under their consumers), then main
-    connections, the nearest first (``first``: those that found no way in an earlier round, before the
-    others). Returns the routes, the connections with no way, and the stubs of outputs nothing is
+    connections, the nearest first (``first``: those that found no way in an earlier round go before
+    the others, the latest to fail first). Returns the routes, the connections with no way, and the stubs of outputs nothing is
     connected to."""
     grid = Grid.of(Rect(b.x, b.y, b.w, b.h) for b in boxes.values())
     row_of, column_of = _ports(workflow, boxes, ports)
@@ -701,10 +718,15 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
             grid.mark(box.top_port, box.y - 1, (box.name, "ai"))
     for e, column in column_of.items():
         grid.mark(column, boxes[e.target].y + boxes[e.target].h, (e.source, "ai"))
+    legs: dict[Hashable, int] = defaultdict(int)
+    for e in workflow.edges:
+        legs[(e.source, "ai") if e.is_ai else (e.source, ports[e])] += 1
+    grid.branching = {net for net, count in legs.items() if count > 1}
     routes: list[Route] = []
     failed: list[WfEdge] = []
+    first = first or {}
     ai_edges = sorted((e for e in workflow.edges if e.is_ai),
-                      key=lambda e: (e not in first, boxes[e.source].y, boxes[e.source].x))
+                      key=lambda e: (-first.get(e, -1), boxes[e.source].y, boxes[e.source].x))
     for e in ai_edges:
         src, tgt = boxes[e.source], boxes[e.target]
         ai_net = (e.source, "ai")
@@ -719,9 +741,10 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
         grid.lay(points, ai_net)
         routes.append(Route(e, points, ai_net))
     main_edges = [e for e in workflow.edges if not e.is_ai]
-    main_edges.sort(key=lambda e: (e not in first, boxes[e.target].x < boxes[e.source].x,  # loops last
+    rank = _channel_order(main_edges, boxes, ports, row_of)
+    main_edges.sort(key=lambda e: (-first.get(e, -1), boxes[e.target].x < boxes[e.source].x,  # loops last
+                                   rank[(e.source, ports[e])],
                                    abs(boxes[e.target].x - boxes[e.source].x) + abs(row_of[e] - boxes[e.source].y)))
-    trunks: dict[tuple[str, int], int] = {}
     for e in main_edges:
         src, tgt = boxes[e.source], boxes[e.target]
         port = ports[e]
@@ -730,17 +753,80 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
         # every line of a node with branch labels turns right of all its labels, so that none crosses
         # a label of its neighbours
         lead = 1 + max((cell_len(text) for text in src.out_labels.values()), default=0)
-        points = route_main(grid, main_net, start, end, lead=lead, trunk=trunks.get(main_net))
-        if points is None and lead > 1:
-            points = route_main(grid, main_net, start, end, lead=1, trunk=trunks.get(main_net))
-        if points is None:
+        found = route_main(grid, main_net, start, end, lead=lead)
+        if found is None and lead > 1:
+            found = route_main(grid, main_net, start, end, lead=1)
+        if found is None:
             failed.append(e)
             continue
-        grid.lay(points, main_net)
-        if len(points) >= 3:
-            trunks.setdefault(main_net, points[1][0])
-        routes.append(Route(e, points, main_net))
+        points, joins = found
+        lay_main(grid, main_net, points)
+        routes.append(Route(e, points, main_net, joins))
     return routes, failed, stubs
+
+
+def _channel_order(edges: list[WfEdge], boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
+                   row_of: Mapping[WfEdge, int]) -> dict[tuple[str, int], int]:
+    """The order nets are routed in, so that channels fall left to right as they must: a net leaving on
+    row r turns left of a net arriving on row r further right (else their horizontal pieces on row r
+    would overlap). A topological order of those constraints (the nearest first where free; a cycle is
+    broken at the nearest), as in channel routing."""
+    nets: dict[tuple[str, int], list[WfEdge]] = defaultdict(list)
+    for e in edges:
+        nets[(e.source, ports[e])].append(e)
+    leaving: dict[int, list[tuple[int, tuple[str, int]]]] = defaultdict(list)
+    arriving: dict[int, list[tuple[int, tuple[str, int]]]] = defaultdict(list)
+    reach: dict[tuple[str, int], tuple[int, int]] = {}
+    for net, legs in nets.items():
+        src = boxes[net[0]]
+        start = src.x + src.w
+        end = max(boxes[e.target].x for e in legs)
+        reach[net] = (start, end)
+        leaving[src.outputs.get(net[1], src.y)].append((start, net))
+        for e in legs:
+            if boxes[e.target].x > start:
+                arriving[row_of[e]].append((boxes[e.target].x, net))
+    after: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+    indeg: dict[tuple[str, int], int] = dict.fromkeys(nets, 0)
+    chunk = 64
+    for row, outs in leaving.items():
+        ins = arriving.get(row)
+        if not ins:
+            continue
+        # the nets arriving on this row, filed by the columns they cross (only those whose stretch
+        # overlaps a leaving net's can get in its way)
+        filed: dict[int, list[tuple[int, tuple[str, int]]]] = defaultdict(list)
+        for target_x, b in ins:
+            for c in range(reach[b][0] // chunk, target_x // chunk + 1):
+                filed[c].append((target_x, b))
+        for start, a in outs:
+            for c in range(start // chunk, reach[a][1] // chunk + 1):
+                for target_x, b in filed.get(c, ()):
+                    if a != b and start < target_x and b not in after[a] and reach[b][0] < reach[a][1]:
+                        after[a].add(b)
+                        indeg[b] += 1
+    def near(net: tuple[str, int]) -> tuple[int, int, str, int]:
+        src = boxes[net[0]]
+        span = min(abs(boxes[e.target].x - src.x) + abs(row_of[e] - src.y) for e in nets[net])
+        return (span, src.x, net[0], net[1])
+    ready = [(near(n), n) for n, d in indeg.items() if d == 0]
+    heapq.heapify(ready)
+    waiting = sorted(((near(n), n) for n, d in indeg.items() if d > 0), reverse=True)
+    rank: dict[tuple[str, int], int] = {}
+    while len(rank) < len(nets):
+        if not ready:  # a cycle: the nearest net still waiting goes first
+            while waiting and waiting[-1][1] in rank:
+                waiting.pop()
+            ready.append(waiting.pop())
+        _key, net = heapq.heappop(ready)
+        if net in rank:
+            continue
+        rank[net] = len(rank)
+        for b in after[net]:
+            indeg[b] -= 1
+            if indeg[b] == 0 and b not in rank:
+                heapq.heappush(ready, (near(b), b))
+    return rank
 
 
 # --------------------------------------------------------------------------- 6. sticky notes
@@ -773,14 +859,19 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
                 for s in workflow.stickies]
     extra: dict[float, int] = defaultdict(int)
     x_keys = sorted({p[0] for p in px.values()})
-    first: frozenset[WfEdge] = frozenset()
-    for _attempt in range(WIDEN_ROUNDS + 1):
-        at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, SCALE[int(detail)])
+    first: dict[WfEdge, int] = {}
+    scale = SCALE[int(detail)]
+    at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, scale)
+    if _make_room(workflow, shapes, px, at, ports, x_keys, extra):
+        at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, scale)
+    for attempt in range(WIDEN_ROUNDS + 1):
+        if attempt:
+            at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, scale)
         boxes = _boxes(workflow, shapes, at, (0, 0))
         routes, failed, stubs = _route(workflow, boxes, ports, first)
-        if not failed:
-            break
-        first = first | frozenset(failed)
+        if not failed or len(failed) > max(WIDEN_MAX_FAILED, len(workflow.edges) // 50):
+            break  # all drawn; or so many found no way that room here and there will not help
+        first.update(dict.fromkeys(failed, attempt))
         for e in failed:  # more room right of where the connection starts and left of where it ends
             after = bisect.bisect_right(x_keys, px[e.source][0])
             if after < len(x_keys):
@@ -791,6 +882,44 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
     layout = Layout(workflow, detail, boxes, routes, labels, 0, 0, status_row, regions, stubs, failed, dict(ports))
     _normalise(layout)
     return layout
+
+
+def _make_room(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tuple[float, float]],
+               at: Mapping[str, tuple[int, int]], ports: Mapping[WfEdge, int], x_keys: list[float],
+               extra: dict[float, int]) -> bool:
+    """Room for the vertical channels before routing: the lines leaving a column of nodes turn in the gap
+    after it; they need as many channels there as the most of their vertical spans that overlap. Where
+    the gap is narrower, it is widened (``extra``). Returns whether anything was widened."""
+    spans: dict[float, dict[tuple[str, int], list[int]]] = defaultdict(dict)
+    for e in workflow.edges:
+        if e.is_ai:
+            continue
+        sy = at[e.source][1] + shapes[e.source].outputs.get(ports[e], (1, ""))[0]
+        ty = at[e.target][1] + 1
+        if sy == ty:
+            continue
+        net = spans[px[e.source][0]].setdefault((e.source, ports[e]), [sy, sy])
+        net[0], net[1] = min(net[0], ty), max(net[1], ty)
+    right: dict[float, int] = defaultdict(int)
+    for name, (x, _y) in at.items():
+        key = px[name][0]
+        right[key] = max(right[key], x + shapes[name].w + MIN_GAP)
+    left = {px[name][0]: x for name, (x, _y) in at.items()}
+    widened = False
+    for key, nets in spans.items():
+        events = sorted([(a, 1) for a, _b in nets.values()] + [(b + 1, -1) for _a, b in nets.values()])
+        depth = most = 0
+        for _y, step in events:
+            depth += step
+            most = max(most, depth)
+        after = bisect.bisect_right(x_keys, key)
+        if after >= len(x_keys):
+            continue
+        room = left[x_keys[after]] - right[key]
+        if most + 2 > room:
+            extra[x_keys[after]] += most + 2 - room
+            widened = True
+    return widened
 
 
 def _normalise(layout: Layout) -> None:

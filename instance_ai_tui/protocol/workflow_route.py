@@ -44,63 +44,228 @@ class Rect:
     h: int
 
 
+#: segments are filed in chunks of this many cells along their row (column)
+CHUNK = 32
+
+
+class _Segments:
+    """The pieces of lines on one row (or column): filed per chunk of ``CHUNK`` cells."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self) -> None:
+        self.chunks: dict[int, list[tuple[int, int, Net]]] = {}
+
+    def add(self, a: int, b: int, net: Net) -> None:
+        for c in range(a // CHUNK, b // CHUNK + 1):
+            self.chunks.setdefault(c, []).append((a, b, net))
+
+    def overlaps_other(self, a: int, b: int, net: Net) -> bool:
+        chunks = self.chunks
+        for c in range(a // CHUNK, b // CHUNK + 1):
+            for p, q, n in chunks.get(c, ()):
+                if n != net and p <= b and a <= q:
+                    return True
+        return False
+
+    def of_net(self, x: int, net: Net) -> list[tuple[int, int]]:
+        return [(p, q) for p, q, n in self.chunks.get(x // CHUNK, ()) if n == net and p <= x <= q]
+
+    def first_other_from(self, x0: int, limit: int, net: Net) -> int | None:
+        """The first cell >= x0 (up to ``limit``) on a piece of another net."""
+        for c in range(x0 // CHUNK, limit // CHUNK + 1):
+            best = None
+            for p, q, n in self.chunks.get(c, ()):
+                if n != net and q >= x0:
+                    start = max(p, x0)
+                    best = start if best is None else min(best, start)
+            if best is not None:
+                return best
+        return None
+
+    def last_other_until(self, x1: int, limit: int, net: Net) -> int | None:
+        """The last cell <= x1 (down to ``limit``) on a piece of another net."""
+        for c in range(x1 // CHUNK, limit // CHUNK - 1, -1):
+            best = None
+            for p, q, n in self.chunks.get(c, ()):
+                if n != net and p <= x1:
+                    end = min(q, x1)
+                    best = end if best is None else max(best, end)
+            if best is not None:
+                return best
+        return None
+
+
+class _Points:
+    """Corners, ends and reserved cells on one row (or column): all of them sorted, and per net."""
+
+    __slots__ = ("all", "by_net")
+
+    def __init__(self) -> None:
+        self.all: list[int] = []
+        self.by_net: dict[Net, list[int]] = {}
+
+    def add(self, v: int, net: Net) -> None:
+        bisect.insort(self.all, v)
+        bisect.insort(self.by_net.setdefault(net, []), v)
+
+    def other_between(self, a: int, b: int, net: Net) -> bool:
+        total = bisect.bisect_right(self.all, b) - bisect.bisect_left(self.all, a)
+        if not total:
+            return False
+        own = self.by_net.get(net)
+        mine = bisect.bisect_right(own, b) - bisect.bisect_left(own, a) if own else 0
+        return total > mine
+
+    def first_other_from(self, v: int, limit: int, net: Net) -> int | None:
+        own = self.by_net.get(net) or []
+        i = bisect.bisect_left(self.all, v)
+        while i < len(self.all) and self.all[i] <= limit:
+            x = self.all[i]
+            if _count(self.all, x) > _count(own, x):
+                return x
+            i = bisect.bisect_right(self.all, x)
+        return None
+
+    def last_other_until(self, v: int, limit: int, net: Net) -> int | None:
+        own = self.by_net.get(net) or []
+        i = bisect.bisect_right(self.all, v) - 1
+        while i >= 0 and self.all[i] >= limit:
+            x = self.all[i]
+            if _count(self.all, x) > _count(own, x):
+                return x
+            i = bisect.bisect_left(self.all, x) - 1
+        return None
+
+    def of_net_between(self, a: int, b: int, net: Net) -> list[int]:
+        own = self.by_net.get(net)
+        if not own:
+            return []
+        return own[bisect.bisect_left(own, a):bisect.bisect_right(own, b)]
+
+
+def _count(values: list[int], v: int) -> int:
+    return bisect.bisect_right(values, v) - bisect.bisect_left(values, v)
+
+
+class _Boxes:
+    """Where the boxes are (each widened by its one-column margins): filed per band of ``BAND`` columns
+    and per band of ``BAND`` rows; a row's (column's) merged intervals are made the first time that row
+    (column) is asked about, so a long line is checked by one bisection."""
+
+    __slots__ = ("col_bands", "cols", "row_bands", "rows")
+
+    def __init__(self, rects: Iterable[Rect]) -> None:
+        self.col_bands: dict[int, list[tuple[int, int, int, int]]] = {}
+        self.row_bands: dict[int, list[tuple[int, int, int, int]]] = {}
+        for r in rects:
+            box = (r.x - 1, r.x + r.w, r.y, r.y + r.h - 1)
+            for band in range(box[0] // BAND, box[1] // BAND + 1):
+                self.col_bands.setdefault(band, []).append(box)
+            for band in range(box[2] // BAND, box[3] // BAND + 1):
+                self.row_bands.setdefault(band, []).append(box)
+        self.rows: dict[int, list[tuple[int, int]]] = {}
+        self.cols: dict[int, list[tuple[int, int]]] = {}
+
+    def row(self, y: int) -> list[tuple[int, int]]:
+        spans = self.rows.get(y)
+        if spans is None:
+            spans = _merge([(x0, x1) for x0, x1, y0, y1 in self.row_bands.get(y // BAND, ()) if y0 <= y <= y1])
+            self.rows[y] = spans
+        return spans
+
+    def col(self, x: int) -> list[tuple[int, int]]:
+        spans = self.cols.get(x)
+        if spans is None:
+            spans = _merge([(y0, y1) for x0, x1, y0, y1 in self.col_bands.get(x // BAND, ()) if x0 <= x <= x1])
+            self.cols[x] = spans
+        return spans
+
+    def on_h(self, y: int, a: int, b: int) -> bool:
+        return _hits(self.row(y), a, b)
+
+    def on_v(self, x: int, a: int, b: int) -> bool:
+        return _hits(self.col(x), a, b)
+
+    def first_right(self, y: int, x: int, limit: int) -> int | None:
+        """The left edge of the first box right of ``x`` on row ``y`` (up to ``limit``)."""
+        spans = self.row(y)
+        i = bisect.bisect_right(spans, (x, 1 << 62))
+        return spans[i][0] if i < len(spans) and spans[i][0] <= limit else None
+
+    def last_left(self, y: int, x: int, limit: int) -> int | None:
+        spans = self.row(y)
+        i = bisect.bisect_left(spans, (x, -(1 << 62))) - 1
+        while i >= 0 and spans[i][1] >= x:
+            i -= 1
+        return spans[i][1] if i >= 0 and spans[i][1] >= limit else None
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    spans.sort()
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _hits(spans: list[tuple[int, int]], a: int, b: int) -> bool:
+    i = bisect.bisect_right(spans, (b, 1 << 62)) - 1
+    return i >= 0 and spans[i][1] >= a
+
+
+BAND = 8
+
+
 @dataclass(slots=True)
 class Grid:
     """What occupies the grid: boxes (static) and the pieces laid so far (per row / per column)."""
 
-    #: row -> merged (x0, x1) intervals of boxes with their margin; column -> (y0, y1) intervals
-    row_boxes: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
-    col_boxes: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
-    #: row -> [(x0, x1, net)], column -> [(y0, y1, net)]
-    hsegs: dict[int, list[tuple[int, int, Net]]] = field(default_factory=lambda: defaultdict(list))
-    vsegs: dict[int, list[tuple[int, int, Net]]] = field(default_factory=lambda: defaultdict(list))
-    #: corners and ends of lines (and label cells): row -> sorted [(x, net)], column -> sorted [(y, net)]
-    corner_row: dict[int, list[tuple[int, Net]]] = field(default_factory=lambda: defaultdict(list))
-    corner_col: dict[int, list[tuple[int, Net]]] = field(default_factory=lambda: defaultdict(list))
+    #: the boxes, each with a one-column margin left and right
+    boxes: _Boxes = field(default_factory=lambda: _Boxes(()))
+    #: pieces of lines: row -> horizontal pieces, column -> vertical pieces
+    hsegs: dict[int, _Segments] = field(default_factory=lambda: defaultdict(_Segments))
+    vsegs: dict[int, _Segments] = field(default_factory=lambda: defaultdict(_Segments))
+    #: corners and ends of lines (and reserved cells: label letters, ports): per row, per column
+    corner_row: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
+    corner_col: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
     #: the arms (U=1, D=2, L=4, R=8) of the lines at every corner and end laid so far
     arms: dict[Point, int] = field(default_factory=dict)
+    #: corners whose arms include both left and right (per column), both up and down (per row)
+    lr_corners: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
+    ud_corners: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
+    #: a net's vertical trunks (a fan-out's spines): net -> [(column, top row, bottom row)]
+    trunks: dict[Net, list[tuple[int, int, int]]] = field(default_factory=dict)
     #: the lowest row any box reaches (tracks of last resort run below it)
     bottom: int = 0
+    #: nets with more than one line (a fan-out, a shared sub-node): only they can make a junction, so
+    #: only their arms are kept
+    branching: set[Net] = field(default_factory=set)
+    #: how many more tracks the routes round boxes may try in all (a bound on a hopeless layout's cost)
+    round_budget: int = 20_000
 
     @classmethod
     def of(cls, rects: Iterable[Rect]) -> Grid:
-        grid = cls()
-        rows: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        cols: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for r in rects:
-            for y in range(r.y, r.y + r.h):
-                rows[y].append((r.x - 1, r.x + r.w))
-            for x in range(r.x - 1, r.x + r.w + 1):
-                cols[x].append((r.y, r.y + r.h - 1))
-            grid.bottom = max(grid.bottom, r.y + r.h)
-        for store, source in ((grid.row_boxes, rows), (grid.col_boxes, cols)):
-            for key, spans in source.items():
-                store[key] = _merge(spans)
-        return grid
+        rects = list(rects)
+        return cls(boxes=_Boxes(rects), bottom=max((r.y + r.h for r in rects), default=0))
 
     # ------------------------------------------------------------------ queries
     def box_on_h(self, y: int, x0: int, x1: int) -> bool:
-        return _hits(self.row_boxes.get(y), x0, x1)
+        return self.boxes.on_h(y, x0, x1)
 
     def box_on_v(self, x: int, y0: int, y1: int) -> bool:
-        return _hits(self.col_boxes.get(x), y0, y1)
-
-    def _other_corner(self, table: dict[int, list[tuple[int, Net]]], key: int, a: int, b: int, net: Net) -> bool:
-        points = table.get(key)
-        if not points:
-            return False
-        i = bisect.bisect_left(points, (a,), key=lambda p: (p[0],))
-        while i < len(points) and points[i][0] <= b:
-            if points[i][1] != net:
-                return True
-            i += 1
-        return False
+        return self.boxes.on_v(x, y0, y1)
 
     def _on_other_h(self, x: int, y: int, net: Net) -> bool:
-        return any(a <= x <= b and n != net for a, b, n in self.hsegs.get(y, ()))
+        segs = self.hsegs.get(y)
+        return segs is not None and segs.overlaps_other(x, x, net)
 
     def _on_other_v(self, x: int, y: int, net: Net) -> bool:
-        return any(a <= y <= b and n != net for a, b, n in self.vsegs.get(x, ()))
+        segs = self.vsegs.get(x)
+        return segs is not None and segs.overlaps_other(y, y, net)
 
     def free_h(self, y: int, x0: int, x1: int, net: Net, *, boxes_from: int | None = None,
                boxes_to: int | None = None) -> bool:
@@ -109,9 +274,11 @@ class Grid:
         a, b = min(x0, x1), max(x0, x1)
         if self.box_on_h(y, a if boxes_from is None else boxes_from, b if boxes_to is None else boxes_to):
             return False
-        if any(p <= b and a <= q and n != net for p, q, n in self.hsegs.get(y, ())):
+        segs = self.hsegs.get(y)
+        if segs is not None and segs.overlaps_other(a, b, net):
             return False
-        if self._other_corner(self.corner_row, y, a, b, net):
+        points = self.corner_row.get(y)
+        if points is not None and points.other_between(a, b, net):
             return False
         return not (self._on_other_v(a, y, net) or self._on_other_v(b, y, net))
 
@@ -119,117 +286,124 @@ class Grid:
         a, b = min(y0, y1), max(y0, y1)
         if self.box_on_v(x, a, b):
             return False
-        if any(p <= b and a <= q and n != net for p, q, n in self.vsegs.get(x, ())):
+        segs = self.vsegs.get(x)
+        if segs is not None and segs.overlaps_other(a, b, net):
             return False
-        if self._other_corner(self.corner_col, x, a, b, net):
+        points = self.corner_col.get(x)
+        if points is not None and points.other_between(a, b, net):
             return False
         return not (self._on_other_h(x, a, net) or self._on_other_h(x, b, net))
-
-    def free_cell(self, x: int, y: int, net: Net) -> bool:
-        return self.free_h(y, x, x, net) and self.free_v(x, y, y, net)
 
     def reach_right(self, y: int, x0: int, net: Net, limit: int) -> int:
         """The farthest x a horizontal of ``net`` from ``x0`` can reach on row ``y`` (at most ``limit``)."""
         stop = limit
-        for p, _q in self.row_boxes.get(y, ()):
-            if p > x0:
-                stop = min(stop, p - 1)
-        for p, q, n in self.hsegs.get(y, ()):
-            if n != net and q >= x0:
-                stop = min(stop, max(p, x0) - 1)
+        box = self.boxes.first_right(y, x0, limit)
+        if box is not None:
+            stop = min(stop, box - 1)
+        segs = self.hsegs.get(y)
+        if segs is not None:
+            hit = segs.first_other_from(x0, stop, net)
+            if hit is not None:
+                stop = min(stop, hit - 1)
         points = self.corner_row.get(y)
-        if points:
-            i = bisect.bisect_left(points, (x0,), key=lambda p: (p[0],))
-            while i < len(points) and points[i][0] <= stop:
-                if points[i][1] != net:
-                    stop = min(stop, points[i][0] - 1)
-                    break
-                i += 1
+        if points is not None:
+            hit = points.first_other_from(x0, stop, net)
+            if hit is not None:
+                stop = min(stop, hit - 1)
         return stop
 
     def reach_left(self, y: int, x1: int, net: Net, limit: int) -> int:
         stop = limit
-        for _p, q in self.row_boxes.get(y, ()):
-            if q < x1:
-                stop = max(stop, q + 1)
-        for p, q, n in self.hsegs.get(y, ()):
-            if n != net and p <= x1:
-                stop = max(stop, min(q, x1) + 1)
+        box = self.boxes.last_left(y, x1, limit)
+        if box is not None:
+            stop = max(stop, box + 1)
+        segs = self.hsegs.get(y)
+        if segs is not None:
+            hit = segs.last_other_until(x1, stop, net)
+            if hit is not None:
+                stop = max(stop, hit + 1)
         points = self.corner_row.get(y)
-        if points:
-            i = bisect.bisect_right(points, (x1, chr(0x10FFFF)), key=lambda p: (p[0], chr(0x10FFFF))) - 1
-            while i >= 0 and points[i][0] >= stop:
-                if points[i][1] != net:
-                    stop = max(stop, points[i][0] + 1)
-                    break
-                i -= 1
+        if points is not None:
+            hit = points.last_other_until(x1, stop, net)
+            if hit is not None:
+                stop = max(stop, hit + 1)
         return stop
 
     def _arms_of_net(self, x: int, y: int, net: Net) -> int:
         """The arms ``net``'s lines already have in cell (x, y)."""
         arms = self.arms.get((x, y), 0)
-        for a, b, n in self.hsegs.get(y, ()):
-            if n == net and a <= x <= b:
-                arms |= (_L if x > a else 0) | (_R if x < b else 0)
-        for a, b, n in self.vsegs.get(x, ()):
-            if n == net and a <= y <= b:
-                arms |= (_U if y > a else 0) | (_D if y < b else 0)
+        segs = self.hsegs.get(y)
+        for a, b in segs.of_net(x, net) if segs is not None else ():
+            arms |= (_L if x > a else 0) | (_R if x < b else 0)
+        segs = self.vsegs.get(x)
+        for a, b in segs.of_net(y, net) if segs is not None else ():
+            arms |= (_U if y > a else 0) | (_D if y < b else 0)
         return arms
 
     def junctions_ok(self, points: list[Point], net: Net) -> bool:
         """Whether laying ``points`` keeps every cell with four arms a crossing of two straight lines:
         a junction of one net with four arms would read as a crossing (``┼``) and hide its branches."""
-        own = _path_arms(points)
-        for (x, y), arms in own.items():
+        if net not in self.branching:
+            return True
+        for (x, y), arms in _path_arms(points).items():
             if arms | self._arms_of_net(x, y, net) == _ALL and arms not in (_L | _R, _U | _D):
                 return False
         for (x0, y0), (x1, y1) in itertools.pairwise(points):  # corners of the net inside the new pieces
             if y0 == y1:
-                for x, n in self._corners_between(self.corner_row, y0, min(x0, x1) + 1, max(x0, x1) - 1):
-                    if n == net and self.arms.get((x, y0), 0) | _L | _R == _ALL \
-                            and self.arms.get((x, y0), 0) != _U | _D:
-                        return False
+                ud = self.ud_corners.get(y0)
+                if ud is not None and ud.of_net_between(min(x0, x1) + 1, max(x0, x1) - 1, net):
+                    return False
             else:
-                for y, n in self._corners_between(self.corner_col, x0, min(y0, y1) + 1, max(y0, y1) - 1):
-                    if n == net and self.arms.get((x0, y), 0) | _U | _D == _ALL \
-                            and self.arms.get((x0, y), 0) != _L | _R:
-                        return False
+                lr = self.lr_corners.get(x0)
+                if lr is not None and lr.of_net_between(min(y0, y1) + 1, max(y0, y1) - 1, net):
+                    return False
         return True
-
-    @staticmethod
-    def _corners_between(table: dict[int, list[tuple[int, Net]]], key: int, a: int, b: int
-                         ) -> list[tuple[int, Net]]:
-        points = table.get(key)
-        if not points or a > b:
-            return []
-        i = bisect.bisect_left(points, (a,), key=lambda p: (p[0],))
-        out = []
-        while i < len(points) and points[i][0] <= b:
-            out.append(points[i])
-            i += 1
-        return out
 
     # ------------------------------------------------------------------ laying
     def lay(self, points: list[Point], net: Net) -> None:
         """Record a path (corners) of ``net``."""
+        if net not in self.branching:
+            for (x0, y0), (x1, y1) in itertools.pairwise(points):
+                if y0 == y1 and x0 != x1:
+                    self.hsegs[y0].add(min(x0, x1), max(x0, x1), net)
+                elif x0 == x1 and y0 != y1:
+                    self.vsegs[x0].add(min(y0, y1), max(y0, y1), net)
+            for x, y in points:
+                self.mark(x, y, net)
+            return
+        touched: set[Point] = set()
         for (x0, y0), (x1, y1) in itertools.pairwise(points):
             if y0 == y1 and x0 != x1:
-                self.hsegs[y0].append((min(x0, x1), max(x0, x1), net))
-                for x, _n in self._corners_between(self.corner_row, y0, min(x0, x1) + 1, max(x0, x1) - 1):
+                a, b = min(x0, x1), max(x0, x1)
+                self.hsegs[y0].add(a, b, net)
+                points_row = self.corner_row.get(y0)
+                for x in points_row.of_net_between(a + 1, b - 1, net) if points_row is not None else ():
                     self.arms[(x, y0)] = self.arms.get((x, y0), 0) | _L | _R
+                    touched.add((x, y0))
             elif x0 == x1 and y0 != y1:
-                self.vsegs[x0].append((min(y0, y1), max(y0, y1), net))
-                for y, _n in self._corners_between(self.corner_col, x0, min(y0, y1) + 1, max(y0, y1) - 1):
+                a, b = min(y0, y1), max(y0, y1)
+                self.vsegs[x0].add(a, b, net)
+                points_col = self.corner_col.get(x0)
+                for y in points_col.of_net_between(a + 1, b - 1, net) if points_col is not None else ():
                     self.arms[(x0, y)] = self.arms.get((x0, y), 0) | _U | _D
+                    touched.add((x0, y))
         for point, arms in _path_arms(points).items():
+            before = self.arms.get(point)
             self.arms[point] = self._arms_of_net(point[0], point[1], net) | arms
-        for x, y in points:
-            self.mark(x, y, net)
+            if before is None:
+                self.mark(point[0], point[1], net)
+            touched.add(point)
+        for x, y in touched:
+            arms = self.arms[(x, y)]
+            if arms & (_L | _R) == _L | _R:
+                self.lr_corners[x].add(y, net)
+            if arms & (_U | _D) == _U | _D:
+                self.ud_corners[y].add(x, net)
 
     def mark(self, x: int, y: int, net: Net) -> None:
         """A cell only ``net`` may use (a corner, an end, a label's letter)."""
-        bisect.insort(self.corner_row[y], (x, net), key=lambda p: (p[0],))
-        bisect.insort(self.corner_col[x], (y, net), key=lambda p: (p[0],))
+        self.corner_row[y].add(x, net)
+        self.corner_col[x].add(y, net)
 
 
 _U, _D, _L, _R = 1, 2, 4, 8
@@ -247,24 +421,6 @@ def _path_arms(points: list[Point]) -> dict[Point, int]:
         arms[(x0, y0)] = arms.get((x0, y0), 0) | a
         arms[(x1, y1)] = arms.get((x1, y1), 0) | b
     return arms
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    spans.sort()
-    out: list[tuple[int, int]] = []
-    for a, b in spans:
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
-def _hits(spans: list[tuple[int, int]] | None, a: int, b: int) -> bool:
-    if not spans:
-        return False
-    i = bisect.bisect_right(spans, (b, 1 << 62)) - 1
-    return i >= 0 and spans[i][1] >= a
 
 
 def corners(points: list[Point]) -> list[Point]:
@@ -285,27 +441,64 @@ def corners(points: list[Point]) -> list[Point]:
 # ---------------------------------------------------------------------------- main connections
 
 
-def route_main(grid: Grid, net: Net, start: Point, end: Point, *, lead: int = 1, trunk: int | None = None) -> list[Point] | None:
+def route_main(grid: Grid, net: Net, start: Point, end: Point, *, lead: int = 1) -> tuple[list[Point], bool] | None:
     """A path from ``start`` (the cell right of an output port) to ``end`` (the arrow cell left of an
-    input port), or ``None``. ``lead``: cells the path runs straight out of the port first (room for
-    the branch label); ``trunk``: a channel this net already uses (tried first)."""
+    input port), or ``None``; and whether it starts on the net's trunk (a branch of a fan-out: only
+    the new part is returned). ``lead``: cells the path runs straight out of the port first (room for
+    the branch labels)."""
     (ax, ay), (bx, by) = start, end
     first = ax + lead
+    for cx, t0, t1 in grid.trunks.get(net, ()):  # a fan-out: branch off a vertical the net already has
+        if not first <= cx <= bx - 1:
+            continue
+        join = min(max(by, t0), t1)
+        if abs(join - by) > max(8, (t1 - t0) // 2):
+            continue  # far beyond this trunk: another one (or a new one) serves better
+        path = corners([(cx, join), (cx, by), end])
+        if ((join == by or grid.free_v(cx, join, by, net)) and grid.free_h(by, cx, bx, net, boxes_to=bx - 1)
+                and grid.junctions_ok(path, net)):
+            return path, True
+        # the row is taken at the trunk (a junction there would have four arms): leave the trunk a row
+        # above or below and step onto the target's row further right
+        for jy in (by - 1, by + 1, by - 2, by + 2):
+            if not t0 <= jy <= t1:
+                continue
+            for cx2 in range(cx + 1, min(cx + 8, bx - 1)):
+                path = corners([(cx, jy), (cx2, jy), (cx2, by), end])
+                if (grid.free_h(jy, cx, cx2, net) and grid.free_v(cx2, jy, by, net)
+                        and grid.free_h(by, cx2, bx, net, boxes_to=bx - 1) and grid.junctions_ok(path, net)):
+                    return path, True
     if (ay == by and bx >= ax and grid.free_h(ay, ax, bx, net, boxes_from=ax + 1, boxes_to=bx - 1)
             and grid.junctions_ok([start, end], net)):
-        return [start, end]
+        return [start, end], False
     if bx - 1 >= first:
         right = grid.reach_right(ay, ax, net, bx - 1)
         left = grid.reach_left(by, bx, net, first)
-        candidates = range(max(first, left), min(right, bx - 1) + 1)
-        order = ([trunk] if trunk is not None and trunk in candidates else []) + list(candidates)[:SEARCH]
-        for cx in order:
+        for cx in range(max(first, left), min(right, bx - 1) + 1)[:SEARCH]:
             if (grid.free_v(cx, ay, by, net) and grid.free_h(ay, ax, cx, net, boxes_from=ax + 1)
                     and grid.free_h(by, cx, bx, net, boxes_to=bx - 1)):
                 path = corners([start, (cx, ay), (cx, by), end])
                 if grid.junctions_ok(path, net):
-                    return path
-    return _round(grid, net, start, end, first)
+                    return path, False
+    found = _round(grid, net, start, end, first)
+    return (found, False) if found is not None else None
+
+
+def lay_main(grid: Grid, net: Net, path: list[Point]) -> None:
+    """Lay a main path and remember its vertical as one of the net's trunks (where later branches of a
+    fan-out join)."""
+    grid.lay(path, net)
+    verticals = [(a, b) for a, b in itertools.pairwise(path) if a[0] == b[0] and a[1] != b[1]]
+    if len(verticals) != 1:
+        return
+    (x, y0), (_, y1) = verticals[0]
+    trunks = grid.trunks.setdefault(net, [])
+    for k, (tx, t0, t1) in enumerate(trunks):
+        if tx == x and min(y0, y1) <= t1 + 1 and max(y0, y1) >= t0 - 1:
+            trunks[k] = (x, min(t0, y0, y1), max(t1, y0, y1))
+            return
+    if len(trunks) < 4:
+        trunks.append((x, min(y0, y1), max(y0, y1)))
 
 
 def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[Point] | None:
@@ -319,6 +512,9 @@ def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[P
         return None
     lo, hi = min(ay, by), max(ay, by)
     for yt in _tracks(grid, lo, hi):
+        grid.round_budget -= 1
+        if grid.round_budget < 0:
+            return None
         for c1 in outs:
             if not grid.free_v(c1, ay, yt, net) or not grid.free_h(ay, ax, c1, net, boxes_from=ax + 1):
                 continue
@@ -337,7 +533,7 @@ def _tracks(grid: Grid, lo: int, hi: int) -> Iterable[int]:
     for k in range(1, 40):
         yield hi + k
         yield lo - k
-    for k in range(1, SEARCH):
+    for k in range(1, 60):
         yield grid.bottom + k
 
 
