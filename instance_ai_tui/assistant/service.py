@@ -50,7 +50,15 @@ from .confirmations import DEFAULT_TTL_SECONDS
 from .context import Services
 from .coordination import RunCoordinator
 from .demo_instance import DemoN8n
-from .errors import InvalidRequest, MessageNotFound, ModelNotAvailable, PermissionNotFound, RunActive, ThreadNotFound
+from .errors import (
+    ConfirmationNotFound,
+    InvalidRequest,
+    MessageNotFound,
+    ModelNotAvailable,
+    PermissionNotFound,
+    RunActive,
+    ThreadNotFound,
+)
 from .history import thread_messages
 from .ids import new_thread_id
 from .mcp import servers_for
@@ -159,6 +167,8 @@ class InstanceAI:
             sub_agent_max_iterations=self.options.sub_agent_max_iterations,
             mcp=servers_for(self.settings),
         )
+        if services.mcp is not None:
+            services.mcp.hooks.ask_forms()  # a server's form is a question card in the run of its call
         services.sub_agent_limit = asyncio.Semaphore(self.options.max_sub_agents)
         services.catalog = ModelCatalog(ModelChoice(adapter, self.model_label, is_demo), self.settings.model,
                                         demo_delay=self.options.demo_delay)
@@ -309,6 +319,11 @@ class InstanceAI:
 
     @_store_errors_translated
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
+        mcp = self.services.mcp
+        if mcp is not None and request_id in mcp.hooks.questions:  # a server's form, asked while its call waits
+            if not mcp.hooks.questions.answer(request_id, body):
+                raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered or cancelled)")
+            return ConfirmResponse()
         return await self.runs.confirm(request_id, body)
 
     def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:

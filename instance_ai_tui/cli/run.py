@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..protocol.safe_text import json_safe, visible
 from . import mcp_notes
 from .connection import add_connection_arguments, add_gateway_arguments
-from .run_answers import _approved, auto_answer, describe_answer
+from .run_answers import _approved, auto_answer, describe_answer, server_form
 
 #: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
 _API_PREFIX = "/instance-ai"
@@ -690,7 +690,7 @@ class HeadlessRun:
             call = message.reducer.tool_call(request.tool_call_id) if message is not None and message.reducer else None
             if call is not None and call.args:
                 request = request.model_copy(update={"args": dict(call.args)})
-        if self.policy == "ask":
+        if self.policy == "ask" and not server_form(request):
             self._asking = True  # the idle timer waits for the person
             try:
                 body = await self._ask(request)
@@ -700,14 +700,14 @@ class HeadlessRun:
             body = auto_answer(request, approve=self.policy == "all")
         self._asking = False
         if not self.json_mode:
-            answer = describe_answer(body)
-            if not self.policy_chosen:
+            answer = describe_answer(body, request)
+            if not self.policy_chosen and not server_form(request):
                 answer = (f"{answer} automatically: no terminal to ask on "
                           "(pass --approve all or --approve none to choose)")
             self._note(f"  ? {request.message} → {answer}")
         response = await self.client.confirm(request.request_id, body)
         if conversation is not None:
-            conversation.mark_confirmation_resolved(request.request_id, _approved(body))
+            conversation.mark_confirmation_resolved(request.request_id, _approved(body, request))
         return response.run_id
 
     async def _ask(self, request: ConfirmationPayload) -> ConfirmBody:

@@ -22,6 +22,8 @@ def auto_answer(request: ConfirmationPayload, *, approve: bool) -> ConfirmBody:
     )
 
     kind = request.effective_input_type
+    if server_form(request):
+        return ApprovalConfirm(approved=False)  # a server's form: run cannot fill it in, whatever the policy
     if kind == "questions" and request.questions:
         answers = []
         for question in request.questions:
@@ -37,8 +39,11 @@ def auto_answer(request: ConfirmationPayload, *, approve: bool) -> ConfirmBody:
     return ApprovalConfirm(approved=approve)
 
 
-def _approved(body: Any) -> bool | None:
-    """Whether an answer approved (True), denied (False), or neither (questions, text)."""
+def _approved(body: Any, request: ConfirmationPayload | None = None) -> bool | None:
+    """Whether an answer approved (True), denied (False), or neither (questions, text, a server's
+    form: declining it is the call's own answer, the call itself still runs)."""
+    if request is not None and server_form(request):
+        return None
     kind = getattr(body, "kind", "")
     if kind == "approval":
         return bool(body.approved)
@@ -49,7 +54,14 @@ def _approved(body: Any) -> bool | None:
     return None
 
 
-def describe_answer(body: Any) -> str:
+def server_form(request: ConfirmationPayload) -> bool:
+    """Whether ``request`` is an MCP server's form (``elicitation/create``): ``run`` declines those."""
+    return bool((request.model_extra or {}).get("mcpElicitation"))
+
+
+def describe_answer(body: Any, request: ConfirmationPayload | None = None) -> str:
+    if request is not None and server_form(request):
+        return "declined: instance-ai run cannot fill in an MCP server's form (answer it in the app)"
     kind = getattr(body, "kind", "")
     if kind == "approval":
         return "approved" if body.approved else "denied"

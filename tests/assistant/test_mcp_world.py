@@ -154,3 +154,79 @@ async def test_server_instructions_roots_and_log_notifications(make_ai: Any, tmp
     assert workspace.resolve().as_uri() in roots
     assert other.resolve().as_uri() in str(result.content) and workspace.resolve().as_uri() not in str(result.content)
     assert status.log and any(line.startswith(("debug", "info", "notice", "warning", "error")) for line in status.log)
+
+
+async def _form(ai: InstanceAI, thread: str, after: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    first = await collect(ai, thread, after=after, until=("confirmation-request",), timeout=60)
+    return first, of_type(first, "confirmation-request")[-1]["payload"]
+
+
+async def test_elicitation_answered_and_declined_through_the_card(make_ai: Any) -> None:
+    """The reference server's ``trigger-elicitation-request`` asks its 13-field form: a question card
+    under the call (each field a question, choices as options, defaults said); answered, the
+    server gets the values; declined (x), it hears a decline; the run goes on both times."""
+    from .conftest import answer
+
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__ev__trigger-elicitation-request", {}), MockResponse(text="Thanks."),
+        MockResponse.call("mcp__ev__trigger-elicitation-request", {}), MockResponse(text="Fine."),
+    )) as model:
+        ai = await agent(make_ai, model, {"ev": everything_stdio(approval="never")})
+        await ai.send("e", "fill in the form")
+        first, form = await _form(ai, "e")
+        assert form["inputType"] == "questions" and form["mcpElicitation"] == {"server": "ev"}
+        assert form["toolCallId"] == of_type(first, "tool-call")[0]["payload"]["toolCallId"]
+        questions = {q["id"]: q for q in form["questions"]}
+        assert questions["check"]["options"] == ["yes", "no"]
+        assert questions["titledSingleSelectEnum"]["options"] == ["Superman", "Green Lantern", "Wonder Woman"]
+        assert questions["untitledMultipleSelectEnum"]["type"] == "multi"
+        assert "required" in questions["name"]["question"] and "default: 42" in questions["integer"]["question"]
+        await answer(ai, form["requestId"], {"kind": "questions", "answers": [
+            {"questionId": "name", "customText": "Ada Lovelace"},
+            {"questionId": "check", "selectedOptions": ["yes"]},
+            {"questionId": "integer", "customText": "7"},
+            {"questionId": "titledSingleSelectEnum", "selectedOptions": ["Wonder Woman"]},
+        ] + [{"questionId": q, "skipped": True} for q in questions
+             if q not in ("name", "check", "integer", "titledSingleSelectEnum")]})
+        rest = await collect(ai, "e", after=first[-1]["id"], timeout=60)
+        accepted = str(of_type(rest, "tool-result")[0]["payload"]["result"])
+        await ai.send("e", "again")
+        second, form2 = await _form(ai, "e", after=rest[-1]["id"])
+        await answer(ai, form2["requestId"], {"kind": "approval", "approved": False})
+        end = await collect(ai, "e", after=second[-1]["id"], timeout=60)
+        declined = str(of_type(end, "tool-result")[0]["payload"]["result"])
+    assert "User provided the requested information" in accepted and "Name: Ada Lovelace" in accepted
+    assert '"integer": 7' in accepted and '"titledSingleSelectEnum": "hero-3"' in accepted
+    assert '"check": true' in accepted and '"number": 3.14' in accepted  # a skipped field sends its default
+    assert "User declined" in declined
+    assert finish_status(end[-1]) == {"status": "completed"}
+
+
+async def test_headless_run_declines_a_form_and_says_so(tmp_path: Any) -> None:
+    import os
+    import sys
+
+    from tests.assistant.test_mcp_modes import cli_env, write_config
+
+    ev = everything_stdio()
+    write_config(tmp_path, f'[mcp.servers.ev]\ncommand = "{ev["command"]}"\nargs = {json_list(ev["args"])}\n'
+                           'approval = "never"\n')
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__ev__trigger-elicitation-request", {}), MockResponse(text="Understood."),
+    )) as model:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "instance_ai_tui", "run", "fill in the form", "--model", "gpt-test",
+            "--db", str(tmp_path / "run.sqlite3"), "--mcp-wait", "90", "--approve", "all",
+            env={**cli_env(tmp_path, model), "PATH": os.environ["PATH"]}, cwd=str(tmp_path),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _out, err = await asyncio.wait_for(proc.communicate(), 120)
+    notes = err.decode()
+    assert proc.returncode == 0, notes[-3000:]
+    assert "declined: instance-ai run cannot fill in an MCP server's form" in notes
+    assert "✓ mcp__ev__trigger-elicitation-request → " in notes and "User declined" in notes  # it ran: the server heard no
+
+
+def json_list(items: list[str]) -> str:
+    import json
+
+    return json.dumps(items)

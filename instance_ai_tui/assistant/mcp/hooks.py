@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .elicitation import LiveQuestions
+
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
@@ -33,6 +35,17 @@ class McpHooks:
     root_paths: list[Path] = field(default_factory=list)
     #: how a server's form is asked (default: declined, there is nobody to ask)
     elicit: Callable[[ServerConnection, Any], Awaitable[Any]] = _decline
+    #: the forms being asked now (``InstanceAI.confirm`` answers them; a call that ends cancels its own)
+    questions: LiveQuestions = field(default_factory=LiveQuestions)
+
+    def ask_forms(self) -> None:
+        """Ask servers' forms as question cards in the run of their call (the assistant does)."""
+        from .elicitation import ask
+
+        async def elicit(conn: ServerConnection, params: Any) -> Any:
+            return await ask(conn, params, self.questions)
+
+        self.elicit = elicit
 
     def roots(self) -> list[Path]:
         return list(self.root_paths) or [Path.cwd()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import itertools
 import json
 import re
 import time
@@ -34,6 +35,7 @@ PREFIX = "mcp__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: at most this many progress updates a second reach the events
 PROGRESS_INTERVAL = 0.25
+_call_numbers = itertools.count(1)
 
 
 class McpArgs(BaseModel):
@@ -114,12 +116,16 @@ class McpTool(Tool):
         the same (``to_text``: JSON for a structured result)."""
         arguments = args.model_dump()
         progress = _ProgressReporter(ctx, self.name, arguments)
+        key = next(_call_numbers)
+        self.conn.calls[key] = ctx  # a form the server asks meanwhile goes to this call's run
         try:
             result = await self.conn.call(self.mcp_name, arguments, progress.report)
         except McpCallError as exc:
             raise ToolError(str(exc)) from None
         finally:
             progress.close()
+            del self.conn.calls[key]
+            self.conn.hooks.questions.close_for(ctx.tool_call_id)
         converted = convert_result(result, self.conn.settings.max_result_bytes)
         # a server may echo its secrets (its env, the headers it was sent): never stored or exported
         converted = McpResult(model_text=self.conn.scrub(converted.model_text),
