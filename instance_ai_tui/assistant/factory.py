@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..protocol.mcp import McpStatus
+    from ..protocol.mcp import McpPromptText, McpStatus
     from .mcp.manager import McpServers
     from .service import InstanceAI
 
-__all__ = ["build_service", "mcp_status", "restart_mcp_server"]
+__all__ = ["McpRequestFailed", "UnknownMcpServer", "build_service", "mcp_prompt", "mcp_status", "restart_mcp_server",
+           "set_mcp_log_level"]
 
 
 class UnknownMcpServer(LookupError):
@@ -41,6 +42,40 @@ async def restart_mcp_server(service: Any, name: str) -> McpStatus:
     if servers is None or not await servers.restart(name):
         raise UnknownMcpServer(f"no MCP server named {name!r} is configured")
     return servers.status()
+
+
+class McpRequestFailed(RuntimeError):
+    """An MCP server could not do what was asked (the words say why)."""
+
+
+def _server(service: Any, name: str) -> Any:
+    servers = _mcp_of(service)
+    conn = servers.connections.get(name) if servers is not None else None
+    if conn is None:
+        raise UnknownMcpServer(f"no MCP server named {name!r} is configured")
+    return conn
+
+
+async def mcp_prompt(service: Any, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
+    """Prompt ``name`` of MCP server ``server`` as the text of a message (``/mcp__server__name``)."""
+    from .mcp.connection import McpCallError
+    from .mcp.prompts import prompt_text
+
+    try:
+        return await prompt_text(_server(service, server), name, arguments)
+    except McpCallError as exc:
+        raise McpRequestFailed(str(exc)) from None
+
+
+async def set_mcp_log_level(service: Any, server: str, level: str) -> McpStatus:
+    """Ask MCP server ``server`` to send its log lines from ``level`` up; the status after."""
+    from .mcp.connection import McpCallError
+
+    try:
+        await _server(service, server).set_log_level(level)
+    except McpCallError as exc:
+        raise McpRequestFailed(str(exc)) from None
+    return mcp_status(service)
 
 
 def build_service(settings: Settings, *, demo_delay: float | None = None,

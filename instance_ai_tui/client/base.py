@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadStatus,
     )
     from ..protocol.events import Event
-    from ..protocol.mcp import McpStatus
+    from ..protocol.mcp import McpPromptText, McpStatus
     from ..protocol.tree import RunSyncPayload
 
 class ClientError(Exception):
@@ -504,6 +504,14 @@ class Client(abc.ABC):
     async def restart_mcp_server(self, name: str) -> McpStatus:
         """Stop and start one MCP server; the status after its start."""
         raise ClientError("this server cannot restart MCP servers (/mcp needs embedded mode or instance-ai serve)")
+
+    async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
+        """An MCP server's prompt as the text of a message (``/mcp__<server>__<name>``)."""
+        raise ClientError("this server has no MCP prompts (they need embedded mode or instance-ai serve)")
+
+    async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
+        """Ask an MCP server to send its log lines from ``level`` up; the status after."""
+        raise ClientError("this server cannot change MCP log levels (embedded mode or instance-ai serve can)")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay

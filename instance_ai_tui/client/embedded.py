@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadStatus,
     )
     from ..protocol.events import Event
-    from ..protocol.mcp import McpStatus
+    from ..protocol.mcp import McpPromptText, McpStatus
 
 
 def client_error(exc: AssistantError) -> ClientError:
@@ -224,6 +224,26 @@ class EmbeddedClient(Client):
             return await restart_mcp_server(self.service, name)
         except UnknownMcpServer as exc:
             raise NotFoundError(str(exc), 404) from None
+
+    async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, mcp_prompt
+
+        try:
+            return await mcp_prompt(self.service, server, name, arguments)
+        except UnknownMcpServer as exc:
+            raise NotFoundError(str(exc), 404) from None
+        except McpRequestFailed as exc:
+            raise ClientError(str(exc)) from None
+
+    async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, set_mcp_log_level
+
+        try:
+            return await set_mcp_log_level(self.service, server, level)
+        except UnknownMcpServer as exc:
+            raise NotFoundError(str(exc), 404) from None
+        except McpRequestFailed as exc:
+            raise ClientError(str(exc)) from None
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,

@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # the wire models (pydantic) load on the first answer that ne
         ThreadPermissions,
         ThreadStatus,
     )
-    from ..protocol.mcp import McpStatus
+    from ..protocol.mcp import McpPromptText, McpStatus
 
 API_PREFIX = "/instance-ai"
 #: how a text delta, a reasoning delta or a status event starts as our server serialises it
@@ -338,6 +338,20 @@ class RemoteClient(Client):
         from ..protocol.mcp import McpStatus
 
         data = await self._request("POST", f"/mcp/{self._quote(name)}/restart", what="restart MCP server")
+        return self._parse(McpStatus, data, "MCP servers")
+
+    async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
+        from ..protocol.mcp import McpPromptText
+
+        data = await self._request("POST", f"/mcp/{self._quote(server)}/prompts/{self._quote(name)}",
+                                   json={"arguments": arguments}, what="MCP prompt")
+        return self._parse(McpPromptText, data, "MCP prompt")
+
+    async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
+        from ..protocol.mcp import McpStatus
+
+        data = await self._request("POST", f"/mcp/{self._quote(server)}/log-level", json={"level": level},
+                                   what="MCP log level")
         return self._parse(McpStatus, data, "MCP servers")
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:

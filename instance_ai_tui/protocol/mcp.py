@@ -69,3 +69,22 @@ class McpServerInfo(WireModel):
 
 class McpStatus(WireModel):
     servers: list[McpServerInfo] = Field(default_factory=list)
+
+
+class McpPromptRequest(WireModel):
+    """``POST /instance-ai/mcp/{server}/prompts/{name}``: the arguments the person gave."""
+
+    arguments: dict[str, str] = Field(default_factory=dict)
+
+
+class McpPromptText(WireModel):
+    """A server's prompt made text: what the person sends as their message."""
+
+    text: str
+    description: str = ""
+
+
+class McpLogLevelRequest(WireModel):
+    """``POST /instance-ai/mcp/{server}/log-level``: what the server should send from now on."""
+
+    level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]

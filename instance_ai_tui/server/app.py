@@ -479,6 +479,31 @@ class InstanceAIApi:
         except UnknownMcpServer as exc:
             raise ApiError(404, str(exc)) from None
 
+    async def mcp_prompt(self, request: Request) -> Response:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, mcp_prompt
+        from ..protocol.mcp import McpPromptRequest
+
+        body: McpPromptRequest = self._model(McpPromptRequest, await self._json(request))
+        try:
+            return self._ok(await mcp_prompt(self.service, request.path_params.get("name", ""),
+                                             request.path_params.get("prompt", ""), body.arguments))
+        except UnknownMcpServer as exc:
+            raise ApiError(404, str(exc)) from None
+        except McpRequestFailed as exc:
+            raise ApiError(502, str(exc)) from None
+
+    async def set_mcp_log_level(self, request: Request) -> Response:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, set_mcp_log_level
+        from ..protocol.mcp import McpLogLevelRequest
+
+        body: McpLogLevelRequest = self._model(McpLogLevelRequest, await self._json(request))
+        try:
+            return self._ok(await set_mcp_log_level(self.service, request.path_params.get("name", ""), body.level))
+        except UnknownMcpServer as exc:
+            raise ApiError(404, str(exc)) from None
+        except McpRequestFailed as exc:
+            raise ApiError(502, str(exc)) from None
+
     def routes(self) -> list[Route]:
         p = PREFIX
         return [
@@ -501,6 +526,8 @@ class InstanceAIApi:
             Route(f"{p}/models", self.models, methods=["GET"]),
             Route(f"{p}/mcp", self.mcp_status, methods=["GET"]),
             Route(f"{p}/mcp/{{name}}/restart", self.restart_mcp_server, methods=["POST"]),
+            Route(f"{p}/mcp/{{name}}/prompts/{{prompt}}", self.mcp_prompt, methods=["POST"]),
+            Route(f"{p}/mcp/{{name}}/log-level", self.set_mcp_log_level, methods=["POST"]),
         ]
 
 

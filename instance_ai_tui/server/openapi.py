@@ -24,7 +24,7 @@ from ..protocol.api import (
     ThreadStatus,
     UpdateThreadRequest,
 )
-from ..protocol.mcp import McpStatus
+from ..protocol.mcp import McpLogLevelRequest, McpPromptRequest, McpPromptText, McpStatus
 
 _REF = "#/components/schemas/{model}"
 
@@ -50,6 +50,9 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
         ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
         ("McpStatus", "serialization", TypeAdapter(McpStatus)),
+        ("McpPromptRequest", "validation", TypeAdapter(McpPromptRequest)),
+        ("McpPromptText", "serialization", TypeAdapter(McpPromptText)),
+        ("McpLogLevelRequest", "validation", TypeAdapter(McpLogLevelRequest)),
     ]
     mapping, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
     refs = {key[0]: value for key, value in mapping.items()}
@@ -285,6 +288,27 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "responses": responses(_json(refs["McpStatus"]), 404),
             }
         },
+        f"{p}/mcp/{{name}}/prompts/{{prompt}}": {
+            "post": {
+                "operationId": "mcpPrompt",
+                "summary": "One prompt of an MCP server, with its arguments, as the text of a message",
+                "parameters": [{"name": "name", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}},
+                               {"name": "prompt", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "requestBody": body(refs["McpPromptRequest"]),
+                "responses": responses(_json(refs["McpPromptText"]), 400, 404, 413, 502),
+            }
+        },
+        f"{p}/mcp/{{name}}/log-level": {
+            "post": {
+                "operationId": "setMcpLogLevel",
+                "summary": "Ask an MCP server to send its log lines from a level up (logging/setLevel)",
+                "parameters": [{"name": "name", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
+                "requestBody": body(refs["McpLogLevelRequest"]),
+                "responses": responses(_json(refs["McpStatus"]), 400, 404, 413, 502),
+            }
+        },
         f"{p}/threads/{{threadId}}/rewind": {
             "post": {
                 "operationId": "rewindThread",
@@ -322,4 +346,5 @@ _ERROR_TEXT = {
     409: "A run is already active in the thread, or the request conflicts with its state (no such message to "
          "rewind to, a model the service cannot use)",
     413: "Body too large",
+    502: "The MCP server could not do it (its words follow)",
 }

@@ -230,3 +230,62 @@ def json_list(items: list[str]) -> str:
     import json
 
     return json.dumps(items)
+
+
+async def test_prompts_as_message_text_embedded_and_through_serve(tmp_path: Any) -> None:
+    """The reference server's prompts through the client API: listed with their arguments, got as
+    the text of a message (with arguments; a missing required one said), embedded and by URL
+    through ``instance-ai serve``; the log level set the same ways."""
+    import os
+
+    from instance_ai_tui.client.base import ClientError
+    from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.client.remote import RemoteClient
+    from tests.assistant.test_mcp_modes import cli_env
+    from tests.server.live import ServeProcess
+
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": str(tmp_path / "e.sqlite3"),
+                                        "mcp": {"servers": {"ev": everything_stdio()}}})
+    async with EmbeddedClient(settings) as client:
+        status = await _ready(client)
+        prompts = {p.name: p for p in status.servers[0].prompts}
+        assert [a.name for a in prompts["args-prompt"].arguments] == ["city", "state"]
+        assert prompts["args-prompt"].arguments[0].required
+        simple = await client.mcp_prompt("ev", "simple-prompt", {})
+        assert simple.text == "This is a simple prompt without arguments."
+        filled = await client.mcp_prompt("ev", "args-prompt", {"city": "Lisbon", "state": "Lisboa"})
+        assert "Lisbon" in filled.text and "Lisboa" in filled.text
+        try:
+            await client.mcp_prompt("ev", "args-prompt", {})
+        except ClientError as exc:
+            assert "needs city" in str(exc)
+        else:
+            raise AssertionError("a missing required argument was not refused")
+        after = await client.set_mcp_log_level("ev", "error")
+        assert after.servers[0].log_level == "error"
+    write = tmp_path / "config" / "instance-ai" / "config.toml"
+    write.parent.mkdir(parents=True, exist_ok=True)
+    ev = everything_stdio()
+    write.write_text(f'[mcp.servers.ev]\ncommand = "{ev["command"]}"\nargs = {json_list(ev["args"])}\n')
+    async with MockOpenAIServer(answers_in_order()) as model:
+        server = ServeProcess(tmp_path / "served.sqlite3", env={**cli_env(tmp_path, model), "PATH": os.environ["PATH"]})
+        await server.start()
+        try:
+            async with RemoteClient(server.url) as remote:
+                await _ready(remote)
+                text = await remote.mcp_prompt("ev", "args-prompt", {"city": "Porto"})
+                assert "Porto" in text.text
+                level = await remote.set_mcp_log_level("ev", "warning")
+                assert level.servers[0].log_level == "warning"
+        finally:
+            await asyncio.to_thread(server.terminate)
+
+
+async def _ready(client: Any) -> Any:
+    for _ in range(1800):
+        status = await client.mcp_status()
+        if all(s.state != "starting" for s in status.servers):
+            assert all(s.state == "ready" for s in status.servers), status
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError("the MCP servers did not start")
