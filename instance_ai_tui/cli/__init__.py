@@ -101,6 +101,10 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = chosen_command(arguments)
+    if command is None:  # the TUI: keys typed from now on wait as typed, Enter stays Enter (cli.type_ahead)
+        from .type_ahead import capture
+
+        capture()
     parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(arguments)
     module = COMMANDS[args.command][0] if args.command else TUI_MODULE

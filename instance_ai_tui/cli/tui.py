@@ -104,6 +104,9 @@ def main(args: argparse.Namespace) -> int:
     cached = screen_cache.load(db_path, getattr(args, "tui_thread", None)) if db_path is not None else None
     if cached is not None:
         screen_cache.show(app, cached)  # the last thread's newest turns in the first frame
+    from .type_ahead import driver_class
+
+    app.driver_class = driver_class(app.driver_class)  # keys typed before the first frame come first, as typed
     app.run()  # the app opens the client at start and closes it when it quits
     if db_path is not None:
         save_screen(app, db_path)
