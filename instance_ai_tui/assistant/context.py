@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.api import BackgroundTask
 from ..runtime.checkpoints import CheckpointStore
@@ -22,11 +22,25 @@ from .emitter import RunEmitter
 from .mapping import ChunkMapper
 
 if TYPE_CHECKING:
-    from .mcp.manager import McpServers
     from .n8n_client import N8nBackend
     from .workspace import Workspace
 
 EXTRA_KEY = "assistant"
+
+
+class McpTools(Protocol):
+    """The configured MCP servers as the agent uses them (``assistant.mcp.manager.McpServers``):
+    typed here by what is used, so this module imports nothing of MCP (no import cycle)."""
+
+    def tools(self) -> list[Tool]: ...
+
+    def instructions(self) -> str: ...
+
+    def retry_unknown(self) -> None: ...
+
+    async def wait_relisted(self, timeout: float = ...) -> None: ...
+
+    async def wait_starting(self, timeout: float) -> None: ...
 
 
 @dataclass
@@ -47,7 +61,7 @@ class Services:
     #: the models a thread may switch to (``assistant.models.ModelCatalog``); None: only ``model``
     catalog: Any = None
     #: the configured MCP servers (``assistant.mcp``); their tools join the domain tools
-    mcp: McpServers | None = None
+    mcp: McpTools | None = None
 
 
 @dataclass

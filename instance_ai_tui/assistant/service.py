@@ -159,16 +159,18 @@ class InstanceAI:
         workspace = Workspace(root) if root is not None else None
         backend = n8n if n8n is not None else self._n8n_backend(is_demo)
         self.n8n = backend
+        #: the configured MCP servers (None without any): their tools join the domain tools
+        self.mcp = servers_for(self.settings)
         services = Services(
             model=adapter,
             checkpoints=StoreCheckpointStore(store),
             workspace=workspace,
             n8n=backend,
             sub_agent_max_iterations=self.options.sub_agent_max_iterations,
-            mcp=servers_for(self.settings),
+            mcp=self.mcp,
         )
-        if services.mcp is not None:
-            services.mcp.hooks.ask_forms()  # a server's form is a question card in the run of its call
+        if self.mcp is not None:
+            self.mcp.hooks.ask_forms()  # a server's form is a question card in the run of its call
         services.sub_agent_limit = asyncio.Semaphore(self.options.max_sub_agents)
         services.catalog = ModelCatalog(ModelChoice(adapter, self.model_label, is_demo), self.settings.model,
                                         demo_delay=self.options.demo_delay)
@@ -204,8 +206,8 @@ class InstanceAI:
         await self.runs.recover()
         if self.options.sweep_interval > 0:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="instance-ai-sweeper")
-        if self.services.mcp is not None:
-            self.services.mcp.start()  # in the background: the service is ready before its MCP servers
+        if self.mcp is not None:
+            self.mcp.start()  # in the background: the service is ready before its MCP servers
         self._started = True
 
     async def _sweep_loop(self) -> None:
@@ -226,8 +228,8 @@ class InstanceAI:
             self._sweeper = None
         await self.runs.shutdown()
         await self.services.catalog.aclose()
-        if self.services.mcp is not None:
-            await self.services.mcp.aclose()  # every server's process is gone before this returns
+        if self.mcp is not None:
+            await self.mcp.aclose()  # every server's process is gone before this returns
         for owned in self._owned:
             close = getattr(owned, "aclose", None)
             if close is not None:
@@ -286,12 +288,12 @@ class InstanceAI:
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest("the message must not be empty")
         with self._one_at_a_time(thread_id, "message is being sent"):
-            mcp = self.services.mcp
+            mcp = self.mcp
             if mcp is None or "@" not in text:
                 return await self.runs.start(thread_id, text)
             from .mcp.resources import attach  # ``@server:uri``: the resource's text goes with the message
 
-            model_text, attachments = await attach(mcp, text)
+            model_text, attachments = await attach(mcp.connections, text)
             return await self.runs.start(thread_id, text, model_text=model_text,
                                          attachments=[a.model_dump(by_alias=True, exclude_none=True) for a in attachments])
 
@@ -319,7 +321,7 @@ class InstanceAI:
 
     @_store_errors_translated
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
-        mcp = self.services.mcp
+        mcp = self.mcp
         if mcp is not None and request_id in mcp.hooks.questions:  # a server's form, asked while its call waits
             if not mcp.hooks.questions.answer(request_id, body):
                 raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered or cancelled)")

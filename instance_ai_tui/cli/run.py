@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..protocol.safe_text import json_safe, visible
-from . import mcp_notes
 from .connection import add_connection_arguments, add_gateway_arguments
+from .mcp_notes import DEFAULT_WAIT as MCP_WAIT
+from .mcp_notes import add_argument as add_mcp_wait_argument
+from .mcp_notes import for_run as mcp_notes_for
 from .run_answers import _approved, auto_answer, describe_answer, server_form
 
 #: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
@@ -81,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, metavar="N",
                         help="give up after N reconnections in a row without an event of the run "
                              f"(default: {DEFAULT_MAX_RETRIES}; 0 = never)")
-    mcp_notes.add_argument(parser)
+    add_mcp_wait_argument(parser)
     add_connection_arguments(parser)
     add_gateway_arguments(parser)
 
@@ -226,9 +228,9 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
         pass
-    notes = mcp_notes.for_run(settings, client)  # the embedded agent's MCP servers: failures, slow starts
+    notes = mcp_notes_for(settings, client)  # the embedded agent's MCP servers: failures, slow starts
     try:
-        await notes.begin(getattr(args, "mcp_wait", mcp_notes.DEFAULT_WAIT))
+        await notes.begin(getattr(args, "mcp_wait", MCP_WAIT))
         if args.timeout:
             return await asyncio.wait_for(runner.run(), args.timeout)
         return await runner.run()

@@ -39,7 +39,7 @@ async def make(make_ai: Any, server: MockOpenAIServer, servers: dict[str, dict[s
                                    options=AssistantOptions(generate_titles=False, **options))
     # a message sent while a server starts goes without its tools (they join a later step): these
     # scripts call them at once, as a person does who sends once /mcp shows the server ready
-    mcp = ai.services.mcp
+    mcp = ai.mcp
     assert mcp is not None
     await until(lambda: not mcp.starting(), timeout=60, what="the MCP servers started (or failed)")
     return ai
@@ -181,7 +181,7 @@ async def test_slow_tool_shows_progress_and_cancel_stops_the_call(make_ai: Any, 
         await ai.send("s", "and now look something up")
         after = await collect(ai, "s", after=start, timeout=30)
     assert of_type(after, "tool-result")[0]["payload"]["result"] == "tools: the value of after is 42"
-    assert ai.services.mcp is not None and ai.services.mcp.connections["counter"].starts == 1
+    assert ai.mcp is not None and ai.mcp.connections["counter"].starts == 1
 
 
 async def test_server_crashing_mid_call_is_a_tool_error_and_restarts_at_the_next_use(make_ai: Any) -> None:
@@ -197,8 +197,8 @@ async def test_server_crashing_mid_call_is_a_tool_error_and_restarts_at_the_next
     assert "MCP server 'shaky'" in error and "crashing on purpose: disk on fire" in error  # its stderr tail
     assert of_type(events, "tool-result")[0]["payload"]["result"] == "tools: the value of again is 42"
     assert finish_status(events[-1]) == {"status": "completed"}
-    assert ai.services.mcp is not None
-    conn = ai.services.mcp.connections["shaky"]
+    assert ai.mcp is not None
+    conn = ai.mcp.connections["shaky"]
     assert conn.starts == 2 and conn.state == "ready"
     # the model read the failure as the tool's result
     messages = agent_requests(model)[1]["messages"]
@@ -211,8 +211,8 @@ async def test_server_that_fails_to_start_is_shown_with_its_stderr_and_the_run_g
         await ai.send("f", "hi")
         events = await collect(ai, "f", timeout=30)
         assert finish_status(events[-1]) == {"status": "completed"}
-        assert ai.services.mcp is not None
-        status = {s.name: s for s in ai.services.mcp.status().servers}
+        assert ai.mcp is not None
+        status = {s.name: s for s in ai.mcp.status().servers}
     assert status["broken"].state == "failed" and status["broken"].tools == []
     assert "did not start" in (status["broken"].error or "")
     assert "MCP_TEST_TOKEN is not set" in status["broken"].stderr
@@ -261,7 +261,7 @@ async def test_streamable_http_server_with_headers(make_ai: Any) -> None:
     assert told["role"] == "tool" and "[image image/png, 2.0 KB: not shown]" in told["content"]
     assert "(file:///tmp/report.csv)" in told["content"] and "iVBOR" not in str(agent_requests(model))
     assert seen and set(seen) == {"Bearer s3cret"}
-    assert "s3cret" not in repr(ai.settings) and "s3cret" not in str(ai.services.mcp.status().model_dump())  # type: ignore[union-attr]
+    assert "s3cret" not in repr(ai.settings) and "s3cret" not in str(ai.mcp.status().model_dump())  # type: ignore[union-attr]
 
 
 async def test_environment_holds_only_what_the_config_names_and_results_are_size_limited(
@@ -304,8 +304,8 @@ async def test_start_up_is_not_slower(make_ai: Any, tmp_path: Path) -> None:
     async with MockOpenAIServer(scripted(MockResponse(text="hi"))) as model:
         ai = await make_ai("gpt-test", settings=settings_for(model, {"one": stdio_config("tools")}),
                            options=AssistantOptions(generate_titles=False))
-        assert ai.services.mcp is not None
-        assert ai.services.mcp.connections["one"].state == "starting"  # start() did not wait for it
+        assert ai.mcp is not None
+        assert ai.mcp.connections["one"].state == "starting"  # start() did not wait for it
 
 
 async def test_a_sub_agent_given_an_mcp_tool_uses_it(make_ai: Any) -> None:
@@ -350,12 +350,12 @@ async def test_a_server_that_dies_idle_is_failed_and_its_tools_fail_with_the_rea
         await ai.send("x", "who are you")
         first = await collect(ai, "x", timeout=30)
         pid = of_type(first, "tool-result")[0]["payload"]["result"]["pid"]
-        assert ai.services.mcp is not None
-        conn = ai.services.mcp.connections["box"]
+        assert ai.mcp is not None
+        conn = ai.mcp.connections["box"]
         refuse.write_text("")  # it cannot come back
         os.kill(pid, 9)
         await until(lambda: conn.state == "failed", what="the killed server marked failed")
-        status = ai.services.mcp.status().servers[0]
+        status = ai.mcp.status().servers[0]
         assert status.state == "failed" and status.error == "the server exited"
         assert {"mcp__box__lookup", "mcp__box__write_note"} <= {t.name for t in status.tools}  # still offered
         await ai.send("x", "look k up")

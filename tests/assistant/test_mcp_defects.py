@@ -99,7 +99,7 @@ async def test_a_slow_server_never_holds_a_turn(make_ai: Any) -> None:
                                          "startup_timeout": 600},
                                 "fine": stdio_config("tools")}}})
         ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
-        mcp = ai.services.mcp
+        mcp = ai.mcp
         assert mcp is not None
         await until(lambda: mcp.connections["fine"].state == "ready", what="the fine server is ready")
         await ai.send("t", "hi")
@@ -188,7 +188,7 @@ async def test_a_tool_that_needs_mcp_tasks_is_not_offered_and_echoed_secrets_are
             "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "sk-test"},
             "mcp": {"servers": {"s": stdio_config("tools", env={"API_KEY": "k3y-0f-the-server"})}}})
         ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
-        mcp = ai.services.mcp
+        mcp = ai.mcp
         assert mcp is not None
         await until(lambda: mcp.connections["s"].state != "starting", timeout=60)
         status = mcp.status().servers[0]

@@ -22,7 +22,7 @@ async def agent(make_ai: Any, model: MockOpenAIServer, servers: dict[str, Any]) 
     settings = Settings.model_validate({"model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "k"},
                                         "mcp": {"servers": servers}})
     ai: InstanceAI = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
-    mcp = ai.services.mcp
+    mcp = ai.mcp
     assert mcp is not None
     await until(lambda: not mcp.starting(), timeout=90, what="the MCP servers started")
     for conn in mcp.connections.values():
@@ -130,7 +130,7 @@ async def test_server_instructions_roots_and_log_notifications(make_ai: Any, tmp
             "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "k"},
             "workspace_root": str(workspace), "mcp": {"servers": {"ev": everything_stdio()}}})
         ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
-        mcp = ai.services.mcp
+        mcp = ai.mcp
         assert mcp is not None
         await until(lambda: not mcp.starting(), timeout=90)
         conn = mcp.connections["ev"]

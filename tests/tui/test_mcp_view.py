@@ -43,7 +43,7 @@ def settings_for(tmp_path: Path, model: MockOpenAIServer, servers: dict[str, Any
 async def servers_started(app: Any, pilot: Any) -> None:
     """Until no server is starting: a message sent before goes without its tools (they join a
     later step); a person sends once ``/mcp`` shows them ready, as these scripts do."""
-    mcp = app.client.service.services.mcp
+    mcp = app.client.service.mcp
     await until(lambda: not mcp.starting(), pilot, timeout=60, what="the MCP servers started (or failed)")
 
 

@@ -19,11 +19,10 @@ import asyncio
 import itertools
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ...protocol.api import ConfirmBody
-    from .connection import ServerConnection
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +166,16 @@ def content_of(fields: list[Field], answers: list[Any]) -> dict[str, Any]:
     return content
 
 
+class FormAsker(Protocol):
+    """The server a form comes from (``connection.ServerConnection``, typed by what is used here)."""
+
+    name: str
+    #: its tool calls in progress (their ``ToolContext``s), by a rising number
+    calls: dict[int, Any]
+
+    def scrub(self, text: str) -> str: ...
+
+
 class LiveQuestions:
     """Questions asked while their run goes on (a server's form in the middle of its call):
     ``InstanceAI.confirm`` answers them before looking for a suspended run."""
@@ -200,7 +209,7 @@ class LiveQuestions:
             self.close(request_id)
 
 
-async def ask(conn: ServerConnection, params: Any, questions: LiveQuestions) -> Any:
+async def ask(conn: FormAsker, params: Any, questions: LiveQuestions) -> Any:
     """Ask a server's form in the run of its call in progress; the protocol's ``ElicitResult``."""
     import mcp_types
 

@@ -13,15 +13,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .elicitation import LiveQuestions
-
-if TYPE_CHECKING:
-    from .connection import ServerConnection
+from .elicitation import FormAsker, LiveQuestions
 
 
-async def _decline(conn: ServerConnection, params: Any) -> Any:
+async def _decline(conn: FormAsker, params: Any) -> Any:
     import mcp_types
 
     return mcp_types.ElicitResult(action="decline")
@@ -34,7 +31,7 @@ class McpHooks:
     #: the roots offered (folders; the current directory when none is set)
     root_paths: list[Path] = field(default_factory=list)
     #: how a server's form is asked (default: declined, there is nobody to ask)
-    elicit: Callable[[ServerConnection, Any], Awaitable[Any]] = _decline
+    elicit: Callable[[FormAsker, Any], Awaitable[Any]] = _decline
     #: the forms being asked now (``InstanceAI.confirm`` answers them; a call that ends cancels its own)
     questions: LiveQuestions = field(default_factory=LiveQuestions)
 
@@ -42,7 +39,7 @@ class McpHooks:
         """Ask servers' forms as question cards in the run of their call (the assistant does)."""
         from .elicitation import ask
 
-        async def elicit(conn: ServerConnection, params: Any) -> Any:
+        async def elicit(conn: FormAsker, params: Any) -> Any:
             return await ask(conn, params, self.questions)
 
         self.elicit = elicit

@@ -25,7 +25,7 @@ from .connection import McpCallError, ServerConnection
 from .tools import PREFIX
 
 if TYPE_CHECKING:
-    from .manager import McpServers
+    from collections.abc import Mapping
 
 #: resources and templates shown by one ``list_resources`` call
 LIST_LIMIT = 200
@@ -171,17 +171,17 @@ def mentions(text: str) -> list[tuple[str, str]]:
     return seen
 
 
-async def attach(servers: McpServers, text: str) -> tuple[str, list[Attachment]]:
+async def attach(servers: Mapping[str, ServerConnection], text: str) -> tuple[str, list[Attachment]]:
     """The model's text for a message with ``@server:uri`` mentions (the message, then each read
     resource marked as an attachment) and the attachments as the bubble lists them. Mentions of
     names that are no configured server are left as they are (an e-mail address, a handle)."""
-    found = [(s, u) for s, u in mentions(text) if s in servers.connections][:MAX_ATTACHMENTS]
+    found = [(s, u) for s, u in mentions(text) if s in servers][:MAX_ATTACHMENTS]
     if not found:
         return text, []
     blocks: list[str] = []
     attachments: list[Attachment] = []
     for server, uri in found:
-        conn = servers.connections[server]
+        conn = servers[server]
         try:
             content = await read(conn, uri)
         except McpCallError as exc:
