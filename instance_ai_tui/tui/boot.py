@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.worker import WorkerCancelled, WorkerFailed
 
@@ -187,9 +187,10 @@ async def _boot(app: BootHost) -> bool:
 def start_watchers(app: BootHost) -> None:
     """Answers waiting in other threads (the list asked again), workflows the agent changes."""
     app.pending_watch.start()
-    from .screens.workflow import follow_workflows
+    from .screens.workflow import FrameFollowers, WorkflowHost, follow_workflows
 
-    follow_workflows(app)  # the workflow canvas opens when the agent creates or changes a workflow
+    # the canvas opens when the agent creates or changes a workflow, driven by the frame's changes
+    follow_workflows(cast("WorkflowHost", app), cast("FrameFollowers", cast(Any, app).projection.sink))
 
 
 async def thread_exists(app: BootHost, thread_id: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation
@@ -100,9 +100,9 @@ def _open_mcp(app: CommandHost) -> None:
 
 
 def _workflow(app: CommandHost, arg: str) -> None:
-    from .screens.workflow import open_workflow
+    from .screens.workflow import WorkflowHost, open_workflow
 
-    open_workflow(app, arg)
+    open_workflow(cast("WorkflowHost", app), arg)
 
 
 COMMANDS: tuple[Command, ...] = (

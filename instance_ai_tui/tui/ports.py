@@ -126,3 +126,7 @@ class FrameSink(Protocol):
 
     def new_output(self) -> None:
         """Output grew below the view while the person reads above: the badge."""
+
+    def changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        """Every frame that changed something (history loaded: ``changes.reset``; tool calls): what
+        follows the open thread's messages looks at it (the workflow canvas's follower)."""

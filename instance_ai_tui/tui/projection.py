@@ -324,6 +324,7 @@ class Projection:
                 sink.messages_changed(conversation, changes)
             if changes.streaming:
                 sink.streaming_changed(conversation)
+            sink.changed(conversation, changes)
             sink.run_state()
             self._refresh_status(started)
             if grew and not view.following:

@@ -31,6 +31,8 @@ class ScreenUpdates:
         self.connection = connection
         self.heap = heap
         self.idle = idle
+        #: what follows the frame's changes of the open thread (the workflow follower registers here)
+        self.followers: list[Callable[[Conversation, ConversationChanges], None]] = []
 
     def run_started(self, conversation: Conversation, run_id: str) -> None:
         """A run nobody here started (another client): fetch its user message (n8n's
@@ -75,3 +77,7 @@ class ScreenUpdates:
 
     def new_output(self) -> None:
         self.run_status.show_new_output_badge()
+
+    def changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        for follower in self.followers:
+            follower(conversation, changes)

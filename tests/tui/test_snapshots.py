@@ -51,18 +51,17 @@ async def _settle(pilot: Any) -> None:
 
 
 async def _settle_with_the_follower(pilot: Any) -> None:
-    """``_settle``, and the workflow follower has looked at the recorded run: it ticks on its own
-    timer, so its toast (the run made a workflow; at 120 columns the panel stays closed) came
-    before or after ``_settle`` by chance."""
+    """``_settle``, and the workflow follower has looked at the recorded run (it follows the frame, so
+    its toast — the run made a workflow; at 120 columns the panel stays closed — comes with a frame)."""
     from instance_ai_tui.tui.screens.workflow import workflow_calls
 
     await _settle(pilot)
     app = pilot.app
 
     def followed() -> bool:
-        follower = getattr(app, "_workflow_follower", None)
-        return (follower is not None and follower._conversation is app.conversation
-                and all(call.id in follower._finished for call in workflow_calls(app)))
+        followers = [f.__self__ for f in app.projection.sink.followers]
+        return bool(followers) and all(call.id in followers[0]._finished
+                                       for call in workflow_calls(app.conversation))
 
     await until(followed, pilot, what="the workflow follower saw the run")
     await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot,

@@ -3,7 +3,6 @@ builds a workflow and the canvas opens and draws it live; keys, details, zoom, o
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,8 @@ def settings_for(tmp_path: Path) -> Settings:
 
 
 def canvas_text(canvas: WorkflowCanvas) -> str:
-    assert canvas.drawing is not None
-    return canvas.drawing.text()
+    assert canvas.graph_layout is not None
+    return canvas.text()
 
 
 async def send(app: Any, pilot: Any, text: str) -> None:
@@ -253,11 +252,9 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             assert "✗ failed" in joined or "✗ fail" in joined
 
 
-async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path,
-                                                                             monkeypatch: Any) -> None:
-    from instance_ai_tui.tui.screens import workflow
-
-    monkeypatch.setattr(workflow, "HISTORY_MARGIN", 0.5)  # the app is reopened at once here
+async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:
+    """The follower is driven by the frame: a thread opened with its history (the frame's reset) holds
+    history, whatever time it is; there is no clock to wait for."""
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -267,12 +264,11 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         built = panel_of(app).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
-    await asyncio.sleep(0.6)  # the scenario: the call is older than HISTORY_MARGIN (0.5 s) when reopened
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
         await again.open_thread(thread)
-        await pilot.pause(1.0)  # the scenario: a window of a few follower ticks (0.3 s each) opens no panel
+        await until(lambda: again.projection.frame_no > 3, pilot, what="frames after the history")
         assert panel_of(again) is None  # a call in the history is not news
         await send(again, pilot, "/workflow")
         assert "Schedule Trigger" in canvas_text((await panel_shows(again, pilot, built)).canvas)
@@ -454,3 +450,107 @@ async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_pat
         await pilot.press("b")
         assert panel.canvas.workflow is not None and len(panel.canvas.workflow.nodes) == 5
         assert panel.canvas.marks == {"Merge": "changed"}
+
+
+class _Executions:
+    """A workflow source holding one real template and three executions in n8n's shape (``runData`` with a
+    run per pass of the loop): what ``[`` / ``]`` read. A test double of the source, not of n8n."""
+
+    label = "test source"
+
+    def __init__(self, workflow: dict[str, Any]) -> None:
+        self.workflow = workflow
+
+    async def get_workflow(self, workflow_id: str) -> dict[str, Any]:
+        return {**self.workflow, "id": workflow_id}
+
+    async def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        return [{"id": str(i), "status": "success" if i != 2 else "error", "startedAt": f"2026-01-0{i}"}
+                for i in (3, 2, 1)]
+
+    async def execution(self, execution_id: str) -> dict[str, Any]:
+        passes = int(execution_id)
+        item = [{"json": {"n": 1}}]
+        run_data: dict[str, Any] = {
+            "When clicking ‘Execute workflow’": [{"data": {"main": [item]}}],
+            "Loop Over Items": [{"data": {"main": [[], item]}} for _ in range(passes)],
+            "Wait": [{"data": {"main": [item]}} for _ in range(passes)],
+        }
+        if execution_id == "2":
+            run_data["Code1"] = [{"error": {"message": "test!!!"}, "executionStatus": "error"}]
+        return {"id": execution_id, "status": "success", "data": {"resultData": {"runData": run_data}}}
+
+    async def last_execution(self, workflow_id: str) -> dict[str, Any] | None:
+        return await self.execution("3")
+
+    def editor_url(self, workflow_id: str) -> str | None:
+        return None
+
+    async def list_workflows(self) -> list[dict[str, Any]]:
+        return []
+
+
+async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
+    """n8n's own loop fixture: the panel opens on the trigger; a loop's nodes say their passes and items;
+    [ and ] go to older and newer executions (a failed node says its error); / finds a node, n / N go
+    round the matches; f fits and goes back."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
+        await app.screen_stack[0].mount(panel)
+        assert await panel.load("loop-1")
+        canvas = panel.canvas
+        canvas.focus()
+        await pilot.pause()
+        assert canvas.cursor == "When clicking ‘Execute workflow’"  # opens on the trigger
+        assert "✓ 3 runs · 3 items" in canvas_text(canvas)  # the Wait node ran once per pass
+        await pilot.press("left_square_bracket")  # older: execution 2, Code1 failed
+        await until(lambda: panel.execution is not None and panel.execution.id == "2", pilot)
+        assert "✗ failed: test!!!" in canvas_text(canvas) and "✓ 2 runs · 2 items" in canvas_text(canvas)
+        assert "2 of 3" in str(panel.status_line.render())
+        await pilot.press("right_square_bracket")  # newer again
+        await until(lambda: panel.execution is not None and panel.execution.id == "3", pilot)
+        await pilot.press("slash")
+        assert panel.find_input.has_focus  # the person asked: the field has the keys
+        await pilot.press(*"code", "enter")
+        await until(lambda: canvas.has_focus, pilot, what="the keys back on the canvas")
+        assert canvas.has_focus and canvas.cursor in ("Code", "Code1") and panel.matches == ["Code", "Code1"]
+        first = canvas.cursor
+        await pilot.press("n")
+        assert canvas.cursor != first
+        await pilot.press("N")
+        assert canvas.cursor == first
+        await pilot.press("f")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT", pilot)
+        assert canvas.fitted
+        await pilot.press("f")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "FULL", pilot)
+        assert canvas.cursor == first  # back at the node under the cursor
+
+
+async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> None:
+    """5,000 nodes: the layout runs in a thread; keys are answered while it runs (the previous drawing
+    stays), and the newest layout is the one shown."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from workflow_shapes_gen import chain
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.canvas.show(parse_workflow(chain(5000)))
+        assert panel.canvas.laying_out and panel.canvas.graph_layout is None
+        panel.canvas.focus()
+        await pilot.press("m")  # a key answered while the layout runs in its thread
+        assert panel.has_class("-wide") and panel.canvas.laying_out
+        await until(lambda: panel.canvas.graph_layout is not None, pilot, timeout=120, what="the layout")
+        assert len(panel.canvas.graph_layout.boxes) == 5000  # type: ignore[union-attr]
+        assert panel.canvas.cursor == "N0"

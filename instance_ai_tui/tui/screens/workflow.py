@@ -6,13 +6,19 @@ already, ``/workflow`` moves the keyboard to it, and closes it when it has the k
 do. It is docked on the right of the main screen, so the conversation and the
 prompt stay usable; ``m`` widens it to the whole width (80×24) and back.
 
-**Live**: ``WorkflowFollower`` looks at the open thread's newest tool calls a few times a second (no
-widget work when nothing changed). When a create/update-workflow call starts with nodes in its
+**Live**: ``WorkflowFollower`` is driven by the frame (``ports.FrameSink.changed``): when a frame changed
+the open thread's tool calls, it looks at the newest ones (no timer, no widget work otherwise); a thread
+opened with its history holds history, which does not open the panel. When a create/update-workflow call starts with nodes in its
 arguments, the canvas draws what the call asks for at once; when the call has finished, the
 workflow is read back from n8n (``client.workflows``: the embedded assistant's n8n or demo, or n8n's REST
 with the session) and the nodes the call added or changed are marked ``+ new`` / ``~ changed``. A
 write opens the panel if it is closed, without taking the keyboard from the person. After a run
-(``run-workflow``, n8n's ``executions``), each node shows ✓ ran / ✗ failed / ○ not reached.
+(``run-workflow``, n8n's ``executions``), each node shows ✓ ran / ✗ failed / ○ not reached, how many
+times it ran and its items (a loop's node: ``✓ 3 runs · 3 items``), a failed node its error; ``[`` / ``]``
+go to an older / newer execution of the workflow.
+
+``/`` finds a node by name (typed in a field at the panel's foot; Enter jumps to the first match, Esc
+gives up), ``n`` / ``N`` go to the next / previous match. ``f`` fits the workflow in the view.
 
 While an update waits (for its approval, or for n8n), ``b`` switches between the workflow as it is and
 as the call asks. ``Enter`` on a node: its parameters, and after a run its first output items or its error. ``o`` opens
@@ -26,15 +32,15 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from ...client.base import ClientError
 from ...client.workflows import WorkflowSource, workflow_source
@@ -53,14 +59,22 @@ from ...protocol.workflow_graph import (
 from .. import keymap
 from ..widgets.workflow_canvas import WorkflowCanvas
 
-PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-before-after", "workflow-close")
-#: how often the follower looks at the thread's tool calls (seconds)
-FOLLOW_INTERVAL = 0.3
+if TYPE_CHECKING:
+    from textual.geometry import Size
+    from textual.notifications import SeverityLevel
+    from textual.screen import Screen
+    from textual.worker import Worker
+
+    from ...protocol.conversation import Conversation, ConversationChanges
+
+PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-before-after", "workflow-close",
+              "workflow-find", "workflow-find-next", "workflow-find-previous", "workflow-run-older",
+              "workflow-run-newer")
+#: how many recent executions ``[`` / ``]`` move among
+RECENT_EXECUTIONS = 20
 #: tools whose finished call means the workflow ran (its node states are read)
 RUN_TOOLS = frozenset({"run-workflow", "verify-built-workflow", "get-execution"})
 DETAIL_LINES = 60
-#: messages made this many seconds before the follower first sees their thread are still news
-HISTORY_MARGIN = 5.0
 #: the agent's write opens the panel by itself only on a screen this wide: the conversation keeps
 #: about 80 columns beside it (on a narrower one a note names the key, and /workflow opens it whole)
 AUTO_OPEN_MIN_WIDTH = 150
@@ -89,6 +103,8 @@ class WorkflowPanel(Vertical):
     WorkflowPanel > #wf-details { height: 45%; display: none; border-top: solid $accent; padding: 0 1; }
     WorkflowPanel.-details > #wf-details { display: block; }
     WorkflowPanel > #wf-hint { height: auto; color: $text-muted; padding: 0 1; }
+    WorkflowPanel > #wf-find { height: 0; border: none; padding: 0; }
+    WorkflowPanel.-finding > #wf-find { height: 3; border: tall $accent; padding: 0 1; }
     """
 
     def __init__(self, source: WorkflowSource | None) -> None:
@@ -110,6 +126,14 @@ class WorkflowPanel(Vertical):
         self.auto_hidden = False
         #: whole width because the terminal is narrow (not the person's ``m``): half again when wide
         self.auto_wide = False
+        self.find_input = Input(placeholder="find a node by name (Enter: jump, Esc: back)", id="wf-find")
+        self.find_input.can_focus = False  # out of Tab's way until / asks for it
+        #: the names the last search matched, and which one the cursor is on
+        self.matches: list[str] = []
+        self.match_index = 0
+        #: the workflow's recent executions (newest first) and which one is shown
+        self.executions: list[dict[str, Any]] = []
+        self.execution_index = 0
 
     def compose(self) -> ComposeResult:
         yield self.title_line
@@ -117,6 +141,7 @@ class WorkflowPanel(Vertical):
         yield self.canvas
         with VerticalScroll(id="wf-details"):
             yield self.details
+        yield self.find_input
         yield Static(_hint(self.app), id="wf-hint", markup=False)
 
     # ----------------------------------------------------------------- content
@@ -162,6 +187,7 @@ class WorkflowPanel(Vertical):
             return False
         workflow = parse_workflow(data, workflow_id=workflow_id)
         self.workflow_id = workflow.id or workflow_id
+        self.executions = []  # listed again on [ / ]
         self.execution = parse_execution(run) if run else None
         runs = self.execution.runs if self.execution is not None else None
         before = self.saved if self.saved is not None and self.saved.id == workflow.id else None
@@ -210,6 +236,121 @@ class WorkflowPanel(Vertical):
             lines = [*lines[:DETAIL_LINES], f"… {len(lines) - DETAIL_LINES} more lines"]
         self.details.update(visible("\n".join(lines)))
         self.add_class("-details")
+
+    # ----------------------------------------------------------------- find a node
+    def action_find(self) -> None:
+        """``/``: the field at the panel's foot takes the keys (the person asked)."""
+        self.add_class("-finding")
+        self.find_input.value = ""
+        self.find_input.can_focus = True
+        self.find_input.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input is self.find_input:
+            self._search(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input is not self.find_input:
+            return
+        event.stop()
+        self._search(event.value)
+        self._end_find()
+        if self.matches:
+            self.match_index = 0
+            self._go_to_match()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.find_input.has_focus:
+            event.stop()
+            event.prevent_default()
+            self._end_find()
+
+    def _end_find(self) -> None:
+        """The keys go back to the canvas and the field folds to no height. It leaves Tab's way only
+        once the focus guard saw the canvas take the keys (a field that could not take them any more
+        while it still had them would hand them to the prompt: ``cards.guard_focus`` looks every 0.1 s
+        and before every key)."""
+        self.canvas.focus()
+        self.remove_class("-finding")
+        self.set_timer(0.3, self._fold_find)
+
+    def _fold_find(self) -> None:
+        if not self.find_input.has_focus:
+            self.find_input.can_focus = False
+
+    def _search(self, text: str) -> None:
+        """The nodes whose name holds ``text`` (any case), left to right as drawn."""
+        wanted = text.strip().casefold()
+        layout = self.canvas.graph_layout
+        if not wanted or layout is None:
+            self.matches = []
+            self.set_status("")
+            return
+        names = [n for n in layout.boxes if wanted in n.casefold()]
+        self.matches = sorted(names, key=lambda n: (layout.boxes[n].x, layout.boxes[n].y))
+        self.match_index = 0
+        self.set_status(f"{len(self.matches)} node{'s' if len(self.matches) != 1 else ''} match “{visible(text)}”"
+                        if self.matches else f"no node matches “{visible(text)}”")
+
+    def action_find_next(self, step: int) -> None:
+        """``n`` / ``N``: the next / previous match of the last search."""
+        if not self.matches:
+            self.set_status("No search yet: / finds a node by name")
+            return
+        self.match_index = (self.match_index + step) % len(self.matches)
+        self._go_to_match()
+
+    def _go_to_match(self) -> None:
+        name = self.matches[self.match_index]
+        self.canvas.select(name)
+        self.set_status(f"match {self.match_index + 1}/{len(self.matches)}: {visible(name)} (n next · N previous)")
+
+    def on_workflow_canvas_cursor_moved(self, message: WorkflowCanvas.CursorMoved) -> None:
+        if self.canvas.overview is not None:  # the overview draws blocks: the node's name is said here
+            self.set_status(f"overview · {visible(message.name)} (f: back to it, full detail)")
+
+    # ----------------------------------------------------------------- executions
+    async def action_execution(self, step: int) -> None:
+        """``[`` / ``]``: an older / newer execution of the workflow, its node states drawn."""
+        if self.source is None or not self.workflow_id:
+            self.set_status("No executions to show: the workflow is not read from an instance")
+            return
+        if not self.executions:
+            try:
+                self.executions = await self.source.executions(self.workflow_id, RECENT_EXECUTIONS)
+            except ClientError as exc:
+                self.set_status(f"Cannot list executions: {exc}")
+                return
+            current = self.execution.id if self.execution is not None else None
+            self.execution_index = next((k for k, row in enumerate(self.executions)
+                                         if str(row.get("id")) == current), 0)
+        if not self.executions:
+            self.set_status("This workflow has not run yet")
+            return
+        index = self.execution_index + step
+        if not 0 <= index < len(self.executions):
+            self.set_status("the newest execution" if index < 0 else
+                            f"the oldest of the {len(self.executions)} recent executions")
+            return
+        await self.show_execution(index)
+
+    async def show_execution(self, index: int) -> None:
+        assert self.source is not None
+        row = self.executions[index]
+        try:
+            data = await self.source.execution(str(row.get("id")))
+        except ClientError as exc:
+            self.set_status(f"Cannot read execution {visible(str(row.get('id')))}: {exc}")
+            return
+        self.execution_index = index
+        self.execution = parse_execution(data)
+        runs = self.execution.runs if self.execution is not None else {}
+        self.canvas.set_runs(runs)
+        if self.execution is not None:
+            failed = [n for n, r in runs.items() if r.state.value == "failed"]
+            self.set_status(f"execution {self.execution.id} ({index + 1} of {len(self.executions)}, newest first): "
+                            f"{self.execution.status}" + (f" · ✗ failed: {', '.join(failed)}" if failed else "")
+                            + " · [ older · ] newer")
 
     # ----------------------------------------------------------------- actions
     def action_open_editor(self) -> None:
@@ -312,21 +453,54 @@ def _json_lines(value: Any) -> list[str]:
     return ["  " + line for line in text.splitlines()]
 
 
-def _key(app: Any, binding_id: str, fallback: str) -> str:
-    km = getattr(app, "keys", None)
+def _key(host: object, binding_id: str, fallback: str) -> str:
+    km = getattr(host, "keys", None)
     return keymap.display_keys(km.keys(binding_id)) if isinstance(km, keymap.KeyMap) else fallback
 
 
-def _hint(app: Any) -> str:
+def _hint(host: object) -> str:
     def key(binding_id: str, fallback: str) -> str:
-        return _key(app, binding_id, fallback)
+        return _key(host, binding_id, fallback)
 
-    return (f"←↑↓→ node · ⇧ pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-details', 'Enter')} details · "
+    return (f"←↑↓→ node · ⇧ pan · {key('workflow-zoom', 'z')} zoom · {key('workflow-fit', 'f')} fit · "
+            f"{key('workflow-find', '/')} find · {key('workflow-details', 'Enter')} details · "
+            f"{key('workflow-run-older', '[')}{key('workflow-run-newer', ']')} runs · "
             f"{key('workflow-open', 'o')} n8n · {key('workflow-maximize', 'm')} wider · "
             f"{key('workflow-close', 'Esc')} close")
 
 
 # --------------------------------------------------------------------------- the open thread's tool calls
+
+
+class WorkflowHost(Protocol):
+    """What the panel's functions and the follower use of the app (structural: the app satisfies it)."""
+
+    @property
+    def size(self) -> Size: ...
+
+    @property
+    def screen_stack(self) -> list[Screen[Any]]: ...
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def conversation(self) -> Conversation | None: ...
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None: ...
+
+    def run_worker(self, work: Any, name: str | None = "", group: str = "default", description: str = "",
+                   exit_on_error: bool = True, start: bool = True, exclusive: bool = False,
+                   thread: bool = False) -> Worker[Any]: ...
+
+    def call_after_refresh(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
+
+
+class FrameFollowers(Protocol):
+    """Where the follower registers for the frame's changes (``tui.screen_updates.ScreenUpdates``)."""
+
+    followers: list[Callable[[Conversation, ConversationChanges], None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,17 +515,12 @@ class SeenCall:
     error: str | None
 
 
-def workflow_calls(app: Any, last_messages: int = 3, *, before: float | None = None) -> list[SeenCall]:
-    """The workflow tool calls of the open thread's newest messages, oldest first (``before``: only
-    those of messages made before that time, epoch seconds)."""
-    conversation = getattr(app, "conversation", None)
+def workflow_calls(conversation: Conversation | None, last_messages: int = 3) -> list[SeenCall]:
+    """The workflow tool calls of the thread's newest messages, oldest first."""
     if conversation is None:
         return []
-    messages = conversation.messages[-last_messages:]
-    if before is not None:
-        messages = [m for m in messages if m.created_at.timestamp() < before]
     out = []
-    for message in messages:
+    for message in conversation.messages[-last_messages:]:
         reducer = getattr(message, "reducer", None)
         if reducer is None:
             continue
@@ -362,75 +531,72 @@ def workflow_calls(app: Any, last_messages: int = 3, *, before: float | None = N
     return out
 
 
-def panel_of(app: Any) -> WorkflowPanel | None:
+def panel_of(host: WorkflowHost) -> WorkflowPanel | None:
     try:
-        return app.screen_stack[0].query_one(WorkflowPanel)
+        return host.screen_stack[0].query_one(WorkflowPanel)
     except Exception:  # noqa: BLE001 - no panel (or no screen yet): there is none
         return None
 
 
-def ensure_panel(app: Any) -> WorkflowPanel:
+def ensure_panel(host: WorkflowHost) -> WorkflowPanel:
     """The panel the person asked for: the open one (shown again if the width hid it), or a new one."""
-    panel = panel_of(app)
+    panel = panel_of(host)
     if panel is None:
-        panel = WorkflowPanel(workflow_source(app.client))
-        panel.show_for_person(app.size.width)
-        app.screen_stack[0].mount(panel)
+        panel = WorkflowPanel(workflow_source(host.client))
+        panel.show_for_person(host.size.width)
+        host.screen_stack[0].mount(panel)
     elif not panel.display:
-        panel.show_for_person(app.size.width)
+        panel.show_for_person(host.size.width)
     return panel
 
 
-def fit_panel(app: Any, width: int) -> None:
+def fit_panel(host: WorkflowHost, width: int) -> None:
     """The terminal was resized to ``width`` columns: the panel, if there is one, fits it (``WorkflowPanel.fit``)."""
-    panel = panel_of(app)
+    panel = panel_of(host)
     if panel is not None:
         panel.fit(width)
 
 
-def auto_panel(app: Any, told: set[str], workflow_key: str) -> WorkflowPanel | None:
+def auto_panel(host: WorkflowHost, told: set[str], workflow_key: str) -> WorkflowPanel | None:
     """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
     screen the person is told once per workflow how to see it, and the conversation keeps the room
     (a panel the narrow width hid is kept up to date, still hidden)."""
-    panel = panel_of(app)
+    panel = panel_of(host)
     if panel is not None and panel.display:
         return panel
-    if panel is None and app.size.width >= AUTO_OPEN_MIN_WIDTH:
-        return ensure_panel(app)
+    if panel is None and host.size.width >= AUTO_OPEN_MIN_WIDTH:
+        return ensure_panel(host)
     if workflow_key not in told:
         told.add(workflow_key)
-        app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=6)
+        host.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=6)
     return panel
 
 
 class WorkflowFollower:
-    """Keeps the panel on what the agent does to workflows (see the module docstring)."""
+    """Keeps the panel on what the agent does to workflows (see the module docstring). Driven by the
+    frame (``frame_changed``, registered with the screen's ``FrameFollowers``): no timer of its own."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self._conversation: object | None = None
+    def __init__(self, host: WorkflowHost) -> None:
+        self.host = host
         self._previewed: set[str] = set()
         self._finished: set[str] = set()
         self._lock = asyncio.Lock()
         #: workflows whose "how to see it" note was shown (a narrow screen does not open the panel)
         self._told: set[str] = set()
-        self.timer = app.set_interval(FOLLOW_INTERVAL, self.tick, name="workflow-follower")
 
-    def _forget_history(self) -> None:
-        """A thread was opened: the calls it has finished so far are history (they do not open the
-        panel), but for those of messages made in the last seconds (a thread created by sending: a
-        fast run may be over before the follower looks). Calls still running are followed."""
-        for call in workflow_calls(self.app, last_messages=1_000_000, before=time.time() - HISTORY_MARGIN):
-            self._previewed.add(call.id)
-            if not call.loading:
-                self._finished.add(call.id)
-
-    def tick(self) -> None:
-        conversation = getattr(self.app, "conversation", None)
-        if conversation is not self._conversation:
-            self._conversation = conversation
-            self._forget_history()
-        for call in workflow_calls(self.app):
+    def frame_changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        """A frame changed the open thread. A thread opened (its history read: ``changes.reset``) holds
+        history: the calls it finished do not open the panel, calls still running are followed. Else
+        new or changed tool calls are looked at."""
+        if changes.reset:
+            for call in workflow_calls(conversation, last_messages=1_000_000):
+                self._previewed.add(call.id)
+                if not call.loading:
+                    self._finished.add(call.id)
+            return
+        if not (changes.added or any(c.reset or c.tool_calls or c.timeline_appends for c in changes.messages.values())):
+            return
+        for call in workflow_calls(conversation):
             key = call.id
             if call.loading and key not in self._previewed:
                 self._previewed.add(key)
@@ -451,16 +617,16 @@ class WorkflowFollower:
             async with self._lock:
                 await work
 
-        self.app.run_worker(locked(), group="workflow-follower", exit_on_error=False)
+        self.host.run_worker(locked(), group="workflow-follower", exit_on_error=False)
 
     async def _preview(self, preview: Workflow, note: str) -> None:
-        panel = auto_panel(self.app, self._told, preview.id or "new")
+        panel = auto_panel(self.host, self._told, preview.id or "new")
         if panel is not None:
             panel.show_preview(preview, note)
 
     def _finished_call(self, call: SeenCall) -> None:
         writes = call.name in WORKFLOW_WRITE_TOOLS or call.args.get("action") in ("update", "restore-version")
-        panel = panel_of(self.app)
+        panel = panel_of(self.host)
         if call.error:
             if panel is not None:
                 panel.set_status(f"{call.name} failed: {call.error}")
@@ -468,7 +634,7 @@ class WorkflowFollower:
         workflow_id = workflow_id_of(call.result, call.args)
         if workflow_id is None or (panel is None and not writes):
             return
-        panel = auto_panel(self.app, self._told, str(call.args.get("workflowId") or "new"))
+        panel = auto_panel(self.host, self._told, str(call.args.get("workflowId") or "new"))
         if panel is None:
             return
         if panel.workflow_id not in (None, workflow_id) and not writes:
@@ -492,27 +658,31 @@ class WorkflowFollower:
             panel.show_preview(parse_workflow(result, workflow_id=workflow_id), note, answered=True)
 
 
-def follow_workflows(app: Any) -> WorkflowFollower:
-    """Start following the open thread's workflow tool calls (once per app)."""
-    follower = getattr(app, "_workflow_follower", None)
-    if follower is None:
-        follower = WorkflowFollower(app)
-        app._workflow_follower = follower
+#: the follower of each frame-followers list (one per app)
+_FOLLOWERS: dict[int, WorkflowFollower] = {}
+
+
+def follow_workflows(host: WorkflowHost, frames: FrameFollowers) -> WorkflowFollower:
+    """Follow the open thread's workflow tool calls: the follower registers with the frame (once)."""
+    follower = _FOLLOWERS.get(id(frames))
+    if follower is None or follower.frame_changed not in frames.followers:
+        follower = WorkflowFollower(host)
+        _FOLLOWERS[id(frames)] = follower
+        frames.followers.append(follower.frame_changed)
     return follower
 
 
-def last_workflow_id(app: Any) -> str | None:
-    for call in reversed(workflow_calls(app, last_messages=1_000_000)):
+def last_workflow_id(host: WorkflowHost) -> str | None:
+    for call in reversed(workflow_calls(host.conversation, last_messages=1_000_000)):
         found = workflow_id_of(call.result, call.args)
         if found:
             return found
     return None
 
 
-def open_workflow(app: Any, argument: str = "") -> None:
+def open_workflow(host: WorkflowHost, argument: str = "") -> None:
     """``/workflow [id]``: open (or close) the panel on that workflow, or the thread's latest one."""
-    follow_workflows(app)
-    panel = panel_of(app)
+    panel = panel_of(host)
     wanted = argument.strip() or None
     if panel is not None and wanted is None:
         if panel.canvas.has_focus:  # open and in use: the command closes it
@@ -522,14 +692,14 @@ def open_workflow(app: Any, argument: str = "") -> None:
             panel.canvas.focus()
             return
         if panel.workflow_id is not None:  # the narrow width hid it: shown (whole width), with the keys
-            ensure_panel(app)
-            app.call_after_refresh(panel.canvas.focus)
+            ensure_panel(host)
+            host.call_after_refresh(panel.canvas.focus)
             return
-    workflow_id = wanted or last_workflow_id(app)
-    panel = ensure_panel(app)
-    app.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
+    workflow_id = wanted or last_workflow_id(host)
+    panel = ensure_panel(host)
+    host.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
     if workflow_id is None:
         panel.set_status("No workflow in this thread yet: ask the agent to build one, or give an id: /workflow ID")
         return
     panel.set_status(f"reading workflow {workflow_id}…")
-    app.run_worker(panel.load(workflow_id), group="workflow-panel", exclusive=True, exit_on_error=False)
+    host.run_worker(panel.load(workflow_id), group="workflow-panel", exclusive=True, exit_on_error=False)

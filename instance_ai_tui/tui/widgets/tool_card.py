@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -388,9 +388,9 @@ class ToolCallCard(Vertical, can_focus=True):
         workflow_id = self._workflow_id()
         if workflow_id is None:
             return
-        from ..screens.workflow import open_workflow
+        from ..screens.workflow import WorkflowHost, open_workflow
 
-        open_workflow(self.app, workflow_id)
+        open_workflow(cast("WorkflowHost", self.app), workflow_id)
 
     def copy_text(self) -> tuple[str, str]:
         """(text, what) for the copy-block key: the error, else the result, else the args."""

@@ -1,19 +1,25 @@
-"""The workflow canvas: a workflow drawn as boxes and lines, with a node cursor, pan and zoom.
+"""The workflow canvas: a workflow drawn as boxes and lines, with a node cursor, pan, zoom and fit.
 
-A line-API widget (``ScrollView``) over ``protocol.workflow_draw``'s grid of cells: it paints only the
-visible rows and columns, and a change of one node's state (``set_runs`` with the layout unchanged) redraws
-that box's cells and refreshes only its rectangle. The characters say everything (kind glyphs, branch
+A line-API widget (``ScrollView``) over ``protocol.workflow_draw``: it draws only a window around what is
+in view (``draw(..., window=)``: three screens wide and high), so the cost of painting follows the
+screen, not the workflow; a change of one node's state (``set_runs`` with the layout unchanged) redraws
+that box's cells and refreshes only its rectangle. A workflow of ``THREAD_NODES`` nodes or more is laid
+out in a thread (``asyncio.to_thread``): the keys keep answering meanwhile, the previous drawing stays
+until the new one is ready, and only the newest layout asked for is applied. The characters say everything (kind glyphs, branch
 labels, ``✓ ran`` / ``✗ failed`` / ``○ not reached``, ``+ new`` / ``~ changed``); colour comes from the
 theme through component classes, so every theme (and the ANSI one) shows the same words.
 
 Keys (scope ``workflow``): arrows / hjkl move the node cursor to the nearest box in that direction,
-Shift+arrows pan, ``z`` zooms out and in (fewer details: names only), Enter shows the node's details.
+Shift+arrows pan, ``z`` zooms out and in (fewer details: names only), ``f`` fits the workflow to the
+view (zoomed out and centred; an overview of blocks when even that is larger than the view; ``f`` again
+goes back, at the node under the cursor), Enter shows the node's details. It opens on the trigger.
 The mouse: a click selects a box (a double click shows its details), a drag pans, the wheel scrolls,
 Ctrl+wheel zooms (where the terminal reports it).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -28,7 +34,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...protocol.workflow_draw import Drawing, Style, draw, draw_box
-from ...protocol.workflow_graph import NodeRun, Workflow, changed_nodes
+from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
 from ...protocol.workflow_layout import Box, Detail, Layout, layout_workflow
 from .. import keymap
 
@@ -45,6 +51,10 @@ _COMPONENTS: dict[int, str] = {
 }
 _CURSOR = "workflow-canvas--cursor"
 PAN_STEP = 8
+#: workflows of this many nodes or more are laid out in a thread (smaller ones take a few ms)
+THREAD_NODES = 150
+#: the overview's block for a box, and for the box under the cursor
+OVERVIEW_BOX, OVERVIEW_CURSOR = "▪", "◆"
 
 
 def _layout_key(workflow: Workflow) -> tuple[object, ...]:
@@ -58,7 +68,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     KEY_SCOPE = "workflow"
     BINDINGS: ClassVar[list[BindingType]] = [b for b in keymap.bindings("workflow")
                                              if getattr(b, "id", "").startswith(("workflow-node-", "workflow-pan-"))
-                                             or getattr(b, "id", "") in ("workflow-zoom", "workflow-details")]
+                                             or getattr(b, "id", "") in ("workflow-zoom", "workflow-details",
+                                                                         "workflow-fit")]
     COMPONENT_CLASSES: ClassVar[set[str]] = {*_COMPONENTS.values(), _CURSOR}
 
     DEFAULT_CSS = """
@@ -102,6 +113,12 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self._drag: tuple[int, int, float, float] | None = None
         #: rows painted since the last ``reset_painted`` (for tests: what a change repainted)
         self.painted_rows: set[int] = set()
+        #: layouts asked for so far (only the newest is applied) and whether one is being made
+        self._generation = 0
+        self.laying_out = False
+        #: "fit": the overview's scale (columns, rows per cell) when even zoomed out is larger than the view
+        self.fitted = False
+        self.overview: tuple[int, int] | None = None
 
     # ----------------------------------------------------------------- content
     def show(self, workflow: Workflow, *, runs: Mapping[str, NodeRun] | None = None,
@@ -113,7 +130,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if changed_by_call:
             added, changed = changed_nodes(changed_from, workflow)
             marks = {**dict.fromkeys(changed, "changed"), **dict.fromkeys(added, "new")}
-        same_drawing = (previous is not None and self.drawing is not None and marks == self.marks
+        same_drawing = (previous is not None and self.graph_layout is not None and marks == self.marks
                         and _layout_key(workflow) == self._layout_key and bool(runs) == bool(self.runs)
                         and previous.name == workflow.name)
         self.workflow = workflow
@@ -129,7 +146,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         layout stays (it changes when the state row first appears or goes)."""
         old = self.runs
         self.runs = dict(runs)
-        if self.drawing is None or self.graph_layout is None or bool(old) != bool(runs):
+        if self.graph_layout is None or bool(old) != bool(runs):
             self._relayout()
             return
         for name in self.graph_layout.boxes:
@@ -137,28 +154,139 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                 self.redraw_node(name)
 
     def redraw_node(self, name: str) -> None:
-        if self.drawing is None or self.graph_layout is None or name not in self.graph_layout.boxes:
+        if self.graph_layout is None or name not in self.graph_layout.boxes:
             return
-        box = draw_box(self.drawing, name, runs=self.runs or None, marks=self.marks)
+        box = self.graph_layout.boxes[name]
+        if self.drawing is not None:
+            draw_box(self.drawing, name, runs=self.runs or None, marks=self.marks)
         self.refresh(self._screen_region(box))
 
     def zoom(self, detail: Detail | None = None) -> None:
         self.detail = detail if detail is not None else (Detail.COMPACT if self.detail is Detail.FULL else Detail.FULL)
+        self.fitted, self.overview = False, None
         self._relayout()
 
     def _relayout(self) -> None:
         if self.workflow is None:
             return
-        runs = self.runs or None
-        self.graph_layout = layout_workflow(self.workflow, self.detail, runs=runs)
-        self.drawing = draw(self.graph_layout, runs=runs, marks=self.marks)
+        self._generation += 1
+        generation, workflow, detail, runs = self._generation, self.workflow, self.detail, self.runs or None
+        if len(workflow.nodes) < THREAD_NODES or not self.is_mounted:
+            self._apply(layout_workflow(workflow, detail, runs=runs), generation)
+            return
+        self.laying_out = True
+        self.run_worker(self._layout_off_loop(generation, workflow, detail, runs), group="workflow-layout",
+                        exit_on_error=False)
+
+    async def _layout_off_loop(self, generation: int, workflow: Workflow, detail: Detail,
+                               runs: Mapping[str, NodeRun] | None) -> None:
+        layout = await asyncio.to_thread(layout_workflow, workflow, detail, runs=runs)
+        self._apply(layout, generation)
+
+    def _apply(self, layout: Layout, generation: int) -> None:
+        """A layout is ready: shown if it is the newest asked for."""
+        if generation != self._generation or self.workflow is None:
+            return
+        self.laying_out = False
+        self.graph_layout = layout
+        self.drawing = None  # the window around the view is drawn when painted
         self._layout_key = _layout_key(self.workflow)
-        self.virtual_size = Size(self.graph_layout.width, self.graph_layout.height)
-        if self.cursor not in self.graph_layout.boxes:
-            first_new = next((n.name for n in self.workflow.nodes if self.marks.get(n.name)), None)
-            self.cursor = first_new or (self.workflow.nodes[0].name if self.workflow.nodes else None)
+        self.virtual_size = Size(layout.width, layout.height)
+        if self.cursor not in layout.boxes:
+            self.cursor = self.first_node()
         self.refresh()
-        self.call_after_refresh(self.scroll_to_cursor, animate=False)
+        if self.fitted:
+            self.call_after_refresh(self._centre)
+        else:
+            self.call_after_refresh(self.scroll_to_cursor, animate=False)
+        self.post_message(self.LaidOut(self))
+
+    @dataclass
+    class CursorMoved(Message):
+        """The node under the cursor changed (the panel names it in the overview)."""
+
+        canvas: WorkflowCanvas
+        name: str
+
+    @dataclass
+    class LaidOut(Message):
+        """A layout was applied (the panel says what it is)."""
+
+        canvas: WorkflowCanvas
+
+    def text(self) -> str:
+        """The whole drawing as plain text (what ``instance-ai workflow show`` prints; tests read it)."""
+        if self.graph_layout is None:
+            return ""
+        return draw(self.graph_layout, runs=self.runs or None, marks=self.marks).text()
+
+    def first_node(self) -> str | None:
+        """Where the cursor starts: the first node a call added or changed, else the first trigger, else
+        the node furthest left."""
+        workflow, layout = self.workflow, self.graph_layout
+        if workflow is None or layout is None or not layout.boxes:
+            return None
+        marked = next((n.name for n in workflow.nodes if self.marks.get(n.name)), None)
+        if marked is not None:
+            return marked
+        triggers = [n.name for n in workflow.nodes if n.kind is NodeKind.TRIGGER and n.name in layout.boxes]
+        pool = triggers or list(layout.boxes)
+        return min(pool, key=lambda n: (layout.boxes[n].x, layout.boxes[n].y))
+
+    # ----------------------------------------------------------------- fit / overview
+    def action_fit(self) -> None:
+        """Fit the workflow to the view: zoomed out and centred; an overview of blocks when even zoomed
+        out it is larger than the view. Again: back to full detail at the node under the cursor."""
+        if self.fitted:
+            self.fitted, self.overview = False, None
+            self.detail = Detail.FULL
+            self._relayout()
+            return
+        self.fitted = True
+        if self.detail is not Detail.COMPACT:
+            self.detail = Detail.COMPACT
+            self._relayout()
+        else:
+            self._centre()
+
+    def _centre(self) -> None:
+        layout = self.graph_layout
+        if layout is None:
+            return
+        width, height = max(1, self.size.width), max(1, self.size.height)
+        if layout.width <= width and layout.height <= height:
+            self.overview = None
+            self.virtual_size = Size(layout.width, layout.height)
+            self.scroll_to(0, 0, animate=False)
+        else:
+            self.overview = (-(-layout.width // width), -(-layout.height // height))
+            self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
+            self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def _overview_line(self, y: int, width: int) -> Strip:
+        """One row of the overview: a block per box (the cursor's box stands out), a dot where only lines run."""
+        layout = self.graph_layout
+        assert layout is not None and self.overview is not None
+        sx, sy = self.overview
+        cells = [" "] * width
+        codes = [0] * width
+        top, bottom = y * sy, (y + 1) * sy
+        for route in layout.routes:
+            for (ax, ay), (bx, by) in zip(route.points, route.points[1:], strict=False):
+                if min(ay, by) < bottom and max(ay, by) >= top:
+                    for x in range(min(ax, bx) // sx, min(width, max(ax, bx) // sx + 1)):
+                        if cells[x] == " ":
+                            cells[x], codes[x] = "·", Style.EDGE
+        for name, box in layout.boxes.items():
+            if box.y < bottom and box.y + box.h > top:
+                mark = OVERVIEW_CURSOR if name == self.cursor else OVERVIEW_BOX
+                for x in range(box.x // sx, min(width, (box.x + box.w - 1) // sx + 1)):
+                    cells[x], codes[x] = mark, (-1 if name == self.cursor else Style.BORDER)
+        base = self.rich_style
+        segments = [Segment(char, base + self._style(code) if code else base) for char, code in zip(cells, codes,
+                                                                                                   strict=True)]
+        return Strip(segments).adjust_cell_length(width, base)
 
     # ----------------------------------------------------------------- painting
     def notify_style_update(self) -> None:
@@ -183,18 +311,34 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self._styles[code] = style
         return style
 
+    def _window(self, x: int, y: int, width: int, height: int) -> Drawing | None:
+        """The drawing of a window holding the view (three screens wide and high around it)."""
+        layout = self.graph_layout
+        if layout is None:
+            return None
+        win = self.drawing
+        if win is not None and win.x0 <= x and x + width <= win.x0 + win.width and win.y0 <= y \
+                and y + height <= win.y0 + win.height:
+            return win
+        x0, y0 = max(0, x - width), max(0, y - height)
+        self.drawing = draw(layout, runs=self.runs or None, marks=self.marks, window=(x0, y0, 3 * width, 3 * height))
+        return self.drawing
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         row_index = scroll_y + y
-        width = self.size.width
+        width, height = self.size.width, self.size.height
         base = self.rich_style
-        drawing = self.drawing
-        if drawing is None or not 0 <= row_index < len(drawing.chars):
+        if self.overview is not None and self.graph_layout is not None:
+            return self._overview_line(y, width)
+        drawing = self._window(scroll_x, scroll_y, max(1, width), max(1, height))
+        if drawing is None or self.graph_layout is None or not 0 <= row_index < self.graph_layout.height:
             return Strip.blank(width, base)
         self.painted_rows.add(row_index)
-        chars = drawing.chars[row_index][scroll_x: scroll_x + width]
-        codes = drawing.styles[row_index][scroll_x: scroll_x + width]
-        cursor = self.graph_layout.boxes.get(self.cursor or "") if self.graph_layout else None
+        ox = scroll_x - drawing.x0
+        chars = drawing.chars[row_index - drawing.y0][ox: ox + width]
+        codes = drawing.styles[row_index - drawing.y0][ox: ox + width]
+        cursor = self.graph_layout.boxes.get(self.cursor or "")
         if cursor is not None and cursor.y <= row_index < cursor.y + cursor.h:
             codes = list(codes)
             for x in range(max(cursor.x, scroll_x), min(cursor.x + cursor.w, scroll_x + width)):
@@ -223,6 +367,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             return
         old = self.graph_layout.boxes.get(self.cursor or "")
         self.cursor = name
+        self.post_message(self.CursorMoved(self, name))
+        if self.overview is not None:  # the overview marks the cursor's block: drawn again whole
+            self.refresh()
+            return
         if old is not None:
             self.refresh(self._screen_region(old))
         self.refresh(self._screen_region(self.graph_layout.boxes[name]))
