@@ -93,6 +93,9 @@ class McpServerSettings(BaseModel):
     #: a url server's transport: "auto" (Streamable HTTP; the legacy HTTP+SSE one when that is
     #: refused with 404/405), "http" or "sse"
     transport: Literal["auto", "http", "sse"] = "auto"
+    #: a url server without an Authorization header: "auto" signs in with OAuth when it answers 401
+    #: (a browser opens; tokens kept in the data folder), "off" never
+    oauth: Literal["auto", "off"] = "auto"
     enabled: bool = True
     #: "auto": tools with a read-only hint run, the others ask first; "always": every tool asks;
     #: "never": no tool asks (you trust this server's every tool)
@@ -124,8 +127,8 @@ class McpServerSettings(BaseModel):
             raise ValueError("url must start with http:// or https://")
         if self.url and (self.args or self.env or self.pass_env or self.cwd):
             raise ValueError("args, env, pass_env and cwd are for a command; a url server takes headers")
-        if self.command and (self.headers or self.transport != "auto"):
-            raise ValueError("headers and transport are for a url server")
+        if self.command and (self.headers or self.transport != "auto" or self.oauth != "auto"):
+            raise ValueError("headers, transport and oauth are for a url server")
         return self
 
 

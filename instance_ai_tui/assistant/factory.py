@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .service import InstanceAI
 
 __all__ = ["McpRequestFailed", "UnknownMcpServer", "build_service", "mcp_prompt", "mcp_status", "restart_mcp_server",
-           "set_mcp_log_level"]
+           "set_mcp_log_level", "sign_out_mcp_server"]
 
 
 class UnknownMcpServer(LookupError):
@@ -75,6 +75,15 @@ async def set_mcp_log_level(service: Any, server: str, level: str) -> McpStatus:
         await _server(service, server).set_log_level(level)
     except McpCallError as exc:
         raise McpRequestFailed(str(exc)) from None
+    return mcp_status(service)
+
+
+async def sign_out_mcp_server(service: Any, server: str) -> McpStatus:
+    """Forget MCP server ``server``'s sign-in (its tokens) and stop it: its next use signs in again."""
+    conn = _server(service, server)
+    if not conn.sign_out():
+        raise McpRequestFailed(f"MCP server {server!r} has no sign-in to forget")
+    await conn.stop()
     return mcp_status(service)
 
 

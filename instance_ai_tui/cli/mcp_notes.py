@@ -61,6 +61,7 @@ class McpNotes:
         self.note = note
         #: (name, starts) of each failure told (a server started again and failing again is told again)
         self._told: set[tuple[str, int]] = set()
+        self._urls: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def _status(self) -> McpStatus | None:
@@ -76,6 +77,10 @@ class McpNotes:
 
     def _tell(self, status: McpStatus) -> None:
         for server in status.servers:
+            if server.sign_in_url and server.sign_in_url not in self._urls:
+                self._urls.add(server.sign_in_url)
+                self.note(f"instance-ai run: MCP server {server.name!r} wants you to sign in: open "
+                          f"{server.sign_in_url} (a browser was opened where one could be)")
             key = (server.name, server.starts)
             if server.state == "failed" and key not in self._told:
                 self._told.add(key)

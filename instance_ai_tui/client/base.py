@@ -513,6 +513,10 @@ class Client(abc.ABC):
         """Ask an MCP server to send its log lines from ``level`` up; the status after."""
         raise ClientError("this server cannot change MCP log levels (embedded mode or instance-ai serve can)")
 
+    async def sign_out_mcp_server(self, server: str) -> McpStatus:
+        """Forget an MCP server's sign-in (its OAuth tokens) and stop it; the status after."""
+        raise ClientError("this server keeps no MCP sign-ins (embedded mode or instance-ai serve do)")
+
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay
         in the history, marked, and leave the model's context. Servers that cannot (n8n)

@@ -62,6 +62,10 @@ class McpServerInfo(WireModel):
     #: its last log lines (``notifications/message``, at most 200), and the level it was asked to send
     log: list[str] = Field(default_factory=list)
     log_level: str | None = None
+    #: a sign-in in progress: the URL the person is asked to open (a browser was opened where one could be)
+    sign_in_url: str | None = None
+    #: tokens of a sign-in are kept for it (``/mcp`` can sign out)
+    signed_in: bool = False
     #: what it offers besides tools: resources and templates (URIs), prompts (names)
     resources: list[str] = Field(default_factory=list)
     prompts: list[McpPromptInfo] = Field(default_factory=list)

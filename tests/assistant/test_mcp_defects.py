@@ -274,3 +274,70 @@ async def test_serve_logs_no_url_credential_or_secret_of_an_http_server(tmp_path
     assert f"POST http://{host}/mcp?token=***" in log  # the line is there (debug and info), scrubbed
     for secret in ("t0ken-in-query", "pa55word", "hdr-s3cret"):
         assert secret not in log
+
+
+async def test_oauth_sign_in_against_a_local_authorization_server(tmp_path: Path) -> None:
+    """A server answering 401 with a Bearer challenge: the SDK's OAuth client discovers the
+    authorization server, registers, opens the 'browser' at the authorization URL with PKCE; the
+    redirect comes back to the loopback listener on 127.0.0.1; the tokens are kept 0600 and used
+    at the next start without a new sign-in; an expired access token is refreshed; signing out
+    forgets them."""
+    import os
+    import stat
+
+    import httpx
+
+    from tests.support.asgi import AsgiServer
+    from tests.support.net import free_port
+    from tests.support.oauth_server import MemoryProvider, oauth_app
+
+    opened: list[str] = []
+
+    def browser(url: str) -> bool:  # the person: opens the URL and says yes (the provider approves)
+        opened.append(url)
+        assert url.startswith(base + "/authorize?") and "code_challenge_method=S256" in url
+        with httpx.Client(follow_redirects=True, timeout=30) as http:
+            answer = http.get(url)
+        assert answer.status_code == 200 and "Signed in" in answer.text
+        return True
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    auth_server = MemoryProvider(told_expiry=20)  # within the 30 s margin: at the next start they are refreshed
+    server = AsgiServer(oauth_app(base, auth_server), port=port, lifespan="on")
+    await server.start()
+    try:
+        async def start() -> tuple[McpServers, Any]:
+            servers = McpServers({"hosted": McpServerSettings(url=f"{base}/mcp")})
+            servers.hooks.token_dir = tmp_path / "data"
+            servers.hooks.open_url = browser
+            servers.start()
+            await servers.wait_starting(120)
+            return servers, servers.connections["hosted"]
+
+        servers, conn = await start()
+        try:
+            assert conn.state == "ready", conn.failure()
+            assert (await conn.call("whoami", {})).content[0].text == "signed in as ada"
+            assert servers.status().servers[0].signed_in
+        finally:
+            await servers.aclose()
+        assert auth_server.events == ["register", "authorize", "code"]
+        token_file = tmp_path / "data" / "mcp-oauth" / "hosted.json"
+        assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(token_file.parent).st_mode) == 0o700
+        assert len(opened) == 1
+        refreshed = auth_server.events.count("refresh")
+        servers, conn = await start()  # the kept tokens: no new sign-in
+        try:
+            assert conn.state == "ready" and len(opened) == 1 and auth_server.events.count("authorize") == 1
+            assert auth_server.events.count("refresh") > refreshed  # the kept access token had expired: refreshed
+            assert conn.sign_out() and not token_file.exists()
+        finally:
+            await servers.aclose()
+        servers, conn = await start()  # signed out: asked again
+        state = conn.state
+        await servers.aclose()
+        assert state == "ready" and len(opened) == 2 and auth_server.events.count("authorize") == 2
+    finally:
+        await server.stop()

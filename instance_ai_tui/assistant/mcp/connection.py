@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import RELISTS, Catalog, list_all
 from .hooks import McpHooks
+from .oauth import SIGN_IN_SECONDS, TokenFile
 
 if TYPE_CHECKING:
     import mcp_types
@@ -143,6 +144,12 @@ class ServerConnection:
         #: the last HTTP error status of this server and its ``WWW-Authenticate`` (the SDK only says
         #: "Server returned an error response")
         self._http_refusal: tuple[int, str] | None = None
+        #: its sign-in (``assistant.mcp.oauth``): the SDK's OAuth auth, its token file, the URL the
+        #: person is asked to open while a sign-in waits
+        self._oauth: Any = None
+        self.tokens: TokenFile | None = None
+        self.sign_in_url: str | None = None
+        self._deadline: asyncio.Timeout | None = None
 
     # ----------------------------------------------------------------- what it is
     @property
@@ -284,6 +291,7 @@ class ServerConnection:
         return text
 
     def _fail(self, reason: str) -> None:
+        self.sign_in_url = None
         self.state = "failed"
         self.error = self.scrub(reason)
         self.last_failure = time.monotonic()
@@ -296,13 +304,17 @@ class ServerConnection:
                 try:
                     # the transport's task groups are entered and left in this task (no wait_for)
                     await load_sdk()
-                    async with asyncio.timeout(self.settings.startup_timeout):
-                        session = await self._connect(stack)
+                    try:
+                        async with asyncio.timeout(self.settings.startup_timeout) as self._deadline:
+                            session = await self._connect(stack)
+                    finally:
+                        self._deadline = None
                 except Exception as exc:  # noqa: BLE001 - any start failure is this server's state, never the app's
                     self._fail(f"it did not start: {self._start_failure(exc)}")
                     self._settled.set()
                     return
                 self._session = session
+                self.sign_in_url = None
                 self.state = "ready"
                 self._settled.set()
                 self._changed()
@@ -337,7 +349,10 @@ class ServerConnection:
         if isinstance(exc, McpCallError):
             return str(exc)
         if self._http_refusal is not None:
-            return self._refusal_words()
+            words = self._refusal_words()
+            if self._http_refusal[0] == 401 and self._oauth is not None and type(exc).__name__ != "MCPError":
+                words += f"; signing in failed: {describe(exc)} (r in /mcp tries again)"
+            return words
         if isinstance(exc, TimeoutError):
             return f"it did not answer within {self.settings.startup_timeout:g} s"
         if self._stderr is not None and self._stderr.closed.is_set():
@@ -351,8 +366,13 @@ class ServerConnection:
         assert self._http_refusal is not None
         status, challenge = self._http_refusal
         if status == 401:
-            how = ("it uses OAuth: sign in from /mcp" if "bearer" in challenge.lower() else
-                   "give its token in headers = { Authorization = \"Bearer …\" }")
+            _, headers = http_target(self.settings)
+            if any(k.lower() == "authorization" for k in headers):
+                how = "the Authorization it was given was refused: check headers.Authorization"
+            elif self.settings.oauth == "off":
+                how = 'give its token in headers = { Authorization = "Bearer …" }, or set oauth = "auto" to sign in'
+            else:
+                how = "it signs you in with OAuth: a browser opens, or /mcp shows the address to open"
             return f"the server answered HTTP 401 Unauthorized: it wants you to sign in ({how})"
         if status == 403:
             return "the server answered HTTP 403 Forbidden: the credentials given are not allowed to use it"
@@ -362,29 +382,40 @@ class ServerConnection:
         return f"the server answered HTTP {status}"
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
-        if not self.settings.url:
-            return await self._open_session(stack, await self._stdio_transport(stack))
-        if self.settings.transport == "sse":
-            return await self._open_session(stack, await stack.enter_async_context(self._http_transport("sse")))
-        inner = AsyncExitStack()
+        kind = "stdio" if not self.settings.url else "sse" if self.settings.transport == "sse" else "http"
         try:
-            session = await self._open_session(inner, await inner.enter_async_context(self._http_transport("http")))
+            session, own = await self._attempt(kind)
         except Exception:
             refused = self._http_refusal
-            await inner.aclose()
-            if self.settings.transport != "auto" or refused is None or refused[0] not in (404, 405):
+            if kind != "http" or self.settings.transport != "auto" or refused is None or refused[0] not in (404, 405):
                 raise
             # a legacy HTTP+SSE server refuses Streamable HTTP's POST: speak its transport
-            self._http_refusal = None
             try:
-                session = await self._open_session(stack, await stack.enter_async_context(self._http_transport("sse")))
+                session, own = await self._attempt("sse")
             except Exception:
                 if self._http_refusal is None:
                     self._http_refusal = refused
                 raise
-            return session
-        await stack.enter_async_context(inner)
+        await stack.enter_async_context(own)  # closed with the connection
         return session
+
+    async def _attempt(self, kind: str) -> tuple[ClientSession, AsyncExitStack]:
+        """A session over transport ``kind``, in an exit stack of its own. A transport that fails
+        cancels its caller, then raises its error as its task group closes: that error is raised."""
+        own = AsyncExitStack()
+        try:
+            if kind == "stdio":
+                streams = await self._stdio_transport(own)
+            else:
+                streams = await own.enter_async_context(self._http_transport(kind))
+            return await self._open_session(own, streams), own
+        except BaseException as first:
+            try:
+                await own.aclose()
+            except BaseException as closing:
+                if isinstance(first, asyncio.CancelledError) and not isinstance(closing, asyncio.CancelledError):
+                    raise closing from None  # the transport's own failure, not a stop
+            raise
 
     async def _open_session(self, stack: AsyncExitStack, streams: tuple[Any, Any]) -> ClientSession:
         import mcp_types
@@ -486,12 +517,37 @@ class ServerConnection:
         _, configured = http_target(self.settings)
         merged = {**configured, **(headers or {})}
         return httpx2.AsyncClient(
-            headers=merged, auth=auth, event_hooks={"response": [note_refusal]},
+            headers=merged, auth=auth or self._oauth, event_hooks={"response": [note_refusal]},
             timeout=timeout or httpx2.Timeout(30.0, read=max(self.settings.call_timeout, 60.0)))
+
+    def _make_oauth(self, url: str) -> None:
+        """The sign-in of a URL server without an ``Authorization`` of its own (``oauth = "auto"``):
+        the SDK's OAuth client, used only once the server answers 401 (``assistant.mcp.oauth``)."""
+        _, headers = http_target(self.settings)
+        if self.settings.oauth == "off" or any(k.lower() == "authorization" for k in headers):
+            self._oauth = None
+            return
+        from .oauth import provider
+
+        async def on_url(auth_url: str) -> None:
+            self.sign_in_url = auth_url
+            if self._deadline is not None:  # the person's time to sign in, not the server's to start
+                self._deadline.reschedule(asyncio.get_running_loop().time() + SIGN_IN_SECONDS)
+            self._changed()
+            opened = await asyncio.to_thread(self.hooks.open_url, auth_url)
+            log.warning("MCP server %s wants you to sign in: %s %s", self.name,
+                        "a browser was opened at" if opened else "open", self.target)
+
+        self._oauth, self.tokens = provider(self.name, url, self.hooks.data_dir(), on_url=on_url)
+
+    def sign_out(self) -> bool:
+        """Forget this server's sign-in (its tokens and registration); whether there was one."""
+        return self.tokens.forget() if self.tokens is not None else False
 
     def _http_transport(self, kind: str) -> Any:
         url, _ = http_target(self.settings)
         self._http_refusal = None
+        self._make_oauth(url)
         self._http_kind = kind
 
         @contextlib.asynccontextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .elicitation import FormAsker, LiveQuestions
+from .oauth import open_in_browser
 
 
 async def _decline(conn: FormAsker, params: Any) -> Any:
@@ -32,6 +33,10 @@ class McpHooks:
     root_paths: list[Path] = field(default_factory=list)
     #: how a server's form is asked (default: declined, there is nobody to ask)
     elicit: Callable[[FormAsker, Any], Awaitable[Any]] = _decline
+    #: where sign-ins keep their tokens (the data folder when not set)
+    token_dir: Path | None = None
+    #: open a sign-in URL in the person's browser (False: none could be opened; the URL is told)
+    open_url: Callable[[str], bool] = open_in_browser
     #: the forms being asked now (``InstanceAI.confirm`` answers them; a call that ends cancels its own)
     questions: LiveQuestions = field(default_factory=LiveQuestions)
 
@@ -43,6 +48,13 @@ class McpHooks:
             return await ask(conn, params, self.questions)
 
         self.elicit = elicit
+
+    def data_dir(self) -> Path:
+        if self.token_dir is not None:
+            return self.token_dir
+        from ...config_file import data_dir
+
+        return data_dir()
 
     def roots(self) -> list[Path]:
         return list(self.root_paths) or [Path.cwd()]

@@ -180,13 +180,17 @@ class McpServers:
             infos = [McpToolInfo(name=t.name, mcp_name=t.mcp_name, description=t.mcp_tool.description or "",
                                  read_only=is_read_only(t.mcp_tool), asks=asks_first(conn, t.mcp_tool))
                      for t in tools if isinstance(t, McpTool) and t.conn is conn]
-            notes = [STARTING_NOTE] if conn.state == "starting" else []
+            notes = [STARTING_NOTE] if conn.state == "starting" and not conn.sign_in_url else []
+            if conn.sign_in_url:
+                notes.append(f"waiting for you to sign in (a browser was opened where one could be): {conn.sign_in_url}")
             notes += [conn.note] if conn.note else []
             servers.append(McpServerInfo(name=conn.name, transport=conn.transport,  # type: ignore[arg-type]
                                          target=conn.target, state=conn.state,  # type: ignore[arg-type]
                                          tools=infos, error=conn.error, note="; ".join(notes) or None,
                                          stderr=conn.stderr[-4000:], starts=conn.starts, log=list(conn.log),
                                          log_level=conn.log_level, resources=resource_names(conn),
+                                         sign_in_url=conn.sign_in_url,
+                                         signed_in=conn.tokens is not None and conn.tokens.has_tokens,
                                          prompts=prompt_infos(conn)))
         return McpStatus(servers=servers)
 
