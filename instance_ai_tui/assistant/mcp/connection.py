@@ -364,7 +364,7 @@ class ServerConnection:
     def _refusal_words(self) -> str:
         """What an HTTP error status of the server means, and what to do."""
         assert self._http_refusal is not None
-        status, challenge = self._http_refusal
+        status, _challenge = self._http_refusal
         if status == 401:
             _, headers = http_target(self.settings)
             if any(k.lower() == "authorization" for k in headers):
