@@ -1,0 +1,136 @@
+"""Workflow canvas at scale: layout + draw time and peak memory of chains, fan-outs, diamonds, AI clusters
+and random DAGs of 100 / 1,000 / 5,000 nodes (with n8n-like positions and without), and how long a key
+waits while a 5,000-node workflow is laid out in the panel. Prints JSON with the machine's load.
+
+    python benchmarks/workflow_scale.py [--sizes 100,1000,5000] [--shapes chain,fan_out,...] [--no-keys]
+
+Per case: ``layout_s`` (wall and CPU: the machine is shared, CPU says what the work costs), ``view_draw_s``
+(the cells of one 160x48 screen, what the panel paints), ``full_draw_s`` (the whole drawing, what
+``instance-ai workflow show`` prints; up to 1,000 nodes), ``peak_mb`` (tracemalloc, in a separate pass),
+``undrawn`` (connections that found no way). Beside it, the floor: ``json.loads`` of the same workflow,
+which anything drawing it pays. ``growth``: the exponent of time between the two largest sizes (1 = linear;
+n log n from 1,000 to 5,000 is about 1.14). The budget (issue 41): <= 1 s and <= 200 MB at 5,000 nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from machine import with_machine
+from workflow_shapes_gen import SHAPES
+
+from instance_ai_tui.protocol.workflow_draw import draw
+from instance_ai_tui.protocol.workflow_graph import parse_workflow
+from instance_ai_tui.protocol.workflow_layout import layout_workflow
+
+
+def _timed(fn: Any) -> tuple[float, float, Any]:
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def case(shape: str, n: int, positions: bool) -> dict[str, Any]:
+    data = SHAPES[shape](n, positions)
+    text = json.dumps(data)
+    floor_wall, _floor_cpu, _ = _timed(lambda: json.loads(text))
+    wf = parse_workflow(json.loads(text))
+    wall, cpu, layout = _timed(lambda: layout_workflow(wf))
+    view_wall, view_cpu, _ = _timed(lambda laid=layout: draw(laid, window=(0, 0, 160, 48)))
+    out: dict[str, Any] = {
+        "nodes": len(wf.nodes), "connections": len(wf.edges), "positions": positions,
+        "layout_s": {"wall": round(wall, 3), "cpu": round(cpu, 3)},
+        "view_draw_s": {"wall": round(view_wall, 4), "cpu": round(view_cpu, 4)},
+        "floor_json_loads_s": round(floor_wall, 4),
+        "drawing_cells": f"{layout.width}x{layout.height}", "undrawn": len(layout.failed),
+    }
+    if n <= 1000:
+        full_wall, full_cpu, _ = _timed(lambda laid=layout: draw(laid).text())
+        out["full_draw_s"] = {"wall": round(full_wall, 3), "cpu": round(full_cpu, 3)}
+    del layout
+    gc.collect()
+    tracemalloc.start()
+    kept = draw(layout_workflow(wf), window=(0, 0, 160, 48))
+    out["peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 1e6, 1)
+    tracemalloc.stop()
+    del kept
+    return out
+
+
+async def key_latency(n: int = 5000, presses: int = 8) -> dict[str, Any]:
+    """Keys pressed while the panel lays out ``n`` nodes in its thread: how long each waits for its
+    answer (the panel's ``m`` toggles its width: the class is set when the key was handled)."""
+    from textual.app import App, ComposeResult
+
+    from instance_ai_tui.tui.screens.workflow import WorkflowPanel
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield WorkflowPanel(None)
+
+    app = Host()
+    waits: list[float] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = app.query_one(WorkflowPanel)
+        panel.canvas.focus()
+        panel.canvas.show(parse_workflow(SHAPES["chain"](n, True)))
+        during = 0
+        for _ in range(presses):
+            wide = panel.has_class("-wide")
+            started = time.perf_counter()
+            await pilot.press("m")
+            while panel.has_class("-wide") == wide:
+                await asyncio.sleep(0.001)
+            waits.append(time.perf_counter() - started)
+            during += panel.canvas.laying_out
+            await asyncio.sleep(0.05)
+        while panel.canvas.laying_out:
+            await asyncio.sleep(0.05)
+    waits.sort()
+    return {"nodes": n, "presses": presses, "pressed_while_laying_out": during,
+            "median_ms": round(1000 * waits[len(waits) // 2], 1), "max_ms": round(1000 * waits[-1], 1),
+            "budget_ms": 100}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,5000")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--no-keys", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    out: dict[str, Any] = {"benchmark": "workflow_scale", "load_avg_1m_before": round(os.getloadavg()[0], 2),
+                           "cpus": os.cpu_count(), "budget": {"seconds": 1.0, "megabytes": 200, "at_nodes": 5000},
+                           "cases": {}}
+    for shape in args.shapes.split(","):
+        for positions in (True, False):
+            rows = {str(n): case(shape, n, positions) for n in sizes}
+            key = f"{shape}{'' if positions else '_no_positions'}"
+            if len(sizes) >= 2:
+                a, b = sizes[-2], sizes[-1]
+                ta, tb = rows[str(a)]["layout_s"]["cpu"], rows[str(b)]["layout_s"]["cpu"]
+                rows["growth"] = round(math.log(max(tb, 1e-4) / max(ta, 1e-4)) / math.log(b / a), 2)
+            out["cases"][key] = rows
+            print(f"# {key} done", file=sys.stderr, flush=True)
+    if not args.no_keys:
+        out["keys_while_laying_out"] = asyncio.run(key_latency(max(sizes)))
+    out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(with_machine(out), indent=2))
+
+
+if __name__ == "__main__":
+    main()
