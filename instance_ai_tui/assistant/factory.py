@@ -16,8 +16,17 @@ if TYPE_CHECKING:
     from .mcp.manager import McpServers
     from .service import InstanceAI
 
-__all__ = ["McpRequestFailed", "UnknownMcpServer", "build_service", "mcp_prompt", "mcp_status", "restart_mcp_server",
-           "set_mcp_log_level", "sign_out_mcp_server"]
+__all__ = [
+    "McpRequestFailed",
+    "UnknownMcpServer",
+    "approve_mcp_server",
+    "build_service",
+    "mcp_prompt",
+    "mcp_status",
+    "restart_mcp_server",
+    "set_mcp_log_level",
+    "sign_out_mcp_server",
+]
 
 
 class UnknownMcpServer(LookupError):
@@ -84,6 +93,16 @@ async def sign_out_mcp_server(service: Any, server: str) -> McpStatus:
     if not conn.sign_out():
         raise McpRequestFailed(f"MCP server {server!r} has no sign-in to forget")
     await conn.stop()
+    return mcp_status(service)
+
+
+def approve_mcp_server(service: Any, server: str) -> McpStatus:
+    """The person approves the project's (``.mcp.json``) server ``server``: it starts, now and later."""
+    servers = _mcp_of(service)
+    _server(service, server)
+    assert servers is not None
+    if not servers.approve(server):
+        raise McpRequestFailed(f"MCP server {server!r} is not a project server waiting for your approval")
     return mcp_status(service)
 
 

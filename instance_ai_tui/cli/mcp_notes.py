@@ -36,7 +36,7 @@ def add_argument(parser: Any) -> None:
 
 def for_run(settings: Any, client: Client) -> McpNotes:
     """The notes of a run: about the servers in embedded mode with MCP servers, else none at all."""
-    active = settings is not None and not settings.remote.url and bool(settings.mcp.servers)
+    active = settings is not None and not settings.remote.url
     return McpNotes(client, lambda text: print(visible(text), file=sys.stderr, flush=True), active=active)
 
 
@@ -62,6 +62,7 @@ class McpNotes:
         #: (name, starts) of each failure told (a server started again and failing again is told again)
         self._told: set[tuple[str, int]] = set()
         self._urls: set[str] = set()
+        self._unapproved: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def _status(self) -> McpStatus | None:
@@ -81,6 +82,10 @@ class McpNotes:
                 self._urls.add(server.sign_in_url)
                 self.note(f"instance-ai run: MCP server {server.name!r} wants you to sign in: open "
                           f"{server.sign_in_url} (a browser was opened where one could be)")
+            if server.state == "unapproved" and server.name not in self._unapproved:
+                self._unapproved.add(server.name)
+                self.note(f"instance-ai run: MCP server {server.name!r} of {server.origin} is not started: approve it "
+                          "once in the app's /mcp (a project file is someone else's command line)")
             key = (server.name, server.starts)
             if server.state == "failed" and key not in self._told:
                 self._told.add(key)

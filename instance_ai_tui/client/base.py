@@ -517,6 +517,10 @@ class Client(abc.ABC):
         """Forget an MCP server's sign-in (its OAuth tokens) and stop it; the status after."""
         raise ClientError("this server keeps no MCP sign-ins (embedded mode or instance-ai serve do)")
 
+    async def approve_mcp_server(self, server: str) -> McpStatus:
+        """Approve a project's (``.mcp.json``) MCP server: it starts, now and at later starts."""
+        raise ClientError("this server has no project MCP servers (embedded mode or instance-ai serve do)")
+
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of user message ``message_id`` and every later turn: they stay
         in the history, marked, and leave the model's context. Servers that cannot (n8n)

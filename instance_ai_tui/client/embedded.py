@@ -255,6 +255,16 @@ class EmbeddedClient(Client):
         except McpRequestFailed as exc:
             raise ClientError(str(exc)) from None
 
+    async def approve_mcp_server(self, server: str) -> McpStatus:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, approve_mcp_server
+
+        try:
+            return approve_mcp_server(self.service, server)  # a small private file written, then it starts
+        except UnknownMcpServer as exc:
+            raise NotFoundError(str(exc), 404) from None
+        except McpRequestFailed as exc:
+            raise ClientError(str(exc)) from None
+
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
         validated once, never parsed back); one read from the log is parsed from its JSON (a hot

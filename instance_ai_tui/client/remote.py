@@ -360,6 +360,12 @@ class RemoteClient(Client):
         data = await self._request("POST", f"/mcp/{self._quote(server)}/sign-out", what="MCP sign-out")
         return self._parse(McpStatus, data, "MCP servers")
 
+    async def approve_mcp_server(self, server: str) -> McpStatus:
+        from ..protocol.mcp import McpStatus
+
+        data = await self._request("POST", f"/mcp/{self._quote(server)}/approve", what="approve MCP server")
+        return self._parse(McpStatus, data, "MCP servers")
+
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         from ..protocol.api import RewindResponse
 

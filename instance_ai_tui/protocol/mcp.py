@@ -15,8 +15,9 @@ from .base import WireModel
 
 #: ``starting``: being launched or listing its tools; ``ready``: its tools run; ``failed``: it
 #: did not start or it died (it is started again at its next use); ``stopped``: not started yet
-#: or shut down; ``disabled``: ``enabled = false`` in the config
-McpState = Literal["starting", "ready", "failed", "stopped", "disabled"]
+#: or shut down; ``disabled``: ``enabled = false`` in the config; ``unapproved``: a project's server
+#: (``.mcp.json``) the person has not approved yet
+McpState = Literal["starting", "ready", "failed", "stopped", "disabled", "unapproved"]
 
 
 class McpToolInfo(WireModel):
@@ -66,6 +67,8 @@ class McpServerInfo(WireModel):
     sign_in_url: str | None = None
     #: tokens of a sign-in are kept for it (``/mcp`` can sign out)
     signed_in: bool = False
+    #: the project file it comes from (``.mcp.json``); None: the person's own config
+    origin: str | None = None
     #: what it offers besides tools: resources and templates (URIs), prompts (names)
     resources: list[str] = Field(default_factory=list)
     prompts: list[McpPromptInfo] = Field(default_factory=list)

@@ -514,6 +514,16 @@ class InstanceAIApi:
         except McpRequestFailed as exc:
             raise ApiError(409, str(exc)) from None
 
+    async def approve_mcp_server(self, request: Request) -> Response:
+        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, approve_mcp_server
+
+        try:
+            return self._ok(approve_mcp_server(self.service, request.path_params.get("name", "")))
+        except UnknownMcpServer as exc:
+            raise ApiError(404, str(exc)) from None
+        except McpRequestFailed as exc:
+            raise ApiError(409, str(exc)) from None
+
     def routes(self) -> list[Route]:
         p = PREFIX
         return [
@@ -539,6 +549,7 @@ class InstanceAIApi:
             Route(f"{p}/mcp/{{name}}/prompts/{{prompt}}", self.mcp_prompt, methods=["POST"]),
             Route(f"{p}/mcp/{{name}}/log-level", self.set_mcp_log_level, methods=["POST"]),
             Route(f"{p}/mcp/{{name}}/sign-out", self.sign_out_mcp_server, methods=["POST"]),
+            Route(f"{p}/mcp/{{name}}/approve", self.approve_mcp_server, methods=["POST"]),
         ]
 
 

@@ -299,6 +299,15 @@ def build_openapi(version: str) -> dict[str, Any]:
                 "responses": responses(_json(refs["McpPromptText"]), 400, 404, 413, 502),
             }
         },
+        f"{p}/mcp/{{name}}/approve": {
+            "post": {
+                "operationId": "approveMcpServer",
+                "summary": "Approve a project's (.mcp.json) MCP server: it starts, now and at later starts",
+                "parameters": [{"name": "name", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
+                "responses": responses(_json(refs["McpStatus"]), 404, 409),
+            }
+        },
         f"{p}/mcp/{{name}}/sign-out": {
             "post": {
                 "operationId": "signOutMcpServer",

@@ -309,7 +309,7 @@ async def test_oauth_sign_in_against_a_local_authorization_server(tmp_path: Path
     try:
         async def start() -> tuple[McpServers, Any]:
             servers = McpServers({"hosted": McpServerSettings(url=f"{base}/mcp")})
-            servers.hooks.token_dir = tmp_path / "data"
+            servers.hooks.data_folder = tmp_path / "data"
             servers.hooks.open_url = browser
             servers.start()
             await servers.wait_starting(120)

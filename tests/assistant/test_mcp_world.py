@@ -289,3 +289,40 @@ async def _ready(client: Any) -> Any:
             return status
         await asyncio.sleep(0.05)
     raise AssertionError("the MCP servers did not start")
+
+
+async def test_a_projects_mcp_json_starts_its_servers_only_once_approved(tmp_path: Any, monkeypatch: Any) -> None:
+    """``.mcp.json`` in the workspace (Claude Code's format, ``${VAR}`` expanded): its server is
+    listed, not started, its tools not offered, until approved; the approval holds at the next
+    start, and a changed command asks again; a broken entry is said, never fatal."""
+    import json
+
+    from instance_ai_tui.client.embedded import EmbeddedClient
+
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    ev = everything_stdio()
+    monkeypatch.setenv("EV_SCRIPT", ev["args"][0])
+
+    def write(extra_arg: list[str]) -> None:
+        (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {
+            "everything": {"command": ev["command"], "args": ["${EV_SCRIPT}", *extra_arg, "stdio"]},
+            "broken": {"type": "websocket", "url": "ws://nowhere"}}}), encoding="utf-8")
+
+    write([])
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": str(tmp_path / "p.sqlite3"),
+                                        "workspace_root": str(workspace)})
+    async with EmbeddedClient(settings) as client:
+        status = {s.name: s for s in (await client.mcp_status()).servers}
+        assert set(status) == {"everything"} and status["everything"].state == "unapproved"
+        assert status["everything"].origin == str(workspace / ".mcp.json")
+        assert "once you approve it" in (status["everything"].note or "")
+        assert not [t for t in client.service.mcp.tools() if t.name.startswith("mcp__everything__")]
+        await client.approve_mcp_server("everything")
+        ready = await _ready(client)
+        assert ready.servers[0].state == "ready" and "mcp__everything__echo" in {t.name for t in ready.servers[0].tools}
+    async with EmbeddedClient(settings) as client:  # approved once: it starts by itself
+        assert (await _ready(client)).servers[0].state == "ready"
+    write(["--changed"])  # another command line: asked again
+    async with EmbeddedClient(settings) as client:
+        assert (await client.mcp_status()).servers[0].state == "unapproved"

@@ -18,12 +18,20 @@ __all__ = ["servers_for"]
 
 
 def servers_for(settings: Settings) -> McpServers | None:
-    """The MCP servers ``settings`` configure (None without any)."""
-    if not settings.mcp.servers:
+    """The MCP servers ``settings`` configure, and those of the project's ``.mcp.json`` (in the
+    workspace folder, else the current directory; they start once approved): None without any."""
+    from pathlib import Path
+
+    from .project import find, read
+
+    folder = settings.workspace_root.expanduser() if settings.workspace_root is not None else Path.cwd()
+    found = find(folder)
+    project = read(found) if found is not None else None
+    if not settings.mcp.servers and (project is None or not project.servers):
         return None
     from .manager import McpServers
 
-    servers = McpServers(settings.mcp.servers)
+    servers = McpServers(settings.mcp.servers, project)
     if settings.workspace_root is not None:  # the roots offered: the workspace folder, else the current directory
         servers.hooks.root_paths = [settings.workspace_root.expanduser()]
     return servers

@@ -137,6 +137,8 @@ class ServerConnection:
         self._relists: dict[str, asyncio.Task[None]] = {}
         #: set when the service shuts down: no call starts it again
         self.closed = False
+        #: the project file (``.mcp.json``) it comes from; None: the person's own config
+        self.origin: Path | None = None
         #: a start being given up (quit, restart): its process is stopped at once, without the grace
         self._abandon = False
         #: the HTTP transport that answered (``http`` or ``sse``), once one did
@@ -190,8 +192,8 @@ class ServerConnection:
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        """Start it in the background (no-op when starting, ready, disabled or closed)."""
-        if not self.settings.enabled or self.closed:
+        """Start it in the background (no-op when starting, ready, disabled, unapproved or closed)."""
+        if not self.settings.enabled or self.closed or self.state == "unapproved":
             return
         if self._task is not None and not self._task.done():
             return

@@ -34,7 +34,7 @@ class McpHooks:
     #: how a server's form is asked (default: declined, there is nobody to ask)
     elicit: Callable[[FormAsker, Any], Awaitable[Any]] = _decline
     #: where sign-ins keep their tokens (the data folder when not set)
-    token_dir: Path | None = None
+    data_folder: Path | None = None
     #: open a sign-in URL in the person's browser (False: none could be opened; the URL is told)
     open_url: Callable[[str], bool] = open_in_browser
     #: the forms being asked now (``InstanceAI.confirm`` answers them; a call that ends cancels its own)
@@ -50,8 +50,8 @@ class McpHooks:
         self.elicit = elicit
 
     def data_dir(self) -> Path:
-        if self.token_dir is not None:
-            return self.token_dir
+        if self.data_folder is not None:
+            return self.data_folder
         from ...config_file import data_dir
 
         return data_dir()

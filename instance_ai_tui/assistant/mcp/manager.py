@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from .connection import ServerConnection
 from .hooks import McpHooks
+from .project import Approvals, ProjectServers, fingerprint
 from .tools import McpTool, asks_first, is_read_only
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ RELIST_WAIT = 5.0
 class McpServers:
     """Every configured MCP server of one assistant service."""
 
-    def __init__(self, servers: Mapping[str, McpServerSettings]) -> None:
+    def __init__(self, servers: Mapping[str, McpServerSettings], project: ProjectServers | None = None) -> None:
         from ... import log_secrets
 
         log_secrets.install()  # the SDK's and httpx's log lines carry the servers' URLs
@@ -50,6 +51,19 @@ class McpServers:
         self.hooks = McpHooks()
         self.connections: dict[str, ServerConnection] = {
             name: ServerConnection(name, s, self.hooks) for name, s in servers.items()}
+        #: the project's ``.mcp.json`` (its servers start once approved) and what was wrong with it
+        self.project = project
+        if project is not None:
+            for name, settings in project.servers.items():
+                if name in self.connections:  # the person's own server of that name wins
+                    project.problems.append(f"{name}: a server of your config has that name; yours is used")
+                    continue
+                conn = ServerConnection(name, settings, self.hooks)
+                conn.origin = project.path
+                conn.state = "unapproved"
+                self.connections[name] = conn
+            for problem in project.problems:
+                log.warning("MCP: %s (in %s)", problem, project.path)
         self._tools: dict[str, Tool] = {}
         self._version = 0
         self._built_version = -1
@@ -65,10 +79,32 @@ class McpServers:
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        """Launch every enabled server in the background (returns at once)."""
+        """Launch every enabled server in the background (returns at once); a project's server
+        only once the person approved it."""
         self._started = True
+        approvals = self._approvals()
         for conn in self.connections.values():
+            if conn.origin is not None and conn.state == "unapproved":
+                if fingerprint(conn.origin, conn.settings) not in approvals:
+                    continue
+                conn.state = "stopped"
             conn.start()
+
+    def _approvals(self) -> Approvals:
+        return Approvals(self.hooks.data_dir())
+
+    def approve(self, name: str) -> bool:
+        """The person approves project server ``name`` (kept for that file and command); it starts.
+        False when no project server of that name waits for an approval."""
+        conn = self.connections.get(name)
+        if conn is None or conn.origin is None or conn.state != "unapproved":
+            return False
+        self._approvals().add(fingerprint(conn.origin, conn.settings))
+        conn.state = "stopped"
+        if self._started:
+            conn.start()
+        self._changed()
+        return True
 
     async def wait_relisted(self, timeout: float = RELIST_WAIT) -> None:
         """Until the tools a ready server said changed are listed again (at most ``timeout``).
@@ -181,6 +217,9 @@ class McpServers:
                                  read_only=is_read_only(t.mcp_tool), asks=asks_first(conn, t.mcp_tool))
                      for t in tools if isinstance(t, McpTool) and t.conn is conn]
             notes = [STARTING_NOTE] if conn.state == "starting" and not conn.sign_in_url else []
+            if conn.state == "unapproved" and conn.origin is not None:
+                notes.append(f"from the project's {conn.origin}: it starts once you approve it (a in /mcp), since "
+                             "a project file is someone else's command line")
             if conn.sign_in_url:
                 notes.append(f"waiting for you to sign in (a browser was opened where one could be): {conn.sign_in_url}")
             notes += [conn.note] if conn.note else []
@@ -190,6 +229,7 @@ class McpServers:
                                          stderr=conn.stderr[-4000:], starts=conn.starts, log=list(conn.log),
                                          log_level=conn.log_level, resources=resource_names(conn),
                                          sign_in_url=conn.sign_in_url,
+                                         origin=str(conn.origin) if conn.origin is not None else None,
                                          signed_in=conn.tokens is not None and conn.tokens.has_tokens,
                                          prompts=prompt_infos(conn)))
         return McpStatus(servers=servers)
