@@ -149,3 +149,79 @@ def with_machine(result: Any) -> Any:
     if isinstance(result, dict) and "machine" not in result:
         return {**result, "machine": machine(STARTED_LOAD)}
     return result
+
+
+# --------------------------------------------------------------------------- quiet and loaded
+
+#: the two conditions every benchmark runs in (issue 44): as the machine is, and beside
+#: ``stress-ng --cpu STRESS_CPUS`` started and stopped by the benchmark itself
+QUIET, LOADED = "quiet", "loaded"
+STRESS_CPUS = 2
+#: seconds the stressor runs before a loaded measurement starts (its load has built up)
+STRESS_SETTLE_S = 1.0
+
+
+class Stressor:
+    """``stress-ng --cpu N`` beside a measurement: started by ``start``, stopped (and waited for)
+    by ``stop``; it ends by itself after ``HANG_S`` should the benchmark die without stopping it."""
+
+    def __init__(self, cpus: int = STRESS_CPUS) -> None:
+        self.cpus = cpus
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Stressor:
+        if self.process is None:
+            argv = ["stress-ng", "--cpu", str(self.cpus), "--timeout", f"{int(HANG_S)}s", "--quiet"]
+            try:
+                self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL, start_new_session=True)
+            except FileNotFoundError:
+                raise SystemExit("--loaded needs stress-ng on PATH (apt-get install stress-ng)") from None
+            time.sleep(STRESS_SETTLE_S)
+        return self
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            os.killpg(process.pid, 15)  # (its workers are its own session's)
+            process.wait()
+
+    def __enter__(self) -> Stressor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def add_load_switch(parser: Any) -> None:
+    """``--loaded`` (and ``--rounds``) on a benchmark's ``argparse`` parser."""
+    parser.add_argument("--loaded", action="store_true",
+                        help=f"measure quiet AND beside stress-ng --cpu {STRESS_CPUS} (started and stopped here), "
+                        "in alternating rounds")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of (quiet, loaded) measurements, alternating (default 1)")
+
+
+def conditions(loaded: bool, rounds: int = 1) -> Any:
+    """``(condition, round)`` for each measurement to take: ``quiet``, then (``--loaded``) ``loaded``
+    with the stressor running while the caller's loop body measures, ``rounds`` times, alternating.
+    Iterate it to its end (a ``for`` loop): the stressor is stopped when the loaded turn's body ends."""
+    for index in range(max(1, rounds)):
+        yield QUIET, index
+        if loaded:
+            with Stressor():
+                yield LOADED, index
+
+
+def by_condition(loaded: bool, rounds: int, measure: Any) -> dict[str, Any]:
+    """``measure()`` (a JSON object) under each condition, alternating: ``{"quiet": [...],
+    "loaded": [...]}`` (one entry a round), each entry with the load at its start and end."""
+    out: dict[str, list[Any]] = {QUIET: []}
+    if loaded:
+        out[LOADED] = []
+    for condition, _round in conditions(loaded, rounds):
+        started = load()
+        result = dict(measure())
+        result["load"] = {"start": started, "end": load()}
+        out[condition].append(result)
+    return out

@@ -2,6 +2,7 @@
 
     python benchmarks/tui_ingest.py [--events 100000] [--subagents 20] [--runs 4]
                                     [--paths embedded,remote,preparsed] [--cold-start]
+                                    [--loaded] [--rounds N]
 
 The stream is generated deterministically (fixed seed): ``--runs`` agent runs in one thread,
 each with reasoning and text deltas (markdown with headings, lists and a code fence),
@@ -41,8 +42,15 @@ Printed JSON (one object):
 * ``cold_start`` (``--cold-start``): the first frame of ``python -m instance_ai_tui --model demo``
   in a pseudo-terminal (``launch_to_ready.py`` measures what a person waits for at start);
 * ``client_path_over_app_only``: each client path's events/s over the preparsed path's;
+* ``cpu_s_per_100k_events``: ``ingest_cpu_seconds`` per 100k events (work per unit: it must not
+  depend on how busy the machine is);
 * ``machine``: the load at the start and the end of the run (figures are only comparable at a
   similar load, and side by side within one run).
+
+The figures are under ``quiet`` (a list, one entry a round); with ``--loaded`` also under ``loaded``:
+the same paths beside ``stress-ng --cpu 2``, which the benchmark starts and stops itself, the rounds
+alternating quiet and loaded; ``cpu_per_100k_loaded_over_quiet`` is the cliff of issue 44 (1.0: the
+work per event does not depend on the load; target <= 1.5).
 
 Targets (issues 5 and 30): >= 300k events/s and max stall < 40 ms, on the client paths.
 """
@@ -71,7 +79,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import load, machine, ratio  # noqa: E402
+from machine import LOADED, QUIET, add_load_switch, conditions, load, machine, median, ratio  # noqa: E402
 
 THREAD = "thread-bench"
 SIZE = (120, 40)
@@ -517,6 +525,20 @@ def _one_path(args: argparse.Namespace, path: str) -> dict[str, Any]:
     return dict(json.loads(result.stdout))
 
 
+def _judge(measured: dict[str, Any], events: int) -> None:
+    """CPU-s per 100k events and the targets, beside a path's figures."""
+    if "events_per_second" in measured:
+        measured["cpu_s_per_100k_events"] = round(measured["ingest_cpu_seconds"] * 100_000 / events, 4)
+        measured["meets_targets"] = {
+            "events_per_second": measured["events_per_second"] >= TARGETS["events_per_second"],
+            "max_loop_stall_ms": (measured["max_loop_stall_ms"] or 0) < TARGETS["max_loop_stall_ms"],
+        }
+
+
+def _median_of(rounds: list[dict[str, Any]], path: str, key: str) -> float | None:
+    return median([r.get(path, {}).get(key) for r in rounds])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -529,6 +551,7 @@ def main() -> int:
     parser.add_argument("--cold-start", action="store_true",
                         help="also time the first frame (launch_to_ready.py measures what a person waits for)")
     parser.add_argument("--cold-start-runs", type=int, default=3)
+    add_load_switch(parser)
     args = parser.parse_args()
 
     if args.only:
@@ -549,27 +572,34 @@ def main() -> int:
         "subagents": args.subagents,
         "runs": args.runs,
     }
-    paths = args.paths.split(",")
-    for path in paths:
-        result[path] = _one_path(args, path)
-        print(json.dumps({path: result[path]}), file=sys.stderr, flush=True)
     del events
+    paths = args.paths.split(",")
+    rounds: dict[str, list[dict[str, Any]]] = {}
+    for condition, index in conditions(args.loaded, args.rounds):
+        measured: dict[str, Any] = {"round": index, "load_at_start": load()}
+        for path in paths:  # (the paths take turns: the app-only one is measured beside the others)
+            measured[path] = _one_path(args, path)
+            _judge(measured[path], args.events)
+            print(json.dumps({condition: {path: measured[path]}}), file=sys.stderr, flush=True)
+        measured["load_at_end"] = load()
+        app_only = measured.get("preparsed", {}).get("events_per_second")
+        measured["client_path_over_app_only"] = {
+            path: ratio(measured[path].get("events_per_second"), app_only) for path in paths if path != "preparsed"
+        }
+        rounds.setdefault(condition, []).append(measured)
+    result.update(rounds)
+    if args.loaded:
+        # the cliff of issue 44: CPU per event loaded over quiet, per path (medians of the rounds)
+        result["cpu_per_100k_loaded_over_quiet"] = {
+            path: ratio(_median_of(rounds[LOADED], path, "cpu_s_per_100k_events"),
+                        _median_of(rounds[QUIET], path, "cpu_s_per_100k_events"))
+            for path in paths
+        }
     if args.cold_start:
         result["cold_start"] = measure_cold_start(args.cold_start_runs)
     import textual
 
     result["targets"] = TARGETS
-    for path in paths:
-        measured = result[path]
-        if "events_per_second" in measured:
-            measured["meets_targets"] = {
-                "events_per_second": measured["events_per_second"] >= TARGETS["events_per_second"],
-                "max_loop_stall_ms": (measured["max_loop_stall_ms"] or 0) < TARGETS["max_loop_stall_ms"],
-            }
-    app_only = result.get("preparsed", {}).get("events_per_second")
-    result["client_path_over_app_only"] = {
-        path: ratio(result[path].get("events_per_second"), app_only) for path in paths if path != "preparsed"
-    }
     result["environment"] = {"textual": textual.__version__}
     result["machine"] = machine(started_load)
     print(json.dumps(result, indent=2))
