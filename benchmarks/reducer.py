@@ -1,7 +1,8 @@
 """Reducer ingest benchmark: a 100k-event, delta-heavy stream folded by ``RunReducer`` and
-by ``Conversation``, from raw wire dicts (``apply_wire``, as stored events and raw SSE
-frames arrive) and from parsed models (``apply``, what a client yields), plus the cost of
-``tree()`` and of a 30 Hz ``drain_changes`` cadence. Prints JSON.
+by ``Conversation``, from decoded wire dicts (``protocol.ingest.decode`` then the fold, as stored
+events and SSE frames arrive; for the conversation a thousand at a time, joined, as a client's
+batch) and from parsed models (what a live in-process stream gives), plus the cost of ``tree()``
+and of a 30 Hz ``drain_changes`` cadence. Prints JSON.
 
     python benchmarks/reducer.py [--events N]
 """
@@ -21,7 +22,8 @@ import os
 
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import Event, parse_event
-from instance_ai_tui.protocol.reducer import RunReducer
+from instance_ai_tui.protocol.ingest import DeltaRun, StreamItem, decode, join
+from instance_ai_tui.protocol.reducer import RunReducer, fold_json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine
@@ -69,16 +71,16 @@ def make_stream(count: int) -> list[dict[str, Any]]:
 
 def bench_reducer(events: list[dict[str, Any]], drain_every: int = 0) -> float:
     reducer = RunReducer()
-    apply = reducer.apply_wire
+    apply = reducer.apply
     start = time.perf_counter()
     if drain_every:
         for index, event in enumerate(events):
-            apply(event)
+            apply(_typed(event))
             if index % drain_every == 0:
                 reducer.drain_changes()
     else:
         for event in events:
-            apply(event)
+            apply(_typed(event))
     elapsed = time.perf_counter() - start
     assert not reducer.diagnostics, list(reducer.diagnostics)[:3]
     return elapsed
@@ -95,21 +97,26 @@ def bench_reducer_models(events: list[Event]) -> float:
     return elapsed
 
 
+def _typed(data: dict[str, Any]) -> Any:
+    item = decode(None, data)
+    return item if type(item) is DeltaRun else item.event  # type: ignore[union-attr]
+
+
 def bench_conversation(events: list[dict[str, Any]]) -> float:
     conversation = Conversation("t")
-    apply = conversation.apply_wire
+    fold = conversation.fold
     start = time.perf_counter()
-    for event in events:
-        apply(None, event)
+    for first in range(0, len(events), 1000):  # a client's batch: a page, joined
+        fold(join([decode(None, event) for event in events[first:first + 1000]]))
     return time.perf_counter() - start
 
 
 def bench_conversation_models(events: list[Event]) -> float:
     conversation = Conversation("t")
-    apply = conversation.apply
+    fold = conversation.fold
     start = time.perf_counter()
     for event in events:
-        apply(None, event)
+        fold([StreamItem(None, event)])
     return time.perf_counter() - start
 
 
@@ -130,7 +137,7 @@ def main() -> None:
     models = [parse_event(event) for event in events]
     reducer_models_s = best(bench_reducer_models, models)
     conversation_models_s = best(bench_conversation_models, models)
-    reducer = RunReducer().apply_all_wire(events)
+    reducer = fold_json(RunReducer(), events)
     start = time.perf_counter()
     tree_dict = reducer.tree_dict()
     tree_dict_s = time.perf_counter() - start

@@ -11,12 +11,12 @@ in total, each with tool calls, results, a few tool errors, status messages and 
 text. ``StreamClient`` (a ``Client`` test double) hands the app what a real client's
 ``events()`` yields, so the clock covers what a person gets, decoding included:
 
-* ``embedded``: ``EmbeddedClient.fold_events`` over a real SQLite log of the stream (written before
+* ``embedded``: ``EmbeddedClient.batches`` over a real SQLite log of the stream (written before
   the clock, as the bus writes it) read through the real in-process bus a page at a time
   (``subscribe_batches``): each stored JSON line decoded in the client, a run of deltas of a page
   read in bulk (``protocol.delta_runs.line_runs``), the rest parsed into a model unless it is a
   text delta, reasoning delta or status (``StreamItem.wire``);
-* ``remote``: ``RemoteClient.fold_events`` (what the app asks for) over the SSE bytes of the stream
+* ``remote``: ``RemoteClient.batches`` (what the app asks for) over the SSE bytes of the stream
   (``id:``/``data:`` frames, each event's JSON as our server writes it) delivered by httpx in 64 KiB
   pieces: the reconnecting reader, the incremental SSE parser (a run of our delta frames read in
   bulk, ``protocol.delta_runs``) and the client's decoding, as over a socket from our server;
@@ -222,6 +222,7 @@ def _make_run(r: int, budget: int, agents: int, rng: random.Random, tokens: _Tok
 def _stream_client_class() -> type:
     from instance_ai_tui.client.base import Client, ClientError, ConnectionState, StreamItem
     from instance_ai_tui.protocol.api import ThreadInfo, ThreadMessages, ThreadStatus
+    from instance_ai_tui.protocol.ingest import Batch
 
     class StreamClient(Client):
         """One thread whose whole log is the recorded stream; read-only. ``events()`` hands the
@@ -277,13 +278,17 @@ def _stream_client_class() -> type:
             return ThreadStatus()
 
         async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+            raise ClientError("the app reads batches()")
+            yield  # (an async generator, as the interface's)
+
+        async def batches(self, thread_id: str, after: int | None = None) -> AsyncIterator[Batch]:
             self.first_pulled = time.perf_counter()
             self.cpu_first_pulled = time.process_time()
             seen = 0
             done = False
             async for item in self.source(thread_id, after):
                 yield item
-                seen += item.count  # (a joined run of deltas stands for several events)
+                seen += item.count  # (a batch stands for its events)
                 if seen >= self.count and not done:
                     done = True
                     self.done_at = time.perf_counter()  # the app asked for the item after the last one
@@ -305,20 +310,22 @@ def wire_lines(events: list[dict[str, Any]]) -> list[str]:
 
 def _preparsed_source(lines: list[str]) -> Any:
     """Events parsed before the clock starts: the app's own cost only (not what a person gets)."""
-    from instance_ai_tui.client.base import StreamItem
     from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.protocol.ingest import Batch, StreamItem
 
     parsed = [parse_event(line) for line in lines]
 
     async def source(thread_id: str, after: int | None) -> AsyncIterator[Any]:
-        for index in range(max(0, after or 0), len(parsed)):
-            yield StreamItem(index + 1, parsed[index])
+        start = max(0, after or 0)
+        for first in range(start, len(parsed), 1000):  # pages of models, as the log's pages
+            items: list[Any] = [StreamItem(index + 1, parsed[index]) for index in range(first, min(len(parsed), first + 1000))]
+            yield Batch(items, max(0, len(parsed) - first - 1000))
 
     return source
 
 
 async def _embedded_source(lines: list[str]) -> Any:
-    """The embedded client's real ``fold_events`` over a real SQLite log holding the stream (written
+    """The embedded client's real ``batches`` over a real SQLite log holding the stream (written
     before the clock starts, as the bus writes it: type and run id columns beside each event's JSON),
     read through the real in-process bus (``subscribe_batches``: a page of the log at a time), as
     the app reads a thread it opens."""
@@ -358,7 +365,7 @@ async def _embedded_source(lines: list[str]) -> Any:
             return bus.subscribe_batches(thread_id, after)
 
     client = EmbeddedClient(Service())  # type: ignore[arg-type]
-    return client.fold_events  # (what the app's ingest asks for)
+    return client.batches  # (what the app's ingest asks for)
 
 
 def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
@@ -385,7 +392,7 @@ def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     client = RemoteClient("http://127.0.0.1:9", http=http)
-    return client.fold_events  # (what the app's ingest asks for: the deltas of one piece joined)
+    return client.batches  # (what the app's ingest asks for: the deltas of one piece joined)
 
 
 #: what a source opened, closed when the measurement ends

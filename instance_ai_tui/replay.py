@@ -211,96 +211,31 @@ def _sse_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[lis
 
 
 class _Fold:
-    """Folds items into a ``Conversation``, handing a run of consecutive text (or reasoning)
-    deltas of one agent, run and response over as one delta of their joined text.
-
-    The reducer appends a delta to its agent's last segment of the same kind and response, and
-    makes text visible character by character, so N deltas and one of their joined text fold into
-    the same tree. A run is joined only after its first delta folded cleanly (its message exists
-    and the reducer noted nothing: a delta for an unknown agent is reported once per delta, as
-    before); a delta with an id at or below the cursor is dropped as the conversation drops it."""
+    """Folds batches of recorded ``(id, object)`` items into a ``Conversation``: each decoded to its
+    typed item (``protocol.ingest.decode``: a delta as a ``DeltaRun``, neighbouring ones joined,
+    folded as one by one), what is not an event noted in the conversation's diagnostics."""
 
     def __init__(self, conversation: Conversation) -> None:
         self.conversation = conversation
-        #: (type, runId, agentId, responseId) of the run being joined, or None
-        self.key: tuple[str, str, str, str | None] | None = None
-        self.parts: list[str] = []
-        #: the id of the last delta joined (None: none of them had one)
-        self.last_id: int | None = None
 
     def feed(self, items: list[tuple[int | None, Any]]) -> None:
+        from .protocol.events import EventParseError
+        from .protocol.ingest import Joiner, StreamItem
         from .protocol.tree import RunSyncPayload
 
         conversation = self.conversation
-        parts = self.parts
-        key = self.key
+        joiner = Joiner()
+        take = joiner.json
         for event_id, data in items:
-            if type(data) is dict:
-                kind = data.get("type")
-                if kind == "text-delta" or kind == "reasoning-delta":
-                    payload = data.get("payload")
-                    text = payload.get("text") if type(payload) is dict else None
-                    ts = data.get("ts")
-                    user = data.get("userId")
-                    if (type(text) is str and (ts is None or type(ts) is int or type(ts) is float)
-                            and (user is None or type(user) is str)):
-                        here = (kind, data.get("runId"), data.get("agentId"), data.get("responseId"))
-                        if here == key:
-                            if event_id is not None:
-                                last = self.last_id
-                                if event_id <= (conversation.cursor if last is None else last):
-                                    continue  # a duplicate: the conversation would drop it
-                                self.last_id = event_id
-                            parts.append(text)
-                            continue
-                        self.flush()
-                        key = self.key = self._start(event_id, data, here)
-                        continue
-                if key is not None:
-                    self.flush()
-                    key = None
-                conversation.apply_wire(event_id, data)
-            else:
-                if key is not None:
-                    self.flush()
-                    key = None
-                if isinstance(data, RunSyncPayload):
-                    conversation.apply(event_id, data)
-                else:
-                    conversation.apply_wire(event_id, data)
-
-    def _start(self, event_id: int | None, data: dict[str, Any],
-               key: tuple[Any, Any, Any, Any]) -> tuple[str, str, str, str | None] | None:
-        """Fold the first delta of a run; its key when the next ones may be joined to it."""
-        _kind, run, agent, rid = key
-        conversation = self.conversation
-        message = conversation.message_for_run(run) if type(run) is str else None
-        if (message is None or message.reducer is None or type(agent) is not str
-                or not (rid is None or type(rid) is str)):
-            conversation.apply_wire(event_id, data)
-            return None
-        reducer = message.reducer
-        noted = reducer.diagnostic_count, len(conversation.diagnostics)
-        if not conversation.apply_wire(event_id, data):
-            return None
-        if (reducer.diagnostic_count, len(conversation.diagnostics)) != noted:
-            return None
-        self.last_id = None
-        return key
-
-    def flush(self) -> None:
-        """Fold the joined deltas of the current run, if any."""
-        key, parts, last_id = self.key, self.parts, self.last_id
-        self.key = self.last_id = None
-        if key is None or not parts:
-            return
-        kind, run, agent, rid = key
-        text = parts[0] if len(parts) == 1 else "".join(parts)
-        parts.clear()
-        joined = {"type": kind, "runId": run, "agentId": agent, "payload": {"text": text}}
-        if rid is not None:
-            joined["responseId"] = rid
-        self.conversation.apply_wire(last_id, joined)
+            if type(data) is RunSyncPayload:
+                joiner.add(StreamItem(event_id, data))
+                continue
+            try:
+                take(event_id, data)
+            except EventParseError as exc:
+                conversation.fold(joiner.done())  # (what came before it first: the notes in order)
+                conversation.diagnostics.append(str(exc))
+        conversation.fold(joiner.done())
 
 
 @contextlib.contextmanager
@@ -339,7 +274,6 @@ def replay(name: str, *, as_json: bool = False, ascii: bool = False) -> int:
             with _few_collections():
                 for batch in batches:
                     fold.feed(batch)
-                fold.flush()
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()

@@ -35,6 +35,7 @@ from instance_ai_tui.client.n8n import N8nClient  # noqa: E402
 from instance_ai_tui.client.n8n_auth import Credentials, N8nSession, login  # noqa: E402
 from instance_ai_tui.protocol.api import ApprovalConfirm, ResourceDecisionConfirm  # noqa: E402
 from instance_ai_tui.protocol.conversation import Conversation  # noqa: E402
+from tests.support.fold import apply  # noqa: E402
 
 FAILURES: list[str] = []
 
@@ -201,7 +202,7 @@ async def collect(client: N8nClient, thread_id: str, after: int | None, conversa
     async def consume() -> None:
         async for item in client.events(thread_id, after=after):
             items.append(item)
-            conversation.apply(item.id, item.event if item.event is not None else item.run_sync)
+            apply(conversation, item.id, item.event if item.event is not None else item.run_sync)
             if stop(item):
                 return
 
@@ -237,7 +238,7 @@ class LiveStream:
     async def _consume(self) -> None:
         async for item in self.client.events(self.thread_id):
             self.items.append(item)
-            self.conversation.apply(item.id, item.event if item.event is not None else item.run_sync)
+            apply(self.conversation, item.id, item.event if item.event is not None else item.run_sync)
             self._changed.set()
 
     async def wait_for(self, kind: str, timeout: float = 120.0) -> dict[str, Any]:

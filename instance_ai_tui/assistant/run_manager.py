@@ -47,7 +47,7 @@ from ..protocol.events import (
     ThreadTitlePayload,
     ThreadTitleUpdatedEvent,
 )
-from ..protocol.reducer import RunReducer
+from ..protocol.reducer import RunReducer, fold_json
 from ..runtime.agent import Agent, AgentStream
 from ..runtime.errors import (
     CheckpointNotFound,
@@ -643,7 +643,7 @@ class RunManager:
         events = [e.json for e in await self.run_events(thread_id, run_id, first_id)]
 
         def fold() -> dict[str, Any]:
-            reducer = RunReducer().apply_all_wire(events)
+            reducer = fold_json(RunReducer(), events)
             if last is not None:
                 reducer.apply(last)
             return reducer.tree().to_wire()

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..aio import aclose
 from ..store.base import EventLog, NewEvent, StoredEvent
-from .base import OnStored, to_new_event
+from .base import EventPage, OnStored, to_new_event
 
 if TYPE_CHECKING:
     from ..protocol.events import Event
@@ -249,6 +249,7 @@ class InProcessBus:
                     # everything delivered after lands in the buffer (duplicates are skipped).
                     subscriber.restart()
                     catch_up = False
+                    head = await self.store.last_event_id(thread_id)  # (what waits: the rows after each page)
                     pages = self.store.iter_event_pages(thread_id, after=last)
                     try:
                         async for page in pages:
@@ -257,7 +258,7 @@ class InProcessBus:
                                 if not page:
                                     continue
                             last = page[-1].id
-                            yield page
+                            yield EventPage(page, max(0, head - last) + subscriber.count)
                     finally:
                         await aclose(pages)
                     continue
@@ -279,7 +280,7 @@ class InProcessBus:
                     last = event.id
                     out.append(event)
                 if out:
-                    yield out
+                    yield EventPage(out, subscriber.count)
         finally:
             subscriber.closed = True
             channel.subscribers.pop(subscriber, None)

@@ -527,6 +527,7 @@ class HeadlessRun:
         from ..client.base import NotFoundError
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
+        from ..protocol.tree import RunSyncPayload
 
         if self._sent_run_id is not None:
             cursor = 0  # a new thread: everything in it is this run's
@@ -547,17 +548,17 @@ class HeadlessRun:
         conversation = Conversation(self.thread_id)
         runs = {self.run_id}
         async for item in self.client.events(self.thread_id, after=cursor):
-            if item.run_sync is not None:
-                conversation.apply(item.id, item.run_sync)
-                if item.run_sync.run_id in runs or set(item.run_sync.run_ids) & runs:
-                    self._progressed(item.id)
-                    self._emit_json({"type": "run-sync", "payload": item.run_sync.to_wire()})
-                continue
             event = item.event
-            if event is None or event.run_id not in runs:
+            if isinstance(event, RunSyncPayload):
+                conversation.fold([item])
+                if event.run_id in runs or set(event.run_ids) & runs:
+                    self._progressed(item.id)
+                    self._emit_json({"type": "run-sync", "payload": event.to_wire()})
+                continue
+            if event.run_id not in runs:
                 continue
             self._progressed(item.id)
-            conversation.apply(item.id, event)
+            conversation.fold([item])
             self._emit_json(event.to_wire())
             if not self.json_mode:
                 self._show(event, conversation)

@@ -7,11 +7,11 @@ Implementations: ``EmbeddedClient`` (the assistant in process, SQLite), ``Remote
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..protocol.hot_events import HOT_TYPES, is_plain_hot_event, loads
+from ..protocol.ingest import Batch, Item, StreamItem, decode
 from ..protocol.safe_text import visible
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
@@ -25,9 +25,7 @@ if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up 
         ThreadPermissions,
         ThreadStatus,
     )
-    from ..protocol.events import Event
     from ..protocol.mcp import McpPromptText, McpStatus
-    from ..protocol.tree import RunSyncPayload
 
 class ClientError(Exception):
     """A failure the user should read: bad URL, refused token, unknown thread, ...
@@ -140,169 +138,6 @@ class ConnectionState(StrEnum):
     OFFLINE = "offline"
 
 
-#: event types a client may hand over as decoded JSON (``StreamItem.wire``) instead of a model: the
-#: bulk of every stream, which ``Conversation.apply_wire`` folds without building one
-WIRE_TYPES = HOT_TYPES
-
-
-def wire_item(id: int | None, data: Any) -> StreamItem | None:
-    """``data`` (a decoded JSON event) as a ``StreamItem`` that keeps it as ``wire``, when it is a
-    well-formed event of ``WIRE_TYPES`` (``protocol.hot_events.is_plain_hot_event``: only what
-    ``parse_event`` accepts as it is); ``None`` for anything else (parse it into a model)."""
-    return StreamItem(id, wire=data) if is_plain_hot_event(data) else None
-
-
-class StreamItem:
-    """One item of a thread's event stream.
-
-    Exactly one of ``event`` / ``run_sync`` is set. ``id`` is the event's id in the
-    thread's log, or ``None`` for frames that carry none (n8n deltas, control frames).
-
-    A client may give an event of ``WIRE_TYPES`` as its decoded JSON (``wire``) instead: ``event``
-    is then parsed from it on first use, so a consumer that folds ``wire`` directly
-    (``Conversation.apply_wire``, the app's ingest) never builds the model, and any other
-    consumer sees the same ``event`` as before. Immutable once built.
-
-    From ``Client.fold_events`` only, an item may stand for a run of deltas (``join_deltas``):
-    ``parts`` holds them, ``count`` says how many, ``wire`` is one delta of their joined text
-    and ``id`` the last one's (``Conversation.apply_wire_run`` folds ``parts`` exactly as one by one).
-    """
-
-    __slots__ = ("_event", "count", "id", "parts", "run_sync", "wire")
-
-    id: int | None
-    run_sync: RunSyncPayload | None
-    wire: dict[str, Any] | None
-    #: how many events of the stream this item stands for (1, or a joined run's length)
-    count: int
-    #: a joined run's events as ``(id, decoded JSON)``, in order (``join_deltas``, or a
-    #: ``protocol.delta_runs.DeltaRun`` decoded on demand); else ``None``
-    parts: Sequence[tuple[int | None, dict[str, Any]]] | None
-    _event: Event | None
-
-    def __init__(self, id: int | None, event: Event | None = None, run_sync: RunSyncPayload | None = None,
-                 *, wire: dict[str, Any] | None = None,
-                 parts: Sequence[tuple[int | None, dict[str, Any]]] | None = None) -> None:
-        # (the slots' own setters: ``object.__setattr__`` costs twice as much, once per event of a stream)
-        _set_id(self, id)
-        _set_event(self, event)
-        _set_run_sync(self, run_sync)
-        if event is None and wire is not None:
-            _set_wire(self, wire)
-            _set_parts(self, parts)
-            _set_count(self, len(parts) if parts else 1)
-        else:
-            _set_wire(self, None)
-            _set_parts(self, None)
-            _set_count(self, 1)
-
-    @property
-    def event(self) -> Event | None:
-        event: Event | None = self._event
-        if event is None and self.wire is not None:
-            from ..protocol.events import EventParseError, parse_event
-
-            try:
-                event = parse_event(self.wire)
-            except EventParseError:  # (``wire_item`` lets through only what parses: a malformed one is skipped)
-                _set_wire(self, None)
-                return None
-            _set_event(self, event)
-        return event
-
-    @property
-    def parsed(self) -> bool:
-        """Whether ``event`` is built already (else it is only ``wire``)."""
-        return self._event is not None or self.wire is None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"StreamItem is immutable (cannot set {name!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamItem):
-            return NotImplemented
-        return (self.id, self.event, self.run_sync) == (other.id, other.event, other.run_sync)
-
-    def __hash__(self) -> int:
-        return hash(self.id)  # (equal items have equal ids)
-
-    def __repr__(self) -> str:
-        if not self.parsed:
-            joined = f", count={self.count}" if self.parts is not None else ""
-            return f"StreamItem(id={self.id!r}, wire={self.wire!r}{joined})"
-        return f"StreamItem(id={self.id!r}, event={self._event!r}, run_sync={self.run_sync!r})"
-
-
-#: the slots' own setters (``StreamItem.__init__``)
-_SLOTS = StreamItem.__dict__
-_set_id = _SLOTS["id"].__set__
-_set_event = _SLOTS["_event"].__set__
-_set_run_sync = _SLOTS["run_sync"].__set__
-_set_wire = _SLOTS["wire"].__set__
-_set_parts = _SLOTS["parts"].__set__
-_set_count = _SLOTS["count"].__set__
-
-
-#: the delta types ``join_deltas`` joins (a status replaces, it does not append)
-_JOINED_TYPES = frozenset({"text-delta", "reasoning-delta"})
-
-
-def join_deltas(items: list[StreamItem]) -> list[StreamItem]:
-    """``items`` (the events of one piece received, in order) with each run of two or more
-    consecutive text deltas (or reasoning deltas) of one run, agent and response given as one item
-    (``StreamItem.parts``, ``count``; ``wire`` the delta of their joined text, ``id`` the last one's).
-
-    Only items a client keeps as ``wire`` (``is_plain_hot_event`` accepted them) join, and only
-    while their ids go up (or none has one): ``Conversation.apply_wire_run`` then folds the run into
-    the same conversation as its events one by one. Other items pass as they are."""
-    out: list[StreamItem] = []
-    run: list[StreamItem] = []
-    key: tuple[Any, Any, Any, Any] | None = None
-    last_id: int | None = None
-    for item in items:
-        wire = item.wire
-        if wire is not None and item.parts is None and item._event is None and wire["type"] in _JOINED_TYPES:
-            here = (wire["type"], wire.get("runId"), wire.get("agentId"), wire.get("responseId"))
-            item_id = item.id
-            if here == key and ((item_id is None and last_id is None)
-                                or (item_id is not None and last_id is not None and item_id > last_id)):
-                run.append(item)
-                last_id = item_id
-                continue
-            _flush_run(run, out)
-            run = [item]
-            key, last_id = here, item_id
-            continue
-        if run:
-            _flush_run(run, out)
-            run, key = [], None
-        out.append(item)
-    _flush_run(run, out)
-    return out
-
-
-def _flush_run(run: list[StreamItem], out: list[StreamItem]) -> None:
-    if len(run) < 2:
-        out.extend(run)
-        return
-    out.append(run_item([(item.id, item.wire) for item in run]))  # type: ignore[misc]
-
-
-def run_item(parts: list[tuple[int | None, dict[str, Any]]]) -> StreamItem:
-    """The item of a run of deltas ``join_deltas`` joins (``parts``: plain text or reasoning deltas
-    of one type, run, agent and response as ``(id, decoded JSON)``, ids going up or all absent);
-    a run of one is that delta's own item."""
-    if len(parts) == 1:
-        return StreamItem(parts[0][0], wire=parts[0][1])
-    first = parts[0][1]
-    joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
-                              "agentId": first.get("agentId", ""),
-                              "payload": {"text": "".join([wire["payload"].get("text", "") for _, wire in parts])}}
-    if first.get("responseId") is not None:
-        joined["responseId"] = first["responseId"]
-    return StreamItem(parts[-1][0], wire=joined, parts=tuple(parts))
-
-
 StateListener = Callable[[ConnectionState, str], None]
 
 
@@ -356,30 +191,20 @@ class Client(abc.ABC):
         self.diagnostics.append(message)
         del self.diagnostics[:-200]
 
-    def _json_item(self, event_id: int | None, data: str, *, hot: bool, source: str,
-                   raw_id: object) -> StreamItem | None:
-        """The item of one event given as JSON text (``source`` names where it was read: "frame",
-        "stored event"; ``raw_id`` the id as written there): a hot one (``hot``, its type is in
-        ``WIRE_TYPES``) kept as its decoded JSON when it is well formed (``wire_item``), any other
-        parsed into a model; ``None``, with a diagnostic, for one that does not parse; an unknown
-        type is kept as is, said."""
-        if hot:
-            try:
-                item = wire_item(event_id, loads(data))
-            except (ValueError, RecursionError):
-                item = None
-            if item is not None:
-                return item
-        from ..protocol.events import EventParseError, UnknownEvent, parse_event
+    def _json_item(self, event_id: int | None, data: str, *, source: str, raw_id: object) -> Item | None:
+        """The typed item of one event given as JSON text (``protocol.ingest.decode``; ``source`` names
+        where it was read: "frame", "stored event"; ``raw_id`` the id as written there); ``None``,
+        with a diagnostic, for one that does not parse; an unknown type is kept as is, said."""
+        from ..protocol.events import EventParseError, UnknownEvent
 
         try:
-            event = parse_event(data)
+            item = decode(event_id, data)
         except EventParseError as exc:
             self._diagnose(f"skipped malformed {source} (id {raw_id}): {exc}")
             return None
-        if isinstance(event, UnknownEvent):
-            self._diagnose(f"unknown event type {event.type!r} (id {raw_id}) kept as is")
-        return StreamItem(id=event_id, event=event)
+        if type(item) is StreamItem and isinstance(item.event, UnknownEvent):
+            self._diagnose(f"unknown event type {item.event.type!r} (id {raw_id}) kept as is")
+        return item
 
     # ----------------------------------------------------------------- login
     #: whether ``login()`` works here (the n8n dialect): the app then offers a login dialog
@@ -438,11 +263,13 @@ class Client(abc.ABC):
         Remote implementations reconnect by themselves and resume from the last id seen.
         """
 
-    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        """``events`` for a consumer that folds them (the app's ingest): a client may join a run of
-        deltas received together into one item (``join_deltas``; ``StreamItem.count`` events),
-        which only ``Conversation.apply_wire_run`` unfolds. This default joins nothing."""
-        return self.events(thread_id, after)
+    async def batches(self, thread_id: str, after: int | None = None) -> AsyncIterator[Batch]:
+        """``events`` for a consumer that folds them (the app's ingest, ``Conversation.fold``): what
+        was read together as one ``Batch`` (a page of the log, a piece received), a run of deltas
+        as one ``DeltaRun``, and how much was still waiting at the source (``Batch.queued``). This
+        default hands each event over as a batch of its own."""
+        async for item in self.events(thread_id, after):
+            yield Batch([item])
 
     @abc.abstractmethod
     async def cancel(self, thread_id: str) -> None:

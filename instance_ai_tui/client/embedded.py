@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
+from ..bus.base import EventPage
+from ..protocol.ingest import Batch, Item, StreamItem, decode_lines, events_of, join
 from .base import (
-    WIRE_TYPES,
     Client,
     ClientError,
     ConnectionState,
     NotFoundError,
     StorageError,
-    StreamItem,
     for_status,
 )
 
@@ -38,9 +38,6 @@ class LoggedEvent(Protocol):
     @property
     def event(self) -> Event | None: ...
 
-
-#: the delta types a run is read of (``_batch_items``)
-_JOINED_TYPES = frozenset({"text-delta", "reasoning-delta"})
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ..assistant.service_api import AssistantService
@@ -266,32 +263,26 @@ class EmbeddedClient(Client):
             raise ClientError(str(exc)) from None
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        """The thread's events: a live one is the model the assistant built (``StoredEvent.event``,
-        validated once, never parsed back); one read from the log is parsed from its JSON (a hot
-        one only decoded: ``StreamItem.wire``)."""
+        """The thread's events as models: a live one is the model the assistant built
+        (``StoredEvent.event``, validated once, never parsed back); one read from the log is parsed
+        from its JSON."""
         item_of = self._item
         async with aclosing(self._pages(thread_id, after)) as pages:
             async for page in pages:
                 for stored in page:
                     item = item_of(stored)
                     if item is not None:
-                        yield item
+                        for event in events_of(item):
+                            yield event
 
-    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        """``events`` for the app's ingest: a run of our deltas in a page of the log is one item
-        (``protocol.delta_runs.line_runs``: decoded in bulk when folded, ``Conversation.apply_wire_run``)."""
-        return self._fold_events(thread_id, after)
-
-    async def _fold_events(self, thread_id: str, after: int | None) -> AsyncIterator[StreamItem]:
+    async def batches(self, thread_id: str, after: int | None = None) -> AsyncIterator[Batch]:
+        """A page of the log, or a live publish, as one batch: a run of our deltas in a page read in
+        bulk (``protocol.delta_runs.line_runs``), ``queued`` the events waiting behind it."""
         async with aclosing(self._pages(thread_id, after)) as pages:
             async for page in pages:
-                if len(page) == 1:
-                    item = self._item(page[0])
-                    if item is not None:
-                        yield item
-                    continue
-                for item in self._batch_items(page):
-                    yield item
+                items = self._page_items(page)
+                if items:
+                    yield Batch(items, page.queued if isinstance(page, EventPage) else 0)
 
     async def _pages(self, thread_id: str, after: int | None) -> AsyncIterator[Sequence[LoggedEvent]]:
         """The thread's stored events as the assistant hands them: the log a page at a time, then
@@ -304,41 +295,37 @@ class EmbeddedClient(Client):
                 async for page in source:
                     yield page
 
-    def _batch_items(self, batch: Sequence[LoggedEvent]) -> list[StreamItem]:
-        """The items of a page: each stretch of two or more deltas read from the log scanned for
-        runs (``line_runs``), everything else item by item."""
-        from ..protocol.delta_runs import line_runs
+    def _page_items(self, page: Sequence[LoggedEvent]) -> list[Item]:
+        """The typed items of a page: live events as the models they are, each stretch of events
+        read from the log decoded together (``protocol.ingest.decode_lines``)."""
+        from ..protocol.events import UnknownEvent
 
-        out: list[StreamItem] = []
-        item_of = self._item
-        index, size = 0, len(batch)
+        out: list[Item] = []
+        index, size = 0, len(page)
         while index < size:
-            stored = batch[index]
-            if stored.event is None and stored.type in _JOINED_TYPES:
-                end = index + 1
-                while end < size and batch[end].event is None and batch[end].type in _JOINED_TYPES:
-                    end += 1
-                if end - index > 1:
-                    stretch = batch[index:end]
-                    taken = 0
-                    for start, stop, run in line_runs([s.id for s in stretch], [s.json for s in stretch]):
-                        out.extend(item for item in map(item_of, stretch[taken:start]) if item is not None)
-                        out.append(StreamItem(run.last_id, wire=run.joined(), parts=run))
-                        taken = stop
-                    out.extend(item for item in map(item_of, stretch[taken:]) if item is not None)
-                    index = end
-                    continue
-            item = item_of(stored)
-            if item is not None:
+            stored = page[index]
+            if stored.event is not None:
+                out.append(StreamItem(stored.id, stored.event))
+                index += 1
+                continue
+            end = index + 1
+            while end < size and page[end].event is None:
+                end += 1
+            stretch = page[index:end]
+            for item in decode_lines([s.id for s in stretch], [s.json for s in stretch], self._skipped):
+                if type(item) is StreamItem and isinstance(item.event, UnknownEvent):
+                    self._diagnose(f"unknown event type {item.event.type!r} (id {item.id}) kept as is")
                 out.append(item)
-            index += 1
-        return out
+            index = end
+        return join(out) if len(out) > 1 else out
 
-    def _item(self, stored: LoggedEvent) -> StreamItem | None:
+    def _skipped(self, event_id: int | None, line: str, error: Exception) -> None:
+        self._diagnose(f"skipped malformed stored event (id {event_id}): {error}")
+
+    def _item(self, stored: LoggedEvent) -> Item | None:
         """One stored event's item (``None``, with a diagnostic, for one that does not parse): the
         model a live one was built as, or one read from the log from its JSON (``Client._json_item``)."""
         event = stored.event
         if event is not None:
-            return StreamItem(id=stored.id, event=event)
-        return self._json_item(stored.id, stored.json, hot=stored.type in WIRE_TYPES, source="stored event",
-                               raw_id=stored.id)
+            return StreamItem(stored.id, event)
+        return self._json_item(stored.id, stored.json, source="stored event", raw_id=stored.id)

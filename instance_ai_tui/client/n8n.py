@@ -10,7 +10,7 @@ n8n's dialect differs from our server's (reference ``n8n-instance-ai-wire-protoc
   and thread ids are UUIDs;
 * the event stream has deltas without ids, ``text-block``/``reasoning-block`` facts on replay
   and ``event: run-sync`` control frames that replace a live message group's tree: they come
-  out of ``events()`` as ``StreamItem(id=None, ...)`` / ``StreamItem(run_sync=...)``;
+  out of ``events()`` as ``StreamItem(None, event)`` / ``StreamItem(None, run_sync)``;
 * confirm bodies are keyed on ``kind``.
 """
 
@@ -485,7 +485,7 @@ class N8nClient(Client):
     def _item(self, frame: SseFrame) -> StreamItem | None:
         if frame.event == "run-sync":
             try:
-                return StreamItem(id=None, run_sync=RunSyncPayload.model_validate_json(frame.data))
+                return StreamItem(None, RunSyncPayload.model_validate_json(frame.data))
             except ValidationError as exc:
                 self._diagnose(f"skipped a run-sync frame that does not parse: {exc.errors()[0].get('msg')}")
                 return None
@@ -493,7 +493,7 @@ class N8nClient(Client):
             self._diagnose(f"skipped an SSE frame of unknown event type {frame.event!r}")
             return None
         try:
-            return StreamItem(id=frame.id, event=parse_event(frame.data))
+            return StreamItem(frame.id, parse_event(frame.data))
         except EventParseError as exc:
             self._diagnose(f"skipped an SSE frame (id {frame.raw_id}): {exc}")
             return None

@@ -16,19 +16,15 @@ from urllib.parse import quote
 
 import httpx
 
-from ..protocol.delta_runs import DeltaRun
-from ..protocol.hot_events import is_plain_hot_event, loads
+from ..protocol.ingest import Batch, DeltaRun, Item, Joiner, StreamItem, events_of
 from .base import (
-    WIRE_TYPES,
     AuthError,
     Client,
     ClientError,
     ConnectionState,
     ServerProtocolError,
     ServerUnreachable,
-    StreamItem,
     for_status,
-    run_item,
 )
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
 
@@ -49,10 +45,6 @@ if TYPE_CHECKING:  # the wire models (pydantic) load on the first answer that ne
     from ..protocol.mcp import McpPromptText, McpStatus
 
 API_PREFIX = "/instance-ai"
-#: how a text delta, a reasoning delta or a status event starts as our server serialises it
-_WIRE_PREFIXES = tuple(f'{{"type":"{kind}"' for kind in sorted(WIRE_TYPES))
-#: how a text or reasoning delta starts (``fold_events`` joins their runs)
-_DELTA_PREFIXES = ('{"type":"text-delta"', '{"type":"reasoning-delta"')
 #: the connection state's detail when the server refuses the token (never "connected")
 UNAUTHORIZED = "unauthorized: check --token"
 
@@ -393,77 +385,67 @@ class RemoteClient(Client):
         return message.startswith("thread") and message.endswith("not found")
 
     # ----------------------------------------------------------------- events
-    def frame_item(self, frame: SseFrame) -> StreamItem | None:
-        """The stream item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
+    def frame_item(self, frame: SseFrame) -> Item | None:
+        """The typed item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
         if frame.event == "error":  # the server ends the stream and says why (``server.sse.error_frame``)
-            said = _stream_error_text(frame.data)
-            self._diagnose(f"the server ended the event stream: {said}")
-            self._set_state(ConnectionState.RECONNECTING, said)
+            self._stream_error(frame)
             return None
         if frame.event not in ("", "message"):
             self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
             return None
-        data = frame.data
-        # the bulk of a stream is kept as decoded JSON (``StreamItem.wire``)
-        return self._json_item(frame.id, data, hot=data.startswith(_WIRE_PREFIXES), source="frame",
-                               raw_id=frame.raw_id)
+        return self._json_item(frame.id, frame.data, source="frame", raw_id=frame.raw_id)
 
-    def joined_items(self, batch: list[SseFrame | DeltaRun]) -> list[StreamItem]:
-        """The items of the frames of one piece, as ``join_deltas`` gives ``frame_item``'s of them:
-        decoded and joined in one pass (no item for each delta of a run); a ``DeltaRun`` the reader
-        found is one item as it is (``StreamItem.parts``: decoded when folded)."""
-        out: list[StreamItem] = []
-        run: list[tuple[int | None, dict[str, Any]]] = []
-        key: tuple[Any, Any, Any, Any] | None = None
-        last_id: int | None = None
-        frame_item = self.frame_item
-        for frame in batch:
-            if isinstance(frame, DeltaRun):
-                if run:
-                    out.append(run_item(run))
-                    run, key = [], None
-                out.append(StreamItem(frame.last_id, wire=frame.joined(), parts=frame))
+    def _stream_error(self, frame: SseFrame) -> None:
+        said = _stream_error_text(frame.data)
+        self._diagnose(f"the server ended the event stream: {said}")
+        self._set_state(ConnectionState.RECONNECTING, said)
+
+    def batch_of(self, frames: list[SseFrame | DeltaRun], queued: int) -> Batch:
+        """The batch of the frames of one piece received: each frame's item (a ``DeltaRun`` the
+        reader found as it is), neighbouring runs of deltas joined."""
+        from ..protocol.events import EventParseError, UnknownEvent
+
+        joiner = Joiner()
+        take = joiner.json
+        items = joiner.items
+        for frame in frames:
+            if type(frame) is DeltaRun:
+                joiner.add(frame)
                 continue
-            data = frame.data
-            if data.startswith(_DELTA_PREFIXES) and frame.event in ("", "message"):
-                try:
-                    obj = loads(data)
-                except (ValueError, RecursionError):
-                    obj = None
-                if is_plain_hot_event(obj):
-                    here = (obj["type"], obj.get("runId"), obj.get("agentId"), obj.get("responseId"))
-                    frame_id = frame.id
-                    if here == key and ((frame_id is None and last_id is None)
-                                        or (frame_id is not None and last_id is not None and frame_id > last_id)):
-                        run.append((frame_id, obj))
-                        last_id = frame_id
-                        continue
-                    if run:
-                        out.append(run_item(run))
-                    run = [(frame_id, obj)]
-                    key, last_id = here, frame_id
-                    continue
-            item = frame_item(frame)
-            if item is not None:
-                if run:
-                    out.append(run_item(run))
-                    run, key = [], None
-                out.append(item)
-        if run:
-            out.append(run_item(run))
-        return out
+            if frame.event == "error":  # type: ignore[union-attr]
+                self._stream_error(frame)  # type: ignore[arg-type]
+                continue
+            if frame.event not in ("", "message"):  # type: ignore[union-attr]
+                self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")  # type: ignore[union-attr]
+                continue
+            before = len(items)
+            try:
+                take(frame.id, frame.data)  # type: ignore[union-attr]
+            except EventParseError as exc:
+                self._diagnose(f"skipped malformed frame (id {frame.raw_id}): {exc}")  # type: ignore[union-attr]
+                continue
+            if len(items) > before and type(items[-1]) is StreamItem and isinstance(items[-1].event, UnknownEvent):
+                self._diagnose(f"unknown event type {items[-1].event.type!r} (id {frame.raw_id}) kept as is")  # type: ignore[union-attr]
+        return Batch(joiner.done(), queued)
 
-    def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        return self._events(thread_id, after, join=False)
+    async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
+        async for batch in self._batches(thread_id, after, runs=False):
+            for item in batch.items:
+                if type(item) is DeltaRun:
+                    for event in events_of(item):
+                        yield event
+                else:
+                    yield item  # type: ignore[misc]
 
-    def fold_events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
-        """``events``, each run of deltas received in one piece joined (``base.join_deltas``): the
+    def batches(self, thread_id: str, after: int | None = None) -> AsyncIterator[Batch]:
+        """The frames of each piece received as one batch (runs of our deltas read in bulk,
+        ``protocol.delta_runs``), with what was still waiting on the connection (``queued``). The
         ids the reader hands over only go up (it drops a replayed one), as joining needs."""
-        return self._events(thread_id, after, join=True)
+        return self._batches(thread_id, after, runs=True)
 
-    async def _events(self, thread_id: str, after: int | None, *, join: bool) -> AsyncIterator[StreamItem]:
+    async def _batches(self, thread_id: str, after: int | None, *, runs: bool) -> AsyncIterator[Batch]:
         url = f"{self._api}/events/{self._quote(thread_id)}"
-        frames = reconnecting_sse_batches(
+        pieces = reconnecting_sse_batches(
             self._client(),
             url,
             headers=self._headers,
@@ -471,26 +453,21 @@ class RemoteClient(Client):
             set_state=self._set_state,
             is_gone=lambda: self.thread_gone(thread_id),
             on_skip=self._diagnose,
-            runs=join,
+            runs=runs,
             **self._sse_options,
         )
         try:
-            frame_item = self.frame_item
-            async for batch in frames:  # the frames of one piece received, decoded in one step each
-                if join and (len(batch) > 1 or isinstance(batch[0], DeltaRun)):
-                    for joined in self.joined_items(batch):
-                        yield joined
-                    continue
-                for frame in batch:  # (no ``DeltaRun``: asked for without ``runs``)
-                    item = frame_item(frame)  # type: ignore[arg-type]
-                    if item is not None:
-                        yield item
+            batch_of = self.batch_of
+            async for piece in pieces:  # the frames of one piece received, decoded in one step
+                batch = batch_of(piece.frames, piece.queued)
+                if batch.items:
+                    yield batch
         except SseStatusError as exc:
             raise status_error(exc.status, _sse_error_message(exc), f"events of {thread_id}") from None
         except SseGaveUp as exc:
             raise ClientError(str(exc)) from None
         finally:
-            await frames.aclose()
+            await pieces.aclose()
 
 
 def _stream_error_text(data: str) -> str:

@@ -43,6 +43,7 @@ frame at the end of a connection is discarded, its event comes again after the r
 
 from __future__ import annotations
 
+import array
 import asyncio
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -74,6 +75,39 @@ class SseFrame(NamedTuple):
     event: str = ""
     id: int | None = None
     raw_id: str | None = None
+
+
+class Piece(NamedTuple):
+    """The frames of one piece received (never empty), and ``queued``: an estimate of the frames
+    still waiting on the connection when it was read (the bytes the socket holds, at the piece's
+    frames per byte; 0 when it holds none, or cannot say)."""
+
+    frames: list[SseFrame | DeltaRun]
+    queued: int
+
+
+def _socket_of(response: httpx.Response) -> Any:
+    """The response's socket (``fileno()``), or ``None`` (a transport without one: tests' mocks)."""
+    stream = response.extensions.get("network_stream")
+    try:
+        return stream.get_extra_info("socket") if stream is not None else None
+    except Exception:  # noqa: BLE001 - a transport that cannot say: nothing known to wait
+        return None
+
+
+def waiting_bytes(sock: Any) -> int:
+    """The bytes received on ``sock`` and not read yet (``FIONREAD``), 0 when it cannot say."""
+    if sock is None:
+        return 0
+    try:
+        import fcntl
+        import termios
+
+        buffer = array.array("i", [0])
+        fcntl.ioctl(sock.fileno(), termios.FIONREAD, buffer)
+        return int(buffer[0])
+    except (OSError, ValueError, ImportError, AttributeError):
+        return 0
 
 
 class SseStatusError(Exception):
@@ -110,8 +144,8 @@ async def reconnecting_sse(http: httpx.AsyncClient, url: str, **options: Any) ->
     (``aclose()``, or leaving ``async for``) to stop."""
     batches = reconnecting_sse_batches(http, url, **options)
     try:
-        async for batch in batches:  # (no ``DeltaRun``: asked for without ``runs``)
-            for frame in batch:
+        async for piece in batches:  # (no ``DeltaRun``: asked for without ``runs``)
+            for frame in piece.frames:
                 yield frame  # type: ignore[misc]
     finally:
         await batches.aclose()
@@ -135,10 +169,10 @@ async def reconnecting_sse_batches(
     max_line_bytes: int = 16 * 1024 * 1024,
     on_skip: Callable[[str], None] | None = None,
     runs: bool = False,
-) -> AsyncGenerator[list[SseFrame | DeltaRun], None]:
-    """The frames of the SSE stream at ``url`` in lists, one list per piece received (never empty),
-    reconnecting for ever (see the module docstring): a client that reads a flood takes each piece's
-    frames in one step.
+) -> AsyncGenerator[Piece, None]:
+    """The frames of the SSE stream at ``url`` a piece received at a time (``Piece``: never empty,
+    with what still waits on the connection), reconnecting for ever (see the module docstring): a
+    client that reads a flood takes each piece's frames in one step.
 
     ``params`` go on every request unchanged; the cursor travels in the ``Last-Event-ID``
     header. Close the generator (``aclose()``, or leaving ``async for``) to stop.
@@ -189,6 +223,7 @@ async def reconnecting_sse_batches(
                         notify(ConnectionState.CONNECTED, "")
                         parser = RunSSEParser(runs=runs)
                         line = 0  # bytes since the last line end: a line without end is cut off
+                        sock = _socket_of(response)
                         async for chunk in response.aiter_bytes():
                             end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
                             line = line + len(chunk) if end < 0 else len(chunk) - end - 1
@@ -199,8 +234,9 @@ async def reconnecting_sse_batches(
                             for parsed in parser.feed_runs(chunk):
                                 frames: tuple[SSEFrame, ...] | list[SSEFrame]
                                 if isinstance(parsed, DeltaRun):
-                                    if cursor is None or parsed.ids[0] > cursor:
-                                        cursor = parsed.ids[-1]
+                                    run_ids = parsed.ids or [0]  # (a run read from frames: ids always)
+                                    if cursor is None or run_ids[0] > cursor:
+                                        cursor = run_ids[-1]
                                         batch.append(parsed)
                                         continue
                                     # (it would repeat ids already read: its frames one by one)
@@ -214,7 +250,7 @@ async def reconnecting_sse_batches(
                                         if cursor is not None and event_id <= cursor:
                                             if on_skip is not None:
                                                 if batch:  # the frames before it are taken first: in order
-                                                    yield batch
+                                                    yield Piece(batch, 0)
                                                     batch = []
                                                 on_skip(f"skipped frame id {event_id}: not after {cursor} (ids going "
                                                         "backwards, or a replay)")
@@ -223,7 +259,8 @@ async def reconnecting_sse_batches(
                                     event = "" if frame.event == "message" else frame.event
                                     batch.append(SseFrame(frame.data, event, event_id, raw_id))
                             if batch:
-                                yield batch
+                                waiting = waiting_bytes(sock)
+                                yield Piece(batch, max(1, waiting * _frames_in(batch) // len(chunk)) if waiting else 0)
                             if parser.retry is not None:
                                 server_retry = parser.retry / 1000
                         else:
@@ -240,6 +277,10 @@ async def reconnecting_sse_batches(
         notify(ConnectionState.RECONNECTING, f"(attempt {failures}, next try in {format_wait(delay)})")
         await asyncio.sleep(delay)
         notify(ConnectionState.RECONNECTING, f"(attempt {failures})")
+
+
+def _frames_in(batch: list[SseFrame | DeltaRun]) -> int:
+    return sum([item.count if type(item) is DeltaRun else 1 for item in batch])
 
 
 async def _gone(is_gone: GoneCheck) -> bool:

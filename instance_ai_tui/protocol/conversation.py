@@ -19,14 +19,15 @@ shown, never raw (the boundary where such text enters a UI; ``export``, ``replay
 fold through here too). Streamed deltas are checked with one regular expression; other models
 are walked only when their JSON holds such a character.
 
-Event ids: ``apply(id, event)`` (and ``apply_wire`` for stored/wire JSON) drops every event whose id is ``<= cursor`` (already
-seen) and advances ``cursor`` to the largest id seen; events without id always apply.
+Events come in one way: ``fold(items)``, a batch of typed stream items (``protocol.ingest``: event
+models, run-sync frames, runs of deltas). It drops every item whose id is ``<= cursor`` (already
+seen) and advances ``cursor`` to the largest id seen; items without id always fold.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,6 @@ from .events import (
     AgentSpawnedEvent,
     Event,
     EventBase,
-    EventParseError,
     ReasoningDeltaEvent,
     RunFinishEvent,
     RunStartEvent,
@@ -47,10 +47,8 @@ from .events import (
     TextPayload,
     ThreadTitleUpdatedEvent,
     UnknownEvent,
-    WireEvent,
-    parse_event,
 )
-from .hot_events import is_plain_hot_event
+from .ingest import Item, StreamItem
 from .reducer import ReducerChanges, RunReducer
 from .safe_text import UNSAFE, visible, visible_model
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
@@ -86,6 +84,15 @@ def _visible_hot(event: Event) -> Event:
             return event
         new_payload = payload.model_copy(update={"message": visible(message)})
     return _visible_model(event.model_copy(update={"payload": new_payload}))
+
+
+def _visible_run(run: DeltaRun) -> DeltaRun:
+    """A run of deltas with its texts made visible (itself when they need nothing: the usual)."""
+    first, rest = run.first(), run.rest()
+    if (first.isprintable() or _unsafe(first) is None) and (rest.isprintable() or _unsafe(rest) is None):
+        return run
+    return DeltaRun(run.type, run.run_id, run.agent_id, run.response_id, run.ids,
+                    texts=[visible(text) for text in run.all_texts()])
 
 
 def _now() -> datetime:
@@ -453,122 +460,90 @@ class Conversation:
         self._hot_run, self._hot_msg = run_id, msg
         return msg
 
-    def apply(self, id: int | None, event: Event | RunSyncPayload) -> bool:
-        """Fold one frame (an event model or a run-sync). Returns ``False`` if it was
-        dropped (a duplicate id, or something that is not an event; the latter is recorded
-        in ``diagnostics``). Never raises. Stored/wire JSON goes through ``apply_wire``."""
-        if id is not None:
-            if id <= self.cursor:
-                return False
-            self.cursor = id
-        if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent or type(event) is StatusEvent:
-            # the bulk of every stream: straight to the message's reducer (which never raises),
-            # its text made visible (most deltas pass ``isprintable``; a newline costs a search)
-            payload = event.payload
-            text = payload.text if type(payload) is TextPayload else payload.message  # type: ignore[union-attr]
-            if not text.isprintable() and _unsafe(text) is not None:
-                event = _visible_hot(event)
-            hot = self._hot_msg
-            if event.run_id != self._hot_run or hot is None:
-                hot = self._hot_message(event.run_id)
-            if hot is not None and hot.reducer is not None:
-                hot.reducer.apply(event)
-                if not hot.dirty:
-                    self._mark(hot)
-                return True
-        return self._fold(event)
+    def fold(self, items: Iterable[Item]) -> list[StreamItem]:
+        """Fold a batch of stream items (``protocol.ingest``: the one way in). Returns the items
+        other than deltas and statuses, made visible, for a reader that reacts to them too (the
+        app's projection: run start and finish, the n8n panel).
 
-    def _fold(self, event: Event | RunSyncPayload) -> bool:
+        An item whose id is ``<= cursor`` was seen already and is dropped; the cursor moves to the
+        largest id seen; items without an id always fold. Never raises: what cannot fold is noted
+        in ``diagnostics``."""
+        notable: list[StreamItem] = []
+        for item in items:
+            if type(item) is DeltaRun:
+                self._fold_run(item)
+                continue
+            event_id, event = item.id, item.event  # type: ignore[union-attr]
+            if event_id is not None:
+                if event_id <= self.cursor:
+                    continue
+                self.cursor = event_id
+            kind = type(event)
+            if kind is TextDeltaEvent or kind is ReasoningDeltaEvent or kind is StatusEvent:
+                self._fold_hot(event)  # type: ignore[arg-type]
+                continue
+            try:
+                if kind is RunSyncPayload:
+                    visible_sync = _visible_model(event)
+                    self.apply_run_sync(visible_sync)  # type: ignore[arg-type]
+                    notable.append(item if visible_sync is event else StreamItem(event_id, visible_sync))  # type: ignore[arg-type]
+                elif isinstance(event, EventBase):
+                    visible_event = _visible_model(event)
+                    self._apply_event(visible_event)  # type: ignore[arg-type]
+                    notable.append(item if visible_event is event else StreamItem(event_id, visible_event))  # type: ignore[arg-type]
+                else:
+                    self.diagnostics.append(f"not an event model: {type(event).__name__} (JSON goes through "
+                                            "protocol.ingest.decode)")
+            except Exception as exc:  # noqa: BLE001 - folding must never raise
+                self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
+        return notable
+
+    def _fold_hot(self, event: Event) -> None:
+        """A streamed delta or status model: straight to its message's reducer (which never raises),
+        its text made visible (most pass ``isprintable``; a newline costs a search)."""
+        payload: Any = event.payload
+        text = payload.text if type(payload) is TextPayload else payload.message
+        if not text.isprintable() and _unsafe(text) is not None:
+            event = _visible_hot(event)
+        hot = self._hot_msg
+        if event.run_id != self._hot_run or hot is None:
+            hot = self._hot_message(event.run_id)
+        if hot is not None and hot.reducer is not None:
+            hot.reducer.apply(event)
+            if not hot.dirty:
+                self._mark(hot)
+            return
         try:
-            if isinstance(event, RunSyncPayload):
-                self.apply_run_sync(event)
-                return True
-            if not isinstance(event, EventBase):
-                self.diagnostics.append(f"not an event model: {type(event).__name__} (wire data goes through apply_wire)")
-                return False
-            self._apply_event(_visible_model(event))
-            return True
+            self._apply_event(_visible_model(event))  # (a run without its run-start: a placeholder)
         except Exception as exc:  # noqa: BLE001 - folding must never raise
             self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
-            return False
 
-    def apply_wire(self, id: int | None, data: WireEvent) -> bool:
-        """``apply`` of one frame in stored/wire form (a decoded JSON object or its text,
-        a ``run-sync`` frame included). Hot events given as plain dicts (``is_plain_hot_event``)
-        are handed to their message's reducer without building a model, their text made
-        visible; the rest is parsed with ``parse_event``. Never raises."""
-        if id is not None:
-            if id <= self.cursor:
-                return False
-            self.cursor = id
-        try:
-            if is_plain_hot_event(data):  # exactly what parse_event accepts, with the same values
-                msg = self._hot_message(data.get("runId", ""))
-                if msg is not None and msg.reducer is not None:
-                    kind = data["type"]
-                    text = data["payload"].get("message" if kind == "status" else "text", "")
-                    if not text.isprintable() and _unsafe(text) is not None:
-                        text = visible(text)
-                    msg.reducer.apply_plain(kind, data.get("agentId", ""), text, data.get("responseId") or None)
-                    if not msg.dirty:
-                        self._mark(msg)
-                    return True
-            elif type(data) is dict and data.get("type") == "run-sync":
-                self.apply_run_sync(RunSyncPayload.model_validate(data.get("payload", data)))
-                return True
-            event = parse_event(data)
-        except EventParseError as exc:
-            self.diagnostics.append(str(exc))
-            return False
-        except Exception as exc:  # noqa: BLE001 - folding must never raise
-            self.diagnostics.append(f"could not apply frame: {type(exc).__name__}: {exc}")
-            return False
-        return self._fold(event)
+    def _fold_run(self, run: DeltaRun) -> None:
+        """A run of deltas (``DeltaRun``): into the same conversation as its deltas one by one. The
+        ones at or below the cursor are dropped; a run whose message is missing (no run-start seen)
+        folds its first delta as a model (which makes the placeholder message), then the rest."""
+        ids = run.ids
+        if ids is not None:
+            cursor = self.cursor
+            if ids[-1] <= cursor:
+                return
+            if ids[0] <= cursor:
+                run = run.after(cursor)
+            self.cursor = ids[-1]
+        hot = self._hot_msg
+        if run.run_id != self._hot_run or hot is None:
+            hot = self._hot_message(run.run_id)
+        while hot is None or hot.reducer is None:  # (one at a time until one made the placeholder)
+            from .events import parse_event
 
-    def apply_wire_run(self, parts: Sequence[tuple[int | None, dict[str, Any]]]) -> None:
-        """Fold a run of deltas that ``client.base.join_deltas`` joined (``StreamItem.parts``: plain
-        text or reasoning deltas of one type, run, agent and response, their ids going up or all
-        absent) into the same conversation as ``apply_wire`` of each in turn, at the cost of two.
-
-        The reducer appends a delta to its agent's last segment of the same kind and response and
-        makes text visible character by character, so the rest of the run folds as one delta of its
-        joined text once the first folded cleanly: its message existed, it was not a repeat (id
-        above the cursor) and nothing was noted. Otherwise each is folded on its own (a delta for an
-        unknown agent is reported once per delta, as before)."""
-        first_id, first = parts[0]
-        message = self.message_for_run(first.get("runId", ""))
-        if message is None or message.reducer is None or (first_id is not None and first_id <= self.cursor):
-            for event_id, data in parts:
-                self.apply_wire(event_id, data)
-            return
-        reducer = message.reducer
-        noted = reducer.diagnostic_count, len(self.diagnostics)
-        if not self.apply_wire(first_id, first) or (reducer.diagnostic_count, len(self.diagnostics)) != noted:
-            for event_id, data in parts[1:]:
-                self.apply_wire(event_id, data)
-            return
-        last_id: int | None
-        if isinstance(parts, DeltaRun):  # (read in bulk: its texts decoded here, joined, in one step)
-            last_id, text = parts.rest()
-        else:
-            rest = parts[1:]
-            last_id = rest[-1][0]
-            text = "".join([data["payload"].get("text", "") for _, data in rest])
-        joined: dict[str, Any] = {"type": first["type"], "runId": first.get("runId", ""),
-                                  "agentId": first.get("agentId", ""), "payload": {"text": text}}
-        if first.get("responseId") is not None:
-            joined["responseId"] = first["responseId"]
-        self.apply_wire(last_id, joined)
-
-    def apply_all(self, frames: Iterable[tuple[int | None, Event | RunSyncPayload]]) -> Conversation:
-        for frame_id, event in frames:
-            self.apply(frame_id, event)
-        return self
-
-    def apply_all_wire(self, frames: Iterable[tuple[int | None, WireEvent]]) -> Conversation:
-        for frame_id, data in frames:
-            self.apply_wire(frame_id, data)
-        return self
+            self._fold_hot(parse_event(run.wire(0)))
+            if run.count == 1:
+                return
+            run = run.tail(1)
+            hot = self._hot_message(run.run_id)
+        hot.reducer.apply(_visible_run(run))
+        if not hot.dirty:
+            self._mark(hot)
 
     def _apply_event(self, event: Event) -> None:
         kind = event.type

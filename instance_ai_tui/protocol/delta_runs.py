@@ -20,9 +20,9 @@ This module imports nothing of ours but ``sse``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from json.decoder import scanstring  # type: ignore[attr-defined]  # (the C scanner of json)
-from typing import Any, cast, overload
+from typing import Any, cast
 
 from .sse import SSEFrame, SSEParser
 
@@ -64,64 +64,123 @@ def decode_texts(bodies: Sequence[str]) -> str:
     return "".join([scanstring(body + '"', 0)[0] for body in bodies])
 
 
-class DeltaRun(Sequence[tuple[int | None, dict[str, Any]]]):
-    """A run of two or more text (or reasoning) deltas of one run, agent and response, ids going
-    up by one: as a sequence, each delta's ``(id, decoded JSON)`` (built on demand, the same dict
-    ``json.loads`` gives for its frame), and ``rest()``: the last id and the joined text of all
-    but the first, the fold's fast path (``Conversation.apply_wire_run``)."""
+class DeltaRun:
+    """A run of one or more text (or reasoning) deltas of one run, agent and response, ids going
+    up (or none of them has one): a typed event of the stream, folded as its deltas one by one
+    would be (``RunReducer.apply``, ``Conversation.fold``).
 
-    __slots__ = ("agent_id", "bodies", "ids", "response_id", "run_id", "span", "type")
+    Its texts are kept as received: JSON string ``bodies`` read in bulk (decoded only when folded,
+    all at once, ``rest``) or decoded ``texts`` (a delta decoded on its own, ``one``). ``ids`` is
+    ``None`` when the deltas carry none (n8n's), else one id a delta, going up."""
 
-    def __init__(self, kind: str, run_id: str, agent_id: str, response_id: str, ids: list[int],
-                 bodies: list[str], span: str) -> None:
+    __slots__ = ("_first", "_rest", "agent_id", "bodies", "ids", "response_id", "run_id", "span", "texts", "type")
+
+    def __init__(self, kind: str, run_id: str, agent_id: str, response_id: str | None, ids: list[int] | None,
+                 bodies: list[str] | None = None, span: str = "", texts: list[str] | None = None) -> None:
         self.type = kind
         self.run_id = run_id
         self.agent_id = agent_id
         self.response_id = response_id
         self.ids = ids
         self.bodies = bodies
-        #: the frames' text as received (``frames()``; "" for a run read from the log)
+        self.texts = texts
+        #: the frames' text as received (``frames()``; "" for a run read from the log or joined)
         self.span = span
+        self._first: str | None = None
+        self._rest: str | None = None
+
+    @classmethod
+    def one(cls, event_id: int | None, kind: str, run_id: str, agent_id: str, response_id: str | None,
+            text: str) -> DeltaRun:
+        """One delta, its text decoded."""
+        return cls(kind, run_id, agent_id, response_id, None if event_id is None else [event_id], texts=[text])
 
     @property
-    def first_id(self) -> int:
-        return self.ids[0]
+    def id(self) -> int | None:
+        """The last delta's id (what a stream's cursor moves to), or ``None``."""
+        ids = self.ids
+        return ids[-1] if ids else None
 
     @property
-    def last_id(self) -> int:
-        return self.ids[-1]
+    def count(self) -> int:
+        """How many deltas (events of the stream) this run stands for."""
+        return len(self.texts if self.texts is not None else self.bodies or ())
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.count
 
-    def _wire(self, text: str) -> dict[str, Any]:
-        return {"type": self.type, "runId": self.run_id, "agentId": self.agent_id, "responseId": self.response_id,
-                "payload": {"text": text}}
+    @property
+    def key(self) -> tuple[str, str, str, str | None]:
+        return self.type, self.run_id, self.agent_id, self.response_id
 
-    def _part(self, index: int) -> tuple[int | None, dict[str, Any]]:
-        return self.ids[index], self._wire(scanstring(self.bodies[index] + '"', 0)[0])
+    def all_texts(self) -> list[str]:
+        """Each delta's text, decoded (one C call each for bodies: the slow way, for the rare fold
+        that must take them one by one)."""
+        if self.texts is None:
+            self.texts = [scanstring(body + '"', 0)[0] for body in self.bodies or ()]
+            self.bodies = None
+        return self.texts
 
-    @overload
-    def __getitem__(self, index: int) -> tuple[int | None, dict[str, Any]]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[int | None, dict[str, Any]]]: ...
+    def first(self) -> str:
+        """The first delta's text."""
+        if self._first is None:
+            self._first = self.texts[0] if self.texts is not None else scanstring(self.bodies[0] + '"', 0)[0]  # type: ignore[index]
+        return self._first
 
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self._part(i) for i in range(*index.indices(len(self.ids)))]
-        return self._part(range(len(self.ids))[index])
+    def rest(self) -> str:
+        """The joined text of every delta but the first (decoded in one C call when read in bulk)."""
+        if self._rest is None:
+            self._rest = "".join(self.texts[1:]) if self.texts is not None else decode_texts(self.bodies[1:])  # type: ignore[index]
+        return self._rest
 
-    def __iter__(self) -> Iterator[tuple[int | None, dict[str, Any]]]:
-        for index in range(len(self.ids)):
-            yield self._part(index)
+    def joined(self) -> str:
+        """The joined text of every delta."""
+        return self.first() + self.rest()
 
-    def joined(self) -> dict[str, Any]:
-        """One delta of the whole run's text (``StreamItem.wire`` of the run's item)."""
-        return self._wire(decode_texts(self.bodies))
+    def wire(self, index: int) -> dict[str, Any]:
+        """Delta ``index`` as its decoded JSON (the dict ``json.loads`` gives for its frame, key
+        order aside)."""
+        data: dict[str, Any] = {"type": self.type, "runId": self.run_id, "agentId": self.agent_id,
+                                "payload": {"text": self.all_texts()[index]}}
+        if self.response_id is not None:
+            data["responseId"] = self.response_id
+        return data
 
-    def rest(self) -> tuple[int, str]:
-        """The last id and the joined text of every delta but the first."""
-        return self.ids[-1], decode_texts(self.bodies[1:])
+    def after(self, cursor: int) -> DeltaRun:
+        """The deltas with an id above ``cursor`` (a suffix: ids go up), as a run of their own."""
+        ids = self.ids
+        if ids is None or ids[0] > cursor:
+            return self
+        start = next((index for index, event_id in enumerate(ids) if event_id > cursor), len(ids))
+        return self.tail(start)
+
+    def tail(self, start: int) -> DeltaRun:
+        """The deltas from ``start`` on, as a run of their own."""
+        ids = self.ids[start:] if self.ids is not None else None
+        if self.texts is not None:
+            return DeltaRun(self.type, self.run_id, self.agent_id, self.response_id, ids, texts=self.texts[start:])
+        return DeltaRun(self.type, self.run_id, self.agent_id, self.response_id, ids, self.bodies[start:])  # type: ignore[index]
+
+    def joins(self, other: DeltaRun) -> bool:
+        """Whether ``other`` continues this run: the same type, run, agent and response, and its
+        ids going on up from this one's (or neither has ids)."""
+        if self.key != other.key:
+            return False
+        if self.ids is None or other.ids is None:
+            return self.ids is None and other.ids is None
+        return other.ids[0] > self.ids[-1]
+
+    def extend(self, other: DeltaRun) -> None:
+        """Take ``other``'s deltas after this run's (``joins`` said it may), in place: its lists
+        are this run's own (a run is built for one reader)."""
+        if self.ids is not None and other.ids is not None:
+            self.ids.extend(other.ids)
+        if self.bodies is not None and other.bodies is not None:
+            self.bodies.extend(other.bodies)
+        else:
+            self.all_texts().extend(other.all_texts())
+        self.span = ""
+        self._rest = None
 
     def frames(self) -> list[tuple[str, str]]:
         """Each frame's ``(id, data)`` as received: for a reader that must take them one by one."""
@@ -132,8 +191,16 @@ class DeltaRun(Sequence[tuple[int | None, dict[str, Any]]]):
                 out.append((block[4:newline], block[newline + 7:]))
         return out
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeltaRun):
+            return NotImplemented
+        return (self.key, self.ids, self.all_texts()) == (other.key, other.ids, other.all_texts())
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
-        return f"DeltaRun({self.type}, run={self.run_id!r}, agent={self.agent_id!r}, ids {self.ids[0]}..{self.ids[-1]})"
+        ids = f"ids {self.ids[0]}..{self.ids[-1]}" if self.ids else "no ids"
+        return f"DeltaRun({self.type}, run={self.run_id!r}, agent={self.agent_id!r}, {self.count} deltas, {ids})"
 
 
 def _run(match: re.Match[str]) -> DeltaRun | None:
@@ -146,10 +213,10 @@ def _run(match: re.Match[str]) -> DeltaRun | None:
     return DeltaRun(match.group(2), match.group(3), match.group(4), match.group(5), ids, _TEXTS.findall(span), span)
 
 
-def line_runs(ids: Sequence[int], lines: Sequence[str]) -> list[tuple[int, int, DeltaRun]]:
+def line_runs(ids: Sequence[int] | None, lines: Sequence[str]) -> list[tuple[int, int, DeltaRun]]:
     """The runs among ``lines`` (one event's JSON each, as our log keeps it; ``ids`` theirs, going
-    up): ``(start, end, run)`` for ``lines[start:end]``, in order. Lines with a line break of their
-    own are not JSON our log writes: none is read in bulk then."""
+    up, or ``None``: lines without ids): ``(start, end, run)`` for ``lines[start:end]``, in order.
+    Lines with a line break of their own are not JSON our log writes: none is read in bulk then."""
     text = "\n".join(lines) + "\n"
     if text.count("\n") != len(lines):
         return []
@@ -161,8 +228,8 @@ def line_runs(ids: Sequence[int], lines: Sequence[str]) -> list[tuple[int, int, 
         size = text.count("\n", start, end)
         bodies = _LINE_TEXTS.findall(match.group(0))
         if len(bodies) == size:
-            run = DeltaRun(match.group(1), match.group(2), match.group(3), match.group(4), list(ids[row:row + size]),
-                           bodies, "")
+            run = DeltaRun(match.group(1), match.group(2), match.group(3), match.group(4),
+                           None if ids is None else list(ids[row:row + size]), bodies)
             out.append((row, row + size, run))
         row += size
         at = end
@@ -194,7 +261,7 @@ class RunSSEParser(SSEParser):
             if end - start > limit:
                 continue  # (the ordinary frames keep each frame's limit)
             run = _run(match)
-            if run is None or len(run.bodies) != len(run.ids):
+            if run is None or run.ids is None or run.bodies is None or len(run.bodies) != len(run.ids):
                 continue
             if start > at:
                 super()._frames(text[at:start - 2], frames)

@@ -31,7 +31,7 @@ Differences from n8n, on purpose:
 * An empty ``responseId`` is treated as absent.
 
 Performance: internal state is slotted objects, text is kept as lists of chunks and
-joined lazily, hot event types given as raw dicts to ``apply_wire`` skip pydantic, and the pydantic tree is
+joined lazily, a run of deltas (``DeltaRun``) folds without a pydantic model per delta, and the pydantic tree is
 only built by ``tree()``. ``drain_changes()`` reports what changed since the last call so
 a UI can project only that.
 """
@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .delta_runs import DeltaRun
 from .events import (
     AgentCompletedEvent,
     AgentSpawnedEvent,
@@ -66,9 +67,8 @@ from .events import (
     ToolInterruptedEvent,
     ToolResultEvent,
     WireEvent,
-    parse_event,
 )
-from .hot_events import is_plain_hot_event
+from .ingest import Item, decode, decode_lines
 from .reducer_changes import ReducerChanges, SegmentChange
 from .reducer_reads import ReducerReads
 from .reducer_state import (
@@ -95,6 +95,7 @@ __all__ = [
     "SegmentChange",
     "build_agent_tree",
     "build_agent_tree_wire",
+    "fold_json",
     "render_hint",
 ]
 
@@ -320,78 +321,52 @@ class RunReducer(ReducerReads):
         self.diagnostics.append(message)
 
     # ----------------------------------------------------------------- applying
-    def apply(self, event: Event) -> None:
-        """Fold one event model. Never raises: an event that cannot apply (or something
-        that is not an event model) is recorded in ``diagnostics``. Stored or wire JSON
-        goes through ``apply_wire``."""
+    def apply(self, event: Event | DeltaRun) -> None:
+        """Fold one typed event: an event model, or a run of deltas (``DeltaRun``: into the same
+        tree as its deltas one by one). Never raises: an event that cannot apply (or something
+        that is not an event) is recorded in ``diagnostics``. JSON is decoded first
+        (``protocol.ingest.decode``)."""
         try:
-            if type(event) is TextDeltaEvent:
+            kind = type(event)
+            if kind is DeltaRun:
+                self._run(event)  # type: ignore[arg-type]
+                return
+            if kind is TextDeltaEvent:
                 # the bulk of every stream, already validated: straight to the fold
-                self._delta(True, event.agent_id, event.payload.text, event.response_id or None)
+                self._delta(True, event.agent_id, event.payload.text, event.response_id or None)  # type: ignore[union-attr]
                 return
-            if type(event) is ReasoningDeltaEvent:
-                self._delta(False, event.agent_id, event.payload.text, event.response_id or None)
+            if kind is ReasoningDeltaEvent:
+                self._delta(False, event.agent_id, event.payload.text, event.response_id or None)  # type: ignore[union-attr]
                 return
-            handler = self._handlers.get(type(event))
+            handler = self._handlers.get(kind)  # type: ignore[arg-type]
             if handler is not None:
                 handler(event)
             elif not isinstance(event, EventBase):
-                self._diag(f"not an event model: {type(event).__name__} (wire data goes through apply_wire)")
+                self._diag(f"not an event: {kind.__name__} (JSON goes through protocol.ingest.decode)")
         except Exception as exc:  # noqa: BLE001 - the reducer must never raise
             self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
 
-    def apply_wire(self, data: WireEvent) -> None:
-        """Fold one event in stored/wire form: a decoded JSON object or its JSON text.
-
-        The one entry point for untyped input. Text deltas, reasoning deltas and status
-        events given as plain dicts (the bulk of every stored stream; ``is_plain_hot_event``:
-        exactly what ``parse_event`` accepts, with the same values) are folded without building
-        a model; everything else is parsed with ``parse_event`` first.
-        Never raises: input that is not an event is recorded in ``diagnostics``.
-        """
-        try:
-            if is_plain_hot_event(data):  # exactly what parse_event accepts, with the same values
-                kind = data["type"]
-                if kind == "status":
-                    self._status(data.get("agentId", ""), data["payload"].get("message", ""))
-                    return
-                agent_id = data.get("agentId", "")
-                agent = self._agents.get(agent_id)
-                if agent is None:
-                    self._diag(f"{'text' if kind == 'text-delta' else 'reasoning'} for unknown agent {agent_id!r}")
-                else:
-                    self._append(agent, "text" if kind == "text-delta" else "reasoning", data["payload"].get("text", ""),
-                                 data.get("responseId") or None)
-                return
-            event = parse_event(data)
-        except EventParseError as exc:
-            self._diag(str(exc))
+    def _run(self, run: DeltaRun) -> None:
+        """A run of deltas: the first alone, then, when it folded cleanly (nothing noted), the rest
+        as one delta of their joined text (a delta appends to its agent's last segment of the same
+        kind and response: the same tree); else each on its own (a delta for an unknown agent is
+        noted once per delta, as one by one)."""
+        is_text = run.type == "text-delta"
+        agent_id = run.agent_id
+        rid = run.response_id or None
+        noted = self.diagnostic_count
+        self._delta(is_text, agent_id, run.first(), rid)
+        if run.count == 1:
             return
-        except Exception as exc:  # noqa: BLE001 - the reducer must never raise
-            self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
+        if self.diagnostic_count == noted:
+            self._delta(is_text, agent_id, run.rest(), rid)
             return
-        self.apply(event)
+        for text in run.all_texts()[1:]:
+            self._delta(is_text, agent_id, text, rid)
 
-    def apply_plain(self, kind: str, agent_id: str, text: str, rid: str | None) -> None:
-        """The values of a hot event given as a dict that ``is_plain_hot_event`` accepted (the
-        caller checked it: ``Conversation.apply_wire``): ``kind`` is its type, ``text`` its
-        payload's text (or message, for ``status``), ``rid`` its response id or ``None``."""
-        try:
-            if kind == "status":
-                self._status(agent_id, text)
-            else:
-                self._delta(kind == "text-delta", agent_id, text, rid)
-        except Exception as exc:  # noqa: BLE001 - the reducer must never raise
-            self._diag(f"could not apply event: {type(exc).__name__}: {exc}")
-
-    def apply_all(self, events: Iterable[Event]) -> RunReducer:
+    def apply_all(self, events: Iterable[Event | DeltaRun]) -> RunReducer:
         for event in events:
             self.apply(event)
-        return self
-
-    def apply_all_wire(self, items: Iterable[WireEvent]) -> RunReducer:
-        for item in items:
-            self.apply_wire(item)
         return self
 
     # ----------------------------------------------------------------- text
@@ -769,9 +744,32 @@ def build_agent_tree(events: Iterable[Event]) -> AgentNode:
     return RunReducer().apply_all(events).tree()
 
 
+def fold_json(reducer: RunReducer, items: Iterable[WireEvent]) -> RunReducer:
+    """Fold stored/wire events (decoded JSON objects or their text) into ``reducer``: each decoded
+    to its typed event (``protocol.ingest.decode``) and applied; one that is not an event is noted
+    in ``diagnostics`` (a ``run-sync`` frame has no place in one run's tree: left out)."""
+    items = list(items)
+    decoded: list[Item]
+    if all(type(data) is str for data in items):  # (our log's rows: their runs of deltas read in bulk)
+        decoded = decode_lines(None, items, lambda _id, _line, exc: reducer._diag(str(exc)))  # type: ignore[arg-type]
+    else:
+        decoded = []
+        for data in items:
+            try:
+                decoded.append(decode(None, data))
+            except EventParseError as exc:
+                reducer._diag(str(exc))
+    for item in decoded:
+        if type(item) is DeltaRun:
+            reducer.apply(item)
+        elif isinstance(item.event, EventBase):  # type: ignore[union-attr]
+            reducer.apply(item.event)  # type: ignore[arg-type,union-attr]
+    return reducer
+
+
 def build_agent_tree_wire(items: Iterable[WireEvent]) -> AgentNode:
     """``build_agent_tree`` of stored/wire events (dicts or JSON text)."""
-    return RunReducer().apply_all_wire(items).tree()
+    return fold_json(RunReducer(), items).tree()
 
 
 def tree_json(tree: AgentNode) -> str:

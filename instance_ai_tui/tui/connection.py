@@ -30,7 +30,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Static
 
-from ..client.base import ClientError, ConnectionState
+from ..client.base import ClientError, ConnectionState, StreamItem
 from . import keymap
 from .ports import Ui
 
@@ -97,7 +97,7 @@ def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) 
             agent_id=reducer.root_id,
             payload=RunFinishPayload(status="error", reason=INTERRUPTED_REASON),
         )
-        conversation.apply(None, event)
+        conversation.fold([StreamItem(None, event)])
         ended.append(msg.run_id)
     return ended
 

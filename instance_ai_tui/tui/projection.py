@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from ..aio import aclose
-from ..client.base import ClientError, StreamItem
-from ..protocol.safe_text import visible_model
+from ..client.base import ClientError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..protocol.conversation import Conversation
     from ..protocol.events import RunFinishEvent
+    from ..protocol.ingest import StreamItem
     from .heap import HeapPolicy
     from .ports import FrameSink, OpenThread, Ui
     from .widgets.conversation_view import ConversationView
@@ -59,17 +59,12 @@ STREAM_FRAME_HZ = 12.5
 #: the status line's spinner turns at most this often (seconds), whatever the frame rate: a
 #: frame that only grows the answer leaves the rows below the view (prompt, status line) alone
 SPINNER_INTERVAL = 0.1
-#: more events than this between two frames (with more still coming) is a flood
-FLOOD_EVENTS = 2000
-#: ... and so are more than ``FLOOD_MIN`` at more than this rate (events/s), even when the stream
-#: has nothing ready at the frame's tick: a flood over a socket waits for each piece, one read
-#: from the log for each page (no model streams a twentieth as fast)
-FLOOD_RATE = 20_000
-FLOOD_MIN = 500
+#: a frame's tick at which the source still holds at least this many events behind the last
+#: batch read (``Batch.queued``) is in a flood (``Projection.flooded``): a page of the log, a
+#: piece of a socket's backlog; a live stream has none waiting
+FLOOD_QUEUED = 64
 #: the ingest worker yields to the event loop at least this often (seconds)
 INGEST_SLICE = 0.005
-#: streamed events ``Conversation.apply`` makes visible on its hot path
-_HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})
 
 
 @dataclass
@@ -152,8 +147,8 @@ class Projection:
         self.last_frame_empty = True
         self.events_at_frame = 0
         self.catching_up = False
-        #: when ``flooded`` last looked (``time.perf_counter``)
-        self.flood_checked_at = 0.0
+        #: the events the source said were waiting behind the last batch (``Batch.queued``)
+        self.queued = 0
         self.gc_held = False
         self.pacer = FramePacer()
         #: the open conversation was streaming at the last frame tick
@@ -175,68 +170,44 @@ class Projection:
             task.cancel()
 
     async def _ingest(self, conversation: Conversation, thread_id: str, after: int) -> None:
-        """Fold every stream item into the model. No widget work happens here.
+        """Fold every batch of the stream into the model (``Conversation.fold``, the one way in). No
+        widget work happens here.
 
-        ``_ingest_waiting`` is true only while the stream itself has nothing to give: it is
-        set at the end of every item, but other tasks only see it when the stream really
-        suspended (an item that is ready at once is taken in the same step).
-        """
+        ``ingest_waiting`` is true only while the stream itself has nothing to give: it is set at
+        the end of every batch, but other tasks only see it when the stream really suspended (a
+        batch that is ready at once is taken in the same step). ``queued`` is what the source
+        said was still waiting behind the last batch (``Batch.queued``)."""
         stats = self.stats
-        apply = conversation.apply
-        apply_wire = conversation.apply_wire
-        apply_sync = conversation.apply_run_sync
+        fold = conversation.fold
         observe = self.observe
+        sink = self.sink
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
-        stream = self.opened.thread_client.fold_events(thread_id, after=after)  # (deltas may come joined)
+        stream = self.opened.thread_client.batches(thread_id, after=after)
         try:
             self.ingest_waiting = True
-            async for item in stream:
+            async for batch in stream:
                 self.ingest_waiting = False
-                wire = item.wire
-                if wire is not None and not item.parsed:
-                    # a hot event as decoded JSON (``StreamItem.wire``): folded without building a
-                    # model (its text made visible there); the n8n panel has nothing to take from it
-                    if item.parts is None:
-                        apply_wire(item.id, wire)
-                    else:  # a run of deltas joined by the client: folded as one by one
-                        conversation.apply_wire_run(item.parts)
-                else:
+                self.queued = batch.queued
+                for item in fold(batch.items):  # (run-start, run-finish, tools...: made visible)
                     event = item.event
-                    if event is not None:
-                        kind = event.type
-                        if kind in _HOT_TYPES:  # (made visible by ``Conversation.apply`` itself)
-                            apply(item.id, event)
-                        else:
-                            # (made visible once, for the conversation and the n8n panel alike)
-                            visible_event = visible_model(event)
-                            if visible_event is not event:
-                                event, item = visible_event, StreamItem(item.id, visible_event)
-                            apply(item.id, event)
-                            if kind == "run-finish":
-                                self.sink.run_finished(cast("RunFinishEvent", event))
-                                self.stream_ended()
-                            elif kind == "run-start":
-                                self.sink.run_started(conversation, event.run_id)
-                            observe(item)  # (the n8n panel takes nothing from a hot event)
-                    elif item.run_sync is not None:
-                        run_sync = visible_model(item.run_sync)
-                        if run_sync is not item.run_sync:
-                            item = StreamItem(item.id, run_sync=run_sync)
-                        apply_sync(run_sync)
-                        observe(item)
-                count = item.count  # (the events it stands for)
-                stats.events += count
+                    kind = getattr(event, "type", None)
+                    if kind == "run-finish":
+                        sink.run_finished(cast("RunFinishEvent", event))
+                        self.stream_ended()
+                    elif kind == "run-start":
+                        sink.run_started(conversation, event.run_id)
+                    observe(item)  # (the n8n panel takes nothing from a delta)
+                stats.events += batch.count
+                now = clock()
                 if stats.first_event_at is None:
-                    stats.first_event_at = clock()
-                if count > 1 or not stats.events & 63:
-                    now = clock()
-                    stats.last_event_at = now
-                    if now >= slice_end:
-                        await asyncio.sleep(0)
-                        slice_end = clock() + INGEST_SLICE
-                        if self.opened.conversation is not conversation:
-                            return
+                    stats.first_event_at = now
+                stats.last_event_at = now
+                if now >= slice_end:
+                    await asyncio.sleep(0)
+                    slice_end = clock() + INGEST_SLICE
+                    if self.opened.conversation is not conversation:
+                        return
                 self.ingest_waiting = True
         except asyncio.CancelledError:
             raise
@@ -245,6 +216,7 @@ class Projection:
                 self.sink.stream_failed(f"The event stream stopped: {exc}")
         finally:
             self.ingest_waiting = False
+            self.queued = 0
             stats.last_event_at = clock()
             try:
                 await aclose(stream)
@@ -357,15 +329,18 @@ class Projection:
         """During a flood of events (a replayed log, a burst after a reconnect) skip the
         projection: the model keeps every change and one later frame projects the end
         state, so no widget is mounted only to be pruned a moment later and the event loop
-        stays with the ingest. Live agent output (hundreds of events/s) is never a flood. (A flood
-        read from a socket waits for each piece: at a tick the stream may have nothing ready, so
-        the rate tells it too, ``FLOOD_RATE``.)"""
+        stays with the ingest.
+
+        A flood is told by what is queued at the tick, never by the rate events arrive at (a
+        busy machine reads slower: a rate would stop seeing the flood there and make it pay a
+        frame per few events, the cliff of issue 44): the source said at least ``FLOOD_QUEUED``
+        events were still waiting behind the last batch (``Batch.queued``: rows of the log after a
+        page, frames on the connection), or the ingest has batches in hand (it yielded to the loop
+        between two, ``FLOOD_QUEUED`` events or more since the last frame). Live agent output is
+        read as it comes: nothing waits behind it."""
         backlog = self.stats.events - self.events_at_frame
         self.events_at_frame = self.stats.events
-        now = time.perf_counter()
-        elapsed, self.flood_checked_at = now - self.flood_checked_at, now
-        flooding = (backlog > FLOOD_EVENTS and not self.ingest_idle) or (
-            backlog > FLOOD_MIN and backlog > FLOOD_RATE * elapsed)
+        flooding = self.queued >= FLOOD_QUEUED or (not self.ingest_idle and backlog >= FLOOD_QUEUED)
         if flooding:
             if not self.catching_up and gc.isenabled():
                 # a flood allocates fast: hold the cyclic collector (reference counting

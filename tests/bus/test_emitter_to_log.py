@@ -28,6 +28,7 @@ from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.runtime.chunks import TextDeltaChunk, ToolCallChunk, ToolResultChunk
 from instance_ai_tui.store.base import NewEvent, StoredEvent
 from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.fold import apply_all_wire
 from tests.support.waiting import until
 
 RUN = "run_e"
@@ -82,8 +83,8 @@ async def test_mapped_chunks_are_stored_as_the_models_serialise(bus: InProcessBu
     stamps = [m.ts or 0 for m in models]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps) and stamps[0] > 1_700_000_000_000
     # and the stored log folds like the models themselves
-    assert RunReducer().apply_all(models).tree_dict() == RunReducer().apply_all_wire(
-        item.json for item in stored).tree_dict()
+    assert RunReducer().apply_all(models).tree_dict() == apply_all_wire(RunReducer(), [
+        item.json for item in stored]).tree_dict()
 
     emitter.emit(error_event(ROOT, "too late"))
     assert emitter.dropped == 1

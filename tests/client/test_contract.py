@@ -9,6 +9,7 @@ import pytest
 from instance_ai_tui.client.base import Client, ConnectionState, NotFoundError, RunActiveError, StreamItem
 from instance_ai_tui.protocol.api import ApprovalConfirm, QuestionAnswer, QuestionsConfirm
 from instance_ai_tui.protocol.conversation import Conversation
+from tests.support.fold import apply
 
 from .conftest import first, read_run, types
 
@@ -16,7 +17,7 @@ from .conftest import first, read_run, types
 def fold(thread_id: str, items: list[StreamItem]) -> Conversation:
     conversation = Conversation(thread_id)
     for item in items:
-        conversation.apply(item.id, item.event if item.event is not None else item.run_sync)
+        apply(conversation, item.id, item.event if item.event is not None else item.run_sync)
     return conversation
 
 
@@ -137,7 +138,7 @@ async def test_history_then_resume_from_next_event_id(client: Client) -> None:
     conversation = Conversation("hist")
     conversation.load_history(history)
     for item in after:
-        conversation.apply(item.id, item.event)
+        apply(conversation, item.id, item.event)
     assert [m.role for m in conversation.messages] == ["user", "assistant", "user", "assistant"]
 
 

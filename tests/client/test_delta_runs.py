@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from instance_ai_tui.client.base import StreamItem
 from instance_ai_tui.protocol.delta_runs import DeltaRun, RunSSEParser, decode_texts
 from instance_ai_tui.protocol.sse import SSEParser
 from tests.support.streams import client_items, fold, random_stream, sse_body, sse_client, take
@@ -50,12 +49,12 @@ def body_of(stream: list[tuple[int | None, dict[str, Any]]], rng: random.Random)
 
 
 async def both_ways(stream: list[tuple[int | None, dict[str, Any]]], body: bytes, chunk: int,
-                    events: int) -> tuple[list[StreamItem], list[StreamItem]]:
+                    events: int) -> tuple[list[Any], list[Any]]:
     client = sse_client(stream, chunk, body=body)
     plain = await asyncio.wait_for(take(client.events("t"), events), 30)
-    bulk = await asyncio.wait_for(take(client.fold_events("t"), events), 30)
+    batches = await asyncio.wait_for(take(client.batches("t"), events), 30)
     await client.close()
-    return plain, bulk
+    return plain, [item for batch in batches for item in batch.items]
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -66,7 +65,7 @@ async def test_bulk_reading_folds_like_one_by_one(seed: int) -> None:
     chunk = rng.choice([7, 300, 4096, 65536])
     events = len(client_items(stream))  # (a malformed one is skipped)
     plain, bulk = await both_ways(stream, body, chunk, events)
-    assert all(item.count == 1 and item.parts is None for item in plain) and len(plain) == events
+    assert all(type(item) is not DeltaRun for item in plain) and len(plain) == events
     assert sum(item.count for item in bulk) == events
     assert fold(bulk) == fold(plain)
 
@@ -79,10 +78,10 @@ async def test_a_flood_in_our_servers_form_is_read_in_runs() -> None:
     stream += [(i + 2, {"type": "text-delta", "runId": "r", "agentId": "o", "responseId": "x",
                         "payload": {"text": text}}) for i, text in enumerate(texts)]
     plain, bulk = await both_ways(stream, sse_body(stream, server_form=True), 65536, len(stream))
-    runs = [item for item in bulk if isinstance(item.parts, DeltaRun)]
+    runs = [item for item in bulk if type(item) is DeltaRun and item.bodies is not None]  # (read in bulk)
     assert len(runs) == 1 and runs[0].count == 300 and runs[0].id == 301
-    assert runs[0].wire is not None and runs[0].wire["payload"]["text"] == "".join(texts)
-    assert list(runs[0].parts or ()) == [(i + 2, stream[i + 1][1]) for i in range(300)]
+    assert runs[0].joined() == "".join(texts)
+    assert [(runs[0].ids[i], runs[0].wire(i)) for i in range(300)] == [(i + 2, stream[i + 1][1]) for i in range(300)]
     assert fold(bulk) == fold(plain)
     assert fold(bulk)[0][-1]["content"] == "".join(texts)
 
@@ -101,7 +100,7 @@ async def test_a_replay_inside_a_run_is_read_frame_by_frame() -> None:
     plain_client = sse_client(stream, 65536, body=body)
     plain = await asyncio.wait_for(take(plain_client.events("t"), 59), 30)
     bulk_client = sse_client(stream, 65536, body=body)
-    bulk = await asyncio.wait_for(take(bulk_client.fold_events("t"), 59), 30)
+    bulk = await asyncio.wait_for(take(bulk_client.batches("t"), 59), 30)
     assert fold(bulk) == fold(plain)
     assert bulk_client.diagnostics == plain_client.diagnostics and len(plain_client.diagnostics) == 20
     await plain_client.close()
@@ -178,7 +177,7 @@ def test_the_run_parser_finds_runs_in_a_piece() -> None:
                    f'"payload":{{"text":"{i}\\n"}}}}\n\n' for i in range(1, 101))
     frames = RunSSEParser().feed_runs(body)
     assert len(frames) == 1 and isinstance(frames[0], DeltaRun) and frames[0].ids == list(range(1, 101))
-    assert frames[0].rest() == (100, "".join(f"{i}\n" for i in range(2, 101)))
+    assert frames[0].id == 100 and frames[0].rest() == "".join(f"{i}\n" for i in range(2, 101))
     assert RunSSEParser(runs=False).feed_runs(body) == SSEParser().feed(body)
 
 

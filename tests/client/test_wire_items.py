@@ -1,17 +1,17 @@
-"""Hot events as decoded JSON (``StreamItem.wire``, issue 30 item 3): the remote client hands text
-deltas, reasoning deltas and status events over without building a model; every consumer that
-reads ``event`` still gets the model, and the conversation folds both forms to the same tree."""
+"""Deltas typed without a model (``protocol.ingest.decode``: a ``DeltaRun``): the remote and the
+embedded client hand text and reasoning deltas over as runs in their batches, ``events()`` still
+gives every event as its model, and the conversation folds both to the same tree."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from instance_ai_tui.client.base import StreamItem, wire_item
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.client.sse import SseFrame
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import TextDeltaEvent, parse_event
+from instance_ai_tui.protocol.ingest import Batch, DeltaRun, StreamItem, decode, events_of
 
 
 def _events() -> list[dict[str, Any]]:
@@ -45,64 +45,52 @@ def _frames() -> list[SseFrame]:
             for i, e in enumerate(_events())]
 
 
-def test_a_hot_event_is_kept_as_wire_and_parsed_only_when_read() -> None:
+def test_a_delta_is_typed_as_a_run_of_one_and_its_model_is_the_same() -> None:
     data = {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": "hello"}}
-    item = wire_item(7, data)
-    assert item is not None and item.wire is data and not item.parsed
-    event = item.event
-    assert isinstance(event, TextDeltaEvent) and event.payload.text == "hello" and item.parsed
-    assert item == StreamItem(7, parse_event(data))
+    item = decode(7, data)
+    assert type(item) is DeltaRun and item.ids == [7] and item.all_texts() == ["hello"] and item.count == 1
+    (event,) = events_of(item)
+    assert event == StreamItem(7, parse_event(data)) and isinstance(event.event, TextDeltaEvent)
 
 
-def test_what_is_not_a_well_formed_hot_event_is_parsed_as_before() -> None:
-    assert wire_item(1, {"type": "tool-call", "runId": "r", "agentId": "a", "payload": {}}) is None
-    assert wire_item(1, {"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"text": 3}}) is None
-    assert wire_item(1, {"type": "status", "runId": 5, "agentId": "a", "payload": {"message": "m"}}) is None
-    assert wire_item(1, ["text-delta"]) is None
-
-
-def test_the_remote_client_hands_hot_frames_over_unparsed() -> None:
+def test_the_remote_client_types_deltas_without_a_model() -> None:
     client = RemoteClient("http://127.0.0.1:9")
     items = [client.frame_item(frame) for frame in _frames()]
     assert all(item is not None for item in items)
-    kinds = {item.wire["type"] if not item.parsed else item.event.type: item.parsed  # type: ignore[union-attr]
+    kinds = {item.type if type(item) is DeltaRun else item.event.type: type(item).__name__  # type: ignore[union-attr]
              for item in items if item is not None}
-    assert kinds == {"run-start": True, "reasoning-delta": False, "status": False, "text-delta": False,
-                     "tool-call": True, "run-finish": True}
+    assert kinds == {"run-start": "StreamItem", "reasoning-delta": "DeltaRun", "status": "StreamItem",
+                     "text-delta": "DeltaRun", "tool-call": "StreamItem", "run-finish": "StreamItem"}
     broken = client.frame_item(SseFrame(data='{"type":"text-delta","runId":"r","agentId":"a","payload":{"text":', id=99))
     assert broken is None and "malformed" in client.diagnostics[-1]
 
 
-def test_both_forms_fold_to_the_same_conversation() -> None:
+def test_a_batch_and_its_events_one_by_one_fold_to_the_same_conversation() -> None:
     client = RemoteClient("http://127.0.0.1:9")
-    items = [item for item in (client.frame_item(frame) for frame in _frames()) if item is not None]
-    as_wire, as_models = Conversation("t"), Conversation("t")
-    for item in items:
-        if not item.parsed:
-            assert item.wire is not None
-            as_wire.apply_wire(item.id, item.wire)
-        else:
-            assert item.event is not None
-            as_wire.apply(item.id, item.event)
-    for item in items:
-        assert item.event is not None
-        as_models.apply(item.id, item.event)
-    wire_trees = [_timeless(m.to_wire()) for m in as_wire.messages]
-    assert wire_trees == [_timeless(m.to_wire()) for m in as_models.messages]
-    text = json.dumps(wire_trees)
+    batch = client.batch_of(list(_frames()), 0)
+    assert isinstance(batch, Batch) and batch.count == len(_events()) and len(batch.items) < len(_events())
+    models = [event for item in client.batch_of(list(_frames()), 0).items for event in events_of(item)]
+    as_batch, as_models = Conversation("t"), Conversation("t")
+    as_batch.fold(batch.items)
+    for item in models:
+        as_models.fold([item])
+    batch_trees = [_timeless(m.to_wire()) for m in as_batch.messages]
+    assert batch_trees == [_timeless(m.to_wire()) for m in as_models.messages]
+    text = json.dumps(batch_trees)
     assert "\\u001b[2J" not in text and "cleared?" in text  # the terminal sequence made visible, not kept
 
 
-async def test_the_embedded_client_hands_hot_events_from_the_log_over_unparsed() -> None:
+async def test_the_embedded_client_reads_a_page_of_the_log_as_one_batch() -> None:
     from collections.abc import AsyncIterator
 
+    from instance_ai_tui.bus.base import EventPage
     from instance_ai_tui.client.embedded import EmbeddedClient
     from instance_ai_tui.store.base import StoredEvent
 
     events = _events()
 
     class Log:
-        """The part of the assistant service ``EmbeddedClient.events`` reads: events from the log."""
+        """The part of the assistant service ``EmbeddedClient`` reads: events from the log."""
 
         async def get_thread(self, thread_id: str) -> None:
             return None
@@ -110,11 +98,13 @@ async def test_the_embedded_client_hands_hot_events_from_the_log_over_unparsed()
         async def event_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
             rows = [StoredEvent(thread_id, index, event["type"], event["runId"], json.dumps(event))
                     for index, event in enumerate(events[after:], start=after + 1)]
-            for start in range(0, len(rows), 3):  # pages of three
-                yield rows[start:start + 3]
+            for start in range(0, len(rows), 10):  # pages of ten, saying what waits behind them
+                yield EventPage(rows[start:start + 10], max(0, len(rows) - start - 10))
 
     client = EmbeddedClient(Log())  # type: ignore[arg-type]
-    items = [item async for item in client.events("t")]
-    assert [item.parsed for item in items] == [e["type"] not in ("text-delta", "reasoning-delta", "status")
-                                               for e in events]
-    assert [item.event.type for item in items if item.event is not None] == [e["type"] for e in events]
+    models = [item async for item in client.events("t")]
+    assert [item.event.type for item in models] == [e["type"] for e in events]  # type: ignore[union-attr]
+    batches = [batch async for batch in client.batches("t")]
+    assert [batch.queued for batch in batches] == [16, 6, 0]
+    assert sum(batch.count for batch in batches) == len(events)
+    assert any(type(item) is DeltaRun and item.count == 10 for item in batches[1].items)

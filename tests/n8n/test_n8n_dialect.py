@@ -25,6 +25,7 @@ from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.conversation import Conversation
 from tests.support import serve_asgi
 from tests.support.fake_n8n import Emit, FakeN8n, Pause, Say, ToolCall
+from tests.support.fold import apply
 from tests.support.waiting import until_async
 
 from .conftest import make_client
@@ -55,7 +56,7 @@ class Stream:
     async def _run(self) -> None:
         async for item in self._client.events(self._tid, after=self._after):
             self.items.append(item)
-            self.conversation.apply(item.id, item.event if item.event is not None else item.run_sync)
+            apply(self.conversation, item.id, item.event if item.event is not None else item.run_sync)
             self._changed.set()
 
     async def until(self, predicate: Callable[[StreamItem], bool], timeout: float = 10.0) -> StreamItem:

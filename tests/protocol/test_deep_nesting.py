@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from instance_ai_tui.protocol.reducer import MAX_AGENT_DEPTH, RunReducer, build_agent_tree_wire
+from tests.support.fold import apply_all_wire
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +37,7 @@ def depth(node: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("count", [500, 5000])
 def test_nested_agents_are_capped_and_nothing_is_lost(count: int) -> None:
-    reducer = RunReducer().apply_all_wire(nested_agents(count))
+    reducer = apply_all_wire(RunReducer(), nested_agents(count))
     wire = reducer.tree_dict()
     json.dumps(wire)
     assert depth(wire) == MAX_AGENT_DEPTH - 1

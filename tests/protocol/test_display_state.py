@@ -11,6 +11,7 @@ from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.transcript import to_markdown
 from instance_ai_tui.protocol.tree import AgentNode, ToolCallState
+from tests.support.fold import apply
 
 
 def ev(kind: str, agent: str = "a1", run: str = "r1", **payload: Any) -> dict[str, Any]:
@@ -20,7 +21,7 @@ def ev(kind: str, agent: str = "a1", run: str = "r1", **payload: Any) -> dict[st
 def fold(*events: dict[str, Any]) -> RunReducer:
     reducer = RunReducer("a1")
     for raw in events:
-        reducer.apply(parse_event(raw))
+        apply(reducer, parse_event(raw))
     return reducer
 
 

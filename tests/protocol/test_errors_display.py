@@ -20,6 +20,7 @@ from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.transcript import to_markdown
 from instance_ai_tui.protocol.tree import ToolCallState
+from tests.support.fold import apply
 
 
 def ev(kind: str, **payload: Any) -> dict[str, Any]:
@@ -32,7 +33,7 @@ START = ev("run-start", messageId="m1")
 def fold(*events: dict[str, Any]) -> RunReducer:
     reducer = RunReducer("a1")
     for raw in events:
-        reducer.apply(parse_event(raw))
+        apply(reducer, parse_event(raw))
     return reducer
 
 

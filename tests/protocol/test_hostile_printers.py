@@ -25,6 +25,7 @@ from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.text_render import render_rich, render_text
 from instance_ai_tui.protocol.transcript import to_json, to_markdown
+from tests.support.fold import apply
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ async def test_replay_prints_every_kind_of_text_made_visible(tmp_path: Path) -> 
 def test_printing_functions_make_text_visible_on_their_own() -> None:
     reducer = RunReducer("orchestrator-r1")
     for event in hostile_stream():
-        reducer.apply(parse_event(event))  # straight into a reducer: no Conversation on the way
+        apply(reducer, parse_event(event))  # straight into a reducer: no Conversation on the way
     tree = reducer.tree()
     assert_clean(render_text(tree))
     assert_clean(render_text(tree, ascii=True))

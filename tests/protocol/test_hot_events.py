@@ -1,8 +1,9 @@
-"""The fast path for hot events (text/reasoning deltas, status) is never wider than the validation.
+"""The fast path for deltas is never wider than the validation.
 
-``is_plain_hot_event`` lets a client keep a decoded event as JSON instead of validating it into a
-model. It must accept only what ``parse_event`` accepts, with the same values; anything malformed
-must go on to ``parse_event`` and be rejected there with its own error, as without the fast path.
+``is_plain_hot_event`` lets ``protocol.ingest.decode`` type a delta as a ``DeltaRun`` without
+validating it into a model. It must accept only what ``parse_event`` accepts, with the same values;
+anything malformed must go on to ``parse_event`` and be rejected there with its own error, as
+without the fast path.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from instance_ai_tui.client.base import StreamItem, wire_item
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.client.sse import SseFrame
 from instance_ai_tui.protocol.events import EventParseError, parse_event
 from instance_ai_tui.protocol.hot_events import is_plain_hot_event, loads
+from instance_ai_tui.protocol.ingest import DeltaRun, StreamItem, decode
+from tests.support.fold import apply_wire
 
 GOOD = {"type": "text-delta", "runId": "r1", "agentId": "a1", "responseId": "resp", "payload": {"text": "Hi"}}
 
@@ -44,9 +46,11 @@ MALFORMED: list[dict[str, Any]] = [
 @pytest.mark.parametrize("data", MALFORMED, ids=[json.dumps(d)[:60] for d in MALFORMED])
 def test_a_malformed_hot_event_is_not_taken_and_parse_event_rejects_it(data: dict[str, Any]) -> None:
     assert not is_plain_hot_event(data)
-    assert wire_item(1, data) is None
-    with pytest.raises(EventParseError):
+    with pytest.raises(EventParseError) as decoded:
+        decode(1, data)
+    with pytest.raises(EventParseError) as parsed:
         parse_event(data)
+    assert str(decoded.value) == str(parsed.value)
 
 
 @pytest.mark.parametrize("data", MALFORMED, ids=[json.dumps(d)[:60] for d in MALFORMED])
@@ -62,9 +66,9 @@ def test_the_remote_client_skips_a_malformed_hot_frame_with_the_validations_own_
 
 def test_an_unhashable_type_is_refused_not_raised() -> None:
     data = {**GOOD, "type": ["text-delta"]}
-    assert not is_plain_hot_event(data) and wire_item(1, data) is None
+    assert not is_plain_hot_event(data)
     with pytest.raises(EventParseError):
-        parse_event(data)
+        decode(1, data)
 
 
 @pytest.mark.parametrize("data", [
@@ -75,8 +79,8 @@ def test_an_unhashable_type_is_refused_not_raised() -> None:
 ])
 def test_valid_but_unusual_hot_events_take_the_full_path(data: dict[str, Any]) -> None:
     assert not is_plain_hot_event(data)
-    item = StreamItem(1, parse_event(data))
-    assert item.event is not None and item.wire is None
+    item = decode(1, data)
+    assert type(item) is StreamItem and item == StreamItem(1, parse_event(data))
 
 
 _json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=3)
@@ -112,6 +116,10 @@ def test_the_fast_check_accepts_only_what_parse_event_accepts_with_the_same_valu
         assert event.agent_id == data.get("agentId", "") and event.response_id == data.get("responseId")
         assert getattr(event.payload, field) == data["payload"].get(field, "")
         assert not event.model_extra and not event.payload.model_extra  # nothing a fold of the dict would miss
+        item = decode(3, data)
+        if data["type"] != "status":  # (a delta typed without a model, with the model's values)
+            assert type(item) is DeltaRun and item.ids == [3] and item.all_texts() == [event.payload.text]
+            assert item.key == (event.type, event.run_id, event.agent_id, event.response_id)
 
 
 _texts = st.one_of(
@@ -141,11 +149,11 @@ def test_the_fold_drops_a_malformed_hot_event_with_the_validations_words(data: d
     from instance_ai_tui.protocol.conversation import Conversation
 
     conv = Conversation("t")
-    assert conv.apply_wire(1, {"type": "run-start", "runId": "r1", "agentId": "a1", "payload": {"messageId": "m"}})
-    assert conv.apply_wire(2, {**GOOD, "payload": {"text": "Hi"}})
+    assert apply_wire(conv, 1, {"type": "run-start", "runId": "r1", "agentId": "a1", "payload": {"messageId": "m"}})
+    assert apply_wire(conv, 2, {**GOOD, "payload": {"text": "Hi"}})
     with pytest.raises(EventParseError) as raised:
         parse_event(data)
-    assert conv.apply_wire(3, data) is False
+    assert apply_wire(conv, 3, data) is False
     assert conv.diagnostics[-1] == str(raised.value)
     reducer = conv.messages[-1].reducer
     assert reducer is not None and reducer.text("a1") == "Hi"  # nothing of it folded

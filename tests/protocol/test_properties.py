@@ -17,6 +17,7 @@ from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import EventParseError, UnknownEvent, parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.sse import EventStreamDecoder
+from tests.support.fold import apply, apply_wire
 
 from .strategies import decode_event, event_streams, long_event_streams
 
@@ -36,7 +37,7 @@ def props(examples: int) -> settings:
 def fold(stream: list[Any], reducer: RunReducer | None = None) -> RunReducer:
     reducer = reducer or RunReducer()
     for event in stream:
-        reducer.apply_wire(event)
+        apply_wire(reducer, event)
     return reducer
 
 
@@ -48,7 +49,7 @@ def fold_models(stream: list[Any]) -> RunReducer:
             event = parse_event(item)
         except EventParseError:
             continue
-        reducer.apply(event)
+        apply(reducer, event)
     return reducer
 
 
@@ -84,7 +85,7 @@ def test_parser_reducer_and_conversation_never_raise(stream: list[Any]) -> None:
     reducer.drain_changes()
     conversation = Conversation()
     for index, item in enumerate(stream):
-        conversation.apply_wire(index if index % 3 else None, item)
+        apply_wire(conversation, index if index % 3 else None, item)
         if index % 5 == 0:
             conversation.drain_changes()
     conversation.pending_confirmations()

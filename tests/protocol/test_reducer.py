@@ -8,6 +8,7 @@ from typing import Any
 from instance_ai_tui.protocol.events import EventParseError, parse_event
 from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.protocol.tree import AgentNode
+from tests.support.fold import apply, apply_all_wire, apply_wire
 
 from .conftest import ev
 
@@ -24,7 +25,7 @@ def fold(events: list[dict[str, Any]]) -> RunReducer:
     with ``apply`` and check that both paths build the same tree."""
     reducer = RunReducer()
     for event in events:
-        reducer.apply_wire(event)
+        apply_wire(reducer, event)
     try:
         models = [parse_event(event) for event in events]
     except EventParseError:
@@ -293,7 +294,7 @@ def test_nested_tasks_setup_items_and_status() -> None:
     assert tree.setup_items_by_workflow_id == {"wf1": [{"id": "i", "kind": "parameters", "nodeName": "n", "parameterNames": []}]}
     assert tree.latest_setup_announcement == {"workflowId": "wf1", "agentId": "c1", "timestamp": "1970-01-01T00:00:00.000Z"}
     assert tree.status_message == "Searching..."
-    reducer.apply_wire(n8n("status", {"message": ""}))
+    apply_wire(reducer, n8n("status", {"message": ""}))
     assert reducer.tree().status_message is None
 
 
@@ -385,9 +386,9 @@ def test_from_tree_keeps_folding_live_events() -> None:
     )
     snapshot = AgentNode.model_validate(json.loads(first.tree().to_json()))
     resumed = RunReducer.from_tree(snapshot)
-    resumed.apply_wire(n8n("text-delta", {"text": "tial"}, responseId="s1"))
-    resumed.apply_wire(n8n("text-block", {"text": "partial"}, responseId="s1"))
-    resumed.apply_wire(n8n("tool-result", {"toolCallId": "t", "result": 1}))
+    apply_wire(resumed, n8n("text-delta", {"text": "tial"}, responseId="s1"))
+    apply_wire(resumed, n8n("text-block", {"text": "partial"}, responseId="s1"))
+    apply_wire(resumed, n8n("tool-result", {"toolCallId": "t", "result": 1}))
     tree = resumed.tree()
     assert tree.text_content == "Helpartial"
     assert tree.tool_calls[0].result == 1
@@ -410,8 +411,8 @@ def test_from_tree_accepts_flat_history_trees_and_unknown_entries() -> None:
     assert tree.text_content == "Older answer" and tree.reasoning == "old thoughts"
     assert tree.timeline[0].type == "reasoning"  # legacy reasoning gets its timeline entry
     assert tree.timeline[1].type == "instance-context"
-    reducer.apply_wire(n8n("run-start", {"messageId": "m"}, agent="orchestrator-run_z", run="run_z"))
-    reducer.apply_wire(n8n("text-delta", {"text": " + new"}, agent="orchestrator-run_z", run="run_z"))
+    apply_wire(reducer, n8n("run-start", {"messageId": "m"}, agent="orchestrator-run_z", run="run_z"))
+    apply_wire(reducer, n8n("text-delta", {"text": " + new"}, agent="orchestrator-run_z", run="run_z"))
     assert reducer.tree().text_content == "Older answer + new"
     assert reducer.tree().to_wire()["activity"] == "x"
 
@@ -436,20 +437,20 @@ def test_apply_never_raises_and_records_diagnostics() -> None:
         object(),
     ]
     for item in junk:
-        reducer.apply_wire(item)
+        apply_wire(reducer, item)
     assert reducer.diagnostic_count >= 10
     wire_count = reducer.diagnostic_count
     for item in junk:
-        reducer.apply(item)  # not event models: each one is a diagnostic, nothing raises
+        apply(reducer, item)  # not event models: each one is a diagnostic, nothing raises
     assert reducer.diagnostic_count == wire_count + len(junk)
-    assert "wire data goes through apply_wire" in reducer.diagnostics[-1]
+    assert "JSON goes through protocol.ingest.decode" in reducer.diagnostics[-1]
     assert reducer.tree().text_content == ""  # the ts "soon" event is invalid and dropped
 
 
 def test_diagnostics_are_bounded() -> None:
     reducer = RunReducer()
     for index in range(1000):
-        reducer.apply_wire({"type": "text-delta", "agentId": f"ghost{index}", "payload": {"text": "x"}})
+        apply_wire(reducer, {"type": "text-delta", "agentId": f"ghost{index}", "payload": {"text": "x"}})
     assert len(reducer.diagnostics) == 100 and reducer.diagnostic_count == 1000
 
 
@@ -463,7 +464,7 @@ def test_models_dicts_and_json_text_fold_the_same() -> None:
     ]
     as_dicts = fold(events).tree()
     as_models = RunReducer().apply_all(parse_event(e) for e in events).tree()
-    as_text = RunReducer().apply_all_wire(json.dumps(e) for e in events).tree()
+    as_text = apply_all_wire(RunReducer(), [json.dumps(e) for e in events]).tree()
     assert as_dicts == as_models == as_text
 
 
@@ -485,40 +486,40 @@ def test_unsafe_ids_are_ignored() -> None:
 
 def test_drain_changes_reports_appends_segments_calls_and_agents() -> None:
     reducer = RunReducer()
-    reducer.apply_wire(n8n("run-start", {"messageId": "m"}))
+    apply_wire(reducer, n8n("run-start", {"messageId": "m"}))
     first = reducer.drain_changes()
     assert first.reset
     assert reducer.drain_changes().empty
 
-    reducer.apply_wire(n8n("text-delta", {"text": "Hel"}, responseId="s1"))
-    reducer.apply_wire(n8n("text-delta", {"text": "lo"}, responseId="s1"))
+    apply_wire(reducer, n8n("text-delta", {"text": "Hel"}, responseId="s1"))
+    apply_wire(reducer, n8n("text-delta", {"text": "lo"}, responseId="s1"))
     changes = reducer.drain_changes()
     assert changes.timeline_appends == {ROOT: 0} and changes.segments == []
     assert reducer.segment_text(ROOT, 0) == "Hello"
 
-    reducer.apply_wire(n8n("text-delta", {"text": " you"}, responseId="s1"))
-    reducer.apply_wire(n8n("text-delta", {"text": "!"}, responseId="s1"))
+    apply_wire(reducer, n8n("text-delta", {"text": " you"}, responseId="s1"))
+    apply_wire(reducer, n8n("text-delta", {"text": "!"}, responseId="s1"))
     changes = reducer.drain_changes()
     assert changes.timeline_appends == {}
     assert [(s.agent_id, s.index, s.kind, s.text, s.replaced) for s in changes.segments] == [
         (ROOT, 0, "text", " you!", False)
     ]
 
-    reducer.apply_wire(n8n("text-block", {"text": "Hello you!!"}, responseId="s1"))
+    apply_wire(reducer, n8n("text-block", {"text": "Hello you!!"}, responseId="s1"))
     (seg,) = reducer.drain_changes().segments
     assert seg.replaced and seg.text == "Hello you!!"
 
-    reducer.apply_wire(n8n("tool-call", {"toolCallId": "t", "toolName": "x", "args": {}}))
+    apply_wire(reducer, n8n("tool-call", {"toolCallId": "t", "toolName": "x", "args": {}}))
     changes = reducer.drain_changes()
     assert changes.timeline_appends == {ROOT: 1} and changes.tool_calls == ["t"] and changes.agents == [ROOT]
     assert reducer.timeline_entry(ROOT, 1) == {"type": "tool-call", "toolCallId": "t"}
 
-    reducer.apply_wire(n8n("tool-result", {"toolCallId": "t", "result": 3}))
+    apply_wire(reducer, n8n("tool-result", {"toolCallId": "t", "result": 3}))
     changes = reducer.drain_changes()
     assert changes.tool_calls == ["t"] and changes.agents == [] and changes.timeline_appends == {}
     assert reducer.tool_call("t").result == 3
 
-    reducer.apply_wire(n8n("run-finish", {"status": "completed"}))
+    apply_wire(reducer, n8n("run-finish", {"status": "completed"}))
     changes = reducer.drain_changes()
     assert changes.run_status and changes.agents == [ROOT]
 
@@ -526,7 +527,7 @@ def test_drain_changes_reports_appends_segments_calls_and_agents() -> None:
 def test_drain_after_from_tree_is_a_reset_then_incremental() -> None:
     reducer = RunReducer.from_tree(build_agent_tree_wire([n8n("run-start", {"messageId": "m"}), n8n("text-delta", {"text": "a"})]))
     assert reducer.drain_changes().reset
-    reducer.apply_wire(n8n("text-delta", {"text": "b"}))
+    apply_wire(reducer, n8n("text-delta", {"text": "b"}))
     (seg,) = reducer.drain_changes().segments
     assert seg.text == "b" and seg.index == 0
 

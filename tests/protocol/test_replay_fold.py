@@ -1,6 +1,6 @@
-"""``instance-ai replay`` folds a run of deltas as one delta of their joined text (``replay._Fold``) and
-decodes JSON lines a batch at a time (``replay._decode_batch``): the conversation it builds is the one
-``Conversation.apply_wire`` builds event by event, diagnostics included, on random streams full of
+"""``instance-ai replay`` folds a run of deltas as one ``DeltaRun`` (``replay._Fold``) and decodes JSON
+lines a batch at a time (``replay._decode_batch``): the conversation it builds is the one the events
+decoded and folded one by one build, diagnostics included, on random streams full of
 what could tell them apart (agents unknown or spawned later, responses, status, ids going backwards,
 control characters cut between deltas, deltas of wrong types, a run-sync)."""
 
@@ -13,6 +13,7 @@ import pytest
 
 from instance_ai_tui import replay as replay_module
 from instance_ai_tui.protocol.conversation import Conversation
+from tests.support.fold import apply_wire
 from tests.support.streams import Odds
 from tests.support.streams import random_stream as shared_stream
 
@@ -32,10 +33,9 @@ def folded(items: list[tuple[int | None, dict[str, Any]]], *, joined: bool) -> t
         fold = replay_module._Fold(conversation)
         for start in range(0, len(items), 37):  # batches, as the decoder hands them over
             fold.feed(items[start:start + 37])
-        fold.flush()
     else:
         for event_id, data in items:
-            conversation.apply_wire(event_id, data)
+            apply_wire(conversation, event_id, data)
     notes = list(conversation.diagnostics)
     for message in conversation.messages:
         if message.reducer is not None:
@@ -58,12 +58,11 @@ def test_the_stream_joins_deltas_at_all() -> None:
     items += [(None, {"type": "text-delta", "runId": "r", "agentId": "o", "payload": {"text": f"{i} "}}) for i in range(50)]
     applied: list[Any] = []
     conversation = Conversation()
-    real = conversation.apply_wire
-    conversation.apply_wire = lambda event_id, data: applied.append(data) or real(event_id, data)  # type: ignore[method-assign]
+    real = conversation.fold
+    conversation.fold = lambda batch: applied.extend(batch) or real(batch)  # type: ignore[method-assign,func-returns-value]
     fold = replay_module._Fold(conversation)
     fold.feed(items)
-    fold.flush()
-    assert len(applied) == 3  # the run-start, the first delta, the other 49 joined
+    assert len(applied) == 2 and applied[1].count == 50  # the run-start, the 50 deltas as one run
     assert conversation.messages[-1].content == "".join(f"{i} " for i in range(50))
 
 

@@ -12,6 +12,7 @@ from instance_ai_tui.protocol.events import EVENT_TYPES, UnknownEvent, parse_eve
 from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.protocol.sse import EventStreamDecoder
 from instance_ai_tui.protocol.text_render import render_text
+from tests.support.fold import apply_wire
 
 from .conftest import fenced_blocks, seed_json_examples, seed_text
 
@@ -68,7 +69,7 @@ def test_seed_tasks_example_normalises_and_writes_back_flat() -> None:
 def test_simple_query_listing_gives_the_drawn_tree(simple_listing: list[dict[str, Any]]) -> None:
     reducer = RunReducer()
     for event in simple_listing:
-        reducer.apply_wire(event)
+        apply_wire(reducer, event)
     assert not reducer.diagnostics
     tree = reducer.tree()
     assert tree.agent_id == "a1" and tree.role == "orchestrator"

@@ -17,6 +17,7 @@ from instance_ai_tui.protocol.sse import SSEParser
 from instance_ai_tui.server.app import create_app
 from instance_ai_tui.server.service_factory import build_service
 from tests.support.coalesced import assert_same_run
+from tests.support.fold import apply_wire
 from tests.support.waiting import until_async
 
 from .live import serve_app
@@ -174,7 +175,7 @@ async def test_deny_questions_and_kind_bodies(http: httpx.AsyncClient) -> None:
     rest = await frames(http, "ask", stop=finish_of(run_id), params={"lastEventId": str(got[-1][0])})
     conversation = Conversation("ask")
     for event_id, event in got + rest:
-        conversation.apply_wire(event_id, event)
+        apply_wire(conversation, event_id, event)
     assert "Telegram" in conversation.message_for_run(run_id).content
 
 

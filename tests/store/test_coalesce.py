@@ -10,6 +10,7 @@ from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.coalesce import plan_coalesce
 from instance_ai_tui.store.sqlite import SqliteStore
+from tests.support.fold import apply_wire
 
 RUN = "run_c"
 ROOT = f"orchestrator-{RUN}"
@@ -87,9 +88,9 @@ async def test_sqlite_coalesces_a_finished_run_and_resuming_inside_a_segment_sti
             reducer = RunReducer()
             for event in before:
                 if event.id <= cursor:
-                    reducer.apply_wire(event.data())
+                    apply_wire(reducer, event.data())
             for event in after:
                 if event.id > cursor:
-                    reducer.apply_wire(event.data())
+                    apply_wire(reducer, event.data())
             assert reducer.tree_dict() == build_agent_tree_wire([e.data() for e in before]).to_wire(), cursor
         assert await store.coalesce_run("t", RUN) == 0  # idempotent

@@ -40,6 +40,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from instance_ai_tui.protocol.events import EPHEMERAL_TYPES
+from tests.support.fold import apply_all_wire
 
 if TYPE_CHECKING:
     from .asgi import AsgiServer
@@ -976,7 +977,7 @@ class FakeN8n:
 
         wanted = set(run_ids)
         events = [json.loads(json.dumps(event)) for _seq, event in thread.log if event.get("runId") in wanted]
-        return json.loads(json.dumps(RunReducer().apply_all_wire(events).tree_dict()))
+        return json.loads(json.dumps(apply_all_wire(RunReducer(), events).tree_dict()))
 
     def _bootstrap(self, thread: _Thread, cursor: int) -> list[str]:
         frames = [self._frame(seq, event) for seq, event in thread.log if seq > cursor]

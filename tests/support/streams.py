@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 
 from instance_ai_tui.bus.base import to_new_event
-from instance_ai_tui.client.base import StreamItem, wire_item
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import EventParseError, parse_event
+from instance_ai_tui.protocol.ingest import Batch, Item, decode
 
 RUNS = ("r1", "r2")
 TEXTS = ("hello ", "wor", "ld\n", "\x1b", "[31m", "\u202e!", "✓ ", "", "a\tb")
@@ -98,33 +98,25 @@ def random_stream(seed: int, count: int = 400, texts: tuple[str, ...] = TEXTS,
     return items
 
 
-def client_items(stream: list[tuple[int | None, dict[str, Any]]]) -> list[StreamItem]:
-    """What a client yields for ``stream``: hot events as decoded JSON, the rest parsed (a malformed
-    one skipped, as the client skips it with a diagnostic)."""
-    items: list[StreamItem] = []
+def client_items(stream: list[tuple[int | None, dict[str, Any]]]) -> list[Item]:
+    """What a client reads for ``stream``, event by event: each decoded to its typed item
+    (``protocol.ingest.decode``: a plain delta as a ``DeltaRun`` of one; a malformed one skipped,
+    as the client skips it with a diagnostic)."""
+    items: list[Item] = []
     for event_id, data in stream:
-        item = wire_item(event_id, data)
-        if item is None:
-            try:
-                item = StreamItem(event_id, parse_event(data))
-            except EventParseError:
-                continue
-        items.append(item)
+        try:
+            items.append(decode(event_id, data))
+        except EventParseError:
+            continue
     return items
 
 
-def fold(items: list[StreamItem]) -> tuple[Any, list[str]]:
-    """The app's ingest (``tui.projection``): joined runs by ``apply_wire_run``, hot JSON by
-    ``apply_wire``, the rest by ``apply``."""
+def fold(items: list[Any]) -> tuple[Any, list[str]]:
+    """The app's ingest (``tui.projection``): ``Conversation.fold`` of the items (or of each
+    batch's items), in order."""
     conversation = Conversation()
     for item in items:
-        if item.wire is not None and not item.parsed:
-            if item.parts is None:
-                conversation.apply_wire(item.id, item.wire)
-            else:
-                conversation.apply_wire_run(item.parts)
-        elif item.event is not None:
-            conversation.apply(item.id, item.event)
+        conversation.fold(item.items if isinstance(item, Batch) else [item])
     notes = list(conversation.diagnostics)
     for message in conversation.messages:
         if message.reducer is not None:
@@ -171,8 +163,9 @@ def sse_client(stream: list[tuple[int | None, dict[str, Any]]], chunk: int, *, b
     return RemoteClient("http://127.0.0.1:9", http=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
 
 
-async def take(stream: AsyncIterator[StreamItem], events: int) -> list[StreamItem]:
-    items: list[StreamItem] = []
+async def take(stream: AsyncIterator[Any], events: int) -> list[Any]:
+    """Items (or batches) of ``stream`` until they stand for ``events`` events."""
+    items: list[Any] = []
     seen = 0
     async for item in stream:
         items.append(item)

@@ -18,6 +18,7 @@ from instance_ai_tui.tui.screens.help import HelpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS, ApprovalCard, PlanReviewCard
 from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from instance_ai_tui.tui.widgets.turns import AssistantTurn, ReasoningBlock, TextBlock, UserMessage
+from tests.support.fold import apply
 from tests.support.recorded import RecordedClient
 from tests.support.waiting import until
 
@@ -317,7 +318,7 @@ class HistoryClient(RecordedClient):
         self.order.append(("messages", thread_id))
         folded = Conversation(thread_id)
         for n, raw in enumerate(self._threads[thread_id].log[: self.split], 1):
-            folded.apply(n, raw)
+            apply(folded, n, raw)
         return ThreadMessages(thread_id=thread_id, messages=folded.to_messages(), next_event_id=self.split + 1)
 
     def events(self, thread_id: str, after: int | None = None) -> Any:

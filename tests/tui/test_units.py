@@ -12,6 +12,7 @@ from instance_ai_tui.tui.widgets.status_line import StatusInfo, format_tokens, r
 from instance_ai_tui.tui.widgets.tasks_panel import progress_label, render_tasks
 from instance_ai_tui.tui.widgets.tool_card import duration, pretty, result_summary, tool_state
 from instance_ai_tui.tui.widgets.turns import AgentSection
+from tests.support.fold import apply_wire
 from tests.support.recorded import RecordedClient
 from tests.support.waiting import until
 
@@ -68,7 +69,7 @@ def test_agent_info_reads_own_fields_only() -> None:
         ev("status", "a2", message="Looking…"),
         ev("agent-completed", "a2", role="builder", result="Built wf-1"),
     ]:
-        reducer.apply_wire(event)
+        apply_wire(reducer, event)
     child = agent_info(reducer, "a2")
     assert child is not None and child.label == "Workflow builder" and child.status == "completed"
     assert child.result == "Built wf-1"
@@ -138,8 +139,8 @@ def test_an_assistant_turn_not_composed_yet_is_not_settled() -> None:
     from instance_ai_tui.tui.widgets.turns import AssistantTurn
 
     conversation = Conversation("t")
-    conversation.apply_wire(1, ev("run-start", messageId="m"))
-    conversation.apply_wire(2, ev("text-delta", text="hi"))
+    apply_wire(conversation, 1, ev("run-start", messageId="m"))
+    apply_wire(conversation, 2, ev("text-delta", text="hi"))
     message = conversation.messages[-1]
     turn = AssistantTurn(message, set())
     assert turn.root is None

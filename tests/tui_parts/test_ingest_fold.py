@@ -9,6 +9,7 @@ from typing import Any
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
+from tests.support.fold import apply, apply_wire
 
 
 def ev(kind: str, run: str, agent: str, payload: dict[str, Any], rid: str | None = None) -> dict[str, Any]:
@@ -47,9 +48,9 @@ def fold(items: list[Any]) -> Conversation:
     conversation = Conversation("t")
     for index, item in enumerate(items, 1):
         if isinstance(item, (dict, str, bytes)):
-            conversation.apply_wire(index, item)
+            apply_wire(conversation, index, item)
         else:
-            conversation.apply(index, item)
+            apply(conversation, index, item)
     return conversation
 
 
@@ -73,8 +74,8 @@ def test_the_reducer_folds_parsed_deltas_like_raw_ones() -> None:
     events = [e for e in stream() if e["runId"] == "r1"]
     fast, slow = RunReducer("a1"), RunReducer("a1")
     for event in events:
-        fast.apply(parse_event(event))
-        slow.apply_wire(json.dumps(event))
+        apply(fast, parse_event(event))
+        apply_wire(slow, json.dumps(event))
     assert fast.tree_dict() == slow.tree_dict()
     assert list(fast.diagnostics) == list(slow.diagnostics)
     assert fast.drain_changes() == slow.drain_changes()
@@ -84,12 +85,12 @@ def test_has_changes_until_drained() -> None:
     conversation = Conversation("t")
     assert not conversation.has_changes
     events = stream()
-    conversation.apply(1, parse_event(events[0]))
+    apply(conversation, 1, parse_event(events[0]))
     assert conversation.has_changes
     conversation.drain_changes()
     assert not conversation.has_changes
-    conversation.apply(2, parse_event(events[4]))  # a text delta of a known message
+    apply(conversation, 2, parse_event(events[4]))  # a text delta of a known message
     assert conversation.has_changes
     conversation.drain_changes()
-    conversation.apply(2, parse_event(events[5]))  # a duplicate id is dropped
+    apply(conversation, 2, parse_event(events[5]))  # a duplicate id is dropped
     assert not conversation.has_changes

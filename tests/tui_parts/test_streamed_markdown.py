@@ -11,6 +11,7 @@ import pytest
 from instance_ai_tui.tui.widgets import long_markdown
 from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown
 from instance_ai_tui.tui.widgets.long_markdown import ChunkedMarkdown, LiveMarkdown
+from tests.support.fold import apply_wire
 from tests.support.waiting import until
 
 from .test_flat_markdown import Harness, _cells, _draw
@@ -137,7 +138,7 @@ async def test_the_reducers_change_is_taken_without_re_diffing(monkeypatch: pyte
 
     monkeypatch.setattr(long_markdown, "CHUNK_CHARS", 300)
     reducer = RunReducer()
-    reducer.apply_wire({"type": "run-start", "runId": "r", "agentId": "agent-001", "payload": {"messageId": "m"}})
+    apply_wire(reducer, {"type": "run-start", "runId": "r", "agentId": "agent-001", "payload": {"messageId": "m"}})
     reducer.drain_changes()
     app = Harness()
     async with app.run_test(size=(72, 200)) as pilot:
@@ -158,7 +159,7 @@ async def test_the_reducers_change_is_taken_without_re_diffing(monkeypatch: pyte
 
         taken = 0
         for start in range(0, len(TABLE), 37):
-            reducer.apply_wire({"type": "text-delta", "runId": "r", "agentId": "agent-001",
+            apply_wire(reducer, {"type": "text-delta", "runId": "r", "agentId": "agent-001",
                                 "payload": {"text": TABLE[start : start + 37]}})
             changes = reducer.drain_changes()
             for change in changes.segments:
