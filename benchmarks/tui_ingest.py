@@ -17,9 +17,10 @@ text. ``StreamClient`` (a ``Client`` test double) hands the app what a real clie
   read in bulk (``protocol.delta_runs.line_runs``), the rest parsed into a model unless it is a
   text delta, reasoning delta or status (``StreamItem.wire``);
 * ``remote``: ``RemoteClient.batches`` (what the app asks for) over the SSE bytes of the stream
-  (``id:``/``data:`` frames, each event's JSON as our server writes it) delivered by httpx in 64 KiB
-  pieces: the reconnecting reader, the incremental SSE parser (a run of our delta frames read in
-  bulk, ``protocol.delta_runs``) and the client's decoding, as over a socket from our server;
+  (``id:``/``data:`` frames, each event's JSON as our server writes it) served over a real socket on
+  127.0.0.1 by a process of its own (``--serve``): httpx, the reconnecting reader, the incremental
+  SSE parser (a run of our delta frames read in bulk, ``protocol.delta_runs``) and the client's
+  decoding, as from our server (the socket's backlog tells the app a flood, ``Batch.queued``);
 * ``preparsed``: events parsed before the clock starts (the app's own cost only; a reference,
   not what a person gets).
 
@@ -368,31 +369,67 @@ async def _embedded_source(lines: list[str]) -> Any:
     return client.batches  # (what the app's ingest asks for)
 
 
-def _remote_source(lines: list[str], chunk: int = 64 * 1024) -> Any:
-    """The remote client's real ``events()``: the SSE bytes of the stream (``id:``/``data:``
-    frames, as our server sends them) through httpx in ``chunk``-byte pieces, the reconnecting
-    reader, the incremental SSE parser and the event parser."""
-    import httpx
-
+def _remote_source(lines: list[str]) -> Any:
+    """The remote client's real ``batches()``: the SSE bytes of the stream (``id:``/``data:`` frames,
+    as our server sends them) served by a process of its own on 127.0.0.1 (``--serve``: written to
+    the socket as fast as it takes them, after ``Last-Event-ID``), read through httpx by the
+    reconnecting reader, the incremental SSE parser and the client's decoding, as from our server."""
     from instance_ai_tui.client.remote import RemoteClient
 
-    frames = [f"id: {index + 1}\ndata: {line}\n\n".encode() for index, line in enumerate(lines)]
+    folder = tempfile.mkdtemp(prefix="tui-ingest-sse-")
+    body = Path(folder) / "stream.sse"
+    with body.open("w", encoding="utf-8") as out:
+        for index, line in enumerate(lines):
+            out.write(f"id: {index + 1}\ndata: {line}\n\n")
+    port_file = Path(folder) / "port"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(body), "--port-file", str(port_file)],
+                              stdin=subprocess.DEVNULL)
+    while not port_file.exists() or not port_file.read_text().strip():
+        if server.poll() is not None:
+            raise SystemExit("the SSE server of the benchmark did not start")
+        time.sleep(0.02)
+    port = int(port_file.read_text())
 
-    async def stream(after: int) -> AsyncIterator[bytes]:
-        body = b"".join(frames[after:])  # the frames after Last-Event-ID, as our server replays them
-        for start in range(0, len(body), chunk):
-            yield body[start:start + chunk]
-            await asyncio.sleep(0)  # a socket hands the loop back between reads
-        if not body:  # the reader reconnected after the end: a live stream with nothing more
-            await asyncio.Event().wait()
+    async def close() -> None:
+        server.terminate()
+        server.wait()
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        after = int(request.headers.get("last-event-id") or 0)
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream(after))
+    _CLOSE.append(close)
+    client = RemoteClient(f"http://127.0.0.1:{port}")
+    return client.batches  # (what the app's ingest asks for)
 
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    client = RemoteClient("http://127.0.0.1:9", http=http)
-    return client.batches  # (what the app's ingest asks for: the deltas of one piece joined)
+
+def serve(path: str, port_file: str) -> None:
+    """``--serve``: the SSE frames of ``path`` after each request's ``Last-Event-ID``, then nothing
+    (a live stream that waits), on 127.0.0.1 (a free port, written to ``port_file``)."""
+
+    text = Path(path).read_text(encoding="utf-8")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        after = 0
+        for header in head.split("\r\n")[1:]:
+            name, _, value = header.partition(":")
+            if name.strip().lower() == "last-event-id" and value.strip().isdigit():
+                after = int(value.strip())
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\n\r\n")
+        start = 0 if after == 0 else text.find(f"id: {after + 1}\n")
+        data = text[start:].encode() if start >= 0 else b""
+        for at in range(0, len(data), 1 << 16):
+            writer.write(data[at:at + (1 << 16)])
+            await writer.drain()
+        await asyncio.Event().wait()  # live: nothing more comes
+
+    def write_port(port: int) -> None:
+        Path(port_file).write_text(str(port))
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        write_port(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
 
 
 #: what a source opened, closed when the measurement ends
@@ -554,6 +591,8 @@ def main() -> int:
     parser.add_argument("--paths", default="embedded,remote,preparsed",
                         help="client paths to measure, each in its own interpreter: " + ", ".join(SOURCES))
     parser.add_argument("--only", choices=sorted(SOURCES), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--port-file", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--cold-start", action="store_true",
                         help="also time the first frame (launch_to_ready.py measures what a person waits for)")
@@ -561,6 +600,9 @@ def main() -> int:
     add_load_switch(parser)
     args = parser.parse_args()
 
+    if args.serve:
+        serve(args.serve, args.port_file)
+        return 0
     if args.only:
         with tempfile.TemporaryDirectory(prefix="instance-ai-bench-") as tmp:
             os.environ["XDG_CONFIG_HOME"] = f"{tmp}/config"  # no user config or themes in the run

@@ -39,18 +39,6 @@ def to_new_event(event: Event) -> NewEvent:
     return NewEvent(event.type, event.run_id or "", text, event)
 
 
-class EventPage(list[StoredEvent]):
-    """A list of events ``subscribe_batches`` hands over, with ``queued``: how many events of the
-    thread were waiting behind it when it was read (rows of the log after a page while catching
-    up, events buffered behind a live batch); a reader tells a flood by it."""
-
-    queued: int = 0
-
-    def __init__(self, events: Sequence[StoredEvent] = (), queued: int = 0) -> None:
-        super().__init__(events)
-        self.queued = queued
-
-
 @runtime_checkable
 class EventBus(Protocol):
     async def publish(self, thread_id: str, event: Event) -> StoredEvent:

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..aio import aclose
+from ..protocol.ingest import Page
 from ..store.base import EventLog, NewEvent, StoredEvent
-from .base import EventPage, OnStored, to_new_event
+from .base import OnStored, to_new_event
 
 if TYPE_CHECKING:
     from ..protocol.events import Event
@@ -258,7 +259,7 @@ class InProcessBus:
                                 if not page:
                                     continue
                             last = page[-1].id
-                            yield EventPage(page, max(0, head - last) + subscriber.count)
+                            yield Page(page, max(0, head - last) + subscriber.count)
                     finally:
                         await aclose(pages)
                     continue
@@ -280,7 +281,7 @@ class InProcessBus:
                     last = event.id
                     out.append(event)
                 if out:
-                    yield EventPage(out, subscriber.count)
+                    yield Page(out, subscriber.count)
         finally:
             subscriber.closed = True
             channel.subscribers.pop(subscriber, None)

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import aclosing
 from ..assistant.errors import AssistantError
-from ..bus.base import EventPage
-from ..protocol.ingest import Batch, Item, StreamItem, decode_lines, events_of, join
+from ..protocol.ingest import Batch, Item, Page, StreamItem, decode_lines, events_of, join
 from .base import (
     Client,
     ClientError,
@@ -282,7 +281,7 @@ class EmbeddedClient(Client):
             async for page in pages:
                 items = self._page_items(page)
                 if items:
-                    yield Batch(items, page.queued if isinstance(page, EventPage) else 0)
+                    yield Batch(items, page.queued if isinstance(page, Page) else 0)
 
     async def _pages(self, thread_id: str, after: int | None) -> AsyncIterator[Sequence[LoggedEvent]]:
         """The thread's stored events as the assistant hands them: the log a page at a time, then

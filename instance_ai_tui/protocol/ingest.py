@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .events import Event
     from .tree import RunSyncPayload
 
-__all__ = ["Batch", "DeltaRun", "Item", "Joiner", "StreamItem", "decode", "decode_lines", "events_of", "join"]
+__all__ = ["Batch", "DeltaRun", "Item", "Joiner", "Page", "StreamItem", "decode", "decode_lines", "events_of", "join"]
 
 #: the delta types read as ``DeltaRun`` (a status replaces the last one, it does not append)
 DELTA_TYPES = frozenset({"text-delta", "reasoning-delta"})
@@ -166,6 +166,19 @@ class Joiner:
         self._flush()
         items, self.items = self.items, []
         return items
+
+
+class Page(list[Any]):
+    """A list of what a source read together (the in-process bus's stored events: a page of the
+    log, a live publish) with ``queued``: how many events of the thread waited behind it when it
+    was read (rows of the log after the page, events buffered behind a live publish). A client
+    hands it on as its ``Batch.queued``."""
+
+    queued: int = 0
+
+    def __init__(self, events: Iterable[Any] = (), queued: int = 0) -> None:
+        super().__init__(events)
+        self.queued = queued
 
 
 def decode(event_id: int | None, data: Any) -> Item:

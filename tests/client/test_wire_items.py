@@ -83,8 +83,8 @@ def test_a_batch_and_its_events_one_by_one_fold_to_the_same_conversation() -> No
 async def test_the_embedded_client_reads_a_page_of_the_log_as_one_batch() -> None:
     from collections.abc import AsyncIterator
 
-    from instance_ai_tui.bus.base import EventPage
     from instance_ai_tui.client.embedded import EmbeddedClient
+    from instance_ai_tui.protocol.ingest import Page
     from instance_ai_tui.store.base import StoredEvent
 
     events = _events()
@@ -99,7 +99,7 @@ async def test_the_embedded_client_reads_a_page_of_the_log_as_one_batch() -> Non
             rows = [StoredEvent(thread_id, index, event["type"], event["runId"], json.dumps(event))
                     for index, event in enumerate(events[after:], start=after + 1)]
             for start in range(0, len(rows), 10):  # pages of ten, saying what waits behind them
-                yield EventPage(rows[start:start + 10], max(0, len(rows) - start - 10))
+                yield Page(rows[start:start + 10], max(0, len(rows) - start - 10))
 
     client = EmbeddedClient(Log())  # type: ignore[arg-type]
     models = [item async for item in client.events("t")]
