@@ -244,6 +244,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    from machine import quiet_and_loaded
+
+    quiet_and_loaded(__file__)  # --loaded [--rounds N]: quiet and beside stress-ng --cpu 2, alternating
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replay", type=int, default=1_000_000, help="events stored and replayed (default 1M)")
     parser.add_argument("--quick", action="store_true", help="smaller publish runs")

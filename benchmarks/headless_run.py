@@ -197,4 +197,7 @@ def _finish_seen(stdout: str) -> float | None:
 
 
 if __name__ == "__main__":
+    from machine import quiet_and_loaded
+
+    quiet_and_loaded(__file__)  # --loaded [--rounds N]: quiet and beside stress-ng --cpu 2, alternating
     raise SystemExit(main())

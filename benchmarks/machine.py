@@ -225,3 +225,51 @@ def by_condition(loaded: bool, rounds: int, measure: Any) -> dict[str, Any]:
         result["load"] = {"start": started, "end": load()}
         out[condition].append(result)
     return out
+
+
+def quiet_and_loaded(script: str) -> None:
+    """The ``--loaded`` switch of a benchmark (call it first in its ``__main__``): with ``--loaded``
+    (and ``--rounds N``) in the command line, run the same command line (without them) in a child
+    process, quiet then beside ``stress-ng --cpu 2`` (started and stopped here), ``N`` rounds
+    alternating, and print one JSON object: ``quiet`` and ``loaded``, a list of each round's result
+    (the child's JSON, with its own floor or peer measured in its run) with the load at its start
+    and end; then exit. Without ``--loaded``: return at once (the benchmark runs as it always did)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    argv = sys.argv[1:]
+    if "--loaded" not in argv:
+        return
+    rest: list[str] = []
+    rounds = 1
+    skip = False
+    for index, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg == "--loaded":
+            continue
+        elif arg == "--rounds":
+            rounds, skip = int(argv[index + 1]), True
+        elif arg.startswith("--rounds="):
+            rounds = int(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    started = load()
+    out: dict[str, Any] = {"benchmark": Path(script).stem, "argv": rest, "rounds": rounds,
+                           "stressor": f"stress-ng --cpu {STRESS_CPUS}", QUIET: [], LOADED: []}
+    for condition, index in conditions(True, rounds):
+        at_start = load()
+        child = subprocess.run([sys.executable, script, *rest], stdout=subprocess.PIPE, text=True, check=False)
+        entry: dict[str, Any] = {"round": index, "load_at_start": at_start, "load_at_end": load(),
+                                 "exit": child.returncode}
+        try:
+            entry["result"] = json.loads(child.stdout)
+        except ValueError:
+            entry["stdout"] = child.stdout[-4000:]
+        out[condition].append(entry)
+        print(json.dumps({condition: entry["load_at_start"], "round": index, "exit": child.returncode}),
+              file=sys.stderr, flush=True)
+    out["machine"] = machine(started)
+    print(json.dumps(out, indent=1))
+    raise SystemExit(0)
