@@ -20,12 +20,12 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from pydantic import ValidationError
-
-from .events import Event, EventParseError, parse_event
-from .tree import RunSyncPayload
+if TYPE_CHECKING:  # the models load when the first frame is decoded, not with the parser (a client's
+    # reader, ``delta_runs``, and the TUI's first frame import this module)
+    from .events import Event
+    from .tree import RunSyncPayload
 
 __all__ = [
     "MAX_FRAME_CHARS", "MAX_JSON_DEPTH", "EventStreamDecoder", "SSEFrame", "SSEParser", "StreamItemData", "frame_id",
@@ -312,7 +312,7 @@ class SSEParser:
 
 
 #: what a decoded frame carries
-StreamItemData = Event | RunSyncPayload | dict[str, Any]
+StreamItemData: TypeAlias = "Event | RunSyncPayload | dict[str, Any]"
 
 _KEEPALIVE_EVENTS = frozenset({"ping", "heartbeat", "keepalive", "keep-alive"})
 
@@ -333,6 +333,13 @@ class EventStreamDecoder:
         self.diagnostics: deque[str] = deque(maxlen=max_diagnostics)
         self.diagnostic_count = 0
         self.frames = 0
+        from pydantic import ValidationError
+
+        from .events import EventParseError, parse_event
+        from .tree import RunSyncPayload
+
+        #: the models (imported with the first decoder: the parser alone needs none)
+        self._models = (ValidationError, EventParseError, parse_event, RunSyncPayload)
 
     def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[tuple[int | None, StreamItemData]]:
         return self._decode_all(self._parsed(self.parser.feed, chunk))
@@ -376,6 +383,8 @@ class EventStreamDecoder:
         except ValueError as exc:
             self._diag(f"{where}: data is not JSON ({exc}): {frame.data[:80]!r}")
             return None
+        ValidationError, EventParseError, parse_event, RunSyncPayload = self._models
+
         if frame.event == "run-sync":
             try:
                 return event_id, RunSyncPayload.model_validate(data)
