@@ -150,8 +150,29 @@ def _json_items(chunks: Iterator[str], diagnostics: _Diagnostics) -> Iterator[li
         lines = text[:cut].split("\n")
         for start in range(0, len(lines), _BATCH):
             batch = lines[start : start + _BATCH]
-            yield _decode_batch(batch, number, diagnostics)
+            yield _decode_lines(batch, number, diagnostics)
             number += len(batch)
+
+
+def _decode_lines(lines: list[str], number: int, diagnostics: _Diagnostics) -> list[tuple[int | None, Any]]:
+    """``lines`` (following line ``number``) as items: each run of deltas in the plain form (our log's,
+    ``run --json``'s) read in bulk as one ``DeltaRun`` without decoding its lines one by one
+    (``protocol.delta_runs.line_runs``), the other lines by ``_decode_batch``."""
+    from .protocol.delta_runs import line_runs
+
+    runs = line_runs(None, lines) if len(lines) > 1 else []
+    if not runs:
+        return _decode_batch(lines, number, diagnostics)
+    out: list[tuple[int | None, Any]] = []
+    taken = 0
+    for start, stop, run in runs:
+        if start > taken:
+            out.extend(_decode_batch(lines[taken:start], number + taken, diagnostics))
+        out.append((None, run))
+        taken = stop
+    if taken < len(lines):
+        out.extend(_decode_batch(lines[taken:], number + taken, diagnostics))
+    return out
 
 
 def _decode_batch(lines: list[str], number: int, diagnostics: _Diagnostics) -> list[tuple[int | None, Any]]:
@@ -220,14 +241,18 @@ class _Fold:
 
     def feed(self, items: list[tuple[int | None, Any]]) -> None:
         from .protocol.events import EventParseError
-        from .protocol.ingest import Joiner, StreamItem
+        from .protocol.ingest import DeltaRun, Joiner, StreamItem
         from .protocol.tree import RunSyncPayload
 
         conversation = self.conversation
         joiner = Joiner()
         take = joiner.json
         for event_id, data in items:
-            if type(data) is RunSyncPayload:
+            kind = type(data)
+            if kind is DeltaRun:  # (a run of lines read in bulk)
+                joiner.add(data)
+                continue
+            if kind is RunSyncPayload:
                 joiner.add(StreamItem(event_id, data))
                 continue
             try:

@@ -33,19 +33,26 @@ _PLAIN = r'[^"\\\x00-\x1f]*'
 #: any valid JSON string body (escapes complete, no raw control character)
 _BODY = _PLAIN + r'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + _PLAIN + r')*'
 #: two or more consecutive frames of one delta type, run, agent and response, from a frame start
+#: the response id, when there is one (a group that always matches: its backreference then too)
+_RID = r'((?:,"responseId":"' + _PLAIN + r'")?)'
 _RUN = re.compile(
     r'(?:^|(?<=\n\n))id: ([1-9][0-9]{0,17})\ndata: \{"type":"(text-delta|reasoning-delta)","runId":"(' + _PLAIN
-    + r')","agentId":"(' + _PLAIN + r')","responseId":"(' + _PLAIN + r')","payload":\{"text":"' + _BODY
+    + r')","agentId":"(' + _PLAIN + r')"' + _RID + r',"payload":\{"text":"' + _BODY
     + r'"\}\}\n\n'
-    r'(?:id: [1-9][0-9]{0,17}\ndata: \{"type":"\2","runId":"\3","agentId":"\4","responseId":"\5",'
+    r'(?:id: [1-9][0-9]{0,17}\ndata: \{"type":"\2","runId":"\3","agentId":"\4"\5,'
     r'"payload":\{"text":"' + _BODY + r'"\}\}\n\n)+'
 )
-#: the same, as JSON lines (the event log's rows, joined with line ends)
+#: the same, as JSON lines (the event log's rows, a recording's lines, joined with line ends)
 _LINE_RUN = re.compile(
     r'(?:^|(?<=\n))\{"type":"(text-delta|reasoning-delta)","runId":"(' + _PLAIN + r')","agentId":"(' + _PLAIN
-    + r')","responseId":"(' + _PLAIN + r')","payload":\{"text":"' + _BODY + r'"\}\}\n'
-    r'(?:\{"type":"\1","runId":"\2","agentId":"\3","responseId":"\4","payload":\{"text":"' + _BODY + r'"\}\}\n)+'
+    + r')"' + _RID + r',"payload":\{"text":"' + _BODY + r'"\}\}\n'
+    r'(?:\{"type":"\1","runId":"\2","agentId":"\3"\4,"payload":\{"text":"' + _BODY + r'"\}\}\n)+'
 )
+
+
+def _rid(group: str) -> str | None:
+    """The response id of ``_RID``'s group (``,"responseId":"x"``), or ``None`` (none written)."""
+    return group[15:-1] if group else None
 _LINE_TEXTS = re.compile(r'"payload":\{"text":"(' + _BODY + r')"\}\}\n')
 _IDS = re.compile(r"id: ([0-9]+)\n")
 _TEXTS = re.compile(r'"payload":\{"text":"(' + _BODY + r')"\}\}\n\n')
@@ -210,7 +217,8 @@ def _run(match: re.Match[str]) -> DeltaRun | None:
     first = ids[0]
     if ids != list(range(first, first + len(ids))):
         return None
-    return DeltaRun(match.group(2), match.group(3), match.group(4), match.group(5), ids, _TEXTS.findall(span), span)
+    return DeltaRun(match.group(2), match.group(3), match.group(4), _rid(match.group(5)), ids, _TEXTS.findall(span),
+                    span)
 
 
 def line_runs(ids: Sequence[int] | None, lines: Sequence[str]) -> list[tuple[int, int, DeltaRun]]:
@@ -228,7 +236,7 @@ def line_runs(ids: Sequence[int] | None, lines: Sequence[str]) -> list[tuple[int
         size = text.count("\n", start, end)
         bodies = _LINE_TEXTS.findall(match.group(0))
         if len(bodies) == size:
-            run = DeltaRun(match.group(1), match.group(2), match.group(3), match.group(4),
+            run = DeltaRun(match.group(1), match.group(2), match.group(3), _rid(match.group(4)),
                            None if ids is None else list(ids[row:row + size]), bodies)
             out.append((row, row + size, run))
         row += size

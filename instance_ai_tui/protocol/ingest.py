@@ -149,10 +149,35 @@ class Joiner:
                 raise EventParseError("nested too deeply") from None
         if type(data) is dict:
             kind = data.get("type")
-            if (kind == "text-delta" or kind == "reasoning-delta") and is_plain_hot_event(data):
-                self.delta(event_id, kind, data.get("runId", ""), data.get("agentId", ""), data.get("responseId"),
-                           data["payload"].get("text", ""))
-                return
+            if kind == "text-delta" or kind == "reasoning-delta":
+                size = len(data)
+                payload = data.get("payload")
+                if (size == 4 or size == 5) and type(payload) is dict and len(payload) == 1:
+                    # the usual delta, exactly: type, runId, agentId, payload {text} (and a responseId
+                    # string); what ``is_plain_hot_event`` accepts, checked here without its call
+                    text = payload.get("text")
+                    run_id = data.get("runId")
+                    agent_id = data.get("agentId")
+                    rid = data.get("responseId")
+                    if (type(text) is str and type(run_id) is str and type(agent_id) is str
+                            and (size == 4 or type(rid) is str)):
+                        if (kind, run_id, agent_id, rid) == self._key:
+                            last = self._last
+                            if event_id is None:
+                                if last is None:
+                                    self._texts.append(text)
+                                    return
+                            elif last is not None and event_id > last:
+                                self._texts.append(text)
+                                self._ids.append(event_id)  # type: ignore[union-attr]
+                                self._last = event_id
+                                return
+                        self.delta(event_id, kind, run_id, agent_id, rid, text)
+                        return
+                if is_plain_hot_event(data):
+                    self.delta(event_id, kind, data.get("runId", ""), data.get("agentId", ""),
+                               data.get("responseId"), data["payload"].get("text", ""))
+                    return
         self.add(decode(event_id, data))
 
     def _flush(self) -> None:

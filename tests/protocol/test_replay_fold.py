@@ -81,3 +81,35 @@ def test_a_batch_decodes_as_its_lines_one_by_one(lines: list[str]) -> None:
     got = replay_module._decode_batch(lines, 10, batch)
     assert json.dumps(got, default=repr) == json.dumps(expected, default=repr)
     assert batch.shown == one_by_one.shown
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lines_read_in_bulk_fold_as_decoded_one_by_one(seed: int) -> None:
+    """``replay._decode_lines`` reads runs of plain delta lines (``run --json``'s and our log's form,
+    with or without a response id) in bulk; the conversation and the diagnostics are those of the
+    lines decoded one by one, and some runs were read so (else the equality proves nothing)."""
+    rng = __import__("random").Random(seed)
+    lines = []
+    order = ("type", "runId", "agentId", "responseId", "payload")  # (the models' order, as ``run --json`` writes)
+    for _, data in shared_stream(seed, 600, odds=Odds(numbered=0.0, event_id=0.0)):
+        ordered = {key: data[key] for key in order if key in data} | data
+        lines.append(json.dumps(ordered, separators=(",", ":")) if rng.random() < 0.9 else json.dumps(data))
+    bulk_notes, one_notes = replay_module._Diagnostics(), replay_module._Diagnostics()
+    bulk_items = [item for start in range(0, len(lines), 97)
+                  for item in replay_module._decode_lines(lines[start:start + 97], start, bulk_notes)]
+    one_items = [item for number, line in enumerate(lines) for item in replay_module._decode_batch([line], number, one_notes)]
+    runs = [data for _, data in bulk_items if type(data).__name__ == "DeltaRun"]
+    assert any(run.response_id is None for run in runs) and any(run.response_id is not None for run in runs)
+    assert bulk_notes.shown == one_notes.shown
+
+    def folded(items: list[tuple[int | None, Any]]) -> tuple[Any, list[str]]:
+        conversation = Conversation()
+        replay_module._Fold(conversation).feed(items)
+        notes = list(conversation.diagnostics)
+        for message in conversation.messages:
+            if message.reducer is not None:
+                notes.extend(message.reducer.diagnostics)
+        return [{k: v for k, v in m.to_message().to_wire().items() if k != "createdAt"}
+                for m in conversation.messages], notes
+
+    assert folded(bulk_items) == folded(one_items)
