@@ -527,7 +527,6 @@ class HeadlessRun:
         from ..client.base import NotFoundError
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
-        from ..protocol.tree import RunSyncPayload
 
         if self._sent_run_id is not None:
             cursor = 0  # a new thread: everything in it is this run's
@@ -548,14 +547,14 @@ class HeadlessRun:
         conversation = Conversation(self.thread_id)
         runs = {self.run_id}
         async for item in self.client.events(self.thread_id, after=cursor):
-            event = item.event
-            if isinstance(event, RunSyncPayload):
+            if item.run_sync is not None:
                 conversation.fold([item])
-                if event.run_id in runs or set(event.run_ids) & runs:
+                if item.run_sync.run_id in runs or set(item.run_sync.run_ids) & runs:
                     self._progressed(item.id)
-                    self._emit_json({"type": "run-sync", "payload": event.to_wire()})
+                    self._emit_json({"type": "run-sync", "payload": item.run_sync.to_wire()})
                 continue
-            if event.run_id not in runs:
+            event = item.event
+            if event is None or event.run_id not in runs:
                 continue
             self._progressed(item.id)
             conversation.fold([item])

@@ -473,7 +473,7 @@ class Conversation:
             if type(item) is DeltaRun:
                 self._fold_run(item)
                 continue
-            event_id, event = item.id, item.event  # type: ignore[union-attr]
+            event_id, event = item.id, item.model  # type: ignore[union-attr]
             if event_id is not None:
                 if event_id <= self.cursor:
                     continue

@@ -36,36 +36,39 @@ DELTA_TYPES = frozenset({"text-delta", "reasoning-delta"})
 
 
 class StreamItem:
-    """One event of a thread's stream, typed: ``event`` is an event model or a ``run-sync``
-    frame's payload; ``id`` the event's id in the thread's log, or ``None`` for frames that carry
-    none (n8n's deltas and control frames). Immutable by convention (slots, no setters used)."""
+    """One event of a thread's stream, typed: built from an event model or a ``run-sync`` frame's
+    payload (``StreamItem(id, model)``), it holds it as ``event`` or as ``run_sync`` (exactly one
+    is set); ``id`` is the event's id in the thread's log, or ``None`` for frames that carry none
+    (n8n's deltas and control frames). Immutable by convention."""
 
-    __slots__ = ("event", "id")
+    __slots__ = ("event", "id", "run_sync")
 
     #: the events of the stream it stands for (a ``DeltaRun`` may stand for many)
     count = 1
 
     def __init__(self, id: int | None, event: Event | RunSyncPayload) -> None:
         self.id = id
-        self.event = event
+        if type(event).__name__ == "RunSyncPayload":
+            self.event: Event | None = None
+            self.run_sync: RunSyncPayload | None = event  # type: ignore[assignment]
+        else:
+            self.event = event  # type: ignore[assignment]
+            self.run_sync = None
+
+    @property
+    def model(self) -> Event | RunSyncPayload:
+        """What it holds: the event, or the run-sync payload."""
+        return self.event if self.event is not None else self.run_sync  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StreamItem):
             return NotImplemented
-        return (self.id, self.event) == (other.id, other.event)
+        return (self.id, self.event, self.run_sync) == (other.id, other.event, other.run_sync)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"StreamItem(id={self.id!r}, event={self.event!r})"
-
-    @property
-    def run_sync(self) -> RunSyncPayload | None:
-        """The ``run-sync`` payload, when it is one."""
-        from .tree import RunSyncPayload
-
-        event = self.event
-        return event if isinstance(event, RunSyncPayload) else None
+        return f"StreamItem(id={self.id!r}, {'event' if self.event is not None else 'run_sync'}={self.model!r})"
 
 
 #: what a batch holds, and ``Conversation.fold`` takes

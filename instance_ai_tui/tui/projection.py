@@ -191,12 +191,13 @@ class Projection:
                 self.queued = batch.queued
                 for item in fold(batch.items):  # (run-start, run-finish, tools...: made visible)
                     event = item.event
-                    kind = getattr(event, "type", None)
-                    if kind == "run-finish":
-                        sink.run_finished(cast("RunFinishEvent", event))
-                        self.stream_ended()
-                    elif kind == "run-start":
-                        sink.run_started(conversation, event.run_id)
+                    if event is not None:
+                        kind = event.type
+                        if kind == "run-finish":
+                            sink.run_finished(cast("RunFinishEvent", event))
+                            self.stream_ended()
+                        elif kind == "run-start":
+                            sink.run_started(conversation, event.run_id)
                     observe(item)  # (the n8n panel takes nothing from a delta)
                 stats.events += batch.count
                 now = clock()

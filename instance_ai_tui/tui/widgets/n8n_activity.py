@@ -31,7 +31,6 @@ from textual.widgets import Input, Static
 
 from ...client.base import ClientError
 from ...protocol.safe_text import visible, visible_data
-from ...protocol.tree import RunSyncPayload
 from .. import keymap
 
 if TYPE_CHECKING:
@@ -184,12 +183,14 @@ class N8nActivity(Vertical):
 
     def observe(self, item: StreamItem) -> None:
         """One stream item: record what this panel shows."""
-        event = item.event
-        if isinstance(event, RunSyncPayload):
-            for task in event.background_tasks or []:
+        if item.run_sync is not None:
+            for task in item.run_sync.background_tasks or []:
                 if isinstance(task, dict):
                     self._merge_task(task)
             self._dirty = True
+            return
+        event = item.event
+        if event is None:
             return
         kind = event.type
         payload: Any = getattr(event, "payload", None)
