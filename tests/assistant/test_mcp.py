@@ -49,11 +49,12 @@ def export_text(events: list[dict[str, Any]]) -> str:
     """The thread's Markdown export, folded from ``events`` the way every reader folds them."""
     from instance_ai_tui.protocol.conversation import Conversation
     from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.protocol.ingest import StreamItem
     from instance_ai_tui.protocol.transcript import to_markdown
 
     conversation = Conversation("t")
-    for data in events:
-        conversation.apply(data["id"], parse_event({k: v for k, v in data.items() if k != "id"}))
+    conversation.fold([StreamItem(data["id"], parse_event({k: v for k, v in data.items() if k != "id"}))
+                       for data in events])
     return to_markdown(conversation)
 
 
