@@ -61,6 +61,10 @@ def _expired_calls(record: RunRecord, now: float) -> set[str]:
 
 
 
+#: runs listed beyond a page when it is listed again (the runs that started or finished meanwhile)
+_SLACK = 8
+
+
 class HistoryStorage(ThreadStore, EventLog, RunRecords, SnapshotStore, Protocol):
     """What the history of a thread reads: the thread, its runs, their snapshots, the event log's end."""
 
@@ -74,18 +78,24 @@ async def thread_messages(
         last_id = await store.last_event_id(thread_id)
         runs = await store.list_runs(thread_id=thread_id)
     else:
-        listed = await store.list_runs(thread_id=thread_id)  # (to choose the page's runs)
+        # only the page's runs are read (and one more: whether older ones exist), not the thread's
         per_page = max(1, (limit + 1) // 2)
-        end = max(0, len(listed) - page * per_page)
-        start = max(0, end - per_page)
-        has_more = start > 0
-        page_ids = {record.run_id for record in listed[start:end]}
-        snapshots = await store.get_snapshots(thread_id, [record.run_id for record in listed[start:end]])
+        listed = await store.list_runs(thread_id=thread_id, limit=per_page + 1, skip_newest=page * per_page)
+        has_more = len(listed) > per_page
+        listed = listed[-per_page:] if listed else []
+        page_ids = {record.run_id for record in listed}
+        snapshots = await store.get_snapshots(thread_id, [record.run_id for record in listed])
         last_id = await store.last_event_id(thread_id)
         # listed again after L, as without paging: a run that started meanwhile is on page 0
-        # (folded up to L), and one that finished meanwhile is folded from its events
-        runs = await store.list_runs(thread_id=thread_id)
-        runs = runs[start:] if page == 0 else [record for record in runs if record.run_id in page_ids]
+        # (folded up to L), and one that finished meanwhile is folded from its events (a thread
+        # runs one run at a time: a few more than the page cover what started since)
+        again = await store.list_runs(thread_id=thread_id, limit=per_page + _SLACK,
+                                      skip_newest=max(0, page * per_page - _SLACK))
+        if page == 0:
+            first = next((index for index, record in enumerate(again) if record.run_id in page_ids), len(again))
+            runs = again[first:] if page_ids else again
+        else:
+            runs = [record for record in again if record.run_id in page_ids]
     now = time.time()
     messages: list[InstanceAiMessage] = []
     for record in runs:

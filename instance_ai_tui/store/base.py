@@ -204,7 +204,12 @@ class RunRecords(Protocol):
 
     async def upsert_run(self, record: RunRecord) -> None: ...
     async def get_run(self, run_id: str) -> RunRecord | None: ...
-    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]: ...
+    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None, *,
+                        limit: int | None = None, skip_newest: int = 0) -> list[RunRecord]:
+        """Runs in start order, optionally of one thread and/or with one of the given statuses; with
+        ``limit``, only the newest ``limit`` of those before the newest ``skip_newest`` (a page of a
+        long thread, read without the rest)."""
+        ...
 
 
 class SnapshotStore(Protocol):

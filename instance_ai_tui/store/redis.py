@@ -410,7 +410,8 @@ class RedisStore:
         raw = await self._r.get(self.key("run", run_id))
         return RunRecord.model_validate_json(raw) if raw else None
 
-    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None, *,
+                        limit: int | None = None, skip_newest: int = 0) -> list[RunRecord]:
         if thread_id is not None:
             run_ids = list(await self._r.smembers(self.key("runs", thread_id)))
         else:
@@ -425,6 +426,9 @@ class RedisStore:
             wanted = set(status)
             records = [r for r in records if r.status in wanted]
         records.sort(key=lambda r: r.started_at)
+        if limit is not None:  # (the records of a thread are one set here: read whole, then cut)
+            end = max(0, len(records) - max(0, skip_newest))
+            return records[max(0, end - max(0, limit)):end]
         return records
 
     # ----------------------------------------------------------------- snapshots

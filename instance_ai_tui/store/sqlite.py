@@ -712,8 +712,10 @@ class SqliteStore:
         rows = await self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return run_record(rows[0]) if rows else None
 
-    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None) -> list[RunRecord]:
-        """Runs in start order, optionally of one thread and/or with one of the given statuses."""
+    async def list_runs(self, thread_id: str | None = None, status: Sequence[str] | None = None, *,
+                        limit: int | None = None, skip_newest: int = 0) -> list[RunRecord]:
+        """Runs in start order, optionally of one thread and/or with one of the given statuses; with
+        ``limit``, the newest ``limit`` before the newest ``skip_newest`` (only those rows read)."""
         sql = f"SELECT {RUN_COLUMNS} FROM runs WHERE 1"
         params: list[Any] = []
         if thread_id is not None:
@@ -725,6 +727,10 @@ class SqliteStore:
                 return []
             sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
             params.extend(statuses)
+        if limit is not None:
+            sql += " ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?"
+            params.extend([max(0, limit), max(0, skip_newest)])
+            return [run_record(row) for row in reversed(await self._read(sql, params))]
         sql += " ORDER BY started_at, rowid"
         return [run_record(row) for row in await self._read(sql, params)]
 

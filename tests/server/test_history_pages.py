@@ -53,3 +53,36 @@ async def test_pages_of_a_long_thread_make_up_its_whole_history(tmp_path: Path) 
             response = await http.get("/threads/long/messages", params=params)
             assert response.status_code == 400, params
             assert "must be an integer from" in response.text
+
+
+async def test_a_page_reads_its_runs_not_the_threads(tmp_path: Path) -> None:
+    """Opening a long thread reads a page of its run records, whatever its length (issue 44.5: the
+    cold restore's memory grew with the thread when every record was read to choose the page)."""
+    from typing import Any
+
+    from instance_ai_tui.assistant.history import thread_messages
+
+    class Counting(SqliteStore):
+        """The real store, counting the run records it hands over."""
+
+        records_read = 0
+
+        async def list_runs(self, *args: object, **kwargs: object) -> list:  # type: ignore[override]
+            records = await super().list_runs(*args, **kwargs)  # type: ignore[arg-type]
+            self.records_read += len(records)
+            return records
+
+    read: dict[int, int] = {}
+    for runs in (30, 300):
+        async with Counting(tmp_path / f"long-{runs}.sqlite3") as store:
+            await fill_runs(store, "long", runs)
+            manager: Any = None  # (finished runs: their snapshots are read, the run manager never asked)
+            whole = await thread_messages(store, manager, "long")
+            store.records_read = 0
+            newest = await thread_messages(store, manager, "long", limit=10)
+            read[runs] = store.records_read
+            assert newest.has_more is True
+            assert [m.id for m in newest.messages] == [m.id for m in whole.messages][-10:]
+            older = await thread_messages(store, manager, "long", limit=10, page=3)
+            assert [m.id for m in older.messages] == [m.id for m in whole.messages][-40:-30]
+    assert read[300] == read[30] <= 2 * (5 + 8) + 1  # a page (5 runs), one more, and the slack again
