@@ -186,9 +186,12 @@ class Projection:
         stream = self.opened.thread_client.batches(thread_id, after=after)
         try:
             self.ingest_waiting = True
+            asked = clock()
             async for batch in stream:
                 self.ingest_waiting = False
                 self.queued = batch.queued
+                if clock() - asked > INGEST_SLICE / 5:  # the stream made us wait: the loop had its turn
+                    slice_end = clock() + INGEST_SLICE
                 for item in fold(batch.items):  # (run-start, run-finish, tools...: made visible)
                     event = item.event
                     if event is not None:
@@ -210,6 +213,7 @@ class Projection:
                     if self.opened.conversation is not conversation:
                         return
                 self.ingest_waiting = True
+                asked = clock()
         except asyncio.CancelledError:
             raise
         except ClientError as exc:

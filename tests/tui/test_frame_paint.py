@@ -63,7 +63,7 @@ async def test_the_end_of_a_stream_is_drawn_without_waiting_for_the_next_frame_t
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await type_and_send(pilot, app, "hello")
-        await until(lambda: app.conversation.is_streaming and answer_text(app).strip(), pilot, timeout=30)
+        await until(lambda: app.conversation.is_streaming and app.view.assistant_turns() and answer_text(app).strip(), pilot, timeout=30)
         app._frame_timer.pause()  # no frame tick from now on: only the run's end draws
         frames = app.stats.frames
         # the run ends; one frame is projected (no tick came) and its Markdown has parsed
