@@ -232,7 +232,7 @@ class InProcessBus:
     def subscribe_batches(self, thread_id: str, after: int = 0) -> AsyncIterator[list[StoredEvent]]:
         """``subscribe``'s events in lists (never empty): a page read from the store while catching
         up, the events one flush stored when live. A reader of a long log takes it a page at a
-        time (``EmbeddedClient.fold_events``)."""
+        time (``EmbeddedClient.batches``)."""
         return self._batches(thread_id, after)
 
     async def _batches(self, thread_id: str, after: int) -> AsyncIterator[list[StoredEvent]]:

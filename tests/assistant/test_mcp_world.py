@@ -110,9 +110,11 @@ async def test_resources_read_by_the_agent_and_attached_with_at(make_ai: Any, tm
     start = of_type(second, "run-start")[0]["payload"]
     assert start["userMessage"] == f"summarise @ev:{STATIC} please"  # as typed
     assert start["attachments"][0]["uri"] == STATIC and start["attachments"][0]["size"] > 0
+    from instance_ai_tui.protocol.ingest import StreamItem
+
     conversation = Conversation("r")
-    for data in second:
-        conversation.apply(data["id"], parse_event({k: v for k, v in data.items() if k != "id"}))
+    conversation.fold([StreamItem(data["id"], parse_event({k: v for k, v in data.items() if k != "id"}))
+                       for data in second])
     bubble = next(m for m in conversation.messages if m.role == "user").content
     assert f"📎 @ev:{STATIC} (text/markdown, " in bubble
 
