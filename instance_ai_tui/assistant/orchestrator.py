@@ -22,6 +22,8 @@ from ..runtime.memory import MemoryStorage, StoreMemory
 from ..runtime.run import Run
 from ..runtime.tools import Tool
 from .context import Services
+from .mcp.search import MAX_OFFERED, SEARCH_TOOL, ToolSearch
+from .models import context_window
 from .tools.ask_user import ask_user_tool
 from .tools.delegate import delegate_tool
 from .tools.files import file_tools
@@ -58,31 +60,54 @@ def instructions_for(services: Services) -> str:
     n8n = f" ({services.n8n.label})." if services.n8n is not None else ". No n8n instance is connected."
     workspace = (f"You can read and (with approval) change files in the workspace folder {services.workspace.root}."
                  if services.workspace is not None else "")
-    sub_tools = ", ".join(sorted(services.sub_agent_tools)) or "none available"
+    own = sorted(n for n, t in services.sub_agent_tools.items() if not t.metadata.get("mcp_server"))
+    mcp_count = len(services.sub_agent_tools) - len(own)
+    if mcp_count > MAX_OFFERED:  # thousands of names would crowd the instructions
+        own.append(f"and {mcp_count} MCP tools (find them with {SEARCH_TOOL})")
+    else:
+        own = sorted(services.sub_agent_tools)
+    sub_tools = ", ".join(own) or "none available"
     text = INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
     mcp = services.mcp.instructions() if services.mcp is not None else ""
     return f"{text}\n\n{mcp}" if mcp else text
 
 
 class Orchestrator(Agent):
-    """The orchestrator ``Agent`` with the MCP servers' tools of the moment."""
+    """The orchestrator ``Agent`` with the MCP servers' tools of the moment (or, when there are too
+    many, ``search-tools`` and what the run found with it: ``assistant.mcp.search``)."""
 
     def __init__(self, services: Services, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.services = services
+        self.tool_search = ToolSearch()
+        self._search_tool = self.tool_search.tool(self._mcp_now)
+        self._synced = -1
+
+    def _mcp_now(self) -> tuple[list[Tool], int]:
+        mcp = self.services.mcp
+        return (mcp.tools(), mcp.version) if mcp is not None else ([], 0)
 
     def _mcp_tools(self) -> list[Tool]:
-        mcp = self.services.mcp
-        if mcp is None:
-            return []
-        tools: list[Tool] = list(mcp.tools())
-        sub = self.services.sub_agent_tools
-        for name in [n for n, t in sub.items() if t.metadata.get("mcp_server") and n not in {t.name for t in tools}]:
-            del sub[name]
-        for tool in tools:
-            sub.setdefault(tool.name, tool)
-            if tool.metadata.get("severity"):
-                self.services.severities[tool.name] = str(tool.metadata["severity"])
+        """The MCP tools of the moment; the tools sub-agents may be given follow them (once per change)."""
+        tools, version = self._mcp_now()
+        if version != self._synced:
+            sub = self.services.sub_agent_tools
+            names = {t.name for t in tools}
+            for name in [n for n, t in sub.items() if t.metadata.get("mcp_server") and n not in names]:
+                del sub[name]
+            for tool in tools:
+                sub.setdefault(tool.name, tool)
+                if tool.metadata.get("severity"):
+                    self.services.severities[tool.name] = str(tool.metadata["severity"])
+            self._synced = version
+        return tools
+
+    def _offered(self, run_id: str) -> list[Tool]:
+        """What a model call of ``run_id`` is offered of MCP: every tool, or the search and its finds."""
+        tools, version = self._mcp_now()
+        window = context_window(getattr(self.services.model, "name", "") or "")
+        if self.tool_search.defers(tools, version, window):
+            return [self._search_tool, *self.tool_search.offered(run_id)]
         return tools
 
     @property
@@ -93,7 +118,7 @@ class Orchestrator(Agent):
 
     def _tool_table(self, thread_id: str | None) -> dict[str, Tool]:
         table = super()._tool_table(thread_id)
-        for tool in self._mcp_tools():
+        for tool in self._mcp_tools():  # all of them: a suspended call resumes with its own tool
             table.setdefault(tool.name, tool)
         return table
 
@@ -102,11 +127,15 @@ class Orchestrator(Agent):
             mcp = self.services.mcp
             mcp.retry_unknown()
             await mcp.wait_relisted()  # never for a server still starting: its tools join a later step
-            current = {t.name: t for t in self._mcp_tools()}
-            for name in [n for n, t in run.tools.items() if t.metadata.get("mcp_server") and n not in current]:
+            self._mcp_tools()
+            offered = {t.name: t for t in self._offered(run.run_id)}
+            for name in [n for n, t in run.tools.items()
+                         if (t.metadata.get("mcp_server") or t.metadata.get("mcp_search")) and n not in offered]:
                 del run.tools[name]
-            for name, tool in current.items():
+            for name, tool in offered.items():
                 run.tools.setdefault(name, tool)
+        elif kind is AgentEvent.AGENT_END:
+            self.tool_search.forget(run.run_id)
         await super()._event(run, kind, **data)
 
     async def resume(self, *args: Any, **kwargs: Any) -> AgentStream:

@@ -341,3 +341,38 @@ async def test_oauth_sign_in_against_a_local_authorization_server(tmp_path: Path
         assert state == "ready" and len(opened) == 2 and auth_server.events.count("authorize") == 2
     finally:
         await server.stop()
+
+
+async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> None:
+    """A server with 10,000 tools: the model is offered search-tools (and the few tools its search
+    found), never every schema; the instructions do not list the names; a found tool is called."""
+    from instance_ai_tui.assistant.mcp.search import SEARCH_TOOL
+    from instance_ai_tui.assistant.service import AssistantOptions
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    from .conftest import collect, of_type
+
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call(SEARCH_TOOL, {"query": "open a github issue"}),
+        MockResponse.call("mcp__many__create_github_issue", {"title": "found it"}),
+        MockResponse(text="Opened."),
+    )) as model:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "k"},
+            "mcp": {"servers": {"many": stdio_config("tools", env={"MCP_TEST_FILLERS": "10000"})}}})
+        ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
+        mcp = ai.mcp
+        assert mcp is not None
+        await until(lambda: mcp.connections["many"].state != "starting", timeout=120)
+        assert len(mcp.connections["many"].tools) > 10_000
+        await ai.send("s", "open an issue")
+        events = await collect(ai, "s", timeout=120)
+    requests = [r.body for r in model.requests if r.body.get("tools")]
+    first = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert SEARCH_TOOL in first and len(first) < 30 and not any(n.startswith("mcp__many__widget_") for n in first)
+    assert "widget_00001" not in requests[0]["messages"][0]["content"]
+    second = {t["function"]["name"] for t in requests[1]["tools"]}
+    assert "mcp__many__create_github_issue" in second and len(second) < 40
+    found = of_type(events, "tool-result")[0]["payload"]["result"]
+    assert found["tools"][0]["name"] == "mcp__many__create_github_issue"
+    assert of_type(events, "tool-result")[1]["payload"]["result"] == "issue opened: found it"

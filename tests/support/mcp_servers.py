@@ -59,12 +59,18 @@ class _Server(MCPServer):
     """The SDK's server, with ``needs_task`` declared as a tool that runs only as an MCP task
     (``execution.taskSupport = "required"``: the decorator has no parameter for it)."""
 
+    #: how many listed-only tools to add (``MCP_TEST_FILLERS``: a server with thousands of tools)
+    fillers = int(os.environ.get("MCP_TEST_FILLERS", "0") or 0)
+
     async def list_tools(self) -> list[Any]:
-        from mcp_types import ToolExecution
+        from mcp_types import Tool, ToolExecution
 
         tools = await super().list_tools()
-        return [t.model_copy(update={"execution": ToolExecution(task_support="required")}) if t.name == "needs_task"
-                else t for t in tools]
+        tools = [t.model_copy(update={"execution": ToolExecution(task_support="required")}) if t.name == "needs_task"
+                 else t for t in tools]
+        schema = {"type": "object", "properties": {"id": {"type": "string", "description": "which one"}}}
+        return tools + [Tool(name=f"widget_{i:05d}", description=f"Adjust widget number {i} of the gizmo panel.",
+                             input_schema=schema) for i in range(self.fillers)]
 
 
 def build_server(label: str = "tools") -> Any:
@@ -74,6 +80,11 @@ def build_server(label: str = "tools") -> Any:
     def needs_task() -> str:
         """A tool that runs only as an MCP task (a client that does not run tasks cannot call it)."""
         return "it ran without a task"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def create_github_issue(title: str) -> str:
+        """Open an issue in a GitHub repository (a tool a search should find among thousands)."""
+        return f"issue opened: {title}"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def echo_env(name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mcp import ClientSession
 
 #: the most tools one server may offer (more are left out, with a note)
-MAX_TOOLS = 10_000
+MAX_TOOLS = 20_000
 #: largest tool input schema accepted (JSON characters)
 MAX_SCHEMA_CHARS = 64_000
 #: the most pages of one list read

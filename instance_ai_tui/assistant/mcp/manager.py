@@ -77,6 +77,11 @@ class McpServers:
     def _changed(self) -> None:
         self._version += 1
 
+    @property
+    def version(self) -> int:
+        """Changes whenever a server's lists or state change (``tools()`` is cached by it)."""
+        return self._version
+
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """Launch every enabled server in the background (returns at once); a project's server
