@@ -61,6 +61,7 @@ from .deferred import Deferred
 from .heap import HeapPolicy
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
+from .run_clock import RunClock
 from .run_status import RunStatus
 from .screen_updates import ScreenUpdates
 from .screens.main import MainScreen
@@ -172,6 +173,7 @@ class InstanceAiApp(App[None]):
         self.find_bar: FindBar = screen.find_bar
         self.prompt: PromptInput = screen.prompt
         self.status_line: StatusLine = screen.status_line
+        self.status_line.clock = RunClock(lambda: self.conversation)  # (issue 39.5: running 12 s, waiting 20 s)
         self.tasks_panel: TasksPanel = screen.tasks_panel
         self.n8n_activity: N8nActivity = screen.n8n_activity
         self.thread_list: ThreadList = screen.thread_list

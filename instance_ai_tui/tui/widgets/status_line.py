@@ -11,6 +11,7 @@ are known. Every state has a word as well as a colour.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual.content import Content
@@ -48,6 +49,8 @@ class StatusInfo:
     keys_at: str = "prompt"
     #: the key that goes back to the prompt from a widget that is not a text field
     back_key: str = "Esc"
+    #: while running: the run state's words with the clock (``tui.run_clock``: "running 12 s · ~340 tokens")
+    clock: str = ""
 
     def signature(self) -> tuple[object, ...]:
         return (
@@ -69,6 +72,7 @@ class StatusInfo:
             self.context_window,
             self.keys_at,
             self.back_key,
+            self.clock,
         )
 
 
@@ -132,7 +136,8 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         "awaiting your answer": "⏸",
         "error": "✗",
     }.get(run, "•")
-    parts.append((f"{glyph} {run}", _RUN_STYLE.get(run, "")))
+    words = info.clock if info.clock and run == "running" else run
+    parts.append((f"{glyph} {words}", _RUN_STYLE.get(run, "")))
     if info.waiting:
         parts.append(sep)
         parts.append((f"◷ {info.waiting} ({info.waiting_key})", "bold $text-warning"))
@@ -179,6 +184,8 @@ class StatusLine(Static):
         self.info = info
         self._last: tuple[object, ...] | None = None
         self._frame = 0
+        #: the run state's words while running, asked at each refresh (``tui.run_clock.RunClock``)
+        self.clock: Callable[[], str] | None = None
 
     def on_mount(self) -> None:
         self.refresh_info(force=True)
@@ -186,6 +193,8 @@ class StatusLine(Static):
     def refresh_info(self, *, force: bool = False, tick: bool = False) -> None:
         """Re-render if the info changed (or a spinner frame is due when ``tick``)."""
         spinning = self.info.run_state in ("running", "cancelling")
+        if self.clock is not None:
+            self.info.clock = self.clock() if spinning else ""
         if tick and spinning:
             self._frame += 1
         signature = (*self.info.signature(), self._frame if spinning else 0)

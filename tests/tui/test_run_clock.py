@@ -1,0 +1,74 @@
+"""The clock on waiting (issue 39.5): a silent stream is not a frozen screen.
+
+A real model server (the repo's OpenAI-wire server through the real ``openai`` client) starts an
+answer and then sends nothing: the status line goes from ``⠦ running N s · ~T tokens`` to
+``⠦ waiting for the model N s``, counting, instead of a bare ``⠦ running`` (before). The words
+themselves are checked on ``RunClock`` with a clock of the test's own and a real conversation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from instance_ai_tui.client.embedded import EmbeddedClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.conversation import Conversation
+from instance_ai_tui.protocol.events import parse_event
+from instance_ai_tui.tui.run_clock import WAIT_AFTER, RunClock
+from tests.support.openai_server import MockOpenAIServer, MockResponse
+from tests.support.waiting import until
+
+from .scripts import make_app
+
+
+def ev(kind: str, **payload: Any) -> Any:
+    return parse_event({"type": kind, "runId": "r1", "agentId": "a1", "payload": payload})
+
+
+def test_the_words_count_the_step_the_tokens_and_the_silence() -> None:
+    now = [100.0]
+    conversation = Conversation("t1")
+    clock = RunClock(lambda: conversation, clock=lambda: now[0])
+    assert clock() == ""  # nothing runs
+    conversation.apply(1, ev("run-start", messageId="m1", userMessage="hello"))
+    assert conversation.is_streaming
+    assert clock() == "running 0 s"
+    now[0] += 3
+    conversation.apply(2, ev("text-delta", text="x" * 400))
+    assert clock() == "running 3 s · ~100 tokens"
+    now[0] += WAIT_AFTER + 1
+    assert clock() == f"waiting for the model {WAIT_AFTER + 1:.0f} s"
+    now[0] += 14
+    assert clock() == f"waiting for the model {WAIT_AFTER + 15:.0f} s"
+    conversation.apply(3, ev("tool-call", toolCallId="c1", toolName="search-files", args={"q": "x"}))
+    assert clock() == "running search-files 0 s"  # (the status line asks at every frame)
+    now[0] += 8
+    assert clock() == "running search-files 8 s"  # a tool runs: not the model's silence
+    conversation.apply(4, ev("tool-result", toolCallId="c1", result="found"))
+    assert clock() == "running 0 s · ~100 tokens"  # the model's next step
+    now[0] += 2
+    assert clock() == "running 2 s · ~100 tokens"
+    conversation.apply(5, ev("run-finish", status="completed"))
+    assert clock() == ""
+
+
+async def test_a_stalled_stream_shows_the_clock_in_the_status_line(tmp_path: Path) -> None:
+    async with MockOpenAIServer([MockResponse(text="Let me look at that for you now", hang_after_chunks=3)]) as model:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "sk-test"},
+            "db_path": tmp_path / "db.sqlite3"})
+        app = make_app(EmbeddedClient(settings), settings)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await app.wait_until_ready()
+            app.prompt.load_text("hi")
+            await pilot.press("enter")
+            await until(lambda: "running" in app.status_line.plain and " s" in app.status_line.plain, pilot, 30,
+                        "the clock while the answer starts")
+            await until(lambda: "waiting for the model" in app.status_line.plain, pilot, 60, "the silence counted")
+            first = app.status_line.plain
+            await until(lambda: app.status_line.plain != first and "waiting for the model" in app.status_line.plain,
+                        pilot, 30, "the clock moving")
+            await pilot.press("escape")
+            await until(lambda: not app.conversation.is_streaming, pilot, 30, "the run stopped")
+            assert "waiting" not in app.status_line.plain
