@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.events import (
+    StatusEvent,
+    StatusPayload,
     ToolCallEvent,
     ToolCallPayload,
     ToolErrorEvent,
@@ -34,6 +36,7 @@ from ..runtime.chunks import (
     ErrorChunk,
     FinishChunk,
     ReasoningDeltaChunk,
+    RetryChunk,
     StreamChunk,
     TextDeltaChunk,
     ToolCallChunk,
@@ -74,6 +77,8 @@ class ChunkMapper:
     _announced: dict[str, asyncio.Event] = field(default_factory=dict)
     _in_flight: dict[str, str] = field(default_factory=dict)
     _status_shown: bool = False
+    #: a retry's words are on the status line (cleared by the answer's first output)
+    _retrying: bool = False
 
     def _gate(self, tool_call_id: str) -> asyncio.Event:
         gate = self._announced.get(tool_call_id)
@@ -95,9 +100,15 @@ class ChunkMapper:
     def handle(self, chunk: StreamChunk) -> None:
         emit = self.emitter.emit
         if isinstance(chunk, TextDeltaChunk):
+            if self._retrying:  # the retry worked: its words go
+                self._retrying = False
+                self._clear_status()
             if chunk.delta:
                 emit(self.emitter.text_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ReasoningDeltaChunk):
+            if self._retrying:
+                self._retrying = False
+                self._clear_status()
             if chunk.delta:
                 emit(self.emitter.reasoning_delta(self.agent_id, chunk.delta, chunk.response_id))
         elif isinstance(chunk, ToolCallChunk):
@@ -141,6 +152,12 @@ class ChunkMapper:
         elif isinstance(chunk, ErrorChunk):
             self.error = chunk
             self._clear_status()
+        elif isinstance(chunk, RetryChunk):  # the status line and run's stderr say each retry (issue 39.5)
+            retry = {"attempt": chunk.attempt, "attempts": chunk.attempts, "delaySeconds": chunk.delay,
+                     "reason": chunk.reason}
+            self.emitter.emit(StatusEvent(agent_id=self.agent_id, payload=StatusPayload(message=chunk.words,
+                                                                                        retry=retry)))
+            self._status_shown = self._retrying = True
         # MessageChunk and ToolCallDeltaChunk carry nothing the protocol needs
 
     def _show_status(self) -> None:

@@ -45,6 +45,8 @@ _API_PREFIX = "/instance-ai"
 DEFAULT_IDLE_TIMEOUT = 300.0
 #: reconnections in a row without an event of the run before ``run`` gives up
 DEFAULT_MAX_RETRIES = 10
+#: seconds of a quiet run between two "waiting for the model N s" notes
+WAIT_NOTE_EVERY = 20.0
 
 def terminal_safe(text: str) -> str:
     """``text`` with everything a terminal would interpret (escape and control sequences, bidi
@@ -423,6 +425,10 @@ class HeadlessRun:
         self._backwards = 0
         #: the "still waiting" note of this quiet spell was printed
         self._warned = False
+        #: the quiet seconds at which the next "waiting for the model N s" note is due
+        self._next_clock_note = WAIT_NOTE_EVERY
+        #: the run's conversation, once it is followed (what the waiting notes name)
+        self._conversation: Any = None
         #: the client's diagnostics (skipped frames) seen by the last event of the run
         self._diagnostics_seen = len(getattr(client, "diagnostics", []))
 
@@ -456,6 +462,11 @@ class HeadlessRun:
                     self._progress_at = now
                 problem = ""
                 quiet = now - self._progress_at
+                if quiet >= self._next_clock_note and not self._asking and self._server_healthy():
+                    # the clock on waiting (issue 39.5): the status line's words, every WAIT_NOTE_EVERY s
+                    self._next_clock_note += WAIT_NOTE_EVERY
+                    self._warned = True  # (this says it: not the note for a server that sends nothing useful)
+                    self._note(f"instance-ai run: {self._waiting_words(quiet)}")
                 if self.idle_timeout and not self._warned and quiet > min(30.0, self.idle_timeout / 3):
                     # never silent: say what the server does while waiting for it
                     self._warned = True
@@ -477,6 +488,21 @@ class HeadlessRun:
             if not follow.done():
                 follow.cancel()
                 await asyncio.gather(follow, return_exceptions=True)
+
+    def _server_healthy(self) -> bool:
+        """Whether the connection is fine and only the run is quiet (no broken frames, retries, ids going back)."""
+        return not self._retries and not self._backwards and not any(
+            note.startswith(("skipped", "the server ended")) or "ids going backwards" in note
+            for note in getattr(self.client, "diagnostics", [])[self._diagnostics_seen:])
+
+    def _waiting_words(self, quiet: float) -> str:
+        """What the run waits for, as the status line says it: a running tool, else the model."""
+        message = self._conversation.message_for_run(self.run_id) if self._conversation and self.run_id else None
+        reducer = getattr(message, "reducer", None)
+        running = [call.name or "a tool" for call in reducer.calls() if call.loading] if reducer is not None else []
+        if running:
+            return f"running {running[-1]} {quiet:.0f} s"
+        return f"waiting for the model {quiet:.0f} s"
 
     def _server_doing(self) -> str:
         """What the server sent instead of the run's events, in words (for the waiting notes)."""
@@ -521,6 +547,7 @@ class HeadlessRun:
         self._progress_at = asyncio.get_running_loop().time()
         self._retries = 0
         self._warned = False
+        self._next_clock_note = WAIT_NOTE_EVERY
         self._diagnostics_seen = len(getattr(self.client, "diagnostics", []))
 
     async def _follow(self) -> int:
@@ -544,7 +571,7 @@ class HeadlessRun:
             self.run_id = await self.client.send(self.thread_id, self.message)
         if not self.json_mode:
             self._note(f"[thread {self.thread_id} · run {self.run_id}]")
-        conversation = Conversation(self.thread_id)
+        conversation = self._conversation = Conversation(self.thread_id)
         runs = {self.run_id}
         async for item in self.client.events(self.thread_id, after=cursor):
             if item.run_sync is not None:
@@ -638,6 +665,8 @@ class HeadlessRun:
             self._note(f"error: {payload.content}")
         elif kind == "thread-title-updated":
             self._note(f"[title: {payload.title}]")
+        elif kind == "status" and isinstance((payload.model_extra or {}).get("retry"), dict):
+            self._note(f"instance-ai run: {payload.message}")  # "retrying in 4 s (2/3): HTTP 429 …"
 
     def _outcome_line(self, event: Any, conversation: Any) -> str:
         """``✓ name → result`` / ``✗ name: denied`` / ``✗ name: failed: …`` / ``⊘ name: not run``,

@@ -22,6 +22,7 @@ from .chunks import (
     FinishChunk,
     MessageChunk,
     ReasoningDeltaChunk,
+    RetryChunk,
     TextDeltaChunk,
     ToolCallChunk,
     ToolCallDeltaChunk,
@@ -38,6 +39,7 @@ from .model import (
     ModelFinish,
     ModelReasoningDelta,
     ModelRequest,
+    ModelRetry,
     ModelTextDelta,
     ModelToolCallDelta,
     ModelUsage,
@@ -424,6 +426,8 @@ class Agent(ToolExecution):
                     run.usage = run.usage + usage
                     if usage.input_tokens:
                         run.last_input_tokens = int(usage.input_tokens)
+                elif isinstance(chunk, ModelRetry):  # said, not silent (issue 39.5)
+                    run.emit(RetryChunk(run.run_id, chunk.attempt, chunk.attempts, chunk.delay, chunk.reason))
                 elif isinstance(chunk, ModelFinish):
                     for call in chunk.tool_calls:
                         if call.index not in names:  # an adapter that sends whole calls only

@@ -170,6 +170,23 @@ class ErrorChunk(_Chunk):
     type: Literal["error"] = "error"
 
 
+@dataclass(slots=True)
+class RetryChunk(_Chunk):
+    """The model call failed and is tried again in ``delay`` seconds: try ``attempt`` of ``attempts``
+    (issue 39.5: a retry is said, not silent). ``reason``: the model server's failure in words."""
+
+    run_id: str
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str
+    type: Literal["retry"] = "retry"
+
+    @property
+    def words(self) -> str:
+        return f"retrying in {self.delay:.0f} s ({self.attempt}/{self.attempts}): {self.reason}"
+
+
 StreamChunk = (
     TextDeltaChunk
     | ReasoningDeltaChunk
@@ -180,4 +197,5 @@ StreamChunk = (
     | ToolCallSuspendedChunk
     | FinishChunk
     | ErrorChunk
+    | RetryChunk
 )

@@ -41,7 +41,7 @@ from .usage import Usage
 
 __all__ = [
     "ModelAdapter", "ModelCancelled", "ModelChunk", "ModelError", "ModelFinish", "ModelHTTPError",
-    "ModelLimitExceeded", "ModelMalformedStream", "ModelReasoningDelta", "ModelRefused", "ModelRequest",
+    "ModelLimitExceeded", "ModelMalformedStream", "ModelReasoningDelta", "ModelRefused", "ModelRequest", "ModelRetry",
     "ModelStreamCut", "ModelStreamError", "ModelTextDelta", "ModelTimeout", "ModelToolCall", "ModelToolCallDelta",
     "ModelUnreachable", "ModelUsage", "ToolCallAccumulator", "content_text",
 ]
@@ -126,6 +126,18 @@ class ModelUsage:
 
 
 @dataclass(slots=True, frozen=True)
+class ModelRetry:
+    """The request failed and the adapter tries again in ``delay`` seconds (try ``attempt`` of
+    ``attempts``); the agent loop emits it as a ``RetryChunk``."""
+
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str
+    type: str = "retry"
+
+
+@dataclass(slots=True, frozen=True)
 class ModelToolCall:
     """An assembled tool call. ``arguments`` is the raw JSON text the model sent (may be invalid)."""
 
@@ -143,7 +155,7 @@ class ModelFinish:
     type: str = "finish"
 
 
-ModelChunk = ModelTextDelta | ModelReasoningDelta | ModelToolCallDelta | ModelUsage | ModelFinish
+ModelChunk = ModelTextDelta | ModelReasoningDelta | ModelToolCallDelta | ModelUsage | ModelFinish | ModelRetry
 
 
 @runtime_checkable

@@ -50,6 +50,7 @@ from .model import (
     ModelFinish,
     ModelReasoningDelta,
     ModelRequest,
+    ModelRetry,
     ModelTextDelta,
     ModelUsage,
     ToolCallAccumulator,
@@ -221,10 +222,12 @@ class OpenAIModel:
         self.replay_reasoning = replay_reasoning
         self.default_params = dict(default_params or {})
         self._skeleton_cache: tuple[dict[str, Any], dict[str, Any]] | None = None
+        #: how often a failed request is tried again (by ``stream``, which says each retry: ``ModelRetry``)
+        self.max_retries = max_retries
         self._client = client or openai.AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,
-            max_retries=max_retries,
+            max_retries=0,
             # no read timeout: first-token and idle timeouts are ours (see stream())
             timeout=openai.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
         )
@@ -250,7 +253,7 @@ class OpenAIModel:
 
     async def list_models(self) -> list[str]:
         """The model server's ``GET /models`` ids (raises ``openai`` errors when it cannot)."""
-        page = await self._client.models.list()
+        page = await self._client.with_options(max_retries=self.max_retries).models.list()
         return sorted(str(model.id) for model in page.data)
 
     # -- the stream ------------------------------------------------------------------------------
@@ -413,13 +416,24 @@ class OpenAIModel:
         answer_deadline = started + limits.max_answer_seconds if limits.max_answer_seconds > 0 else None
         stream = None
         try:
-            try:
-                stream = await guard.wait(self._open_stream(params), self.first_token_timeout, "no response")
-            except openai.OpenAIError as exc:
-                raise self._error(exc) from exc
-            except ModelTimeout as exc:
-                # the SDK may have spent the time retrying a refused connection: say that instead
-                raise await self._unreachable_or(exc) from None
+            attempt = 1
+            while True:  # a refused connection, 429, 408/409 and 5xx are tried again, each retry said (ModelRetry)
+                left = self.first_token_timeout if deadline is None or attempt == 1 else max(0.0, deadline - loop.time())
+                try:
+                    stream = await guard.wait(self._open_stream(params), left, "no response")
+                    break
+                except openai.OpenAIError as exc:
+                    delay = _retry_delay(exc, attempt, self.max_retries)
+                    error = self._error(exc)
+                    if delay is None or (deadline is not None and loop.time() + delay >= deadline):
+                        raise error from exc
+                    attempt += 1
+                    yield ModelRetry(attempt, self.max_retries + 1, delay, _retry_reason(exc))
+                    await guard.wait(asyncio.sleep(delay), None, "retry")
+                except ModelTimeout as exc:
+                    # the retries of a refused connection may have outlasted the first-token timeout: say that
+                    raise await self._unreachable_or(exc) from None
+            assert stream is not None
             self._check_stream(stream)
             iterator = stream.__aiter__()
             tools = ToolCallAccumulator()
@@ -657,6 +671,43 @@ def _text_or_none(value: Any) -> str | None:
 def _preview(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: the longest wait for a retry a server may ask for (``Retry-After``); the first waits of our own
+MAX_RETRY_WAIT = 60.0
+RETRY_WAITS = (1.0, 2.0, 4.0, 8.0)
+
+
+def _retry_delay(exc: Exception, attempt: int, max_retries: int) -> float | None:
+    """Seconds before trying a failed request again (the server's ``Retry-After`` when it says, capped),
+    or None when it is not worth trying again (a refusal, an error past ``max_retries``)."""
+    import openai
+
+    if attempt > max_retries:
+        return None
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
+            return None
+        said = exc.response.headers.get("retry-after") if exc.response is not None else None
+        try:
+            if said is not None and 0 <= float(said) <= MAX_RETRY_WAIT:
+                return float(said)
+        except ValueError:
+            pass
+    elif not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
+        return None
+    return RETRY_WAITS[min(attempt, len(RETRY_WAITS)) - 1]
+
+
+def _retry_reason(exc: Exception) -> str:
+    """What failed, for a retry's words: ``HTTP 429: <the server's message>`` or the connection's failure."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
+        message = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else exc.message
+        return _preview_text(f"HTTP {exc.status_code}: {message}")[:120]
+    return _preview_text(_cause_text(exc))[:120] or type(exc).__name__
 
 
 def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:

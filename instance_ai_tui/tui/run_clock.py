@@ -7,7 +7,9 @@ frozen screen. ``RunClock`` gives the status line's run state its words while a 
   of its last tool call) and the output of the run so far, estimated at four characters a token
   (``~``: the model's own count comes with the run's usage, at its end);
 - ``running search-files 8 s``: a tool call is running (its time since it started);
-- ``waiting for the model 20 s``: nothing arrived for ``WAIT_AFTER`` seconds and no tool runs.
+- ``waiting for the model 20 s``: nothing arrived for ``WAIT_AFTER`` seconds and no tool runs;
+- ``retrying in 4 s (2/3): HTTP 429 …``: the model call failed and is tried again (the root agent's
+  status, ``runtime.chunks.RetryChunk``), until the answer's first words clear it.
 
 It reads the open conversation (``protocol.conversation``) when the status line refreshes: no
 hook on the event path. Activity is the conversation's cursor (the last event id folded) moving,
@@ -26,6 +28,8 @@ WAIT_AFTER = 5.0
 CHARS_PER_TOKEN = 4
 #: seconds between two counts of the run's text (it is joined from its pieces)
 COUNT_EVERY = 0.5
+#: how a retry's status begins (``runtime.chunks.RetryChunk.words``): shown in the run state's place
+RETRYING = "retrying in "
 
 
 class RunClock:
@@ -60,6 +64,11 @@ class RunClock:
             chars = len(message.reducer.text()) + len(message.reducer.reasoning())
             if chars != self._chars:
                 self._chars, self._last_activity = chars, now
+        if message.reducer is not None:
+            fields = message.reducer.agent_fields(message.reducer.root_id) or {}
+            said = fields.get("statusMessage")
+            if isinstance(said, str) and said.startswith(RETRYING):  # the model call is tried again: say so
+                return said
         running = self._running_tools(message, now)
         if running:
             name, since = running

@@ -72,3 +72,23 @@ async def test_a_stalled_stream_shows_the_clock_in_the_status_line(tmp_path: Pat
             await pilot.press("escape")
             await until(lambda: not app.conversation.is_streaming, pilot, 30, "the run stopped")
             assert "waiting" not in app.status_line.plain
+
+
+async def test_a_status_that_comes_with_the_runs_start_is_shown() -> None:
+    """A retry's words arrive right after run-start, in the same frame as the new message: the
+    status line showed nothing for them (the first frame of a message names no agent); now the
+    clock reads them from the run's root agent, and says them once."""
+    from .scripts import ev as wire
+    from .scripts import recorded, text_deltas
+
+    run = [wire("run-start", messageId="m1"),
+           wire("status", message="retrying in 1 s (2/3): HTTP 429: slow down", retry={"attempt": 2}),
+           *text_deltas("word " * 2000, size=5)]
+    app = make_app(recorded(runs=[run]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("hi")
+        await pilot.press("enter")
+        await until(lambda: "⠀" not in app.status_line.plain and "retrying in 1 s (2/3): HTTP 429: slow down"
+                    in app.status_line.plain, pilot, 30, "the retry's words")
+        assert app.status_line.plain.count("retrying in") == 1  # in the run state's place, once

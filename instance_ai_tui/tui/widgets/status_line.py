@@ -141,7 +141,7 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     if info.waiting:
         parts.append(sep)
         parts.append((f"◷ {info.waiting} ({info.waiting_key})", "bold $text-warning"))
-    if info.message:
+    if info.message and info.message != words:  # (a retry's words are the run state's already)
         parts.append(sep)
         parts.append((info.message, "italic"))
     parts.append(sep)
