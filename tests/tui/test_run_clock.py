@@ -15,6 +15,7 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import parse_event
+from instance_ai_tui.protocol.ingest import StreamItem
 from instance_ai_tui.tui.run_clock import WAIT_AFTER, RunClock
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 from tests.support.waiting import until
@@ -31,25 +32,25 @@ def test_the_words_count_the_step_the_tokens_and_the_silence() -> None:
     conversation = Conversation("t1")
     clock = RunClock(lambda: conversation, clock=lambda: now[0])
     assert clock() == ""  # nothing runs
-    conversation.apply(1, ev("run-start", messageId="m1", userMessage="hello"))
+    conversation.fold([StreamItem(1, ev("run-start", messageId="m1", userMessage="hello"))])
     assert conversation.is_streaming
     assert clock() == "running 0 s"
     now[0] += 3
-    conversation.apply(2, ev("text-delta", text="x" * 400))
+    conversation.fold([StreamItem(2, ev("text-delta", text="x" * 400))])
     assert clock() == "running 3 s · ~100 tokens"
     now[0] += WAIT_AFTER + 1
     assert clock() == f"waiting for the model {WAIT_AFTER + 1:.0f} s"
     now[0] += 14
     assert clock() == f"waiting for the model {WAIT_AFTER + 15:.0f} s"
-    conversation.apply(3, ev("tool-call", toolCallId="c1", toolName="search-files", args={"q": "x"}))
+    conversation.fold([StreamItem(3, ev("tool-call", toolCallId="c1", toolName="search-files", args={"q": "x"}))])
     assert clock() == "running search-files 0 s"  # (the status line asks at every frame)
     now[0] += 8
     assert clock() == "running search-files 8 s"  # a tool runs: not the model's silence
-    conversation.apply(4, ev("tool-result", toolCallId="c1", result="found"))
+    conversation.fold([StreamItem(4, ev("tool-result", toolCallId="c1", result="found"))])
     assert clock() == "running 0 s · ~100 tokens"  # the model's next step
     now[0] += 2
     assert clock() == "running 2 s · ~100 tokens"
-    conversation.apply(5, ev("run-finish", status="completed"))
+    conversation.fold([StreamItem(5, ev("run-finish", status="completed"))])
     assert clock() == ""
 
 
