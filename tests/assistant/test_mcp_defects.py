@@ -376,3 +376,49 @@ async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> N
     found = of_type(events, "tool-result")[0]["payload"]["result"]
     assert found["tools"][0]["name"] == "mcp__many__create_github_issue"
     assert of_type(events, "tool-result")[1]["payload"]["result"] == "issue opened: found it"
+
+
+async def test_a_100_mb_result_and_a_hanging_call_through_run(tmp_path: Path) -> None:
+    """Issue 43.3 through ``run``: a 100 MB answer is cut at max_result_bytes while it is read (the
+    rest is skipped as it arrives, the run goes on), and a call that never answers ends at its
+    call_timeout with the words why, ``run`` saying meanwhile what it waits for."""
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    config = (f'[mcp.servers.s]\ncommand = "{sys.executable}"\nargs = ["{SCRIPT}", "tools"]\n'
+              "call_timeout = 35\n")
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__s__big", {"size": 100_000_000}), MockResponse(text="Got a part of it."),
+        MockResponse.call("mcp__s__hang", {}), MockResponse(text="It never answered."),
+    )) as model:
+        env = _cli_env(tmp_path, model, config)
+        code, out, err = await _run(tmp_path, env, "get it all", "--model", "gpt-test", "--mcp-wait", "60",
+                                    "--db", str(tmp_path / "run.sqlite3"))
+        assert code == 0 and "Got a part of it." in out, err[-3000:]
+        cut = [line for line in err.splitlines() if "mcp__s__big" in line and "✓" in line]
+        assert cut, err[-3000:]
+        told = model.requests[-1].body["messages"][-1]
+        assert told["role"] == "tool" and "over its limit of 977 KB (max_result_bytes); the rest was not read" in (
+            told["content"]) and len(told["content"]) < 60_000
+        code, out, err = await _run(tmp_path, env, "call the hanging tool", "--model", "gpt-test", "--mcp-wait", "60",
+                                    "--db", str(tmp_path / "run.sqlite3"))
+    assert code == 0 and "It never answered." in out, err[-3000:]
+    assert "instance-ai run: running mcp__s__hang 20 s" in err  # what it waits for, every 20 s (harden's clock)
+    failed = [line for line in err.splitlines() if "mcp__s__hang" in line and "✗" in line]
+    assert failed and "hang did not answer within 35 s (call_timeout); it was cancelled" in failed[0], err[-3000:]
+    assert "no event of the run for" not in err
+
+
+async def test_an_http_servers_json_answer_is_cut_while_it_is_read() -> None:
+    from tests.support.asgi import serve_asgi
+    from tests.support.mcp_servers import http_app
+
+    async with serve_asgi(http_app("web", json_response=True), lifespan="on") as url:
+        servers, status = await _started(McpServerSettings(url=f"{url}/mcp", max_result_bytes=100_000))
+        try:
+            assert status.state == "ready", status.error
+            result = await servers.connections["web"].call("big", {"size": 5_000_000})
+        finally:
+            await servers.aclose()
+    text = result.content[0].text
+    assert text.startswith("xxxx") and len(text.encode()) <= 100_000
+    assert "over its limit of 98 KB (max_result_bytes); the rest was not read" in text

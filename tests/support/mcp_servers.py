@@ -137,6 +137,13 @@ def build_server(label: str = "tools") -> Any:
         return "x" * size
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def hang() -> str:
+        """Never answers (a call that hangs)."""
+        _log("hang started")
+        await asyncio.Event().wait()
+        return "never"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def grow(name: str, ctx: Context) -> str:
         """Add a tool called ``name`` and tell the client its tools changed."""
 
@@ -156,9 +163,10 @@ def build_server(label: str = "tools") -> Any:
     return server
 
 
-def http_app(label: str = "http") -> Any:
-    """The tools server as a Streamable HTTP ASGI app (path ``/mcp``)."""
-    return build_server(label).streamable_http_app(streamable_http_path="/mcp")
+def http_app(label: str = "http", *, json_response: bool = False) -> Any:
+    """The tools server as a Streamable HTTP ASGI app (path ``/mcp``; ``json_response``: answers as
+    one JSON body instead of an event stream)."""
+    return build_server(label).streamable_http_app(streamable_http_path="/mcp", json_response=json_response)
 
 
 def sse_app(label: str = "sse") -> Any:

@@ -518,8 +518,11 @@ class ServerConnection:
 
         _, configured = http_target(self.settings)
         merged = {**configured, **(headers or {})}
+        from .stdio import bounded_http_transport
+
         return httpx2.AsyncClient(
             headers=merged, auth=auth or self._oauth, event_hooks={"response": [note_refusal]},
+            transport=bounded_http_transport(self.settings.max_result_bytes),
             timeout=timeout or httpx2.Timeout(30.0, read=max(self.settings.call_timeout, 60.0)))
 
     def _make_oauth(self, url: str) -> None:
@@ -606,7 +609,11 @@ class ServerConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure of a call is this server's, told to the model
             from mcp import MCPError
+            from mcp_types import REQUEST_TIMEOUT
 
+            if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and self._alive():
+                raise McpCallError(f"MCP server {self.name!r}: {tool} did not answer within "
+                                   f"{self.settings.call_timeout:g} s (call_timeout); it was cancelled") from None
             refused = self._http_refusal
             if refused is not None and refused[0] in (401, 403) and self._alive():
                 raise McpCallError(f"MCP server {self.name!r}: {self._refusal_words()}") from None

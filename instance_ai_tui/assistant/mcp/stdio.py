@@ -307,3 +307,53 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         pass
     return True
+
+
+def bounded_http_transport(result_limit: int) -> Any:
+    """An httpx2 transport whose JSON answers (Streamable HTTP's answer to a POST) are read up to
+    the same limits as a stdio server's lines: past them the reading stops and the request gets
+    ``cut_answer`` (its text so far with a note for a ``tools/call``, an error otherwise). Event
+    streams are bounded per event by the SDK (``max_sse_event_size``)."""
+    import httpx2
+
+    call_limit = 2 * result_limit + ENVELOPE_BYTES
+
+    class Bounded(httpx2.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = await super().handle_async_request(request)
+            kind = response.headers.get("content-type", "").lower()
+            if request.method != "POST" or not kind.startswith("application/json"):
+                return response
+            try:
+                sent = json.loads(request.content or b"{}")
+            except ValueError:
+                sent = {}
+            method = sent.get("method") if isinstance(sent, dict) else None
+            limit = call_limit if method == "tools/call" else max(MAX_MESSAGE_BYTES, call_limit)
+            body = bytearray()
+            cut: Cut | None = None
+            try:
+                async for chunk in response.aiter_bytes():
+                    if cut is not None:
+                        cut.skip(chunk)
+                        if cut.size > limit + MAX_MESSAGE_BYTES:
+                            break  # stop reading: the connection is closed below
+                        continue
+                    body += chunk
+                    if len(body) > limit:
+                        cut = Cut(bytes(body[:limit]))
+                        cut.skip(bytes(body[limit:]))
+                        body.clear()
+            finally:
+                await response.aclose()
+            if cut is not None:
+                answer = cut_answer(cut, method, result_limit if method == "tools/call" else limit)
+                if answer["id"] is None and isinstance(sent, dict):
+                    answer["id"] = sent.get("id")
+                body = bytearray(json.dumps(answer).encode())
+            headers = [(k, v) for k, v in response.headers.items()
+                       if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+            return httpx2.Response(response.status_code, headers=headers, content=bytes(body), request=request,
+                                   extensions=response.extensions)
+
+    return Bounded()
