@@ -73,11 +73,21 @@ class ServerProtocolError(ClientError):
 
 
 class StorageError(ClientError):
-    """The embedded assistant's storage failed (``store.errors``); ``code`` is the storage's class."""
+    """The embedded assistant's storage failed (``store.errors``); ``code`` is the storage's class;
+    ``holder_pid``: the program that holds a locked database, when known."""
 
-    def __init__(self, message: str, code: str = "storage") -> None:
+    #: the storage's classes that are down for now (a retry may work): a locked file, Redis down
+    UNAVAILABLE = frozenset({"storage_locked", "storage_unavailable", "redis_down"})
+
+    def __init__(self, message: str, code: str = "storage", *, holder_pid: int | None = None) -> None:
         super().__init__(message, 503)
         self.code = code
+        self.holder_pid = holder_pid
+
+    @property
+    def unavailable(self) -> bool:
+        """Down for now (locked, Redis down): worth trying again later."""
+        return self.code in self.UNAVAILABLE
 
 
 class N8nToolError(ClientError):

@@ -69,7 +69,7 @@ def _translated() -> Iterator[None]:
     except AssistantError as exc:
         raise client_error(exc) from None
     except StoreError as exc:  # the database (or Redis) the assistant runs on: its own words and class
-        raise StorageError(str(exc), exc.code) from None
+        raise StorageError(str(exc), exc.code, holder_pid=getattr(exc, "holder_pid", None)) from None
 
 
 class EmbeddedClient(Client):

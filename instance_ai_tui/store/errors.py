@@ -44,9 +44,14 @@ class StorageUnavailable(StoreError):
 
 
 class StorageLocked(StorageUnavailable):
-    """The SQLite file is locked by another program (longer than the busy timeout)."""
+    """The SQLite file is locked by another program (longer than the busy timeout); ``holder_pid``:
+    that program's process id when the system says (``lock_holder``)."""
 
     code = "storage_locked"
+
+    def __init__(self, message: str, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
 
 
 class RedisDown(StorageUnavailable):
@@ -178,8 +183,10 @@ def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> 
     db = f"the database {path}" if path is not None else "the database"
     another = "or open another database with --db PATH"
     if "locked" in low or "busy" in low:
-        return StorageLocked(f"cannot {doing} {db}: it is locked by another program ({detail}); "
-                             f"close the other instance-ai that uses it, {another}")
+        pid = lock_holder(path) if path is not None else None
+        program = f"another program (PID {pid})" if pid is not None else "another program"
+        return StorageLocked(f"cannot {doing} {db}: it is locked by {program} ({detail}); "
+                             f"close the other instance-ai that uses it, {another}", pid)
     free = free_bytes(path)
     # SQLite says "disk I/O error" when the disk is full at the wrong moment (its -shm file, a WAL
     # frame): with (almost) nothing free on the database's disk, that is what happened
@@ -202,10 +209,44 @@ def sqlite_error(path: Path | None, exc: BaseException, doing: str = "open") -> 
 
 def write_failure(path: Path, exc: Exception) -> Exception:
     """A write's failure as its caller gets it (``store.sqlite``, on the writer thread): the disk (full,
-    failing) in words that name ``path`` and the space left (``sqlite_error``); any other as raised."""
+    failing) or a lock another program holds, in words that name ``path``, the space left, the holder's
+    PID (``sqlite_error``); any other as raised."""
     if type(exc).__name__ == "OperationalError" and any(
-            text in str(exc).lower() for text in ("disk is full", "disk i/o error")):
+            text in str(exc).lower() for text in ("disk is full", "disk i/o error", "locked", "busy")):
         said = sqlite_error(path, exc, "write")
         said.__cause__ = exc
         return said
     return exc
+
+
+def lock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
+    """The process that holds a write lock on the SQLite database ``path`` (its file, ``-wal`` or
+    ``-shm``: WAL's writer lock is a byte of the ``-shm`` file), not this one; ``None`` where the
+    system does not say (no ``/proc/locks``, an OFD lock, the lock already gone)."""
+    import os
+
+    inodes: set[int] = set()
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            inodes.add(os.stat(name).st_ino)
+        except OSError:
+            continue
+    try:
+        lines = locks.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        return None
+    own = os.getpid()
+    for line in lines:
+        fields = line.split()
+        if "->" in fields:  # a process waiting for the lock, not holding it
+            continue
+        # ``N: POSIX  ADVISORY  WRITE 1234 fe:00:2164065 120 120``
+        if len(fields) < 6 or fields[3] != "WRITE" or not fields[4].isdigit():
+            continue
+        device = fields[5].split(":")
+        if len(device) != 3 or not device[2].isdigit():
+            continue
+        pid, inode = int(fields[4]), int(device[2])
+        if pid != own and inode in inodes:
+            return pid
+    return None
