@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     db_path = early_db_path(args)
     cached = screen_cache.load(db_path, getattr(args, "tui_thread", None)) if db_path is not None else None
     if cached is not None:
-        screen_cache.show(app, cached)  # the last thread's newest turns in the first frame
+        app.show_cached(cached)  # the last thread's newest turns in the first frame
     from .type_ahead import driver_class
 
     app.driver_class = driver_class(app.driver_class)  # keys typed before the first frame come first, as typed
@@ -147,7 +147,7 @@ def save_screen(app: InstanceAiApp, db_path: Path) -> None:
 
     conversation = app.conversation
     if (app.client.mode != "embedded" or not app.ready.is_set() or conversation is None
-            or not conversation.thread_id or app.threads.opening
+            or not conversation.thread_id or app.thread.opening
             or app.settings.resolved_db_path.resolve() != db_path.resolve()):
         return
     threads = app.thread_list.local_threads()

@@ -3,141 +3,193 @@
 Stopping a run (Esc, Ctrl+C), export, screenshots, copying (with an honest account of where
 the text went), themes, the model of the thread (``/model``), the "always allow" grants,
 find (Ctrl+F), and going back in a conversation (``/retry``, ``/edit``, ``/rewind``). Thread
-operations go to the client of the open thread (``app.thread_client``).
+operations go to the client of the open thread (``self.thread.client``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, cast
 
 from ..client.base import ClientError
 from .deferred import Deferred
-from .ports import Ui
 
 if TYPE_CHECKING:
-    from textual.theme import Theme
+    from textual.worker import Worker
 
-    from ..client.base import Client
-    from ..protocol.conversation import Conversation
+    from .cards import Cards
     from .keymap import KeyMap
+    from .open_thread import OpenThread
+    from .pending_watch import PendingWatch
+    from .ports import Ui
     from .run_status import RunStatus
     from .themes import ThemeManager
+    from .threads import Threads
     from .widgets.conversation_view import ConversationView
     from .widgets.prompt import PromptInput
-    from .widgets.status_line import StatusInfo, StatusLine
-
-
-class ActionsHost(Ui, Protocol):
-    """What the actions use of the app."""
-
-    conversation: Conversation | None
-    thread_id: str | None
-    keys: KeyMap
-    theme: str
-    theme_manager: ThemeManager | None
-    view: ConversationView
-    prompt: PromptInput
-    status_info: StatusInfo
-    status_line: StatusLine
-    run_status: RunStatus
-
-    @property
-    def thread_client(self) -> Client: ...
-
-    @property
-    def is_web(self) -> bool: ...
-
-    @property
-    def available_themes(self) -> dict[str, Theme]: ...
-
-    def search_themes(self) -> None: ...
-
-    def copy_to_clipboard(self, text: str) -> None: ...
-
-    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
-                           time_format: str | None = None) -> str | None: ...
-
-    async def open_thread(self, thread_id: str | None, source: str | None = None) -> None: ...
-
-    async def send_message(self, text: str) -> str | None: ...
+    from .widgets.status_line import StatusLine
 
 
 class Actions:
-    def __init__(self, app: ActionsHost) -> None:
-        self.app = app
+    """What the keys and commands do to ``thread`` (the open thread), through the rooms that own it
+    (implements ``commands.CommandActions``). ``theme_manager``: the themes once the app is mounted."""
+
+    def __init__(self, ui: Ui, thread: OpenThread, *, threads: Threads, cards: Cards, run_status: RunStatus,
+                 view: ConversationView, prompt: PromptInput, status_line: StatusLine, watch: PendingWatch,
+                 keys: Callable[[], KeyMap], theme_manager: Callable[[], ThemeManager | None]) -> None:
+        self.ui = ui
+        self.thread = thread
+        self.threads = threads
+        self.cards = cards
+        self.run_status = run_status
+        self.view = view
+        self.prompt = prompt
+        self.status_line = status_line
+        self.info = status_line.info
+        self.watch = watch
+        self.keys = keys
+        self.theme_manager = theme_manager
         self._interrupt_at = 0.0
         self._find_hit: Any = None
+        #: an Esc just took the keys back to the prompt: the next Esc there says one more stops the agent
+        self._escape_went_back = False
 
     def work(self, job: Deferred[Any], group: str, *, exclusive: bool = False) -> None:
         """Run ``job`` in a worker: its coroutine is made when the worker starts, so an exclusive worker
         that replaces one not started yet leaves no coroutine behind un-awaited."""
-        self.app.run_worker(job, group=group, exclusive=exclusive, exit_on_error=False)
+        self.ui.run_worker(job, group=group, exclusive=exclusive, exit_on_error=False)
 
     # ----------------------------------------------------------------- stopping
-    def cancel_run(self) -> None:
-        app = self.app
-        if app.conversation is None or not app.conversation.is_streaming or app.thread_id is None:
+    @property
+    def streaming(self) -> bool:
+        """A run of the open thread is running (there is something to stop)."""
+        conversation = self.thread.conversation
+        return conversation is not None and conversation.is_streaming
+
+    @property
+    def waiting(self) -> bool:
+        """A card waits for an answer, here or in another thread."""
+        return bool(self.thread.pending) or bool(self.watch.elsewhere)
+
+    def escape_goes_back(self) -> bool:
+        """Esc from a widget that is not a text field (a queued message, a panel...) returns to
+        the prompt (the keyboard model, ``tui.cards``); in the prompt it stops the agent."""
+        from textual.widgets import Input, TextArea
+
+        ui = self.ui
+        focused = ui.focused
+        return (focused is not None and focused is not self.prompt and not isinstance(focused, (Input, TextArea))
+                and ui.screen is ui.screen_stack[0])
+
+    def escape(self) -> None:
+        """Esc: back to the prompt from a widget that is no text field; in the prompt, stop the agent —
+        but not right after an Esc that came back (Esc Esc to leave a panel, a card or a list never
+        stops the run nor denies what it asks: issue 39.6)."""
+        if self.escape_goes_back():
+            self.back_to_prompt()
             return
-        app.run_status.cancelling = True
-        app.run_status.update_run_state()
-        app.status_line.refresh_info()
-        self.work(Deferred(self._cancel, app.thread_id), "cancel")
+        if self._escape_went_back and self.streaming:
+            self._escape_went_back = False
+            self.ui.notify("Esc again stops the agent.", timeout=3)
+            return
+        self._escape_went_back = False
+        self.cancel_run()
+
+    def back_to_prompt(self) -> None:
+        """The keys go back to the prompt (Esc from a panel, the conversation or the threads)."""
+        self.prompt.focus()
+        self._escape_went_back = True
+
+    def other_key(self) -> None:
+        """A key between two Escs: the next Esc in the prompt stops the agent."""
+        self._escape_went_back = False
+
+    def cancel_run(self) -> None:
+        thread = self.thread
+        if not self.streaming or thread.thread_id is None:
+            return
+        thread.set_cancelling(True)
+        self.status_line.refresh_info()
+        self.work(Deferred(self._cancel, thread.thread_id), "cancel")
 
     async def _cancel(self, thread_id: str) -> None:
         try:
-            await self.app.thread_client.cancel(thread_id)
+            await self.thread.client.cancel(thread_id)
         except ClientError as exc:
-            self.app.run_status.cancelling = False
-            self.app.show_error(f"Could not cancel: {exc}")
+            self.thread.set_cancelling(False)
+            self.ui.show_error(f"Could not cancel: {exc}")
 
     def interrupt(self) -> None:
         """Ctrl+C as in every agent TUI: copy the selection of the focused field; else clear a
         non-empty prompt (always first, a card waiting or not: keys.md); else copy a selection
         on the screen; else stop the running agent; with nothing to stop or clear, a second
         Ctrl+C within 2 s quits."""
-        app = self.app
-        focused = app.focused
+        focused = self.ui.focused
         selected = getattr(focused, "selected_text", "") if focused is not None else ""
         if selected:
             self.copy_text(selected, "the selection")
             self._interrupt_at = 0.0
             return
-        if app.prompt.text:
-            app.prompt.clear()
-            app.prompt.pastes.clear()
+        if self.prompt.text:
+            self.prompt.clear()
+            self.prompt.pastes.clear()
             self._interrupt_at = 0.0
             return
-        selected = app.screen.get_selected_text() or ""
+        selected = self.ui.screen.get_selected_text() or ""
         if selected:
             self.copy_text(selected, "the selection")
             self._interrupt_at = 0.0
             return
-        if app.conversation is not None and app.conversation.is_streaming and not app.run_status.cancelling:
+        if self.streaming and not self.thread.cancelling:
             self.cancel_run()
-            app.notify("Stopping the agent… (Ctrl+C again with nothing running quits)", timeout=3)
+            self.ui.notify("Stopping the agent… (Ctrl+C again with nothing running quits)", timeout=3)
             self._interrupt_at = 0.0
             return
         now = time.monotonic()
         if now - self._interrupt_at < 2.0:
-            app.exit()
+            self.ui.exit()
             return
         self._interrupt_at = now
-        app.notify("Press Ctrl+C again to quit (or Ctrl+Q).", timeout=2)
+        self.ui.notify("Press Ctrl+C again to quit (or Ctrl+Q).", timeout=2)
+
+    # ----------------------------------------------------------------- what commands ask for
+    def new_thread(self) -> None:
+        self.threads.new_thread()
+
+    def show_threads(self) -> None:
+        thread_list = self.threads.thread_list
+        thread_list.display = True
+        thread_list.focus_search()
+
+    def toggle_tasks(self) -> None:
+        self.run_status.toggle_tasks()
+
+    def follow(self) -> None:
+        self.view.follow()
+
+    def next_pending_card(self) -> None:
+        self.cards.next()
+
+    def quit(self) -> None:
+        self.ui.exit()
+
+    def export(self, path: str | None) -> Worker[Path | None]:
+        """Write the thread as Markdown (secrets redacted) and say where (in a worker)."""
+        return self.ui.run_worker(self.export_thread(path), group="export", exit_on_error=False)
 
     # ----------------------------------------------------------------- export, screenshot, copy
     async def export_thread(self, path: str | None) -> Path | None:
         """Write the thread as Markdown (secrets redacted) and say where."""
-        app = self.app
-        conversation = app.conversation
+        conversation = self.thread.conversation
         if conversation is None or not conversation.messages:
-            app.notify("Nothing to export yet.", severity="warning")
+            self.ui.notify("Nothing to export yet.", severity="warning")
             return None
         from ..protocol.transcript import to_markdown
 
-        info = app.status_info
+        info = self.info
         usage: dict[str, Any] = {"inputTokens": info.input_tokens, "outputTokens": info.output_tokens}
         if info.cost is not None:
             usage["cost"] = info.cost
@@ -150,9 +202,9 @@ class Actions:
                 target = await asyncio.to_thread(export_folder) / f"{_safe_name(name)}.md"
             await asyncio.to_thread(_write_text, target, text)
         except OSError as exc:
-            app.show_error(f"Cannot export the thread: {exc}")
+            self.ui.show_error(f"Cannot export the thread: {exc}")
             return None
-        app.notify(f"Exported the thread to {target}", timeout=6)
+        self.ui.notify(f"Exported the thread to {target}", timeout=6)
         return target
 
     def screenshot(self, filename: str | None = None, path: str | None = None) -> None:
@@ -161,19 +213,23 @@ class Actions:
             try:
                 folder = export_folder()
             except OSError as exc:
-                self.app.show_error(f"Cannot save the screenshot: {exc}")
+                self.ui.show_error(f"Cannot save the screenshot: {exc}")
                 return
         else:
             folder = Path(path).expanduser()
         if not folder.is_dir():
-            self.app.show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
+            self.ui.show_error(f"Cannot save the screenshot: the folder {folder} does not exist")
             return
-        self.app.deliver_screenshot(filename, str(folder))
+        self.ui.deliver_screenshot(filename, str(folder))
 
     def screenshot_folder(self) -> str:
         """Where Textual's own palette "Screenshot" saves: the export folder (its default, a Downloads
         folder that may not exist, failed with "Failed to save screenshot"); "" when it cannot be made."""
-        return _screenshot_folder_or_error(self.app)
+        try:
+            return str(export_folder())
+        except OSError as exc:
+            self.ui.show_error(f"Cannot save the screenshot: {exc}")
+            return ""
 
     def copy_text(self, text: str, what: str) -> None:
         self.work(Deferred(self._copy, text, what), "copy")
@@ -186,75 +242,90 @@ class Actions:
         says where."""
         from . import clipboard
 
-        app = self.app
-        app.copy_to_clipboard(text)  # OSC 52, and the app's own clipboard (paste within the app)
-        if app.is_web:  # instance-ai web: OSC 52 reaches the page, which writes the browser's clipboard
-            app.notify(f"Copied {what} to the browser's clipboard.", timeout=3)
+        self.ui.copy_to_clipboard(text)  # OSC 52, and the app's own clipboard (paste within the app)
+        if self.ui.is_web:  # instance-ai web: OSC 52 reaches the page, which writes the browser's clipboard
+            self.ui.notify(f"Copied {what} to the browser's clipboard.", timeout=3)
             return
         tool = await asyncio.to_thread(clipboard.copy_native, text)
         if tool is not None:
-            app.notify(f"Copied {what} to the clipboard ({tool}).", timeout=3)
+            self.ui.notify(f"Copied {what} to the clipboard ({tool}).", timeout=3)
             return
         if clipboard.in_tmux():
             for _ in range(5):  # the terminal copy travels through the driver's writer first
                 await asyncio.sleep(0.1)
                 if await asyncio.to_thread(clipboard.tmux_buffer_holds, text):
-                    app.notify(f"Copied {what} into tmux's paste buffer (prefix ] pastes it).", timeout=4)
+                    self.ui.notify(f"Copied {what} into tmux's paste buffer (prefix ] pastes it).", timeout=4)
                     return
         blocker = await asyncio.to_thread(clipboard.osc52_blocker)
         try:
             path = await asyncio.to_thread(clipboard.save_copy, text)
         except OSError as exc:
-            app.show_error(f"Cannot copy {what}: {blocker or 'the terminal copy may not arrive'}, and saving it "
+            self.ui.show_error(f"Cannot copy {what}: {blocker or 'the terminal copy may not arrive'}, and saving it "
                             f"failed: {exc}")
             return
         what_cap = f"{what[:1].upper()}{what[1:]}"
         if blocker is not None:
-            app.notify(f"Not copied to your clipboard: {blocker}. {what_cap} is saved in {path}.",
+            self.ui.notify(f"Not copied to your clipboard: {blocker}. {what_cap} is saved in {path}.",
                        severity="warning", timeout=10)
         else:
-            app.notify(f"{what_cap} was sent to the terminal's clipboard (OSC 52), which some terminals drop "
+            self.ui.notify(f"{what_cap} was sent to the terminal's clipboard (OSC 52), which some terminals drop "
                        f"without a word; it is also saved in {path}.", timeout=8)
 
     def copy_last_answer(self) -> None:
-        turns = self.app.view.assistant_turns()
+        turns = self.view.assistant_turns()
         if not turns:
-            self.app.notify("No answer to copy yet.", severity="warning")
+            self.ui.notify("No answer to copy yet.", severity="warning")
             return
         self.copy_text(turns[-1].answer_text(), "the last answer")
 
     def show_permissions(self) -> None:
         """``/permissions``: the open thread's "always allow" grants, with revoke."""
-        from .screens.permissions import open_permissions
+        from .screens.permissions import PermissionsScreen
 
-        open_permissions(self.app)
+        thread = self.thread
+        if thread.thread_id is None:
+            self.ui.notify("No thread is open yet: nothing is always allowed.", severity="warning")
+            return
+        title = (thread.conversation.title if thread.conversation is not None else "") or ""
+        self.ui.push_screen(PermissionsScreen(thread.client, thread.thread_id, title))
+
+    def show_mcp(self) -> None:
+        """``/mcp``: the MCP servers of the app's client."""
+        from .screens.mcp import McpScreen
+
+        self.ui.push_screen(McpScreen(self.threads.main))
+
+    def open_workflow(self, argument: str) -> None:
+        """``/workflow [id]`` (``screens.workflow``)."""
+        from .screens.workflow import WorkflowHost, open_workflow
+
+        open_workflow(cast("WorkflowHost", self.ui), argument)  # (the Ui is the app, which is one)
 
     def show_help(self, *, everything: bool) -> None:
         from .screens.help import HelpScreen, help_markdown
 
-        app = self.app
-        app.push_screen(HelpScreen(help_markdown(app.keys, app.focused, everything=everything)))
+        self.ui.push_screen(HelpScreen(help_markdown(self.keys(), self.ui.focused, everything=everything)))
 
     # ----------------------------------------------------------------- themes
     def set_theme(self, name: str) -> None:
         """``/theme [name]``: the picker, or that theme (a typo changes nothing and says so)."""
-        app = self.app
         if not name:
-            app.search_themes()
+            self.ui.search_themes()
             return
-        if name not in app.available_themes:
+        if name not in self.ui.available_themes:
             import difflib
 
-            known = sorted(app.available_themes)
+            known = sorted(self.ui.available_themes)
             close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
             hint = f" Did you mean {', '.join(close)}?" if close else f" Themes: {', '.join(known)}"
-            app.notify(f"No theme named {name!r}; the theme is unchanged.{hint}", severity="warning", timeout=8)
+            self.ui.notify(f"No theme named {name!r}; the theme is unchanged.{hint}", severity="warning", timeout=8)
             return
-        if app.theme_manager is not None:
-            if app.theme_manager.apply(name) == name:
-                app.notify(f"Theme: {name}", timeout=2)
+        manager = self.theme_manager()
+        if manager is not None:
+            if manager.apply(name) == name:
+                self.ui.notify(f"Theme: {name}", timeout=2)
         else:
-            app.theme = name
+            self.ui.theme = name
 
     # ----------------------------------------------------------------- the model (/model)
     def choose_model(self, name: str = "") -> None:
@@ -262,97 +333,79 @@ class Actions:
 
     async def _choose_model(self, name: str) -> None:
         """A picker of the models the open thread can use; ``name``: set that one."""
-        app = self.app
-        client = app.thread_client
+        client = self.thread.client
         if not client.can_switch_model:
-            app.show_error("This server does not let the app choose the model (/model needs the embedded "
+            self.ui.show_error("This server does not let the app choose the model (/model needs the embedded "
                             "agent or instance-ai serve).")
             return
         try:
-            models = await client.list_models(app.thread_id)
+            models = await client.list_models(self.thread.thread_id)
         except ClientError as exc:
-            app.show_error(f"Cannot list the models: {exc}")
+            self.ui.show_error(f"Cannot list the models: {exc}")
             return
         if not name:
             from .screens.model_picker import ModelPicker
 
-            chosen = await app.push_screen_wait(ModelPicker(models))
+            chosen = await self.ui.push_screen_wait(ModelPicker(models))
             if not chosen:
                 return
             name = chosen
-        thread_id = app.thread_id
+        thread_id = self.thread.thread_id
         try:
             if thread_id is None:  # a new thread: create it so the choice has a home
                 info = await client.create_thread(title="")
                 thread_id = info.id
-                await app.open_thread(thread_id)
+                await self.threads.open(thread_id)
             await client.set_model(thread_id, "" if name == models.default else name)
         except ClientError as exc:
-            app.show_error(f"Cannot switch the model: {exc}")
+            self.ui.show_error(f"Cannot switch the model: {exc}")
             return
-        await self.refresh_model_info(thread_id)
-        app.notify(f"Model of this thread: {app.status_info.model} (from the next message on).", timeout=4)
-
-    async def refresh_model_info(self, thread_id: str | None) -> None:
-        """The thread's model and its context window, for the status line."""
-        app = self.app
-        client = app.thread_client
-        if not client.can_switch_model:
-            return
-        try:
-            models = await client.list_models(thread_id)
-        except ClientError:
-            return
-        info = app.status_info
-        info.model = models.current or info.model
-        info.context_window = next((m.context_window for m in models.models if m.name == models.current), None)
-        app.status_line.refresh_info()
+        await self.threads.show_model_info(thread_id)
+        self.ui.notify(f"Model of this thread: {self.info.model} (from the next message on).", timeout=4)
 
     # ----------------------------------------------------------------- find (Ctrl+F)
     def show_find_hit(self, match: Any) -> None:
         from .widgets.find_bar import matched_widget
 
-        app = self.app
         if self._find_hit is not None:
             self._find_hit.remove_class("-find-hit")
         self._find_hit = None
         if match is None:
             return
-        widget = matched_widget(app.view, match)
+        widget = matched_widget(self.view, match)
         if widget is None:
             return
         widget.add_class("-find-hit")
         self._find_hit = hit = widget
-        app.view.following = False
+        self.view.following = False
 
         def reveal() -> None:
             if hit.is_attached and self._find_hit is hit:
-                app.view.scroll_to_widget(hit, animate=False, top=True, immediate=True)
+                self.view.scroll_to_widget(hit, animate=False, top=True, immediate=True)
 
         # once now, and once more after older turns just mounted above it have their heights
-        app.call_after_refresh(reveal)
-        app.set_timer(0.15, reveal)
+        self.ui.call_after_refresh(reveal)
+        self.ui.set_timer(0.15, reveal)
 
     # ----------------------------------------------------------------- retry, edit, rewind
     def _rewind_turns(self) -> list[Any] | None:
         """The user turns that can be rewound to, or None (with the reason shown)."""
         from .screens.rewind import user_turns
 
-        app = self.app
-        conversation = app.conversation
-        if not app.thread_client.can_rewind:
-            app.show_error("This server cannot rewind a conversation: retry and edit need our own server "
+        conversation = self.thread.conversation
+        if not self.thread.client.can_rewind:
+            self.ui.show_error("This server cannot rewind a conversation: retry and edit need our own server "
                             "(embedded, or instance-ai serve).")
             return None
-        if conversation is None or app.thread_id is None:
-            app.notify("Nothing to go back to yet.", severity="warning")
+        if conversation is None or self.thread.thread_id is None:
+            self.ui.notify("Nothing to go back to yet.", severity="warning")
             return None
         if conversation.is_streaming:
-            app.notify("The agent is working: stop it first (Esc or Ctrl+C).", severity="warning")
+            self.ui.notify("The agent is working: stop it first (Esc or Ctrl+C).", severity="warning")
             return None
         turns = user_turns(conversation)
         if not turns:
-            app.notify("Nothing to go back to yet.", severity="warning")
+            self.ui.notify("Nothing to go back to yet.", severity="warning")
             return None
         return turns
 
@@ -373,7 +426,7 @@ class Actions:
                 if turn:
                     self.rewind(turn, resend=False)
 
-            self.app.push_screen(RewindPicker(turns), chosen)
+            self.ui.push_screen(RewindPicker(turns), chosen)
 
     def edit_message(self, message_id: str) -> None:
         """``e`` on a user message: go back to it."""
@@ -381,7 +434,7 @@ class Actions:
         if turns:
             turn = next((t for t in turns if t.message_id == message_id), None)
             if turn is None:
-                self.app.notify("This message has no answer to go back from yet.", severity="warning")
+                self.ui.notify("This message has no answer to go back from yet.", severity="warning")
                 return
             self.rewind(turn, resend=False)
 
@@ -389,35 +442,26 @@ class Actions:
         self.work(Deferred(self._rewind, turn, resend=resend), "rewind", exclusive=True)
 
     async def _rewind(self, turn: Any, *, resend: bool) -> None:
-        app = self.app
-        thread_id = app.thread_id
+        thread_id = self.thread.thread_id
         if thread_id is None:
             return
         try:
-            result = await app.thread_client.rewind(thread_id, turn.rewind_id)
+            result = await self.thread.client.rewind(thread_id, turn.rewind_id)
         except ClientError as exc:
-            app.show_error(f"Cannot go back: {exc}")
+            self.ui.show_error(f"Cannot go back: {exc}")
             return
         text = result.text or turn.text
-        await app.open_thread(thread_id)
+        await self.threads.open(thread_id)
         count = len(result.superseded_run_ids)
         kept = f"{count} turn{'s' if count != 1 else ''} left the agent's memory (kept in the thread's history)"
         if resend:
-            app.notify(f"Retrying. {kept}.", timeout=4)
-            await app.send_message(text)
+            self.ui.notify(f"Retrying. {kept}.", timeout=4)
+            await self.thread.outbox.send(text)
         else:
-            app.prompt.load_text(text)
-            app.prompt.move_cursor(app.prompt.document.end)
-            app.prompt.focus()
-            app.notify(f"Edit the message and send it. {kept}.", timeout=5)
-
-
-def _screenshot_folder_or_error(app: Any) -> str:
-    try:
-        return str(export_folder())
-    except OSError as exc:
-        app.show_error(f"Cannot save the screenshot: {exc}")
-        return ""
+            self.prompt.load_text(text)
+            self.prompt.move_cursor(self.prompt.document.end)
+            self.prompt.focus()
+            self.ui.notify(f"Edit the message and send it. {kept}.", timeout=5)
 
 
 def export_folder() -> Path:

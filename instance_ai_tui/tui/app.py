@@ -6,18 +6,23 @@ Data flow (DESIGN.md, "Performance architecture")::
                                               |  drain_changes()
     frame timer (25 Hz)  --one batch_update-->  widgets (only what changed)
 
-Each concept lives in its own module, reached through one object on the app:
+The app is the composition root: it builds the screen (``screens.main.MainScreen``, which makes
+the widgets and is the projection's frame sink) and the rooms, each from its collaborators, and
+hands Textual's events to them. No room is given the app:
 
-* ``tui.boot`` — start-up after the first frame (client, gateway, sources, first thread);
-* ``app.threads`` (``tui.threads``) — opening and switching threads, thread sources, the list's
-  actions; ``app.thread_client`` is the client of the open thread;
-* ``app.sender`` (``tui.sending``) — Enter in the prompt: slash commands, sending, the queue;
+* ``app.thread`` (``tui.open_thread.OpenThread``) — the thread on screen: the one writer of its
+  client, id, conversation, waiting cards and run state, with its ``Outbox`` (queue, retry,
+  keep-in-prompt): the truth about what the person sent;
+* ``app.threads`` (``tui.threads``) — opening and switching threads, thread sources, the list;
+* ``app.sender`` (``tui.sending``) — Enter in the prompt: slash commands or the outbox;
 * ``app.cards`` (``tui.cards``) — cards waiting for an answer, the keyboard model (where keys
   go, nothing moves focus by itself; ``docs/keyboard.md``), Ctrl+G;
-* ``app.run_status`` (``tui.run_status``) — run state, title, usage, panels, the badge;
+* ``app.run_status`` (``tui.run_status``) — status message, usage, panels, the badge;
 * ``app.actions`` (``tui.actions``) — what keys and commands do; ``tui.commands`` lists the
   commands once (slash commands, palette, help);
-* ``app.connection`` (``tui.connection``) — the reconnect banner, queued messages, resync.
+* ``app.connection`` (``tui.connection``) — the connection word and banner, resync after a reconnect;
+* ``app.projection`` (``tui.projection``) — the ingest worker and the frame;
+* ``app.boot`` (``tui.startup.Boot``) — start-up after the first frame; returns what it started.
 
 Headless use (benchmarks, screenshots, tests)::
 
@@ -38,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -48,31 +53,29 @@ from textual.binding import BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Static
-from textual.worker import Worker
 
 from ..client.base import Client, ClientError, ConnectionState
 from ..protocol.safe_text import visible
-from . import commands, keymap, themes
+from . import commands, keymap, screen_cache, themes
 from .actions import Actions
-from .boot import attach, boot
 from .cards import Cards
-from .connection import ConnectionWatcher, QueuedRow
-from .deferred import Deferred
+from .connection import ConnectionWatcher
 from .heap import HeapPolicy
+from .open_thread import OpenThread
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
 from .run_clock import RunClock
 from .run_status import RunStatus
-from .screen_updates import ScreenUpdates
 from .screens.main import MainScreen
 from .sending import Sender
-from .startup import FirstFramePrefs, Started, StartingClient, Startup
+from .startup import Boot, FirstFramePrefs, Started, StartingClient, Startup, is_demo
 from .textual_internals import TOASTS_CSS, app_driver
 from .threads import Threads
 from .widgets.conversation_view import ConversationView
 from .widgets.find_bar import FindBar
 from .widgets.n8n_activity import N8nActivity
 from .widgets.prompt import PromptInput
+from .widgets.queued import QueuedBar, QueuedRow
 from .widgets.status_line import StatusInfo, StatusLine
 from .widgets.tasks_panel import TasksPanel
 from .widgets.thread_list import ThreadList
@@ -83,8 +86,11 @@ if TYPE_CHECKING:
     from ..client.gateway_flag import GatewayHandle, GatewayRequest
     from ..config import Settings
     from ..protocol.conversation import Conversation
+    from .open_thread import Outbox
+    from .screen_cache import CachedScreen
     from .widgets.confirmations import ConfirmationAnswered
     from .widgets.turns import UserMessage
+
 
 class InstanceAiApp(App[None]):
     """The terminal app. ``client`` is any ``Client``; ``settings`` the loaded ``Settings``.
@@ -124,50 +130,34 @@ class InstanceAiApp(App[None]):
             prefs = startup.prefs
         else:
             raise TypeError("InstanceAiApp takes a client and its settings, or a startup (tui.startup)")
-        #: how the client and settings are built after the first frame (``None``: given)
-        self.startup = startup
-        #: why the app could not start (``startup.load`` failed): ``cli.tui`` prints it, exit code 2
-        self.start_error: str | None = None
         #: the preferences the screen is drawn with (from the settings once they are loaded)
         self.prefs = prefs
         #: the garbage collector's policy (``heap.py``; only the real app tunes it)
         self.heap = HeapPolicy(tune_gc)
-        #: which thread opens at start without ``thread_id``: "latest", "new", or "pick" (a picker)
-        self.start_mode = start
         #: until ``attach``: a ``StartingClient`` ("connecting")
         self.client: Client = client if client is not None else StartingClient()
         self.settings: Settings
-        #: ``--gateway``: the folder to share with n8n once the client is open
-        self.gateway_request = gateway
-        self.gateway: GatewayHandle | None = None
-        self.initial_thread_id = thread_id
         self._watch_themes = watch_themes
         self._persist_theme = persist_theme
         self._close_client = close_client
         self.extra_sources = list(sources)
         self.redis_chat = (redis_chat, chat_webhook)
-        self.conversation: Conversation | None = None
-        self.thread_id: str | None = None
-        self.pending: set[str] = set()
         self.status_info = StatusInfo(model=self.client.model_name)
         self.keys = self.load_keymap()
         self.theme_manager: themes.ThemeManager | None = None
         self._frame_timer: Any = None
+        #: the cached screen of the last thread, shown in the first frame (``show_cached``)
+        self.cached_screen: CachedScreen | None = None
         #: set once the first thread is open (or the connection failed)
         self.ready = asyncio.Event()
         #: set once a message typed at start went to the model (or none was typed): what the
-        #: person does not wait for (theme files, the model list) waits for it (``tui.boot``)
+        #: person does not wait for (theme files, the model list) waits for it (``tui.startup``)
         self.start_sent = asyncio.Event()
-        #: while it returns true the frame timer projects nothing (``boot.StartSend.hold``)
-        self.hold_frames: Callable[[], bool] | None = None
-        self.remove_state_listener: Callable[[], None] | None = None
-        #: an Esc just took the keys back to the prompt (from a panel, a card, a list): the next Esc there
-        #: says that one more stops the agent (issue 39.6: Esc Esc to leave the workflow panel cancelled the run)
-        self.escape_went_back = False
-        #: the default screen and its widgets (``screens.main``); the rooms reach them here
-        self.main_screen = MainScreen(status_info=self.status_info, pending=self.pending, client=self.client,
-                                      placeholder=self.prompt_placeholder())
-        screen = self.main_screen
+        #: the request ids of the cards waiting in the open thread (``OpenThread.pending``; the view reads it)
+        pending: set[str] = set()
+        #: the default screen and its widgets (``screens.main``); the rooms are given them
+        self.main_screen = screen = MainScreen(status_info=self.status_info, pending=pending, client=self.client,
+                                               placeholder=self.prompt_placeholder())
         self.view: ConversationView = screen.view
         self.badge: Static = screen.badge
         self.find_bar: FindBar = screen.find_bar
@@ -177,41 +167,129 @@ class InstanceAiApp(App[None]):
         self.tasks_panel: TasksPanel = screen.tasks_panel
         self.n8n_activity: N8nActivity = screen.n8n_activity
         self.thread_list: ThreadList = screen.thread_list
-        #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
+        self.queued_bar = QueuedBar(id="queued")
+        # the rooms, each built from its collaborators
+        self.thread = thread = OpenThread(self.client, self.status_info, pending, ui=self, prompt=self.prompt,
+                                          queued_bar=self.queued_bar, ready=self.ready, login=self._login)
         #: answers waiting in threads that are not open, and the terminal's title and bell
         self.pending_watch = PendingWatch(self.client, threads=self.thread_list.local_threads,
-                                          open_thread=lambda: self.thread_id,
+                                          open_thread=lambda: thread.thread_id,
                                           on_change=lambda: self.cards.changed())
         self.terminal = TerminalSignals(self._write_terminal)
-        #: connection banner, queued messages, resync after a reconnect, title guard (issue 13)
-        self.connection: ConnectionWatcher = ConnectionWatcher(self)
-        self.threads: Threads = Threads(self, [])
-        self.sender: Sender = Sender(self)
-        self.cards: Cards = Cards(self)
-        self.run_status: RunStatus = RunStatus(self)
-        self.actions: Actions = Actions(self)
-        #: the ingest worker and the frame projection (``tui.projection``); what it reports, the
-        #: rooms draw (``tui.screen_updates``, through ``ports.FrameSink``)
-        updates = ScreenUpdates(self, run_status=self.run_status, cards=self.cards, connection=self.connection,
-                                heap=self.heap, idle=self._idle)
-        self.projection = Projection(self, self, updates, view=self.view, status_line=self.status_line,
-                                     heap=self.heap, pending=self.pending, observe=self.n8n_activity.observe)
+        self.connection = ConnectionWatcher(self, thread, self.status_line, resynced=lambda: self.threads.refresh_soon())
+        self.run_status = RunStatus(self, thread, view=self.view, badge=self.badge, tasks_panel=self.tasks_panel,
+                                    thread_list=self.thread_list, show_tasks=lambda: self.settings.ui.show_tasks,
+                                    width=lambda: self.size.width)
+        self.cards = Cards(self, thread, view=self.view, prompt=self.prompt, find_bar=self.find_bar,
+                           thread_list=self.thread_list, status_line=self.status_line, watch=self.pending_watch,
+                           terminal=self.terminal, keys=lambda: self.keys, open=lambda tid: self.threads.open(tid))
+        self.projection = Projection(self, thread, screen, view=self.view, status_line=self.status_line,
+                                     heap=self.heap, observe=self.n8n_activity.observe)
         self.stats = self.projection.stats
-        if client is not None and settings is not None:
-            self.attach(Started(client, settings, gateway))
+        self.threads = Threads(self, thread, thread_list=self.thread_list, view=self.view, projection=self.projection,
+                               cards=self.cards, run_status=self.run_status, n8n_activity=self.n8n_activity,
+                               prompt=self.prompt, status_line=self.status_line, heap=self.heap,
+                               keys=lambda: self.keys, ready=self.ready, start_sent=self.start_sent)
+        self.actions = Actions(self, thread, threads=self.threads, cards=self.cards, run_status=self.run_status,
+                               view=self.view, prompt=self.prompt, status_line=self.status_line,
+                               watch=self.pending_watch, keys=lambda: self.keys,
+                               theme_manager=lambda: self.theme_manager)
+        self.sender = Sender(self, thread.outbox, self.prompt, self.actions)
+        screen.connect(thread=thread, run_status=self.run_status, cards=self.cards, threads=self.threads,
+                       heap=self.heap, idle=self._idle)
+        given = Started(client, settings, gateway) if client is not None and settings is not None else None
+        self.boot = Boot(self, thread, startup=startup, given=given, attach=self.attach, threads=self.threads,
+                         screen=screen, connection=self.connection, pending_watch=self.pending_watch,
+                         watchers=self._start_watchers, confirm_cached=self._confirm_cached, ready=self.ready,
+                         start_sent=self.start_sent, start_mode=start, thread_id=thread_id, gateway=gateway,
+                         is_running=lambda: self.is_running)
+        if given is not None:
+            self.attach(given)
 
     def attach(self, started: Started) -> None:
-        """Use ``started``'s client and settings (``tui.boot.attach``)."""
-        attach(self, started)
+        """Use ``started``'s client and settings: in ``__init__`` when the app was given them,
+        else once ``startup.load`` has built them after the first frame (``tui.startup``)."""
+        client, settings = started.client, started.settings
+        self.client, self.settings = client, settings
+        # everything that was given the starting client gets the real one
+        self.threads.use_client(client)
+        self.n8n_activity.client = self.pending_watch.client = client
+        self.terminal.bell_enabled, self.terminal.desktop = settings.ui.bell, settings.ui.desktop_notifications
+        extra = self.extra_sources
+        redis_chat, chat_webhook = self.redis_chat
+        if redis_chat:
+            from ..client.redis_chat import RedisChatClient
+
+            extra.append(RedisChatClient(redis_chat, chat_webhook))
+        self.threads.add_sources(extra)
+        self.status_info.model = client.model_name or self.status_info.model  # known once open, for some
+        self.status_info.demo = is_demo(client, settings)
+        prefs, self.prefs = self.prefs, FirstFramePrefs.from_settings(settings)
+        changed = prefs != self.prefs  # the settings file said what its unvalidated read did not
+        if changed:
+            self.keys = self.load_keymap()
+            self.prompt.placeholder = self.prompt_placeholder()
+        if self.theme_manager is None:  # not mounted yet (``__init__``): on_mount uses what is set
+            return
+        if changed:
+            self.set_keymap(self.keys.textual_keymap())
+            if self.prefs.theme != prefs.theme:
+                self.theme_manager.apply(self.prefs.theme)
+        # (not "never opened": say so)
+        self.connection.follow(client, say=client.state != ConnectionState.OFFLINE or bool(client.state_detail))
+        self.main_screen.show_demo_banner()
+        self.status_line.refresh_info()
 
     @property
-    def thread_client(self) -> Client:
-        """The client of the open thread: the app's, or that of a thread source."""
-        return self.threads.client
+    def conversation(self) -> Conversation | None:
+        """The open thread's conversation (``app.thread``'s)."""
+        return self.thread.conversation
 
     @property
-    def thread_opening(self) -> bool:
-        return self.threads.opening > 0
+    def thread_id(self) -> str | None:
+        return self.thread.thread_id
+
+    @property
+    def pending(self) -> set[str]:
+        """The request ids of the cards waiting in the open thread."""
+        return self.thread.pending
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.thread.outbox
+
+    @property
+    def gateway(self) -> GatewayHandle | None:
+        """``--gateway``: the local gateway start-up started."""
+        return self.boot.booted.gateway
+
+    @property
+    def start_error(self) -> str | None:
+        """Why the app could not start: ``cli.tui`` prints it, exit code 2."""
+        return self.boot.error
+
+    async def _login(self, error: ClientError) -> bool:
+        from .screens.login import offer_login
+
+        return await offer_login(self, self.thread.client, self.thread.outbox, error)
+
+    def _start_watchers(self) -> None:
+        """Answers waiting in other threads (the list asked again), workflows the agent changes."""
+        self.pending_watch.start()
+        from .screens.workflow import follow_workflows
+
+        follow_workflows(self, self.main_screen)  # the canvas opens when the agent creates or changes a workflow
+
+    def show_cached(self, cached: CachedScreen) -> None:
+        """The last thread's newest turns in the first frame (``tui.screen_cache``; before ``run``)."""
+        screen_cache.show(self.view, cached)
+        self.cached_screen = cached
+        self.sub_title = cached.title
+
+    def _confirm_cached(self, db_path: Path | None, thread_id: str | None) -> None:
+        cached, self.cached_screen = self.cached_screen, None
+        if cached is not None:
+            screen_cache.confirm(self.view, cached, db_path, thread_id)
 
     # ------------------------------------------------------------------ setup
     def prompt_placeholder(self) -> str:
@@ -244,8 +322,7 @@ class InstanceAiApp(App[None]):
         self.tasks_panel.display = False
         self.run_status.fit_panels(self.size.width, initial=True)
         self.prompt.focus()
-        self.remove_state_listener = self.client.add_state_listener(self.connection_state_changed)
-        self.connection_state_changed(self.client.state, self.client.state_detail)
+        self.connection.follow(self.client)
         self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
         # the keyboard model: focus that moved by itself goes back to the prompt, and the
         # status line names where keys go (also checked before every key: ``Cards.on_input``)
@@ -265,27 +342,25 @@ class InstanceAiApp(App[None]):
 
     def mount_hidden(self) -> None:
         """What is hidden at start, with the connection's banner and queue (``MainScreen.mount_hidden``)."""
-        self.main_screen.mount_hidden(banner=self.connection.banner, queued_bar=self.connection.queued_bar)
+        self.main_screen.mount_hidden(banner=self.connection.banner, queued_bar=self.queued_bar)
 
     @work(group="boot", exit_on_error=False)
     async def _boot(self) -> None:
-        await boot(self)
+        await self.boot.run()
 
     async def on_unmount(self) -> None:
         self.pending_watch.stop()
         self.terminal.restore()
         self.connection.stop()
         await self.threads.close_sources()
-        if self.remove_state_listener is not None:
-            self.remove_state_listener()
         if self.theme_manager is not None:
             self.theme_manager.stop()
         self.projection.stop()
         self.projection.release_gc()
         gc.unfreeze()  # what was frozen at mount may be garbage now (tests run many apps)
         self.heap.restore()
-        if self.gateway is not None:
-            gateway, self.gateway = self.gateway, None
+        gateway, self.boot.booted.gateway = self.boot.booted.gateway, None
+        if gateway is not None:
             try:
                 await gateway.stop()
             except (ClientError, OSError) as exc:
@@ -296,23 +371,7 @@ class InstanceAiApp(App[None]):
             except (ClientError, OSError) as exc:
                 self.log.error(f"closing the client failed: {exc}")
 
-    # ------------------------------------------------------------------ connection state
-    def connection_state_changed(self, state: ConnectionState, detail: str) -> None:
-        self.set_connection(state.value, detail)
-        self.connection.on_state(state, detail)
-
-    def refresh_after_settle(self) -> None:
-        """A run was ended locally (``tui.connection.settle_interrupted``): show it."""
-        self.run_status.update_run_state()
-
-    def refresh_threads_soon(self) -> None:
-        self.run_worker(Deferred(self.threads.refresh), group="refresh-threads", exclusive=True, exit_on_error=False)
-
-    def set_connection(self, state: str, detail: str) -> None:
-        self.status_info.connection = state
-        self.status_info.connection_detail = detail
-        self.status_line.refresh_info()  # at once: before a thread is open no frame does
-
+    # ------------------------------------------------------------------ notifications
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notification (widgets' and screens' too) is drawn with control characters made
@@ -322,7 +381,6 @@ class InstanceAiApp(App[None]):
     def show_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=10)
 
-
     def _write_terminal(self, sequence: str) -> None:
         driver = app_driver(self)
         if not self.is_headless and driver is not None:
@@ -330,31 +388,15 @@ class InstanceAiApp(App[None]):
 
     # ------------------------------------------------------------------ threads
     async def open_thread(self, thread_id: str | None, source: str | None = None) -> None:
-        """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``.
-
-        Before the app is ready (the start-up opening its first thread) a thread the person
-        chose meanwhile (Ctrl+N, the thread list) wins over the start-up's choice."""
-        chosen = self.threads.chosen_at_start
-        if not self.ready.is_set() and chosen is not None:
-            thread_id, source = chosen
+        """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``."""
         await self.threads.open(thread_id, source)
 
     # ------------------------------------------------------------------ ingest and frame (tui.projection)
     async def _frame(self) -> None:
         """The frame timer's callback: project what changed in the model onto the widgets."""
-        if self.hold_frames is not None and self.hold_frames():
-            return  # a message typed at start is on its way to the model (``tui.boot``)
+        if self.boot.holding:
+            return  # a message typed at start is on its way to the model (``tui.startup.StartSend``)
         await self.projection.frame()
-
-    @property
-    def ingest_idle(self) -> bool:
-        """The ingest worker is waiting for the stream's next item (or none runs)."""
-        return self.projection.ingest_idle
-
-    @property
-    def rendered(self) -> bool:
-        """The last frame projected nothing new and every Markdown block has parsed its text."""
-        return self.projection.rendered
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:
         """Wait until rendering caught up (and, with ``events``, that many were ingested); seconds waited."""
@@ -392,61 +434,41 @@ class InstanceAiApp(App[None]):
 
     async def send_message(self, text: str) -> str | None:
         """Send ``text`` in the current thread (creating it first if it is new). Returns the runId."""
-        return await self.sender.send(text)
+        return await self.thread.outbox.send(text)
 
     @on(QueuedRow.Edit)
     def _edit_queued(self, event: QueuedRow.Edit) -> None:
         event.stop()
-        self.sender.take_back_queued(event.item_id, edit=True)
+        self.thread.outbox.take_back(event.item_id, edit=True)
 
     @on(QueuedRow.Remove)
     def _remove_queued(self, event: QueuedRow.Remove) -> None:
         event.stop()
-        self.sender.take_back_queued(event.item_id, edit=False)
+        self.thread.outbox.take_back(event.item_id, edit=False)
 
     # ------------------------------------------------------------------ bindings (``tui.actions``)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_run":  # Esc: from a widget that is no text field, back to the prompt first
-            return self._escape_goes_back() or (self.conversation is not None and self.conversation.is_streaming)
+            return self.actions.escape_goes_back() or self.actions.streaming
         if action == "next_pending_card":
-            return bool(self.pending) or bool(self.pending_watch.elsewhere)
+            return self.actions.waiting
         return True
 
     def action_next_pending_card(self) -> None:
         self.cards.next()
 
-    def _escape_goes_back(self) -> bool:
-        """Esc from a widget that is not a text field (a queued message, a panel...) returns to
-        the prompt (the keyboard model, ``tui.cards``); in the prompt it stops the agent."""
-        from textual.widgets import Input, TextArea
-
-        focused = self.focused
-        return (focused is not None and focused is not self.prompt and not isinstance(focused, (Input, TextArea))
-                and self.screen is self.screen_stack[0])
-
     def action_cancel_run(self) -> None:
-        if self._escape_goes_back():
-            self.prompt.focus()
-            self.escape_went_back = True
-            return
-        if self.escape_went_back and self.conversation is not None and self.conversation.is_streaming:
-            # Esc Esc to leave a panel, a card or a list never stops the run (nor denies what it asks)
-            self.escape_went_back = False
-            self.notify("Esc again stops the agent.", timeout=3)
-            return
-        self.escape_went_back = False
-        self.actions.cancel_run()
+        self.actions.escape()
 
     def on_key(self, event: events.Key) -> None:
         if event.key != "escape":
-            self.escape_went_back = False  # a key between two Escs: the next Esc in the prompt stops the agent
+            self.actions.other_key()
 
     def action_interrupt(self) -> None:
         self.actions.interrupt()
 
     def action_new_thread(self) -> None:
-        self.prompt.focus()  # at once: what is typed next is the new thread's message
-        self.threads.open_in_background(None)
+        self.threads.new_thread()
 
     def action_toggle_threads(self) -> None:
         threads = self.thread_list
@@ -456,16 +478,11 @@ class InstanceAiApp(App[None]):
         else:
             self.prompt.focus()
 
-    def show_threads(self) -> None:
-        self.thread_list.display = True
-        self.thread_list.focus_search()
-
     def action_toggle_tasks(self) -> None:
         self.run_status.toggle_tasks()
 
     def action_focus_input(self) -> None:
-        self.prompt.focus()
-        self.escape_went_back = True  # (Esc from the conversation or the threads: see action_cancel_run)
+        self.actions.back_to_prompt()
 
     def action_theme_picker(self) -> None:
         self.search_themes()
@@ -474,11 +491,7 @@ class InstanceAiApp(App[None]):
         self.actions.show_help(everything=False)
 
     def action_export(self) -> None:
-        self.export_thread(None)
-
-    def export_thread(self, path: str | None) -> Worker[Path | None]:
-        """Write the thread as Markdown (secrets redacted) and say where."""
-        return self.run_worker(self.actions.export_thread(path), group="export", exit_on_error=False)
+        self.actions.export(None)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         self.actions.screenshot(filename, path)
@@ -570,7 +583,7 @@ class InstanceAiApp(App[None]):
         for command in super().get_system_commands(screen):
             if command.title not in commands.REPLACED_SYSTEM_TITLES:
                 yield command
-        for entry, run in commands.palette(self):
+        for entry, run in commands.palette(self.actions):
             yield SystemCommand(entry.title, f"{entry.palette_help}  (/{entry.name})", run)
 
     # ------------------------------------------------------------------ headless hooks

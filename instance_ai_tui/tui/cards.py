@@ -26,8 +26,8 @@ Answers go to the client of the open thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 
@@ -35,20 +35,20 @@ from ..client.base import ClientError
 from . import keymap
 from .deferred import Deferred
 from .pending_watch import waiting_summary
-from .ports import Ui
 
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from ..client.base import Client
     from ..protocol.api import ConfirmBody
-    from ..protocol.conversation import Conversation, PendingConfirmation
+    from ..protocol.conversation import PendingConfirmation
+    from .open_thread import OpenThread
     from .pending_watch import PendingWatch, TerminalSignals
+    from .ports import Ui
     from .widgets.confirmations import ConfirmCard
     from .widgets.conversation_view import ConversationView
     from .widgets.find_bar import FindBar
     from .widgets.prompt import PromptInput
-    from .widgets.status_line import StatusInfo, StatusLine
+    from .widgets.status_line import StatusLine
     from .widgets.thread_list import ThreadList
     from .widgets.turns import Frame
 
@@ -76,34 +76,27 @@ def inside(node: Any, container: Any) -> bool:
     return False
 
 
-class CardsHost(Ui, Protocol):
-    """What the cards use of the app: the open thread, the widgets keys move between."""
-
-    conversation: Conversation | None
-    thread_id: str | None
-    pending: set[str]
-    keys: keymap.KeyMap
-    view: ConversationView
-    prompt: PromptInput
-    find_bar: FindBar
-    thread_list: ThreadList
-    status_line: StatusLine
-    status_info: StatusInfo
-    pending_watch: PendingWatch
-    terminal: TerminalSignals
-
-    @property
-    def thread_client(self) -> Client: ...
-
-    async def open_thread(self, thread_id: str | None, source: str | None = None) -> None: ...
-
-
 class Cards:
-    """The pending cards of ``app`` (see the module docstring)."""
+    """The cards waiting in the open thread (``thread.pending_cards``) and the keys' way to them (see
+    the module docstring). ``open``: opens a thread (Ctrl+G past the last card here); ``keys``: the key
+    map now; ``watch``: answers waiting in the threads not open, and ``terminal`` their signals."""
 
-    def __init__(self, app: CardsHost) -> None:
-        self.app = app
-        self.by_id: dict[str, PendingConfirmation] = {}
+    def __init__(self, ui: Ui, thread: OpenThread, *, view: ConversationView, prompt: PromptInput,
+                 find_bar: FindBar, thread_list: ThreadList, status_line: StatusLine, watch: PendingWatch,
+                 terminal: TerminalSignals, keys: Callable[[], keymap.KeyMap],
+                 open: Callable[[str], Awaitable[None]]) -> None:
+        self.ui = ui
+        self.thread = thread
+        self.view = view
+        self.prompt = prompt
+        self.find_bar = find_bar
+        self.thread_list = thread_list
+        self.status_line = status_line
+        self.info = status_line.info
+        self.watch = watch
+        self.terminal = terminal
+        self.keys = keys
+        self.open = open
         #: new cards that take focus when the focus rule allows
         self.pending_focus: list[str] = []
         #: cards the user was told about (once each) while the focus rule kept them waiting
@@ -119,64 +112,58 @@ class Cards:
 
     def leave_thread(self, next_thread: str | None) -> None:
         """Another thread opens: the cards of this one are remembered as waiting elsewhere."""
-        app = self.app
-        watch = app.pending_watch
-        if app.thread_id and app.pending:
-            watch.note(app.thread_id, len(app.pending))  # left with cards waiting
+        watch = self.watch
+        if self.thread.thread_id and self.thread.pending:
+            watch.note(self.thread.thread_id, len(self.thread.pending))  # left with cards waiting
         self._expected_waiting = watch.elsewhere.get(next_thread or "", 0)
         if next_thread:
             watch.forget(next_thread)
-        self.by_id = {}
-        app.pending.clear()
+        self.thread.set_pending({})
 
     # ----------------------------------------------------------------- what is waiting
     def refresh(self, frame: Frame) -> bool:
         """Which cards wait now; true when that changed (the tasks panel then redraws: a plan
         review answered, rejected plans leave)."""
-        app = self.app
-        conversation = app.conversation
+        conversation = self.thread.conversation
         if conversation is None:
             return False
         new = {p.request_id: p for p in conversation.pending_confirmations()}
-        old = self.by_id
+        old = self.thread.pending_cards
         changed = set(new) ^ set(old)
-        self.by_id = new
-        app.pending.clear()
-        app.pending.update(new)
+        self.thread.set_pending(new)
         self.pending_focus.extend(rid for rid in new if rid not in old)
         if changed or not new:
             self.changed([rid for rid in new if rid not in old])
         if changed:
-            frame.new_cards.extend(app.view.refresh_pending(changed))
+            frame.new_cards.extend(self.view.refresh_pending(changed))
             if bool(old) != bool(new):
-                app.refresh_bindings()  # the footer recomposes: only when "pending" flips
+                self.ui.refresh_bindings()  # the footer recomposes: only when "pending" flips
         return bool(changed)
 
     def _thread_label(self, thread_id: str) -> str:
-        info = self.app.thread_list.thread(thread_id)
+        info = self.thread_list.thread(thread_id)
         return (info.title if info is not None and info.title else "") or "Untitled thread"
 
     def changed(self, new_ids: Iterable[str] = ()) -> None:
         """Answers waiting here or in threads not open changed: the thread list's markers,
         the status line (how many, where), the terminal's title, and the bell for new ones."""
-        app = self.app
-        watch = app.pending_watch
-        here = len(app.pending)
-        counts = {tid: n for tid, n in watch.elsewhere.items() if tid != app.thread_id}
+        watch = self.watch
+        here = len(self.thread.pending)
+        counts = {tid: n for tid, n in watch.elsewhere.items() if tid != self.thread.thread_id}
         for tid in counts:  # a thread another client created after the app started
-            if app.thread_list.thread(tid) is None and tid in watch.infos:
-                app.thread_list.upsert_thread(watch.infos[tid])
+            if self.thread_list.thread(tid) is None and tid in watch.infos:
+                self.thread_list.upsert_thread(watch.infos[tid])
         marks = dict(counts)
-        if app.thread_id and here:
-            marks[app.thread_id] = here
-        app.thread_list.set_pending(marks)
+        if self.thread.thread_id and here:
+            marks[self.thread.thread_id] = here
+        self.thread_list.set_pending(marks)
         elsewhere = [(self._thread_label(tid), n) for tid, n in counts.items()]
-        info = app.status_info
+        info = self.info
         info.waiting = waiting_summary(here, elsewhere)
-        info.waiting_key = keymap.display_keys(app.keys.keys("next-pending-card"))
-        app.status_line.refresh_info()
+        info.waiting_key = keymap.display_keys(self.keys().keys("next-pending-card"))
+        self.status_line.refresh_info()
         total = here + sum(counts.values())
-        app.terminal.waiting(total, f" in “{elsewhere[0][0]}”" if elsewhere and not here else "")
+        self.terminal.waiting(total, f" in “{elsewhere[0][0]}”" if elsewhere and not here else "")
         arrived: list[str] = []
         for _rid in new_ids:
             if self._expected_waiting > 0:
@@ -188,8 +175,8 @@ class Cards:
                 arrived.append(self._thread_label(tid))
         self._elsewhere_seen = dict(counts)
         if arrived:
-            app.terminal.arrived(f"Instance AI: an answer is waiting ({arrived[0]})")
-        app.refresh_bindings()
+            self.terminal.arrived(f"Instance AI: an answer is waiting ({arrived[0]})")
+        self.ui.refresh_bindings()
 
     # ----------------------------------------------------------------- the keyboard model
     def on_input(self, event: events.Event) -> bool:
@@ -197,13 +184,12 @@ class Cards:
         (``guard_focus``). Tab from the
         prompt goes to the card waiting (deliberately; keys typed right after it still wait for
         the grace period). Returns True when the event was used here."""
-        app = self.app
         if getattr(event, "is_forwarded", False) or not isinstance(event, _INPUT_EVENTS):
             return False
         if isinstance(event, (events.Key, events.Paste)):
             self.guard_focus()
-        if (isinstance(event, events.Key) and event.key == "tab" and app.pending and app.focused is app.prompt
-                and app.screen is app.screen_stack[0] and self.go_to(restart_grace=True)):
+        if (isinstance(event, events.Key) and event.key == "tab" and self.thread.pending and self.ui.focused is self.prompt
+                and self.ui.screen is self.ui.screen_stack[0] and self.go_to(restart_grace=True)):
             self.pending_focus = []
             return True
         return False
@@ -211,10 +197,9 @@ class Cards:
     def focus_new(self) -> None:
         """Newly pending cards: say once, for each, that an answer is waiting and which key
         goes to it. A card never takes the keyboard by itself (the keyboard model, rule 2)."""
-        app = self.app
         if not self.pending_focus:
             return
-        wanted = [rid for rid in self.pending_focus if rid in app.pending]
+        wanted = [rid for rid in self.pending_focus if rid in self.thread.pending]
         self.pending_focus = []
         unannounced = [rid for rid in wanted if rid not in self.announced]
         if not unannounced:
@@ -222,13 +207,12 @@ class Cards:
         self.announced.update(unannounced)
         if self._going_to is not None:
             return  # the user is on the way to it (Ctrl+G opened its thread)
-        key = keymap.display_keys(app.keys.keys("next-pending-card"))
-        app.notify(f"The agent needs your answer — press {key} to go to it (your typing stays in the prompt).",
+        key = keymap.display_keys(self.keys().keys("next-pending-card"))
+        self.ui.notify(f"The agent needs your answer — press {key} to go to it (your typing stays in the prompt).",
                    timeout=6)
 
     def _main_screen_on_top(self) -> bool:
-        app = self.app
-        return len(app.screen_stack) == 1 and app.screen is app.screen_stack[0]
+        return len(self.ui.screen_stack) == 1 and self.ui.screen is self.ui.screen_stack[0]
 
     def guard_focus(self) -> None:
         """Nothing moves focus by itself (rule 3): when the widget that had the keys went away
@@ -237,13 +221,12 @@ class Cards:
         a click, Ctrl+G...) leave the widget they came from in place, so they are kept; so is a
         move inside one card (a wizard's field to its page). Synchronous, so a key dispatched
         right after goes where the status line says."""
-        app = self.app
-        prompt = app.prompt
+        prompt = self.prompt
         if not self._main_screen_on_top() or not prompt.is_attached or not prompt.display:
             self._owner = None
             self._owner_card = None
             return
-        focused = app.focused
+        focused = self.ui.focused
         owner = self._owner
         if focused is owner and focused is not None:
             return
@@ -252,7 +235,7 @@ class Cards:
             card = self._owner_card
             back = not (card is not None and card.is_attached and inside(focused, card))
         if back:
-            app.screen.set_focus(prompt, scroll_visible=False)
+            self.ui.screen.set_focus(prompt, scroll_visible=False)
             focused = prompt
         self._owner = focused
         self._owner_card = _card_of(focused)
@@ -260,13 +243,38 @@ class Cards:
 
     def show_where(self) -> None:
         """The status line's "keys: …" (rule 4)."""
-        app = self.app
-        info = app.status_info
-        where = where_keys_go(app)
+        info = self.info
+        where = self.where_keys_go()
         if where != info.keys_at:
             info.keys_at = where
-            info.back_key = keymap.display_keys(app.keys.keys("conversation-back")[:1])
-            app.status_line.refresh_info()
+            info.back_key = keymap.display_keys(self.keys().keys("conversation-back")[:1])
+            self.status_line.refresh_info()
+
+    def where_keys_go(self) -> str:
+        """Where a key typed now goes, in a word or two (the status line's "keys: …")."""
+        if len(self.ui.screen_stack) > 1 or self.ui.screen is not self.ui.screen_stack[0]:
+            return "dialog"
+        focused = self.ui.focused
+        if focused is None:
+            return "nowhere"
+        if focused is self.prompt:
+            return "prompt"
+        if inside_card(focused):
+            return "card"
+        if inside(focused, self.thread_list):
+            return "thread search" if type(focused).__name__ == "_SearchInput" else "thread list"
+        if inside(focused, self.find_bar):
+            return "find"
+        if focused is self.view:
+            return "conversation"
+        if inside(focused, self.view):
+            return "block"
+        from textual.widgets import Input, TextArea
+
+        if isinstance(focused, (Input, TextArea)):
+            return "field"
+        scopes = keymap.scopes_for(focused)
+        return keymap.SCOPE_TITLES.get(scopes[0], "screen").lower() if scopes else "screen"
 
     # ----------------------------------------------------------------- going to a card
     def go_to(self, request_id: str | None = None, restart_grace: bool = False) -> bool:
@@ -276,10 +284,10 @@ class Cards:
         ``restart_grace``: the card's key grace period starts now (Tab from the prompt: keys
         typed right after it still wait).
         """
-        view = self.app.view
-        ids = [request_id] if request_id else list(self.by_id)
+        view = self.view
+        ids = [request_id] if request_id else list(self.thread.pending_cards)
         for rid in ids:
-            pending = self.by_id.get(rid)
+            pending = self.thread.pending_cards.get(rid)
             if pending is None:
                 continue
             card = self._find(pending)
@@ -304,7 +312,7 @@ class Cards:
         return False
 
     def _find(self, pending: PendingConfirmation) -> Any:
-        for turn in self.app.view.assistant_turns():
+        for turn in self.view.assistant_turns():
             card = turn.cards.get(pending.tool_call.tool_call_id)
             if card is not None:
                 return card
@@ -312,14 +320,13 @@ class Cards:
 
     def next(self) -> None:
         """The next card waiting: in this thread, then in the other threads (switching)."""
-        app = self.app
-        if not app.pending:
+        if not self.thread.pending:
             if not self._go_elsewhere():
-                app.notify("Nothing is waiting for your answer.", timeout=3)
+                self.ui.notify("Nothing is waiting for your answer.", timeout=3)
             return
-        ids = list(self.by_id)
+        ids = list(self.thread.pending_cards)
         current = None
-        node: Any = app.focused
+        node: Any = self.ui.focused
         while node is not None:
             if is_card(node):
                 current = node.request_id
@@ -333,59 +340,55 @@ class Cards:
             if self.go_to(rid):
                 return
         # asked for on purpose, but not drawn yet (a frame is still mounting it): go once it is
-        app.run_worker(Deferred(self._go_when_drawn, ids), group="go-card", exclusive=True, exit_on_error=False)
+        self.ui.run_worker(Deferred(self._go_when_drawn, ids), group="go-card", exclusive=True, exit_on_error=False)
 
     async def _go_when_drawn(self, ids: list[str]) -> None:
-        app = self.app
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 3
         while loop.time() < deadline:
             await asyncio.sleep(0.05)
             for rid in ids:
-                if rid in app.pending and self.go_to(rid):
+                if rid in self.thread.pending and self.go_to(rid):
                     return
-        app.notify("The pending card is not visible yet; try again in a moment.", timeout=3)
+        self.ui.notify("The pending card is not visible yet; try again in a moment.", timeout=3)
 
     def _go_elsewhere(self) -> bool:
         """Ctrl+G past the last card here: open the next thread with answers waiting."""
-        app = self.app
-        waiting = app.pending_watch.elsewhere
-        order = [t.id for t in app.thread_list.local_threads()]
-        others = sorted((tid for tid in waiting if tid != app.thread_id),
+        waiting = self.watch.elsewhere
+        order = [t.id for t in self.thread_list.local_threads()]
+        others = sorted((tid for tid in waiting if tid != self.thread.thread_id),
                         key=lambda tid: order.index(tid) if tid in order else len(order))
         if not others:
             return False
-        app.run_worker(Deferred(self._open_and_go, others[0]), group="open", exclusive=True, exit_on_error=False)
+        self.ui.run_worker(Deferred(self._open_and_go, others[0]), group="open", exclusive=True, exit_on_error=False)
         return True
 
     async def _open_and_go(self, thread_id: str) -> None:
-        app = self.app
         self._going_to = thread_id  # the user is on the way to its card: no "press Ctrl+G" notice
         try:
-            await app.open_thread(thread_id)
+            await self.open(thread_id)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 10
             while loop.time() < deadline:
                 await asyncio.sleep(0.05)
-                if app.thread_id != thread_id:
+                if self.thread.thread_id != thread_id:
                     return
-                if app.pending and self.go_to():
+                if self.thread.pending and self.go_to():
                     self.pending_focus = []
                     return
         finally:
             self._going_to = None
-        app.prompt.focus()
-        app.notify("The answer in that thread is no longer waiting.", timeout=4)
+        self.prompt.focus()
+        self.ui.notify("The answer in that thread is no longer waiting.", timeout=4)
 
     # ----------------------------------------------------------------- answering
     async def send_answer(self, card: ConfirmCard, request_id: str, body: ConfirmBody, summary: str) -> None:
         from ..protocol.api import ApprovalConfirm, PlanDenyConfirm
 
-        app = self.app
         try:
-            await app.thread_client.confirm(request_id, body)
+            await self.thread.client.confirm(request_id, body)
         except ClientError as exc:
-            app.show_error(f"Could not send your answer: {exc}")
+            self.ui.show_error(f"Could not send your answer: {exc}")
             card.reopen()
             return
         approved: bool | str | None = None
@@ -395,17 +398,17 @@ class Cards:
             approved = False
         # n8n's words for these answers (protocol.display_state): a skip is deferred, not denied
         approved = {"skipped": "deferred", "changes requested": "changes-requested"}.get(summary, approved)
-        if app.conversation is not None:
-            app.conversation.mark_confirmation_resolved(request_id, approved)
+        if self.thread.conversation is not None:
+            self.thread.conversation.mark_confirmation_resolved(request_id, approved)
         card.settle(summary)
-        if app.focused is None or inside_card(app.focused) or app.focused is card:
+        if self.ui.focused is None or inside_card(self.ui.focused) or self.ui.focused is card:
             # back to the prompt: the next card (if any) waits to be reached on purpose
-            app.prompt.focus()
-            app.view.follow()  # back to following the agent's output
-            remaining = [rid for rid in app.pending if rid != request_id]
+            self.prompt.focus()
+            self.view.follow()  # back to following the agent's output
+            remaining = [rid for rid in self.thread.pending if rid != request_id]
             if remaining:
-                key = keymap.display_keys(app.keys.keys("next-pending-card"))
-                app.notify(f"Another answer is waiting — {key} goes to it.", timeout=5)
+                key = keymap.display_keys(self.keys().keys("next-pending-card"))
+                self.ui.notify(f"Another answer is waiting — {key} goes to it.", timeout=5)
 
 
 def _gone(widget: Widget) -> bool:
@@ -428,30 +431,3 @@ def _card_of(node: Any) -> Any:
             return node
         node = node.parent
     return None
-
-
-def where_keys_go(app: CardsHost) -> str:
-    """Where a key typed now goes, in a word or two (the status line's "keys: …")."""
-    if len(app.screen_stack) > 1 or app.screen is not app.screen_stack[0]:
-        return "dialog"
-    focused = app.focused
-    if focused is None:
-        return "nowhere"
-    if focused is app.prompt:
-        return "prompt"
-    if inside_card(focused):
-        return "card"
-    if inside(focused, app.thread_list):
-        return "thread search" if type(focused).__name__ == "_SearchInput" else "thread list"
-    if inside(focused, app.find_bar):
-        return "find"
-    if focused is app.view:
-        return "conversation"
-    if inside(focused, app.view):
-        return "block"
-    from textual.widgets import Input, TextArea
-
-    if isinstance(focused, (Input, TextArea)):
-        return "field"
-    scopes = keymap.scopes_for(focused)
-    return keymap.SCOPE_TITLES.get(scopes[0], "screen").lower() if scopes else "screen"

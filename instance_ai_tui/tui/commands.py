@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Protocol, cast
-
-if TYPE_CHECKING:
-    from ..protocol.conversation import Conversation
-    from .pending_watch import PendingWatch
-    from .widgets.conversation_view import ConversationView
+from typing import Protocol
 
 
 class CommandActions(Protocol):
-    """What the commands ask of ``tui.actions.Actions``."""
+    """What the commands do, and ask before they are offered (``tui.actions.Actions``)."""
+
+    def new_thread(self) -> object: ...
+
+    def show_threads(self) -> object: ...
 
     def rewind_last(self, *, resend: bool) -> object: ...
 
@@ -30,37 +29,37 @@ class CommandActions(Protocol):
 
     def set_theme(self, name: str) -> object: ...
 
+    def export(self, path: str | None) -> object: ...
+
     def copy_last_answer(self) -> object: ...
+
+    def toggle_tasks(self) -> object: ...
+
+    def follow(self) -> object: ...
+
+    def next_pending_card(self) -> object: ...
+
+    def cancel_run(self) -> object: ...
+
+    def open_workflow(self, argument: str) -> object: ...
 
     def show_permissions(self) -> object: ...
 
+    def show_mcp(self) -> object: ...
+
     def show_help(self, *, everything: bool) -> object: ...
 
-
-class CommandHost(Protocol):
-    """What the commands use of the app: its actions and key-bound actions, the open thread."""
-
-    conversation: Conversation | None
-    pending: set[str]
-    pending_watch: PendingWatch
-    view: ConversationView
+    def quit(self) -> object: ...
 
     @property
-    def actions(self) -> CommandActions: ...
+    def streaming(self) -> bool:
+        """A run of the open thread is running (there is something to stop)."""
+        ...
 
-    def show_threads(self) -> None: ...
-
-    def export_thread(self, path: str | None) -> object: ...
-
-    def exit(self, result: None = None, return_code: int = 0, message: str | None = None) -> None: ...
-
-    def action_toggle_tasks(self) -> None: ...
-
-    def action_next_pending_card(self) -> None: ...
-
-    def action_new_thread(self) -> None: ...
-
-    def action_cancel_run(self) -> None: ...
+    @property
+    def waiting(self) -> bool:
+        """A card waits for an answer, here or in another thread."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,79 +71,60 @@ class Command:
     #: its title and help line in the command palette
     title: str
     palette_help: str
-    #: runs it: ``run(app, argument)`` (the argument is "" from the palette)
-    run: Callable[[CommandHost, str], object]
+    #: runs it: ``run(actions, argument)`` (the argument is "" from the palette)
+    run: Callable[[CommandActions, str], object]
     #: how the argument is written in help, e.g. ``[name]``
     arg: str = ""
     aliases: tuple[str, ...] = ()
     #: whether it has anything to act on now (the palette hides it otherwise)
-    available: Callable[[CommandHost], bool] | None = None
+    available: Callable[[CommandActions], bool] | None = None
 
     @property
     def usage(self) -> str:
         return f"/{self.name} {self.arg}" if self.arg else f"/{self.name}"
 
 
-def _streaming(app: CommandHost) -> bool:
-    return app.conversation is not None and app.conversation.is_streaming
-
-
-def _waiting(app: CommandHost) -> bool:
-    return bool(app.pending) or bool(app.pending_watch.elsewhere)
-
-
-def _open_mcp(app: CommandHost) -> None:
-    from .screens.mcp import open_mcp
-
-    open_mcp(app)
-
-
-def _workflow(app: CommandHost, arg: str) -> None:
-    from .screens.workflow import WorkflowHost, open_workflow
-
-    open_workflow(cast("WorkflowHost", app), arg)
-
-
 COMMANDS: tuple[Command, ...] = (
     Command("new", "start a new thread", "New thread", "Start a new conversation",
-            lambda app, arg: app.action_new_thread()),
+            lambda actions, arg: actions.new_thread()),
     Command("threads", "show the thread list and search it (titles and message text)", "Threads",
-            "Show and search the thread list", lambda app, arg: app.show_threads()),
+            "Show and search the thread list", lambda actions, arg: actions.show_threads()),
     Command("retry", "the last message again; its old answer leaves the agent's memory (kept in the history)",
             "Retry the last message", "Send it again; the old answer leaves the agent's memory",
-            lambda app, arg: app.actions.rewind_last(resend=True)),
+            lambda actions, arg: actions.rewind_last(resend=True)),
     Command("edit", "the last message back in the prompt, to change and send again", "Edit the last message",
             "Put it back in the prompt to change and send again",
-            lambda app, arg: app.actions.rewind_last(resend=False)),
+            lambda actions, arg: actions.rewind_last(resend=False)),
     Command("rewind", "pick an earlier message to go back to (`e` on a message does the same)",
-            "Rewind to an earlier message", "Pick a message to go back to", lambda app, arg: app.actions.pick_rewind()),
+            "Rewind to an earlier message", "Pick a message to go back to", lambda actions, arg: actions.pick_rewind()),
     Command("model", "the model of this thread (a picker, or `name`)", "Model", "Choose the model of this thread",
-            lambda app, arg: app.actions.choose_model(arg), arg="[name]"),
+            lambda actions, arg: actions.choose_model(arg), arg="[name]"),
     Command("theme", "pick a theme (or switch to `name`)", "Theme", "Pick a theme",
-            lambda app, arg: app.actions.set_theme(arg), arg="[name]"),
+            lambda actions, arg: actions.set_theme(arg), arg="[name]"),
     Command("export", "write the thread as Markdown (default: `<thread>.md` in the current folder)",
-            "Export thread", "Write the thread as Markdown", lambda app, arg: app.export_thread(arg or None),
+            "Export thread", "Write the thread as Markdown", lambda actions, arg: actions.export(arg or None),
             arg="[file]"),
     Command("copy", "copy the agent's last answer", "Copy last answer", "Copy the agent's last answer",
-            lambda app, arg: app.actions.copy_last_answer()),
+            lambda actions, arg: actions.copy_last_answer()),
     Command("tasks", "show or hide the task checklist", "Toggle task list", "Show or hide the task checklist",
-            lambda app, arg: app.action_toggle_tasks()),
+            lambda actions, arg: actions.toggle_tasks()),
     Command("follow", "scroll to the newest output and follow it", "Jump to newest output",
-            "Scroll to the bottom and follow", lambda app, arg: app.view.follow()),
+            "Scroll to the bottom and follow", lambda actions, arg: actions.follow()),
     Command("pending", "go to the card waiting for your answer (here, then in other threads)",
             "Go to pending approval", "Jump to the card waiting for you",
-            lambda app, arg: app.action_next_pending_card(), available=_waiting),
+            lambda actions, arg: actions.next_pending_card(), available=lambda actions: actions.waiting),
     Command("cancel", "stop the running agent", "Cancel run", "Stop the agent",
-            lambda app, arg: app.action_cancel_run(), available=_streaming),
+            lambda actions, arg: actions.cancel_run(), available=lambda actions: actions.streaming),
     Command("workflow", "the workflow canvas beside the conversation (the thread's latest workflow, or `id`); "
             "again to close", "Workflow canvas", "Draw the workflow the agent builds, live",
-            lambda app, arg: _workflow(app, arg), arg="[id]"),
+            lambda actions, arg: actions.open_workflow(arg), arg="[id]"),
     Command("permissions", "the \"always allow\" grants of this thread, and revoke them", "Permissions",
-            "The thread's always-allow grants; revoke them", lambda app, arg: app.actions.show_permissions()),
+            "The thread's always-allow grants; revoke them", lambda actions, arg: actions.show_permissions()),
     Command("mcp", "your MCP servers: their state, tools, last error and stderr; restart one", "MCP servers",
-            "Your own tools: each MCP server, its state and tools; restart", lambda app, arg: _open_mcp(app)),
-    Command("help", "this help", "Help", "Every key and slash command", lambda app, arg: app.actions.show_help(everything=True)),
-    Command("quit", "quit", "Quit", "Quit the application", lambda app, arg: app.exit(), aliases=("exit",)),
+            "Your own tools: each MCP server, its state and tools; restart", lambda actions, arg: actions.show_mcp()),
+    Command("help", "this help", "Help", "Every key and slash command",
+            lambda actions, arg: actions.show_help(everything=True)),
+    Command("quit", "quit", "Quit", "Quit the application", lambda actions, arg: actions.quit(), aliases=("exit",)),
 )
 
 #: the palette entries of Textual's own that a command here replaces (same title)
@@ -185,8 +165,8 @@ def inline_list() -> str:
     return ", ".join(f"`{c.usage}`" for c in COMMANDS)
 
 
-def palette(app: CommandHost) -> Iterator[tuple[Command, Callable[[], object]]]:
+def palette(actions: CommandActions) -> Iterator[tuple[Command, Callable[[], object]]]:
     """The commands the palette offers now, each with what selecting it does."""
     for command in COMMANDS:
-        if command.available is None or command.available(app):
-            yield command, partial(command.run, app, "")
+        if command.available is None or command.available(actions):
+            yield command, partial(command.run, actions, "")

@@ -139,7 +139,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from textual.binding import Binding, BindingType
-from textual.keys import Keys, _character_to_key
+from textual.keys import Keys
+
+from .textual_internals import character_key
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
@@ -417,7 +419,7 @@ _NAMED_KEYS: frozenset[str] = frozenset(
         for name in [key.value.rpartition("+")[2]]
         if not name.startswith("<") and len(name) > 1
     }
-    | {_character_to_key(chr(code)) for code in range(0x21, 0x7F)}
+    | {character_key(chr(code)) for code in range(0x21, 0x7F)}
     | {"space", "tab", "enter", "escape", "backspace", "delete", "insert", "newline"}
 )
 
@@ -451,7 +453,7 @@ def _normalize_one(key: str) -> str:
             # "N" alone is shift+n as Textual reports it; with modifiers keys are lower case
             name = name.lower() if mods else name
         else:
-            name = _character_to_key(name)
+            name = character_key(name)
     else:
         lowered = name.lower()
         if lowered not in _NAMED_KEYS:

@@ -1,16 +1,15 @@
-"""The seams between the TUI's rooms and the screen, as ``typing.Protocol`` classes.
+"""The two seams of the TUI's rooms that are not a room themselves, as ``typing.Protocol`` classes.
 
-A room (``projection``, ``threads``, ``sending``, ``cards``, ...) never imports ``tui/app.py``: it
-is given what it uses, and where that is the app, it names exactly the part it reads in a small
-protocol (each room declares its own ``...Host`` beside it; the shared pieces are here). The app
-satisfies them structurally, and mypy checks it where the app hands itself over. So the rooms form
-no import cycle with the app (``tests/test_architecture.py`` checks it, type-only imports counted).
+The rooms (``threads``, ``cards``, ``actions``, ...) are built from their collaborators by the app
+(``tui/app.py``, the one composition root): the open thread (``open_thread.OpenThread``), the
+widgets they draw on, the other rooms they call. Two of those are the app and the screen, which
+a room never imports:
 
-* ``Ui`` — the Textual services a room asks the app for (workers, timers, screens, notifications);
-* ``OpenThread`` — the open thread as the projection reads it;
+* ``Ui`` — the Textual services a room asks for (workers, timers, screens, notifications): the
+  public methods of ``textual.app.App`` it uses, nothing of ours but ``show_error``;
 * ``FrameSink`` — what the projection (``tui.projection``) tells the screen happened: a run started
-  or finished, the cards, tasks, title, messages or streaming state changed, a frame was idle, new
-  output arrived out of sight, the stream failed. ``tui.screen_updates.ScreenUpdates`` draws it.
+  or finished, the cards, tasks, title, messages or streaming state changed, a frame was drawn,
+  new output arrived out of sight, the stream failed. ``screens.main.MainScreen`` is it.
 """
 
 from __future__ import annotations
@@ -23,18 +22,21 @@ if TYPE_CHECKING:
     from textual import Logger
     from textual.notifications import SeverityLevel
     from textual.screen import Screen
+    from textual.theme import Theme
     from textual.timer import Timer
     from textual.widget import Widget
     from textual.worker import Worker
 
-    from ..client.base import Client
     from ..protocol.conversation import Conversation, ConversationChanges
     from ..protocol.events import RunFinishEvent
     from .widgets.turns import Frame
 
 
 class Ui(Protocol):
-    """The Textual services rooms use (``textual.app.App``'s own, public methods)."""
+    """The Textual services rooms use (``textual.app.App``'s own, public members)."""
+
+    sub_title: str
+    theme: str
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None: ...
@@ -63,6 +65,19 @@ class Ui(Protocol):
     def set_interval(self, interval: float, callback: Any = None, *, name: str | None = None,
                      repeat: int = 0, pause: bool = False) -> Timer: ...
 
+    def copy_to_clipboard(self, text: str) -> None: ...
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None: ...
+
+    def search_themes(self) -> None: ...
+
+    @property
+    def available_themes(self) -> dict[str, Theme]: ...
+
+    @property
+    def is_web(self) -> bool: ...
+
     @property
     def screen(self) -> Screen[Any]: ...
 
@@ -80,23 +95,8 @@ class Ui(Protocol):
         ...
 
 
-class OpenThread(Protocol):
-    """The open thread, as the projection reads it."""
-
-    @property
-    def conversation(self) -> Conversation | None: ...
-
-    @property
-    def thread_client(self) -> Client: ...
-
-    @property
-    def thread_opening(self) -> bool:
-        """A thread is being opened (its history read): nothing is rendered yet."""
-        ...
-
-
 class FrameSink(Protocol):
-    """What the projection tells the screen (one typed seam: ``tui.screen_updates``)."""
+    """What the projection tells the screen (``screens.main.MainScreen``)."""
 
     def run_started(self, conversation: Conversation, run_id: str) -> None:
         """A ``run-start`` was folded (maybe a run another client started)."""
@@ -106,6 +106,10 @@ class FrameSink(Protocol):
 
     def stream_failed(self, message: str) -> None:
         """The open thread's event stream stopped with an error."""
+
+    def changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        """Every frame that changed something (history loaded: ``changes.reset``; tool calls): what
+        follows the open thread's messages looks at it (the workflow canvas's follower)."""
 
     def cards_changed(self, conversation: Conversation, frame: Frame) -> None:
         """The waiting confirmations changed (or the model was reset)."""
@@ -126,7 +130,3 @@ class FrameSink(Protocol):
 
     def new_output(self) -> None:
         """Output grew below the view while the person reads above: the badge."""
-
-    def changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
-        """Every frame that changed something (history loaded: ``changes.reset``; tool calls): what
-        follows the open thread's messages looks at it (the workflow canvas's follower)."""

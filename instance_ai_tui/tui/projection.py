@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from ..protocol.events import RunFinishEvent
     from ..protocol.ingest import StreamItem
     from .heap import HeapPolicy
-    from .ports import FrameSink, OpenThread, Ui
+    from .open_thread import OpenThread
+    from .ports import FrameSink, Ui
     from .widgets.conversation_view import ConversationView
     from .widgets.status_line import StatusLine
 
@@ -126,19 +127,16 @@ class Projection:
 
     It reads the open thread (``opened``), draws the conversation (``view``) and the status line,
     and tells the rest of the screen what happened through ``sink`` (``ports.FrameSink``);
-    ``observe`` sees every stream item (the n8n panel); ``pending``: the cards waiting (shared
-    with ``Cards``)."""
+    ``observe`` sees every stream item (the n8n panel)."""
 
     def __init__(self, ui: Ui, opened: OpenThread, sink: FrameSink, *, view: ConversationView,
-                 status_line: StatusLine, heap: HeapPolicy, pending: set[str],
-                 observe: Callable[[StreamItem], None]) -> None:
+                 status_line: StatusLine, heap: HeapPolicy, observe: Callable[[StreamItem], None]) -> None:
         self.ui = ui
         self.opened = opened
         self.sink = sink
         self.view = view
         self.status_line = status_line
         self.heap = heap
-        self.pending = pending
         self.observe = observe
         self.stats = IngestStats()
         self.ingest_task: asyncio.Task[None] | None = None
@@ -183,7 +181,7 @@ class Projection:
         sink = self.sink
         clock = time.perf_counter
         slice_end = clock() + INGEST_SLICE
-        stream = self.opened.thread_client.batches(thread_id, after=after)
+        stream = self.opened.client.batches(thread_id, after=after)
         try:
             self.ingest_waiting = True
             asked = clock()
@@ -287,7 +285,7 @@ class Projection:
         from .widgets.turns import Frame
 
         sink = self.sink
-        frame = Frame(self.pending)
+        frame = Frame(self.opened.pending)
         with self.ui.batch_update():
             if changes.confirmations or changes.reset:
                 sink.cards_changed(conversation, frame)
@@ -379,7 +377,7 @@ class Projection:
     def rendered(self) -> bool:
         """The last frame projected nothing new and every Markdown block has parsed its text."""
         return (
-            self.last_frame_empty and not self.catching_up and not self.opened.thread_opening and self.view.settled
+            self.last_frame_empty and not self.catching_up and not self.opened.opening and self.view.settled
         )
 
     async def wait_until_rendered(self, timeout: float = 30.0, *, events: int | None = None) -> float:

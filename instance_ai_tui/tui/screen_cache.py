@@ -43,6 +43,7 @@ from textual.widgets import Static
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation, ConversationMessage
     from ..protocol.tree import AgentNode
+    from .widgets.conversation_view import ConversationView
 
 #: the file's format (a cache of another version is ignored)
 VERSION = 2
@@ -350,26 +351,19 @@ class CachedTurns(Vertical):
                 yield Static(entry.text, classes="cached-answer", markup=False)
 
 
-def show(app: Any, cached: CachedScreen) -> None:
-    """Put ``cached`` in the conversation view of ``app`` (not running yet: its first frame shows it)."""
-    view = app.view
+def show(view: ConversationView, cached: CachedScreen) -> None:
+    """Put ``cached`` in the conversation view (not running yet: its first frame shows it;
+    ``InstanceAiApp.show_cached``)."""
     view.compose_add_child(CachedTurns(cached))
     view.placeholder.display = False  # ("Loading…" under the cached turns would say the wrong thing)
-    app.cached_screen = cached
-    app.sub_title = cached.title
 
 
-def confirm(app: Any, db_path: Path | None, thread_id: str | None) -> None:
+def confirm(view: ConversationView, cached: CachedScreen, db_path: Path | None, thread_id: str | None) -> None:
     """The app is about to open ``thread_id`` of ``db_path`` (``None``: not an embedded database):
     the cached screen stays until the view draws that thread (``ConversationView.load`` replaces
     it), or goes at once if it shows another."""
-    cached: CachedScreen | None = getattr(app, "cached_screen", None)
-    if cached is None:
-        return
-    app.cached_screen = None
     if db_path is not None and str(db_path.resolve()) == cached.db_path and thread_id == cached.thread_id:
         return
-    view = app.view
     for widget in view.query(CachedTurns):
         widget.display = False  # (from the next frame on; the removal follows)
         widget.remove()

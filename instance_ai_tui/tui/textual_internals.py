@@ -13,7 +13,8 @@ version (``.ci/run``).
 The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._container_size``,
 ``Widget._styles_cache`` (``StylesCache._cache``, ``._dirty_lines``), ``Widget._render``,
 ``Widget._border_title``/``_border_subtitle``, ``MarkdownStream._pending``, ``App._driver``,
-``textual._resolve.resolve``, and the id of each screen's toast container (``TOASTS_CSS``).
+``textual._resolve.resolve``, ``textual.keys._character_to_key`` (``character_key``), and the id of
+each screen's toast container (``TOASTS_CSS``).
 
 A streamed answer repaints its new rows only.
 
@@ -193,10 +194,18 @@ def stream_has_pending(stream: object) -> bool:
     return bool(getattr(stream, "_pending", None))
 
 
-def app_driver(app: object) -> Any:
+def app_driver(ui: object) -> Any:
     """The app's driver (``App._driver``; ``None`` headless or before it runs): the one way to
     write a control sequence (OSC 52, the window title) to the terminal."""
-    return getattr(app, "_driver", None)
+    return getattr(ui, "_driver", None)
+
+
+def character_key(character: str) -> str:
+    """The key name Textual gives a printed character (``textual.keys._character_to_key``: ``"!"``
+    is ``"exclamation_mark"``), so a key map names keys as Textual's bindings do."""
+    from textual.keys import _character_to_key
+
+    return _character_to_key(character)
 
 
 def resolve_lengths(natural: list[int], total: int, gutter: int, minimums: list[int]) -> list[int]:

@@ -98,12 +98,12 @@ def assistant_texts(app: InstanceAiApp) -> list[str]:
 
 
 async def open_by_search(pilot: Any, app: InstanceAiApp, words: str, session_id: str) -> None:
-    app.show_threads()  # the search takes the keys; it still holds the last search: start afresh
+    app.actions.show_threads()  # the search takes the keys; it still holds the last search: start afresh
     app.thread_list.set_filter("")
     await pilot.press(*words)
     await until(lambda: app.thread_list.highlighted_thread_id == session_id, pilot)
     await pilot.press("enter")
-    await until(lambda: app.thread_id == session_id and app.thread_client.source == "redis", pilot)
+    await until(lambda: app.thread_id == session_id and app.thread.client.source == "redis", pilot)
     await app.wait_until_rendered()
 
 
@@ -145,7 +145,7 @@ async def test_browse_and_open_read_only(redis_url: str, redis_client: Any) -> N
         assert user_texts(app) == ["Plan the database migration", "Thanks"]  # not shown as sent either
         assert await redis_client.llen(S1) == 6
         # the source is a Client like any other: it refuses every change with a clear error
-        source = app.thread_client
+        source = app.thread.client
         with pytest.raises(ReadOnlyError, match="read-only"):
             await source.rename_thread(S1, "x")
         with pytest.raises(ReadOnlyError, match="read-only"):

@@ -75,7 +75,7 @@ async def test_card_appears_while_typing_a_search_query_one_key_at_a_time() -> N
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
-        app.show_threads()
+        app.actions.show_threads()
         await pilot.pause()
         search = app.focused
         assert isinstance(search, Input) and search.id == "thread-search"

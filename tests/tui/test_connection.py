@@ -22,7 +22,8 @@ from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
-from instance_ai_tui.tui.connection import INTERRUPTED_REASON, QueuedRow
+from instance_ai_tui.tui.connection import INTERRUPTED_REASON
+from instance_ai_tui.tui.widgets.queued import QueuedRow
 from tests.support.fake_n8n import FakeN8n, Pause, Say, default_script
 from tests.support.n8n_boot import restart
 from tests.support.waiting import until, until_async
@@ -171,7 +172,7 @@ async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: Fa
         row.focus()
         await pilot.press("e")
         await until(lambda: app.prompt.text == "second task", pilot)
-        assert not app.connection.queue.items
+        assert not app.outbox.queue.items
         await pilot.press("end", "space", *"please", "enter")
         await until(lambda: "queued: second task please" in screen_text(app), pilot, what="queued again")
         assert app.conversation.is_streaming  # still the first run
@@ -179,7 +180,7 @@ async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: Fa
                     what="queued message answered")
         assert users(app) == ["first task", "second task please"]
         assert "First done." in answers(app)[0]
-        assert not app.connection.queued_bar.display
+        assert not app.queued_bar.display
 
 
 async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) -> None:
@@ -193,7 +194,7 @@ async def test_a_queued_message_can_be_removed(fake: FakeN8n, tmp_path: Path) ->
         await until(lambda: bool(app.query(QueuedRow)), pilot)
         app.query_one(QueuedRow).focus()
         await pilot.press("x")
-        await until(lambda: not app.connection.queued_bar.display, pilot)
+        await until(lambda: not app.queued_bar.display, pilot)
         await until(lambda: not app.conversation.is_streaming, pilot)
         await pilot.pause(0.5)  # the scenario: a window in which the removed message must not be sent
         assert users(app) == ["first"] and len(fake._threads[app.thread_id].groups) == 1
@@ -309,7 +310,7 @@ async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fak
         await pilot.press("enter")
         await app.wait_until_ready()
         assert not isinstance(app.screen, LoginScreen)
-        assert app.client.state == ConnectionState.CONNECTED and not app.connection.blocked
+        assert app.client.state == ConnectionState.CONNECTED and not app.outbox.blocked
         await send(app, pilot, "hello after login")
         await until(lambda: any("2 workflows" in a for a in answers(app)), pilot, what="answer")
 

@@ -155,7 +155,7 @@ async def _sweep(card: str) -> str:
         await app.wait_until_ready()
         await app.wait_until_rendered()
         await until(lambda: app.thread_id == "t" and bool(app.pending), pilot)
-        app.show_threads()
+        app.actions.show_threads()
         app.show_error(f"Cannot list threads: {ClientError(HOSTILE)}")  # as the app words a server's error
         app.connection_state_changed(ConnectionState.OFFLINE, client_detail(HOSTILE))
         app.notify(f"raw {HOSTILE}", title="note")  # any notification, whatever built its text

@@ -111,10 +111,10 @@ async def test_second_message_while_running_is_not_sent() -> None:
         await send(pilot, app, "go")
         await until(lambda: app.conversation.is_streaming, pilot)
         await send(pilot, app, "and another thing")
-        await until(lambda: bool(app.connection.queue.items), pilot)  # decided: queued, not sent
+        await until(lambda: bool(app.outbox.queue.items), pilot)  # decided: queued, not sent
         assert [c for c in client.calls if c[0] == "send"] == [("send", (app.thread_id, "go"))]
         # queued, shown above the prompt, sent when the run ends (issue 13; tests/tui/test_connection.py)
-        assert [q.text for q in app.connection.queue.items] == ["and another thing"]
+        assert [q.text for q in app.outbox.queue.items] == ["and another thing"]
 
 
 # --------------------------------------------------------------------------- approvals

@@ -232,7 +232,7 @@ async def test_after_an_unknown_command_the_cursor_stays_at_the_end() -> None:
 
 
 async def test_esc_on_a_queued_message_goes_back_to_the_prompt_without_stopping_the_agent() -> None:
-    from instance_ai_tui.tui.connection import QueuedRow
+    from instance_ai_tui.tui.widgets.queued import QueuedRow
 
     from .scripts import endless_run
 

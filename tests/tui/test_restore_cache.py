@@ -115,7 +115,7 @@ async def test_the_first_frame_shows_the_kept_screen_until_the_thread_replaces_i
     cached = screen_cache.load(db)
     assert cached is not None
     app, gate = gated_app(db)
-    screen_cache.show(app, cached)
+    app.show_cached(cached)
     async with app.run_test(size=SIZE) as pilot:
         # the first frame: no settings, no client, no store yet, and the thread's newest turns on screen
         await until(lambda: app.stats.first_frame_at is not None, pilot, what="the first frame")
@@ -139,7 +139,7 @@ async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> N
     async with SqliteStore(db) as store:  # a newer thread: the start opens that one
         await store.create_thread("newer", title="newer")
     app, gate = gated_app(db)
-    screen_cache.show(app, cached)  # (as if shown: the fingerprint no longer matches, load would say None)
+    app.show_cached(cached)  # (as if shown: the fingerprint no longer matches, load would say None)
     opened: list[str | None] = []
     real_open = app.open_thread
 

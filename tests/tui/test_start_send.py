@@ -1,5 +1,5 @@
 """A message typed at start goes to the model before what the person does not wait for (issue 30
-item 1, ``tui.boot.StartSend``): the theme files, the model list and the watchers wait for
+item 1, ``tui.startup.StartSend``): the theme files, the model list and the watchers wait for
 ``app.start_sent``, which is set once the model has the message; the conversation view draws the
 message once it is there (its frames are held until then, at most ``StartSend.HOLD``)."""
 
@@ -52,7 +52,7 @@ async def test_a_message_typed_at_start_reaches_the_model_before_the_deferred_st
             watcher = asyncio.create_task(watch_start_sent())
             await pilot.press(*"early words")
             await pilot.press("enter")
-            await until(lambda: [i.text for i in app.connection.queue.items] == ["early words"], pilot)
+            await until(lambda: [i.text for i in app.outbox.queue.items] == ["early words"], pilot)
             await pilot.pause(0.2)
             assert not app.start_sent.is_set()  # the theme files and the model list wait for the message
             assert app.theme_manager is not None and not app.theme_manager.file_themes
@@ -72,4 +72,4 @@ async def test_a_message_typed_at_start_reaches_the_model_before_the_deferred_st
             # the hold is let go by the frame timer's next ask once the answer began (``StartSend.hold``);
         # the turns may be drawn by another path just before that ask (read in between once, beside a
         # running app)
-        await until(lambda: app.hold_frames is None, pilot, what="the start hold let go")
+        await until(lambda: not app.boot.holding, pilot, what="the start hold let go")

@@ -69,7 +69,7 @@ async def test_tokens_and_cost_live_on_switch_and_after_restart(tmp_path: Path) 
 
             # the export carries the total
             target = tmp_path / "export.md"
-            await app.export_thread(str(target)).wait()
+            await app.actions.export(str(target)).wait()
             assert "*Usage: 3,600 tokens in · 600 out · $0.0048*" in target.read_text()
 
             # a new thread starts at zero; switching back restores the stored total (once)

@@ -70,7 +70,7 @@ def test_the_status_spinner_turns_at_its_own_pace_whatever_the_frame_rate() -> N
 
     status_line = SimpleNamespace(refresh_info=refresh_info)  # (the projection takes what it draws on)
     projection = Projection(None, None, None, view=None, status_line=status_line, heap=None,  # type: ignore[arg-type]
-                            pending=set(), observe=print)
+                            observe=print)
     for frame in range(50):  # a second of frames at 50 Hz: the status line is refreshed each time
         projection._refresh_status(100.0 + frame * 0.02)
     assert len(ticks) == 50

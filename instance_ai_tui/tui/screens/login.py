@@ -8,7 +8,7 @@ then says, in its banner, that it cannot send until it is logged in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,20 +21,9 @@ from ...client.base import AuthError, Client, ClientError
 from .. import keymap
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from ..open_thread import Outbox
+    from ..ports import Ui
 
-    from textual.screen import Screen
-
-    from ..connection import ConnectionWatcher
-
-
-class LoginHost(Protocol):
-    """What ``offer_login`` uses of the app."""
-
-    client: Client
-    connection: ConnectionWatcher
-
-    def push_screen_wait(self, screen: Screen[Any]) -> Awaitable[Any]: ...
 
 NOT_LOGGED_IN = "not logged in to n8n — quit (Ctrl+Q) and start again to log in; nothing can be sent meanwhile."
 
@@ -143,15 +132,14 @@ class LoginScreen(ModalScreen[bool]):
         self.dismiss(True)
 
 
-async def offer_login(app: LoginHost, error: ClientError) -> bool:
+async def offer_login(ui: Ui, client: Client, outbox: Outbox, error: ClientError) -> bool:
     """After ``open()`` failed: a login dialog when the client can log in and the failure was
-    about credentials. Returns whether the client is open now. Call from a worker."""
-    client = app.client
+    about credentials. Returns whether the client is open now; if not, the outbox refuses to
+    send (and the banner says why). Call from a worker."""
     if not isinstance(error, AuthError) or not client.supports_login:
         return False
     email = getattr(client, "email", "") or ""
-    logged_in = await app.push_screen_wait(LoginScreen(client, str(error), email))
+    logged_in = await ui.push_screen_wait(LoginScreen(client, str(error), email))
     if not logged_in:
-        app.connection.block(NOT_LOGGED_IN)
+        outbox.block(NOT_LOGGED_IN)
     return bool(logged_in)
-

@@ -7,11 +7,16 @@ panel) right after it, since styling them and reading their CSS would delay it b
 before the first key or click if one comes sooner (``InstanceAiApp.on_event``). The screen
 focuses the prompt as it is composed, so keys typed while the app starts go there.
 
-The rooms reach the widgets through the app (``app.view``, ``app.prompt``... are the screen's).
+It is also the frame sink (``ports.FrameSink``): what the projection reports after folding and
+drawing (a run started or finished, cards, tasks, title, messages, streaming, new output below) goes
+to the room that draws it (``connect``), and every frame that changed something goes to the
+``followers`` (``changed``): the workflow panel follows the open thread's tool calls that way,
+without a timer of its own (``screens.workflow.follow_workflows``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.await_complete import AwaitComplete
@@ -32,6 +37,14 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
     from ...client.base import Client
+    from ...protocol.conversation import Conversation, ConversationChanges
+    from ...protocol.events import RunFinishEvent
+    from ..cards import Cards
+    from ..heap import HeapPolicy
+    from ..open_thread import OpenThread
+    from ..run_status import RunStatus
+    from ..threads import Threads
+    from ..widgets.turns import Frame
 
 
 class MainScreen(Screen[Any]):
@@ -58,6 +71,10 @@ class MainScreen(Screen[Any]):
         self.thread_list = ThreadList(id="threads")
         #: the widgets hidden at start are mounted (``mount_hidden``)
         self.hidden_mounted = False
+        #: what follows each frame's changes of the open thread (``changed``; ``screens.workflow.FrameFollowers``:
+        #: the workflow follower registers here)
+        self.followers: list[Callable[[Conversation, ConversationChanges], None]] = []
+        self._rooms: _Rooms | None = None
 
     def compose(self) -> ComposeResult:
         """What the first frame shows."""
@@ -88,6 +105,92 @@ class MainScreen(Screen[Any]):
         and again once a server by ``--url`` has said which model it runs)."""
         if self.status_info.demo and not self.query("#demo-banner"):
             self.query_one("#main").mount(demo_banner(), before=0)
+
+
+    # ----------------------------------------------------------------- the frame sink
+    def connect(self, *, thread: OpenThread, run_status: RunStatus, cards: Cards, threads: Threads,
+                heap: HeapPolicy, idle: Callable[[], bool]) -> None:
+        """The rooms the frame's news go to. ``idle``: nothing streams and the ingest waits (the heap
+        settles then)."""
+        self._rooms = _Rooms(thread, run_status, cards, threads, heap, idle)
+
+    def changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        for follower in list(self.followers):
+            follower(conversation, changes)
+
+    def run_started(self, conversation: Conversation, run_id: str) -> None:
+        """A run nobody here started (another client): fetch its user message (n8n's ``run-start``
+        carries none) — unless it is this app's own message, still on its way (``Outbox.sending``)."""
+        from ..connection import lacks_user_message, show_foreign_user_message
+
+        rooms = self._room()
+        if not rooms.thread.outbox.sending and lacks_user_message(conversation, run_id):
+            self.app.run_worker(show_foreign_user_message(rooms.thread, conversation, run_id), group="foreign",
+                                exit_on_error=False)
+
+    def run_finished(self, event: RunFinishEvent) -> None:
+        rooms = self._room()
+        rooms.run_status.note_run_finish(event)
+        if rooms.heap.enabled:
+            self.set_timer(1.0, self._settle_heap_if_idle)
+
+    def _settle_heap_if_idle(self) -> None:
+        rooms = self._room()
+        if rooms.idle():
+            rooms.heap.settle(collect_young=True)
+
+    def stream_failed(self, message: str) -> None:
+        self.notify(message, severity="error", timeout=10)
+
+    def cards_changed(self, conversation: Conversation, frame: Frame) -> None:
+        rooms = self._room()
+        if rooms.cards.refresh(frame):
+            rooms.run_status.update_tasks(conversation)  # a plan review answered: rejected plans leave
+
+    def focus_new_cards(self) -> None:
+        self._room().cards.focus_new()
+
+    def tasks_changed(self, conversation: Conversation) -> None:
+        self._room().run_status.update_tasks(conversation)
+
+    def title_changed(self, conversation: Conversation) -> None:
+        self._room().threads.show_title(conversation)
+
+    def messages_changed(self, conversation: Conversation, changes: ConversationChanges) -> None:
+        self._room().run_status.update_status_message(conversation, changes)
+
+    def streaming_changed(self, conversation: Conversation) -> None:
+        rooms = self._room()
+        rooms.run_status.streaming_changed(conversation)
+        if not conversation.is_streaming:
+            rooms.threads.refresh_soon()
+            rooms.thread.outbox.flush_soon()  # a queued message goes now
+        self.app.refresh_bindings()
+
+    def run_state(self) -> None:
+        self._room().thread.refresh_run_state()
+
+    def new_output(self) -> None:
+        self._room().run_status.show_new_output_badge()
+
+    def _room(self) -> _Rooms:
+        assert self._rooms is not None, "MainScreen.connect first"
+        return self._rooms
+
+
+class _Rooms:
+    """The rooms ``MainScreen.connect`` was given."""
+
+    __slots__ = ("cards", "heap", "idle", "run_status", "thread", "threads")
+
+    def __init__(self, thread: OpenThread, run_status: RunStatus, cards: Cards, threads: Threads, heap: HeapPolicy,
+                 idle: Callable[[], bool]) -> None:
+        self.thread = thread
+        self.run_status = run_status
+        self.cards = cards
+        self.threads = threads
+        self.heap = heap
+        self.idle = idle
 
 
 def demo_banner() -> Horizontal:

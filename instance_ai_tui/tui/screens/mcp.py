@@ -9,7 +9,7 @@ bidi characters are shown, never sent to the terminal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -190,8 +190,3 @@ path is shown when no server is configured, and by `instance-ai --help`).
 
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-def open_mcp(app: Any) -> None:
-    """``/mcp`` and the palette."""
-    app.push_screen(McpScreen(app.client))

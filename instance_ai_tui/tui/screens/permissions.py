@@ -8,7 +8,7 @@ and the screen says so).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -108,12 +108,3 @@ The tools this thread may run without asking ("always allow" on a card).
 
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-def open_permissions(app: Any) -> None:
-    """``/permissions`` and the palette: for the open thread."""
-    if app.thread_id is None:
-        app.notify("No thread is open yet: nothing is always allowed.", severity="warning")
-        return
-    title = app.conversation.title if app.conversation is not None else ""
-    app.push_screen(PermissionsScreen(app.thread_client, app.thread_id, title))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,25 +22,10 @@ from textual.widgets import Button, Label, Static
 from .. import keymap
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-    from textual.screen import Screen
-
     from ...client.base import Client
     from ...config import Settings
-    from ..connection import ConnectionWatcher
-
-
-class SetupHost(Protocol):
-    """What ``check_model_setup`` uses of the app."""
-
-    client: Client
-    settings: Settings
-    connection: ConnectionWatcher
-
-    def push_screen_wait(self, screen: Screen[Any]) -> Awaitable[Any]: ...
-
-    def exit(self, result: None = None, return_code: int = 0, message: str | None = None) -> None: ...
+    from ..open_thread import Outbox
+    from ..ports import Ui
 
 
 def missing_model_key(client: Client, settings: Settings, env: Mapping[str, str] | None = None) -> str | None:
@@ -111,17 +96,17 @@ class SetupScreen(ModalScreen[str]):
         self.dismiss("browse")
 
 
-async def check_model_setup(app: SetupHost) -> bool:
+async def check_model_setup(ui: Ui, client: Client, settings: Settings, outbox: Outbox) -> bool:
     """Show the setup screen when the embedded model has no key. Returns ``False`` if the
-    user quit. Call from a worker."""
-    reason = missing_model_key(app.client, app.settings)
+    person quit; else the outbox refuses to send (and the banner says why). Call from a worker."""
+    reason = missing_model_key(client, settings)
     if reason is None:
         return True
-    model = app.settings.model.name or ""
-    choice = await app.push_screen_wait(SetupScreen(model))
+    model = settings.model.name or ""
+    choice = await ui.push_screen_wait(SetupScreen(model))
     if choice == "quit":
-        app.exit()
+        ui.exit()
         return False
-    app.connection.block(f"{reason}: set OPENAI_API_KEY (or OPENAI_BASE_URL) and restart, or run "
-                         "instance-ai --model demo; nothing can be sent meanwhile.")
+    outbox.block(f"{reason}: set OPENAI_API_KEY (or OPENAI_BASE_URL) and restart, or run "
+                 "instance-ai --model demo; nothing can be sent meanwhile.")
     return True

@@ -439,10 +439,9 @@ class WorkflowPanel(Vertical):
             self.remove_class("-details")
             return
         self.remove()
-        prompt = getattr(self.app, "prompt", None)
-        if prompt is not None:
-            prompt.focus()
-            self.app.escape_went_back = True  # type: ignore[attr-defined]  # (an Esc Esc to leave never stops the run)
+        actions = getattr(self.app, "actions", None)
+        if actions is not None:
+            actions.back_to_prompt()  # (the keys to the prompt; an Esc Esc to leave never stops the run)
 
 
 def _json_lines(value: Any) -> list[str]:

@@ -70,7 +70,7 @@ class ThemeManager:
 
     def __init__(
         self,
-        app: App[Any],
+        ui: App[Any],
         *,
         dirs: Sequence[Path] | None = None,
         config_path: Path | None = None,
@@ -81,7 +81,7 @@ class ThemeManager:
     ) -> None:
         """``load_after``: what a deferred ``install`` waits for, after the first frame, before it
         reads the theme files (the app: a message typed at start has gone to the model)."""
-        self.app = app
+        self.ui = ui
         self.load_after = load_after
         #: set once a deferred ``install`` has read the theme files (the watcher polls after it:
         #: before, every file would look new and be read twice)
@@ -122,10 +122,10 @@ class ThemeManager:
         if current is not None and current.path != path:
             if self._priority(current.path) > self._priority(path):
                 return False
-        if current is None and name in self.app.available_themes:
-            self._shadowed[name] = self.app.available_themes[name]
+        if current is None and name in self.ui.available_themes:
+            self._shadowed[name] = self.ui.available_themes[name]
         self.file_themes[name] = loaded
-        self.app.register_theme(loaded.theme)
+        self.ui.register_theme(loaded.theme)
         return True
 
     def _drop(self, name: str, path: Path) -> bool:
@@ -134,7 +134,7 @@ class ThemeManager:
         The theme in use is kept registered (it just stops following its file).
         """
         current = self.file_themes.get(name)
-        if current is None or current.path != path or name == self.app.theme:
+        if current is None or current.path != path or name == self.ui.theme:
             return False
         del self.file_themes[name]
         others = sorted(
@@ -149,9 +149,9 @@ class ThemeManager:
             except ThemeFileError:
                 continue
         if name in self._shadowed:
-            self.app.register_theme(self._shadowed.pop(name))
+            self.ui.register_theme(self._shadowed.pop(name))
         else:
-            self.app.unregister_theme(name)
+            self.ui.unregister_theme(name)
         return True
 
     def _read_all(self) -> tuple[list[LoadedTheme], list[ThemeLoadError]]:
@@ -183,12 +183,12 @@ class ThemeManager:
     # ----------------------------------------------------------------- choosing
     def available_themes(self) -> list[str]:
         """Sorted names of every registered theme (Textual's and the files')."""
-        return sorted(self.app.available_themes)
+        return sorted(self.ui.available_themes)
 
     def apply(self, name: str) -> str:
         """Switch to ``name``; an unknown name falls back to the default with a warning."""
-        if name not in self.app.available_themes:
-            self.app.notify(
+        if name not in self.ui.available_themes:
+            self.ui.notify(
                 f"Theme {name!r} is not available; using {DEFAULT_THEME!r}. "
                 f"Themes: {', '.join(self.available_themes())}",
                 title="Unknown theme",
@@ -196,13 +196,13 @@ class ThemeManager:
                 timeout=10,
             )
             name = DEFAULT_THEME
-        self.app.theme = name
+        self.ui.theme = name
         return name
 
     def report_errors(self) -> None:
         """One warning notification listing every theme file that was skipped."""
         if self.errors:
-            self.app.notify(
+            self.ui.notify(
                 "\n".join(str(error) for error in self.errors),
                 title=f"{len(self.errors)} theme file(s) skipped",
                 severity="warning",
@@ -216,11 +216,11 @@ class ThemeManager:
         ``textual-dark``), it is applied at once and the theme files are read in a worker,
         off the path to the first frame; otherwise they are read first (blocking, small).
         """
-        if selected in self.app.available_themes:
+        if selected in self.ui.available_themes:
             applied = self.apply(selected)
             self._files_read.clear()
             self.start()
-            self.app.run_worker(self._load_later(), group="theme-load", exit_on_error=False)
+            self.ui.run_worker(self._load_later(), group="theme-load", exit_on_error=False)
             return applied
         self.load()
         applied = self.apply(selected)
@@ -233,22 +233,22 @@ class ThemeManager:
         # whose import would compete with that frame for the interpreter
         try:
             painted = asyncio.Event()
-            self.app.call_after_refresh(painted.set)
+            self.ui.call_after_refresh(painted.set)
             await painted.wait()
             if self.load_after is not None:
                 await self.load_after()
-            was_ansi = self.app.current_theme.ansi
+            was_ansi = self.ui.current_theme.ansi
             await self.load_async()
         finally:
             self._files_read.set()
         self.report_errors()
-        if self.app.theme in self.file_themes:  # a file overrides the built-in in use
-            self._reapply(self.app.theme, was_ansi)
+        if self.ui.theme in self.file_themes:  # a file overrides the built-in in use
+            self._reapply(self.ui.theme, was_ansi)
 
     async def wait_loaded(self) -> None:
         """Wait until a deferred ``install`` has read the theme files (tests, scripts)."""
-        await self.app.workers.wait_for_complete(
-            [worker for worker in self.app.workers if worker.group == "theme-load"]
+        await self.ui.workers.wait_for_complete(
+            [worker for worker in self.ui.workers if worker.group == "theme-load"]
         )
 
     # ----------------------------------------------------------------- watching, persisting
@@ -257,14 +257,14 @@ class ThemeManager:
         if self._started:
             return
         self._started = True
-        self._persisted = self.app.theme  # the theme in place now came from the config
-        self.app.set_class(self.app.current_theme.ansi, ANSI_CLASS)
+        self._persisted = self.ui.theme  # the theme in place now came from the config
+        self.ui.set_class(self.ui.current_theme.ansi, ANSI_CLASS)
         if not self._subscribed:
             # never unsubscribed: ``Signal.unsubscribe(app)`` would drop the app's other callbacks
             self._subscribed = True
-            self.app.theme_changed_signal.subscribe(self.app, self._on_theme_changed, immediate=True)
+            self.ui.theme_changed_signal.subscribe(self.ui, self._on_theme_changed, immediate=True)
         if self.watch:
-            self.app.run_worker(
+            self.ui.run_worker(
                 self._watch_loop(), name="theme-watcher", group="theme-watcher",
                 exclusive=True, exit_on_error=False,
             )
@@ -273,7 +273,7 @@ class ThemeManager:
         if not self._started:
             return
         self._started = False
-        self.app.workers.cancel_group(self.app, "theme-watcher")
+        self.ui.workers.cancel_group(self.ui, "theme-watcher")
 
     async def _watch_loop(self) -> None:
         await self._files_read.wait()
@@ -286,8 +286,8 @@ class ThemeManager:
         stamps, changes = await asyncio.to_thread(_read_changes, self.dirs, self._stamps)
         self._stamps = stamps
         touched: list[str] = []
-        current = self.app.theme
-        was_ansi = self.app.current_theme.ansi
+        current = self.ui.theme
+        was_ansi = self.ui.current_theme.ansi
         for path in changes.removed:
             name = self._owner.pop(path, None)
             if name is not None and self._drop(name, path):
@@ -298,7 +298,7 @@ class ThemeManager:
                 touched.append(loaded.theme.name)
                 reapply = reapply or loaded.theme.name == current
         if changes.errors:
-            self.app.notify(
+            self.ui.notify(
                 "\n".join(f"{error} (previous version kept)" for error in changes.errors),
                 title="Theme file not reloaded",
                 severity="warning",
@@ -309,27 +309,27 @@ class ThemeManager:
         return touched
 
     def _reapply(self, name: str, was_ansi: bool) -> None:
-        theme = self.app.get_theme(name)
+        theme = self.ui.get_theme(name)
         if theme is None:
             return
         if theme.ansi != was_ansi:
             # the ANSI colour filter is only rebuilt by a real theme switch
-            self.app.theme = DEFAULT_THEME if name != DEFAULT_THEME else "textual-light"
-            self.app.theme = name
+            self.ui.theme = DEFAULT_THEME if name != DEFAULT_THEME else "textual-light"
+            self.ui.theme = name
             return
-        self.app.refresh_css(animate=False)
-        self.app.theme_changed_signal.publish(theme)
+        self.ui.refresh_css(animate=False)
+        self.ui.theme_changed_signal.publish(theme)
 
     def _on_theme_changed(self, theme: Theme) -> None:
-        if not self._started or theme.name != self.app.theme:
+        if not self._started or theme.name != self.ui.theme:
             return
-        self.app.set_class(theme.ansi, ANSI_CLASS)
+        self.ui.set_class(theme.ansi, ANSI_CLASS)
         name = theme.name
         if not self.persist or name == self._persisted:
             return
         self._persisted = name
         self._wanted = name
-        self.app.run_worker(self._persist(), group="theme-persist", exit_on_error=False)
+        self.ui.run_worker(self._persist(), group="theme-persist", exit_on_error=False)
 
     async def _persist(self) -> None:
         from ..config_writer import ConfigWriteError
@@ -337,7 +337,7 @@ class ThemeManager:
         try:
             await asyncio.to_thread(self._write_wanted)
         except ConfigWriteError as exc:
-            self.app.notify(str(exc), title="Theme choice not saved", severity="warning", timeout=10)
+            self.ui.notify(str(exc), title="Theme choice not saved", severity="warning", timeout=10)
 
     def _write_wanted(self) -> None:
         with self._write_lock:  # the latest choice wins even if two writes overlap
@@ -346,6 +346,6 @@ class ThemeManager:
 
     async def wait_persisted(self) -> None:
         """Wait until pending writes of the theme choice are done (tests, scripts)."""
-        await self.app.workers.wait_for_complete(
-            [worker for worker in self.app.workers if worker.group == "theme-persist"]
+        await self.ui.workers.wait_for_complete(
+            [worker for worker in self.ui.workers if worker.group == "theme-persist"]
         )

@@ -351,13 +351,13 @@ STYLE_NAMES = (
 _THEME_STYLES: dict[tuple[int, bool], tuple[object, dict[str, Style]]] = {}
 
 
-def theme_styles(app: App[object]) -> dict[str, Style]:
+def theme_styles(ui: App[object]) -> dict[str, Style]:
     """Every style name of the layout, resolved for the app's current theme."""
-    theme, ansi = app.current_theme, app.native_ansi_color
+    theme, ansi = ui.current_theme, ui.native_ansi_color
     cached = _THEME_STYLES.get((id(theme), ansi))
     if cached is not None and cached[0] is theme:
         return cached[1]
-    variables = app.theme_variables
+    variables = ui.theme_variables
     styles = {name: Style.parse(style_markup(name, variables, dark=theme.dark, ansi=ansi)) for name in STYLE_NAMES}
     # inline code resolves as MarkdownBlock's component class does (a partial style: its
     # translucent background is blended on its own)
