@@ -441,6 +441,8 @@ class Conversation:
         )
         msg.run_ids = run_ids
         msg.is_streaming = item.is_streaming
+        if item.is_streaming and item.run_id:  # a run still going (waiting for an answer): the thread's active run
+            self.active_run_id = item.run_id
         self.messages.append(msg)
         self._by_group[group] = msg
         for run_id in run_ids:
