@@ -28,13 +28,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from ..bus.base import EventBus
 from ..protocol.api import ConfirmBody, ConfirmResponse
@@ -63,7 +61,6 @@ from ..runtime.model import ModelAdapter
 from ..runtime.usage import Usage
 from ..store.base import RunRecord, Store, StoredEvent
 from ..store.errors import is_unavailable
-from . import run_recovery
 from .approvals import load_allowances, remember_allowance
 from .confirmations import (
     DEFAULT_TTL_SECONDS,
@@ -88,49 +85,13 @@ from .errors import (
 )
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
 from .mapping import ChunkMapper, Suspension
+from .run_recovery import RunRecovery
+from .run_table import TITLE_USAGE_KEY, ActiveRun, RunTable
 from .usage import USAGE_KEY, add_run_to_thread, usage_to_wire
 
 log = logging.getLogger(__name__)
 
-INTERRUPTED_TOOL = "Interrupted by a process restart — effect unverified; verify before retrying."
 BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
-
-RunStatus = Literal["active", "suspended"]
-#: the run record's key for the title generation's usage (added to ``usage`` when the run ends)
-TITLE_USAGE_KEY = "titleUsage"
-
-
-@dataclass
-class ActiveRun:
-    """A run of this process that has not finished (running or waiting for the user)."""
-
-    ctx: RunContext
-    message_id: str
-    user_text: str
-    record: RunRecord
-    status: RunStatus = "active"
-    stream: AgentStream | None = None
-    task: asyncio.Task[None] | None = None
-    confirmations: dict[str, PendingConfirmation] = field(default_factory=dict)
-    cancel_reason: str | None = None
-    title_task: asyncio.Task[None] | None = None
-    finished: asyncio.Future[str] | None = None
-    finishing: bool = False
-    #: tokens and cost so far: the orchestrator's (cumulative over its suspensions) with its sub-agents'
-    usage: Usage = field(default_factory=Usage)
-    #: the title generation's
-    title_usage: Usage = field(default_factory=Usage)
-    #: input tokens of the orchestrator's last model request (the context window in use)
-    context_tokens: int = 0
-
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self.ctx.thread_id
-
 
 @dataclass
 class ManagerOptions:
@@ -138,12 +99,6 @@ class ManagerOptions:
     generate_titles: bool = True
     title_timeout: float = 15.0
     owner: str | None = None
-
-
-@dataclass(slots=True)
-class _LockEntry:
-    lock: asyncio.Lock
-    users: int = 0
 
 
 class RunManager:
@@ -161,29 +116,14 @@ class RunManager:
         #: who else runs this store's threads (``assistant.coordination``); sets ``options.owner``
         self.coordinator: RunCoordinator = coordinator or LocalCoordinator(self.options.owner)
         self.options.owner = self.coordinator.instance_id
-        self._runs: dict[str, ActiveRun] = {}
-        self._by_request: dict[str, str] = {}
-        self._locks: dict[str, _LockEntry] = {}
+        #: the unfinished runs, shared with recovery (``assistant.run_table``)
+        self.table = RunTable()
+        self.recovery = RunRecovery(self.table, self, store=store, bus=bus, services=services,
+                                    coordinator=self.coordinator)
 
     # ----------------------------------------------------------------- queries
     def live(self, thread_id: str) -> ActiveRun | None:
-        return self._runs.get(thread_id)
-
-    @contextlib.asynccontextmanager
-    async def _lock(self, thread_id: str) -> AsyncIterator[None]:
-        """The thread's lock, held for the block. It exists only while someone holds or waits
-        for it (a lock per thread id ever seen grew without bound)."""
-        entry = self._locks.get(thread_id)
-        if entry is None:
-            entry = self._locks[thread_id] = _LockEntry(asyncio.Lock())
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0 and self._locks.get(thread_id) is entry:
-                del self._locks[thread_id]
+        return self.table.get(thread_id)
 
     # ----------------------------------------------------------------- start
     async def start(self, thread_id: str, text: str, *, model_text: str | None = None,
@@ -192,7 +132,7 @@ class RunManager:
         the message with its ``@server:uri`` attachments, listed in ``run-start``'s ``attachments``)."""
         if not text or not text.strip():
             raise InvalidRequest("the message must not be empty")
-        async with self._lock(thread_id):
+        async with self.table.lock(thread_id):
             await self._refuse_if_busy(thread_id)
             run_id, group_id, message_id = new_run_id(), new_message_group_id(), new_message_id()
             await self._hold_thread(thread_id, run_id)
@@ -203,7 +143,7 @@ class RunManager:
                     thread_id=thread_id, run_id=run_id, message_group_id=group_id,
                     orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
                     services=self.services, allowances=await load_allowances(self.store, thread_id),
-                    model=await run_recovery.thread_model(self, thread_id),
+                    model=await self.recovery.thread_model(thread_id),
                 )
                 record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
                                    owner=self.options.owner, started_at=datetime.now(UTC),
@@ -214,7 +154,7 @@ class RunManager:
                 raise
             run = ActiveRun(ctx, message_id, text, record)
             run.finished = asyncio.get_running_loop().create_future()
-            self._runs[thread_id] = run
+            self.table.runs[thread_id] = run
             try:
                 extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
                 ctx.emitter.emit(RunStartEvent(agent_id=ctx.orchestrator_id, payload=RunStartPayload(
@@ -234,13 +174,13 @@ class RunManager:
             return run_id
 
     async def _refuse_if_busy(self, thread_id: str) -> None:
-        run = self._runs.get(thread_id)
+        run = self.table.runs.get(thread_id)
         if run is not None and run.finishing and run.finished is not None:
             await asyncio.shield(run.finished)  # ending right now: wait for run-finish
-            run = self._runs.get(thread_id)
+            run = self.table.runs.get(thread_id)
         if run is not None:
             if run.status == "suspended" and run.confirmations and all(c.expired() for c in run.confirmations.values()):
-                await self._end_suspended(run, "cancelled", "timeout")
+                await self.end_suspended(run, "cancelled", "timeout")
             else:
                 raise RunActive(BUSY_MESSAGE)
         for record in await self.store.list_runs(thread_id=thread_id, status=["active", "suspended"]):
@@ -380,7 +320,7 @@ class RunManager:
             )
             pending.request = build_request(pending, suspension, card)
             run.confirmations[pending.request_id] = pending
-            self._by_request[pending.request_id] = run.thread_id
+            self.table.by_request[pending.request_id] = run.thread_id
             fresh.append(pending)
         run.status = "suspended"
         run.stream = None
@@ -388,11 +328,11 @@ class RunManager:
         await self._save_record(run, "suspended")
         await self.coordinator.release(run.thread_id, run.run_id, finished=False)  # the record keeps it busy
         for pending in fresh:
-            self._publish_request(run, pending)
+            self.publish_request(run, pending)
         await run.ctx.emitter.flush()
 
     @staticmethod
-    def _publish_request(run: ActiveRun, pending: PendingConfirmation) -> None:
+    def publish_request(run: ActiveRun, pending: PendingConfirmation) -> None:
         run.ctx.emitter.emit(ConfirmationRequestEvent(
             agent_id=pending.agent_id, response_id=pending.response_id or None,
             payload=ConfirmationPayload.model_validate(pending.request),
@@ -421,24 +361,24 @@ class RunManager:
     # ----------------------------------------------------------------- confirm
     async def confirm(self, request_id: str, body: ConfirmBody, *, route: bool = True) -> ConfirmResponse:
         """Resume the run waiting for ``request_id``; with ``route``, also one another server process holds."""
-        thread_id = self._by_request.get(request_id)
-        run = self._runs.get(thread_id) if thread_id else None
+        thread_id = self.table.by_request.get(request_id)
+        run = self.table.runs.get(thread_id) if thread_id else None
         if run is None or request_id not in run.confirmations:
             if route:
                 return await self.coordinator.confirm_elsewhere(request_id, body)
             raise ConfirmationNotFound(f"no pending confirmation {request_id!r} (answered, cancelled or unknown)")
-        async with self._lock(run.thread_id):
+        async with self.table.lock(run.thread_id):
             if run.task is not None and not run.task.done():
                 # another answer resumed the run; it suspends again (or ends) before this one applies
                 await asyncio.shield(run.task)
-            if self._runs.get(run.thread_id) is not run or request_id not in run.confirmations:
+            if self.table.runs.get(run.thread_id) is not run or request_id not in run.confirmations:
                 raise ConfirmationNotFound(f"confirmation {request_id!r} is no longer pending (the run ended)")
             pending = run.confirmations[request_id]
             if pending.expired():
                 run.confirmations.pop(request_id, None)
-                self._by_request.pop(request_id, None)
+                self.table.by_request.pop(request_id, None)
                 if not run.confirmations or all(c.expired() for c in run.confirmations.values()):
-                    await self._end_suspended(run, "cancelled", "timeout")
+                    await self.end_suspended(run, "cancelled", "timeout")
                 else:
                     await self._save_record(run, "suspended")
                 raise ConfirmationExpired(f"confirmation {request_id!r} expired")
@@ -464,7 +404,7 @@ class RunManager:
                 except ResumeConflict:
                     raise ConfirmationNotFound(f"confirmation {request_id!r} was already answered") from None
                 except CheckpointNotFound as exc:
-                    await self._end_suspended(run, "error", "The paused run could not be resumed (its state is gone).")
+                    await self.end_suspended(run, "error", "The paused run could not be resumed (its state is gone).")
                     raise ConfirmationExpired(f"confirmation {request_id!r} can no longer be resumed: {exc}") from None
                 except RuntimeApiError as exc:
                     raise ConfirmationNotFound(f"confirmation {request_id!r} cannot be resumed: {exc}") from None
@@ -472,7 +412,7 @@ class RunManager:
                 await self.coordinator.release(run.thread_id, run.run_id, finished=False)
                 raise
             run.confirmations.pop(request_id, None)
-            self._by_request.pop(request_id, None)
+            self.table.by_request.pop(request_id, None)
             await self._save_record(run, "active")
             self._drive(run, scope, stream)
             return ConfirmResponse(ok=True, run_id=run.run_id)
@@ -481,17 +421,17 @@ class RunManager:
     async def cancel(self, thread_id: str, reason: str = "user_cancelled", *, route: bool = True) -> bool:
         """End the thread's run as cancelled; False when nothing was running (idempotent).
         With ``route``, a run of another process is cancelled there."""
-        run = self._runs.get(thread_id)
-        if run is None and thread_id in self._locks:
+        run = self.table.runs.get(thread_id)
+        if run is None and self.table.locked(thread_id):
             # a POST chat is starting a run right now: wait for it and cancel what it started
             # (answering "ok" while the run went on was the race of issue 15)
-            async with self._lock(thread_id):
+            async with self.table.lock(thread_id):
                 pass
-            run = self._runs.get(thread_id)
+            run = self.table.runs.get(thread_id)
         if run is None:
             return await self.coordinator.cancel_elsewhere(thread_id, reason) if route else False
         run.cancel_reason = run.cancel_reason or reason
-        while self._runs.get(thread_id) is run:
+        while self.table.runs.get(thread_id) is run:
             task = run.task
             if task is not None and not task.done():
                 if run.stream is not None:
@@ -505,33 +445,33 @@ class RunManager:
                 except Exception:  # noqa: BLE001 - stopping a sub-agent: its own failure is already reported
                     pass
                 continue
-            async with self._lock(thread_id):
-                if self._runs.get(thread_id) is not run:
+            async with self.table.lock(thread_id):
+                if self.table.runs.get(thread_id) is not run:
                     break
                 if run.task is not None and not run.task.done():
                     continue  # a confirm resumed it meanwhile: abort that
                 if run.status == "suspended":
-                    await self._end_suspended(run, "cancelled", run.cancel_reason or reason)
+                    await self.end_suspended(run, "cancelled", run.cancel_reason or reason)
                 break
         assert run.finished is not None
         return run.finished.done() and run.finished.result() == "cancelled"
 
-    async def _end_suspended(self, run: ActiveRun, status: str, reason: str) -> None:
+    async def end_suspended(self, run: ActiveRun, status: str, reason: str) -> None:
         """Finish a suspended run: close its pending calls and checkpoints, then ``run-finish``."""
         emitter = run.ctx.emitter
         for pending in run.confirmations.values():
-            self._by_request.pop(pending.request_id, None)
+            self.table.by_request.pop(pending.request_id, None)
             emitter.emit(tool_error(pending.agent_id, pending.tool_call_id, _cancelled_text(reason)))
             if pending.agent_id != run.ctx.orchestrator_id:
                 emitter.emit(agent_completed(pending.agent_id, "", "cancelled", error=_cancelled_text(reason)))
                 emitter.emit(tool_error(run.ctx.orchestrator_id, pending.resume_tool_call_id, _cancelled_text(reason)))
             if pending.sub_run_id:
-                await self._complete_checkpoint(pending.sub_run_id)
+                await self.complete_checkpoint(pending.sub_run_id)
         run.confirmations.clear()
-        await self._complete_checkpoint(run.run_id)
+        await self.complete_checkpoint(run.run_id)
         await self._finish(run, status, reason)
 
-    async def _complete_checkpoint(self, run_id: str) -> None:
+    async def complete_checkpoint(self, run_id: str) -> None:
         try:
             await self.services.checkpoints.complete(run_id)
         except Exception as exc:  # noqa: BLE001 - the checkpoint expires by itself; logged
@@ -540,7 +480,7 @@ class RunManager:
     async def _finish(self, run: ActiveRun, status: str, reason: str | None = None) -> None:
         """End the run: its snapshot is saved, then ``run-finish`` is stored, then the record says
         finished, then ``run-finish`` is delivered (so whoever sees it finds the run finished),
-        then the thread is free (:meth:`_publish_finish`).
+        then the thread is free (:meth:`publish_finish`).
 
         The record changes only once ``run-finish`` is in the log, so a crash at any point
         leaves either an ``active`` record whose log lacks ``run-finish`` (the sweep closes the
@@ -557,10 +497,10 @@ class RunManager:
             emitter = run.ctx.emitter
             await emitter.flush()
             run.usage, run.title_usage = run.usage + run.title_usage, Usage()
-            usage = await self._count_usage(run.thread_id, run.run_id, run.usage, run.context_tokens)
+            usage = await self.count_usage(run.thread_id, run.run_id, run.usage, run.context_tokens)
             finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason, **usage)
             for request_id in list(run.confirmations):
-                self._by_request.pop(request_id, None)
+                self.table.by_request.pop(request_id, None)
             run.confirmations.clear()
             for task in list(run.ctx.background.values()):
                 if task.status == "running":
@@ -576,10 +516,10 @@ class RunManager:
                 except Exception:
                     log.exception("run %s: recording the finished run failed", run.run_id)
 
-            await self._publish_finish(emitter, finish_event, record)
+            await self.publish_finish(emitter, finish_event, record)
         finally:
-            if self._runs.get(run.thread_id) is run:
-                del self._runs[run.thread_id]
+            if self.table.runs.get(run.thread_id) is run:
+                del self.table.runs[run.thread_id]
             await self.coordinator.release(run.thread_id, run.run_id, finished=True)
             await self._coalesce(run)  # the thread is free already: a new run does not wait for this
             if run.finished is not None and not run.finished.done():
@@ -595,7 +535,7 @@ class RunManager:
         except Exception:
             log.exception("run %s: coalescing its stored deltas failed", run.run_id)
 
-    async def _publish_finish(self, emitter: RunEmitter, finish_event: Event, record: Any) -> None:
+    async def publish_finish(self, emitter: RunEmitter, finish_event: Event, record: Any) -> None:
         """Store ``run-finish``, then ``await record()``, then deliver it: one step as far as a
         crash is concerned (see ``_finish``). If it cannot be stored, the record is written anyway
         (the thread must not stay busy) and the failure logged."""
@@ -620,7 +560,7 @@ class RunManager:
                 await record()
                 return
 
-    async def _count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0) -> dict[str, Any]:
+    async def count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0) -> dict[str, Any]:
         """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
         client reading the thread after it sees the total); the ``run-finish`` payload fields
         (``usage.contextTokens``: how full the model's context was at the run's last request)."""
@@ -664,42 +604,43 @@ class RunManager:
     # ----------------------------------------------------------------- restart (assistant.run_recovery)
     async def recover(self) -> None:
         """After a restart: sweep runs that cannot resume, reload suspended ones."""
-        await run_recovery.recover(self)
+        await self.coordinator.start(self)
+        await self.recovery.recover()
 
     async def expire(self) -> int:
         """End suspended runs whose every confirmation expired; how many ended."""
-        return await run_recovery.expire(self)
+        return await self.recovery.expire()
 
     # ----------------------------------------------------------------- other processes (assistant.coordination)
     def live_runs(self) -> list[ActiveRun]:
-        return list(self._runs.values())
+        return list(self.table.runs.values())
 
     def has_request(self, request_id: str) -> bool:
-        return request_id in self._by_request
+        return self.table.thread_of(request_id) is not None
 
     async def sweep_orphan(self, record: RunRecord) -> None:
         """End a run its (crashed) owner left ``active``: ``run-finish {interrupted, crash_interrupted}``."""
-        await run_recovery.sweep(self, record)
+        await self.recovery.sweep(record)
 
     async def adopt(self, record: RunRecord) -> None:
         """Take over a suspended run whose owner is gone (or our own, after a restart)."""
-        if record.thread_id in self._runs:
+        if record.thread_id in self.table.runs:
             return
         if record.owner != self.options.owner:
             record.owner = self.options.owner
             await self.store.upsert_run(record)
-        await run_recovery.reload(self, record)
+        await self.recovery.reload(record)
 
     def abandon(self, thread_id: str, run_id: str) -> None:
         """Another process took this run over (our lease expired): drop it here, publish nothing more."""
-        run = self._runs.get(thread_id)
+        run = self.table.runs.get(thread_id)
         if run is None or run.run_id != run_id:
             return
         run.finishing = True  # _finish does nothing now: the run's end is the other process's
         run.ctx.emitter.close()
-        del self._runs[thread_id]
+        del self.table.runs[thread_id]
         for request_id in run.confirmations:
-            self._by_request.pop(request_id, None)
+            self.table.by_request.pop(request_id, None)
         if run.stream is not None:
             run.stream.abort()
         if run.task is not None and not run.task.done():
@@ -711,7 +652,7 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """End every active run with ``run-finish {cancelled, service_shutdown}``."""
-        active = [r for r in self._runs.values() if r.status == "active"]
+        active = [r for r in self.table.runs.values() if r.status == "active"]
         await asyncio.gather(*(self.cancel(r.thread_id, "service_shutdown", route=False) for r in active),
                              return_exceptions=True)
         await self.coordinator.stop()

@@ -23,7 +23,7 @@ async def test_no_lock_is_kept_per_thread_id(tmp_path: Path) -> None:
             live = service.runs.live(thread)
             if live is not None and live.finished is not None:
                 await live.finished
-        assert service.runs._locks == {}
+        assert service.runs.table._locks == {}
         # the lock still serialises: two sends racing on one thread start one run
         results = await asyncio.gather(service.send("race", "hello"), service.send("race", "hello"),
                                        return_exceptions=True)
@@ -31,7 +31,7 @@ async def test_no_lock_is_kept_per_thread_id(tmp_path: Path) -> None:
         assert sum(isinstance(r, RunActive) for r in results) == 1
     finally:
         await service.shutdown()
-    assert service.runs._locks == {}
+    assert service.runs.table._locks == {}
 
 
 async def test_scripted_model_keeps_a_bounded_request_history() -> None:

@@ -123,8 +123,8 @@ async def test_request_recorded_but_not_published_is_published_on_reload(make_ai
                                                                           monkeypatch: Any) -> None:
     from instance_ai_tui.assistant.run_manager import RunManager
 
-    original = RunManager.__dict__["_publish_request"]
-    monkeypatch.setattr(RunManager, "_publish_request", staticmethod(lambda run, pending: None))  # "dies" here
+    original = RunManager.__dict__["publish_request"]
+    monkeypatch.setattr(RunManager, "publish_request", staticmethod(lambda run, pending: None))  # "dies" here
     ai = await make_ai(ScriptedModel([WRITE]), workspace_root=workspace)
     run_id = await ai.send("lost", "write r.md")
     async def suspended() -> bool:
@@ -134,7 +134,7 @@ async def test_request_recorded_but_not_published_is_published_on_reload(make_ai
     before = [e.data() for e in await ai.store.read_events("lost")]
     assert "confirmation-request" not in types(before)
     await ai.shutdown()
-    monkeypatch.setattr(RunManager, "_publish_request", original)
+    monkeypatch.setattr(RunManager, "publish_request", original)
     ai2 = await make_ai(ScriptedModel(["Written."]), workspace_root=workspace)
     request = (await collect(ai2, "lost", after=len(before), until=("confirmation-request",)))[-1]
     assert request["runId"] == run_id and request["payload"]["toolName"] == "write-file"
