@@ -107,7 +107,7 @@ class OpenThread:
 
     # ----------------------------------------------------------------- which thread
     def use_client(self, client: Client) -> None:
-        """The app's client was built (``tui.boot.attach``): the thread on screen is its."""
+        """The app's client was built (``InstanceAiApp.attach``): the thread on screen is its."""
         self.client = client
 
     def show(self, thread_id: str | None, conversation: Conversation, client: Client) -> None:

@@ -75,7 +75,7 @@ class Threads:
         thread.when_created(self._created)
 
     def use_client(self, client: Client) -> None:
-        """The app's client was built (``tui.boot``)."""
+        """The app's client was built (``tui.startup``)."""
         old, self.main = self.main, client
         if self.thread.client is old:  # (a thread opened while the app started: Ctrl+N)
             self.thread.use_client(client)
@@ -211,7 +211,7 @@ class Threads:
 
     async def refresh_model_info(self, thread_id: str | None) -> None:
         """The status line's model and context window (a ``GET /models`` for some clients), once
-        a message typed at start went to the model (``start_sent``, ``tui.boot``)."""
+        a message typed at start went to the model (``start_sent``, ``tui.startup``)."""
         await self.start_sent.wait()
         await self.show_model_info(thread_id)
 

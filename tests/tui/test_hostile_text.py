@@ -157,7 +157,7 @@ async def _sweep(card: str) -> str:
         await until(lambda: app.thread_id == "t" and bool(app.pending), pilot)
         app.actions.show_threads()
         app.show_error(f"Cannot list threads: {ClientError(HOSTILE)}")  # as the app words a server's error
-        app.connection_state_changed(ConnectionState.OFFLINE, client_detail(HOSTILE))
+        app.connection.on_state(ConnectionState.OFFLINE, client_detail(HOSTILE))
         app.notify(f"raw {HOSTILE}", title="note")  # any notification, whatever built its text
         await until(lambda: drawn("second ok␛", "Cannot list threads: ok␛", "raw ok␛"), pilot, interval=0.1)
         # every block open (a sub-agent's own blocks mount once it is), until the conversation's texts are drawn

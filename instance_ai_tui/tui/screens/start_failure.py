@@ -1,6 +1,6 @@
 """The start-failure screen (issue 26): the app cannot start, and says why instead of hanging.
 
-Shown by ``tui.boot`` when the storage cannot open (a corrupt, locked, read-only or too new
+Shown by ``tui.startup`` when the storage cannot open (a corrupt, locked, read-only or too new
 database file: ``client.base.StorageError``), when opening the client fails in a way no dialog
 can fix, or when ``--thread`` names a thread that does not exist. It names the part, what
 happened and the fix (its words come from the error classes: ``store.errors``), and the app

@@ -128,7 +128,7 @@ def drawn_flat(source: str) -> bool:
 
 #: text that makes the parsers compile every regular expression they compile lazily (links,
 #: e-mail addresses, tables, ...): 60 ms of ``re`` work on first use, done in a background
-#: thread at start (``tui.boot.warm_up_markdown``) instead of in the middle of a stream
+#: thread at start (``tui.startup.warm_up_markdown``) instead of in the middle of a stream
 WARM_UP = (
     "# Warm *up*\n\nA [link](http://example.com/a), http://example.com/a?b=1 https://example.net ftp://example.org "
     "//example.com mailto:me@example.com me@example.com www.example.org, ~~old~~ `code` "
