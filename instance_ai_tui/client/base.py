@@ -235,6 +235,10 @@ class Client(abc.ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook: most clients have nothing to close
         """Release everything. Idempotent."""
 
+    async def identify(self) -> None:  # noqa: B027 - optional hook: a client in process does not change
+        """Read again who answers (``model_name``): after a reconnect the server may be another one
+        (restarted with another model, the demo or not). Raises ``ClientError`` when it cannot say."""
+
     async def __aenter__(self) -> Client:
         await self.open()
         return self

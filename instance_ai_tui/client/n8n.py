@@ -209,6 +209,10 @@ class N8nClient(Client):
     def _can_login(self) -> bool:
         return self._credentials is not None or bool(self._email or os.environ.get("N8N_EMAIL"))
 
+    async def identify(self) -> None:
+        """n8n's model again, after a reconnect (a restarted n8n may run another)."""
+        await self._load_model_name()
+
     async def _load_model_name(self) -> None:
         """Best effort: the admin settings name the model (members get 403, which is fine).
         An env-configured model is not named there (``envManaged.model.*`` are booleans)."""

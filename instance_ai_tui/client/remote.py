@@ -161,6 +161,18 @@ class RemoteClient(Client):
         self._opened = True
         self._set_state(ConnectionState.CONNECTED)
 
+    async def identify(self) -> None:
+        """The server's model again (``GET /health``), after a reconnect."""
+        try:
+            response = await self._client().get(f"{self._api}/health", headers=self._headers)
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise ServerUnreachable(f"cannot ask {self.base_url} which model it runs: {exc or type(exc).__name__}") \
+                from None
+        if isinstance(body, dict) and body.get("service") == "instance-ai":
+            self.model_name = str(body.get("model") or "")
+            self.server_version = str(body.get("version") or "")
+
     async def _check_token(self) -> None:
         """The health route is public: ask an authenticated one so a wrong token is caught now."""
         try:

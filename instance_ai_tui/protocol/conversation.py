@@ -691,6 +691,8 @@ class Conversation:
         msg.is_streaming = sync.status in ("active", "suspended")
         if msg.is_streaming and run_id:
             self.active_run_id = run_id
+        elif self.active_run_id is not None and self.active_run_id in run_ids:
+            self.active_run_id = None  # the frame says the run has ended
         self._streaming_changed = True
         self._confirmations_changed = True
 

@@ -10,19 +10,10 @@ The app is the composition root: it builds the screen (``screens.main.MainScreen
 the widgets and is the projection's frame sink) and the rooms, each from its collaborators, and
 hands Textual's events to them. No room is given the app:
 
-* ``app.thread`` (``tui.open_thread.OpenThread``) — the thread on screen: the one writer of its
-  client, id, conversation, waiting cards and run state, with its ``Outbox`` (queue, retry,
-  keep-in-prompt): the truth about what the person sent;
-* ``app.threads`` (``tui.threads``) — opening and switching threads, thread sources, the list;
-* ``app.sender`` (``tui.sending``) — Enter in the prompt: slash commands or the outbox;
-* ``app.cards`` (``tui.cards``) — cards waiting for an answer, the keyboard model (where keys
-  go, nothing moves focus by itself; ``docs/keyboard.md``), Ctrl+G;
-* ``app.run_status`` (``tui.run_status``) — status message, usage, panels, the badge;
-* ``app.actions`` (``tui.actions``) — what keys and commands do; ``tui.commands`` lists the
-  commands once (slash commands, palette, help);
-* ``app.connection`` (``tui.connection``) — the connection word and banner, resync after a reconnect;
-* ``app.projection`` (``tui.projection``) — the ingest worker and the frame;
-* ``app.boot`` (``tui.startup.Boot``) — start-up after the first frame; returns what it started.
+``app.thread`` (``tui.open_thread.OpenThread``) is the one writer of the thread on screen, with its
+``Outbox``; ``app.threads``, ``sender``, ``cards``, ``run_status``, ``actions``, ``connection``,
+``projection`` and ``boot`` (``tui.startup.Boot``) are the rooms — who owns what is in
+docs/architecture.md, "The TUI".
 
 Headless use (benchmarks, screenshots, tests)::
 
@@ -176,7 +167,7 @@ class InstanceAiApp(App[None]):
                                           open_thread=lambda: thread.thread_id,
                                           on_change=lambda: self.cards.changed())
         self.terminal = TerminalSignals(self._write_terminal)
-        self.connection = ConnectionWatcher(self, thread, self.status_line, resynced=lambda: self.threads.refresh_soon())
+        self.connection = ConnectionWatcher(self, thread, self.status_line, resynced=self._reconnected)
         self.run_status = RunStatus(self, thread, view=self.view, badge=self.badge, tasks_panel=self.tasks_panel,
                                     thread_list=self.thread_list, show_tasks=lambda: self.settings.ui.show_tasks,
                                     width=lambda: self.size.width)
@@ -267,6 +258,16 @@ class InstanceAiApp(App[None]):
     def start_error(self) -> str | None:
         """Why the app could not start: ``cli.tui`` prints it, exit code 2."""
         return self.boot.error
+
+    def _reconnected(self) -> None:
+        """After a reconnect's resync: the threads and who answers, read again (a restarted server may
+        run another model, the demo or not: the status line and the banner follow)."""
+        self.threads.refresh_soon()
+        self.run_worker(self._identify(), group="identify", exclusive=True, exit_on_error=False)
+
+    async def _identify(self) -> None:
+        if await self.boot.identify(self.client, self.settings):
+            await self.threads.show_model_info(self.thread.thread_id)
 
     async def _login(self, error: ClientError) -> bool:
         from .screens.login import offer_login

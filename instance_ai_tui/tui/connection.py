@@ -1,9 +1,11 @@
 """The app's side of a connection that comes and goes (issue 13).
 
 * ``ConnectionWatcher`` follows the client's state: the status line's connection word, a banner that
-  says why the app cannot send and what to do; after a reconnect it reads the thread's status and
-  settles any run that ended while the app was away ("interrupted by a server restart" when the
-  server has no record of its end), and the outbox sends what waited (``tui.open_thread``).
+  says why the app cannot send and what to do; after a reconnect it reads the thread's state from the
+  server and shows each run cut meanwhile as the server ended it — as a fresh client would —
+  ("interrupted by a server restart" only when the server has no record of it at all), reads the
+  server's identity again (``resynced``: the model, the demo or not), and the outbox sends what
+  waited (``tui.open_thread``).
 * ``TitleGuard``: a title received by event is never replaced by an older thread-list answer.
 * ``show_foreign_user_message``: a run started by another client gets its user message from
   the thread's history.
@@ -27,7 +29,7 @@ from ..client.base import ClientError, ConnectionState, StreamItem
 
 if TYPE_CHECKING:
     from ..client.base import Client
-    from ..protocol.api import ThreadInfo, ThreadStatus
+    from ..protocol.api import ThreadInfo, ThreadMessages, ThreadStatus
     from ..protocol.conversation import Conversation
     from .open_thread import OpenThread
     from .ports import Ui
@@ -234,21 +236,60 @@ class ConnectionWatcher:
         self._resync_task = asyncio.create_task(self.resync(), name="resync")
 
     async def resync(self) -> None:
-        """Read the thread's status; once the replay had its chance, end runs the server no longer has."""
+        """After a reconnect: once the replay had its chance, read the run's state from the server and
+        show what a fresh client would (``adopt_server_ends``); then the server's identity again."""
         thread = self.thread
         conversation, thread_id = thread.conversation, thread.thread_id
-        if conversation is None or thread_id is None:
-            return
-        await asyncio.sleep(self.settle_delay)
-        if thread.conversation is not conversation:
-            return
-        try:
-            status = await thread.client.status(thread_id)
-        except ClientError:
-            return
-        if thread.conversation is conversation and settle_interrupted(conversation, status):
-            thread.refresh_run_state()
+        if conversation is not None and thread_id is not None:
+            await asyncio.sleep(self.settle_delay)
+            if thread.conversation is conversation:
+                status: ThreadStatus | None = None
+                history: ThreadMessages | None = None
+                try:
+                    status = await thread.client.status(thread_id)
+                    if not (status.has_active_run or status.is_suspended) and live_runs(conversation):
+                        history = await thread.client.recent_messages(thread_id, RESYNC_PAGE)
+                except ClientError:
+                    status = history = None
+                if status is not None and thread.conversation is conversation and (
+                        adopt_server_ends(conversation, history) or settle_interrupted(conversation, status)):
+                    thread.refresh_run_state()
         self.resynced()
+
+
+#: messages read after a reconnect to learn how the runs cut by it ended
+RESYNC_PAGE = 20
+
+
+def live_runs(conversation: Conversation) -> list[str]:
+    """The runs the conversation still shows running."""
+    return [msg.run_id for msg in conversation.messages
+            if msg.run_id and msg.reducer is not None and msg.reducer.status == "active"]
+
+
+def adopt_server_ends(conversation: Conversation, history: ThreadMessages | None) -> list[str]:
+    """Runs the conversation shows running that the server's history has ended (a restarted server
+    swept them: ``interrupted``): their tree and end as the server keeps them — what a fresh client
+    shows. Returns their run ids."""
+    if history is None:
+        return []
+    from ..protocol.tree import RunSyncPayload
+
+    running = set(live_runs(conversation))
+    adopted: list[str] = []
+    for item in history.messages:
+        if (item.role != "assistant" or item.is_streaming or item.agent_tree is None
+                or item.agent_tree.status in ("active", "suspended")):
+            continue  # (the server kept no end for it: settled as a fresh client's opening does)
+        run_ids = item.run_ids or ([item.run_id] if item.run_id else [])
+        ended = running.intersection(run_ids)
+        if not ended:
+            continue
+        conversation.apply_run_sync(RunSyncPayload(run_id=item.run_id or "", message_group_id=item.message_group_id,
+                                                   run_ids=run_ids, agent_tree=item.agent_tree,
+                                                   status=item.agent_tree.status))
+        adopted.extend(ended)
+    return adopted
 
 
 def lacks_user_message(conversation: Conversation, run_id: str) -> bool:

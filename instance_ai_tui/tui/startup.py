@@ -378,6 +378,17 @@ class Boot:
         self.screen.show_demo_banner()
         self.connection.status_line.refresh_info()
 
+    async def identify(self, client: Client, settings: Settings) -> bool:
+        """Ask ``client`` again who answers (after a reconnect: a restarted server may run another model,
+        the demo or not) and show it; false when it could not say."""
+        try:
+            await client.identify()
+        except ClientError as exc:
+            self.ui.log.warning(f"the server did not say which model it runs: {exc}")
+            return False
+        self.show_identity(client, settings)
+        return True
+
     async def fail(self, message: str, code: str | None = None) -> None:
         """The app cannot start: the start-failure screen (part, cause, fix); closing it exits with 2,
         and ``cli/tui.py`` prints the same words on the terminal."""

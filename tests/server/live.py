@@ -41,8 +41,10 @@ async def serve_app(app: Starlette, port: int | None = None) -> AsyncIterator[st
 class ServeProcess:
     """``python -m instance_ai_tui serve`` in a subprocess, on a fixed port (so it can restart)."""
 
-    def __init__(self, db: Path, port: int | None = None, extra: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Path, port: int | None = None, extra: Sequence[str] = (), env: dict[str, str] | None = None,
+                 model: str = "demo") -> None:
         self.db = db
+        self.model = model
         self.port = port or free_port()
         self.extra = list(extra)
         self.env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
@@ -57,7 +59,7 @@ class ServeProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(  # noqa: ASYNC220 - starting a test server process; returns at once
             [sys.executable, "-m", "instance_ai_tui", "serve", "--port", str(self.port), "--db", str(self.db),
-             "--model", "demo", *self.extra],
+             "--model", self.model, *self.extra],
             stdout=log, stderr=log, env=self.env, cwd=str(REPO),
         )
         log.close()

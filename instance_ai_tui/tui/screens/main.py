@@ -51,7 +51,7 @@ class MainScreen(Screen[Any]):
     """The thread list, the conversation, the prompt, the status line and what is hidden at start.
 
     ``pending``: the cards waiting (shared with ``tui.cards``); ``client``: the n8n panel's (the
-    real one replaces the starting one: ``tui.boot.attach``)."""
+    real one replaces the starting one: ``InstanceAiApp.attach``)."""
 
     #: the prompt has the keys from the start (Textual's default is the first focusable widget,
     #: the thread list's search, until ``on_mount``'s focus has run)
@@ -101,10 +101,13 @@ class MainScreen(Screen[Any]):
         )
 
     def show_demo_banner(self) -> None:
-        """Mount the demo banner once the app knows the demo answers (after the settings are read,
-        and again once a server by ``--url`` has said which model it runs)."""
-        if self.status_info.demo and not self.query("#demo-banner"):
+        """The demo banner when the demo answers, none when not: once the settings are read, once a
+        server by ``--url`` has said which model it runs, and again after each reconnect."""
+        shown = self.query("#demo-banner")
+        if self.status_info.demo and not shown:
             self.query_one("#main").mount(demo_banner(), before=0)
+        elif not self.status_info.demo and shown:
+            shown.remove()
 
 
     # ----------------------------------------------------------------- the frame sink
