@@ -378,10 +378,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 #: import cycles that remain, each with the engineer removing it (issue 46 item 4): the agent loop and its
-#: run (``runtime/agent`` <-> ``run`` through ``_abort_run``), and approvals -> context -> the MCP manager
+#: run (``runtime/agent`` <-> ``run`` through ``_abort_run``)
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"runtime.agent", "runtime.run", "runtime.stop", "runtime.tool_execution"}): "context",
-    frozenset({"assistant.approvals", "assistant.context", "assistant.mcp.manager", "assistant.mcp.tools"}): "mcp",
 }
 
 

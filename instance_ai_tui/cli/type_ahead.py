@@ -129,12 +129,9 @@ def driver_class(default: type[Any]) -> type[Any]:
         def run_input_thread(self) -> None:
             early = take_early()
             if early:
-                from textual._xterm_parser import XTermParser
+                from ..tui.textual_internals import parse_input  # (Textual's private parser, behind its door)
 
-                parser = XTermParser(self._debug)
-                for event in parser.feed(early):
-                    self.process_message(event)
-                for event in parser.tick():
+                for event in parse_input(early, self._debug):
                     self.process_message(event)
             super().run_input_thread()
 

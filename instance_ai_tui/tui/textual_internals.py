@@ -13,8 +13,9 @@ version (``.ci/run``).
 The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._container_size``,
 ``Widget._styles_cache`` (``StylesCache._cache``, ``._dirty_lines``), ``Widget._render``,
 ``Widget._border_title``/``_border_subtitle``, ``MarkdownStream._pending``, ``App._driver``,
-``textual._resolve.resolve``, ``textual.keys._character_to_key`` (``character_key``), and the id of
-each screen's toast container (``TOASTS_CSS``).
+``textual._resolve.resolve``, ``textual.keys._character_to_key`` (``character_key``),
+``textual._xterm_parser.XTermParser`` (``parse_input``: keys typed before the app started, ``cli.type_ahead``),
+and the id of each screen's toast container (``TOASTS_CSS``).
 
 A streamed answer repaints its new rows only.
 
@@ -198,6 +199,15 @@ def app_driver(ui: object) -> Any:
     """The app's driver (``App._driver``; ``None`` headless or before it runs): the one way to
     write a control sequence (OSC 52, the window title) to the terminal."""
     return getattr(ui, "_driver", None)
+
+
+def parse_input(text: str, debug: bool = False) -> list[Any]:
+    """The events Textual's own input parser (``textual._xterm_parser.XTermParser``) makes of ``text``,
+    as its driver would of the same bytes read from the terminal (a pending Esc included)."""
+    from textual._xterm_parser import XTermParser
+
+    parser = XTermParser(debug)
+    return [*parser.feed(text), *parser.tick()]
 
 
 def character_key(character: str) -> str:

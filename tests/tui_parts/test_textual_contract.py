@@ -45,6 +45,16 @@ def test_private_module_resolve_has_the_signature_used() -> None:
         textual_internals.resolve_lengths([10, 20], 40, 1, [3, 3])) == 39
 
 
+def test_the_private_names_behind_the_doors_functions_still_work() -> None:
+    """``character_key`` (``textual.keys._character_to_key``) and ``parse_input``
+    (``textual._xterm_parser.XTermParser``) give what the app reads from them."""
+    from textual import events
+
+    assert textual_internals.character_key("!") == "exclamation_mark", _broken("textual.keys._character_to_key")
+    keys = [event for event in textual_internals.parse_input("hi\r") if isinstance(event, events.Key)]
+    assert [event.key for event in keys] == ["h", "i", "enter"], _broken("textual._xterm_parser.XTermParser")
+
+
 def test_markdown_stream_keeps_pending_fragments() -> None:
     assert hasattr(Markdown, "get_stream"), _broken("Markdown.get_stream")
     from textual.widgets._markdown import MarkdownStream
