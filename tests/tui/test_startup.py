@@ -187,13 +187,13 @@ async def test_the_first_thread_opens_after_the_markdown_warm_up(tmp_path: Path,
 
     monkeypatch.setattr(boot, "warm_up_markdown", slow_warm_up)
     app, gate, _built = gated_app(tmp_path)
-    real_open = app.open_thread
+    real_open = app.threads.open_first
 
-    async def open_thread(thread_id: str | None, source: str | None = None) -> None:
+    async def open_first(thread_id: str | None) -> None:
         order.append("thread opened")
-        await real_open(thread_id, source)
+        await real_open(thread_id)
 
-    app.open_thread = open_thread  # type: ignore[method-assign]
+    app.threads.open_first = open_first  # type: ignore[method-assign]  # (start-up opens the first thread here)
     async with app.run_test(size=SIZE):
         gate.set()
         await app.wait_until_ready()
