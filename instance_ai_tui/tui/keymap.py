@@ -15,83 +15,9 @@ and its rename and delete dialogs). ``action`` is the Textual action the binding
 the widget that declares it (``action_<name>``), ``keys`` its default key(s),
 comma-separated, in Textual's notation (``ctrl+n``, ``f1``, ``shift+enter``).
 
-====================  ===================  ==============  ======================
-id                    default keys         scope           action
-====================  ===================  ==============  ======================
-quit                  ctrl+q               app             quit
-help                  f1                   app             help
-command-palette       ctrl+p               app             command_palette
-new-thread            ctrl+n               app             new_thread
-toggle-threads        ctrl+b               app             toggle_threads
-toggle-tasks          ctrl+t               app             toggle_tasks
-focus-input           ctrl+l               app             focus_input
-next-pending-card     ctrl+g               app             next_pending_card
-cancel-run            escape               app             cancel_run
-interrupt             ctrl+c               app             interrupt
-theme-picker          f9                   app             theme_picker
-export                ctrl+s               app             export
-send                  enter                input           send
-newline               shift+enter,ctrl+j   input           newline
-expand-pastes         ctrl+o               input           expand_pastes
-page-up               pageup               input           page(-1)
-page-down             pagedown             input           page(1)
-scroll-to-end         end                  conversation    scroll_to_end
-load-older            home                 conversation    load_older
-copy-block            c                    conversation    copy_block
-copy-code             k                    conversation    copy_code
-conversation-back     escape               conversation    app.focus_input
-block-previous        alt+up               app             block_previous
-block-next            alt+down             app             block_next
-approve               y,enter              card            approve
-deny                  n                    card            deny
-always-allow          a                    card            always_allow
-confirm-always        enter                card_always     confirm_always
-cancel-always         escape               card_always     cancel_always
-search-threads        slash                thread_list     search_threads
-rename-thread         f2                   thread_list     rename_thread
-delete-thread         delete               thread_list     delete_thread
-threads-back          escape               thread_list     app.focus_input
-toggle-block          enter,space          block           toggle_block
-unfold-result         f                    tool_card       unfold
-request-changes       r                    plan            request_changes
-reject-plan           x                    plan            deny
-show-earlier          enter,space          more_steps      more
-show-earlier-text     enter,space          earlier_text    more
-load-earlier          enter,space          earlier_turns   load
-help.close            escape,f1,q          help            dismiss_help
-thread-search-down    down                 thread_search   leave_to_list
-thread-search-clear   escape               thread_search   clear_or_leave
-rename-cancel         escape               thread_rename   cancel
-delete-confirm        ctrl+d               thread_delete   confirm
-delete-cancel         escape               thread_delete   cancel
-resume-new            escape               resume          new_thread
-resume-down           down                 resume          move(1)
-resume-up             up                   resume          move(-1)
-rewind-cancel         escape               rewind          cancel
-edit-message          e                    user_message    edit_message
-find                  ctrl+f               app             find
-find-next             f3                   find            next
-find-previous         shift+enter,shift+f3 find            previous
-find-close            escape               find            close
-model-picker-cancel   escape               model_picker    cancel
-queue-edit            enter,e              queued          edit
-queue-remove          delete,x,backspace   queued          remove
-login-cancel          escape               login           cancel
-setup-browse          escape               setup           browse
-setup-quit            q                    setup           quit_app
-task-previous         up,k                 n8n_tasks       move(-1)
-task-next             down,j               n8n_tasks       move(1)
-task-cancel           x                    n8n_tasks       cancel_task
-task-correct          c                    n8n_tasks       correct_task
-wizard-enter          enter                questions       wizard_enter
-wizard-move           up,down              questions       wizard_move
-wizard-next           right                questions       wizard_next
-wizard-skip           s                    questions       wizard_skip
-wizard-back           left,backspace       questions       wizard_back
-wizard-leave-field    escape               questions       wizard_leave_field
-wizard-submit         enter,y              questions_review wizard_submit
-wizard-decline        x                    questions_review wizard_decline
-====================  ===================  ==============  ======================
+Every binding's id, default keys, scope and action: ``docs/keymap.md``, written from ``KEYS`` by
+``reference_markdown()`` (``python -m instance_ai_tui.tui.keymap > docs/keymap.md``; a test checks
+it is up to date).
 
 With ``ui.enter_sends = false`` the defaults of ``send`` and ``newline`` swap
 (send: shift+enter,ctrl+j; newline: enter). Input-scope bindings are ``priority`` so that
@@ -677,3 +603,19 @@ def scopes_for(node: DOMNode | None) -> list[str]:
         scopes.remove("app")
     scopes.append("app")
     return scopes
+
+
+def reference_markdown() -> str:
+    """Every binding of ``KEYS`` as a Markdown table: ``docs/keymap.md`` (the one written list of keys)."""
+    rows = "\n".join(f"| `{spec.id}` | {', '.join(f'`{key}`' for key in spec.keys.split(','))} | {spec.scope} | "
+                     f"`{spec.action}` | {spec.description} |" for spec in KEYS)
+    return ("# Key map\n\nEvery key binding of the app, from `instance_ai_tui/tui/keymap.py` (`KEYS`): its id (remap it in "
+            "the config file's `[ui.keys]`, e.g. `approve = \"y,ctrl+y\"`), its default keys in Textual's notation, where "
+            "it works, and the action it runs. With `ui.enter_sends = false` the defaults of `send` and `newline` swap. "
+            "Written by `python -m instance_ai_tui.tui.keymap > docs/keymap.md`; `tests/tui_parts/test_keymap.py` "
+            "checks it is up to date.\n\n| id | default keys | scope | action | what it does |\n|---|---|---|---|---|\n"
+            f"{rows}\n")
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

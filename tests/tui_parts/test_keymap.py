@@ -231,3 +231,17 @@ def test_the_new_ids_can_be_remapped_and_clash_checks_cover_them() -> None:
     with pytest.raises(KeyMapError) as error:
         KeyMap({"reject-plan": "r"})  # request-changes has r in the plan scope
     assert "request-changes" in str(error.value)
+
+
+def test_the_key_map_is_documented_once_from_its_table() -> None:
+    """Issue 46 item 5: the key map was written twice (the module's docstring and ``KEYS``) and the two
+    drifted; ``docs/keymap.md`` is written from ``KEYS`` (``keymap.reference_markdown``) and must be what
+    it writes now (``python -m instance_ai_tui.tui.keymap > docs/keymap.md`` after changing a key)."""
+    from pathlib import Path
+
+    from instance_ai_tui.tui import keymap
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "keymap.md"
+    assert doc.read_text(encoding="utf-8") == keymap.reference_markdown()
+    assert all(f"| `{spec.id}` |" in doc.read_text(encoding="utf-8") for spec in keymap.KEYS)
+    assert "====" not in (keymap.__doc__ or "")  # no second table in the docstring
