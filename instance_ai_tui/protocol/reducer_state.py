@@ -242,14 +242,6 @@ class AgentRecord:
 
 
 
-def ts_ok(value: Any) -> bool:
-    return value is None or (type(value) in (int, float))
-
-
-def user_ok(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
 def entry_dict(entry: Entry) -> dict[str, Any]:
     if type(entry) is Seg:
         out: dict[str, Any] = {"type": entry.kind, "content": entry.text()}
