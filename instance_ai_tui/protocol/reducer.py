@@ -38,7 +38,6 @@ a UI can project only that.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -770,8 +769,3 @@ def fold_json(reducer: RunReducer, items: Iterable[WireEvent]) -> RunReducer:
 def build_agent_tree_wire(items: Iterable[WireEvent]) -> AgentNode:
     """``build_agent_tree`` of stored/wire events (dicts or JSON text)."""
     return fold_json(RunReducer(), items).tree()
-
-
-def tree_json(tree: AgentNode) -> str:
-    """Compact JSON of a tree, as the messages endpoint sends ``agentTree``."""
-    return json.dumps(tree.to_wire(), separators=(",", ":"), ensure_ascii=False)
