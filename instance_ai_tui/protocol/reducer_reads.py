@@ -83,9 +83,6 @@ class ReducerReads:
         node = self._agents.get(agent_id)
         return [child.id for child in node.children] if node is not None else []
 
-    def has_agent(self, agent_id: str) -> bool:
-        return agent_id in self._agents
-
     def resolve_agent_id(self, agent_id: str) -> str | None:
         """The canonical id of an agent (an alias resolves to the root's id)."""
         node = self._agents.get(agent_id)
