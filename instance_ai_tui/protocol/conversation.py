@@ -371,16 +371,6 @@ class Conversation:
         self._append(msg)
         return msg
 
-    def discard_local(self, message_id: str) -> bool:
-        """Take back a user message typed here that the server never received (it goes back
-        to the app's queue). Returns whether it was found."""
-        for index, msg in enumerate(self.messages):
-            if msg.id == message_id and msg.local:
-                del self.messages[index]
-                self._reset = True
-                return True
-        return False
-
     def insert_user_message(self, before_id: str, message_id: str, text: str) -> bool:
         """Show a user message another client sent, right above the answer ``before_id``
         (n8n's ``run-start`` does not carry the text; the app reads it from the history).
