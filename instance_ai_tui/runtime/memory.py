@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -347,7 +347,3 @@ async def generate_title(model: ModelAdapter, user_text: str, assistant_text: st
     finally:
         await aclose(stream)
     return sanitize_title("".join(parts)), usage
-
-
-def utc_from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
