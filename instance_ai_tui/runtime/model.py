@@ -217,7 +217,3 @@ class ToolCallAccumulator:
 
     def __bool__(self) -> bool:
         return bool(self._calls)
-
-    def id_of(self, index: int) -> str:
-        call = self._calls.get(index)
-        return call["id"] if call else ""
