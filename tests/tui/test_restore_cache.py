@@ -141,15 +141,15 @@ async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> N
     app, gate = gated_app(db)
     app.show_cached(cached)  # (as if shown: the fingerprint no longer matches, load would say None)
     opened: list[str | None] = []
-    real_open = app.open_thread
+    real_open = app.threads.open_first
 
-    async def open_thread(thread_id: str | None, source: str | None = None) -> None:
+    async def open_first(thread_id: str | None) -> None:
         opened.append(thread_id)
         shown = any(widget.display for widget in app.query(screen_cache.CachedTurns))
         opened.append("cached shown" if shown else "cached gone")
-        await real_open(thread_id, source)
+        await real_open(thread_id)
 
-    app.open_thread = open_thread  # type: ignore[method-assign]
+    app.threads.open_first = open_first  # type: ignore[method-assign]  # (start-up opens the first thread here)
     async with app.run_test(size=SIZE):
         gate.set()
         await app.wait_until_ready()
