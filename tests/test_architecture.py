@@ -442,10 +442,8 @@ def test_the_app_has_no_one_line_forwards_to_its_rooms() -> None:
 
 # --------------------------------------------------------------------------- the rooms (issue 46 item 1)
 
-#: modules of tui/ that still take the app, each with the engineer who is removing it (issue 46 item 1): the
-#: workflow panel takes ``app: Any`` and follows the thread on its own timer until it is driven by the frame
-#: (``MainScreen.watch_frames``)
-APP_PARAMETER_EXCEPTIONS = {"screens/workflow.py": "canvas"}
+#: modules of tui/ that still take the app, each with the engineer who is removing it (issue 46 item 1): none
+APP_PARAMETER_EXCEPTIONS: dict[str, str] = {}
 
 
 def _app_names(path: Path) -> list[str]:
