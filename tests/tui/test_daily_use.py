@@ -218,3 +218,98 @@ async def test_a_plan_sent_back_reads_as_sent_back_and_leaves_the_task_panel(tmp
             assert "✓" not in header and "{" not in header, header
             assert "changes requested" in header and "“use Discord instead”" in header
             assert not app.tasks_panel.display or "0/2 done" not in str(app.tasks_panel.title_line.render())
+
+
+# --------------------------------------------------------------------------- item 3: layout
+
+
+def _covered(app: Any, widget: Any) -> list[str]:
+    """The cells of ``widget`` on screen where another widget (not it or one of its own) is on top."""
+    region = app.screen.find_widget(widget).visible_region
+    others = []
+    for y in range(region.y, region.bottom):
+        for x in range(region.x, region.right, 3):
+            top, _ = app.screen.get_widget_at(x, y)
+            node = top
+            while node is not None and node is not widget:
+                node = node.parent
+            if node is None:
+                others.append(f"{type(top).__name__} at {x},{y}")
+    return others
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_notices_cover_no_card_prompt_or_canvas_and_nothing_is_cut(tmp_path: Path, size: tuple[int, int]) -> None:
+    """Item 3: at 80x24 two notifications covered ~11 rows x 40 columns of the conversation (a card's
+    text included), at 160x48 the canvas's first row of boxes; with the workflow panel open at 160
+    columns the status line and the DEMO banner were cut. The demo builds a workflow and waits for
+    "activate?": its card, the prompt and (wide) the canvas show whole while two notices are live."""
+    from instance_ai_tui.tui.screens.workflow import panel_of
+    from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+    from instance_ai_tui.tui.widgets.notice_line import NoticeLine
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("every morning send the weather forecast to Slack")
+        await until(lambda: bool(app.pending), pilot, timeout=60)
+        if size[0] >= 150:
+            await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot)
+        app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=30)
+        app.notify("Could not copy: no clipboard tool; the text is in /tmp/instance-ai-copy.txt", severity="warning",
+                   timeout=30)
+        notices = app.screen.query_one(NoticeLine)
+        await until(lambda: notices.display and notices.region.height > 0, pilot, what="the notice line drawn")
+        await until(lambda: bool(app.query(ApprovalCard)), pilot, what="the card drawn")
+        card = app.query(ApprovalCard).first()
+        card.scroll_visible(animate=False)
+        await app.wait_until_rendered()
+        await pilot.pause()
+        drawn = str(notices.render())
+        assert "changing a workflow" in drawn and "Could not copy" in drawn  # both, newest first
+        assert drawn.index("Could not copy") < drawn.index("changing a workflow")
+        assert _covered(app, card) == [] and _covered(app, app.prompt) == []
+        panel = panel_of(app)
+        if size[0] >= 150:
+            assert panel is not None and _covered(app, panel.canvas) == []
+            status = app.status_line
+            assert str(status.render()).count("\n") >= 1 and "…" not in str(status.render()).split("\n")[0]
+            banner = app.screen.query_one("#demo-banner")
+            text = banner.query_one(".demo-text")
+            words = " ".join(" ".join(strip.text for strip in text.render_lines(text.region.reset_offset)).split())
+            assert text.region.height >= 2 and "nothing real is changed." in words
+
+
+async def test_the_background_tasks_strip_goes_with_the_run() -> None:
+    """Item 3: the "Background tasks" strip stayed under the conversation after the run had
+    ended (a finished task for its ten seconds); now what finished leaves with the run's end,
+    and a task that runs on stays."""
+    import time
+
+    from instance_ai_tui.client.base import StreamItem
+
+    from .scripts import ev
+    from .test_polish import _ActivityHarness
+
+    app = _ActivityHarness()
+    async with app.run_test(size=(120, 40)) as pilot:
+        activity = app.activity
+        now = time.time() * 1000
+        activity._merge_task({"taskId": "t1", "role": "workflow builder", "agentId": "a2", "status": "running",
+                              "startedAt": now})
+        activity._merge_task({"taskId": "t2", "role": "researcher", "agentId": "a3", "status": "running",
+                              "startedAt": now})
+        activity.observe(StreamItem(1, wire=ev("agent-completed", "a2", result="done")))
+        activity.redraw()
+        await pilot.pause()
+        assert activity.display and "workflow builder" in str(activity.task_list.render())
+        activity.observe(StreamItem(2, wire=ev("run-finish", status="completed")))
+        activity.redraw()
+        await pilot.pause()
+        assert list(activity.tasks) == ["t2"]  # the finished one left; the one running on stays
+        activity.observe(StreamItem(3, wire=ev("agent-completed", "a3", result="done")))
+        activity.observe(StreamItem(4, wire=ev("run-finish", status="completed")))
+        activity.redraw()
+        await pilot.pause()
+        assert not activity.display

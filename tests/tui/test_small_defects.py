@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -193,20 +192,20 @@ async def test_side_panels_hide_by_themselves_below_100_columns() -> None:
 
 async def test_a_notification_does_not_cover_the_prompt_at_80x24() -> None:
     """A toast at 80x24 covered the prompt's right half for its six seconds (what was typed past
-    column 40 was hidden): notifications are drawn at the top right, clear of the prompt."""
+    column 40 was hidden): notifications are drawn in the notice line, in the layout above the
+    status line (issue 45: a toast at the top right covered the conversation and the canvas)."""
+    from instance_ai_tui.tui.widgets.notice_line import NoticeLine
+
     app = make_app(recorded())
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await app.wait_until_ready()
         await pilot.press(*"a sentence typed while a note is shown")
         app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=30)
-
-        def toasts() -> list[Any]:
-            return [w for w in app.screen.walk_children() if type(w).__name__ == "Toast" and w.region.height]
-
-        await until(lambda: bool(toasts()), pilot, what="the toast drawn")
-        for toast in toasts():
-            assert not toast.region.overlaps(app.prompt.region), (toast.region, app.prompt.region)
-            assert not toast.region.overlaps(app.status_line.region)
+        notices = app.screen.query_one(NoticeLine)
+        await until(lambda: notices.display and notices.region.height > 0, pilot, what="the notice drawn")
+        assert not notices.region.overlaps(app.prompt.region), (notices.region, app.prompt.region)
+        assert not notices.region.overlaps(app.status_line.region)
+        assert not [w for w in app.screen.walk_children() if type(w).__name__ == "Toast" and w.visible]
         assert app.prompt.text == "a sentence typed while a note is shown"
 
 

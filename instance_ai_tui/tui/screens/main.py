@@ -2,8 +2,8 @@
 
 The first frame shows the thread list, the conversation, the prompt and the status line (and
 the demo banner when the settings are known to be the demo's); ``mount_hidden`` adds what is
-hidden at start (find bar, new-output badge, n8n activity, connection banner, queue, tasks
-panel) right after it, since styling them and reading their CSS would delay it by ~10 ms, or
+hidden at start (find bar, new-output badge, n8n activity, connection banner, queue, notice
+line, tasks panel) right after it, since styling them and reading their CSS would delay it by ~10 ms, or
 before the first key or click if one comes sooner (``InstanceAiApp.on_event``). The screen
 focuses the prompt as it is composed, so keys typed while the app starts go there.
 
@@ -27,6 +27,7 @@ from textual.widgets import Footer, Static
 from ..widgets.conversation_view import ConversationView
 from ..widgets.find_bar import FindBar
 from ..widgets.n8n_activity import N8nActivity
+from ..widgets.notice_line import NoticeLine
 from ..widgets.prompt import PromptInput
 from ..widgets.status_line import StatusInfo, StatusLine
 from ..widgets.tasks_panel import TasksPanel
@@ -65,6 +66,8 @@ class MainScreen(Screen[Any]):
         self.find_bar = FindBar()
         self.prompt = PromptInput(placeholder=placeholder, id="prompt")
         self.status_line = StatusLine(status_info, id="status")
+        #: the notifications, in the layout above the status line (never over a card or the canvas)
+        self.notices = NoticeLine(id="notices")
         self.tasks_panel = TasksPanel(id="tasks")
         #: n8n's background tasks, setup items, archived workflows, quota banner (``n8n_activity``)
         self.n8n_activity = N8nActivity(client, id="n8n-activity")
@@ -97,6 +100,7 @@ class MainScreen(Screen[Any]):
         return AwaitComplete(
             main.mount(self.find_bar, before=self.view),
             main.mount_all([self.badge, self.n8n_activity, banner, queued_bar], before=self.prompt),
+            main.mount(self.notices, before=self.status_line),
             self.mount(self.tasks_panel, after=main),
         )
 

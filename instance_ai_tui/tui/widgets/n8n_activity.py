@@ -217,6 +217,8 @@ class N8nActivity(Vertical):
             archived = getattr(payload, "archived_workflow_ids", None)
             if archived:
                 self.archived = [str(a) for a in archived]
+            # the strip goes with the run (issue 45): what finished leaves now, what runs on stays
+            self.tasks = {key: row for key, row in self.tasks.items() if row.status == "running"}
         elif kind == "run-start":
             self.quota = None
             # the tasks a former run left finished are history now; running ones stay

@@ -1,4 +1,6 @@
-"""The one-line status bar under the prompt.
+"""The status bar under the prompt: one line, or as many (up to ``MAX_ROWS``) as its parts need
+when the line is narrower than they are (the workflow panel open at 160 columns cut it at
+"◷ " before): it breaks between parts (``fit_status``), never inside one.
 
 It shows, left to right: where keys go now ("keys: prompt", "keys: card", "keys: thread list";
 anywhere but the prompt with the key back to it, in bold), the connection state (embedded / connected / reconnecting n /
@@ -18,6 +20,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: the separator between the status line's parts
+SEPARATOR = "  │  "
+MAX_ROWS = 3
 
 
 @dataclass(slots=True)
@@ -112,7 +117,7 @@ _RUN_STYLE = {
 
 def render_status(info: StatusInfo, frame: int = 0) -> Content:
     """The status line as styled content (pure: used by tests and the widget)."""
-    sep = ("  │  ", "$text-muted")
+    sep = (SEPARATOR, "$text-muted")
     parts: list[tuple[str, str] | str] = []
     if info.keys_at == "prompt":
         parts.append(("keys: prompt", "$text-muted"))
@@ -167,12 +172,38 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     return Content.assemble(*parts)
 
 
+def fit_status(content: Content, width: int, max_rows: int = MAX_ROWS) -> Content:
+    """``content`` (``render_status``) broken into lines of at most ``width`` cells between its
+    parts (at ``SEPARATOR``), at most ``max_rows`` lines (the last cut with "…")."""
+    if width <= 0 or content.cell_length <= width:
+        return content
+    plain = content.plain
+    parts: list[Content] = []
+    start = 0
+    while (at := plain.find(SEPARATOR, start)) >= 0:
+        parts.append(content[start:at])
+        start = at + len(SEPARATOR)
+    parts.append(content[start:])
+    sep = content[plain.find(SEPARATOR):plain.find(SEPARATOR) + len(SEPARATOR)]
+    lines: list[Content] = []
+    for part in parts:
+        if lines and lines[-1].cell_length + sep.cell_length + part.cell_length <= width:
+            lines[-1] = Content.assemble(lines[-1], sep, part)
+        else:
+            lines.append(part)
+    if len(lines) > max_rows:
+        lines = [*lines[: max_rows - 1], Content.assemble(*(piece for line in lines[max_rows - 1:]
+                                                             for piece in (line, sep)))[: width - 1] + "…"]
+    return Content("\n").join(line if line.cell_length <= width else line[: width - 1] + "…" for line in lines)
+
+
 class StatusLine(Static):
-    """Docked one-line status; ``refresh_info`` re-renders only when something changed."""
+    """Docked status; ``refresh_info`` re-renders only when something changed, and lays the
+    line out again only when the number of its rows changed."""
 
     DEFAULT_CSS = """
     StatusLine {
-        height: 1;
+        height: auto;
         padding: 0 1;
         background: $panel;
         color: $foreground;
@@ -186,6 +217,7 @@ class StatusLine(Static):
         self._frame = 0
         #: the run state's words while running, asked at each refresh (``tui.run_clock.RunClock``)
         self.clock: Callable[[], str] | None = None
+        self._rows = 1
 
     def on_mount(self) -> None:
         self.refresh_info(force=True)
@@ -197,11 +229,18 @@ class StatusLine(Static):
             self.info.clock = self.clock() if spinning else ""
         if tick and spinning:
             self._frame += 1
-        signature = (*self.info.signature(), self._frame if spinning else 0)
+        width = self.content_region.width if self.is_mounted else 0
+        signature = (*self.info.signature(), self._frame if spinning else 0, width)
         if not force and signature == self._last:
             return
         self._last = signature
-        self.update(render_status(self.info, self._frame), layout=False)
+        content = fit_status(render_status(self.info, self._frame), width)
+        rows = content.plain.count("\n") + 1
+        self.update(content, layout=rows != self._rows)
+        self._rows = rows
+
+    def on_resize(self) -> None:
+        self.refresh_info()
 
     @property
     def plain(self) -> str:
