@@ -378,6 +378,7 @@ class InstanceAiApp(App[None]):
         """Every notification (widgets' and screens' too) is drawn with control characters made
         visible (``protocol.safe_text``): many quote a server, a model or a file."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
+        self.call_later(self.main_screen.notices.sync)  # drawn with the notification, not at the line's next look
 
     def show_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=10)

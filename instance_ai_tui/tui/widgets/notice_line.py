@@ -19,8 +19,9 @@ from textual.widgets import Static
 
 from ..textual_internals import live_notifications
 
-#: how often the line looks for new and expired notifications (seconds)
-POLL_SECONDS = 0.2
+#: how often the line looks for expired notifications and ones it was not told of (seconds); the
+#: app's ``notify`` has it ``sync`` right after a notification is added
+POLL_SECONDS = 0.25
 MAX_ROWS = 3
 _SEVERITY = {"information": ("ℹ", "$text-success"), "warning": ("⚠", "$text-warning"), "error": ("✗", "$text-error")}
 
@@ -76,6 +77,8 @@ class NoticeLine(Static):
 
     def sync(self) -> None:
         """Show the live notifications (only when they changed)."""
+        if not self.is_attached:
+            return  # (its ``on_mount`` shows what is live then)
         notes = live_notifications(self.app)
         shown = tuple(id(n) for n in notes)
         if shown == self._shown:
