@@ -571,7 +571,7 @@ class TypingTest:
                 await asyncio.sleep(0.6)
                 await self.tmux.keys("a")
                 granted_keys = await self.poll_screen(
-                    lambda screen: "Always allow?" in screen and "Enter grants it" in screen)
+                    lambda screen: "Always allow?" in screen and "Enter grant it" in screen)
                 await asyncio.sleep(0.5)
                 if len(self.answered_cards()) > before_tools:
                     self.fail("the first key of always allow answered the card")

@@ -44,8 +44,19 @@ def approval(
 def hinted_approval(destructive: bool, message: Callable[[Any], str]) -> dict[str, Any]:
     """``approval`` for a tool described by its hints (an MCP server's tool that asks first):
     a ``destructiveHint`` makes its card "destructive", any other tool's card a "warning".
-    (A tool whose ``readOnlyHint`` is set runs without asking: it gets no ``approval`` at all.)"""
-    return approval("destructive" if destructive else "warning", message)
+    (A tool whose ``readOnlyHint`` is set runs without asking: it gets no ``approval`` at all.)
+    A call whose arguments name a path and a text to write shows them as a diff, as the built-in
+    ``write-file`` does (``previews.call_writes_a_file``)."""
+    return approval("destructive" if destructive else "warning", message, _written_file_preview)
+
+
+async def _written_file_preview(args: Any, ctx: ToolContext) -> dict[str, Any] | None:
+    from pydantic import BaseModel
+
+    from .previews import call_writes_a_file
+
+    arguments = args.model_dump() if isinstance(args, BaseModel) else args
+    return call_writes_a_file(arguments) if isinstance(arguments, dict) else None
 
 
 async def mark_auto_approved(scope: AgentScope, ctx: ToolContext) -> None:

@@ -4,7 +4,8 @@
 with what a call would write; ``workflow_change(current, nodes, connections)`` compares a
 workflow's nodes and connections with an update. Both return the ``preview`` of a
 ``confirmation-request`` (``protocol.events.ChangePreview`` on the wire): a one-line summary
-("new file, 12 lines", "overwrites 30 lines: +4 −2", "nodes: +1 added, 1 changed") and a
+("new file, 12 lines", "overwrites 30 lines: +4 −2", "changes 1 of 5 lines: +1 −1", "nodes: +1 added,
+1 changed") and a
 unified diff capped at ``MAX_DIFF_LINES`` lines.
 """
 
@@ -38,8 +39,19 @@ def _with_newlines(text: str) -> list[str]:
     return lines
 
 
-def file_change(path: str, old: str | None, new: str) -> dict[str, Any]:
-    """The preview of writing ``new`` to ``path`` whose current text is ``old``."""
+def _edit_summary(total: int, added: int, removed: int) -> str:
+    """An edit's words: what it does to the file's ``total`` lines ("changes 1 of 5 lines: +1 −1";
+    it said "overwrites 5 lines: +1 −1" for a one-line edit)."""
+    if not removed:
+        return f"adds {_lines(added)} (the file has {_lines(total)}): +{added}"
+    if not added:
+        return f"removes {removed} of {_lines(total)}: −{removed}"
+    return f"changes {max(added, removed)} of {_lines(total)}: +{added} −{removed}"
+
+
+def file_change(path: str, old: str | None, new: str, *, edit: bool = False) -> dict[str, Any]:
+    """The preview of writing ``new`` to ``path`` whose current text is ``old`` (``edit``: the call
+    changes part of the file, as ``edit-file`` does, rather than writing it whole)."""
     before = _with_newlines(old or "")
     after = _with_newlines(new)
     diff = list(difflib.unified_diff(before, after, "/dev/null" if old is None else f"a/{path}", f"b/{path}"))
@@ -49,10 +61,38 @@ def file_change(path: str, old: str | None, new: str) -> dict[str, Any]:
         summary = f"new file, {_lines(_line_count(new))}"
     elif old == new:
         summary = "no change: the file already has this content"
+    elif edit:
+        summary = _edit_summary(_line_count(old), added, removed)
     else:
         summary = f"overwrites {_lines(_line_count(old))}: +{added} −{removed}"
     text, omitted = _capped(diff)
     return {"summary": summary, "diff": text, "omittedLines": omitted}
+
+
+#: argument names an MCP tool's call gives a file's path and its new text by (a write_file-like tool)
+PATH_ARGUMENTS = ("path", "file_path", "filePath", "filepath", "filename", "file")
+CONTENT_ARGUMENTS = ("content", "contents", "text", "new_content", "newContent", "data")
+
+
+def written_content(path: str, content: str) -> dict[str, Any]:
+    """The preview of a call that writes ``content`` to ``path`` somewhere this process does not
+    read (an MCP server's files): every line is shown as written; the file's current text is not
+    compared (it is the server's, and reading any path it names is not ours to do)."""
+    after = _with_newlines(content)
+    diff = list(difflib.unified_diff([], after, f"{path} (now: not read)", f"b/{path}"))
+    text, omitted = _capped(diff)
+    summary = f"writes {_lines(_line_count(content))} to {path} (its current text, on the server, is not compared)"
+    return {"summary": summary, "diff": text, "omittedLines": omitted}
+
+
+def call_writes_a_file(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``written_content`` of a tool call whose arguments name a path and a text to write, else None."""
+    path = next((arguments[k] for k in PATH_ARGUMENTS if isinstance(arguments.get(k), str) and arguments[k].strip()),
+                None)
+    content = next((arguments[k] for k in CONTENT_ARGUMENTS if isinstance(arguments.get(k), str)), None)
+    if path is None or content is None:
+        return None
+    return written_content(path.strip(), content)
 
 
 def _node_key(node: dict[str, Any]) -> str:

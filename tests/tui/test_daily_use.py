@@ -313,3 +313,125 @@ async def test_the_background_tasks_strip_goes_with_the_run() -> None:
         activity.redraw()
         await pilot.pause()
         assert not activity.display
+
+
+# --------------------------------------------------------------------------- item 5: the block cursor
+
+
+def screen_rows(app: Any) -> list[str]:
+    """The composed screen, one string per row (what the terminal shows)."""
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+
+
+async def test_alt_up_on_assistant_text_shows_a_mark() -> None:
+    """Item 5: Alt+↑ on an assistant text block showed no mark (tool rows get the ║); the text's
+    chunks were drawn over the block's outline."""
+    from instance_ai_tui.tui.widgets.turns import TextBlock
+
+    from .scripts import recorded, simple_run
+    from .test_interactions import send
+
+    app = make_app(recorded([simple_run()]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "list my workflows")
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        await pilot.press("alt+up")
+        block = app.focused
+        assert isinstance(block, TextBlock)
+        await pilot.pause()
+        region = app.screen.find_widget(block).visible_region
+        rows = screen_rows(app)
+        marks = [rows[y][region.x] for y in range(region.y, region.bottom)]
+        assert marks and set(marks) == {"║"}, marks
+
+
+# --------------------------------------------------------------------------- item 8: small
+
+
+async def test_a_one_line_edit_says_it_changes_one_line(tmp_path: Path) -> None:
+    """Item 8: the edit-file card said "overwrites 5 lines: +1 −1" for a one-line edit. The real
+    edit-file tool's preview on a file of five lines, drawn on its approval card."""
+    from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+    from instance_ai_tui.tui.widgets.card_factory import build_card
+    from instance_ai_tui.tui.widgets.diff_view import ChangePreviewView
+
+    from .test_polish import App
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("one\ntwo\nthree\nfour\nfive\n")
+    from instance_ai_tui.assistant.tools.files import file_tools
+    from instance_ai_tui.assistant.workspace import Workspace
+
+    tools = {t.name: t for t in file_tools(Workspace(workspace))}
+    edit = tools["edit-file"]
+    args = edit.validate_args({"path": "notes.md", "oldText": "three", "newText": "THREE"})
+    preview = await edit.approval_preview(args, None)  # type: ignore[misc,arg-type]
+    assert preview is not None and preview["summary"] == "changes 1 of 5 lines: +1 −1"
+    conf = Confirmation.model_validate({"requestId": "r1", "severity": "warning", "message": "Edit notes.md?",
+                                        "inputType": "approval", "preview": preview})
+    card = build_card(ToolCallState(tool_call_id="c1", tool_name="edit-file"), conf)
+
+    class Harness(App[None]):
+        def compose(self) -> Any:
+            yield card
+
+    app = Harness()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        view = card.query_one(ChangePreviewView)
+        drawn = "\n".join(str(w.render()) for w in view.query("Static"))
+        assert "changes 1 of 5 lines: +1 −1" in drawn and "overwrites" not in drawn
+        assert "-three" in drawn and "+THREE" in drawn
+
+
+# --------------------------------------------------------------------------- item 7: an MCP write's diff
+
+#: the protocol's reference file server, from npm (``npm install --prefix ~/.cache/instance-ai-tui/npm-mcp
+#: @modelcontextprotocol/server-filesystem``); ``INSTANCE_AI_MCP_FILESYSTEM`` may name its dist/index.js
+_FS_SERVER = Path.home() / ".cache/instance-ai-tui/npm-mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+
+
+async def test_an_mcp_write_file_card_shows_what_it_writes(tmp_path: Path) -> None:
+    """Item 7: the built-in write-file's card has a diff; the reference MCP file server's
+    write_file card had none. A call whose arguments name a path and content shows them."""
+    import os
+    import shutil
+
+    from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+    from instance_ai_tui.tui.widgets.diff_view import ChangePreviewView
+    from tests.support.openai_server import MockOpenAIServer, MockResponse, answers_in_order
+
+    from .test_interactions import pending_card, send
+
+    server = Path(os.environ.get("INSTANCE_AI_MCP_FILESYSTEM", _FS_SERVER))
+    if not server.is_file() or shutil.which("node") is None:
+        pytest.skip("needs node and `npm install --prefix ~/.cache/instance-ai-tui/npm-mcp "
+                    "@modelcontextprotocol/server-filesystem`")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "todo.md"
+    content = "# Todo\n\n- buy milk\n- call Dana 🚀\n"
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__files__write_file", {"path": str(target), "content": content}),
+        MockResponse(text="Written."),
+    )) as model:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "sk-test"},
+            "db_path": tmp_path / "db.sqlite3",
+            "mcp": {"servers": {"files": {"command": shutil.which("node"), "args": [str(server), str(shared)]}}}})
+        app = make_app(EmbeddedClient(settings), settings)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await app.wait_until_ready(timeout=90)  # node starts the server (seconds on a busy machine)
+            await send(pilot, app, "write my todo list")
+            card = await pending_card(app, pilot, ApprovalCard)
+            view = card.query_one(ChangePreviewView)
+            drawn = "\n".join(str(w.render()) for w in view.query("Static"))
+            assert f"writes 4 lines to {target}" in drawn
+            assert "+- call Dana 🚀" in drawn and "+# Todo" in drawn
+            await until(lambda: not card.in_grace, pilot)
+            await pilot.press("y")
+            await until(lambda: not app.conversation.is_streaming, pilot, timeout=30)
+            assert target.read_text() == content

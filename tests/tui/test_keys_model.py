@@ -149,7 +149,7 @@ async def test_always_allow_says_what_it_grants_and_needs_a_second_different_key
         await until(lambda: card.armed is not None, pilot)
         shown = str(card.always_line.render())
         assert "“delete-workflow” runs without asking, for the rest of this thread" in shown
-        assert "/permissions" in shown and "Enter grants it" in shown
+        assert "/permissions" in shown and "Enter grant it" in shown
         await pilot.press("l")  # "al…": any other key goes back, and grants nothing
         await pilot.pause(0.1)  # the scenario: a window in which no answer may be sent
         assert card.armed is None and confirms(client) == [] and not card.answered

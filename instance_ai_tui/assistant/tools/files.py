@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,7 +94,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         if old is None or not args.old_text or args.old_text not in old:
             return None  # the edit will fail with its own message
         new = old.replace(args.old_text, args.new_text) if args.replace_all else old.replace(args.old_text, args.new_text, 1)
-        return await asyncio.to_thread(file_change, args.path, old, new)
+        return await asyncio.to_thread(functools.partial(file_change, args.path, old, new, edit=True))
 
     return [
         Tool("list-files", "List the files and folders of the workspace (or of one folder); what cannot be shown "
