@@ -395,6 +395,14 @@ one at a time · **Ctrl+F** finds text.
         super().release_anchor()
         self.following = False
 
+    def on_resize(self, event: events.Resize) -> None:
+        """The view got shorter or taller (a notice came or went above the status line, the status
+        line took a second row): while it follows, the newest output stays at its bottom. Textual
+        keeps an anchored view at the end with the height it had before the resize, for one
+        frame; with nothing drawn after it, the last rows stayed hidden under the prompt."""
+        if self.following:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if new_value >= self.max_scroll_y and not self.following:
