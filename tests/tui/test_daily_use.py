@@ -36,17 +36,14 @@ def test_a_tool_summary_is_cut_at_a_word() -> None:
     assert summary_of("x" * 300).endswith("…") and len(summary_of("x" * 300)) == SUMMARY_CHARS
 
 
-async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`/mcp` said "Add one to the config file" and `--help` never said where that file is."""
-    from instance_ai_tui.cli import main
+    from instance_ai_tui.cli import build_parser
     from instance_ai_tui.tui.screens.mcp import McpScreen
 
     config = tmp_path / "conf" / "my config.toml"
     monkeypatch.setenv("INSTANCE_AI_CONFIG", str(config))
-    with pytest.raises(SystemExit):
-        main(["--help"])
-    assert f"\n  {config}\n" in capsys.readouterr().out  # on a line of its own, whole
+    assert f"\n  {config}\n" in build_parser(()).format_help()  # on a line of its own, whole
 
     settings = settings_at(tmp_path)
     app = make_app(EmbeddedClient(settings), settings)

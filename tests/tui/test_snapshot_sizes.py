@@ -37,28 +37,21 @@ def build_with_approval() -> list[dict[str, Any]]:
 async def _settle_with_the_follower(pilot: Any) -> None:
     """``_settle``, and the workflow follower has seen the finished create-workflow call: its note
     ("The agent is changing a workflow", where the panel does not open) is then in the notice line
-    or not by rule, not by chance (the follower ticks on its own timer)."""
+    or not by rule, not by chance (the follower follows the frame)."""
     from instance_ai_tui.tui.screens.workflow import workflow_calls
 
     await _settle(pilot)
     app = pilot.app
 
     def followed() -> bool:
-        follower = getattr(app, "_workflow_follower", None)
-        return (follower is not None and follower._conversation is app.conversation
-                and all(call.id in follower._finished for call in workflow_calls(app) if not call.loading))
+        followers = [f.__self__ for f in app.projection.sink.followers]
+        return bool(followers) and all(call.id in followers[0]._finished
+                                       for call in workflow_calls(app.conversation) if not call.loading)
 
     await until(followed, pilot, what="the workflow follower saw the finished calls")
     await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot,
                 what="its work done")
     await app.wait_until_rendered()
-    # (an answer's turn can keep a row it no longer needs until it is laid out again: Textual
-    # registers a container whose descendant changed with its parent once per pass; when the note
-    # came just then, the snapshot showed that row or not by chance)
-    for turn in app.view.assistant_turns():
-        turn.refresh(layout=True)
-    await pilot.pause()
-    await pilot.pause()
     # its note took rows above the status line: the view, which follows, is back at its end
     view = app.view  # (a view shorter than its room sits at the bottom: max_scroll_y 0, scroll_y below 0)
     await until(lambda: not view.following or view.max_scroll_y <= 0 or view.scroll_y >= view.max_scroll_y, pilot,

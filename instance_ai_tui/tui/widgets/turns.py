@@ -613,6 +613,16 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
         """Nothing to release."""
 
 
+def _footer() -> Static:
+    """A turn's footer (a cancelled or failed run says so there): hidden until it has words. Shown
+    empty at first, it gave the turn a row its layout kept once the footer was hidden (Textual lays
+    out a container whose descendant changed once per pass): an empty row under a waiting answer,
+    there or not by chance."""
+    footer = Static("", classes="turn-footer", markup=False)
+    footer.display = False
+    return footer
+
+
 class AssistantTurn(BlankRows, Vertical):
     """One assistant message (message group): its agent tree, projected incrementally."""
 
@@ -633,7 +643,7 @@ class AssistantTurn(BlankRows, Vertical):
         #: sections with entries left to mount (frame budget ran out, or back-fill)
         self.behind: set[AgentSection] = set()
         self.root: AgentSection | None = None
-        self.footer = Static("", classes="turn-footer", markup=False)
+        self.footer = _footer()
         self._footer_state: tuple[object, ...] | None = None
         self._started = False
 
@@ -661,7 +671,7 @@ class AssistantTurn(BlankRows, Vertical):
         self.behind.clear()
         self.remove_children()
         self.root = AgentSection(self, self.reducer.root_id, active=True)
-        self.footer = Static("", classes="turn-footer", markup=False)
+        self.footer = _footer()
         self._footer_state = None
         self.mount_all([self.root, self.footer])
         self.call_after_refresh(self._render_footer)
