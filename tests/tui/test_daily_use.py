@@ -284,7 +284,8 @@ async def test_the_background_tasks_strip_goes_with_the_run() -> None:
     and a task that runs on stays."""
     import time
 
-    from instance_ai_tui.client.base import StreamItem
+    from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.protocol.ingest import StreamItem
 
     from .scripts import ev
     from .test_polish import _ActivityHarness
@@ -297,16 +298,16 @@ async def test_the_background_tasks_strip_goes_with_the_run() -> None:
                               "startedAt": now})
         activity._merge_task({"taskId": "t2", "role": "researcher", "agentId": "a3", "status": "running",
                               "startedAt": now})
-        activity.observe(StreamItem(1, wire=ev("agent-completed", "a2", result="done")))
+        activity.observe(StreamItem(1, parse_event(ev("agent-completed", "a2", result="done"))))
         activity.redraw()
         await pilot.pause()
         assert activity.display and "workflow builder" in str(activity.task_list.render())
-        activity.observe(StreamItem(2, wire=ev("run-finish", status="completed")))
+        activity.observe(StreamItem(2, parse_event(ev("run-finish", status="completed"))))
         activity.redraw()
         await pilot.pause()
         assert list(activity.tasks) == ["t2"]  # the finished one left; the one running on stays
-        activity.observe(StreamItem(3, wire=ev("agent-completed", "a3", result="done")))
-        activity.observe(StreamItem(4, wire=ev("run-finish", status="completed")))
+        activity.observe(StreamItem(3, parse_event(ev("agent-completed", "a3", result="done"))))
+        activity.observe(StreamItem(4, parse_event(ev("run-finish", status="completed"))))
         activity.redraw()
         await pilot.pause()
         assert not activity.display
@@ -421,7 +422,11 @@ async def test_an_mcp_write_file_card_shows_what_it_writes(tmp_path: Path) -> No
             "mcp": {"servers": {"files": {"command": shutil.which("node"), "args": [str(server), str(shared)]}}}})
         app = make_app(EmbeddedClient(settings), settings)
         async with app.run_test(size=(120, 40)) as pilot:
-            await app.wait_until_ready(timeout=90)  # node starts the server (seconds on a busy machine)
+            await app.wait_until_ready(timeout=90)
+            for _ in range(180):  # node starts the server: seconds on a busy machine; a run offers ready tools
+                if [s.state for s in (await app.client.mcp_status()).servers] == ["ready"]:
+                    break
+                await pilot.pause(0.5)
             await send(pilot, app, "write my todo list")
             card = await pending_card(app, pilot, ApprovalCard)
             view = card.query_one(ChangePreviewView)
