@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from machine import with_machine
-from workflow_shapes_gen import SHAPES
 
 from instance_ai_tui.protocol.workflow_draw import draw
 from instance_ai_tui.protocol.workflow_graph import parse_workflow
 from instance_ai_tui.protocol.workflow_layout import layout_workflow
+from tests.support.workflow_shapes_gen import SHAPES
 
 
 def _timed(fn: Any) -> tuple[float, float, Any]:

@@ -37,6 +37,7 @@ from enum import IntEnum
 
 from rich.cells import cell_len, get_character_cell_size
 
+from .workflow_escape import Boundaries, Escape, insert, plan
 from .workflow_graph import (
     NodeKind,
     NodeRun,
@@ -76,6 +77,9 @@ LABEL_CELLS = 12
 WIDEN_ROUNDS = 4
 #: widening is tried while at most this many connections (or 2 % of them) found no way
 WIDEN_MAX_FAILED = 20
+#: and only for workflows of at most this many connections (each round routes everything again; a
+#: bigger workflow's connections that found no way go round the outside at once, phase 5b)
+WIDEN_MAX_EDGES = 400
 
 #: the AI ports an agent-like node shows even when nothing is connected (as n8n's editor does)
 DEFAULT_AI_PORTS: dict[str, tuple[str, ...]] = {
@@ -489,8 +493,20 @@ def _ports(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
     return row_of, column_of
 
 
+@dataclass(slots=True)
+class _Routing:
+    routes: list[Route]
+    #: connections no way was found for
+    failed: list[WfEdge]
+    #: outputs nothing is connected to
+    stubs: list[Point]
+    grid: Grid
+    #: the row each main connection arrives on
+    row_of: dict[WfEdge, int]
+
+
 def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
-           first: Mapping[WfEdge, int] | None = None) -> tuple[list[Route], list[WfEdge], list[Point]]:
+           first: Mapping[WfEdge, int] | None = None) -> _Routing:
     """Every connection's line (phase 5): sub-nodes' first (short, under their consumers), then main
     connections, the nearest first (``first``: those that found no way in an earlier round go before
     the others, the latest to fail first). Returns the routes, the connections with no way, and the stubs of outputs nothing is
@@ -562,7 +578,7 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
         points, joins = found
         lay_main(grid, main_net, points)
         routes.append(Route(e, points, main_net, joins))
-    return routes, failed, stubs
+    return _Routing(routes, failed, stubs, grid, row_of)
 
 
 def _channel_order(edges: list[WfEdge], boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
@@ -668,9 +684,12 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
         if attempt:
             at, x_axis, y_axis = _cells(workflow, shapes, px, extra, stickies, scale)
         boxes = _boxes(workflow, shapes, at, (0, 0))
-        routes, failed, stubs = _route(workflow, boxes, ports, first)
-        if not failed or len(failed) > max(WIDEN_MAX_FAILED, len(workflow.edges) // 50):
-            break  # all drawn; or so many found no way that room here and there will not help
+        routing = _route(workflow, boxes, ports, first)
+        failed = routing.failed
+        if (not failed or len(workflow.edges) > WIDEN_MAX_EDGES
+                or len(failed) > max(WIDEN_MAX_FAILED, len(workflow.edges) // 50)):
+            break  # all drawn; or too big to route again (or so many found no way that room here and
+            # there will not help): what is left goes round the outside (phase 5b)
         first.update(dict.fromkeys(failed, attempt))
         for e in failed:  # more room right of where the connection starts and left of where it ends
             after = bisect.bisect_right(x_keys, px[e.source][0])
@@ -678,10 +697,66 @@ def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
                 extra[x_keys[after]] += 3
             extra[px[e.target][0]] += 3
     regions = _regions(workflow, x_axis, y_axis, (0, 0))
+    routes, stubs = routing.routes, routing.stubs
     labels = [(b.x + b.w + 1, b.outputs[p], text) for b in boxes.values() for p, text in b.out_labels.items()]
+    if any(not e.is_ai for e in failed):
+        failed = _escape(boxes, routing, regions, labels, ports)
     layout = Layout(workflow, detail, boxes, routes, labels, 0, 0, status_row, regions, stubs, failed, dict(ports))
     _normalise(layout)
     return layout
+
+
+def _escape(boxes: Mapping[str, Box], routing: _Routing, regions: list[Region],
+            labels: list[tuple[int, int, str]], ports: Mapping[WfEdge, int]) -> list[WfEdge]:
+    """Phase 5b (``workflow_escape``): each main connection the router found no way for goes round the
+    outside, on new columns and rows of its own; everything drawn moves right by the columns inserted.
+    Returns the connections still without a way (sub-nodes' lines; a port with no room at all)."""
+    grid = routing.grid
+    rects = [(b.x, b.y, b.w, b.h) for b in boxes.values()]
+    label_cells = [(x, y, cell_len(text)) for x, y, text in labels]
+    ys = [y for r in routing.routes for _x, y in r.points]
+    ys += [b.y - (1 if b.top_port is not None else 0) for b in boxes.values()]
+    ys += [b.y + b.h for b in boxes.values()] + [r.y for r in regions] + [r.y + r.h - 1 for r in regions]
+    top, bottom = min(ys), max(ys)
+    places = Boundaries(grid, rects, label_cells)
+    escapes: list[Escape] = []
+    still: list[WfEdge] = []
+    for e in routing.failed:
+        if e.is_ai:
+            still.append(e)
+            continue
+        src, tgt = boxes[e.source], boxes[e.target]
+        port = ports[e]
+        lead = 1 + max((cell_len(text) for text in src.out_labels.values()), default=0)
+        found = plan(grid, places, e, (e.source, port), (src.x + src.w, src.outputs[port]),
+                     (tgt.x - 1, routing.row_of[e]), top, bottom, lead)
+        if found is None:
+            still.append(e)
+        else:
+            escapes.append(found)
+    if not escapes:
+        return still
+    shift = insert(escapes, top, bottom)
+    for b in boxes.values():
+        right = shift(b.x + b.w - 1)
+        b.x = shift(b.x)
+        b.w = right - b.x + 1
+        b.ai_ports = {k: [shift(x) for x in cols] for k, cols in b.ai_ports.items()}
+        if b.top_port is not None:
+            b.top_port = shift(b.top_port)
+    for r in routing.routes:
+        r.points = [(shift(x), y) for x, y in r.points]
+    routing.stubs[:] = [(shift(x), y) for x, y in routing.stubs]
+    labels[:] = [(shift(x), y, text) for x, y, text in labels]
+    for reg in regions:
+        right = shift(reg.x + reg.w - 1)
+        reg.x = shift(reg.x)
+        reg.w = right - reg.x + 1
+    for esc in escapes:
+        edge = esc.key
+        assert isinstance(edge, WfEdge)
+        routing.routes.append(Route(edge, esc.points(shift), esc.net))
+    return still
 
 
 def _make_room(workflow: Workflow, shapes: Mapping[str, _Shape], px: Mapping[str, tuple[float, float]],

@@ -68,6 +68,14 @@ class _Segments:
                     return True
         return False
 
+    def overlaps_own(self, a: int, b: int, net: Net) -> bool:
+        chunks = self.chunks
+        for c in range(a // CHUNK, b // CHUNK + 1):
+            for p, q, n in chunks.get(c, ()):
+                if n == net and p <= b and a <= q:
+                    return True
+        return False
+
     def of_net(self, x: int, net: Net) -> list[tuple[int, int]]:
         return [(p, q) for p, q, n in self.chunks.get(x // CHUNK, ()) if n == net and p <= x <= q]
 
@@ -186,6 +194,14 @@ class _Boxes:
 
     def on_v(self, x: int, a: int, b: int) -> bool:
         return _hits(self.col(x), a, b)
+
+    def across(self, b: int, y0: int, y1: int) -> bool:
+        """Whether one box (with its margins) covers both column ``b`` and ``b + 1`` on a row of
+        ``y0``..``y1``: a column inserted between them would run through it."""
+        if not (self.on_v(b, y0, y1) and self.on_v(b + 1, y0, y1)):
+            return False
+        return any(x0 <= b and x1 > b and r0 <= y1 and y0 <= r1
+                   for x0, x1, r0, r1 in self.col_bands.get(b // BAND, ()))
 
     def first_right(self, y: int, x: int, limit: int) -> int | None:
         """The left edge of the first box right of ``x`` on row ``y`` (up to ``limit``)."""
@@ -359,6 +375,24 @@ class Grid:
                     return False
         return True
 
+    def touches_own(self, points: list[Point], net: Net) -> bool:
+        """Whether the pieces of ``points`` after the first touch a line ``net`` has already: a second
+        contact of two lines of one net makes a loop (a reader walking it comes back to the port)."""
+        if net not in self.branching:
+            return False
+        for (x0, y0), (x1, y1) in itertools.islice(itertools.pairwise(points), 1, None):
+            if y0 == y1:
+                a, b = min(x0, x1), max(x0, x1)
+                segs, pts = self.hsegs.get(y0), self.corner_row.get(y0)
+            else:
+                a, b = min(y0, y1), max(y0, y1)
+                segs, pts = self.vsegs.get(x0), self.corner_col.get(x0)
+            if segs is not None and segs.overlaps_own(a, b, net):
+                return True
+            if pts is not None and pts.of_net_between(a, b, net):
+                return True
+        return False
+
     # ------------------------------------------------------------------ laying
     def lay(self, points: list[Point], net: Net) -> None:
         """Record a path (corners) of ``net``."""
@@ -522,7 +556,7 @@ def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[P
                 if (grid.free_h(yt, c1, c2, net) and grid.free_v(c2, yt, by, net)
                         and grid.free_h(by, c2, bx, net, boxes_to=bx - 1)):
                     path = corners([start, (c1, ay), (c1, yt), (c2, yt), (c2, by), end])
-                    if grid.junctions_ok(path, net):
+                    if grid.junctions_ok(path, net) and not grid.touches_own(path, net):
                         return path
             break  # the nearest channel out that reaches the track: others would cross the same rows
     return None

@@ -11,6 +11,7 @@ import pytest
 from instance_ai_tui.protocol.workflow_draw import draw
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, connection_label, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail, layout_workflow
+from tests.support.workflow_shapes_gen import SHAPES
 
 from .workflow_corpus import corpus_json, corpus_names
 from .workflow_reader import read_drawing
@@ -32,6 +33,22 @@ def test_every_connection_reads_back(name: str, detail: Detail) -> None:
     assert read.ai == {(e.source, e.target, connection_label(e.kind)) for e in wf.edges if e.is_ai}
     boxes = list(layout.boxes.values())
     assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+
+
+@pytest.mark.parametrize("positions", [True, False], ids=["positions", "no-positions"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_connection_of_a_big_generated_workflow_reads_back(shape: str, positions: bool) -> None:
+    """1,000 nodes of each shape of the scale benchmark (a random graph's connections cross everywhere:
+    some find no way among the boxes and go round the outside on lanes of their own): every connection
+    is drawn and read back, none twice, nothing else."""
+    wf = parse_workflow(SHAPES[shape](1000, positions))
+    layout = layout_workflow(wf)
+    assert not layout.failed, f"{len(layout.failed)} of {len(wf.edges)} connections not drawn"
+    drawing = draw(layout)
+    read = read_drawing(drawing.chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
+    assert not read.defects, read.defects[:5]
+    assert read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges if not e.is_ai}
+    assert read.ai == {(e.source, e.target, connection_label(e.kind)) for e in wf.edges if e.is_ai}
 
 
 def _grid(text: str) -> list[list[str]]:

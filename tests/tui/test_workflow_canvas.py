@@ -535,10 +535,7 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
 async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> None:
     """5,000 nodes: the layout runs in a thread; keys are answered while it runs (the previous drawing
     stays), and the newest layout is the one shown."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from workflow_shapes_gen import chain
+    from tests.support.workflow_shapes_gen import chain
 
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)

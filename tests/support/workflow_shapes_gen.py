@@ -1,6 +1,7 @@
-"""Generated workflows for the canvas's scale benchmark (``workflow_scale.py``): chains, fan-outs,
-diamonds, AI clusters (agents sharing a model, each with tools) and random DAGs, with or without
-n8n-like positions. Plain workflow JSON, as n8n exports it."""
+"""Generated workflows for the canvas's scale benchmark (``benchmarks/workflow_scale.py``) and the
+reader-trace test at 1,000 nodes (``tests/protocol/test_workflow_reader.py``): chains, fan-outs, diamonds,
+AI clusters (agents sharing a model, each with tools) and random DAGs, with or without n8n-like positions.
+Plain workflow JSON, as n8n exports it."""
 
 from __future__ import annotations
 
