@@ -44,64 +44,116 @@ class Rect:
     h: int
 
 
-#: segments are filed in chunks of this many cells along their row (column)
-CHUNK = 32
-
-
 class _Segments:
-    """The pieces of lines on one row (or column): filed per chunk of ``CHUNK`` cells."""
+    """The pieces of lines on one row (or column), sorted by where they start. Pieces of one net that
+    overlap are merged into one; pieces of two nets never overlap (the router checks before it lays), so
+    the pieces are disjoint and their ends rise with their starts: every question is a bisection and a
+    walk over the pieces it concerns, however many the row holds. (Should two nets' pieces ever be laid
+    over each other, the row is marked ``tangled`` and answered by looking at every piece.)"""
 
-    __slots__ = ("chunks",)
+    __slots__ = ("items", "starts", "tangled")
 
     def __init__(self) -> None:
-        self.chunks: dict[int, list[tuple[int, int, Net]]] = {}
+        self.starts: list[int] = []
+        self.items: list[tuple[int, int, Net]] = []
+        self.tangled = False
+
+    def _around(self, a: int, b: int) -> tuple[int, int]:
+        """``items[j:i]``: the pieces that overlap cells ``a``..``b`` (when not tangled)."""
+        items = self.items
+        i = bisect.bisect_right(self.starts, b)
+        j = i
+        while j > 0 and items[j - 1][1] >= a:
+            j -= 1
+        return j, i
 
     def add(self, a: int, b: int, net: Net) -> None:
-        for c in range(a // CHUNK, b // CHUNK + 1):
-            self.chunks.setdefault(c, []).append((a, b, net))
+        if self.tangled:
+            self.items.append((a, b, net))
+            self.items.sort(key=_start)
+            self.starts = [p for p, _q, _n in self.items]
+            return
+        j, i = self._around(a, b)
+        others = []
+        for p, q, n in self.items[j:i]:
+            if n == net:
+                a, b = min(a, p), max(b, q)
+            else:
+                others.append((p, q, n))
+        merged = sorted([*others, (a, b, net)], key=_start)
+        if others:
+            self.tangled = True
+        self.items[j:i] = merged
+        self.starts[j:i] = [p for p, _q, _n in merged]
+
+    def _overlapping(self, a: int, b: int) -> list[tuple[int, int, Net]]:
+        if self.tangled:
+            return [(p, q, n) for p, q, n in self.items if p <= b and a <= q]
+        j, i = self._around(a, b)
+        return self.items[j:i]
 
     def overlaps_other(self, a: int, b: int, net: Net) -> bool:
-        chunks = self.chunks
-        for c in range(a // CHUNK, b // CHUNK + 1):
-            for p, q, n in chunks.get(c, ()):
-                if n != net and p <= b and a <= q:
+        if not self.tangled:
+            items = self.items
+            k = bisect.bisect_right(self.starts, b) - 1
+            while k >= 0:
+                _p, q, n = items[k]
+                if q < a:
+                    return False
+                if n != net:
                     return True
-        return False
+                k -= 1
+            return False
+        return any(n != net for _p, _q, n in self._overlapping(a, b))
 
     def overlaps_own(self, a: int, b: int, net: Net) -> bool:
-        chunks = self.chunks
-        for c in range(a // CHUNK, b // CHUNK + 1):
-            for p, q, n in chunks.get(c, ()):
-                if n == net and p <= b and a <= q:
-                    return True
-        return False
+        return any(n == net for _p, _q, n in self._overlapping(a, b))
 
     def of_net(self, x: int, net: Net) -> list[tuple[int, int]]:
-        return [(p, q) for p, q, n in self.chunks.get(x // CHUNK, ()) if n == net and p <= x <= q]
+        if not self.tangled:  # at most one piece holds a cell
+            k = bisect.bisect_right(self.starts, x) - 1
+            if k >= 0:
+                p, q, n = self.items[k]
+                if q >= x and n == net:
+                    return [(p, q)]
+            return []
+        return [(p, q) for p, q, n in self._overlapping(x, x) if n == net]
 
     def first_other_from(self, x0: int, limit: int, net: Net) -> int | None:
         """The first cell >= x0 (up to ``limit``) on a piece of another net."""
-        for c in range(x0 // CHUNK, limit // CHUNK + 1):
-            best = None
-            for p, q, n in self.chunks.get(c, ()):
-                if n != net and q >= x0:
-                    start = max(p, x0)
-                    best = start if best is None else min(best, start)
-            if best is not None:
-                return best
+        if self.tangled:
+            hits = [max(p, x0) for p, q, n in self.items if n != net and q >= x0 and p <= limit]
+            return min(hits, default=None)
+        items = self.items
+        k = max(0, bisect.bisect_right(self.starts, x0) - 1)
+        while k < len(items):
+            p, q, n = items[k]
+            if p > limit:
+                return None
+            if n != net and q >= x0:
+                return max(p, x0)
+            k += 1
         return None
 
     def last_other_until(self, x1: int, limit: int, net: Net) -> int | None:
         """The last cell <= x1 (down to ``limit``) on a piece of another net."""
-        for c in range(x1 // CHUNK, limit // CHUNK - 1, -1):
-            best = None
-            for p, q, n in self.chunks.get(c, ()):
-                if n != net and p <= x1:
-                    end = min(q, x1)
-                    best = end if best is None else max(best, end)
-            if best is not None:
-                return best
+        if self.tangled:
+            hits = [min(q, x1) for p, q, n in self.items if n != net and p <= x1 and q >= limit]
+            return max(hits, default=None)
+        items = self.items
+        k = bisect.bisect_right(self.starts, x1) - 1
+        while k >= 0:
+            _p, q, n = items[k]
+            if q < limit:
+                return None
+            if n != net:
+                return min(q, x1)
+            k -= 1
         return None
+
+
+def _start(item: tuple[int, int, Net]) -> int:
+    return item[0]
 
 
 class _Points:
@@ -234,6 +286,8 @@ def _hits(spans: list[tuple[int, int]], a: int, b: int) -> bool:
 
 
 BAND = 8
+#: rows above 0 the column masks cover (lines go a few rows above the top box at most)
+MASK_BASE = 64
 
 
 @dataclass(slots=True)
@@ -262,6 +316,15 @@ class Grid:
     branching: set[Net] = field(default_factory=set)
     #: how many more tracks the routes round boxes may try in all (a bound on a hopeless layout's cost)
     round_budget: int = 20_000
+    #: how many track rows one connection tries round boxes: near its span (each way), then below every
+    #: box (a big workflow tries few: what finds no way there goes round the outside, ``workflow_escape``)
+    tracks_near: int = 40
+    tracks_below: int = 60
+    #: column -> the rows (bit ``y + MASK_BASE``) any line's vertical pieces cover: one AND says that a
+    #: column is taken along a stretch, however many pieces it holds (``free_v``'s first question)
+    vmask: dict[int, int] = field(default_factory=dict)
+    #: net -> the columns it has vertical pieces in (where the mask cannot tell its own lines from others')
+    vcols: dict[Net, set[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, rects: Iterable[Rect]) -> Grid:
@@ -300,6 +363,10 @@ class Grid:
 
     def free_v(self, x: int, y0: int, y1: int, net: Net) -> bool:
         a, b = min(y0, y1), max(y0, y1)
+        mask = self.vmask.get(x)
+        if (mask and a >= -MASK_BASE and (mask >> (a + MASK_BASE)) & ((1 << (b - a + 1)) - 1)
+                and x not in self.vcols.get(net, ())):
+            return False  # a line's vertical is there, and not one of this net: another net's
         if self.box_on_v(x, a, b):
             return False
         segs = self.vsegs.get(x)
@@ -402,6 +469,7 @@ class Grid:
                     self.hsegs[y0].add(min(x0, x1), max(x0, x1), net)
                 elif x0 == x1 and y0 != y1:
                     self.vsegs[x0].add(min(y0, y1), max(y0, y1), net)
+                    self._mask_v(x0, min(y0, y1), max(y0, y1), net)
             for x, y in points:
                 self.mark(x, y, net)
             return
@@ -417,6 +485,7 @@ class Grid:
             elif x0 == x1 and y0 != y1:
                 a, b = min(y0, y1), max(y0, y1)
                 self.vsegs[x0].add(a, b, net)
+                self._mask_v(x0, a, b, net)
                 points_col = self.corner_col.get(x0)
                 for y in points_col.of_net_between(a + 1, b - 1, net) if points_col is not None else ():
                     self.arms[(x0, y)] = self.arms.get((x0, y), 0) | _U | _D
@@ -433,6 +502,12 @@ class Grid:
                 self.lr_corners[x].add(y, net)
             if arms & (_U | _D) == _U | _D:
                 self.ud_corners[y].add(x, net)
+
+    def _mask_v(self, x: int, a: int, b: int, net: Net) -> None:
+        a = max(a, -MASK_BASE)
+        if b >= a:
+            self.vmask[x] = self.vmask.get(x, 0) | (((1 << (b - a + 1)) - 1) << (a + MASK_BASE))
+        self.vcols.setdefault(net, set()).add(x)
 
     def mark(self, x: int, y: int, net: Net) -> None:
         """A cell only ``net`` may use (a corner, an end, a label's letter)."""
@@ -564,10 +639,10 @@ def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[P
 
 def _tracks(grid: Grid, lo: int, hi: int) -> Iterable[int]:
     """Track rows to try: just under and over the span, outwards, then below every box."""
-    for k in range(1, 40):
+    for k in range(1, grid.tracks_near):
         yield hi + k
         yield lo - k
-    for k in range(1, 60):
+    for k in range(1, grid.tracks_below):
         yield grid.bottom + k
 
 
