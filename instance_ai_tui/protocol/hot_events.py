@@ -1,9 +1,8 @@
-"""The cheap exact check that lets a client hand a hot event over as decoded JSON.
+"""The cheap exact check that lets a client type a delta without a pydantic model.
 
-Text deltas, reasoning deltas and status events are the bulk of every stream. A client keeps
-them as the dicts it decoded (``client.base.StreamItem.wire``) and the fold takes them without a
-pydantic model, when ``is_plain_hot_event`` says the dict is one that ``protocol.events.parse_event``
-accepts. ``loads`` is ``json.loads`` for one event's text, cheaper. This module imports nothing heavy (the
+Text and reasoning deltas are the bulk of every stream. ``protocol.ingest.decode`` types one as a
+``DeltaRun`` (no model) when ``is_plain_hot_event`` says the decoded dict is one that
+``protocol.events.parse_event`` accepts, with the same values. ``loads`` is ``json.loads`` for one event's text, cheaper. This module imports nothing heavy (the
 client base uses it before the models load).
 """
 
