@@ -2,8 +2,9 @@
 
 Text and reasoning deltas are the bulk of every stream. ``protocol.ingest.decode`` types one as a
 ``DeltaRun`` (no model) when ``is_plain_hot_event`` says the decoded dict is one that
-``protocol.events.parse_event`` accepts, with the same values. ``loads`` is ``json.loads`` for one event's text, cheaper. This module imports nothing heavy (the
-client base uses it before the models load).
+``protocol.events.parse_event`` accepts, with the same values. ``loads`` is ``json.loads`` for
+one event's text, cheaper. This module imports nothing heavy (the client base uses it before the
+models load).
 """
 
 from __future__ import annotations
