@@ -61,8 +61,6 @@ class Services:
     #: at most this many sub-agents run at the same time (per service)
     sub_agent_limit: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(3))
     sub_agent_max_iterations: int = 12
-    #: tool name -> severity of its approval card ("destructive" | "warning" | "info")
-    severities: dict[str, str] = field(default_factory=dict)
     #: the models a thread may switch to (``assistant.models.ModelCatalog``); None: only ``model``
     catalog: Any = None
     #: the configured MCP servers (``assistant.mcp``); their tools join the domain tools

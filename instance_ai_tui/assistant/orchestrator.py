@@ -97,8 +97,6 @@ class Orchestrator(Agent):
                 del sub[name]
             for tool in tools:
                 sub.setdefault(tool.name, tool)
-                if tool.metadata.get("severity"):
-                    self.services.severities[tool.name] = str(tool.metadata["severity"])
             self._synced = version
         return tools
 
@@ -146,10 +144,9 @@ class Orchestrator(Agent):
 
 def build_orchestrator(services: Services, store: MemoryStorage, *, max_iterations: int = 30,
                        history_messages: int = 40) -> Agent:
-    """The orchestrator; also fills ``services.sub_agent_tools`` and ``services.severities``."""
+    """The orchestrator; also fills ``services.sub_agent_tools``."""
     domain = domain_tools(services)
     services.sub_agent_tools = {t.name: t for t in domain}
-    services.severities = {t.name: str(t.metadata.get("severity")) for t in domain if t.metadata.get("severity")}
     tools = [plan_tool(), delegate_tool(), ask_user_tool(), *domain]
     return Orchestrator(
         services,
