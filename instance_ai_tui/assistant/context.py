@@ -10,7 +10,6 @@ called it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -83,8 +82,6 @@ class RunContext:
     background: dict[str, BackgroundTask] = field(default_factory=dict)
     #: the latest checklist (flat seed form) published by ``plan``
     tasks: list[dict[str, Any]] = field(default_factory=list)
-    #: called when a sub-agent starts/ends (the run manager tracks live sub-agent streams)
-    on_sub_agent: Callable[[str, Any | None], None] | None = None
     #: the model of this run (the thread's choice, ``/model``); None: ``services.model``
     model: ModelAdapter | None = None
 
