@@ -219,20 +219,14 @@ class Outbox:
 
     # ----------------------------------------------------------------- refusing everything
     def when_blocked(self, callback: Callable[[], None]) -> None:
-        """``callback()`` after ``block`` / ``unblock`` (the connection banner says why)."""
+        """``callback()`` after ``block`` (the connection banner says why)."""
         self._on_blocked.append(callback)
 
     def block(self, reason: str) -> None:
-        """Refuse every send with ``reason`` until ``unblock``."""
+        """Refuse every send with ``reason`` (until the app starts again: a key, a login, a model)."""
         self.blocked = reason
         for callback in self._on_blocked:
             callback()
-
-    def unblock(self) -> None:
-        self.blocked = ""
-        for callback in self._on_blocked:
-            callback()
-        self.flush_soon()
 
     # ----------------------------------------------------------------- sending
     def in_transition(self) -> bool:
