@@ -20,7 +20,7 @@ from instance_ai_tui.tui.keymap import KeyMap
 from instance_ai_tui.tui.themes import SEVERITY, TASK_STATUS, TOOL_STATUS, ThemeManager, app_variable_defaults
 from instance_ai_tui.tui.widgets.thread_list import ThreadList
 
-REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
+REPO_THEMES = Path(__file__).resolve().parents[2] / "instance_ai_tui" / "tui" / "themes_builtin"
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 

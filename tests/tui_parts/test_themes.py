@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import filecmp
 import os
 import tomllib
 from pathlib import Path
@@ -24,7 +23,7 @@ from instance_ai_tui.tui.themes import (
 )
 from tests.support.waiting import until
 
-REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
+REPO_THEMES = Path(__file__).resolve().parents[2] / "instance_ai_tui" / "tui" / "themes_builtin"
 SHIPPED = {"instance-dark", "instance-light", "instance-high-contrast", "instance-ansi"}
 
 GOOD = """\
@@ -77,13 +76,13 @@ def test_shipped_themes_load_and_define_every_app_variable() -> None:
     assert loaded["instance-light"].theme.dark is False
 
 
-def test_package_copy_matches_repo_folder() -> None:
-    builtin = themes.builtin_themes_dir()
-    repo_files = sorted(p.name for p in REPO_THEMES.glob("*.yaml"))
-    assert repo_files == sorted(p.name for p in builtin.glob("*.yaml"))
-    _match, mismatch, error = filecmp.cmpfiles(REPO_THEMES, builtin, repo_files, shallow=False)
-    assert mismatch == [] and error == [], f"copy themes/*.yaml to {builtin}: {mismatch or error}"
-    assert themes.theme_dirs()[0] == REPO_THEMES  # a source checkout reads the repo folder
+def test_the_app_reads_its_one_themes_folder() -> None:
+    """Issue 46 item 5: the themes were kept twice (``themes/`` and its package copy, a test holding them
+    equal); the package's folder is the one, in a checkout and installed."""
+    assert themes.theme_dirs()[0] == themes.builtin_themes_dir() == REPO_THEMES
+    assert sorted(p.name for p in REPO_THEMES.glob("*.yaml")) == [
+        "instance-ansi.yaml", "instance-dark.yaml", "instance-high-contrast.yaml", "instance-light.yaml"]
+    assert not (REPO_THEMES.parents[2] / "themes").exists()
 
 
 def test_references_and_alpha_are_resolved(tmp_path: Path) -> None:

@@ -47,15 +47,14 @@ Integration (in the app)
 
 Functions: ``load_theme_file(path) -> LoadedTheme`` (raises ``ThemeFileError`` naming the
 file and the problem), ``load_theme_dirs(dirs) -> (themes, errors)``, ``theme_dirs()``,
-``builtin_themes_dir()``, ``repo_themes_dir()``, ``user_themes_dir()``,
+``builtin_themes_dir()``, ``user_themes_dir()``,
 ``save_theme_choice(name, path=None)`` (blocking: writes ``ui.theme``, see
 ``config_writer``), ``app_variable_defaults(theme)``.
 
 Theme files
 -----------
-``themes/*.yaml`` in the repository (the built-ins of this app; a copy ships as package
-data in ``instance_ai_tui/tui/themes_builtin/``, used when the package is installed; a test
-keeps the two identical), then ``config_dir()/themes/*.yaml``.
+``instance_ai_tui/tui/themes_builtin/*.yaml`` (the built-ins of this app, package data: one copy
+for a source checkout and an installed package alike), then ``config_dir()/themes/*.yaml``.
 Schema (``ThemeFile``; unknown keys are errors)::
 
     name: instance-dark            # identity of the theme (the file name does not matter)
@@ -104,7 +103,6 @@ from .files import (
     builtin_themes_dir,
     load_theme_dirs,
     load_theme_file,
-    repo_themes_dir,
     save_theme_choice,
     theme_dirs,
     user_themes_dir,
@@ -144,7 +142,6 @@ __all__ = [
     "builtin_themes_dir",
     "load_theme_dirs",
     "load_theme_file",
-    "repo_themes_dir",
     "save_theme_choice",
     "theme_dirs",
     "user_themes_dir",

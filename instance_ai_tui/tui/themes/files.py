@@ -265,15 +265,8 @@ def load_theme_dirs(dirs: Iterable[Path]) -> tuple[dict[str, LoadedTheme], list[
 
 
 def builtin_themes_dir() -> Path:
-    """The package-data copy of the repository's ``themes/`` folder."""
+    """The app's own themes (package data: the same in a source checkout and installed)."""
     return Path(str(resources.files("instance_ai_tui.tui") / "themes_builtin"))
-
-
-def repo_themes_dir() -> Path | None:
-    """``themes/`` next to the package when running from a source checkout, else None."""
-    root = Path(__file__).resolve().parents[3]
-    candidate = root / "themes"
-    return candidate if candidate.is_dir() and (root / "pyproject.toml").is_file() else None
 
 
 def user_themes_dir() -> Path:
@@ -285,10 +278,9 @@ def user_themes_dir() -> Path:
 def theme_dirs() -> list[Path]:
     """Where themes are looked for, lowest priority first.
 
-    The repository's ``themes/`` (or, when installed, its package-data copy), then the
-    user's ``config_dir()/themes``.
+    The app's own (``instance_ai_tui/tui/themes_builtin/``), then the user's ``config_dir()/themes``.
     """
-    return [repo_themes_dir() or builtin_themes_dir(), user_themes_dir()]
+    return [builtin_themes_dir(), user_themes_dir()]
 
 
 def save_theme_choice(name: str, path: Path | None = None) -> None:
