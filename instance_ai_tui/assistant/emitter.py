@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,16 +37,13 @@ from ..protocol.events import (
     ToolErrorPayload,
     ToolInterruptedEvent,
 )
+from ..runtime.messages import now_ms
 from ..store.errors import is_unavailable
 
 log = logging.getLogger(__name__)
 
 #: seconds the emitter holds and retries events while the storage is unavailable
 RETRY_FOR = 60.0
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def status_update(agent_id: str, message: str) -> StatusEvent:
