@@ -189,11 +189,11 @@ TOASTS_CSS = f"""
 """
 
 
-def live_notifications(app: object) -> list[Any]:
+def live_notifications(ui: object) -> list[Any]:
     """The app's notifications not yet expired, oldest first (``App._notifications``, Textual's
     ``Notifications``: iterating it drops the expired ones). The main screen draws them in its
     notice line (``widgets.notice_line``), in the layout: a toast covered what was under it."""
-    notifications = getattr(app, "_notifications", None)
+    notifications = getattr(ui, "_notifications", None)
     return list(notifications) if notifications is not None else []
 
 
