@@ -113,7 +113,32 @@ def main(args: argparse.Namespace) -> int:
     if app.start_error is not None:
         print(f"instance-ai: {app.start_error}", file=sys.stderr)
         return 2
+    hint = resume_hint(app, args)
+    if hint:
+        print(hint)
     return int(app.return_code or 0)
+
+
+def resume_hint(app: InstanceAiApp, args: argparse.Namespace) -> str | None:
+    """What the terminal shows after the app quit: the open thread's id and the command that
+    opens it again (with the flags that chose where it lives; no secrets), or ``None`` when no
+    thread was open. An id from a server is outside text: quoted for the shell, shown visibly."""
+    import shlex
+
+    from ..protocol.safe_text import visible
+
+    conversation = app.conversation
+    thread_id = conversation.thread_id if conversation is not None else None
+    if not thread_id or app.start_error is not None:
+        return None
+    words = ["instance-ai"]
+    for flag, name in (("--url", "url"), ("--email", "email"), ("--dialect", "dialect"), ("--db", "db")):
+        value = getattr(args, name, None)
+        if value:
+            words += [flag, str(value)]
+    words += ["--thread", thread_id]
+    command = " ".join(shlex.quote(word) for word in words)
+    return visible(f"Thread {thread_id} — resume it with: {command}")
 
 
 def early_db_path(args: argparse.Namespace) -> Path | None:

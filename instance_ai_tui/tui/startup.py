@@ -370,11 +370,14 @@ class Boot:
                       exit_on_error=False)
         return True
 
-    def show_identity(self, client: Client, settings: Settings) -> None:
+    def show_identity(self, client: Client, settings: Settings) -> None:  # (and the --workspace folder)
         """Which model answers, and whether it is the offline demo: the status line and the banner."""
         info = self.thread.status
         info.model = client.model_name or info.model
         info.demo = is_demo(client, settings)
+        from .widgets.status_line import workspace_label
+
+        info.workspace = workspace_label(settings.workspace_root) if client.mode == "embedded" else ""
         self.screen.show_demo_banner()
         self.connection.status_line.refresh_info()
 

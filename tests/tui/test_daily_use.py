@@ -437,3 +437,66 @@ async def test_an_mcp_write_file_card_shows_what_it_writes(tmp_path: Path) -> No
             await pilot.press("y")
             await until(lambda: not app.conversation.is_streaming, pilot, timeout=30)
             assert target.read_text() == content
+
+
+async def test_the_workspace_folder_is_in_the_status_line(tmp_path: Path) -> None:
+    """Item 8: `--workspace` shared a folder with the agent and the status line never said which."""
+    folder = tmp_path / "my notes"
+    folder.mkdir()
+    settings = settings_at(tmp_path, workspace_root=folder)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: f"⌂ {folder}" in app.status_line.plain, pilot, what="the folder named")
+    settings = settings_at(tmp_path / "other")
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(160, 40)):
+        await app.wait_until_ready()
+        assert "⌂" not in app.status_line.plain  # no folder shared: none named
+
+
+async def test_find_counts_matches_not_messages() -> None:
+    """Item 8: Find counted blocks, not matches (`workflow` → `2/2` with ~7 hits on the screen)."""
+    from instance_ai_tui.tui.widgets.find_bar import FindBar
+
+    from .scripts import ev, recorded, text_deltas
+
+    run = [ev("run-start", messageId="m1", userMessage="is my workflow fine?"),
+           *text_deltas("One workflow runs. The Workflow list has a second workflow, and a third workflow."),
+           ev("run-finish", status="completed")]
+    app = make_app(recorded(logs={"t1": run}, titles={"t1": "Workflows"}))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: app.thread_id == "t1" and len(app.conversation.messages) == 2, pilot)
+        await pilot.press("ctrl+f")
+        bar = app.query_one(FindBar)
+        await pilot.press(*"workflow")
+        count = bar.query_one(".find-count")
+        await until(lambda: str(count.render()) == "5/5", pilot, what="five matches, the newest first")
+        await pilot.press("enter")  # wraps to the first: the question
+        assert str(count.render()) == "1/5" and bar.matches[0].message_id != bar.matches[-1].message_id
+        await pilot.press("enter")
+        assert str(count.render()) == "2/5" and "One workflow runs" in bar.matches[1].snippet
+
+
+async def test_quitting_says_how_to_resume_the_thread(tmp_path: Path) -> None:
+    """Item 8: quitting printed nothing; now the thread's id and `instance-ai --thread ID`."""
+    import argparse
+    import shlex
+
+    from instance_ai_tui.cli.tui import resume_hint
+
+    db = tmp_path / "my db.sqlite3"
+    settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": db})
+    app = make_app(EmbeddedClient(settings), settings)
+    args = argparse.Namespace(url=None, email=None, dialect=None, db=db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.wait_until_ready()
+        assert resume_hint(app, args) is None  # nothing sent: no thread to resume
+        await app.send_message("hello")
+        await until(lambda: bool(app.thread_id) and not app.conversation.is_streaming, pilot)
+        thread_id = app.thread_id
+        await pilot.press("ctrl+q")
+    hint = resume_hint(app, args)
+    assert hint == (f"Thread {thread_id} — resume it with: "
+                    f"instance-ai --db {shlex.quote(str(db))} --thread {thread_id}")

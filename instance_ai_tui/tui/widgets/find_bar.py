@@ -1,8 +1,9 @@
 """Ctrl+F: find text in the open conversation.
 
-``find_matches(conversation, query)`` lists the messages that contain every word of ``query``
-(case-insensitive): your messages, the answers' text and reasoning, tool names, arguments and
-results, sub-agents included. ``FindBar`` is the search field docked over the conversation: typing
+``find_matches(conversation, query)`` lists the places ``query`` is found (case-insensitive) in
+the messages that contain every word of it — each place of the whole query as written, else of
+its first word: your messages, the answers' text and reasoning, tool names, arguments and
+results, sub-agents included. The count is of those places. ``FindBar`` is the search field docked over the conversation: typing
 searches, Enter (or F3) goes to the next match, Shift+Enter (or Shift+F3) to the previous one,
 Esc closes it. It posts ``FindBar.Show(match)``; the app scrolls to the message — loading older
 turns first when the match is above the loaded window — and marks it ``-find-hit``.
@@ -29,10 +30,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class FindMatch:
+    """One place the query was found: the count and Enter go match by match, not message by
+    message (``workflow`` read "2/2" with seven hits on the screen)."""
+
     message_id: str
     #: where in the conversation (0-based message index), for ordering and for loading older turns
     index: int
     snippet: str
+    #: which of the message's matches (0-based)
+    occurrence: int = 0
 
 
 def _searchable(message: ConversationMessage) -> str:
@@ -74,8 +80,8 @@ def searchable_text(message: ConversationMessage) -> str:
     return text
 
 
-def _snippet(text: str, word: str, width: int = 60) -> str:
-    at = text.casefold().find(word)
+def _snippet(text: str, word: str, width: int = 60, at: int | None = None) -> str:
+    at = text.casefold().find(word) if at is None else at
     start = max(0, at - width // 3)
     piece = " ".join(text[start : start + width].split())
     return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
@@ -85,12 +91,21 @@ def find_matches(conversation: Conversation, query: str) -> list[FindMatch]:
     words = query.casefold().split()
     if not words:
         return []
+    phrase = " ".join(words)
     found: list[FindMatch] = []
     for index, message in enumerate(conversation.messages):
         text = searchable_text(message)
         folded = text.casefold()
-        if all(word in folded for word in words):
-            found.append(FindMatch(message.id, index, _snippet(text, words[0])))
+        if not all(word in folded for word in words):
+            continue
+        # each place of the whole query when it is there as written, else of its first word
+        needle = phrase if phrase in folded else words[0]
+        at = folded.find(needle)
+        occurrence = 0
+        while at >= 0:
+            found.append(FindMatch(message.id, index, _snippet(text, needle, at=at), occurrence))
+            occurrence += 1
+            at = folded.find(needle, at + len(needle))
     return found
 
 

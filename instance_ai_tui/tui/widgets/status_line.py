@@ -39,6 +39,8 @@ class StatusInfo:
     output_tokens: int = 0
     cost: float | None = None
     thread_title: str = ""
+    #: the folder the agent's file tools may use (``--workspace``, embedded), ``~`` for the home; ""
+    workspace: str = ""
     #: the local gateway (``--gateway``): the shared folder's name, and its state word
     #: (connecting / sharing / reconnecting n / stopped / failed); "" when there is none
     gateway: str = ""
@@ -71,6 +73,7 @@ class StatusInfo:
             self.thread_title,
             self.gateway,
             self.gateway_state,
+            self.workspace,
             self.waiting,
             self.waiting_key,
             self.context_tokens,
@@ -113,6 +116,24 @@ _RUN_STYLE = {
     "cancelling": "$text-warning",
     "error": "$text-error",
 }
+
+
+def workspace_label(folder: object) -> str:
+    """The ``--workspace`` folder as the status line names it: the path, ``~`` for the home
+    folder, control characters visible ("" when there is none)."""
+    if not folder:
+        return ""
+    from pathlib import Path
+
+    from ...protocol.safe_text import visible
+
+    path = Path(str(folder)).expanduser()
+    home = Path.home()
+    try:
+        shown = "~/" + str(path.relative_to(home)) if path != home else "~"
+    except ValueError:
+        shown = str(path)
+    return visible(shown)
 
 
 def render_status(info: StatusInfo, frame: int = 0) -> Content:
@@ -159,6 +180,9 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         style = "$text-error" if share >= 0.9 else "$text-warning" if share >= 0.7 else "$text-muted"
         parts.append((f" · context {format_tokens(info.context_tokens)}/{format_tokens(info.context_window)}"
                       f" ({share:.0%})", style))
+    if info.workspace:
+        parts.append(sep)
+        parts.append((f"⌂ {info.workspace}", "$text-muted"))
     if info.gateway:
         parts.append(sep)
         state = info.gateway_state or "connecting"
