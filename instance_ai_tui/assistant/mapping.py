@@ -7,6 +7,8 @@
 * ``tool-call`` before a tool runs, with a ``status`` "Running <tool>…" (cleared with "" once
   no call of this agent is in flight),
 * ``tool-result`` or ``tool-error`` when a call settles,
+* a tool's progress (``tool-progress``): its ``tool-call`` again with ``progress`` (the arguments as
+  announced) and the status "Running <tool>… 40% copying",
 * for a suspended call: nothing yet; the suspension is collected in ``suspensions`` and the run
   manager turns it into a ``confirmation-request`` (a sub-agent's suspension travels up through
   its ``delegate`` call first).
@@ -41,6 +43,7 @@ from ..runtime.chunks import (
     TextDeltaChunk,
     ToolCallChunk,
     ToolCallSuspendedChunk,
+    ToolProgressChunk,
     ToolResultChunk,
 )
 from ..runtime.run import ABORTED_RESULT
@@ -76,6 +79,8 @@ class ChunkMapper:
     error: ErrorChunk | None = None
     _announced: dict[str, asyncio.Event] = field(default_factory=dict)
     _in_flight: dict[str, str] = field(default_factory=dict)
+    #: the arguments of calls in flight, as announced (a progress update repeats them)
+    _args: dict[str, dict[str, Any]] = field(default_factory=dict)
     _status_shown: bool = False
     #: a retry's words are on the status line (cleared by the answer's first output)
     _retrying: bool = False
@@ -117,6 +122,7 @@ class ChunkMapper:
                 payload=ToolCallPayload(tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name, args=chunk.args),
             ))
             self._in_flight[chunk.tool_call_id] = chunk.tool_name
+            self._args[chunk.tool_call_id] = chunk.args
             self._show_status()
             self._gate(chunk.tool_call_id).set()
         elif isinstance(chunk, ToolResultChunk):
@@ -137,9 +143,21 @@ class ChunkMapper:
                     payload=ToolResultPayload(tool_call_id=chunk.tool_call_id, result=chunk.result),
                 ))
             self._in_flight.pop(chunk.tool_call_id, None)
+            self._args.pop(chunk.tool_call_id, None)
             self._show_status()
+        elif isinstance(chunk, ToolProgressChunk):
+            if chunk.tool_call_id in self._in_flight:  # (a late update of a settled call says nothing)
+                emit(ToolCallEvent(
+                    agent_id=self.agent_id, response_id=chunk.response_id or None,
+                    payload=ToolCallPayload.model_validate({
+                        "toolCallId": chunk.tool_call_id, "toolName": chunk.tool_name,
+                        "args": self._args.get(chunk.tool_call_id, {}), "progress": chunk.text}),
+                ))
+                emit(status_update(self.agent_id, f"Running {chunk.tool_name}… {chunk.text}"))
+                self._status_shown = True
         elif isinstance(chunk, ToolCallSuspendedChunk):
             self._in_flight.pop(chunk.tool_call_id, None)
+            self._args.pop(chunk.tool_call_id, None)
             self.suspensions.append(Suspension(
                 agent_id=self.agent_id, tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name,
                 args=dict(chunk.args or {}), kind=chunk.kind, payload=chunk.suspend_payload,

@@ -153,8 +153,8 @@ class Agent(ToolExecution):
         """Start a run; returns at once with the stream of its chunks. ``model`` replaces the
         agent's model for this run (e.g. the model chosen for the thread)."""
         messages = normalize_input(input)
-        run = Run(self, run_id or new_id("run"), thread_id, max_iterations or self.max_iterations, dict(extra or {}),
-                   model)
+        run = Run(self.name, model or self.model, run_id or new_id("run"), thread_id,
+                  max_iterations or self.max_iterations, dict(extra or {}))
         return self._start(run, cancel, self._main(run, None, messages, list(history or [])))
 
     async def generate(self, input: AgentInput, **options: Any) -> RunResult:
@@ -211,8 +211,8 @@ class Agent(ToolExecution):
         claimed = await self.checkpoints.claim(run_id, record.version)
         if claimed is None:
             raise ResumeConflict(f"run {run_id!r} was already resumed")
-        run = Run(self, run_id, state.thread_id, max(max_iterations or 0, state.max_iterations), dict(extra or {}),
-                   model)
+        run = Run(self.name, model or self.model, run_id, state.thread_id,
+                  max(max_iterations or 0, state.max_iterations), dict(extra or {}))
         run.load(state)
         run.checkpointed = True
         return self._start(run, cancel, self._main(run, Resume(tool_call_id, validated, approval), None, []))
@@ -226,7 +226,7 @@ class Agent(ToolExecution):
     def abort(self) -> None:
         """Abort every active run of this agent (its stream ends with an ``error`` chunk)."""
         for run in list(self._runs.values()):
-            self._abort_run(run)
+            run.abort()
 
     def get_state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot of the latest run (``idle`` before the first one)."""
@@ -269,7 +269,7 @@ class Agent(ToolExecution):
         if cancel is not None:
             async def watch() -> None:
                 await cancel.wait()
-                self._abort_run(run)
+                run.abort()
 
             watcher = asyncio.ensure_future(watch())
         try:
@@ -280,16 +280,6 @@ class Agent(ToolExecution):
             if self._runs.get(run.run_id) is run:
                 del self._runs[run.run_id]
             run.queue.put_nowait(END)
-
-    def _abort_run(self, run: Run) -> None:
-        if run.aborting or run.status != "running":
-            return
-        run.aborting = True
-        run.cancel.set()
-        # a task cancelled before its first step would skip all cleanup: the loop sees the
-        # event at its next check instead
-        if run.started and run.task is not None and not run.task.done():
-            run.task.cancel()
 
     def _tool_table(self, thread_id: str | None) -> dict[str, Tool]:
         table = dict(self._tools)

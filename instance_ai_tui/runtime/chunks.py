@@ -105,6 +105,21 @@ class ToolResultChunk(_Chunk):
 
 
 @dataclass(slots=True)
+class ToolProgressChunk(_Chunk):
+    """How far a running tool call is (``ToolContext.report_progress``): ``progress`` out of
+    ``total`` (None: unknown), ``text`` its words ("40% copying")."""
+
+    run_id: str
+    response_id: str
+    tool_call_id: str
+    tool_name: str
+    progress: float
+    total: float | None
+    text: str
+    type: Literal["tool-progress"] = "tool-progress"
+
+
+@dataclass(slots=True)
 class MessageChunk(_Chunk):
     """A complete message added to the run (assistant message or tool message), as a dict of
     ``runtime.messages.Message``."""
@@ -193,6 +208,7 @@ StreamChunk = (
     | ToolCallDeltaChunk
     | ToolCallChunk
     | ToolResultChunk
+    | ToolProgressChunk
     | MessageChunk
     | ToolCallSuspendedChunk
     | FinishChunk

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .chunks import (
     StreamChunk,
@@ -23,9 +23,6 @@ from .tools import (
     Tool,
 )
 from .usage import SubAgentUsage, Usage
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 AgentInput = str | Message | dict[str, Any] | Sequence[str | Message | dict[str, Any]]
 
@@ -58,13 +55,14 @@ class Resume:
 
 
 class Run:
-    """The mutable state of one run (the task's own object)."""
+    """The mutable state of one run (the task's own object). It knows its agent by name only: the
+    loop (``agent.Agent``) drives it; a run can abort itself (``abort``) without the loop."""
 
-    def __init__(self, agent: Agent, run_id: str, thread_id: str | None, max_iterations: int,
-                 extra: dict[str, Any], model: ModelAdapter | None = None) -> None:
-        self.agent = agent
+    def __init__(self, agent_name: str, model: ModelAdapter, run_id: str, thread_id: str | None,
+                 max_iterations: int, extra: dict[str, Any]) -> None:
+        self.agent_name = agent_name
         #: the model of this run: the agent's, or one chosen for the thread (``stream(model=...)``)
-        self.model: ModelAdapter = model or agent.model
+        self.model: ModelAdapter = model
         self.run_id = run_id
         self.thread_id = thread_id
         self.max_iterations = max_iterations
@@ -103,6 +101,17 @@ class Run:
     def emit(self, chunk: StreamChunk) -> None:
         self.queue.put_nowait(chunk)
 
+    def abort(self) -> None:
+        """Abort this run if it is still running (its stream then ends with an ``error`` chunk).
+        A task cancelled before its first step would skip all cleanup: the loop sees the event at
+        its next check instead."""
+        if self.aborting or self.status != "running":
+            return
+        self.aborting = True
+        self.cancel.set()
+        if self.started and self.task is not None and not self.task.done():
+            self.task.cancel()
+
     def rid(self) -> str:
         if self.response_id is None:
             self.response_id = new_id("resp")
@@ -126,7 +135,7 @@ class Run:
 
     def state(self) -> AgentState:
         return AgentState(
-            agent=self.agent.name,
+            agent=self.agent_name,
             run_id=self.run_id,
             thread_id=self.thread_id,
             status=self.status,  # type: ignore[arg-type]
@@ -202,7 +211,7 @@ class AgentStream:
         return self._run.result
 
     def abort(self) -> None:
-        self._run.agent._abort_run(self._run)
+        self._run.abort()
 
     async def aclose(self) -> None:
         if self._run.result is None:

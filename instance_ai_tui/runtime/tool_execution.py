@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from .chunks import (
     MessageChunk,
+    ToolProgressChunk,
     ToolResultChunk,
 )
 from .events import AgentEvent, EventHub
@@ -22,6 +23,7 @@ from .tools import (
     Tool,
     ToolContext,
     ToolError,
+    ToolProgress,
     ToolSuspend,
     validation_message,
 )
@@ -107,6 +109,7 @@ class ToolExecution:
             thread_id=run.thread_id, resume_data=resume_data,
             suspend_payload=pending.suspend_payload if resume_data is not None else None,
             approved=approved, cancel=run.cancel, extra=run.extra, _usage_sink=run.add_sub_usage,
+            _progress_sink=_progress_to(run, pending.response_id),
         )
         if not approved and resume_data is None and await self._needs_approval(tool, args, ctx):
             message = tool.approval_message
@@ -237,3 +240,15 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+
+
+def _progress_to(run: Run, response_id: str) -> Callable[[ToolProgress], None]:
+    """A tool's progress as ``tool-progress`` chunks of its run (after its ``tool-call`` chunk: the
+    call was queued before it ran). Nothing once the run has ended."""
+
+    def sink(progress: ToolProgress) -> None:
+        if run.status == "running":
+            run.emit(ToolProgressChunk(run.run_id, response_id, progress.tool_call_id, progress.tool_name,
+                                       progress.progress, progress.total, progress.text))
+
+    return sink

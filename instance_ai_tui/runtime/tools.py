@@ -50,6 +50,30 @@ class ToolError(Exception):
     """Raise from a handler for an error the model should see verbatim (no traceback text)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """How far a running tool call is (an MCP server's progress notification, a long copy):
+    ``progress`` out of ``total`` when the total is known, with an optional short ``message``."""
+
+    tool_call_id: str
+    tool_name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``"40% copying"`` (or ``"12 copying"`` without a total): the words a card shows."""
+        head = f"{min(100, round(100 * self.progress / self.total))}%" if self.total else f"{self.progress:g}"
+        note = (self.message or "").strip()
+        note = note.splitlines()[0][:120] if note else ""
+        return f"{head} {note}".strip()
+
+
+#: where a tool's progress goes (the run's stream: a ``tool-progress`` chunk)
+ProgressSink = Callable[[ToolProgress], None]
+
+
 @dataclass(slots=True)
 class ToolContext:
     """What a tool handler gets besides its arguments."""
@@ -70,6 +94,7 @@ class ToolContext:
     #: application context (the assistant layer puts its event publisher / agent id here)
     extra: dict[str, Any] = field(default_factory=dict)
     _usage_sink: Callable[[SubAgentUsage], None] | None = None
+    _progress_sink: ProgressSink | None = None
 
     @property
     def resumed(self) -> bool:
@@ -82,6 +107,12 @@ class ToolContext:
     def suspend(self, payload: Any = None) -> NoReturn:
         """Stop this call and suspend the run until ``Agent.resume(run_id, tool_call_id, data)``."""
         raise ToolSuspend(payload)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell the run how far this call is; it reaches the stream as a ``tool-progress`` chunk (the
+        assistant shows it on the call's card and as the agent's status). Rate-limit it yourself."""
+        if self._progress_sink is not None:
+            self._progress_sink(ToolProgress(self.tool_call_id, self.tool_name, progress, total, message))
 
     def report_usage(self, agent: str, usage: Usage, run_id: str | None = None) -> None:
         """Add a sub-agent's usage to the parent run (``Agent.as_tool`` does this for you)."""

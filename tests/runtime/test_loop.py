@@ -224,3 +224,30 @@ async def test_message_chunks_carry_full_messages(server, make_model):
     assert [m["role"] for m in messages] == ["assistant", "tool", "assistant"]
     assert messages[0]["tool_calls"][0]["id"] == "call_a" and messages[1]["tool_call_id"] == "call_a"
     assert messages[0]["response_id"] == messages[1]["response_id"] != messages[2]["response_id"]
+
+
+async def test_tool_progress_reaches_the_stream_after_its_call_and_never_after_the_result(server, make_model):
+    """``ToolContext.report_progress`` is typed and lands in the run's own stream as a
+    ``tool-progress`` chunk, between the call's ``tool-call`` and its ``tool-result``; a report
+    after the call settled is dropped by the mapper, not shown on a finished card."""
+    from instance_ai_tui.runtime.chunks import ToolProgressChunk
+
+    class Copy(BaseModel):
+        files: int
+
+    async def copy(args: Copy, ctx: ToolContext) -> dict:
+        for done in range(1, args.files + 1):
+            ctx.report_progress(done, args.files, f"copied file {done}\nsecond line")
+        return {"copied": args.files}
+
+    server.set_script([MockResponse.call("copy", {"files": 2}), MockResponse(text="Copied.")])
+    agent = Agent("main", "Copy.", make_model(), [Tool("copy", "Copy files.", Copy, copy)])
+    chunks = [c async for c in agent.stream("copy two")]
+    kinds = [c.type for c in chunks]
+    first, last = kinds.index("tool-progress"), len(kinds) - 1 - kinds[::-1].index("tool-progress")
+    assert kinds.index("tool-call") < first and last < kinds.index("tool-result")
+    progress = [c for c in chunks if isinstance(c, ToolProgressChunk)]
+    assert [(p.progress, p.total, p.text) for p in progress] == [
+        (1, 2, "50% copied file 1"), (2, 2, "100% copied file 2")]
+    assert progress[0].tool_name == "copy" and progress[0].tool_call_id == chunks[kinds.index("tool-call")].tool_call_id
+

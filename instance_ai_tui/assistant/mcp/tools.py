@@ -115,7 +115,7 @@ class McpTool(Tool):
         """The converted result's card value (text, or the structured JSON); the model reads
         the same (``to_text``: JSON for a structured result)."""
         arguments = args.model_dump()
-        progress = _ProgressReporter(ctx, self.name, arguments)
+        progress = _ProgressReporter(ctx)
         key = next(_call_numbers)
         self.conn.calls[key] = ctx  # a form the server asks meanwhile goes to this call's run
         try:
@@ -227,13 +227,11 @@ def _same_json(text: str, value: Any) -> bool:
 
 
 class _ProgressReporter:
-    """Progress notifications of one call: on its card (a repeated ``tool-call`` with our
-    ``progress``, the arguments as announced) and as the agent's status ("Running … 40% copying")."""
+    """Progress notifications of one call, at most one per ``PROGRESS_INTERVAL``, told to the run
+    (``ToolContext.report_progress``: the call's card and the agent's status show them)."""
 
-    def __init__(self, ctx: ToolContext, name: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
-        self.name = name
-        self.arguments = arguments
         self._last = 0.0
         self._closed = False
 
@@ -244,29 +242,8 @@ class _ProgressReporter:
         if now - self._last < PROGRESS_INTERVAL:
             return
         self._last = now
-        from ...protocol.events import ToolCallEvent, ToolCallPayload
-        from ..context import EXTRA_KEY, AgentScope
-        from ..emitter import status_update
-
-        scope = self.ctx.extra.get(EXTRA_KEY)
-        if not isinstance(scope, AgentScope):
-            return
-        text = progress_text(progress, total, message)
-        await scope.mapper.announced(self.ctx.tool_call_id)
-        payload = ToolCallPayload.model_validate({"toolCallId": self.ctx.tool_call_id, "toolName": self.name,
-                                                  "args": self.arguments, "progress": text})
-        scope.run.emitter.emit(ToolCallEvent(agent_id=scope.agent_id, payload=payload))
-        scope.run.emitter.emit(status_update(scope.agent_id, f"Running {self.name}… {text}"))
+        self.ctx.report_progress(progress, total, message)
         await asyncio.sleep(0)
 
     def close(self) -> None:
         self._closed = True
-
-
-def progress_text(progress: float, total: float | None, message: str | None) -> str:
-    if total:
-        head = f"{min(100, round(100 * progress / total))}%"
-    else:
-        head = f"{progress:g}"
-    note = (message or "").strip().splitlines()[0][:120] if (message or "").strip() else ""
-    return f"{head} {note}".strip()
