@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..aio import aclose
 from .checkpoints import CheckpointStore, InMemoryCheckpointStore
 from .chunks import (
+    ContextCompactedChunk,
     ErrorChunk,
     FinishChunk,
     MessageChunk,
@@ -28,7 +29,16 @@ from .chunks import (
     ToolCallDeltaChunk,
     ToolCallSuspendedChunk,
 )
-from .errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, RunNotSuspended, UnknownToolCall
+from .compaction import CompactionResult, new_observations, observe
+from .context import ContextBudget, Fit, budget_of, fit_request, format_tokens, probe_window
+from .errors import (
+    CheckpointNotFound,
+    InvalidResumeData,
+    ModelContextExceeded,
+    ResumeConflict,
+    RunNotSuspended,
+    UnknownToolCall,
+)
 from .events import AgentEvent, AgentEventData, EventHandler, EventHub
 from .memory import Memory, generate_title, is_substantial, working_memory_tool
 from .messages import Message, ToolCallPart, new_id
@@ -93,11 +103,14 @@ class Agent(ToolExecution):
         title_model: ModelAdapter | None = None,
         description: str = "",
         stop_on_limit: bool = False,
+        context_threshold: float = 0.7,
     ) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         if tool_call_concurrency < 1:
             raise ValueError("tool_call_concurrency must be at least 1")
+        if not 0.1 <= context_threshold <= 0.95:
+            raise ValueError("context_threshold must be between 0.1 and 0.95 (a share of the window)")
         self.name = name
         self.description = description
         self.instructions = instructions
@@ -116,6 +129,9 @@ class Agent(ToolExecution):
         self.model_params = dict(model_params or {})
         self.checkpoint_ttl = checkpoint_ttl
         self.title_model = title_model
+        #: compaction starts when a request (older tool results stubbed) takes this share of what the
+        #: model's window leaves for it (``runtime/compaction.py``)
+        self.context_threshold = context_threshold
         #: usage of side calls (title generation)
         self.side_usage = Usage()
         self._tools: dict[str, Tool] = {}
@@ -354,6 +370,8 @@ class Agent(ToolExecution):
             query = "\n".join(m.text for m in input_messages if m.role == "user")
             recalled = await self.memory.recall(run.thread_id, query, exclude={m.id for m in loaded})
             loaded = recalled + loaded
+        if self.memory is not None and run.thread_id:
+            run.observations = await self.memory.get_observations(run.thread_id)
         run.list.add_history([*history, *loaded])
         run.list.add_input(input_messages)
         if self.memory is not None and run.thread_id:
@@ -365,17 +383,113 @@ class Agent(ToolExecution):
     async def _call_model(self, run: Run) -> tuple[Message | None, str]:
         run.response_id = rid = new_id("resp")
         await self._event(run, AgentEvent.TURN_START, iteration=run.iteration, response_id=rid)
+        budget = budget_of(run.model)
+        await probe_window(run.model, budget)
+        request, fit = await self._fitted_request(run, budget, rid)
+        try:
+            return await self._stream_model(run, rid, request, fit, budget)
+        except ModelContextExceeded as exc:
+            if getattr(exc, "incomplete", False) or not exc.sent:
+                raise
+            # a window smaller than we knew: learn it, compact, and try once more
+            _learn(budget, exc, fit)
+            before = fit.tokens
+            compacted = await self._compact(run, budget, reason="refused")
+            request, fit = await self._fitted_request(run, budget, rid, compact=False)
+            if compacted is not None:
+                self._emit_compacted(run, rid, compacted, before, fit, "refused")
+            try:
+                return await self._stream_model(run, rid, request, fit, budget)
+            except ModelContextExceeded as again:
+                if getattr(again, "incomplete", False) or not again.sent:
+                    raise
+                _learn(budget, again, fit)
+                raise ModelContextExceeded(
+                    f"this thread is over {run.model.name!r}'s {format_tokens(budget.window)} token context "
+                    f"even compacted ({again}): /compact [what to keep], or start a new thread (Ctrl+N)",
+                    window=budget.window, requested=again.requested, status_code=again.status_code) from None
+
+    async def _fitted_request(self, run: Run, budget: ContextBudget, rid: str, *,
+                              compact: bool = True) -> tuple[ModelRequest, Fit]:
+        """The next request, fitted to the model's window (``runtime/context.py``); past the
+        threshold the oldest turns are compacted first (``runtime/compaction.py``)."""
+        strict = bool(getattr(run.model, "supports_strict_tools", False))
+        tools = [t.definition(strict=strict) for t in run.tools.values()]
+        params = dict(self.model_params)
+        fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
+        if compact and fit.pressure > self.context_threshold * fit.available:
+            before = fit.tokens
+            compacted = await self._compact(run, budget, reason="auto")
+            if compacted is not None:
+                fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
+                self._emit_compacted(run, rid, compacted, before, fit, "auto")
+        return ModelRequest(messages=fit.messages, tools=tools, params=params), fit
+
+    async def _messages(self, run: Run) -> list[dict[str, Any]]:
         blocks: list[str] = []
         if self.memory is not None and self.memory.working_memory and run.thread_id:
             blocks.append(self.memory.working_memory_block(await self.memory.get_working_memory(run.thread_id)))
+        if run.observations is not None:
+            blocks.append(run.observations.block())
+        return run.list.for_llm(self._instructions(), blocks,
+                                replay_reasoning=bool(getattr(run.model, "replay_reasoning", False)))
+
+    async def _compact(self, run: Run, budget: ContextBudget, *, reason: str, keep: str = "",
+                       everything: bool = False) -> CompactionResult | None:
+        """Observe the oldest history turns of the run's context (all of them with ``everything``);
+        None when there is nothing to compact (no memory, or no older turn in the context)."""
+        if self.memory is None or not run.thread_id:
+            return None
+        history = [m for m in run.list.messages if m.id in run.list.history_ids
+                   and m.created_at > (run.observations.through_at if run.observations else 0)]
+        observed = history if everything else _oldest_turns(history, budget, self.context_threshold)
+        if not observed:
+            return None
+        notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep)
+        record = new_observations(run.observations, notes, observed)
+        await self.memory.save_observations(run.thread_id, record)
+        run.observations = record
+        run.list.forget({m.id for m in observed})
+        if usage.requests:
+            run.usage = run.usage + (self.prices.priced(run.model.name, usage) if self.prices and usage.cost is None
+                                     else usage)
+        log.info("compacted %d messages of thread %s (%s)", len(observed), run.thread_id, reason)
+        return CompactionResult(observations=record, messages=len(observed),
+                                runs=list(dict.fromkeys(m.run_id for m in observed if m.run_id)), usage=usage,
+                                error=error)
+
+    def _emit_compacted(self, run: Run, rid: str, result: CompactionResult, before: int, fit: Fit,
+                        reason: str) -> None:
+        run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.tokens,
+                                       fit.window, reason, result.error))  # type: ignore[arg-type]
+
+    async def compact(self, thread_id: str, keep: str = "", *, model: ModelAdapter | None = None) -> tuple[
+            CompactionResult | None, int, int, int]:
+        """Compact the thread now (``/compact [what to keep]``): every message in its context becomes
+        observations. Returns ``(result or None when there was nothing to compact, tokens before,
+        tokens after, window)``; the tokens are the estimate of a request of the thread (instructions,
+        observations, history and tools) before and after. Raises ``ModelError`` only for what the
+        budget cannot survive (the observer's own failures fall back to extractive notes)."""
+        if self.memory is None:
+            raise ValueError(f"agent {self.name!r} has no memory: there is no stored thread to compact")
+        run = Run(self.name, model or self.model, new_id("compact"), thread_id, 1, {})
+        run.tools = self._tool_table(thread_id)
+        run.observations = await self.memory.get_observations(thread_id)
+        run.list.add_history(await self.memory.load_history(thread_id))
+        budget = budget_of(run.model)
+        await probe_window(run.model, budget)
         strict = bool(getattr(run.model, "supports_strict_tools", False))
-        request = ModelRequest(
-            messages=run.list.for_llm(
-                self._instructions(), blocks, replay_reasoning=bool(getattr(run.model, "replay_reasoning", False))
-            ),
-            tools=[t.definition(strict=strict) for t in run.tools.values()],
-            params=dict(self.model_params),
-        )
+        tools = [t.definition(strict=strict) for t in run.tools.values()]
+
+        before = _estimate(await self._messages(run), tools, budget, run)
+        result = await self._compact(run, budget, reason="manual", keep=keep, everything=True)
+        after = _estimate(await self._messages(run), tools, budget, run)
+        if result is not None and result.usage.requests:
+            self.side_usage = self.side_usage + result.usage
+        return result, before, after, budget.window
+
+    async def _stream_model(self, run: Run, rid: str, request: ModelRequest, fit: Fit,
+                            budget: ContextBudget) -> tuple[Message | None, str]:
         text: list[str] = []
         reasoning: list[str] = []
         pieces = {"text-delta": text, "reasoning-delta": reasoning}
@@ -416,6 +530,7 @@ class Agent(ToolExecution):
                     run.usage = run.usage + usage
                     if usage.input_tokens:
                         run.last_input_tokens = int(usage.input_tokens)
+                        budget.calibrate(fit.raw, int(usage.input_tokens))
                 elif isinstance(chunk, ModelRetry):  # said, not silent (issue 39.5)
                     run.emit(RetryChunk(run.run_id, chunk.attempt, chunk.attempts, chunk.delay, chunk.reason))
                 elif isinstance(chunk, ModelFinish):
@@ -576,6 +691,58 @@ class Agent(ToolExecution):
         task.add_done_callback(self._background.discard)
 
 
+
+
+def _learn(budget: ContextBudget, exc: ModelContextExceeded, fit: Fit) -> None:
+    """What a refusal teaches: the real window (when the server says it, else a little less than what
+    was sent with its answer's reserve), and the request's real size in tokens."""
+    if exc.requested:
+        budget.calibrate(fit.raw, exc.requested)
+    if exc.window:
+        budget.set_window(exc.window, "learned")
+    else:
+        budget.set_window(max(256, int((fit.tokens + (fit.window - fit.available)) * 0.8)), "learned")
+
+
+def _turns(messages: list[Message]) -> list[list[Message]]:
+    """Messages grouped into turns (each from a user message to the next)."""
+    turns: list[list[Message]] = []
+    for m in messages:
+        if m.role == "user" or not turns:
+            turns.append([m])
+        else:
+            turns[-1].append(m)
+    return turns
+
+
+#: compaction keeps the newest history turns raw while they take at most this share of a request
+KEEP_SHARE = 0.3
+
+
+def _oldest_turns(history: list[Message], budget: ContextBudget, threshold: float) -> list[Message]:
+    """The history turns to observe: all but the newest that fit in ``KEEP_SHARE`` of the window
+    (at most the newest turn is kept whatever its size: its big results are stubbed when sent)."""
+    turns = _turns(history)
+    room = budget.window * min(KEEP_SHARE, threshold / 2)
+    kept = 0
+    used = 0.0
+    for turn in reversed(turns):
+        size = sum(min(len(m.text), 2_000) + 60 for m in turn) / 3.5 * budget.ratio
+        if kept and used + size > room:
+            break
+        if not kept and size > room:
+            break
+        used += size
+        kept += 1
+    observed = turns[: len(turns) - kept]
+    return [m for turn in observed for m in turn]
+
+
+def _estimate(messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: ContextBudget, run: Run) -> int:
+    from .context import raw_tokens
+
+    chars = run.sizes.tools_chars(tools) + sum(run.sizes.chars(m) for m in messages)
+    return budget.tokens(raw_tokens(chars, len(messages)))
 
 
 __all__ = [

@@ -120,6 +120,26 @@ class ToolProgressChunk(_Chunk):
 
 
 @dataclass(slots=True)
+class ContextCompactedChunk(_Chunk):
+    """The oldest turns of the thread were compacted into observations (``runtime/compaction.py``):
+    ``messages`` observed (of ``runs``), the request's estimated tokens ``before`` and ``after`` out of
+    ``window``; ``reason`` is ``auto`` (past the threshold), ``refused`` (the server refused a request
+    as too big) or ``manual`` (``/compact``); ``error``: the observer's call failed and the notes are
+    the extractive fallback."""
+
+    run_id: str
+    response_id: str
+    messages: int
+    runs: list[str]
+    before: int
+    after: int
+    window: int
+    reason: Literal["auto", "refused", "manual"] = "auto"
+    error: str | None = None
+    type: Literal["context-compacted"] = "context-compacted"
+
+
+@dataclass(slots=True)
 class MessageChunk(_Chunk):
     """A complete message added to the run (assistant message or tool message), as a dict of
     ``runtime.messages.Message``."""
@@ -209,6 +229,7 @@ StreamChunk = (
     | ToolCallChunk
     | ToolResultChunk
     | ToolProgressChunk
+    | ContextCompactedChunk
     | MessageChunk
     | ToolCallSuspendedChunk
     | FinishChunk

@@ -12,6 +12,7 @@ model server at http://…/v1"), what happened and the next step::
     ├── ModelTimeout                "model_timeout"         no response / no first token / stream stalled
     ├── ModelHTTPError              "model_http"            an HTTP error status, with the provider's message
     │   └── ModelRefused            "model_refused"         4xx: the request or the credentials were refused
+    │       └── ModelContextExceeded "model_context"       the request is over the model's context window
     ├── ModelStreamError            "model_stream"          the answer is not a proper chat-completions stream
     │   ├── ModelMalformedStream    "model_malformed"       not a stream (text/html 200), junk chunks, no usable chunk
     │   └── ModelStreamCut          "model_cut"             the stream ended before a finish reason or [DONE]
@@ -71,6 +72,22 @@ class ModelRefused(ModelHTTPError):
     """A 4xx answer: the server refused the request or its credentials (not worth repeating as is)."""
 
     code = "model_refused"
+
+
+class ModelContextExceeded(ModelRefused):
+    """The request is bigger than the model's context window: refused by the server (``sent``), or
+    known to be too big before it was sent (``runtime/context.py``: then it never left).
+    ``window``: the window in tokens when known (the server's words often say it); ``requested``:
+    the request's size in tokens when known."""
+
+    code = "model_context"
+
+    def __init__(self, message: str, *, window: int | None = None, requested: int | None = None,
+                 sent: bool = True, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code)
+        self.window = window
+        self.requested = requested
+        self.sent = sent
 
 
 class ModelStreamError(ModelError):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from ..aio import aclose
 from ..store.base import MessageRecord, MessageStore, SettingsStore, ThreadStore
+from .compaction import OBSERVATIONS, Observations
 from .messages import Message
 from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
 from .tools import Tool, ToolContext
@@ -115,6 +116,8 @@ class Memory(Protocol):
     async def get_title(self, thread_id: str) -> str | None: ...
     async def save_title(self, thread_id: str, title: str) -> None: ...
     async def recall(self, thread_id: str, query: str, *, exclude: set[str]) -> list[Message]: ...
+    async def get_observations(self, thread_id: str) -> Observations | None: ...
+    async def save_observations(self, thread_id: str, observations: Observations) -> None: ...
 
 
 def message_to_record(thread_id: str, message: Message, run_id: str | None) -> MessageRecord:
@@ -142,8 +145,16 @@ def record_to_message(record: MessageRecord) -> Message:
             "role": record.role if record.role in ("system", "user", "assistant", "tool", "custom") else "custom",
             "content": record.content if record.content is not None else "",
             "created_at": round(created.timestamp() * 1000),
+            "run_id": record.run_id,
         }
     )
+
+
+def _created_ms(record: MessageRecord) -> int:
+    created = record.created_at
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return round(created.timestamp() * 1000)
 
 
 class StoreMemory:
@@ -175,9 +186,17 @@ class StoreMemory:
             await self.store.create_thread(thread_id)
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        """The messages a new run sends: the newest ``last_messages`` (those of superseded runs left
-        out), read a page at a time from the newest, never the whole thread when it is long."""
+        """The messages a new run sends: those after the observations' cursor (compacted messages
+        stay stored but leave the context), the newest ``last_messages`` of them at most (those of
+        superseded runs left out), read a page at a time from the newest, never the whole thread
+        when it is long."""
         gone = await superseded_runs(self.store, thread_id)
+        observed = await self.get_observations(thread_id)
+        after = observed.through_at if observed is not None else None
+
+        def wanted_record(r: MessageRecord) -> bool:
+            return (r.run_id is None or r.run_id not in gone) and (after is None or _created_ms(r) > after)
+
         wanted = self.last_messages
         cut = False  # whether older messages were left unread (the window then starts mid-thread)
         if wanted is None:
@@ -186,12 +205,13 @@ class StoreMemory:
             page = wanted
             while True:  # (messages of superseded runs do not count: then read a bigger page)
                 records = await self.store.list_messages(thread_id, last=page)
-                kept = sum(1 for r in records if r.run_id is None or r.run_id not in gone)
-                if len(records) < page or kept >= wanted:
-                    cut = len(records) == page
+                kept = sum(1 for r in records if wanted_record(r))
+                reached = after is not None and bool(records) and _created_ms(records[0]) <= after  # cursor in page
+                if len(records) < page or kept >= wanted or reached:
+                    cut = len(records) == page and not reached
                     break
                 page *= 4
-        messages = [record_to_message(r) for r in records if r.run_id is None or r.run_id not in gone]
+        messages = [record_to_message(r) for r in records if wanted_record(r)]
         if self.last_messages is not None and (cut or len(messages) > self.last_messages):
             messages = messages[-self.last_messages :]
             # do not start the window with tool results whose call was cut off
@@ -206,6 +226,21 @@ class StoreMemory:
         await self.store.upsert_messages(thread_id, [message_to_record(thread_id, m, run_id) for m in messages])
         if self.embedder is not None:
             await self._save_embeddings(thread_id, messages)
+
+    # -- observations (compaction) ---------------------------------------------------------
+
+    async def get_observations(self, thread_id: str) -> Observations | None:
+        value = await self.store.get_setting(f"thread:{thread_id}", OBSERVATIONS)
+        if not isinstance(value, dict):
+            return None
+        try:
+            return Observations.model_validate(value)
+        except ValueError:
+            return None  # an unreadable record: the thread goes on as if it had none
+
+    async def save_observations(self, thread_id: str, observations: Observations) -> None:
+        await self._ensure_thread(thread_id)
+        await self.store.set_setting(f"thread:{thread_id}", OBSERVATIONS, observations.model_dump(mode="json"))
 
     # -- working memory --------------------------------------------------------------------
 

@@ -68,6 +68,8 @@ class Message(BaseModel):
     skipped: bool = False
     # custom
     data: dict[str, Any] | None = None
+    #: the run that stored it (set when read from memory; never serialised: the store keeps it apart)
+    run_id: str | None = Field(default=None, exclude=True)
 
     @classmethod
     def user(cls, text: Any, **kw: Any) -> Message:
@@ -247,6 +249,21 @@ class MessageList:
         message.created_at = self._messages[i].created_at
         self._messages[i] = message
         self._dirty = True
+
+    def forget(self, ids: set[str]) -> None:
+        """Take history messages out of the list (compaction: they stay stored, the model stops
+        reading them). Messages of this turn are never forgotten."""
+        ids = ids & self.history_ids
+        if not ids:
+            return
+        keep = [m for m in self._messages if m.id not in ids]
+        self.history_ids -= ids
+        self._messages, self._index, self._wire = [], {}, []
+        self._open_calls, self._answered, self._dirty = set(), set(), False
+        for m in keep:
+            self._index[m.id] = len(self._messages)
+            self._messages.append(m)
+            self._track(m)
 
     def get(self, message_id: str) -> Message | None:
         i = self._index.get(message_id)

@@ -13,6 +13,8 @@ from typing import Any
 from .chunks import (
     StreamChunk,
 )
+from .compaction import Observations
+from .context import Sizes
 from .limits import DEFAULT_LIMITS, LimitCheck
 from .messages import Message, MessageList, new_id
 from .model import (
@@ -89,6 +91,10 @@ class Run:
                                  getattr(self.model, "where", None) or f"the model {self.model.name!r}")
         #: input tokens of the latest model request (the context the model read)
         self.last_input_tokens = 0
+        #: sizes of the messages sent (``runtime/context.py``: fitting looks each up once)
+        self.sizes = Sizes()
+        #: the thread's observations (compacted older turns), shown in the system prompt
+        self.observations: Observations | None = None
         self.cancel = asyncio.Event()
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None

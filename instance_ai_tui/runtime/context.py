@@ -1,0 +1,483 @@
+"""The context budget: how many tokens a model reads, and fitting every request into them.
+
+A model's **window** comes from, in this order: what the model server refused with (a context error
+names the real window: ``learned``), what the server reports (``/models`` of vLLM, LM Studio,
+llama.cpp's ``/props``, Ollama's ``/api/show``: ``server``), ``model.context_windows`` in the config
+(``config``), the table of well-known models below (``table``), else 8 k (``default``).
+
+Tokens are **estimated** (characters / 3.5 plus a few per message; no tokenizer: tiktoken downloads
+its files on first use) and the estimate is **corrected** from each answer's real ``usage``: the ratio
+of the real prompt tokens to the estimate of the request that was sent (``ContextBudget.calibrate``).
+
+Before every request the history is **fitted** (``fit_request``) to the window less the answer's
+``max_tokens`` (or a reserve), the tools' schemas, the system prompt and a small margin, in steps
+that each lose less than the next:
+
+1. tool results the model has answered become a stub (tool, arguments, size, how it began), oldest
+   first: older turns' first, then this turn's earlier rounds';
+2. the oldest turns leave the request (compaction, ``runtime/compaction.py``, should have carried
+   what they said into the observations; this is the safety net when it could not);
+3. what the current turn carries that is too big for the window alone (a 60 k character tool
+   result, a long paste) is cut to its head and tail, with a marker saying how much was cut;
+4. a request that still cannot fit (the instructions and tools alone fill the window) is never
+   sent: ``ModelContextExceeded`` says so.
+
+Fitting only shapes what is sent: the run's messages, the store and the screen keep everything.
+The estimates of a message's size are cached per wire dict (``Sizes``), so fitting a request costs
+one look-up per message it keeps (``benchmarks/context_budget.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .errors import ModelContextExceeded
+
+DEFAULT_WINDOW = 8_192
+CHARS_PER_TOKEN = 3.5
+#: tokens a message costs besides its text (role, separators of the chat template)
+MESSAGE_OVERHEAD = 4
+#: a share of the window never planned for: the estimate is an estimate
+SAFETY_SHARE = 0.05
+#: what the answer gets when no ``max_tokens`` is set: an eighth of the window, 256 to 4,096 tokens
+ANSWER_SHARE = 8
+ANSWER_MIN, ANSWER_MAX = 256, 4_096
+#: tool results of older turns longer than this (characters) are stubbed first
+STUB_OVER = 600
+#: about what a stub takes (characters)
+STUB_SIZE = 420
+#: what a cut keeps at least (characters)
+CUT_MIN = 400
+
+WindowSource = Literal["learned", "server", "config", "table", "default"]
+_RANK: dict[str, int] = {"default": 0, "table": 1, "config": 2, "server": 3, "learned": 4}
+
+#: context windows (tokens) of well-known model families, matched by name prefix; the config
+#: file's ``model.context_windows`` adds or overrides entries
+KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-4-turbo", 128_000), ("gpt-4", 8_192),
+    ("gpt-5", 400_000), ("gpt-3.5-turbo", 16_385), ("o1", 200_000), ("o3", 200_000), ("o4-mini", 200_000),
+    ("claude", 200_000), ("gemini-1.5", 1_000_000), ("gemini-2", 1_000_000), ("llama3.1", 128_000),
+    ("llama3.2", 128_000), ("llama3", 8_192), ("qwen2.5", 32_768), ("qwen3", 40_960), ("mistral", 32_768),
+    ("mixtral", 32_768), ("deepseek", 128_000), ("phi3", 128_000), ("smollm2", 8_192),
+)
+
+
+def known_window(name: str, overrides: Mapping[str, int] | None = None) -> tuple[int, WindowSource] | None:
+    """The window of model ``name`` from the config's overrides or the table (longest prefix of the
+    name's last path part first), with where it came from; None when neither knows it."""
+    low = name.strip().lower()
+    short = low.split("/")[-1]
+    tables: list[tuple[WindowSource, Sequence[tuple[str, int]]]] = [
+        ("config", sorted((overrides or {}).items(), key=lambda kv: -len(kv[0]))), ("table", KNOWN_WINDOWS)]
+    for source, table in tables:
+        for prefix, size in table:
+            if short.startswith(prefix.lower()) or low == prefix.lower():
+                return int(size), source
+    return None
+
+
+def format_tokens(count: int) -> str:
+    """``8192`` -> ``"8 k"``, ``131072`` -> ``"128 k"``, ``1047576`` -> ``"1 M"``, ``900`` -> ``"900"``."""
+    if count >= 1_000_000:
+        return f"{count / 1e6:.3g} M"
+    if count >= 1_000:
+        return f"{(count / 1024 if count % 1024 == 0 and count % 1000 else count / 1000):.3g} k"
+    return str(count)
+
+
+class ContextBudget:
+    """One model's window and how this runtime's token estimate compares with its tokenizer.
+
+    Shared by every run of the model (the adapter holds it: ``budget_of``); learned facts (the
+    window a server refused with, the ratio) last as long as the adapter."""
+
+    def __init__(self, model: str, *, window: int | None = None, source: WindowSource | None = None,
+                 overrides: Mapping[str, int] | None = None) -> None:
+        self.model = model
+        if window is not None:
+            self.window, self.source = int(window), source or "config"
+        else:
+            known = known_window(model, overrides)
+            self.window, self.source = known if known else (DEFAULT_WINDOW, "default")
+        #: real tokens per estimated token (from ``usage``); 1.0 until the first answer
+        self.ratio = 1.0
+        self.calibrated = False
+        #: whether the server was asked for the window (``/models``) yet
+        self.probed = False
+
+    def __repr__(self) -> str:
+        return f"ContextBudget({self.model!r}, window={self.window} ({self.source}), ratio={self.ratio:.2f})"
+
+    # -- the window ------------------------------------------------------------------------------
+
+    def set_window(self, tokens: int, source: WindowSource) -> bool:
+        """Take ``tokens`` as the window when ``source`` outranks (or equals) what is known; a window
+        learned from a refusal only ever shrinks. True when the window changed."""
+        if tokens <= 0 or _RANK[source] < _RANK[self.source]:
+            return False
+        if source == "learned" and self.source == "learned" and tokens >= self.window:
+            return False
+        changed = tokens != self.window
+        self.window, self.source = int(tokens), source
+        return changed
+
+    def answer_reserve(self, params: Mapping[str, Any]) -> int:
+        """Tokens kept for the answer: the request's ``max_tokens`` / ``max_completion_tokens``, else an
+        eighth of the window (256 to 4,096)."""
+        for key in ("max_completion_tokens", "max_tokens"):
+            value = params.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return max(ANSWER_MIN, min(ANSWER_MAX, self.window // ANSWER_SHARE))
+
+    def available(self, params: Mapping[str, Any]) -> int:
+        """Tokens a request (system prompt, tools, messages) may take."""
+        return self.window - self.answer_reserve(params) - math.ceil(self.window * SAFETY_SHARE)
+
+    # -- estimates -------------------------------------------------------------------------------
+
+    def tokens(self, raw: float) -> int:
+        """Corrected tokens of a raw estimate (``raw_tokens``)."""
+        return math.ceil(raw * self.ratio)
+
+    def calibrate(self, raw: float, real: int) -> None:
+        """A request estimated at ``raw`` raw tokens was ``real`` tokens to the model's tokenizer."""
+        if raw < 50 or real <= 0:
+            return  # too small to say anything (a chat template's own tokens dominate)
+        seen = min(3.0, max(0.5, real / raw))
+        self.ratio = seen if not self.calibrated else 0.5 * self.ratio + 0.5 * seen
+        self.calibrated = True
+
+
+def raw_tokens(chars: int, messages: int = 0) -> float:
+    """The uncorrected estimate: characters / 3.5 plus a few tokens per message."""
+    return chars / CHARS_PER_TOKEN + MESSAGE_OVERHEAD * messages
+
+
+_BUDGETS: weakref.WeakKeyDictionary[Any, ContextBudget] = weakref.WeakKeyDictionary()
+
+
+def budget_of(model: Any) -> ContextBudget:
+    """The budget of a model adapter: its own ``context`` (``OpenAIModel`` has one, with the config's
+    windows), else one kept beside it for as long as it lives."""
+    own = getattr(model, "context", None)
+    if isinstance(own, ContextBudget):
+        return own
+    try:
+        budget = _BUDGETS.get(model)
+        if budget is None:
+            budget = _BUDGETS[model] = ContextBudget(str(getattr(model, "name", "model")))
+        return budget
+    except TypeError:  # an adapter that cannot be weakly referenced: a budget per call (still right)
+        return ContextBudget(str(getattr(model, "name", "model")))
+
+
+async def probe_window(model: Any, budget: ContextBudget) -> None:
+    """Ask the model server for the window once (``probe_context_window`` of the adapter; failures and
+    silence leave what is known)."""
+    if budget.probed:
+        return
+    budget.probed = True
+    probe = getattr(model, "probe_context_window", None)
+    if probe is None:
+        return
+    try:
+        import asyncio
+
+        async with asyncio.timeout(5.0):
+            found = await probe()
+    except Exception:  # noqa: BLE001 - a server that does not say is a server that does not say
+        return
+    if isinstance(found, int) and found > 0:
+        budget.set_window(found, "server")
+
+
+# -- sizes of messages ------------------------------------------------------------------------------
+
+
+def wire_chars(message: Mapping[str, Any]) -> int:
+    """Characters of a chat message as the model reads them (content, tool calls, their ids)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        chars = len(content)
+    elif isinstance(content, list):
+        chars = 0
+        for part in content:
+            if isinstance(part, dict):
+                if part.get("type") == "text":
+                    chars += len(str(part.get("text", "")))
+                else:
+                    chars += 3_000  # an image: providers count some hundreds to a thousand tokens
+    else:
+        chars = 0
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                chars += len(str(fn.get("name", ""))) + len(str(fn.get("arguments", ""))) + 12
+    if message.get("role") == "tool":
+        chars += len(str(message.get("tool_call_id", "")))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str):
+        chars += len(reasoning)
+    return chars
+
+
+class Sizes:
+    """Characters per wire dict, cached by identity (the message list hands out the same dict for a
+    message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
+
+    def chars(self, message: Mapping[str, Any]) -> int:
+        hit = self._cache.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        chars = wire_chars(message)
+        self._cache[id(message)] = (message, chars)
+        return chars
+
+    def tools_chars(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        return len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) if tools else 0
+
+
+# -- fitting -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Fit:
+    """What fitting made of a request."""
+
+    #: the messages to send (the system message first, when there is one)
+    messages: list[dict[str, Any]]
+    #: corrected token estimate of the request (messages and tools; the answer not included)
+    tokens: int
+    #: raw (uncorrected) estimate of the same, for calibration against the real ``usage``
+    raw: float
+    #: tokens the request may take (``ContextBudget.available``)
+    available: int
+    window: int
+    #: tool results of older turns that became stubs, turns left out, messages of this turn cut
+    stubbed: int = 0
+    dropped: int = 0
+    cut: int = 0
+    #: the request's tokens were the older turns' big tool results stubs (what compaction looks at:
+    #: stubs come first, turns are summarised only past the threshold after them)
+    pressure: int = 0
+
+    @property
+    def share(self) -> float:
+        """How full the window is with this request (0..1)."""
+        return self.tokens / self.window if self.window else 0.0
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stub_text(tool_name: str, arguments: str, content: str) -> str:
+    """What the model keeps of an older turn's tool result."""
+    args = _one_line(arguments, 160) if arguments and arguments not in ("{}", "") else ""
+    return (f"[older result of {tool_name or 'a tool'}({args}) left out of the context: {len(content):,} "
+            f"characters; it began: {_one_line(content, 240)}]")
+
+
+def cut_text(text: str, keep: int) -> str:
+    """``text`` cut to about ``keep`` characters: its head and tail around a marker."""
+    if len(text) <= keep:
+        return text
+    keep = max(CUT_MIN, keep)
+    head = keep * 2 // 3
+    tail = max(0, keep - head - 80)
+    gone = len(text) - head - tail
+    marker = f"\n[… {gone:,} characters cut here to fit the model's context …]\n"
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def current_turn_start(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Index of the last user message (the current turn begins there); 1 past a leading system
+    message when there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index
+    return 1 if messages and messages[0].get("role") == "system" else 0
+
+
+def fit_request(
+    messages: list[dict[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    budget: ContextBudget,
+    params: Mapping[str, Any],
+    sizes: Sizes,
+    *,
+    tools_chars: int | None = None,
+) -> Fit:
+    """``messages`` (OpenAI chat format, system message first) fitted to ``budget`` with ``tools``
+    and the answer's reserve. The dicts given are never changed (stubs and cuts are new dicts).
+    Raises ``ModelContextExceeded`` when even the cut request cannot fit."""
+    available = budget.available(params)
+    t_chars = sizes.tools_chars(tools) if tools_chars is None else tools_chars
+    chars = [sizes.chars(m) for m in messages]
+    total_chars = t_chars + sum(chars)
+    raw = raw_tokens(total_chars, len(messages))
+    turn = current_turn_start(messages)
+    saving = sum(size - STUB_SIZE for m, size in zip(messages[:turn], chars[:turn], strict=True)
+                 if size > STUB_OVER and m.get("role") == "tool")
+    pressure = budget.tokens(raw_tokens(total_chars - saving, len(messages)))
+    if budget.tokens(raw) <= available:
+        return Fit(messages, budget.tokens(raw), raw, available, budget.window, pressure=pressure)
+    out = list(messages)
+    sizes_now = list(chars)
+
+    def over() -> float:
+        r = raw_tokens(t_chars + sum(sizes_now), len(out))
+        return budget.tokens(r) - available
+
+    has_system = bool(out) and out[0].get("role") == "system"
+    start = 1 if has_system else 0
+    turn = max(start, turn)
+    stubbed = dropped = cut = 0
+    # 1. big tool results the model has answered already -> stubs, oldest first: older turns', then
+    #    this turn's earlier rounds' (the latest round's results are what the model is about to read)
+    answered = turn
+    for index in range(len(out) - 1, turn, -1):
+        if out[index].get("role") == "assistant":
+            answered = index
+            break
+    calls: dict[str, tuple[str, str]] = {}
+    for index in range(start, answered):
+        if over() <= 0:
+            break
+        m = out[index]
+        if m.get("role") == "assistant":
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function") or {}
+                calls[str(call.get("id", ""))] = (str(fn.get("name", "")), str(fn.get("arguments", "")))
+        elif m.get("role") == "tool" and sizes_now[index] > STUB_OVER:
+            content = m.get("content")
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            name, arguments = calls.get(str(m.get("tool_call_id", "")), ("", ""))
+            stub = {**m, "content": stub_text(name, arguments, text)}
+            out[index] = stub
+            sizes_now[index] = wire_chars(stub)
+            stubbed += 1
+    # 2. the oldest turns leave (whole turns: from the start to the next user message)
+    while over() > 0 and turn > start:
+        end = start + 1
+        while end < turn and out[end].get("role") != "user":
+            end += 1
+        gone = end - start
+        del out[start:end]
+        del sizes_now[start:end]
+        turn -= gone
+        dropped += gone
+    # 3. this turn's biggest messages are cut to their head and tail
+    while over() > 0:
+        candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200
+                      and isinstance(out[i].get("content"), str)]
+        if not candidates:
+            break
+        biggest = max(candidates, key=lambda i: sizes_now[i])
+        excess_chars = math.ceil(over() / budget.ratio * CHARS_PER_TOKEN) + 120
+        keep = max(CUT_MIN, sizes_now[biggest] - excess_chars)
+        if keep >= sizes_now[biggest] - 100:  # cannot shrink it meaningfully any more
+            break
+        m = out[biggest]
+        new = {**m, "content": cut_text(str(m.get("content", "")), keep)}
+        out[biggest] = new
+        sizes_now[biggest] = wire_chars(new)
+        cut += 1
+    raw = raw_tokens(t_chars + sum(sizes_now), len(out))
+    tokens = budget.tokens(raw)
+    if tokens > available:
+        system_tokens = budget.tokens(raw_tokens(sizes_now[0], 1)) if has_system else 0
+        tools_tokens = budget.tokens(raw_tokens(t_chars))
+        raise ModelContextExceeded(
+            f"the request does not fit {budget.model!r}'s context of {format_tokens(budget.window)} tokens even "
+            f"cut down: the instructions take ~{format_tokens(system_tokens)}, the tools' schemas "
+            f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it; "
+            "use a model with a larger context (or set its real one in model.context_windows)",
+            window=budget.window, requested=tokens, sent=False)
+    return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure)
+
+
+# -- what a server's refusal says ----------------------------------------------------------------------
+
+_WINDOW_PATTERNS = (
+    # OpenAI, vLLM, llama-cpp-python, Groq, DeepSeek: "maximum context length is 8192 tokens"
+    re.compile(r"maximum context length (?:is|of) (\d[\d,]*) tokens", re.I),
+    # llama.cpp server: "request (4476 tokens) exceeds the available context size (4096 tokens)"
+    re.compile(r"available context size \((\d[\d,]*) tokens\)", re.I),
+    # llama-cpp-python (internal): "Requested tokens (2600) exceed context window of 2048"
+    re.compile(r"exceed(?:s|ed)? (?:the )?context window of (\d[\d,]*)", re.I),
+    # LM Studio: "the model is loaded with context length of only 4096 tokens"
+    re.compile(r"context length of only (\d[\d,]*) tokens", re.I),
+    # Mistral: "too large for model with 32768 maximum context length"
+    re.compile(r"model with (\d[\d,]*) maximum context length", re.I),
+    # Anthropic (OpenAI-compatible endpoint): "prompt is too long: 210000 tokens > 200000 maximum"
+    re.compile(r"tokens > (\d[\d,]*) maximum", re.I),
+)
+_REQUESTED_PATTERNS = (
+    re.compile(r"\((\d[\d,]*) in the messages", re.I),
+    re.compile(r"(?:resulted in|you requested|your request has|request \() ?(\d[\d,]*) (?:input )?tokens", re.I),
+    re.compile(r"Requested tokens \((\d[\d,]*)\)", re.I),
+    re.compile(r"prompt is too long: (\d[\d,]*) tokens", re.I),
+    re.compile(r"Prompt contains (\d[\d,]*) tokens", re.I),
+)
+_CONTEXT_WORDS = re.compile(
+    r"context[ _](?:length|window|size)[ _](?:exceeded|of)|maximum context length|exceeds? (?:the )?(?:available )?"
+    r"context|context (?:size|window) (?:has been )?exceeded|prompt is too long|input length exceeds|"
+    r"too large for model with|reduce the length of the (?:messages|prompt)|exceed_context_size",
+    re.I)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def context_refusal(message: str, body: Any = None) -> tuple[int | None, int | None] | None:
+    """Whether a server's refusal is about the context, with the window and the request's size when it
+    says them: ``(window, requested)``; None when it is about something else.
+
+    Knows OpenAI's ``context_length_exceeded`` (code or wording; vLLM, llama-cpp-python, Groq and
+    DeepSeek use it too), llama.cpp's ``exceed_context_size_error`` (with ``n_ctx`` and
+    ``n_prompt_tokens``), LM Studio's, Mistral's and Anthropic's wordings."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    fields = inner if isinstance(inner, dict) else {}
+    code = str(fields.get("code") or "") + " " + str(fields.get("type") or "")
+    text = message or ""
+    if "context_length_exceeded" not in code and "exceed_context_size" not in code and not _CONTEXT_WORDS.search(text):
+        return None
+    window: int | None = None
+    requested: int | None = None
+    n_ctx = fields.get("n_ctx")
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        window = n_ctx
+    n_prompt = fields.get("n_prompt_tokens")
+    if isinstance(n_prompt, int) and not isinstance(n_prompt, bool) and n_prompt > 0:
+        requested = n_prompt
+    if window is None:
+        for pattern in _WINDOW_PATTERNS:
+            found = pattern.search(text)
+            if found:
+                window = _number(found.group(1))
+                break
+    if requested is None:
+        for pattern in _REQUESTED_PATTERNS:
+            found = pattern.search(text)
+            if found:
+                requested = _number(found.group(1))
+                break
+    return window, requested

@@ -1,0 +1,140 @@
+"""The context budget (``runtime/context.py``): windows, the estimate and its correction, fitting a
+request, and what servers' refusals say."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.runtime.context import (
+    DEFAULT_WINDOW,
+    ContextBudget,
+    Sizes,
+    context_refusal,
+    fit_request,
+    format_tokens,
+    known_window,
+)
+from instance_ai_tui.runtime.errors import ModelContextExceeded
+
+
+def turn(index: int, result_chars: int = 0) -> list[dict[str, Any]]:
+    call = f"call_{index}"
+    out: list[dict[str, Any]] = [{"role": "user", "content": f"question {index}"}]
+    if result_chars:
+        out += [{"role": "assistant", "content": "", "tool_calls": [
+                    {"id": call, "type": "function", "function": {"name": "get-workflow",
+                                                                  "arguments": json.dumps({"id": f"wf_{index}"})}}]},
+                {"role": "tool", "tool_call_id": call, "content": f"{{\"id\": \"wf_{index}\"}}" + "x" * result_chars}]
+    out.append({"role": "assistant", "content": f"answer {index}"})
+    return out
+
+
+def conversation(turns: int, result_chars: int = 0, current: str = "and now?") -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You help."}]
+    for index in range(turns):
+        messages += turn(index, result_chars)
+    messages.append({"role": "user", "content": current})
+    return messages
+
+
+def test_windows_come_from_config_then_the_table_then_8k() -> None:
+    assert known_window("gpt-4o-mini") == (128_000, "table")
+    assert known_window("openrouter/qwen2.5-coder", {"qwen2.5": 4_096}) == (4_096, "config")
+    assert known_window("my-local-model") is None
+    assert ContextBudget("my-local-model").window == DEFAULT_WINDOW
+    assert format_tokens(8_192) == "8 k" and format_tokens(128_000) == "128 k" and format_tokens(2_048) == "2 k"
+
+
+def test_a_window_learned_from_a_refusal_outranks_the_rest_and_only_shrinks() -> None:
+    budget = ContextBudget("smollm2")
+    assert (budget.window, budget.source) == (8_192, "table")
+    assert budget.set_window(16_000, "server") and budget.window == 16_000
+    assert not budget.set_window(4_000, "config")  # the server's word outranks the config's
+    assert budget.set_window(2_048, "learned") and budget.window == 2_048
+    assert not budget.set_window(4_096, "learned") and not budget.set_window(32_000, "server")
+
+
+def test_the_estimate_is_corrected_from_real_usage() -> None:
+    budget = ContextBudget("m")
+    budget.calibrate(1_000, 1_400)
+    assert budget.ratio == pytest.approx(1.4)
+    budget.calibrate(1_000, 1_000)
+    assert budget.ratio == pytest.approx(1.2)
+    budget.calibrate(10, 1_000)  # too small to say anything
+    assert budget.ratio == pytest.approx(1.2)
+
+
+def test_a_request_that_fits_is_sent_as_it_is() -> None:
+    messages = conversation(3)
+    fit = fit_request(messages, [], ContextBudget("m"), {}, Sizes())
+    assert fit.messages == messages and (fit.stubbed, fit.dropped, fit.cut) == (0, 0, 0)
+    assert fit.tokens <= fit.available
+
+
+def test_older_tool_results_become_stubs_before_any_turn_leaves() -> None:
+    budget = ContextBudget("m", window=8_192)
+    messages = conversation(6, result_chars=4_000)
+    fit = fit_request(messages, [], budget, {}, Sizes())
+    assert fit.tokens <= fit.available and fit.dropped == 0 and fit.stubbed >= 1
+    stub = next(m for m in fit.messages if m.get("role") == "tool")["content"]
+    assert stub.startswith("[older result of get-workflow(") and "wf_0" in stub and "characters" in stub
+    assert messages == conversation(6, result_chars=4_000)  # the given dicts are never changed
+
+
+def test_the_oldest_turns_leave_whole_then_the_current_turn_is_cut() -> None:
+    budget = ContextBudget("m", window=2_048)
+    paste = "line of a long paste\n" * 2_000
+    messages = conversation(40, result_chars=0, current=paste)
+    fit = fit_request(messages, [], budget, {"max_tokens": 256}, Sizes())
+    assert fit.tokens <= fit.available <= 2_048 - 256
+    assert fit.dropped > 0 and fit.cut == 1
+    sent = fit.messages
+    assert sent[0]["role"] == "system" and sent[1]["role"] == "user"  # whole turns left
+    assert "characters cut here to fit the model's context" in sent[-1]["content"]
+    assert sent[-1]["content"].startswith("line of a long paste")
+
+
+def test_a_request_that_cannot_fit_is_never_sent() -> None:
+    budget = ContextBudget("tiny", window=1_024)
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 400,
+                                               "parameters": {"type": "object"}}} for i in range(12)]
+    with pytest.raises(ModelContextExceeded) as caught:
+        fit_request(conversation(1), tools, budget, {}, Sizes())
+    assert caught.value.sent is False and "'tiny'" in str(caught.value) and "tools' schemas" in str(caught.value)
+
+
+@pytest.mark.parametrize(("message", "body", "expected"), [
+    # OpenAI (and llama-cpp-python, which copies it)
+    ("This model's maximum context length is 5000 tokens. However, your messages resulted in 8415 tokens. "
+     "Please reduce the length of the messages.", {"error": {"code": "context_length_exceeded"}}, (5000, 8415)),
+    ("This model's maximum context length is 2048 tokens. However, you requested 2600 tokens (2344 in the "
+     "messages, 256 in the completion).", None, (2048, 2344)),
+    # llama.cpp's server
+    ("request (4476 tokens) exceeds the available context size (4096 tokens)",
+     {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}},
+     (4096, 4476)),
+    ("the request exceeds the available context size, try increasing it",
+     {"error": {"type": "exceed_context_size_error"}}, (None, None)),
+    # vLLM (old and new wording)
+    ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+     "(4000 in the messages, 1000 in the completion).", None, (4096, 4000)),
+    ("'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 "
+     "tokens and your request has 2778 input tokens (8000 > 4096 - 2778).", None, (4096, 2778)),
+    # LM Studio, Mistral, Anthropic
+    ("Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context "
+     "length of only 4096 tokens, which is not enough.", None, (4096, None)),
+    ("Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length",
+     None, (32768, 40000)),
+    ("prompt is too long: 210000 tokens > 200000 maximum", None, (200000, 210000)),
+])
+def test_context_refusals_of_real_servers_are_recognised(message: str, body: Any, expected: tuple) -> None:
+    assert context_refusal(message, body) == expected
+
+
+@pytest.mark.parametrize("message", ["Incorrect API key provided", "model 'x' not found",
+                                     "messages[3].content: Input should be a valid string"])
+def test_other_refusals_are_not_about_the_context(message: str) -> None:
+    assert context_refusal(message, {"error": {"code": "invalid_request_error"}}) is None
