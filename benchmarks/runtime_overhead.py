@@ -10,8 +10,8 @@ Prints one JSON object:
   validation and execution, chunks, state) per model-call + tool-call round trip.
 * ``round_trips``: ``--trips`` tool round trips (a no-op tool asked for each time, then an answer) against
   the same local OpenAI-wire server, each variant in a fresh process: our ``Agent`` + ``OpenAIModel``
-  (``ours``), the same through the SDK's ``chat.completions.create`` (``ours_sdk_create``, the path before
-  issue 14: the SDK walks the whole history per request), and the peers ``openai-agents`` and
+  (``ours``: its own httpx requests and event-stream reader, no SDK since issue 46), and the peers
+  ``openai-agents`` and
   ``pydantic-ai`` when installed (``pip install openai-agents 'pydantic-ai-slim[openai]'``; a missing
   peer is reported as skipped). Per variant: wall seconds, client CPU seconds, peak RSS (MB).
 * ``adapter``: a local OpenAI-wire-format server (a separate process) streams ``chunks`` one-word
@@ -185,7 +185,7 @@ async def bench_adapter(chunks: int) -> dict[str, Any]:
     }
 
 
-VARIANTS = ("ours", "ours_sdk_create", "openai_agents", "pydantic_ai")
+VARIANTS = ("ours", "openai_agents", "pydantic_ai")
 
 
 def _trip_script(trips: int) -> list[dict[str, Any]]:
@@ -213,13 +213,10 @@ async def _one_variant(variant: str, base_url: str, trips: int) -> dict[str, Any
         return {"n": n}
 
     start, cpu = time.perf_counter(), time.process_time()
-    if variant in ("ours", "ours_sdk_create"):
-        from instance_ai_tui.runtime import openai_model
+    if variant == "ours":
         from instance_ai_tui.runtime.openai_model import OpenAIModel
 
-        if variant == "ours_sdk_create":
-            openai_model._sdk_fast_path = lambda client: None  # type: ignore[assignment]
-        model = OpenAIModel("m", base_url=base_url, api_key="x", client=client)
+        model = OpenAIModel("m", base_url=base_url, api_key="x", max_retries=0)
         agent = Agent("bench", "Call noop until told otherwise.", model, tools=[tool(noop)], max_iterations=trips + 5)
         result = await agent.generate("go")
         text = result.text

@@ -2,7 +2,7 @@
 
 The server (``instance-ai serve``) and the embedded client both start their assistant here:
 ``InstanceAI`` on the SQLite store (``settings.resolved_db_path``) and the in-process bus.
-Heavy modules (the assistant service, the runtime, ``openai`` for a real model) are imported
+Heavy modules (the assistant service, the runtime, its model adapter for a real model) are imported
 when a service is built, so importing this module costs nothing.
 """
 

@@ -108,7 +108,7 @@ class EmbeddedClient(Client):
             from ..assistant.models import is_demo_name
 
             if self._settings is not None and not is_demo_name(self._settings.model.name):
-                import openai  # noqa: F401  (the model's client: a large import, here instead of on the loop in open())
+                from ..runtime import openai_model  # noqa: F401  (the model's adapter, here instead of on the loop in open())
 
     async def open(self) -> None:
         if self._opened:

@@ -1,4 +1,4 @@
-"""The agent runtime: the seed's AgentRuntime in Python, on the ``openai`` package.
+"""The agent runtime: the seed's AgentRuntime in Python, speaking OpenAI's chat-completions wire format.
 
 Public API (stable; other layers code against these names and signatures)
 =========================================================================
@@ -197,7 +197,7 @@ from .tools import Tool, ToolContext, ToolError, ToolSuspend, tool
 from .usage import Price, PriceTable, SubAgentUsage, Usage, compute_cost
 
 
-def __getattr__(name: str):  # OpenAIModel imports openai lazily (startup speed)
+def __getattr__(name: str):  # OpenAIModel is imported lazily (startup speed)
     if name == "OpenAIModel":
         from .openai_model import OpenAIModel
 

@@ -1,41 +1,59 @@
-"""The model adapter on the official ``openai`` package (chat completions, streamed).
+"""The model adapter for OpenAI-compatible chat completions, streamed over ``httpx`` with this
+project's own server-sent-events reader: no SDK, so no SDK internals (issue 46 item 3).
 
 Works against any OpenAI-compatible base URL (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server,
-OpenRouter). What it smooths over:
+OpenRouter). The request is the chat-completions body as JSON (``tests/runtime/test_openai_bytes.py``
+checks it equals what the official ``openai`` client sends); the answer is read as bytes, bounded
+(``runtime/limits.py``) before anything is decoded, split into events here and decoded as JSON
+objects (no SDK object per chunk). What it smooths over:
 
 * tool-call fragments are assembled by ``index``; servers that repeat ``id`` and ``name`` in every
   fragment (llama.cpp) do not produce doubled names;
 * reasoning comes from the ``reasoning_content`` or ``reasoning`` extra fields of a delta, or from
   inline ``<think>...</think>`` blocks in the content (tags may be split across chunks);
 * a ``stop`` finish reason with tool calls present is reported as ``tool_calls``;
+* a refused connection and the statuses worth repeating (408, 409, 429, 5xx) are tried again
+  ``max_retries`` times (with backoff, ``Retry-After`` honoured up to a minute), within the
+  first-token timeout;
 * the first chunk must arrive within ``first_token_timeout`` and later chunks within
   ``idle_timeout`` of each other, else ``ModelTimeout``;
-* setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``).
+* setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``);
+* a ``200`` answer whose event stream is empty (llama.cpp's server does that for a request over its
+  window) is asked once more without streaming, to learn why: a refusal then says it, an answer
+  is used.
 
 What it refuses (every failure is wrapped here, where it happens, into the ``runtime/errors.py``
 class that says so, its message naming ``the model server at <base URL>``):
 
+* a request over the model's context window: ``ModelContextExceeded`` with the window and the
+  request's size when the server says them (``runtime/context.py`` reads the wordings);
 * an answer that is not an event stream (``text/html`` with status 200): ``ModelMalformedStream``;
 * a stream that ends without a finish reason or ``[DONE]`` (a cut connection): ``ModelStreamCut``, and
   one that carried no usable chunk at all: ``ModelMalformedStream``; only a stream that ended as the
   protocol says yields ``ModelFinish``;
 * more than ``limits`` allow (``runtime/limits.py``): one stream line past ``line_bytes`` is refused
   before it is decoded, an answer past ``max_answer_seconds`` is stopped: ``ModelLimitExceeded``.
+
+The model server is also asked for the model's context window (``probe_context_window``: ``/models``
+of vLLM and OpenRouter-like servers, llama.cpp's ``/props``, LM Studio's ``/api/v0/models``, Ollama's
+``/api/show``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import json
 import os
+import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from .context import ContextBudget, context_refusal
 from .errors import (
     ModelCancelled,
+    ModelContextExceeded,
     ModelError,
     ModelHTTPError,
     ModelMalformedStream,
@@ -50,16 +68,21 @@ from .model import (
     ModelFinish,
     ModelReasoningDelta,
     ModelRequest,
-    ModelRetry,
     ModelTextDelta,
     ModelUsage,
     ToolCallAccumulator,
 )
 from .usage import Price, PriceTable, Usage
 
+if TYPE_CHECKING:
+    import httpx
+
 T = TypeVar("T")
 
-_FINISH_REASONS = {"stop", "tool_calls", "length", "content_filter", "function_call"}
+#: an error answer (or a window probe's answer) is read up to this many bytes
+_SMALL_BODY = 256 * 1024
+#: statuses worth repeating
+_RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 class ThinkSplitter:
@@ -145,7 +168,9 @@ class _Guard:
         if fut.cancelled():
             return
         self.fired = True
-        if self._inside is not None:
+        # one cancellation only: a task cancelled already (``Run.abort`` cancels it too) would get a
+        # second one inside httpcore's own shielded close of the connection, which then stays open
+        if self._inside is not None and not self._inside.cancelling():
             self._inside.cancel()
 
     async def wait(self, aw: Awaitable[T], timeout: float | None, what: str) -> T:
@@ -176,6 +201,16 @@ class _Guard:
             self._waiter.cancel()
 
 
+
+
+#: responses being closed (a strong reference each, until closed)
+_CLOSING: set[asyncio.Task[Any]] = set()
+
+
+class _Done(Exception):
+    """The stream said ``[DONE]``."""
+
+
 class OpenAIModel:
     """A ``ModelAdapter`` for an OpenAI-compatible chat-completions endpoint."""
 
@@ -192,10 +227,11 @@ class OpenAIModel:
         strict_tools: bool | None = None,
         replay_reasoning: bool = False,
         default_params: dict[str, Any] | None = None,
-        client: Any = None,
+        client: httpx.AsyncClient | None = None,
         limits: ModelLimits | None = None,
+        context_windows: Mapping[str, int] | None = None,
     ) -> None:
-        import openai
+        import httpx
 
         self.name = model
         self.model = model
@@ -207,29 +243,30 @@ class OpenAIModel:
                     "no API key for the OpenAI API: set OPENAI_API_KEY (or model.api_key in the config file), "
                     "or set OPENAI_BASE_URL for a local OpenAI-compatible server"
                 )
-            key = "no-key"  # local servers accept any key; the client insists on one
+            key = "no-key"  # local servers accept any key; send one all the same (some proxies insist)
+        self.api_base = (self.base_url or "https://api.openai.com/v1").rstrip("/")
         self.first_token_timeout = first_token_timeout
         self.idle_timeout = idle_timeout
+        self.max_retries = max(0, max_retries)
         #: what the model may send (``runtime.limits``); read by the agent loop too
         self.limits = limits or DEFAULT_LIMITS
         #: the part that answers, in words (every error message starts with it)
         self.where = f"the model server at {self.base_url or 'https://api.openai.com/v1'}"
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         official = self.base_url is None or "api.openai.com" in self.base_url
+        self._official = official
         #: whether tool schemas may be sent with ``strict: true``
         self.supports_strict_tools = official if strict_tools is None else strict_tools
         #: echo reasoning back as ``reasoning_content`` on assistant tool-call turns (Kimi, DeepSeek)
         self.replay_reasoning = replay_reasoning
         self.default_params = dict(default_params or {})
-        self._skeleton_cache: tuple[dict[str, Any], dict[str, Any]] | None = None
-        #: how often a failed request is tried again (by ``stream``, which says each retry: ``ModelRetry``)
-        self.max_retries = max_retries
-        self._client = client or openai.AsyncOpenAI(
-            api_key=key,
-            base_url=self.base_url,
-            max_retries=0,
+        #: the model's context window and the estimate's correction (``runtime/context.py``)
+        self.context = ContextBudget(model, overrides=context_windows)
+        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self._http = client or httpx.AsyncClient(
             # no read timeout: first-token and idle timeouts are ours (see stream())
-            timeout=openai.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
+            timeout=httpx.Timeout(connect=15.0, read=None, write=60.0, pool=60.0),
+            headers={"User-Agent": "instance-ai-tui"},
         )
 
     @classmethod
@@ -246,67 +283,157 @@ class OpenAIModel:
             idle_timeout=settings.idle_timeout,
             prices=settings.prices,
             limits=ModelLimits.from_settings(settings.limits) if getattr(settings, "limits", None) else None,
+            context_windows=getattr(settings, "context_windows", None) or None,
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._http.aclose()
+
+    # -- small requests --------------------------------------------------------------------------
+
+    async def _get_json(self, url: str, *, method: str = "GET", body: Any = None, timeout: float = 5.0) -> Any:
+        """A small JSON answer (at most ``_SMALL_BODY`` bytes), or None when there is none."""
+        request = self._http.build_request(method, url, headers=self._headers,
+                                           content=None if body is None else json.dumps(body).encode())
+        async with asyncio.timeout(timeout):
+            response = await self._http.send(request, stream=True)
+            try:
+                if response.status_code >= 400:
+                    return None
+                raw = await _read_small(response)
+            finally:
+                await response.aclose()
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
 
     async def list_models(self) -> list[str]:
-        """The model server's ``GET /models`` ids (raises ``openai`` errors when it cannot)."""
-        page = await self._client.with_options(max_retries=self.max_retries).models.list()
-        return sorted(str(model.id) for model in page.data)
+        """The model server's ``GET /models`` ids (raises ``ModelError`` when it cannot)."""
+        try:
+            data = await self._get_json(self.api_base + "/models", timeout=10.0)
+        except TimeoutError:
+            raise ModelTimeout(f"{self.where} did not list its models in time") from None
+        except Exception as exc:  # noqa: BLE001 - the transport's failure, in our words
+            raise ModelUnreachable(_unreachable_text(self.where, exc)) from None
+        entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise ModelHTTPError(f"{self.where} did not list its models (GET /models)")
+        return sorted(str(e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str | int))
 
-    # -- the stream ------------------------------------------------------------------------------
+    async def probe_context_window(self) -> int | None:
+        """The model's context window as the server reports it, or None when it does not say:
+        ``/models`` (vLLM's ``max_model_len``, OpenRouter-like ``context_length``, llama.cpp's
+        ``meta``), then llama.cpp's ``/props``, LM Studio's ``/api/v0/models/<id>``, Ollama's
+        ``/api/show`` (its ``num_ctx``, else the model's own length: Ollama cuts silently at ``num_ctx``)."""
+        if self._official:
+            return None  # api.openai.com reports no window: the table knows its models
+        root = self.api_base[:-3] if self.api_base.endswith("/v1") else self.api_base
+        data = await self._quiet(self.api_base + "/models")
+        entries = data.get("data") if isinstance(data, dict) else None
+        entry: dict[str, Any] | None = None
+        if isinstance(entries, list):
+            dicts = [e for e in entries if isinstance(e, dict)]
+            entry = next((e for e in dicts if e.get("id") == self.model), dicts[0] if len(dicts) == 1 else None)
+        if entry is not None:
+            for key in ("loaded_context_length", "max_model_len", "context_length", "context_window",
+                        "max_context_length"):
+                found = _positive(entry.get(key))
+                if found:
+                    return found
+        props = await self._quiet(root + "/props")
+        if isinstance(props, dict):
+            settings = props.get("default_generation_settings")
+            found = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
+            if found:
+                return found
+        studio = await self._quiet(f"{root}/api/v0/models/{self.model}")
+        if isinstance(studio, dict):
+            found = _positive(studio.get("loaded_context_length")) or _positive(studio.get("max_context_length"))
+            if found:
+                return found
+        show = await self._quiet(root + "/api/show", method="POST", body={"model": self.model})
+        if isinstance(show, dict):
+            for line in str(show.get("parameters") or "").splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
+                    return int(parts[1])
+            info = show.get("model_info")
+            if isinstance(info, dict):
+                for key, value in info.items():
+                    if str(key).endswith(".context_length") and _positive(value):
+                        return min(int(value), 4_096)  # Ollama's own num_ctx default when none is set
+        return None
 
-    def _error(self, exc: Exception, *, streaming: bool = False) -> ModelError:
-        """An ``openai`` error as the ``ModelError`` that says what happened (``runtime/errors.py``).
-        ``streaming``: it happened while the answer was arriving (a broken connection then cuts it)."""
-        import openai
+    async def _quiet(self, url: str, *, method: str = "GET", body: Any = None) -> Any:
+        try:
+            return await self._get_json(url, method=method, body=body, timeout=3.0)
+        except Exception:  # noqa: BLE001 - a server that does not answer this does not say
+            return None
+
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _status_error(self, status: int, raw: bytes, content_type: str = "") -> ModelError:
+        """An HTTP error status and its body as the ``ModelError`` that says what happened."""
+        where, model = self.where, self.model
+        body: Any = None
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        message = ""
+        inner = body.get("error", body) if isinstance(body, dict) else body
+        if isinstance(inner, dict) and inner.get("message"):
+            message = str(inner["message"])
+        elif isinstance(inner, str):
+            message = inner
+        elif isinstance(body, dict) and isinstance(body.get("detail"), str):
+            message = body["detail"]
+        if not message:
+            text = raw.decode("utf-8", "replace").strip()
+            message = text if text and "html" not in content_type.lower() else f"Error code: {status}"
+        message = _preview_text(message)
+        said = f"HTTP {status}: {message}"
+        if 400 <= status < 500:
+            refusal = context_refusal(message, body)
+            if refusal is not None:
+                window, requested = refusal
+                return ModelContextExceeded(
+                    f"{where} refused the request for model {model!r} as too big for its context window ({said})",
+                    window=window, requested=requested, status_code=status)
+        if status in (401, 403):
+            return ModelRefused(f"{where} refused the credentials ({said}): check the API key "
+                                "(OPENAI_API_KEY or model.api_key)", status_code=status)
+        if status == 404:
+            return ModelRefused(f"{where} does not know model {model!r} or the path ({said}): check the model "
+                                "name (INSTANCE_AI_MODEL) and that OPENAI_BASE_URL ends in /v1", status_code=status)
+        if status == 429:
+            return ModelHTTPError(f"{where} is rate-limiting requests ({said}): wait a moment and try again",
+                                  status_code=status, retryable=True)
+        if status in (408, 409) or status >= 500:
+            return ModelHTTPError(f"{where} failed to answer model {model!r} ({said}): try again later",
+                                  status_code=status, retryable=True)
+        return ModelRefused(f"{where} refused the request for model {model!r} ({said})", status_code=status)
+
+    def _transport_error(self, exc: Exception, *, streaming: bool) -> ModelError:
+        """A failure of the HTTP transport in our words. ``streaming``: the answer was arriving (a
+        broken connection then cuts it)."""
+        import httpx
 
         where, model = self.where, self.model
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, httpx.TimeoutException):
             return ModelTimeout(f"{where} did not answer in time (model {model!r}): it may be overloaded; try again")
-        if isinstance(exc, openai.APIConnectionError):
-            if streaming:
-                return ModelStreamCut(f"{where} broke off the answer of model {model!r} before it ended "
-                                      f"({_cause_text(exc)}): what arrived is incomplete; try again")
-            return ModelUnreachable(_unreachable_text(where, exc))
-        if isinstance(exc, openai.APIStatusError):
-            message = exc.message
-            body = exc.body
-            if isinstance(body, dict):
-                inner = body.get("error", body)
-                if isinstance(inner, dict) and inner.get("message"):
-                    message = str(inner["message"])
-                elif isinstance(inner, str):
-                    message = inner
-            message = _preview_text(message)
-            status = exc.status_code
-            said = f"HTTP {status}: {message}"
-            if status in (401, 403):
-                return ModelRefused(f"{where} refused the credentials ({said}): check the API key "
-                                    "(OPENAI_API_KEY or model.api_key)", status_code=status)
-            if status == 404:
-                return ModelRefused(f"{where} does not know model {model!r} or the path ({said}): check the model "
-                                    "name (INSTANCE_AI_MODEL) and that OPENAI_BASE_URL ends in /v1", status_code=status)
-            if status == 429:
-                return ModelHTTPError(f"{where} is rate-limiting requests ({said}): wait a moment and try again",
-                                      status_code=status, retryable=True)
-            if status in (408, 409) or status >= 500:
-                return ModelHTTPError(f"{where} failed to answer model {model!r} ({said}): try again later",
-                                      status_code=status, retryable=True)
-            return ModelRefused(f"{where} refused the request for model {model!r} ({said})", status_code=status)
-        if isinstance(exc, openai.APIError):
-            return ModelHTTPError(f"{where} reported an error in the answer of model {model!r}: "
-                                  f"{_preview_text(exc.message)}")
-        return ModelError(f"{where} failed for model {model!r}: {exc}")
+        if streaming:
+            return ModelStreamCut(f"{where} broke off the answer of model {model!r} before it ended "
+                                  f"({_cause_text(exc)}): what arrived is incomplete; try again")
+        return ModelUnreachable(_unreachable_text(where, exc))
 
     async def _unreachable_or(self, timeout: ModelTimeout) -> ModelError:
-        """``ModelUnreachable`` when the server's port refuses a connection right now (the SDK's own
-        retries of a refused connection outlasted the first-token timeout), else ``timeout``."""
+        """``ModelUnreachable`` when the server's port refuses a connection right now (retries of a
+        refused connection outlasted the first-token timeout), else ``timeout``."""
         from urllib.parse import urlsplit
 
-        parts = urlsplit(self.base_url or "https://api.openai.com/v1")
+        parts = urlsplit(self.api_base)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             async with asyncio.timeout(1.0):
@@ -318,130 +445,144 @@ class OpenAIModel:
         writer.close()
         return timeout
 
-    def _params(self, request: ModelRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+    # -- the request -----------------------------------------------------------------------------
+
+    def _params(self, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
+        params: dict[str, Any] = {"messages": request.messages, "model": self.model}
+        if stream:
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
         if request.tools:
             params["tools"] = request.tools
             if request.tool_choice is not None:
                 params["tool_choice"] = request.tool_choice
         params.update(self.default_params)
         params.update(request.params)
+        if not stream:
+            params.pop("stream", None)
+            params.pop("stream_options", None)
         return params
 
-    async def _open_stream(self, params: dict[str, Any]) -> Any:
-        """Start the streamed request: the same bytes ``chat.completions.create(**params)`` sends,
-        without the SDK walking the whole message history on every request.
+    async def _send(self, params: dict[str, Any]) -> httpx.Response:
+        """POST the body; the response once its status is a success (its body not read yet). Refused
+        connections and statuses worth repeating are tried again; other statuses are ``ModelError``."""
+        import httpx
 
-        ``create`` passes its body through the SDK's TypedDict transform, which visits every message
-        of the history each time: O(history) per request, O(n²) for a run (about 90 % of the runtime's
-        own cost for 100 tool round trips). The transform is the identity for the chat messages we
-        build (plain JSON: no aliased keys, no dates, no file objects). So the SDK itself is asked,
-        once per distinct rest of the body (model, tools, options), what ``create`` would send with
-        an empty message list — through a transport that keeps the bytes and sends nothing — and the
-        messages are put back at their place. ``tests/runtime/test_openai_bytes.py`` checks that the
-        bytes and headers sent are identical to ``create``'s. A client that is not the SDK's own (a
-        test double), or request options beyond the body, go through ``create`` itself."""
-        fast = _sdk_fast_path(self._client)
-        messages = params.get("messages")
-        if fast is None or not isinstance(messages, list) or any(
-            name in params for name in ("extra_headers", "extra_query", "timeout")
-        ) or isinstance(params.get("response_format"), type):
-            return await self._client.chat.completions.create(**params)
-        make_options, cast_to, stream_cls, _http = fast
-        rest = {name: value for name, value in params.items() if name != "messages"}
-        skeleton = await self._skeleton(rest)
-        body = {key: (messages if key == "messages" else value) for key, value in skeleton.items()}
-        return await self._client.post(
-            "/chat/completions", body=body, options=make_options(), cast_to=cast_to, stream=True, stream_cls=stream_cls
-        )
+        body = json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode()
+        attempt = 0
+        while True:
+            request = self._http.build_request("POST", self.api_base + "/chat/completions", content=body,
+                                               headers=self._headers)
+            wait: float | None = None
+            try:
+                response = await self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt >= self.max_retries or not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    raise self._transport_error(exc, streaming=False) from exc
+            else:
+                if response.status_code < 400:
+                    return response
+                try:
+                    raw = await _read_small(response)
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    await response.aclose()
+                status = response.status_code
+                if attempt >= self.max_retries or not (status in _RETRY_STATUSES or status >= 500):
+                    raise self._status_error(status, raw, response.headers.get("content-type", ""))
+                wait = _retry_after(response.headers.get("retry-after"))
+            attempt += 1
+            await asyncio.sleep(wait if wait is not None else min(8.0, 0.5 * 2 ** (attempt - 1)) * (
+                0.75 + random.random() / 2))
 
-    async def _skeleton(self, rest: dict[str, Any]) -> dict[str, Any]:
-        """The body ``create`` sends for ``rest`` with no messages (its key order and transformed values
-        included), asked of the SDK through a transport that sends nothing; cached while ``rest`` is
-        the same (tools and options rarely change within a thread)."""
-        cached = self._skeleton_cache
-        if cached is not None and cached[0] == rest:
-            return cached[1]
-        fast = _sdk_fast_path(self._client)
-        assert fast is not None
-        http = fast[3]  # the HTTP package this SDK is built on (httpx, or httpx2 in newer releases)
-        sent: list[bytes] = []
-
-        class _Keep(http.AsyncBaseTransport):  # type: ignore[name-defined]
-            async def handle_async_request(self, request: Any) -> Any:
-                sent.append(await request.aread())
-                return http.Response(200, headers={"content-type": "text/event-stream"}, content=b"data: [DONE]\n\n")
-
-        async with http.AsyncClient(transport=_Keep()) as keep:
-            probe = self._client.copy(http_client=keep, max_retries=0)
-            stream = await probe.chat.completions.create(messages=[], **rest)
-            await stream.close()
-        skeleton: dict[str, Any] = json.loads(sent[-1])
-        self._skeleton_cache = (copy.deepcopy(rest), skeleton)
-        return skeleton
-
-    def _check_stream(self, stream: Any) -> None:
+    def _check_stream(self, response: httpx.Response) -> None:
         """An answer that is not an event stream (an HTML page with status 200, a JSON body) is
-        refused before it is read; a stream of our own class learns its byte limits."""
-        response = getattr(stream, "response", None)
-        headers = getattr(response, "headers", None)
-        kind = str(headers.get("content-type") or "") if headers is not None else ""
+        refused before it is read."""
+        kind = str(response.headers.get("content-type") or "")
         if kind and "text/event-stream" not in kind.lower():
             raise ModelMalformedStream(
                 f"{self.where} answered with {kind.split(';')[0].strip()} instead of a chat-completions stream "
                 f"(model {self.model!r}): is OPENAI_BASE_URL the API's address (usually ending in /v1)?")
-        if isinstance(stream, _BoundedStreamBase):
-            stream.ia_limits = self.limits
-            stream.ia_where = self.where
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        """The stream's chunks: its events' data decoded as JSON objects, until ``[DONE]`` (``_Done``
+        is raised then). The bytes are bounded before anything is decoded."""
+        data: list[bytes] = []
+        event = b""
+        rest = b""
+        async for piece in _bounded_bytes(response.aiter_bytes(), self.limits, self.where):
+            if b"\r" in piece:
+                piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            lines = (rest + piece).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line:
+                    if line[0] == 58:  # ":" a comment
+                        continue
+                    name, _, value = line.partition(b":")
+                    if value[:1] == b" ":
+                        value = value[1:]
+                    if name == b"data":
+                        data.append(value)
+                    elif name == b"event":
+                        event = value
+                    continue
+                if not data:
+                    event = b""
+                    continue
+                text = b"\n".join(data)
+                data, kind, event = [], event, b""
+                if text.startswith(b"[DONE]"):
+                    raise _Done()
+                try:
+                    chunk = json.loads(text)
+                except ValueError as exc:
+                    raise ModelMalformedStream(
+                        f"{self.where} sent a stream chunk that is not JSON (model {self.model!r}): {exc}; "
+                        "is this an OpenAI-compatible chat-completions server?") from None
+                if kind == b"error" or (isinstance(chunk, dict) and chunk.get("error")):
+                    inner = chunk.get("error") if isinstance(chunk, dict) else None
+                    words = inner.get("message") if isinstance(inner, dict) else inner
+                    raise ModelHTTPError(f"{self.where} reported an error in the answer of model {self.model!r}: "
+                                         f"{_preview_text(str(words or 'An error occurred during streaming'))}")
+                if not isinstance(chunk, dict):
+                    raise ModelMalformedStream(
+                        f"{self.where} sent a malformed stream chunk (model {self.model!r}): {_preview(chunk)}")
+                yield chunk
+
+    # -- the stream ------------------------------------------------------------------------------
 
     async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[ModelChunk]:
-        import openai
+        import httpx
 
         if cancel is not None and cancel.is_set():
             raise ModelCancelled()
         params = self._params(request)
-        extra_body = {k: params.pop(k) for k in list(params) if k not in _KNOWN_PARAMS}
-        if extra_body:
-            params["extra_body"] = extra_body
         guard = _Guard(self.model, cancel, self.where)
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = None if self.first_token_timeout is None else started + self.first_token_timeout
         limits = self.limits
         answer_deadline = started + limits.max_answer_seconds if limits.max_answer_seconds > 0 else None
-        stream = None
+        response: httpx.Response | None = None
+        iterator: AsyncIterator[dict[str, Any]] | None = None
         try:
-            attempt = 1
-            while True:  # a refused connection, 429, 408/409 and 5xx are tried again, each retry said (ModelRetry)
-                left = self.first_token_timeout if deadline is None or attempt == 1 else max(0.0, deadline - loop.time())
-                try:
-                    stream = await guard.wait(self._open_stream(params), left, "no response")
-                    break
-                except openai.OpenAIError as exc:
-                    delay = _retry_delay(exc, attempt, self.max_retries)
-                    error = self._error(exc)
-                    if delay is None or (deadline is not None and loop.time() + delay >= deadline):
-                        raise error from exc
-                    attempt += 1
-                    yield ModelRetry(attempt, self.max_retries + 1, delay, _retry_reason(exc))
-                    await guard.wait(asyncio.sleep(delay), None, "retry")
-                except ModelTimeout as exc:
-                    # the retries of a refused connection may have outlasted the first-token timeout: say that
-                    raise await self._unreachable_or(exc) from None
-            assert stream is not None
-            self._check_stream(stream)
-            iterator = stream.__aiter__()
+            try:
+                response = await guard.wait(self._send(params), self.first_token_timeout, "no response")
+            except ModelTimeout as exc:
+                # the time may have gone to retrying a refused connection: say that instead
+                raise await self._unreachable_or(exc) from None
+            self._check_stream(response)
+            iterator = self._events(response)
             tools = ToolCallAccumulator()
             think = ThinkSplitter()
             finish_reason: str | None = None
             usage: Usage | None = None
             model_name: str | None = None
             got_token = False
+            chunks = 0
+            done = False
             while True:
                 if got_token or deadline is None:
                     timeout, what = self.idle_timeout, "stream stalled"
@@ -453,27 +594,23 @@ class OpenAIModel:
                     if timeout is None or left < timeout:
                         timeout, capped = left, True
                 try:
-                    chunk = await guard.wait(iterator.__anext__(), timeout, what)
+                    data = await guard.wait(iterator.__anext__(), timeout, what)
                 except StopAsyncIteration:
+                    break
+                except _Done:
+                    done = True
                     break
                 except ModelTimeout:
                     if capped:
                         raise exceeded(self.where, "an answer", f"for more than {limits.max_answer_seconds:g} s",
                                        "max_answer_seconds", limits.max_answer_seconds, "seconds") from None
                     raise
-                except openai.OpenAIError as exc:
-                    raise self._error(exc, streaming=True) from exc
-                except ValueError as exc:  # the SDK's json.loads of a data line
-                    raise ModelMalformedStream(
-                        f"{self.where} sent a stream chunk that is not JSON (model {self.model!r}): {exc}; "
-                        "is this an OpenAI-compatible chat-completions server?") from None
+                except httpx.TransportError as exc:
+                    raise self._transport_error(exc, streaming=True) from exc
+                chunks += 1
                 if answer_deadline is not None and loop.time() > answer_deadline:
                     raise exceeded(self.where, "an answer", f"for more than {limits.max_answer_seconds:g} s",
                                    "max_answer_seconds", limits.max_answer_seconds, "seconds")
-                data = _chunk_data(chunk)
-                if data is None:
-                    raise ModelMalformedStream(
-                        f"{self.where} sent a malformed stream chunk (model {self.model!r}): {_preview(chunk)}")
                 if model_name is None and isinstance(data.get("model"), str):
                     model_name = data["model"]
                 raw_usage = data.get("usage")
@@ -498,24 +635,21 @@ class OpenAIModel:
                     if isinstance(tool_calls, list) and tool_calls:
                         got_token = True
                         for position, tc in enumerate(tool_calls):
-                            if not isinstance(tc, dict):
-                                continue
-                            fn = tc.get("function")
-                            fn = fn if isinstance(fn, dict) else {}
-                            index = tc.get("index")
-                            call_id, name = _text_or_none(tc.get("id")), _text_or_none(fn.get("name"))
-                            arguments = _text_or_none(fn.get("arguments"))
-                            if call_id is None and name is None and arguments is None:
-                                continue  # a fragment that says nothing (not a call of its own)
-                            out = tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
+                            out = _tool_fragment(tools, position, tc)
                             if out is not None:
                                 yield out
                 reason = choice.get("finish_reason")
                 if isinstance(reason, str) and reason:
                     got_token = True
                     finish_reason = reason
+            if chunks == 0 and finish_reason is None:
+                # an empty event stream: llama.cpp's server answers a request over its window so;
+                # the same request unstreamed says why (or answers)
+                await response.aclose()
+                async for chunk in self._unstreamed(request, guard):
+                    yield chunk
+                return
             # success means success: the stream ended as the protocol says (a finish reason, or [DONE])
-            done = bool(getattr(stream, "ia_saw_done", False))
             if finish_reason is None and not (done and got_token):
                 if got_token:
                     raise ModelStreamCut(
@@ -535,34 +669,128 @@ class OpenAIModel:
             yield ModelFinish(reason=reason, tool_calls=calls, model=model_name or self.model)
         finally:
             guard.close()
-            if stream is not None:
+            if response is not None:
+                # a task of its own, held until done: an abort's second cancellation may interrupt
+                # this await, never the close (the server must see the connection go at once)
+                closing = asyncio.get_running_loop().create_task(_close(iterator, response))
+                _CLOSING.add(closing)
+                closing.add_done_callback(_CLOSING.discard)
                 try:
-                    await asyncio.shield(stream.close())
+                    await asyncio.shield(closing)
                 except BaseException:  # noqa: BLE001 - closing an abandoned stream: nothing left to tell anyone
                     pass
 
+    async def _unstreamed(self, request: ModelRequest, guard: _Guard) -> AsyncIterator[ModelChunk]:
+        """The request once more without streaming (after an empty event stream): its refusal raised
+        as what it is, or its answer as chunks."""
+        import httpx
 
-_FAST_PATH: Any = None
+        where, model = self.where, self.model
+        response = await guard.wait(self._send(self._params(request, stream=False)), self.first_token_timeout,
+                                    "no response")
+        try:
+            raw = await guard.wait(_read_small(response, self.limits.answer_bytes or None), self.idle_timeout,
+                                   "answer stalled")
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, streaming=True) from exc
+        finally:
+            await response.aclose()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ModelMalformedStream(
+                f"{where} sent an empty stream for model {model!r}, and the same request unstreamed gave no "
+                "answer either: is this an OpenAI-compatible chat-completions server?")
+        found = choices[0].get("message")
+        message: dict[str, Any] = found if isinstance(found, dict) else {}
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            yield ModelReasoningDelta(reasoning)
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            think = ThinkSplitter()
+            for is_reasoning, piece in [*think.feed(content), *think.flush()]:
+                yield ModelReasoningDelta(piece) if is_reasoning else ModelTextDelta(piece)
+        tools = ToolCallAccumulator()
+        for position, tc in enumerate(message.get("tool_calls") or []):
+            out = _tool_fragment(tools, position, tc)
+            if out is not None:
+                yield out
+        assert isinstance(data, dict)  # (choices came from it)
+        raw_usage = data.get("usage")
+        if isinstance(raw_usage, dict) and raw_usage:
+            yield ModelUsage(self.prices.priced(self.model, usage_from_openai(raw_usage)))
+        calls = tools.finish()
+        reason = choices[0].get("finish_reason")
+        reason = reason if isinstance(reason, str) and reason else "stop"
+        if calls and reason in ("stop", "function_call"):
+            reason = "tool_calls"
+        yield ModelFinish(reason=reason, tool_calls=calls,
+                          model=data.get("model") if isinstance(data.get("model"), str) else self.model)
 
 
-class _BoundedStreamBase:
-    """Marks the SDK stream class of ``_bounded_stream_class`` (set up by ``OpenAIModel._check_stream``)."""
+async def _close(events: AsyncIterator[dict[str, Any]] | None, response: httpx.Response) -> None:
+    """Close the event reader (and the byte readers under it), then the response (its connection goes
+    with it when the answer was not read to its end)."""
+    closer = getattr(events, "aclose", None)
+    if closer is not None:
+        try:
+            await closer()
+        except Exception:  # noqa: BLE001 - a reader that failed is closed all the same
+            pass
+    await response.aclose()
 
-    ia_limits: ModelLimits = DEFAULT_LIMITS
-    ia_where: str = "the model server"
-    ia_saw_done: bool = False
+
+def _tool_fragment(tools: ToolCallAccumulator, position: int, tc: Any) -> Any:
+    """One tool-call fragment of a delta (or a whole call of an unstreamed message) fed to ``tools``."""
+    if not isinstance(tc, dict):
+        return None
+    fn = tc.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    index = tc.get("index")
+    call_id, name = _text_or_none(tc.get("id")), _text_or_none(fn.get("name"))
+    arguments = _text_or_none(fn.get("arguments"))
+    if call_id is None and name is None and arguments is None:
+        return None  # a fragment that says nothing (not a call of its own)
+    return tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
 
 
-async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBase) -> AsyncIterator[bytes]:
+async def _read_small(response: httpx.Response, limit: int | None = _SMALL_BODY) -> bytes:
+    """A response's body, at most ``limit`` bytes (the rest is not read)."""
+    parts: list[bytes] = []
+    size = 0
+    async for piece in response.aiter_bytes():
+        parts.append(piece)
+        size += len(piece)
+        if limit is not None and size >= limit:
+            break
+    return b"".join(parts)[: limit or None]
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds <= 60 else None
+
+
+def _positive(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+async def _bounded_bytes(source: AsyncIterator[bytes], limits: ModelLimits, where: str) -> AsyncIterator[bytes]:
     """The response's bytes, refused past ``line_bytes`` on one line or ``answer_bytes`` in all: a
-    50 MB chunk never reaches the SSE decoder (which would hold it whole, and a copy of it)."""
-    limits = stream.ia_limits
+    50 MB chunk is never held whole for decoding (nor a copy of it)."""
     line_limit, total_limit = limits.line_bytes, limits.answer_bytes
     line = total = 0
     async for chunk in source:
         total += len(chunk)
         if total_limit and total > total_limit:
-            raise exceeded(stream.ia_where, "an answer", f"of more than {total_limit:,} bytes", "max_answer_chars",
+            raise exceeded(where, "an answer", f"of more than {total_limit:,} bytes", "max_answer_chars",
                            total_limit, f"bytes (the wire guard of max_answer_chars = {limits.max_answer_chars:,} "
                                         "characters)")
         probe = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
@@ -578,39 +806,10 @@ async def _bounded_bytes(source: AsyncIterator[bytes], stream: _BoundedStreamBas
             else:
                 line = len(probe) - probe.rfind(b"\n") - 1
         if line_limit and line > line_limit:
-            raise exceeded(stream.ia_where, "one stream chunk", f"of more than {line_limit:,} bytes", "max_delta_chars",
+            raise exceeded(where, "one stream chunk", f"of more than {line_limit:,} bytes", "max_delta_chars",
                            line_limit, f"bytes (the wire guard of max_delta_chars and max_tool_args_chars, "
                                        f"{max(limits.max_delta_chars, limits.max_tool_args_chars):,} characters)")
         yield chunk
-
-
-def _bounded_stream_class(base: Any) -> Any:
-    """The SDK's ``AsyncStream[object]`` reading through ``_bounded_bytes`` and noting ``[DONE]``."""
-    import openai._streaming as sdk_streaming
-
-    translate = (getattr(sdk_streaming, "timeout_exceptions", None), getattr(sdk_streaming, "request_exceptions", None))
-
-    class BoundedStream(base[object], _BoundedStreamBase):
-        async def _iter_events(self) -> AsyncIterator[Any]:
-            import openai
-
-            try:
-                async for sse in self._decoder.aiter_bytes(_bounded_bytes(self.response.aiter_bytes(), self)):
-                    if sse.data.startswith("[DONE]"):
-                        self.ia_saw_done = True
-                    yield sse
-            except ModelError:
-                raise
-            except Exception as err:
-                timeouts = translate[0]() if callable(translate[0]) else ()
-                requests = translate[1]() if callable(translate[1]) else ()
-                if timeouts and isinstance(err, timeouts):
-                    raise openai.APITimeoutError(request=self.response.request) from err
-                if (requests and isinstance(err, requests)) or type(err).__module__.startswith("httpx"):
-                    raise openai.APIConnectionError(request=self.response.request) from err
-                raise
-
-    return BoundedStream
 
 
 def _cause_text(exc: BaseException) -> str:
@@ -650,20 +849,6 @@ def _preview_text(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _chunk_data(chunk: Any) -> dict[str, Any] | None:
-    """A stream chunk as the JSON object the server sent. The fast path asks the SDK for the
-    decoded JSON itself (``AsyncStream[object]``: building a ``ChatCompletionChunk`` per token
-    cost about 50 us, and the fields read here are a handful); ``create`` (a client that is not
-    the SDK's own) gives SDK objects. None: not an object at all."""
-    if isinstance(chunk, dict):
-        return chunk
-    dump = getattr(chunk, "model_dump", None)
-    if callable(dump):
-        data = dump()
-        return data if isinstance(data, dict) else None
-    return None
-
-
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -673,84 +858,3 @@ def _preview(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-#: the longest wait for a retry a server may ask for (``Retry-After``); the first waits of our own
-MAX_RETRY_WAIT = 60.0
-RETRY_WAITS = (1.0, 2.0, 4.0, 8.0)
-
-
-def _retry_delay(exc: Exception, attempt: int, max_retries: int) -> float | None:
-    """Seconds before trying a failed request again (the server's ``Retry-After`` when it says, capped),
-    or None when it is not worth trying again (a refusal, an error past ``max_retries``)."""
-    import openai
-
-    if attempt > max_retries:
-        return None
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
-            return None
-        said = exc.response.headers.get("retry-after") if exc.response is not None else None
-        try:
-            if said is not None and 0 <= float(said) <= MAX_RETRY_WAIT:
-                return float(said)
-        except ValueError:
-            pass
-    elif not isinstance(exc, openai.APIConnectionError) or isinstance(exc, openai.APITimeoutError):
-        return None
-    return RETRY_WAITS[min(attempt, len(RETRY_WAITS)) - 1]
-
-
-def _retry_reason(exc: Exception) -> str:
-    """What failed, for a retry's words: ``HTTP 429: <the server's message>`` or the connection's failure."""
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
-        message = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else exc.message
-        return _preview_text(f"HTTP {exc.status_code}: {message}")[:120]
-    return _preview_text(_cause_text(exc))[:120] or type(exc).__name__
-
-
-def _sdk_fast_path(client: Any) -> tuple[Any, Any, Any, Any] | None:
-    """The SDK pieces the fast path needs, or None when the client is not an ``openai.AsyncOpenAI`` or
-    this SDK version lacks them (then ``create`` is used, as before)."""
-    global _FAST_PATH
-    import openai
-
-    if not isinstance(client, openai.AsyncOpenAI):
-        return None
-    if _FAST_PATH is None:
-        try:
-            from openai import AsyncStream
-            from openai._base_client import make_request_options
-            from openai.types.chat import ChatCompletion
-        except ImportError:  # pragma: no cover - an SDK without these internals
-            _FAST_PATH = False
-            return None
-        # newer SDKs name the auth scheme per request (``create`` passes it); older ones always send it
-        security: dict[str, Any] = {"security": {"bearer_auth": True}} if "security" in inspect.signature(
-            make_request_options
-        ).parameters else {}
-
-        def make_options() -> Any:
-            return make_request_options(**security)
-
-        from openai import _base_client
-
-        http = getattr(_base_client, "httpx2", None) or getattr(_base_client, "httpx", None)
-        if http is None:  # pragma: no cover
-            _FAST_PATH = False
-            return None
-        # the stream yields each chunk's decoded JSON (``_chunk_data``); the SDK still decodes the
-        # SSE, ends at [DONE] and turns an error event into ``APIError``
-        _FAST_PATH = (make_options, ChatCompletion, _bounded_stream_class(AsyncStream), http)
-    return _FAST_PATH or None
-
-
-_KNOWN_PARAMS = {
-    "model", "messages", "stream", "stream_options", "tools", "tool_choice", "temperature", "top_p",
-    "max_tokens", "max_completion_tokens", "stop", "seed", "n", "presence_penalty", "frequency_penalty",
-    "logit_bias", "logprobs", "top_logprobs", "user", "response_format", "parallel_tool_calls",
-    "reasoning_effort", "metadata", "store", "service_tier", "modalities", "prediction", "audio",
-    "web_search_options", "prompt_cache_key", "safety_identifier", "verbosity", "extra_body", "extra_headers",
-    "extra_query", "timeout",
-}

@@ -23,6 +23,7 @@ run resumes it with data validated against ``resume_schema``, visible as ``ctx.r
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -143,6 +144,61 @@ def _strict_compatible(schema: dict[str, Any]) -> bool:
     return walk(schema)
 
 
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema as OpenAI's structured outputs (``strict: true``) want it: every object closed
+    (``additionalProperties: false``) with all its properties required, ``null`` defaults dropped, a
+    ``$ref`` with siblings unfolded, a one-entry ``allOf`` merged into its parent. The same rules as
+    the ``openai`` package's own conversion (``tests/runtime/test_adapter.py`` compares the two)."""
+    root = copy.deepcopy(schema)
+
+    def resolve(ref: str) -> dict[str, Any]:
+        if not ref.startswith("#/"):
+            raise ValueError(f"a $ref of another document cannot be made strict: {ref!r}")
+        node: Any = root
+        for key in ref[2:].split("/"):
+            node = node[key]
+        if not isinstance(node, dict):
+            raise ValueError(f"$ref {ref!r} does not name a schema")
+        return node
+
+    def fix(node: Any) -> dict[str, Any]:
+        if not isinstance(node, dict):
+            raise TypeError(f"a JSON schema must be an object, not {node!r}")
+        for defs in ("$defs", "definitions"):
+            if isinstance(node.get(defs), dict):
+                for sub in node[defs].values():
+                    fix(sub)
+        if node.get("type") == "object":
+            node.setdefault("additionalProperties", False)
+        props = node.get("properties")
+        if isinstance(props, dict):
+            node["required"] = list(props)
+            node["properties"] = {key: fix(sub) for key, sub in props.items()}
+        if isinstance(node.get("items"), dict):
+            node["items"] = fix(node["items"])
+        if isinstance(node.get("anyOf"), list):
+            node["anyOf"] = [fix(sub) for sub in node["anyOf"]]
+        all_of = node.get("allOf")
+        if isinstance(all_of, list):
+            if len(all_of) == 1:
+                node.update(fix(all_of[0]))
+                node.pop("allOf")
+            else:
+                node["allOf"] = [fix(sub) for sub in all_of]
+        if "default" in node and node["default"] is None:
+            del node["default"]
+        ref = node.get("$ref")
+        if isinstance(ref, str) and len(node) > 1:
+            merged = {**resolve(ref), **node}
+            merged.pop("$ref")
+            node.clear()
+            node.update(merged)
+            return fix(node)
+        return node
+
+    return fix(root)
+
+
 class Tool:
     """A tool the model can call."""
 
@@ -192,9 +248,7 @@ class Tool:
         """The OpenAI ``tools`` entry. ``strict`` is used only when the tool supports it."""
         function: dict[str, Any] = {"name": self.name, "description": self.description}
         if strict and self.strict:
-            from openai.lib._pydantic import to_strict_json_schema
-
-            function["parameters"] = to_strict_json_schema(self.args_model)
+            function["parameters"] = strict_schema(self.args_model.model_json_schema())
             function["strict"] = True
         else:
             function["parameters"] = self.parameters

@@ -274,3 +274,37 @@ def test_price_table_extend_and_prefix_lookup():
     table = PriceTable({"custom": {"input": 3, "output": 4}})
     assert table.get("openrouter/custom").input == 3
     assert table.get("openai/gpt-4o-mini") is not None and table.get("unknown") is None
+
+
+def test_our_strict_schemas_are_the_openai_packages_own():
+    """``runtime.tools.strict_schema`` follows the rules of the ``openai`` package's conversion (its
+    public ``pydantic_function_tool``): nested models, lists, optionals, ``$ref`` with a description,
+    enums, ``None`` defaults."""
+    from enum import StrEnum
+    from typing import Literal
+
+    import openai
+    from pydantic import BaseModel, Field
+
+    from instance_ai_tui.runtime.tools import strict_schema
+
+    class Kind(StrEnum):
+        a = "a"
+        b = "b"
+
+    class Node(BaseModel):
+        name: str
+        kind: Kind = Field(description="which kind")
+        position: list[int]
+
+    class Args(BaseModel):
+        title: str = Field(description="the title")
+        nodes: list[Node]
+        main: Node = Field(description="the main node")
+        note: str | None = None
+        mode: Literal["x", "y"]
+        extra: dict[str, int] | None = None
+
+    for model in (Args, Node):
+        theirs = openai.pydantic_function_tool(model)["function"]["parameters"]
+        assert strict_schema(model.model_json_schema()) == theirs, model.__name__
