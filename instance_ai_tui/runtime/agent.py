@@ -394,7 +394,7 @@ class Agent(ToolExecution):
             # a window smaller than we knew: learn it, compact, and try once more
             _learn(budget, exc, fit)
             before = fit.tokens
-            compacted = await self._compact(run, budget, reason="refused")
+            compacted = await self._compact(run, budget, reason="refused", everything=True)
             request, fit = await self._fitted_request(run, budget, rid, compact=False)
             if compacted is not None:
                 self._emit_compacted(run, rid, compacted, before, fit, "refused")
@@ -419,7 +419,7 @@ class Agent(ToolExecution):
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
         if compact and fit.pressure > self.context_threshold * fit.available:
             before = fit.tokens
-            compacted = await self._compact(run, budget, reason="auto")
+            compacted = await self._compact(run, budget, reason="auto", fit=fit)
             if compacted is not None:
                 fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
                 self._emit_compacted(run, rid, compacted, before, fit, "auto")
@@ -435,14 +435,15 @@ class Agent(ToolExecution):
                                 replay_reasoning=bool(getattr(run.model, "replay_reasoning", False)))
 
     async def _compact(self, run: Run, budget: ContextBudget, *, reason: str, keep: str = "",
-                       everything: bool = False) -> CompactionResult | None:
+                       everything: bool = False, fit: Fit | None = None) -> CompactionResult | None:
         """Observe the oldest history turns of the run's context (all of them with ``everything``);
         None when there is nothing to compact (no memory, or no older turn in the context)."""
         if self.memory is None or not run.thread_id:
             return None
         history = [m for m in run.list.messages if m.id in run.list.history_ids
                    and m.created_at > (run.observations.through_at if run.observations else 0)]
-        observed = history if everything else _oldest_turns(history, budget, self.context_threshold)
+        observed = history if everything or fit is None else _oldest_turns(history, budget, fit,
+                                                                              self.context_threshold)
         if not observed:
             return None
         notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep)
@@ -715,22 +716,20 @@ def _turns(messages: list[Message]) -> list[list[Message]]:
     return turns
 
 
-#: compaction keeps the newest history turns raw while they take at most this share of a request
-KEEP_SHARE = 0.3
+def _oldest_turns(history: list[Message], budget: ContextBudget, fit: Fit, threshold: float) -> list[Message]:
+    """The history turns to observe: all but the newest, kept while they take at most half of what
+    the threshold leaves beside the instructions, tools and the current turn (big tool results
+    counted as their stubs, as they are sent)."""
+    from .context import STUB_OVER, STUB_SIZE, raw_tokens
 
-
-def _oldest_turns(history: list[Message], budget: ContextBudget, threshold: float) -> list[Message]:
-    """The history turns to observe: all but the newest that fit in ``KEEP_SHARE`` of the window
-    (at most the newest turn is kept whatever its size: its big results are stubbed when sent)."""
     turns = _turns(history)
-    room = budget.window * min(KEEP_SHARE, threshold / 2)
+    room = max(0.0, threshold * fit.available - (fit.pressure - fit.history)) / 2
     kept = 0
     used = 0.0
     for turn in reversed(turns):
-        size = sum(min(len(m.text), 2_000) + 60 for m in turn) / 3.5 * budget.ratio
-        if kept and used + size > room:
-            break
-        if not kept and size > room:
+        chars = sum(STUB_SIZE if m.role == "tool" and len(m.text) > STUB_OVER else len(m.text) + 60 for m in turn)
+        size = budget.tokens(raw_tokens(chars, len(turn)))
+        if used + size > room:
             break
         used += size
         kept += 1

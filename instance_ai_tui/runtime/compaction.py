@@ -34,8 +34,10 @@ from .usage import Usage
 
 #: the thread setting (scope ``thread:<id>``) that holds the record
 OBSERVATIONS = "observations"
-#: at most this many exact identifiers are kept (the newest)
+#: at most this many exact identifiers are kept: the first ``FIRST_FACTS`` seen (what the thread
+#: started with) and the newest
 MAX_FACTS = 80
+FIRST_FACTS = 20
 #: a tool result shown to the observer keeps this many characters
 OBSERVED_RESULT_CHARS = 700
 
@@ -112,14 +114,18 @@ def _scalar(value: Any) -> str | None:
 
 
 def _walk(value: Any, out: list[str], depth: int = 0) -> None:
-    if depth > 4 or len(out) > 40:
+    """Identifiers of a JSON value: an object's id with its name (the value itself, or the items of a
+    list in it: a list of workflows), keys that name things (``*Id``, ``*name``, ``path``, ``url``) a
+    little deeper; never the insides of a workflow (its nodes' ids would crowd out what matters)."""
+    if depth > 3 or len(out) > 40:
         return
     if isinstance(value, dict):
         ident, name = _scalar(value.get("id")), _scalar(value.get("name"))
-        kind = _scalar(value.get("type")) if isinstance(value.get("nodes"), list) or "active" in value else None
-        if ident and name:
-            label = "workflow" if isinstance(value.get("nodes"), list) or "active" in value else (kind or "item")
-            out.append(f"{label} {name!r} id={ident}")
+        workflow = isinstance(value.get("nodes"), list) or "active" in value
+        if ident and name and depth <= 2:
+            out.append(f"{'workflow' if workflow else 'item'} {name!r} id={ident}")
+        if workflow:
+            return
         for key, item in value.items():
             if key in ("id", "name") and ident and name:
                 continue
@@ -161,12 +167,12 @@ def identifiers(messages: Sequence[Message]) -> list[str]:
 
 
 def merge_facts(old: Sequence[str], new: Sequence[str]) -> list[str]:
-    """Old facts then new ones, each once (a repeated fact moves to the end), the newest ``MAX_FACTS``."""
-    merged: dict[str, None] = {}
-    for fact in [*old, *new]:
-        merged.pop(fact, None)
-        merged[fact] = None
-    return list(merged)[-MAX_FACTS:]
+    """Old facts then new ones, each once (in the order first seen), at most ``MAX_FACTS``: the first
+    ``FIRST_FACTS`` and the newest."""
+    merged = list(dict.fromkeys([*old, *new]))
+    if len(merged) <= MAX_FACTS:
+        return merged
+    return merged[:FIRST_FACTS] + merged[len(merged) - (MAX_FACTS - FIRST_FACTS):]
 
 
 # -- the observer ---------------------------------------------------------------------------------

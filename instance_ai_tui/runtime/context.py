@@ -15,11 +15,12 @@ that each lose less than the next:
 
 1. tool results the model has answered become a stub (tool, arguments, size, how it began), oldest
    first: older turns' first, then this turn's earlier rounds';
-2. the oldest turns leave the request (compaction, ``runtime/compaction.py``, should have carried
+2. what the current turn carries that takes over half the room (a 60 k character tool result, a
+   long paste) is cut to that half, its head and tail, with a marker saying how much was cut;
+3. the oldest turns leave the request (compaction, ``runtime/compaction.py``, should have carried
    what they said into the observations; this is the safety net when it could not);
-3. what the current turn carries that is too big for the window alone (a 60 k character tool
-   result, a long paste) is cut to its head and tail, with a marker saying how much was cut;
-4. a request that still cannot fit (the instructions and tools alone fill the window) is never
+4. the current turn's biggest messages are cut further;
+5. a request that still cannot fit (the instructions and tools alone fill the window) is never
    sent: ``ModelContextExceeded`` says so.
 
 Fitting only shapes what is sent: the run's messages, the store and the screen keep everything.
@@ -48,6 +49,9 @@ SAFETY_SHARE = 0.05
 #: what the answer gets when no ``max_tokens`` is set: an eighth of the window, 256 to 4,096 tokens
 ANSWER_SHARE = 8
 ANSWER_MIN, ANSWER_MAX = 256, 4_096
+#: real tokens per estimated token assumed until a first answer's usage says (about 2.3 characters
+#: a token: what tokenizers make of escaped JSON)
+UNCALIBRATED_RATIO = 1.5
 #: tool results of older turns longer than this (characters) are stubbed first
 STUB_OVER = 600
 #: about what a stub takes (characters)
@@ -144,15 +148,25 @@ class ContextBudget:
     # -- estimates -------------------------------------------------------------------------------
 
     def tokens(self, raw: float) -> int:
-        """Corrected tokens of a raw estimate (``raw_tokens``)."""
-        return math.ceil(raw * self.ratio)
+        """Corrected tokens of a raw estimate (``raw_tokens``); before the first answer said how the
+        model counts, a pessimistic ``UNCALIBRATED_RATIO`` (JSON counts denser than prose)."""
+        return math.ceil(raw * (self.ratio if self.calibrated else max(self.ratio, UNCALIBRATED_RATIO)))
+
+    @property
+    def effective_ratio(self) -> float:
+        return self.ratio if self.calibrated else max(self.ratio, UNCALIBRATED_RATIO)
 
     def calibrate(self, raw: float, real: int) -> None:
         """A request estimated at ``raw`` raw tokens was ``real`` tokens to the model's tokenizer."""
         if raw < 50 or real <= 0:
             return  # too small to say anything (a chat template's own tokens dominate)
         seen = min(3.0, max(0.5, real / raw))
-        self.ratio = seen if not self.calibrated else 0.5 * self.ratio + 0.5 * seen
+        # pessimistic: a request counted higher than we thought raises the ratio at once; lower ones
+        # lower it slowly (a single ratio for prose, JSON and per-message overhead is never exact)
+        if not self.calibrated or seen > self.ratio:
+            self.ratio = seen
+        else:
+            self.ratio = 0.8 * self.ratio + 0.2 * seen
         self.calibrated = True
 
 
@@ -272,9 +286,11 @@ class Fit:
     stubbed: int = 0
     dropped: int = 0
     cut: int = 0
-    #: the request's tokens were the older turns' big tool results stubs (what compaction looks at:
-    #: stubs come first, turns are summarised only past the threshold after them)
+    #: the request's tokens were the older turns' big tool results stubs and this turn's giants cut
+    #: to half the room (what compaction looks at: stubs come first, turns are summarised only past
+    #: the threshold after them), and of that the older turns' part
     pressure: int = 0
+    history: int = 0
 
     @property
     def share(self) -> float:
@@ -332,12 +348,20 @@ def fit_request(
     chars = [sizes.chars(m) for m in messages]
     total_chars = t_chars + sum(chars)
     raw = raw_tokens(total_chars, len(messages))
-    turn = current_turn_start(messages)
-    saving = sum(size - STUB_SIZE for m, size in zip(messages[:turn], chars[:turn], strict=True)
-                 if size > STUB_OVER and m.get("role") == "tool")
-    pressure = budget.tokens(raw_tokens(total_chars - saving, len(messages)))
+    has_system = bool(messages) and messages[0].get("role") == "system"
+    start = 1 if has_system else 0
+    turn = max(start, current_turn_start(messages))
+    # a message of this turn takes at most half of what the request may take (the rest is for the
+    # instructions and the conversation so far)
+    share_chars = int(available / 2 / budget.effective_ratio * CHARS_PER_TOKEN)
+    stub_saving = sum(size - STUB_SIZE for m, size in zip(messages[start:turn], chars[start:turn], strict=True)
+                      if size > STUB_OVER and m.get("role") == "tool")
+    cap_saving = sum(size - share_chars for size in chars[turn:] if size > share_chars)
+    history_chars = sum(chars[start:turn]) - stub_saving
+    pressure = budget.tokens(raw_tokens(total_chars - stub_saving - cap_saving, len(messages)))
+    history = budget.tokens(raw_tokens(history_chars, turn - start))
     if budget.tokens(raw) <= available:
-        return Fit(messages, budget.tokens(raw), raw, available, budget.window, pressure=pressure)
+        return Fit(messages, budget.tokens(raw), raw, available, budget.window, pressure=pressure, history=history)
     out = list(messages)
     sizes_now = list(chars)
 
@@ -345,9 +369,12 @@ def fit_request(
         r = raw_tokens(t_chars + sum(sizes_now), len(out))
         return budget.tokens(r) - available
 
-    has_system = bool(out) and out[0].get("role") == "system"
-    start = 1 if has_system else 0
-    turn = max(start, turn)
+    def cut_to(index: int, keep: int) -> None:
+        m = out[index]
+        new = {**m, "content": cut_text(str(m.get("content", "")), keep)}
+        out[index] = new
+        sizes_now[index] = wire_chars(new)
+
     stubbed = dropped = cut = 0
     # 1. big tool results the model has answered already -> stubs, oldest first: older turns', then
     #    this turn's earlier rounds' (the latest round's results are what the model is about to read)
@@ -373,7 +400,14 @@ def fit_request(
             out[index] = stub
             sizes_now[index] = wire_chars(stub)
             stubbed += 1
-    # 2. the oldest turns leave (whole turns: from the start to the next user message)
+    # 2. this turn's giants (over half of the room) are cut to that half
+    for index in range(turn, len(out)):
+        if over() <= 0:
+            break
+        if sizes_now[index] > max(share_chars, CUT_MIN + 200) and isinstance(out[index].get("content"), str):
+            cut_to(index, max(CUT_MIN, share_chars))
+            cut += 1
+    # 3. the oldest turns leave (whole turns: from the start to the next user message)
     while over() > 0 and turn > start:
         end = start + 1
         while end < turn and out[end].get("role") != "user":
@@ -383,21 +417,18 @@ def fit_request(
         del sizes_now[start:end]
         turn -= gone
         dropped += gone
-    # 3. this turn's biggest messages are cut to their head and tail
+    # 4. this turn's biggest messages are cut further to their head and tail
     while over() > 0:
         candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200
                       and isinstance(out[i].get("content"), str)]
         if not candidates:
             break
         biggest = max(candidates, key=lambda i: sizes_now[i])
-        excess_chars = math.ceil(over() / budget.ratio * CHARS_PER_TOKEN) + 120
+        excess_chars = math.ceil(over() / budget.effective_ratio * CHARS_PER_TOKEN) + 120
         keep = max(CUT_MIN, sizes_now[biggest] - excess_chars)
         if keep >= sizes_now[biggest] - 100:  # cannot shrink it meaningfully any more
             break
-        m = out[biggest]
-        new = {**m, "content": cut_text(str(m.get("content", "")), keep)}
-        out[biggest] = new
-        sizes_now[biggest] = wire_chars(new)
+        cut_to(biggest, keep)
         cut += 1
     raw = raw_tokens(t_chars + sum(sizes_now), len(out))
     tokens = budget.tokens(raw)
@@ -410,7 +441,7 @@ def fit_request(
             f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it; "
             "use a model with a larger context (or set its real one in model.context_windows)",
             window=budget.window, requested=tokens, sent=False)
-    return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure)
+    return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure, history)
 
 
 # -- what a server's refusal says ----------------------------------------------------------------------

@@ -179,6 +179,8 @@ class RecordedRequest:
     last_content_at: float | None = None
     completed_at: float | None = None
     disconnected_at: float | None = None
+    #: the request's tokens as this server counts them (with ``context_window``)
+    tokens: int = 0
     _disconnected: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,6 +232,27 @@ class _ChatEndpoint:
             await self._json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
             record.completed_at = time.monotonic()
             return
+        window = self.server.context_window
+        if window is not None:
+            record.tokens = self.server.count_tokens(body)
+            answer = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+            if record.tokens + int(answer) > window:
+                self.server.refused += 1
+                record.completed_at = time.monotonic()
+                if body.get("stream") and self.server.empty_stream_over_window:
+                    # llama.cpp's server (llama-cpp-python): 200 and an empty event stream
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": [(b"content-type", b"text/event-stream")]})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                said = (f"However, you requested {record.tokens + int(answer)} tokens ({record.tokens} in the messages, "
+                        f"{answer} in the completion)." if answer else
+                        f"However, your messages resulted in {record.tokens} tokens.")
+                await self._json(send, 400, {"error": {
+                    "message": f"This model's maximum context length is {window} tokens. {said} Please reduce the "
+                               "length of the messages.",
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+                return
         try:
             response = await self.server._respond(body)
         except LookupError as exc:
@@ -273,8 +296,9 @@ class _ChatEndpoint:
             return
         model = str(body.get("model", "mock"))
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
-        prompt_tokens = r.prompt_tokens if r.prompt_tokens is not None else sum(
-            _tokens(json.dumps(m)) for m in body.get("messages", []))
+        prompt_tokens = r.prompt_tokens if r.prompt_tokens is not None else (
+            self.server.count_tokens(body) if self.server.context_window is not None else  # what it enforces
+            sum(_tokens(json.dumps(m)) for m in body.get("messages", [])))
         completion_tokens = r.completion_tokens if r.completion_tokens is not None else (
             _tokens(r.text) + _tokens(r.reasoning) + sum(_tokens(c.arguments_text()) for c in r.tool_calls))
         usage: dict[str, Any] = {
@@ -463,7 +487,18 @@ class MockOpenAIServer:
     """A scripted OpenAI-compatible server on 127.0.0.1 (a random free port by default)."""
 
     def __init__(self, script: Script = (), *, host: str = "127.0.0.1", port: int = 0,
-                 openai_null_content: bool = False, models: Sequence[str] = ("mock",)) -> None:
+                 openai_null_content: bool = False, models: Sequence[str] = ("mock",),
+                 context_window: int | None = None, chars_per_token: float = 3.0,
+                 empty_stream_over_window: bool = False) -> None:
+        #: refuse a request over this many tokens (its messages and tools counted at ``chars_per_token``
+        #: characters of their JSON a token, plus ``max_tokens``) with HTTP 400 and OpenAI's
+        #: ``context_length_exceeded`` body; ``empty_stream_over_window``: a streamed one gets 200 and an
+        #: empty event stream instead, as llama.cpp's server does (unstreamed, the 400)
+        self.context_window = context_window
+        self.chars_per_token = chars_per_token
+        self.empty_stream_over_window = empty_stream_over_window
+        #: requests refused as over the window
+        self.refused = 0
         #: what ``GET /v1/models`` lists
         self.models = list(models)
         #: accept ``content: null`` on an assistant turn with tool_calls, as OpenAI does (n8n's ai-sdk
@@ -476,6 +511,12 @@ class MockOpenAIServer:
         self._position = 0
         self._server: AsgiServer | None = None
         self._new_request = asyncio.Event()
+
+    def count_tokens(self, body: dict[str, Any]) -> int:
+        """A request's tokens as this server counts them: its messages' and tools' JSON text."""
+        chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in body.get("messages") or [])
+        chars += len(json.dumps(body.get("tools"), ensure_ascii=False)) if body.get("tools") else 0
+        return int(chars / self.chars_per_token) + 1
 
     @property
     def base_url(self) -> str:
