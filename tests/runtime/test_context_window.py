@@ -140,7 +140,7 @@ async def test_a_window_smaller_than_known_is_learned_from_the_refusal_and_the_r
             agent = agent_on(model, store)
             results = []
             for turn in range(1, 8):
-                result, chunks = await ask(agent, "t", f"get workflow wf_{turn:03d}")
+                result, _ = await ask(agent, "t", f"get workflow wf_{turn:03d}")
                 results.append(result)
                 assert result.status == "success", f"turn {turn}: {result.error}"
             await model.aclose()
@@ -160,7 +160,7 @@ async def test_a_model_that_keeps_refusing_gets_words_that_say_what_to_do(tmp_pa
     async with MockOpenAIServer(always_too_big) as server:
         async with SqliteStore(tmp_path / "t.sqlite3") as store:
             model = OpenAIModel("local-model", base_url=server.base_url, api_key="x", max_retries=0)
-            result, chunks = await ask(agent_on(model, store), "t", "hello")
+            result, _ = await ask(agent_on(model, store), "t", "hello")
             await model.aclose()
     assert result.status == "failed"
     assert result.error.startswith("this thread is over 'local-model''s 8 k token context even compacted")
