@@ -46,6 +46,8 @@ from instance_ai_tui.runtime import (  # noqa: E402
     tool,
 )
 
+from instance_ai_tui.runtime.context import ContextBudget  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine  # noqa: E402
 
@@ -57,6 +59,9 @@ class TimedModel:
         self.inner = inner
         self.name = inner.name
         self.seconds = 0.0
+        # the policies count the results they are sent: a window that holds every round (issue 47's
+        # fitting would otherwise leave the oldest rounds of the turn out, as it should)
+        self.context = ContextBudget(inner.name, window=100_000_000)
 
     async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[Any]:
         it = self.inner.stream(request, cancel=cancel).__aiter__()

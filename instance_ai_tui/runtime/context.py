@@ -19,8 +19,9 @@ that each lose less than the next:
    long paste) is cut to that half, its head and tail, with a marker saying how much was cut;
 3. the oldest turns leave the request (compaction, ``runtime/compaction.py``, should have carried
    what they said into the observations; this is the safety net when it could not);
-4. the current turn's biggest messages are cut further;
-5. a request that still cannot fit (the instructions and tools alone fill the window) is never
+4. the current turn's oldest rounds the model has answered leave (a long agentic turn);
+5. the current turn's biggest messages are cut further;
+6. a request that still cannot fit (the instructions and tools alone fill the window) is never
    sent: ``ModelContextExceeded`` says so.
 
 Fitting only shapes what is sent: the run's messages, the store and the screen keep everything.
@@ -417,7 +418,20 @@ def fit_request(
         del sizes_now[start:end]
         turn -= gone
         dropped += gone
-    # 4. this turn's biggest messages are cut further to their head and tail
+    # 4. this turn's oldest answered rounds leave (an assistant's tool calls with their results: a long
+    #    agentic turn of many small calls); the user's message and the latest round stay
+    while over() > 0:
+        first = next((i for i in range(turn + 1, len(out)) if out[i].get("role") == "assistant"), None)
+        latest = max((i for i in range(turn + 1, len(out)) if out[i].get("role") == "assistant"), default=None)
+        if first is None or first == latest:
+            break
+        end = first + 1
+        while end < len(out) and out[end].get("role") == "tool":
+            end += 1
+        del out[first:end]
+        del sizes_now[first:end]
+        dropped += end - first
+    # 5. this turn's biggest messages are cut further to their head and tail
     while over() > 0:
         candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200
                       and isinstance(out[i].get("content"), str)]

@@ -149,3 +149,22 @@ def test_context_refusals_of_real_servers_are_recognised(message: str, body: Any
                                      "messages[3].content: Input should be a valid string"])
 def test_other_refusals_are_not_about_the_context(message: str) -> None:
     assert context_refusal(message, {"error": {"code": "invalid_request_error"}}) is None
+
+
+def test_a_long_agentic_turn_keeps_its_question_and_latest_round() -> None:
+    """300 small tool round trips in one turn: the oldest answered rounds leave, whole (a call with its
+    result), the user's question and the latest round stay."""
+    budget = ContextBudget("m", window=4_096)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You help."},
+                                      {"role": "user", "content": "do it all"}]
+    for index in range(300):
+        messages += [{"role": "assistant", "content": "", "tool_calls": [
+                         {"id": f"c{index}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{index}", "content": f"result {index}"}]
+    fit = fit_request(messages, [], budget, {}, Sizes())
+    assert fit.tokens <= fit.available and fit.dropped > 0
+    sent = fit.messages
+    assert sent[1] == messages[1] and sent[-2:] == messages[-2:]
+    calls = [m["tool_calls"][0]["id"] for m in sent if m["role"] == "assistant"]
+    results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert calls == results  # every call sent has its result, every result its call
