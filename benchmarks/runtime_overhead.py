@@ -45,7 +45,6 @@ from instance_ai_tui.runtime import (  # noqa: E402
     TextDeltaChunk,
     tool,
 )
-
 from instance_ai_tui.runtime.context import ContextBudget  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
