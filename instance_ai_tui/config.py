@@ -45,6 +45,8 @@ class ModelSettings(BaseModel):
     choices: list[str] = Field(default_factory=list)
     #: context windows (tokens) by model name prefix, beside the built-in table
     context_windows: dict[str, int] = Field(default_factory=dict)
+    #: compaction starts when a request takes this share of what the window leaves for it (issue 47)
+    compact_threshold: float = Field(default=0.7, ge=0.1, le=0.95)
     #: limits on what the model may send
     limits: LimitSettings = Field(default_factory=LimitSettings)
 

@@ -9,6 +9,7 @@
 * ``tool-result`` or ``tool-error`` when a call settles,
 * a tool's progress (``tool-progress``): its ``tool-call`` again with ``progress`` (the arguments as
   announced) and the status "Running <tool>… 40% copying",
+* ``context-compacted`` when the agent's context was compacted (``runtime/compaction.py``),
 * for a suspended call: nothing yet; the suspension is collected in ``suspensions`` and the run
   manager turns it into a ``confirmation-request`` (a sub-agent's suspension travels up through
   its ``delegate`` call first).
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.events import (
+    ContextCompactedEvent,
+    ContextCompactedPayload,
     StatusEvent,
     StatusPayload,
     ToolCallEvent,
@@ -35,6 +38,7 @@ from ..protocol.events import (
     ToolResultPayload,
 )
 from ..runtime.chunks import (
+    ContextCompactedChunk,
     ErrorChunk,
     FinishChunk,
     ReasoningDeltaChunk,
@@ -164,6 +168,9 @@ class ChunkMapper:
                 response_id=chunk.response_id,
             ))
             self._show_status()
+        elif isinstance(chunk, ContextCompactedChunk):
+            emit(compacted_event(self.agent_id, chunk.messages, chunk.runs, chunk.before, chunk.after, chunk.window,
+                                 chunk.reason, chunk.error))
         elif isinstance(chunk, FinishChunk):
             self.finish = chunk
             self._clear_status()
@@ -193,3 +200,11 @@ class ChunkMapper:
         if self._status_shown:
             self.emitter.emit(status_update(self.agent_id, ""))
             self._status_shown = False
+
+
+def compacted_event(agent_id: str, messages: int, runs: list[str], before: int, after: int, window: int,
+                    reason: str, error: str | None = None) -> ContextCompactedEvent:
+    """The ``context-compacted`` event of a compaction (in a run, or ``/compact``'s)."""
+    return ContextCompactedEvent(agent_id=agent_id, payload=ContextCompactedPayload(
+        messages=messages, runs=list(runs), tokens_before=before, tokens_after=after, context_window=window,
+        reason=reason, error=error))

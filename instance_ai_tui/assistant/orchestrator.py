@@ -143,7 +143,7 @@ class Orchestrator(Agent):
 
 
 def build_orchestrator(services: Services, store: MemoryStorage, *, max_iterations: int = 30,
-                       history_messages: int = 40) -> Agent:
+                       history_messages: int = 200, context_threshold: float = 0.7) -> Agent:
     """The orchestrator; also fills ``services.sub_agent_tools``."""
     domain = domain_tools(services)
     services.sub_agent_tools = {t.name: t for t in domain}
@@ -159,4 +159,5 @@ def build_orchestrator(services: Services, store: MemoryStorage, *, max_iteratio
         max_iterations=max_iterations,
         tool_call_concurrency=3,
         stop_on_limit=True,
+        context_threshold=context_threshold,
     )

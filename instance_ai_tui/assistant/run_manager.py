@@ -42,6 +42,8 @@ from ..protocol.events import (
     Event,
     RunStartEvent,
     RunStartPayload,
+    TextBlockEvent,
+    TextPayload,
     ThreadTitlePayload,
     ThreadTitleUpdatedEvent,
 )
@@ -84,7 +86,7 @@ from .errors import (
     describe_failure,
 )
 from .ids import new_message_group_id, new_message_id, new_request_id, new_run_id, orchestrator_id
-from .mapping import ChunkMapper, Suspension
+from .mapping import ChunkMapper, Suspension, compacted_event
 from .run_recovery import RunRecovery
 from .run_table import TITLE_USAGE_KEY, ActiveRun, RunTable
 from .usage import USAGE_KEY, add_run_to_thread, usage_to_wire
@@ -133,45 +135,96 @@ class RunManager:
         if not text or not text.strip():
             raise InvalidRequest("the message must not be empty")
         async with self.table.lock(thread_id):
-            await self._refuse_if_busy(thread_id)
-            run_id, group_id, message_id = new_run_id(), new_message_group_id(), new_message_id()
-            await self._hold_thread(thread_id, run_id)
+            run = await self._open(thread_id, text, attachments)
+            ctx = run.ctx
             try:
-                if await self.store.get_thread(thread_id) is None:
-                    await self.store.create_thread(thread_id)
-                ctx = RunContext(
-                    thread_id=thread_id, run_id=run_id, message_group_id=group_id,
-                    orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
-                    services=self.services, allowances=await load_allowances(self.store, thread_id),
-                    model=await self.recovery.thread_model(thread_id),
-                )
-                record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
-                                   owner=self.options.owner, started_at=datetime.now(UTC),
-                                   data={"messageId": message_id, "userMessage": text})
-                await self.store.upsert_run(record)
-            except BaseException:
-                await self.coordinator.release(thread_id, run_id, finished=True)
-                raise
-            run = ActiveRun(ctx, message_id, text, record)
-            run.finished = asyncio.get_running_loop().create_future()
-            self.table.runs[thread_id] = run
-            try:
-                extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
-                ctx.emitter.emit(RunStartEvent(agent_id=ctx.orchestrator_id, payload=RunStartPayload(
-                    message_id=message_id, message_group_id=group_id, userMessage=text, **extra)))
-                await ctx.emitter.flush()  # run-start is stored before send() returns
-                await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
                 await self._start_title(run)
                 scope = self._scope(run)
-                stream = self.orchestrator.stream(Message.user(model_text or text, id=message_id), thread_id=thread_id,
-                                                  run_id=run_id, extra=scope.extra(), model=ctx.model)
+                stream = self.orchestrator.stream(Message.user(model_text or text, id=run.message_id),
+                                                  thread_id=thread_id, run_id=ctx.run_id, extra=scope.extra(),
+                                                  model=ctx.model)
             except BaseException:
-                log.exception("run %s: starting failed", run_id)
+                log.exception("run %s: starting failed", ctx.run_id)
                 ctx.emitter.emit(error_event(ctx.orchestrator_id, "The run could not be started."))
                 await self._finish(run, "error", FAILED_REASON)
                 raise
             self._drive(run, scope, stream)
-            return run_id
+            return ctx.run_id
+
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        """``/compact [what to keep]``: a run of its own (the thread's one at a time, so 409 while another
+        is active or suspended) that turns every message of the thread's context into observations
+        (``runtime/compaction.py``), shows a ``context-compacted`` row and ends with the context's new
+        size in its usage (``contextTokens``: the status line's context share falls)."""
+        keep = " ".join((keep or "").split())[:500]
+        async with self.table.lock(thread_id):
+            run = await self._open(thread_id, "/compact" + (f" {keep}" if keep else ""))
+        run.task = asyncio.get_running_loop().create_task(self._compact(run, keep), name=f"compact-{run.run_id}")
+        return run.run_id
+
+    async def _compact(self, run: ActiveRun, keep: str) -> None:
+        ctx = run.ctx
+        compact = getattr(self.orchestrator, "compact", None)
+        try:
+            if compact is None:
+                raise InvalidRequest("this agent keeps no thread memory to compact")
+            result, before, after, window = await compact(ctx.thread_id, keep, model=ctx.model)
+        except asyncio.CancelledError:
+            await self._finish(run, "cancelled", run.cancel_reason or "service_shutdown")
+            raise
+        except Exception as exc:  # noqa: BLE001 - the model's or the store's failure, in their words
+            content, reason, code = describe_failure(exc, str(exc) or "compacting failed", getattr(exc, "status_code",
+                                                                                                    None))
+            ctx.emitter.emit(error_event(ctx.orchestrator_id, content, getattr(exc, "status_code", None), code))
+            await self._finish(run, "error", reason)
+            return
+        if result is None:
+            ctx.emitter.emit(TextBlockEvent(agent_id=ctx.orchestrator_id, payload=TextPayload(
+                text="Nothing to compact: the context holds no earlier messages.")))
+        else:
+            ctx.emitter.emit(compacted_event(ctx.orchestrator_id, result.messages, result.runs, before, after, window,
+                                             "manual", result.error))
+            run.usage = result.usage
+        run.context_tokens = after
+        await self._finish(run, "completed")
+
+    async def _open(self, thread_id: str, text: str, attachments: list[dict[str, Any]] | None = None) -> ActiveRun:
+        """A new run of the thread (under its lock): refused while another is active or suspended; its
+        record stored and ``run-start`` published before this returns."""
+        await self._refuse_if_busy(thread_id)
+        run_id, group_id, message_id = new_run_id(), new_message_group_id(), new_message_id()
+        await self._hold_thread(thread_id, run_id)
+        try:
+            if await self.store.get_thread(thread_id) is None:
+                await self.store.create_thread(thread_id)
+            ctx = RunContext(
+                thread_id=thread_id, run_id=run_id, message_group_id=group_id,
+                orchestrator_id=orchestrator_id(run_id), emitter=RunEmitter(self.bus, thread_id, run_id),
+                services=self.services, allowances=await load_allowances(self.store, thread_id),
+                model=await self.recovery.thread_model(thread_id),
+            )
+            record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
+                               owner=self.options.owner, started_at=datetime.now(UTC),
+                               data={"messageId": message_id, "userMessage": text})
+            await self.store.upsert_run(record)
+        except BaseException:
+            await self.coordinator.release(thread_id, run_id, finished=True)
+            raise
+        run = ActiveRun(ctx, message_id, text, record)
+        run.finished = asyncio.get_running_loop().create_future()
+        self.table.runs[thread_id] = run
+        try:
+            extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
+            ctx.emitter.emit(RunStartEvent(agent_id=ctx.orchestrator_id, payload=RunStartPayload(
+                message_id=message_id, message_group_id=group_id, userMessage=text, **extra)))
+            await ctx.emitter.flush()  # run-start is stored before send() returns
+            await self._save_record(run, "active")  # with firstEventId: history and sweeps read from there
+        except BaseException:
+            log.exception("run %s: starting failed", run_id)
+            ctx.emitter.emit(error_event(ctx.orchestrator_id, "The run could not be started."))
+            await self._finish(run, "error", FAILED_REASON)
+            raise
+        return run
 
     async def _refuse_if_busy(self, thread_id: str) -> None:
         run = self.table.runs.get(thread_id)

@@ -78,7 +78,9 @@ class AssistantOptions:
     max_sub_agents: int = 3
     sub_agent_max_iterations: int = 12
     orchestrator_max_iterations: int = 30
-    history_messages: int = 40
+    #: at most this many messages after the observations' cursor are read for a run (older ones not
+    #: compacted yet are compacted first: ``runtime/compaction.py``)
+    history_messages: int = 200
     #: seconds a confirmation waits for an answer (then it expires)
     confirmation_ttl: float = DEFAULT_TTL_SECONDS
     generate_titles: bool = True
@@ -176,7 +178,8 @@ class InstanceAI:
                                         demo_delay=self.options.demo_delay)
         self.services = services
         self.orchestrator = build_orchestrator(services, store, max_iterations=self.options.orchestrator_max_iterations,
-                                               history_messages=self.options.history_messages)
+                                               history_messages=self.options.history_messages,
+                                               context_threshold=self.settings.model.compact_threshold)
         titles = title_model if title_model is not None else (adapter if self.options.generate_titles else None)
         self.runs = RunManager(
             store, bus, services, self.orchestrator, title_model=titles,
@@ -296,6 +299,16 @@ class InstanceAI:
             model_text, attachments = await attach(mcp.connections, text)
             return await self.runs.start(thread_id, text, model_text=model_text,
                                          attachments=[a.model_dump(by_alias=True, exclude_none=True) for a in attachments])
+
+    @_store_errors_translated
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        """``/compact [keep]``: a run that turns the thread's context into notes; its run id. An unknown
+        thread is ``ThreadNotFound``; a busy one ``RunActive``."""
+        check_thread_id(thread_id)
+        if await self.store.get_thread(thread_id) is None:
+            raise ThreadNotFound(f"thread {thread_id!r} not found")
+        with self._one_at_a_time(thread_id, "message is being sent"):
+            return await self.runs.compact(thread_id, keep)
 
     @contextlib.contextmanager
     def _one_at_a_time(self, thread_id: str, doing: str) -> Iterator[None]:

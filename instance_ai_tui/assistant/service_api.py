@@ -68,6 +68,10 @@ class AssistantService(Protocol):
         """Use model ``name`` in the thread from its next run on (``InvalidRequest`` if it cannot be built)."""
         ...
 
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        """A run that compacts the thread's context into notes (``/compact``); its runId."""
+        ...
+
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         """Supersede the turn of ``message_id`` and every later one (``RunActive`` if busy)."""
         ...

@@ -314,6 +314,14 @@ class Client(abc.ABC):
         """Send a correction to a running background task (n8n). Other backends have none."""
         raise ClientError(f"this backend ({self.mode}) has no background tasks")
 
+    #: whether ``compact`` works here (``/compact``)
+    can_compact: bool = False
+
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        """Compact the thread's context into notes now (``/compact [what to keep]``): a run of its own,
+        whose ``context-compacted`` row and finish come through ``events``; returns its run id."""
+        raise ClientError("this server compacts on its own (/compact needs our own server or the embedded agent)")
+
     #: whether ``rewind`` works here (retry, edit and rewind need it)
     can_rewind: bool = False
     #: whether ``set_model`` works here (``/model``)

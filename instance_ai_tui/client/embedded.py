@@ -187,6 +187,11 @@ class EmbeddedClient(Client):
 
     can_rewind = True
     can_switch_model = True
+    can_compact = True
+
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        with _translated():
+            return await self.service.compact(thread_id, keep)
 
     async def list_models(self, thread_id: str | None = None) -> ModelList:
         with _translated():

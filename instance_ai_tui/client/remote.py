@@ -304,6 +304,14 @@ class RemoteClient(Client):
 
     can_rewind = True
     can_switch_model = True
+    can_compact = True
+
+    async def compact(self, thread_id: str, keep: str = "") -> str:
+        from ..protocol.api import SendMessageResponse
+
+        data = await self._request("POST", f"/threads/{self._quote(thread_id)}/compact", json={"keep": keep},
+                                   what="compact")
+        return self._parse(SendMessageResponse, data, "compact").run_id
 
     async def list_models(self, thread_id: str | None = None) -> ModelList:
         from ..protocol.api import ModelList

@@ -233,6 +233,13 @@ class SetModelRequest(WireModel):
     model: str = Field(default="", max_length=200)
 
 
+class CompactRequest(WireModel):
+    """``POST threads/:threadId/compact``: compact the thread's context now (``/compact``); ``keep``
+    says what the notes must keep in particular."""
+
+    keep: str = Field(default="", max_length=500)
+
+
 class RewindRequest(WireModel):
     """``POST threads/:threadId/rewind``: forget the turns from this user message on."""
 

@@ -305,6 +305,37 @@ class StatusPayload(Payload):
     message: str = ""
 
 
+class ContextCompactedPayload(Payload):
+    """The oldest turns of the thread were compacted into observations (this app's own event): the
+    messages observed (of ``runs``), the model's context in tokens before and after (an estimate of
+    the next request) out of ``context_window``; ``reason``: ``auto`` (past the threshold), ``refused``
+    (the model server refused a request as too big) or ``manual`` (``/compact``)."""
+
+    messages: int = 0
+    runs: list[str] = Field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    context_window: int = 0
+    reason: str = "auto"
+    #: the observer's call failed: the notes are what could be kept without it
+    error: str | None = None
+
+    def words(self) -> str:
+        """One line: "context compacted: 12 older messages became notes (78% → 21% of 8 k)"."""
+        what = f"{self.messages} older message{'s' if self.messages != 1 else ''} became notes"
+        cause = {"refused": "the model refused a request as too big; ", "manual": ""}.get(self.reason, "")
+        tail = f" (notes without the model: {self.error})" if self.error else ""
+        return (f"context compacted: {cause}{what} "
+                f"({_share(self.tokens_before, self.tokens_after, self.context_window)}){tail}")
+
+
+def _share(before: int, after: int, window: int) -> str:
+    if window <= 0:
+        return f"{before:,} → {after:,} tokens"
+    size = f"{window // 1000} k" if window >= 1000 else str(window)
+    return f"{round(100 * before / window)}% → {round(100 * after / window)}% of {size}"
+
+
 #: ``error`` codes this app sets itself: the class of a failed run (``runtime.errors``, ``store.errors``,
 #: ``assistant.errors.describe_failure``); any other code is n8n's own (``quota_exhausted``)
 APP_ERROR_CODE_PREFIXES = ("model", "storage", "redis", "run_stopped")
@@ -437,6 +468,11 @@ class StatusEvent(EventBase):
     payload: StatusPayload = Field(default_factory=StatusPayload)
 
 
+class ContextCompactedEvent(EventBase):
+    type: Literal["context-compacted"] = "context-compacted"
+    payload: ContextCompactedPayload = Field(default_factory=ContextCompactedPayload)
+
+
 class ErrorEvent(EventBase):
     type: Literal["error"] = "error"
     payload: ErrorPayload = Field(default_factory=ErrorPayload)
@@ -472,6 +508,7 @@ KnownEvent = Annotated[
         | FilesystemRequestEvent
         | ThreadTitleUpdatedEvent
         | StatusEvent
+        | ContextCompactedEvent
         | ErrorEvent
     ),
     Field(discriminator="type"),

@@ -47,6 +47,7 @@ from .events import (
     AgentCompletedEvent,
     AgentSpawnedEvent,
     ConfirmationRequestEvent,
+    ContextCompactedEvent,
     ErrorEvent,
     Event,
     EventBase,
@@ -142,6 +143,7 @@ class RunReducer(ReducerReads):
             TasksUpdateEvent: self._on_tasks_update,
             SetupItemsEvent: self._on_setup_items,
             StatusEvent: self._on_status,
+            ContextCompactedEvent: self._on_context_compacted,
             ErrorEvent: self._on_error,
         }
 
@@ -443,6 +445,13 @@ class RunReducer(ReducerReads):
 
     def _on_status(self, event: StatusEvent) -> None:
         self._status(event.agent_id, event.payload.message)
+
+    def _on_context_compacted(self, event: ContextCompactedEvent) -> None:
+        """A one-line entry of the agent's timeline (``context-compacted`` with the payload): drawn as a
+        row, kept in snapshots, read the same live and restored."""
+        agent = self._agents.get(event.agent_id) or self._root
+        agent.timeline.append(Raw({"type": "context-compacted", **event.payload.to_wire()}))
+        self._touch(agent)
 
     # ----------------------------------------------------------------- run lifecycle
     def _on_run_start(self, event: RunStartEvent) -> None:

@@ -417,9 +417,12 @@ class Agent(ToolExecution):
         tools = [t.definition(strict=strict) for t in run.tools.values()]
         params = dict(self.model_params)
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
-        if compact and fit.pressure > self.context_threshold * fit.available:
+        over = fit.pressure > self.context_threshold * fit.available
+        limit = getattr(self.memory, "last_messages", None)
+        full = isinstance(limit, int) and len(run.list.history_ids) >= limit  # (more may wait unread)
+        if compact and (over or full):
             before = fit.tokens
-            compacted = await self._compact(run, budget, reason="auto", fit=fit)
+            compacted = await self._compact(run, budget, reason="auto", fit=fit, half=full and not over)
             if compacted is not None:
                 fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
                 self._emit_compacted(run, rid, compacted, before, fit, "auto")
@@ -435,15 +438,20 @@ class Agent(ToolExecution):
                                 replay_reasoning=bool(getattr(run.model, "replay_reasoning", False)))
 
     async def _compact(self, run: Run, budget: ContextBudget, *, reason: str, keep: str = "",
-                       everything: bool = False, fit: Fit | None = None) -> CompactionResult | None:
+                       everything: bool = False, fit: Fit | None = None, half: bool = False,
+                       ) -> CompactionResult | None:
         """Observe the oldest history turns of the run's context (all of them with ``everything``);
         None when there is nothing to compact (no memory, or no older turn in the context)."""
         if self.memory is None or not run.thread_id:
             return None
         history = [m for m in run.list.messages if m.id in run.list.history_ids
                    and m.created_at > (run.observations.through_at if run.observations else 0)]
-        observed = history if everything or fit is None else _oldest_turns(history, budget, fit,
-                                                                              self.context_threshold)
+        if half:  # the history holds as many messages as memory reads: the older half becomes notes
+            turns = _turns(history)
+            observed = [m for turn in turns[: len(turns) // 2] for m in turn]
+        else:
+            observed = history if everything or fit is None else _oldest_turns(history, budget, fit,
+                                                                                  self.context_threshold)
         if not observed:
             return None
         notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep)

@@ -12,6 +12,7 @@
 ``PATCH/DELETE threads/{threadId}``   rename (``{title}``) / delete
 ``GET  threads/{threadId}/messages``  ``{threadId, messages, nextEventId}``
 ``GET  threads/{threadId}/status``    ``{hasActiveRun, isSuspended, runId?, backgroundTasks}``
+``POST threads/{threadId}/compact``   ``{keep?}`` -> ``{runId}``: a run that compacts the context; 409 while busy
 ``POST threads/{threadId}/rewind``    ``{messageId}`` -> ``{supersededRunIds, text}``; 409 while busy
 ``PUT  threads/{threadId}/model``     ``{model}`` -> thread: the model of its next runs (``""``: default)
 ``GET  models``                       ``{models: [{name, contextWindow?}], current, default}`` (``?threadId=``)
@@ -51,6 +52,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..assistant.errors import AssistantError, InvalidRequest
 from ..assistant.service_api import AssistantService
 from ..protocol.api import (
+    CompactRequest,
     CreateThreadRequest,
     RewindRequest,
     SendMessageRequest,
@@ -450,6 +452,11 @@ class InstanceAIApi:
         body: SetModelRequest = self._model(SetModelRequest, await self._json(request))
         return self._ok(await self.service.set_model(thread_id, body.model))
 
+    async def compact(self, request: Request) -> Response:
+        thread_id = await self._thread(request)
+        body: CompactRequest = self._model(CompactRequest, await self._json(request))
+        return self._ok(SendMessageResponse(run_id=await self.service.compact(thread_id, body.keep)))
+
     async def rewind(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         body: RewindRequest = self._model(RewindRequest, await self._json(request))
@@ -542,6 +549,7 @@ class InstanceAIApi:
             Route(f"{p}/threads/{{threadId}}/permissions", self.permissions, methods=["GET"]),
             Route(f"{p}/threads/{{threadId}}/permissions/{{toolName}}", self.revoke_permission, methods=["DELETE"]),
             Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
+            Route(f"{p}/threads/{{threadId}}/compact", self.compact, methods=["POST"]),
             Route(f"{p}/threads/{{threadId}}/model", self.set_model, methods=["PUT"]),
             Route(f"{p}/models", self.models, methods=["GET"]),
             Route(f"{p}/mcp", self.mcp_status, methods=["GET"]),

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..protocol.api import (
+    CompactRequest,
     ConfirmBody,
     ConfirmResponse,
     CreateThreadRequest,
@@ -44,6 +45,7 @@ def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         ("ThreadMessages", "serialization", TypeAdapter(ThreadMessages)),
         ("ThreadStatus", "serialization", TypeAdapter(ThreadStatus)),
         ("RewindRequest", "validation", TypeAdapter(RewindRequest)),
+        ("CompactRequest", "validation", TypeAdapter(CompactRequest)),
         ("SetModelRequest", "validation", TypeAdapter(SetModelRequest)),
         ("ModelList", "serialization", TypeAdapter(ModelList)),
         ("ThreadPermissions", "serialization", TypeAdapter(ThreadPermissions)),
@@ -325,6 +327,15 @@ def build_openapi(version: str) -> dict[str, Any]:
                                 "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
                 "requestBody": body(refs["McpLogLevelRequest"]),
                 "responses": responses(_json(refs["McpStatus"]), 400, 404, 413, 502),
+            }
+        },
+        f"{p}/threads/{{threadId}}/compact": {
+            "post": {
+                "operationId": "compactThread",
+                "summary": "Compact the thread's context into notes now, as a run of its own (409 while a run is on)",
+                "parameters": thread_param,
+                "requestBody": body(refs["CompactRequest"]),
+                "responses": responses(_json(refs["SendMessageResponse"]), 400, 404, 409, 413),
             }
         },
         f"{p}/threads/{{threadId}}/rewind": {

@@ -204,3 +204,27 @@ async def test_compact_now_lowers_the_context_and_keeps_what_to_keep(tmp_path: P
             kept = await StoreMemory(store).get_observations("t")
             assert kept is not None and "workflow 'Workflow wf_001' id=wf_001" in kept.facts
             assert await StoreMemory(store).load_history("t") == []  # all of it is in the observations now
+
+
+async def test_a_history_as_long_as_memory_reads_is_compacted_before_older_messages_go_unread(
+        tmp_path: Path) -> None:
+    """A big window and short turns: the token threshold is never reached, but memory reads at most
+    ``last_messages`` after the cursor; when the history holds that many, its older half becomes notes,
+    so nothing leaves the context without being observed."""
+    async with MockOpenAIServer(respond, context_window=128_000) as server:
+        async with SqliteStore(tmp_path / "t.sqlite3") as store:
+            model = OpenAIModel("mock", base_url=server.base_url, api_key="x", max_retries=0,
+                                context_windows={"mock": 128_000})
+            agent = Agent("main", "You work on n8n workflows.", model,
+                          [Tool("get-workflow", "Read a workflow by id.", GetWorkflow, get_workflow)],
+                          memory=StoreMemory(store, last_messages=12), model_params={"max_tokens": 256})
+            compacted = 0
+            result, _ = await ask(agent, "t", f"My workflow is {FIRST_ID}: get workflow {FIRST_ID}")
+            for _ in range(2, 16):
+                result, chunks = await ask(agent, "t", "Thanks, noted.")
+                assert result.status == "success"
+                compacted += sum(isinstance(c, ContextCompactedChunk) for c in chunks)
+            result, _ = await ask(agent, "t", "Which workflow came first?")
+            await model.aclose()
+    assert compacted >= 2
+    assert result.text == f"The first was {FIRST_NAME} ({FIRST_ID}).", result.text

@@ -1,0 +1,115 @@
+"""Compaction in the assistant (issue 47 item 4): a ``context-compacted`` event in the thread's stream
+(live and in the stored tree, so every client draws the same row), ``compact`` as a run of its own
+whose ``run-finish`` carries the context's new size, the same through ``instance-ai serve``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.assistant.errors import RunActive
+from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.events import ContextCompactedPayload
+from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
+from tests.assistant.conftest import collect, of_type
+from tests.support.openai_server import MockOpenAIServer, MockResponse
+
+MODEL = "mock-model"
+
+
+def respond(body: dict[str, Any]) -> MockResponse:
+    messages = body["messages"]
+    first = str(messages[0].get("content") or "")
+    if first.startswith(OBSERVER_INSTRUCTIONS[:40]):
+        return MockResponse(text="## The user wants\n- notes about their files")
+    if "titles" in first:
+        return MockResponse(text='{"title": "Files"}')
+    last = messages[-1]
+    if last.get("role") == "tool":
+        return MockResponse(text="Read it.")
+    asked = re.search(r"read (\S+)", str(last.get("content") or ""))
+    if asked:
+        return MockResponse.call("read-file", {"path": asked.group(1)})
+    return MockResponse(text="Ok.")
+
+
+def settings_for(server: MockOpenAIServer, window: int) -> Settings:
+    return Settings.model_validate({"model": {"name": MODEL, "base_url": server.base_url, "api_key": "sk-test",
+                                              "context_windows": {MODEL: window}}})
+
+
+@pytest.fixture
+def big_workspace(workspace: Path) -> Path:
+    for index in range(12):
+        (workspace / f"notes{index}.md").write_text(f"# Notes {index}\n" + "A long line of notes.\n" * 900,
+                                                      encoding="utf-8")
+    return workspace
+
+
+async def test_a_long_thread_compacts_itself_and_says_so_in_its_stream(make_ai: Any, big_workspace: Path) -> None:
+    async with MockOpenAIServer(respond, context_window=16_384) as server:
+        ai = await make_ai(MODEL, settings=settings_for(server, 16_384), workspace_root=big_workspace)
+        events: list[dict[str, Any]] = []
+        after = 0
+        for index in range(12):
+            await ai.send("t", f"read notes{index}.md")
+            got = await collect(ai, "t", after=after, timeout=60)
+            after = got[-1]["id"]
+            events += got
+            assert got[-1]["payload"]["status"] == "completed", got[-1]
+        assert server.refused == 0
+        rows = of_type(events, "context-compacted")
+        assert rows, "no compaction in 12 turns of 20 k characters each in a 16 k window"
+        payload = ContextCompactedPayload.model_validate(rows[0]["payload"])
+        assert payload.reason == "auto" and payload.tokens_after < payload.tokens_before
+        assert payload.context_window == 16_384 and payload.messages > 0
+        assert payload.words().startswith("context compacted: ")
+        # the stored tree has the same row where it happened (restored threads draw it too)
+        history = await ai.messages("t")
+        timelines = [m.agent_tree.timeline for m in history.messages if m.agent_tree is not None]
+        stored = [e for line in timelines for e in line if getattr(e, "type", None) == "context-compacted"]
+        assert len(stored) == len(rows)
+
+
+async def test_compact_is_a_run_that_lowers_the_context_share(make_ai: Any, big_workspace: Path) -> None:
+    async with MockOpenAIServer(respond, context_window=64_000) as server:
+        ai = await make_ai(MODEL, settings=settings_for(server, 64_000), workspace_root=big_workspace)
+        after = 0
+        for index in range(3):
+            await ai.send("t", f"read notes{index}.md")
+            got = await collect(ai, "t", after=after, timeout=60)
+            after = got[-1]["id"]
+        before_tokens = got[-1]["payload"]["usage"]["contextTokens"]
+        run_id = await ai.compact("t", "the file names")
+        with pytest.raises(RunActive):
+            await ai.send("t", "read notes9.md")  # one run at a time: the compaction is one
+        got = await collect(ai, "t", after=after, timeout=60)
+        assert [e["type"] for e in got] == ["run-start", "context-compacted", "run-finish"]
+        assert got[0]["runId"] == run_id and got[0]["payload"]["userMessage"] == "/compact the file names"
+        row = ContextCompactedPayload.model_validate(got[1]["payload"])
+        assert row.reason == "manual" and row.messages == 12
+        finish = got[-1]["payload"]
+        assert finish["status"] == "completed"
+        assert finish["usage"]["contextTokens"] == row.tokens_after < before_tokens / 3
+        observer = [r for r in server.requests if str(r.body["messages"][0]["content"]).startswith(
+            OBSERVER_INSTRUCTIONS[:40])]
+        assert "the file names" in observer[-1].body["messages"][0]["content"]
+        # the thread goes on, from its notes
+        await ai.send("t", "read notes5.md")
+        got = await collect(ai, "t", after=got[-1]["id"], timeout=60)
+        assert got[-1]["payload"]["status"] == "completed"
+        last = server.requests[-1].body["messages"]
+        assert "<observations>" in last[0]["content"] and "notes0.md" in last[0]["content"]
+
+
+async def test_compacting_an_empty_thread_says_there_is_nothing(make_ai: Any) -> None:
+    async with MockOpenAIServer(respond) as server:
+        ai = await make_ai(MODEL, settings=settings_for(server, 8_192))
+        await ai.create_thread("e")
+        await ai.compact("e")
+        got = await collect(ai, "e", timeout=30)
+    assert [e["type"] for e in got] == ["run-start", "text-block", "run-finish"]
+    assert "Nothing to compact" in got[1]["payload"]["text"]
