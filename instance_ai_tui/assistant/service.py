@@ -354,15 +354,32 @@ class InstanceAI:
         """The models a thread can use, the one it uses, and context windows where known."""
         catalog: ModelCatalog = self.services.catalog
         current = self.model_label
+        chosen: str | None = None
         if thread_id is not None:
             thread = await self.get_thread(thread_id)
-            chosen = thread.metadata.get("model")
-            current = catalog.label(chosen) if isinstance(chosen, str) and chosen else current
+            picked = thread.metadata.get("model")
+            chosen = picked if isinstance(picked, str) and picked else None
+            current = catalog.label(chosen) if chosen else current
         names = await catalog.available()
         if current not in names:
             names.insert(0, current)
         windows = self.settings.model.context_windows
-        return ModelList(models=[ModelInfo(name=n, context_window=context_window(n, windows)) for n in names],
+
+        def window(name: str) -> int | None:
+            """What the runtime knows of the model in use (reported by its server, learned from a
+            refusal), else the config's or the table's window."""
+            if name == current:
+                from ..runtime.context import budget_of
+
+                try:
+                    budget = budget_of(catalog.get(chosen))
+                except ValueError:
+                    budget = None
+                if budget is not None and budget.source in ("server", "learned"):
+                    return budget.window
+            return context_window(name, windows)
+
+        return ModelList(models=[ModelInfo(name=n, context_window=window(n)) for n in names],
                          current=current, default=self.model_label)
 
     @_store_errors_translated

@@ -61,13 +61,13 @@ def usage_from_wire(data: Any) -> Usage:
 
 
 async def add_run_to_thread(store: ThreadStore, thread_id: str, run_id: str, usage: Usage,
-                            context_tokens: int = 0) -> dict[str, Any] | None:
+                            context_tokens: int = 0, context_window: int = 0) -> dict[str, Any] | None:
     """Add a finished run's usage to the thread's ``metadata.usage``; returns the new total.
 
     Idempotent for the last run counted (``lastRunId``): finishing a run again after a crash
     between this update and ``run-finish`` does not count it twice. Runs of one thread never
     overlap (the run manager holds the thread), so read-modify-write is safe here."""
-    if usage.is_empty:
+    if usage.is_empty and context_tokens <= 0:
         return None
     thread = await store.get_thread(thread_id)
     if thread is None:
@@ -84,6 +84,8 @@ async def add_run_to_thread(store: ThreadStore, thread_id: str, run_id: str, usa
     wire["lastRunId"] = run_id
     if context_tokens > 0:  # how full the model's context was at the last run's last request
         wire["contextTokens"] = int(context_tokens)
+        if context_window > 0:
+            wire["contextWindow"] = int(context_window)
     metadata[USAGE_KEY] = wire
     await store.update_thread(thread_id, metadata=metadata)
     return wire

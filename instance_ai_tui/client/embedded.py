@@ -104,11 +104,7 @@ class EmbeddedClient(Client):
     def preload(self) -> None:
         """The in-process assistant is a large import (the runtime, the tools, the store)."""
         if self._service is None:
-            from ..assistant import factory, service  # noqa: F401
-            from ..assistant.models import is_demo_name
-
-            if self._settings is not None and not is_demo_name(self._settings.model.name):
-                from ..runtime import openai_model  # noqa: F401  (the model's adapter, here instead of on the loop in open())
+            from ..assistant import factory, service  # noqa: F401  (the model's adapter is light: httpx, no SDK)
 
     async def open(self) -> None:
         if self._opened:

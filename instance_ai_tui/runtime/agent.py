@@ -104,6 +104,7 @@ class Agent(ToolExecution):
         description: str = "",
         stop_on_limit: bool = False,
         context_threshold: float = 0.7,
+        observer_max_tokens: int | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
@@ -132,6 +133,9 @@ class Agent(ToolExecution):
         #: compaction starts when a request (older tool results stubbed) takes this share of what the
         #: model's window leaves for it (``runtime/compaction.py``)
         self.context_threshold = context_threshold
+        #: the observer's answer (the notes) at most this many tokens; None: a quarter of the window,
+        #: 256 to 1,024
+        self.observer_max_tokens = observer_max_tokens
         #: usage of side calls (title generation)
         self.side_usage = Usage()
         self._tools: dict[str, Tool] = {}
@@ -418,7 +422,7 @@ class Agent(ToolExecution):
         params = dict(self.model_params)
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
         over = fit.pressure > self.context_threshold * fit.available
-        limit = getattr(self.memory, "last_messages", None)
+        limit = getattr(self.memory, "last_messages", None) if getattr(self.memory, "observe_overflow", False) else None
         full = isinstance(limit, int) and len(run.list.history_ids) >= limit  # (more may wait unread)
         if compact and (over or full):
             before = fit.tokens
@@ -454,7 +458,8 @@ class Agent(ToolExecution):
                                                                                   self.context_threshold)
         if not observed:
             return None
-        notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep)
+        notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep,
+                                            max_tokens=self.observer_max_tokens)
         record = new_observations(run.observations, notes, observed)
         await self.memory.save_observations(run.thread_id, record)
         run.observations = record

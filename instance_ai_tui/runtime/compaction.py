@@ -239,13 +239,14 @@ async def observe(
     messages: Sequence[Message],
     *,
     keep: str = "",
+    max_tokens: int | None = None,
 ) -> tuple[str, Usage, str | None]:
     """The observer's notes for ``previous`` + ``messages``: one model call per piece of transcript
     that fits the model's window (usually one). Returns ``(notes, usage, error)``; when a call fails
     the notes are the extractive fallback and ``error`` says why."""
     notes = previous.text if previous else ""
     usage = Usage()
-    answer = max(256, min(1_024, budget.window // 4))
+    answer = max_tokens or max(256, min(1_024, budget.window // 4))
     instructions = OBSERVER_INSTRUCTIONS
     if keep.strip():
         instructions += f"\n\nThe user asked to keep in particular: {keep.strip()[:500]}"

@@ -171,6 +171,7 @@ class StoreMemory:
         embedder: Embedder | None = None,
         recall_top_k: int = 3,
         recall_min_score: float = 0.2,
+        observe_overflow: bool = True,
     ) -> None:
         self.store = store
         self.last_messages = last_messages
@@ -180,6 +181,10 @@ class StoreMemory:
         self.embedder = embedder
         self.recall_top_k = recall_top_k
         self.recall_min_score = recall_min_score
+        #: when a run's history holds ``last_messages`` (more may wait unread), its older half becomes
+        #: observations (``runtime/compaction.py``); False: the window just slides (older messages
+        #: leave the context unobserved, reachable by semantic recall only)
+        self.observe_overflow = observe_overflow
 
     async def _ensure_thread(self, thread_id: str) -> None:
         if await self.store.get_thread(thread_id) is None:

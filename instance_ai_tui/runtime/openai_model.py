@@ -72,6 +72,7 @@ from .model import (
     ModelUsage,
     ToolCallAccumulator,
 )
+from .model_stream import StreamDone, read_events, read_small
 from .usage import Price, PriceTable, Usage
 
 if TYPE_CHECKING:
@@ -79,8 +80,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: an error answer (or a window probe's answer) is read up to this many bytes
-_SMALL_BODY = 256 * 1024
 #: statuses worth repeating
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
@@ -207,10 +206,6 @@ class _Guard:
 _CLOSING: set[asyncio.Task[Any]] = set()
 
 
-class _Done(Exception):
-    """The stream said ``[DONE]``."""
-
-
 class OpenAIModel:
     """A ``ModelAdapter`` for an OpenAI-compatible chat-completions endpoint."""
 
@@ -292,7 +287,7 @@ class OpenAIModel:
     # -- small requests --------------------------------------------------------------------------
 
     async def _get_json(self, url: str, *, method: str = "GET", body: Any = None, timeout: float = 5.0) -> Any:
-        """A small JSON answer (at most ``_SMALL_BODY`` bytes), or None when there is none."""
+        """A small JSON answer (at most ``SMALL_BODY`` bytes), or None when there is none."""
         request = self._http.build_request(method, url, headers=self._headers,
                                            content=None if body is None else json.dumps(body).encode())
         async with asyncio.timeout(timeout):
@@ -300,7 +295,7 @@ class OpenAIModel:
             try:
                 if response.status_code >= 400:
                     return None
-                raw = await _read_small(response)
+                raw = await read_small(response)
             finally:
                 await response.aclose()
         try:
@@ -470,6 +465,7 @@ class OpenAIModel:
 
         body = json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode()
         attempt = 0
+        stale = False
         while True:
             request = self._http.build_request("POST", self.api_base + "/chat/completions", content=body,
                                                headers=self._headers)
@@ -477,13 +473,18 @@ class OpenAIModel:
             try:
                 response = await self._http.send(request, stream=True)
             except httpx.TransportError as exc:
+                if not stale and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+                    # a kept-alive connection the server had closed meanwhile (llama.cpp's server closes
+                    # it after an empty stream): once more on a new one, whatever max_retries says
+                    stale = True
+                    continue
                 if attempt >= self.max_retries or not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
                     raise self._transport_error(exc, streaming=False) from exc
             else:
                 if response.status_code < 400:
                     return response
                 try:
-                    raw = await _read_small(response)
+                    raw = await read_small(response)
                 except httpx.TransportError:
                     raw = b""
                 finally:
@@ -504,52 +505,6 @@ class OpenAIModel:
             raise ModelMalformedStream(
                 f"{self.where} answered with {kind.split(';')[0].strip()} instead of a chat-completions stream "
                 f"(model {self.model!r}): is OPENAI_BASE_URL the API's address (usually ending in /v1)?")
-
-    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-        """The stream's chunks: its events' data decoded as JSON objects, until ``[DONE]`` (``_Done``
-        is raised then). The bytes are bounded before anything is decoded."""
-        data: list[bytes] = []
-        event = b""
-        rest = b""
-        async for piece in _bounded_bytes(response.aiter_bytes(), self.limits, self.where):
-            if b"\r" in piece:
-                piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            lines = (rest + piece).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                if line:
-                    if line[0] == 58:  # ":" a comment
-                        continue
-                    name, _, value = line.partition(b":")
-                    if value[:1] == b" ":
-                        value = value[1:]
-                    if name == b"data":
-                        data.append(value)
-                    elif name == b"event":
-                        event = value
-                    continue
-                if not data:
-                    event = b""
-                    continue
-                text = b"\n".join(data)
-                data, kind, event = [], event, b""
-                if text.startswith(b"[DONE]"):
-                    raise _Done()
-                try:
-                    chunk = json.loads(text)
-                except ValueError as exc:
-                    raise ModelMalformedStream(
-                        f"{self.where} sent a stream chunk that is not JSON (model {self.model!r}): {exc}; "
-                        "is this an OpenAI-compatible chat-completions server?") from None
-                if kind == b"error" or (isinstance(chunk, dict) and chunk.get("error")):
-                    inner = chunk.get("error") if isinstance(chunk, dict) else None
-                    words = inner.get("message") if isinstance(inner, dict) else inner
-                    raise ModelHTTPError(f"{self.where} reported an error in the answer of model {self.model!r}: "
-                                         f"{_preview_text(str(words or 'An error occurred during streaming'))}")
-                if not isinstance(chunk, dict):
-                    raise ModelMalformedStream(
-                        f"{self.where} sent a malformed stream chunk (model {self.model!r}): {_preview(chunk)}")
-                yield chunk
 
     # -- the stream ------------------------------------------------------------------------------
 
@@ -574,7 +529,7 @@ class OpenAIModel:
                 # the time may have gone to retrying a refused connection: say that instead
                 raise await self._unreachable_or(exc) from None
             self._check_stream(response)
-            iterator = self._events(response)
+            iterator = read_events(response.aiter_bytes(), self.limits, self.where, self.model)
             tools = ToolCallAccumulator()
             think = ThinkSplitter()
             finish_reason: str | None = None
@@ -597,7 +552,7 @@ class OpenAIModel:
                     data = await guard.wait(iterator.__anext__(), timeout, what)
                 except StopAsyncIteration:
                     break
-                except _Done:
+                except StreamDone:
                     done = True
                     break
                 except ModelTimeout:
@@ -689,7 +644,7 @@ class OpenAIModel:
         response = await guard.wait(self._send(self._params(request, stream=False)), self.first_token_timeout,
                                     "no response")
         try:
-            raw = await guard.wait(_read_small(response, self.limits.answer_bytes or None), self.idle_timeout,
+            raw = await guard.wait(read_small(response, self.limits.answer_bytes or None), self.idle_timeout,
                                    "answer stalled")
         except httpx.TransportError as exc:
             raise self._transport_error(exc, streaming=True) from exc
@@ -758,18 +713,6 @@ def _tool_fragment(tools: ToolCallAccumulator, position: int, tc: Any) -> Any:
     return tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
 
 
-async def _read_small(response: httpx.Response, limit: int | None = _SMALL_BODY) -> bytes:
-    """A response's body, at most ``limit`` bytes (the rest is not read)."""
-    parts: list[bytes] = []
-    size = 0
-    async for piece in response.aiter_bytes():
-        parts.append(piece)
-        size += len(piece)
-        if limit is not None and size >= limit:
-            break
-    return b"".join(parts)[: limit or None]
-
-
 def _retry_after(value: str | None) -> float | None:
     try:
         seconds = float(value) if value is not None else None
@@ -780,36 +723,6 @@ def _retry_after(value: str | None) -> float | None:
 
 def _positive(value: Any) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-async def _bounded_bytes(source: AsyncIterator[bytes], limits: ModelLimits, where: str) -> AsyncIterator[bytes]:
-    """The response's bytes, refused past ``line_bytes`` on one line or ``answer_bytes`` in all: a
-    50 MB chunk is never held whole for decoding (nor a copy of it)."""
-    line_limit, total_limit = limits.line_bytes, limits.answer_bytes
-    line = total = 0
-    async for chunk in source:
-        total += len(chunk)
-        if total_limit and total > total_limit:
-            raise exceeded(where, "an answer", f"of more than {total_limit:,} bytes", "max_answer_chars",
-                           total_limit, f"bytes (the wire guard of max_answer_chars = {limits.max_answer_chars:,} "
-                                        "characters)")
-        probe = chunk.replace(b"\r", b"\n") if b"\r" in chunk else chunk
-        first = probe.find(b"\n")
-        if first < 0:
-            line += len(probe)
-        else:
-            longest = line + first
-            if line_limit and len(probe) > line_limit:
-                longest = max([longest, *(len(part) for part in probe.split(b"\n")[1:-1])])
-            if line_limit and longest > line_limit:
-                line = longest
-            else:
-                line = len(probe) - probe.rfind(b"\n") - 1
-        if line_limit and line > line_limit:
-            raise exceeded(where, "one stream chunk", f"of more than {line_limit:,} bytes", "max_delta_chars",
-                           line_limit, f"bytes (the wire guard of max_delta_chars and max_tool_args_chars, "
-                                       f"{max(limits.max_delta_chars, limits.max_tool_args_chars):,} characters)")
-        yield chunk
 
 
 def _cause_text(exc: BaseException) -> str:

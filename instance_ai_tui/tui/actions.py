@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..client.base import ClientError
+from ..client.base import ClientError, RunActiveError
 from .deferred import Deferred
 
 if TYPE_CHECKING:
@@ -437,6 +437,27 @@ class Actions:
                 self.ui.notify("This message has no answer to go back from yet.", severity="warning")
                 return
             self.rewind(turn, resend=False)
+
+    def compact(self, keep: str) -> None:
+        """``/compact [what to keep]``: the thread's context becomes notes (a run of its own: its row
+        and the status line's context share come through the thread's events)."""
+        if self.thread.thread_id is None:
+            self.ui.notify("Nothing to compact: this thread has no messages yet.", timeout=4)
+            return
+        if not self.thread.client.can_compact:
+            self.ui.show_error("Cannot compact: this server compacts on its own (/compact needs our own server or "
+                               "the embedded agent)")
+            return
+        self.work(Deferred(self._compact, self.thread.thread_id, keep), "compact", exclusive=True)
+
+    async def _compact(self, thread_id: str, keep: str) -> None:
+        try:
+            await self.thread.client.compact(thread_id, keep)
+        except RunActiveError:
+            self.ui.notify("A run is going on in this thread: /compact when it has finished.", severity="warning",
+                           timeout=5)
+        except ClientError as exc:
+            self.ui.show_error(f"Cannot compact: {exc}")
 
     def rewind(self, turn: Any, *, resend: bool) -> None:
         self.work(Deferred(self._rewind, turn, resend=resend), "rewind", exclusive=True)

@@ -51,6 +51,8 @@ class CommandActions(Protocol):
 
     def quit(self) -> object: ...
 
+    def compact(self, keep: str) -> object: ...
+
     @property
     def streaming(self) -> bool:
         """A run of the open thread is running (there is something to stop)."""
@@ -99,6 +101,9 @@ COMMANDS: tuple[Command, ...] = (
             "Rewind to an earlier message", "Pick a message to go back to", lambda actions, arg: actions.pick_rewind()),
     Command("model", "the model of this thread (a picker, or `name`)", "Model", "Choose the model of this thread",
             lambda actions, arg: actions.choose_model(arg), arg="[name]"),
+    Command("compact", "turn this thread's context into notes now (the messages stay here); `what to keep` "
+            "guides the notes", "Compact context", "Make room in the model's context: older messages become notes",
+            lambda actions, arg: actions.compact(arg), arg="[what to keep]"),
     Command("theme", "pick a theme (or switch to `name`)", "Theme", "Pick a theme",
             lambda actions, arg: actions.set_theme(arg), arg="[name]"),
     Command("export", "write the thread as Markdown (default: `<thread>.md` in the current folder)",

@@ -91,6 +91,9 @@ class RunStatus:
             context = usage.get("contextTokens")
             if isinstance(context, int) and not isinstance(context, bool) and context > 0:
                 info.context_tokens = context  # the latest, not a sum: how full the context is now
+                window = usage.get("contextWindow")  # the window the runtime knows now (learned, reported)
+                if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                    info.context_window = window
 
     # ----------------------------------------------------------------- run state, title, message
     def update_status_message(self, conversation: Conversation, changes: Any) -> None:

@@ -306,6 +306,26 @@ class MoreLine(Static, can_focus=True):
         self.section.show_earlier()
 
 
+class CompactedRow(Static):
+    """The one line of a ``context-compacted`` timeline entry: "⟲ context compacted: 12 older messages
+    became notes (78% → 21% of 8 k)". The messages stay above it, on screen and in the store."""
+
+    DEFAULT_CSS = "CompactedRow { height: auto; color: $text-muted; }"
+
+    def __init__(self, entry: dict[str, object]) -> None:
+        from ...protocol.events import ContextCompactedPayload
+        from ...protocol.safe_text import visible
+
+        try:
+            words = ContextCompactedPayload.model_validate(entry).words()
+        except ValueError:
+            words = "context compacted"
+        super().__init__(Content.styled(f"⟲ {visible(words)}", "italic"), classes="compacted-row", markup=False)
+
+    def set_live(self, live: bool) -> None:
+        """A finished line: nothing streams into it."""
+
+
 def entry_cost(widget: Widget | None) -> int:
     """Frame-budget units of a timeline entry: a text block costs by its chunks
     (``ChunkedMarkdown.cost``); the others are a line or two."""
@@ -390,6 +410,8 @@ class AgentSection(BlankRows, Vertical):
             card.run_active = self.turn.live
             self.turn.cards[tc.tool_call_id] = card
             widget = card
+        elif kind == "context-compacted":
+            widget = CompactedRow(entry)
         elif kind == "child":
             info = agent_info(self.reducer, str(entry.get("agentId", "")))
             if info is None:
