@@ -667,6 +667,8 @@ class HeadlessRun:
             self._note(f"[title: {payload.title}]")
         elif kind == "status" and isinstance((payload.model_extra or {}).get("retry"), dict):
             self._note(f"instance-ai run: {payload.message}")  # "retrying in 4 s (2/3): HTTP 429 …"
+        elif kind == "context-compacted":
+            self._note(f"⟲ {payload.words()}")  # the same line as the TUI's row
 
     def _outcome_line(self, event: Any, conversation: Any) -> str:
         """``✓ name → result`` / ``✗ name: denied`` / ``✗ name: failed: …`` / ``⊘ name: not run``,

@@ -156,6 +156,13 @@ def _agent_md(node: AgentNode, depth: int, run_active: bool = False) -> list[str
             if call is not None:
                 seen_calls.add(call.tool_call_id)
                 lines += _tool_md(call, run_active)
+        elif entry.type == "context-compacted":  # the TUI's row and ``run``'s line, in the same words
+            from .events import ContextCompactedPayload
+
+            try:
+                lines += [f"*⟲ {redact(ContextCompactedPayload.model_validate(entry.model_dump()).words())}*", ""]
+            except ValueError:
+                lines += ["*⟲ context compacted*", ""]
         elif entry.type == "child":
             child = children.get(getattr(entry, "agent_id", ""))
             if child is not None and child.agent_id not in seen_children:

@@ -250,10 +250,24 @@ class Sizes:
     """Characters per wire dict, cached by identity (the message list hands out the same dict for a
     message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
 
-    __slots__ = ("_cache",)
+    __slots__ = ("_cache", "_stubs", "_tools")
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
+        self._stubs: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
+        self._tools: tuple[Sequence[Mapping[str, Any]], int] | None = None
+
+    def stub(self, message: Mapping[str, Any], tool_name: str, arguments: str) -> tuple[dict[str, Any], int]:
+        """The stub of a tool result and its size, made once per message."""
+        hit = self._stubs.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1], hit[2]
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        stub = {**message, "content": stub_text(tool_name, arguments, text)}
+        chars = wire_chars(stub)
+        self._stubs[id(message)] = (message, stub, chars)
+        return stub, chars
 
     def chars(self, message: Mapping[str, Any]) -> int:
         hit = self._cache.get(id(message))
@@ -264,7 +278,14 @@ class Sizes:
         return chars
 
     def tools_chars(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        return len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) if tools else 0
+        """Characters of the tools' schemas (measured again only when the list is another one with
+        other content)."""
+        known = self._tools
+        if known is not None and (known[0] is tools or known[0] == tools):
+            return known[1]
+        chars = len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) if tools else 0
+        self._tools = (tools, chars)
+        return chars
 
 
 # -- fitting -----------------------------------------------------------------------------------------
@@ -306,9 +327,9 @@ def _one_line(text: str, limit: int) -> str:
 
 def stub_text(tool_name: str, arguments: str, content: str) -> str:
     """What the model keeps of an older turn's tool result."""
-    args = _one_line(arguments, 160) if arguments and arguments not in ("{}", "") else ""
+    args = _one_line(arguments[:400], 160) if arguments and arguments not in ("{}", "") else ""
     return (f"[older result of {tool_name or 'a tool'}({args}) left out of the context: {len(content):,} "
-            f"characters; it began: {_one_line(content, 240)}]")
+            f"characters; it began: {_one_line(content[:600], 240)}]")
 
 
 def cut_text(text: str, keep: int) -> str:
@@ -343,38 +364,50 @@ def fit_request(
 ) -> Fit:
     """``messages`` (OpenAI chat format, system message first) fitted to ``budget`` with ``tools``
     and the answer's reserve. The dicts given are never changed (stubs and cuts are new dicts).
-    Raises ``ModelContextExceeded`` when even the cut request cannot fit."""
+    Raises ``ModelContextExceeded`` when even the cut request cannot fit.
+
+    The work is one look-up per message (``Sizes``) plus what must be left out, each step counting
+    its characters as it goes (never the whole request again)."""
     available = budget.available(params)
+    ratio = budget.effective_ratio
     t_chars = sizes.tools_chars(tools) if tools_chars is None else tools_chars
     chars = [sizes.chars(m) for m in messages]
-    total_chars = t_chars + sum(chars)
-    raw = raw_tokens(total_chars, len(messages))
+    count = len(messages)
+    total = t_chars + sum(chars)
     has_system = bool(messages) and messages[0].get("role") == "system"
     start = 1 if has_system else 0
     turn = max(start, current_turn_start(messages))
+    # the characters the request may carry (the inverse of ``raw_tokens`` and the ratio)
+    room = (available / ratio - MESSAGE_OVERHEAD * count) * CHARS_PER_TOKEN
     # a message of this turn takes at most half of what the request may take (the rest is for the
     # instructions and the conversation so far)
-    share_chars = int(available / 2 / budget.effective_ratio * CHARS_PER_TOKEN)
-    stub_saving = sum(size - STUB_SIZE for m, size in zip(messages[start:turn], chars[start:turn], strict=True)
-                      if size > STUB_OVER and m.get("role") == "tool")
+    share_chars = int(available / 2 / ratio * CHARS_PER_TOKEN)
+    stub_saving = 0
+    for index in range(start, turn):
+        size = chars[index]
+        if size > STUB_OVER and messages[index].get("role") == "tool":
+            stub_saving += size - STUB_SIZE
     cap_saving = sum(size - share_chars for size in chars[turn:] if size > share_chars)
     history_chars = sum(chars[start:turn]) - stub_saving
-    pressure = budget.tokens(raw_tokens(total_chars - stub_saving - cap_saving, len(messages)))
+    pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count))
     history = budget.tokens(raw_tokens(history_chars, turn - start))
-    if budget.tokens(raw) <= available:
-        return Fit(messages, budget.tokens(raw), raw, available, budget.window, pressure=pressure, history=history)
+    if total <= room and budget.tokens(raw_tokens(total, count)) <= available:
+        return Fit(messages, budget.tokens(raw_tokens(total, count)), raw_tokens(total, count), available,
+                   budget.window, pressure=pressure, history=history)
     out = list(messages)
     sizes_now = list(chars)
 
     def over() -> float:
-        r = raw_tokens(t_chars + sum(sizes_now), len(out))
-        return budget.tokens(r) - available
+        return budget.tokens(raw_tokens(total, count)) - available
 
     def cut_to(index: int, keep: int) -> None:
+        nonlocal total
         m = out[index]
         new = {**m, "content": cut_text(str(m.get("content", "")), keep)}
         out[index] = new
-        sizes_now[index] = wire_chars(new)
+        size = wire_chars(new)
+        total += size - sizes_now[index]
+        sizes_now[index] = size
 
     stubbed = dropped = cut = 0
     # 1. big tool results the model has answered already -> stubs, oldest first: older turns', then
@@ -385,21 +418,23 @@ def fit_request(
             answered = index
             break
     calls: dict[str, tuple[str, str]] = {}
+    # (over() <= 0 while total stays under this: the count does not change in this step)
+    limit = (available / ratio - MESSAGE_OVERHEAD * count) * CHARS_PER_TOKEN - 1
     for index in range(start, answered):
-        if over() <= 0:
+        if total <= limit:
             break
         m = out[index]
-        if m.get("role") == "assistant":
+        role = m.get("role")
+        if role == "assistant":
             for call in m.get("tool_calls") or ():
                 fn = call.get("function") or {}
                 calls[str(call.get("id", ""))] = (str(fn.get("name", "")), str(fn.get("arguments", "")))
-        elif m.get("role") == "tool" and sizes_now[index] > STUB_OVER:
-            content = m.get("content")
-            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        elif role == "tool" and sizes_now[index] > STUB_OVER:
             name, arguments = calls.get(str(m.get("tool_call_id", "")), ("", ""))
-            stub = {**m, "content": stub_text(name, arguments, text)}
+            stub, size = sizes.stub(m, name, arguments)
             out[index] = stub
-            sizes_now[index] = wire_chars(stub)
+            total += size - sizes_now[index]
+            sizes_now[index] = size
             stubbed += 1
     # 2. this turn's giants (over half of the room) are cut to that half
     for index in range(turn, len(out)):
@@ -408,29 +443,36 @@ def fit_request(
         if sizes_now[index] > max(share_chars, CUT_MIN + 200) and isinstance(out[index].get("content"), str):
             cut_to(index, max(CUT_MIN, share_chars))
             cut += 1
-    # 3. the oldest turns leave (whole turns: from the start to the next user message)
-    while over() > 0 and turn > start:
-        end = start + 1
-        while end < turn and out[end].get("role") != "user":
-            end += 1
-        gone = end - start
+    # 3. the oldest turns leave (whole turns: from the start to the next user message), found in one
+    #    walk and taken out in one slice
+    if over() > 0 and turn > start:
+        end = start
+        while end < turn and over() > 0:
+            nxt = end + 1
+            while nxt < turn and out[nxt].get("role") != "user":
+                nxt += 1
+            total -= sum(sizes_now[end:nxt])
+            count -= nxt - end
+            end = nxt
         del out[start:end]
         del sizes_now[start:end]
-        turn -= gone
-        dropped += gone
+        turn -= end - start
+        dropped += end - start
     # 4. this turn's oldest answered rounds leave (an assistant's tool calls with their results: a long
     #    agentic turn of many small calls); the user's message and the latest round stay
-    while over() > 0:
-        first = next((i for i in range(turn + 1, len(out)) if out[i].get("role") == "assistant"), None)
-        latest = max((i for i in range(turn + 1, len(out)) if out[i].get("role") == "assistant"), default=None)
-        if first is None or first == latest:
-            break
-        end = first + 1
-        while end < len(out) and out[end].get("role") == "tool":
-            end += 1
-        del out[first:end]
-        del sizes_now[first:end]
-        dropped += end - first
+    if over() > 0:
+        rounds = [i for i in range(turn + 1, len(out)) if out[i].get("role") == "assistant"]
+        if len(rounds) > 1:
+            end = first = rounds[0]
+            for index in rounds[1:]:
+                if over() <= 0:
+                    break
+                total -= sum(sizes_now[end:index])
+                count -= index - end
+                end = index
+            del out[first:end]
+            del sizes_now[first:end]
+            dropped += end - first
     # 5. this turn's biggest messages are cut further to their head and tail
     while over() > 0:
         candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200
@@ -438,13 +480,13 @@ def fit_request(
         if not candidates:
             break
         biggest = max(candidates, key=lambda i: sizes_now[i])
-        excess_chars = math.ceil(over() / budget.effective_ratio * CHARS_PER_TOKEN) + 120
+        excess_chars = math.ceil(over() / ratio * CHARS_PER_TOKEN) + 120
         keep = max(CUT_MIN, sizes_now[biggest] - excess_chars)
         if keep >= sizes_now[biggest] - 100:  # cannot shrink it meaningfully any more
             break
         cut_to(biggest, keep)
         cut += 1
-    raw = raw_tokens(t_chars + sum(sizes_now), len(out))
+    raw = raw_tokens(total, count)
     tokens = budget.tokens(raw)
     if tokens > available:
         system_tokens = budget.tokens(raw_tokens(sizes_now[0], 1)) if has_system else 0
