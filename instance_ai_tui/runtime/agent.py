@@ -397,7 +397,7 @@ class Agent(ToolExecution):
                 raise
             # a window smaller than we knew: learn it, compact, and try once more
             _learn(budget, exc, fit)
-            before = fit.tokens
+            before = fit.pressure
             compacted = await self._compact(run, budget, reason="refused", everything=True)
             request, fit = await self._fitted_request(run, budget, rid, compact=False)
             if compacted is not None:
@@ -425,7 +425,7 @@ class Agent(ToolExecution):
         limit = getattr(self.memory, "last_messages", None) if getattr(self.memory, "observe_overflow", False) else None
         full = isinstance(limit, int) and len(run.list.history_ids) >= limit  # (more may wait unread)
         if compact and (over or full):
-            before = fit.tokens
+            before = fit.pressure
             compacted = await self._compact(run, budget, reason="auto", fit=fit, half=full and not over)
             if compacted is not None:
                 fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
@@ -474,7 +474,7 @@ class Agent(ToolExecution):
 
     def _emit_compacted(self, run: Run, rid: str, result: CompactionResult, before: int, fit: Fit,
                         reason: str) -> None:
-        run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.tokens,
+        run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.pressure,
                                        fit.window, reason, result.error))  # type: ignore[arg-type]
 
     async def compact(self, thread_id: str, keep: str = "", *, model: ModelAdapter | None = None) -> tuple[

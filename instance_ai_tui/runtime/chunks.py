@@ -122,7 +122,8 @@ class ToolProgressChunk(_Chunk):
 @dataclass(slots=True)
 class ContextCompactedChunk(_Chunk):
     """The oldest turns of the thread were compacted into observations (``runtime/compaction.py``):
-    ``messages`` observed (of ``runs``), the request's estimated tokens ``before`` and ``after`` out of
+    ``messages`` observed (of ``runs``), the tokens the thread's requests need ``before`` and ``after``
+    (``Fit.pressure``: older tool results as stubs, this turn's giants at half the room) out of
     ``window``; ``reason`` is ``auto`` (past the threshold), ``refused`` (the server refused a request
     as too big) or ``manual`` (``/compact``); ``error``: the observer's call failed and the notes are
     the extractive fallback."""

@@ -634,7 +634,9 @@ async def _serve_forever(args: argparse.Namespace) -> None:
         else:
             data = json.loads(text)
         script = _parse_script(data)
-    server = MockOpenAIServer(script, host=args.host, port=args.port, openai_null_content=args.openai_null_content)
+    server = MockOpenAIServer(script, host=args.host, port=args.port, openai_null_content=args.openai_null_content,
+                              context_window=args.context_window,
+                              empty_stream_over_window=args.empty_stream_over_window)
     await server.start()
     print(json.dumps({"base_url": server.base_url, "port": server.port}), flush=True)
     try:
@@ -650,6 +652,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", help="JSON or YAML file: a list of responses, or of rules {when..., respond}")
     parser.add_argument("--openai-null-content", action="store_true",
                         help="accept content: null on assistant messages with tool_calls, as api.openai.com does")
+    parser.add_argument("--context-window", type=int, default=None,
+                        help="refuse requests over this many tokens (3 characters of JSON a token) with HTTP 400 "
+                             "context_length_exceeded, as OpenAI does")
+    parser.add_argument("--empty-stream-over-window", action="store_true",
+                        help="over the window, answer a streamed request with 200 and an empty stream (llama.cpp)")
     args = parser.parse_args(argv)
     try:
         asyncio.run(_serve_forever(args))
