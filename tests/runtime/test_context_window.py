@@ -228,3 +228,26 @@ async def test_a_history_as_long_as_memory_reads_is_compacted_before_older_messa
             await model.aclose()
     assert compacted >= 2
     assert result.text == f"The first was {FIRST_NAME} ({FIRST_ID}).", result.text
+
+
+async def test_an_agent_without_memory_fits_its_own_long_turn(tmp_path: Path) -> None:
+    """How a sub-agent runs (``assistant/tools/delegate.py``: an ``Agent`` of its own, no memory): its
+    one long turn of 20 k-character results is fitted request by request within the window (the
+    answered results as stubs, the newest cut to half the room); nothing over the window is sent."""
+    reads = iter([f"wf_{i:03d}" for i in range(6)])
+
+    def worker(body: dict[str, Any]) -> MockResponse:
+        nxt = next(reads, None)
+        return MockResponse.call("get-workflow", {"id": nxt}) if nxt else MockResponse(text="Read them all.")
+
+    async with MockOpenAIServer(worker, context_window=4_096) as server:
+        model = OpenAIModel("mock", base_url=server.base_url, api_key="x", max_retries=0,
+                            context_windows={"mock": 4_096})
+        sub = Agent("sub-agent", "You read workflows.", model,
+                    [Tool("get-workflow", "Read a workflow by id.", GetWorkflow, get_workflow)],
+                    model_params={"max_tokens": 256})
+        result = await sub.generate("Read workflows wf_000 to wf_005.")
+        await model.aclose()
+    assert result.status == "success" and result.text == "Read them all.", result.error
+    assert len(server.requests) == 7 and server.refused == 0
+    assert all(r.tokens + 256 <= 4_096 for r in server.requests)
