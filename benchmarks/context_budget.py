@@ -10,7 +10,8 @@ Prints one JSON object with the machine's load:
   agent loop does. Per request: ``for_llm`` (building the messages: what every request cost before the
   budget, the **baseline**) and ``fit_request`` on top (sizes looked up, stubs, drops, cuts: **ours**),
   for a 128 k window (the thread does not fit: older results are stubbed, old turns leave) and an 8 k
-  one. The goal: fitting at most 5 ms a request.
+  one, in CPU time of the benchmark's thread (what the work costs, however busy the machine is) and in
+  wall time. The goal: fitting at most 5 ms a request.
 * ``compaction``: one ``Agent._compact`` of the oldest turns of such a thread on a real SQLite file, the
   observer a ``ScriptedModel`` that answers at once (the model's own time is excluded: what is left is
   ours: choosing turns, the transcript, identifiers, the store write); beside it the cost of reading the
@@ -78,15 +79,18 @@ def bench_fit(turns: int, requests: int, window: int, history: list[Message] | N
     sizes = Sizes()
     base: list[float] = []
     ours: list[float] = []
+    wall: list[float] = []
     last = None
+    clock = time.thread_time  # CPU of this thread: what fitting costs, whoever else runs on the machine
     for index in range(requests):
-        start = time.perf_counter()
+        start = clock()
         messages = lst.for_llm("You help with n8n workflows.", [])
-        built = time.perf_counter()
+        built, built_wall = clock(), time.perf_counter()
         last = fit_request(messages, TOOLS, budget, {"max_tokens": 1024}, sizes)
-        done = time.perf_counter()
+        done, done_wall = clock(), time.perf_counter()
         base.append((built - start) * 1e3)
         ours.append((done - built) * 1e3)
+        wall.append((done_wall - built_wall) * 1e3)
         # the loop adds the answer's tool call and result before the next request
         call = f"live_{index}"
         lst.add_response([Message.assistant("", tool_calls=[ToolCallPart(id=call, name="get-workflow", arguments={})]),
@@ -94,11 +98,13 @@ def bench_fit(turns: int, requests: int, window: int, history: list[Message] | N
     assert last is not None
     ours.sort()
     base.sort()
+    wall.sort()
     return {
         "what": what, "window": window, "messages": len(history), "requests": requests,
-        "fit_ms": {"median": round(statistics.median(ours), 3), "p95": round(ours[int(len(ours) * 0.95) - 1], 3),
-                   "first": round(ours[0], 3), "max": round(ours[-1], 3)},
-        "baseline_for_llm_ms": {"median": round(statistics.median(base), 3),
+        "fit_cpu_ms": {"median": round(statistics.median(ours), 3), "p95": round(ours[int(len(ours) * 0.95) - 1], 3),
+                       "max": round(ours[-1], 3)},
+        "fit_wall_ms": {"median": round(statistics.median(wall), 3), "p95": round(wall[int(len(wall) * 0.95) - 1], 3)},
+        "baseline_for_llm_cpu_ms": {"median": round(statistics.median(base), 3),
                                 "p95": round(base[int(len(base) * 0.95) - 1], 3)},
         "last_request": {"messages_sent": len(last.messages), "tokens": last.tokens, "available": last.available,
                          "stubbed": last.stubbed, "dropped": last.dropped, "cut": last.cut},

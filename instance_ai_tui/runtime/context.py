@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Literal
 
 from .errors import ModelContextExceeded
@@ -250,12 +252,53 @@ class Sizes:
     """Characters per wire dict, cached by identity (the message list hands out the same dict for a
     message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
 
-    __slots__ = ("_cache", "_stubs", "_tools")
+    __slots__ = ("_cache", "_last", "_stubs", "_tools")
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._stubs: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         self._tools: tuple[Sequence[Mapping[str, Any]], int] | None = None
+        self._last: tuple[list[Mapping[str, Any]], list[int], list[int], list[int]] | None = None
+
+    def measure(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+        """``(chars, cum, saving)`` of a request's messages: characters per message; ``cum[i]``, the
+        characters of messages 1 to i-1; ``saving[i]``, what stubbing the big tool results among them
+        would save. Message 0 (the system message, built anew for every request) is measured each
+        time; the rest is carried over from the previous request for the messages it shares (the
+        same dicts at the same places: a run's requests grow at their end), so a request costs a
+        look-up per new message, not per message."""
+        n = len(messages)
+        last = self._last
+        keep = 1
+        if last is not None:
+            before = last[0]
+            upto = min(len(before), n)
+            if upto > 1 and before[upto - 1] is messages[upto - 1] and all(
+                    map(operator.is_, islice(before, 1, upto), islice(messages, 1, upto))):
+                keep = upto
+        if keep > 1 and last is not None:
+            chars, cum, saving = last[1][:keep], last[2][: keep + 1], last[3][: keep + 1]
+            listed = list(last[0][:keep])
+        else:
+            chars, cum, saving, listed = [0], [0, 0], [0, 0], [messages[0]] if n else []
+        if n:
+            chars[0] = self.chars(messages[0])
+            listed[0] = messages[0]
+        total, saved = cum[-1], saving[-1]
+        for index in range(keep, n):
+            message = messages[index]
+            size = self.chars(message)
+            chars.append(size)
+            listed.append(message)
+            total += size
+            if size > STUB_OVER and message.get("role") == "tool":
+                saved += size - STUB_SIZE
+            cum.append(total)
+            saving.append(saved)
+        if not n:
+            return [], [0], [0]
+        self._last = (listed, chars, cum, saving)
+        return chars, cum, saving
 
     def stub(self, message: Mapping[str, Any], tool_name: str, arguments: str) -> tuple[dict[str, Any], int]:
         """The stub of a tool result and its size, made once per message."""
@@ -371,9 +414,10 @@ def fit_request(
     available = budget.available(params)
     ratio = budget.effective_ratio
     t_chars = sizes.tools_chars(tools) if tools_chars is None else tools_chars
-    chars = [sizes.chars(m) for m in messages]
+    chars, cum, saving = sizes.measure(messages)
     count = len(messages)
-    total = t_chars + sum(chars)
+    first = chars[0] if chars else 0
+    total = t_chars + first + cum[-1]
     has_system = bool(messages) and messages[0].get("role") == "system"
     start = 1 if has_system else 0
     turn = max(start, current_turn_start(messages))
@@ -382,13 +426,12 @@ def fit_request(
     # a message of this turn takes at most half of what the request may take (the rest is for the
     # instructions and the conversation so far)
     share_chars = int(available / 2 / ratio * CHARS_PER_TOKEN)
-    stub_saving = 0
-    for index in range(start, turn):
-        size = chars[index]
-        if size > STUB_OVER and messages[index].get("role") == "tool":
-            stub_saving += size - STUB_SIZE
-    cap_saving = sum(size - share_chars for size in chars[turn:] if size > share_chars)
-    history_chars = sum(chars[start:turn]) - stub_saving
+    # (cum and saving leave message 0 out: it is the system message, or the first message, counted here)
+    lead = 1 if start == 0 and turn > 0 else 0
+    zero_saving = (first - STUB_SIZE if lead and first > STUB_OVER and messages[0].get("role") == "tool" else 0)
+    stub_saving = saving[turn] - saving[max(start, 1)] + zero_saving
+    cap_saving = sum(size - share_chars for size in islice(chars, turn, None) if size > share_chars)
+    history_chars = cum[turn] - cum[max(start, 1)] + (first if lead else 0) - stub_saving
     pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count))
     history = budget.tokens(raw_tokens(history_chars, turn - start))
     if total <= room and budget.tokens(raw_tokens(total, count)) <= available:
