@@ -113,3 +113,29 @@ async def test_compacting_an_empty_thread_says_there_is_nothing(make_ai: Any) ->
         got = await collect(ai, "e", timeout=30)
     assert [e["type"] for e in got] == ["run-start", "text-block", "run-finish"]
     assert "Nothing to compact" in got[1]["payload"]["text"]
+
+
+async def test_headless_run_says_the_compaction_in_the_same_words(tmp_path: Path) -> None:
+    """``instance-ai run`` on one thread, three long messages in an 8 k window: the compaction reaches
+    its stderr as the TUI's row reads ("⟲ context compacted: …"), and every run completes."""
+    import asyncio
+    import os
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    async with MockOpenAIServer(respond, context_window=8_192) as server:
+        environ = {**os.environ, "PYTHONPATH": str(repo), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                   "XDG_DATA_HOME": str(tmp_path / "data"), "OPENAI_BASE_URL": server.base_url,
+                   "OPENAI_API_KEY": "x"}
+        errs: list[str] = []
+        for index in range(3):
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "instance_ai_tui", "run", "--model", MODEL, "--db", str(tmp_path / "ia.db"),
+                "--thread", "h1", f"log {index}: " + "a long log line " * 800, cwd=str(tmp_path), env=environ,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            _, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+            assert proc.returncode == 0, err.decode()
+            errs.append(err.decode())
+    assert server.refused == 0
+    lines = [line for text in errs for line in text.splitlines() if line.startswith("⟲ ")]
+    assert lines and lines[0].startswith("⟲ context compacted: ") and "of 8 k)" in lines[0], errs

@@ -22,10 +22,11 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from instance_ai_tui.runtime import Agent, StoreMemory, Tool
 from instance_ai_tui.runtime.chunks import ContextCompactedChunk
@@ -54,6 +55,14 @@ def small_llama() -> Iterator[str]:
         peer.stop()
 
 
+class Next(BaseModel):
+    """The tool's one argument, an enum: llama.cpp's grammar for a forced call then writes it in a few
+    tokens (a free string from a 135 M model runs past any small max_tokens, and broken JSON is a tool
+    error, not a result). The workflow read is the turn's own (``ctx.extra["id"]``)."""
+
+    id: Literal["next"]
+
+
 class ForcedFirstCall:
     """The real adapter, with the turn's first request forced to call ``get-workflow`` and the others
     told not to call tools (what a 135 M model needs to take part in a tool-calling thread)."""
@@ -71,18 +80,19 @@ class ForcedFirstCall:
     def stream(self, request: ModelRequest, **kw: Any) -> Any:
         if request.tools:
             last = request.messages[-1]
-            request.tool_choice = ({"type": "function", "function": {"name": "get-workflow"}}
-                                   if last.get("role") == "user" else "none")
+            forced = last.get("role") == "user"
+            request.tool_choice = {"type": "function", "function": {"name": "get-workflow"}} if forced else "none"
+            if forced:
+                request.params = {**request.params, "max_tokens": 24}
         return self.inner.stream(request, **kw)
 
 
 def _agent(model: Any, store: SqliteStore) -> Agent:
-    async def fetch(args: GetWorkflow, ctx: Any) -> dict[str, Any]:
-        # the model writes any id: the turn's own id is the one asked for (the user's words)
+    async def fetch(args: Next, ctx: Any) -> dict[str, Any]:
         return await get_workflow(GetWorkflow(id=ctx.extra["id"]), ctx)
 
     return Agent("main", "You read n8n workflows. Answer in a few words.", model,
-                 [Tool("get-workflow", "Read a workflow by id.", GetWorkflow, fetch)],
+                 [Tool("get-workflow", "Read the next workflow.", Next, fetch)],
                  memory=StoreMemory(store), model_params={"max_tokens": ANSWER_TOKENS}, max_iterations=3,
                  observer_max_tokens=48)
 
