@@ -1,0 +1,70 @@
+"""/compact through ``instance-ai serve`` (issue 47 item 4): the server compacts; a ``RemoteClient``
+asks for it and reads the ``context-compacted`` row and the run's new context size from the stream."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from instance_ai_tui.client.base import RunActiveError
+from instance_ai_tui.client.remote import RemoteClient
+from instance_ai_tui.config import ModelSettings, Settings
+from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
+from instance_ai_tui.server.app import create_app
+from instance_ai_tui.server.service_factory import build_service
+from tests.support.openai_server import MockOpenAIServer, MockResponse
+
+from .live import serve_app
+
+
+def _answers(release: asyncio.Event) -> Any:
+    async def answer(body: dict[str, Any]) -> MockResponse:
+        if str(body["messages"][0].get("content") or "").startswith(OBSERVER_INSTRUCTIONS[:40]):
+            await release.wait()  # the compaction is under way until the test lets its observer answer
+            return MockResponse(text="## The user wants\n- logs kept")
+        return MockResponse(text="Got it.")
+
+    return answer
+
+
+async def _until_finish(client: RemoteClient, thread: str, run_id: str) -> list[Any]:
+    seen: list[Any] = []
+    async for item in client.events(thread):
+        event = item.event
+        seen.append(event)
+        if event.type == "run-finish" and event.run_id == run_id:
+            return seen
+    return seen
+
+
+async def test_a_remote_client_compacts_a_thread_of_the_server(tmp_path: Path) -> None:
+    release = asyncio.Event()
+    async with MockOpenAIServer(_answers(release), context_window=32_000) as model_server:
+        settings = Settings(db_path=tmp_path / "serve.sqlite3", model=ModelSettings(
+            name="local-model", base_url=model_server.base_url, api_key="sk-test",
+            context_windows={"local-model": 32_000}))
+        app = create_app(build_service(settings, generate_titles=False))
+        async with serve_app(app) as url:
+            client = RemoteClient(url)
+            try:
+                assert client.can_compact
+                await client.create_thread("r1")
+                for index in range(2):
+                    run_id = await client.send("r1", f"log {index}: " + "a long log line " * 500)
+                    await asyncio.wait_for(_until_finish(client, "r1", run_id), 60)
+                run_id = await client.compact("r1", "the log numbers")
+                with pytest.raises(RunActiveError):
+                    await client.compact("r1")  # one run per thread: the compaction is one
+                release.set()
+                events = await asyncio.wait_for(_until_finish(client, "r1", run_id), 60)
+            finally:
+                await client.close()
+    mine = [e for e in events if e.run_id == run_id]
+    assert [e.type for e in mine] == ["run-start", "context-compacted", "run-finish"]
+    row = mine[1].payload
+    assert row.reason == "manual" and row.messages == 4 and row.tokens_after < row.tokens_before
+    usage = (mine[-1].payload.model_extra or {})["usage"]
+    assert usage["contextTokens"] == row.tokens_after and usage["contextWindow"] == 32_000
