@@ -421,7 +421,9 @@ class Agent(ToolExecution):
         tools = [t.definition(strict=strict) for t in run.tools.values()]
         params = dict(self.model_params)
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
-        over = fit.pressure > self.context_threshold * fit.available
+        # (a guessed window, the 8 k default, is no reason to summarise: the server's refusal, if any,
+        # teaches the real one and then compaction follows it)
+        over = budget.source != "default" and fit.pressure > self.context_threshold * fit.available
         limit = getattr(self.memory, "last_messages", None) if getattr(self.memory, "observe_overflow", False) else None
         full = isinstance(limit, int) and len(run.list.history_ids) >= limit  # (more may wait unread)
         if compact and (over or full):

@@ -531,7 +531,7 @@ def fit_request(
         cut += 1
     raw = raw_tokens(total, count)
     tokens = budget.tokens(raw)
-    if tokens > available:
+    if tokens > available and budget.source != "default":
         system_tokens = budget.tokens(raw_tokens(sizes_now[0], 1)) if has_system else 0
         tools_tokens = budget.tokens(raw_tokens(t_chars))
         raise ModelContextExceeded(

@@ -127,6 +127,10 @@ async def test_headless_run_says_the_compaction_in_the_same_words(tmp_path: Path
         environ = {**os.environ, "PYTHONPATH": str(repo), "XDG_CONFIG_HOME": str(tmp_path / "config"),
                    "XDG_DATA_HOME": str(tmp_path / "data"), "OPENAI_BASE_URL": server.base_url,
                    "OPENAI_API_KEY": "x"}
+        config = tmp_path / "config" / "instance-ai"
+        config.mkdir(parents=True)
+        (config / "config.toml").write_text(f'[model.context_windows]\n"{MODEL}" = 8192\n', encoding="utf-8")
+        environ["INSTANCE_AI_CONFIG"] = str(config / "config.toml")
         errs: list[str] = []
         for index in range(3):
             proc = await asyncio.create_subprocess_exec(

@@ -108,6 +108,17 @@ def test_the_oldest_turns_leave_whole_then_the_current_turn_is_cut() -> None:
     assert sent[-1]["content"].startswith("line of a long paste")
 
 
+def test_a_request_over_a_guessed_window_is_sent_cut_as_far_as_it_goes() -> None:
+    """An unknown model's 8 k is a guess: instructions and tools over it do not stop the request (the
+    server says whether it fits); a known window does (next test)."""
+    budget = ContextBudget("my-finetune")
+    assert budget.source == "default"
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 4_000,
+                                               "parameters": {"type": "object"}}} for i in range(12)]
+    fit = fit_request(conversation(3, result_chars=3_000), tools, budget, {}, Sizes())
+    assert fit.tokens > fit.available and fit.stubbed == 3 and fit.dropped > 0
+
+
 def test_a_request_that_cannot_fit_is_never_sent() -> None:
     budget = ContextBudget("tiny", window=1_024)
     tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 400,
