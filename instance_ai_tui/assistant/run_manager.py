@@ -281,7 +281,8 @@ class RunManager:
         # the orchestrator's usage is restored from its checkpoint on resume: this is the run's total
         run.usage = result.total_usage
         run.context_tokens = result.context_tokens or run.context_tokens
-        run.context_window = budget_of(run.ctx.model or self.services.model).window
+        budget = budget_of(run.ctx.model or self.services.model)
+        run.context_window = budget.window if budget.source != "default" else 0  # (a guess is not shown)
         try:
             if result.status == "suspended" and (mapper.suspensions or run.confirmations):
                 # new suspensions, or (after one of several answers) the others still waiting

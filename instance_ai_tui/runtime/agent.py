@@ -422,7 +422,7 @@ class Agent(ToolExecution):
         params = dict(self.model_params)
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
         # (a guessed window, the 8 k default, is no reason to summarise: the server's refusal, if any,
-        # teaches the real one and then compaction follows it)
+        # teaches the real one; fit_request sends such a request as it is)
         over = budget.source != "default" and fit.pressure > self.context_threshold * fit.available
         limit = getattr(self.memory, "last_messages", None) if getattr(self.memory, "observe_overflow", False) else None
         full = isinstance(limit, int) and len(run.list.history_ids) >= limit  # (more may wait unread)

@@ -24,6 +24,10 @@ that each lose less than the next:
 6. a request that still cannot fit (the instructions and tools alone fill the window) is never
    sent: ``ModelContextExceeded`` says so.
 
+All of this only for a window that is known (learned, reported, configured, or in the table): the 8 k
+default of a model nobody knows is a guess, and a request is sent as it is until the server's refusal
+teaches the real window (then it is fitted, and the thread compacted, like any other).
+
 Fitting only shapes what is sent: the run's messages, the store and the screen keep everything.
 The estimates of a message's size are cached per wire dict (``Sizes``), so fitting a request costs
 one look-up per message it keeps (``benchmarks/context_budget.py``).
@@ -434,7 +438,9 @@ def fit_request(
     history_chars = cum[turn] - cum[max(start, 1)] + (first if lead else 0) - stub_saving
     pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count))
     history = budget.tokens(raw_tokens(history_chars, turn - start))
-    if total <= room and budget.tokens(raw_tokens(total, count)) <= available:
+    if budget.source == "default" or (total <= room and budget.tokens(raw_tokens(total, count)) <= available):
+        # (a guessed window, the 8 k default, leaves nothing out: the server says whether it fits, and
+        # its refusal teaches the real window; fitting to a guess would lose what a bigger one holds)
         return Fit(messages, budget.tokens(raw_tokens(total, count)), raw_tokens(total, count), available,
                    budget.window, pressure=pressure, history=history)
     out = list(messages)
@@ -531,7 +537,7 @@ def fit_request(
         cut += 1
     raw = raw_tokens(total, count)
     tokens = budget.tokens(raw)
-    if tokens > available and budget.source != "default":
+    if tokens > available:
         system_tokens = budget.tokens(raw_tokens(sizes_now[0], 1)) if has_system else 0
         tools_tokens = budget.tokens(raw_tokens(t_chars))
         raise ModelContextExceeded(

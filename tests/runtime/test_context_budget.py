@@ -58,7 +58,7 @@ def test_a_window_learned_from_a_refusal_outranks_the_rest_and_only_shrinks() ->
 
 
 def test_the_estimate_is_corrected_from_real_usage() -> None:
-    budget = ContextBudget("m")
+    budget = ContextBudget("m", window=8_192)
     budget.calibrate(1_000, 1_400)
     assert budget.ratio == pytest.approx(1.4)
     budget.calibrate(1_000, 1_000)  # lower: it comes down slowly (a wrong low ratio would overflow)
@@ -71,7 +71,7 @@ def test_the_estimate_is_corrected_from_real_usage() -> None:
 
 def test_a_request_that_fits_is_sent_as_it_is() -> None:
     messages = conversation(3)
-    fit = fit_request(messages, [], ContextBudget("m"), {}, Sizes())
+    fit = fit_request(messages, [], ContextBudget("m", window=8_192), {}, Sizes())
     assert fit.messages == messages and (fit.stubbed, fit.dropped, fit.cut) == (0, 0, 0)
     assert fit.tokens <= fit.available
 
@@ -108,15 +108,18 @@ def test_the_oldest_turns_leave_whole_then_the_current_turn_is_cut() -> None:
     assert sent[-1]["content"].startswith("line of a long paste")
 
 
-def test_a_request_over_a_guessed_window_is_sent_cut_as_far_as_it_goes() -> None:
-    """An unknown model's 8 k is a guess: instructions and tools over it do not stop the request (the
-    server says whether it fits); a known window does (next test)."""
+def test_a_request_over_a_guessed_window_is_sent_as_it_is() -> None:
+    """An unknown model's 8 k is a guess: nothing is left out of a request over it and it is not stopped
+    (the server says whether it fits, and its refusal teaches the real window); a known window is
+    enforced (the next tests)."""
     budget = ContextBudget("my-finetune")
     assert budget.source == "default"
     tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "d" * 4_000,
                                                "parameters": {"type": "object"}}} for i in range(12)]
-    fit = fit_request(conversation(3, result_chars=3_000), tools, budget, {}, Sizes())
-    assert fit.tokens > fit.available and fit.stubbed == 3 and fit.dropped > 0
+    messages = conversation(3, result_chars=3_000)
+    fit = fit_request(messages, tools, budget, {}, Sizes())
+    assert fit.tokens > fit.available and fit.messages == messages
+    assert (fit.stubbed, fit.dropped, fit.cut) == (0, 0, 0)
 
 
 def test_a_request_that_cannot_fit_is_never_sent() -> None:
