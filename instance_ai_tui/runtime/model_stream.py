@@ -2,7 +2,9 @@
 decoded (``runtime/limits.py``: one line past ``line_bytes``, an answer past ``answer_bytes``),
 split into server-sent events (``data``/``event`` fields, comments, ``\r\n`` and ``\r`` line ends,
 ``[DONE]``), each event's data decoded as a JSON object; an ``error`` event (or a chunk carrying
-``error``) is the server's error in the middle of the answer. Used by ``runtime/openai_model.py``.
+``error``) is the server's error in the middle of the answer. Also what the chunks carry that needs
+reading: inline ``<think>`` reasoning split from the text across chunks (``ThinkSplitter``) and the
+``usage`` object. Used by ``runtime/openai_model.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ModelHTTPError, ModelMalformedStream
 from .limits import ModelLimits, exceeded
+from .usage import Usage
 
 if TYPE_CHECKING:
     import httpx
@@ -124,3 +127,66 @@ async def bounded_bytes(source: AsyncIterator[bytes], limits: ModelLimits, where
                            line_limit, f"bytes (the wire guard of max_delta_chars and max_tool_args_chars, "
                                        f"{max(limits.max_delta_chars, limits.max_tool_args_chars):,} characters)")
         yield chunk
+
+
+class ThinkSplitter:
+    """Splits content into text and reasoning on ``<think>``/``</think>`` tags, across chunks."""
+
+    OPEN = "<think>"
+    CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self.in_think = False
+        self._buffer = ""
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        """Returns ``(is_reasoning, piece)`` pairs; a possible partial tag at the end is held back."""
+        self._buffer += text
+        out: list[tuple[bool, str]] = []
+        while self._buffer:
+            tag = self.CLOSE if self.in_think else self.OPEN
+            pos = self._buffer.find(tag)
+            if pos >= 0:
+                if pos:
+                    out.append((self.in_think, self._buffer[:pos]))
+                self._buffer = self._buffer[pos + len(tag) :]
+                self.in_think = not self.in_think
+                continue
+            keep = 0
+            for n in range(min(len(tag) - 1, len(self._buffer)), 0, -1):
+                if tag.startswith(self._buffer[-n:]):
+                    keep = n
+                    break
+            emit = self._buffer[: len(self._buffer) - keep]
+            if emit:
+                out.append((self.in_think, emit))
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            break
+        return out
+
+    def flush(self) -> list[tuple[bool, str]]:
+        rest, self._buffer = self._buffer, ""
+        return [(self.in_think, rest)] if rest else []
+
+
+def _count(data: Any, key: str) -> int:
+    """A token count of a usage object as the server sent it (JSON); 0 when absent or not a
+    non-negative number."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return 0
+    return int(value)
+
+
+def usage_from_openai(data: dict[str, Any]) -> Usage:
+    """A stream's ``usage`` object (JSON) as ``Usage``; counts of the wrong type count 0."""
+    prompt = _count(data, "prompt_tokens")
+    completion = _count(data, "completion_tokens")
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=completion,
+        total_tokens=_count(data, "total_tokens") or prompt + completion,
+        cached_input_tokens=_count(data.get("prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=_count(data.get("completion_tokens_details"), "reasoning_tokens"),
+        requests=1,
+    )

@@ -13,8 +13,8 @@ objects (no SDK object per chunk). What it smooths over:
   inline ``<think>...</think>`` blocks in the content (tags may be split across chunks);
 * a ``stop`` finish reason with tool calls present is reported as ``tool_calls``;
 * a refused connection and the statuses worth repeating (408, 409, 429, 5xx) are tried again
-  ``max_retries`` times (with backoff, ``Retry-After`` honoured up to a minute), within the
-  first-token timeout;
+  ``max_retries`` times within the first-token timeout, waiting the server's ``Retry-After`` (up to a
+  minute) or 1, 2, 4, 8 s, each retry said (a ``ModelRetry`` chunk: issue 39.5);
 * the first chunk must arrive within ``first_token_timeout`` and later chunks within
   ``idle_timeout`` of each other, else ``ModelTimeout``;
 * setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``);
@@ -45,7 +45,6 @@ import asyncio
 import inspect
 import json
 import os
-import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -68,11 +67,12 @@ from .model import (
     ModelFinish,
     ModelReasoningDelta,
     ModelRequest,
+    ModelRetry,
     ModelTextDelta,
     ModelUsage,
     ToolCallAccumulator,
 )
-from .model_stream import StreamDone, read_events, read_small
+from .model_stream import StreamDone, ThinkSplitter, read_events, read_small, usage_from_openai
 from .usage import Price, PriceTable, Usage
 
 if TYPE_CHECKING:
@@ -82,69 +82,6 @@ T = TypeVar("T")
 
 #: statuses worth repeating
 _RETRY_STATUSES = frozenset({408, 409, 429})
-
-
-class ThinkSplitter:
-    """Splits content into text and reasoning on ``<think>``/``</think>`` tags, across chunks."""
-
-    OPEN = "<think>"
-    CLOSE = "</think>"
-
-    def __init__(self) -> None:
-        self.in_think = False
-        self._buffer = ""
-
-    def feed(self, text: str) -> list[tuple[bool, str]]:
-        """Returns ``(is_reasoning, piece)`` pairs; a possible partial tag at the end is held back."""
-        self._buffer += text
-        out: list[tuple[bool, str]] = []
-        while self._buffer:
-            tag = self.CLOSE if self.in_think else self.OPEN
-            pos = self._buffer.find(tag)
-            if pos >= 0:
-                if pos:
-                    out.append((self.in_think, self._buffer[:pos]))
-                self._buffer = self._buffer[pos + len(tag) :]
-                self.in_think = not self.in_think
-                continue
-            keep = 0
-            for n in range(min(len(tag) - 1, len(self._buffer)), 0, -1):
-                if tag.startswith(self._buffer[-n:]):
-                    keep = n
-                    break
-            emit = self._buffer[: len(self._buffer) - keep]
-            if emit:
-                out.append((self.in_think, emit))
-            self._buffer = self._buffer[len(self._buffer) - keep :]
-            break
-        return out
-
-    def flush(self) -> list[tuple[bool, str]]:
-        rest, self._buffer = self._buffer, ""
-        return [(self.in_think, rest)] if rest else []
-
-
-def _count(data: Any, key: str) -> int:
-    """A token count of a usage object as the server sent it (JSON); 0 when absent or not a
-    non-negative number."""
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        return 0
-    return int(value)
-
-
-def usage_from_openai(data: dict[str, Any]) -> Usage:
-    """A stream's ``usage`` object (JSON) as ``Usage``; counts of the wrong type count 0."""
-    prompt = _count(data, "prompt_tokens")
-    completion = _count(data, "completion_tokens")
-    return Usage(
-        input_tokens=prompt,
-        output_tokens=completion,
-        total_tokens=_count(data, "total_tokens") or prompt + completion,
-        cached_input_tokens=_count(data.get("prompt_tokens_details"), "cached_tokens"),
-        reasoning_tokens=_count(data.get("completion_tokens_details"), "reasoning_tokens"),
-        requests=1,
-    )
 
 
 class _Guard:
@@ -200,6 +137,31 @@ class _Guard:
             self._waiter.cancel()
 
 
+
+
+#: the longest wait for a retry a server may ask for (``Retry-After``); the first waits of our own
+MAX_RETRY_WAIT = 60.0
+RETRY_WAITS = (1.0, 2.0, 4.0, 8.0)
+
+
+class _Retryable(Exception):
+    """A failure of one request worth trying again: ``error`` (raised when the retries are spent),
+    ``reason`` (the words of a retry: ``HTTP 429: <the server's message>``), the server's
+    ``Retry-After`` when it said one."""
+
+    def __init__(self, error: ModelError, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.reason = reason
+        self.retry_after = retry_after
+
+    def delay(self, attempt: int, max_retries: int) -> float | None:
+        """Seconds before try ``attempt + 1``, or None when the retries are spent."""
+        if attempt > max_retries:
+            return None
+        if self.retry_after is not None:
+            return self.retry_after
+        return RETRY_WAITS[min(attempt, len(RETRY_WAITS)) - 1]
 
 
 #: responses being closed (a strong reference each, until closed)
@@ -371,23 +333,7 @@ class OpenAIModel:
     def _status_error(self, status: int, raw: bytes, content_type: str = "") -> ModelError:
         """An HTTP error status and its body as the ``ModelError`` that says what happened."""
         where, model = self.where, self.model
-        body: Any = None
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        message = ""
-        inner = body.get("error", body) if isinstance(body, dict) else body
-        if isinstance(inner, dict) and inner.get("message"):
-            message = str(inner["message"])
-        elif isinstance(inner, str):
-            message = inner
-        elif isinstance(body, dict) and isinstance(body.get("detail"), str):
-            message = body["detail"]
-        if not message:
-            text = raw.decode("utf-8", "replace").strip()
-            message = text if text and "html" not in content_type.lower() else f"Error code: {status}"
-        message = _preview_text(message)
+        body, message = _status_words(status, raw, content_type)
         said = f"HTTP {status}: {message}"
         if 400 <= status < 500:
             refusal = context_refusal(message, body)
@@ -459,43 +405,66 @@ class OpenAIModel:
         return params
 
     async def _send(self, params: dict[str, Any]) -> httpx.Response:
-        """POST the body; the response once its status is a success (its body not read yet). Refused
-        connections and statuses worth repeating are tried again; other statuses are ``ModelError``."""
+        """POST the body once; the response once its status is a success (its body not read yet). A
+        failure worth trying again (a refused connection, 408, 409, 429, 5xx) is ``_Retryable``
+        (``stream`` waits and says each retry: ``ModelRetry``); other statuses are ``ModelError``."""
         import httpx
 
         body = json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode()
-        attempt = 0
         stale = False
         while True:
             request = self._http.build_request("POST", self.api_base + "/chat/completions", content=body,
                                                headers=self._headers)
-            wait: float | None = None
             try:
                 response = await self._http.send(request, stream=True)
             except httpx.TransportError as exc:
                 if not stale and isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
                     # a kept-alive connection the server had closed meanwhile (llama.cpp's server closes
-                    # it after an empty stream): once more on a new one, whatever max_retries says
+                    # it after an empty stream): once more on a new one, at once and unsaid
                     stale = True
                     continue
-                if attempt >= self.max_retries or not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-                    raise self._transport_error(exc, streaming=False) from exc
-            else:
-                if response.status_code < 400:
-                    return response
-                try:
-                    raw = await read_small(response)
-                except httpx.TransportError:
-                    raw = b""
-                finally:
-                    await response.aclose()
-                status = response.status_code
-                if attempt >= self.max_retries or not (status in _RETRY_STATUSES or status >= 500):
-                    raise self._status_error(status, raw, response.headers.get("content-type", ""))
-                wait = _retry_after(response.headers.get("retry-after"))
-            attempt += 1
-            await asyncio.sleep(wait if wait is not None else min(8.0, 0.5 * 2 ** (attempt - 1)) * (
-                0.75 + random.random() / 2))
+                error = self._transport_error(exc, streaming=False)
+                if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    raise _Retryable(error, _preview_text(_cause_text(exc))[:120] or type(exc).__name__) from exc
+                raise error from exc
+            if response.status_code < 400:
+                return response
+            try:
+                raw = await read_small(response)
+            except httpx.TransportError:
+                raw = b""
+            finally:
+                await response.aclose()
+            status, kind = response.status_code, response.headers.get("content-type", "")
+            error = self._status_error(status, raw, kind)
+            if status in _RETRY_STATUSES or status >= 500:
+                said = _status_words(status, raw, kind)[1]
+                raise _Retryable(error, _preview_text(f"HTTP {status}: {said}")[:120],
+                                 _retry_after(response.headers.get("retry-after")))
+            raise error
+
+    async def _send_retried(self, params: dict[str, Any], guard: _Guard, deadline: float | None
+                            ) -> AsyncIterator[httpx.Response | ModelRetry]:
+        """``_send`` tried again ``max_retries`` times within the first-token deadline: a ``ModelRetry``
+        before each wait (the server's ``Retry-After`` up to a minute, else 1, 2, 4, 8 s), then the
+        response."""
+        loop = asyncio.get_running_loop()
+        attempt = 1
+        while True:
+            left = self.first_token_timeout if deadline is None or attempt == 1 else max(0.0, deadline - loop.time())
+            try:
+                yield await guard.wait(self._send(params), left, "no response")
+                return
+            except _Retryable as retry:
+                delay = retry.delay(attempt, self.max_retries)
+                if delay is None or (deadline is not None and loop.time() + delay >= deadline):
+                    raise retry.error from None
+                attempt += 1
+                yield ModelRetry(attempt, self.max_retries + 1, delay, retry.reason)
+                await guard.wait(asyncio.sleep(delay), None, "retry")
+            except ModelTimeout as exc:
+                # the retries of a refused connection may have outlasted the first-token timeout: say that
+                raise await self._unreachable_or(exc) from None
 
     def _check_stream(self, response: httpx.Response) -> None:
         """An answer that is not an event stream (an HTML page with status 200, a JSON body) is
@@ -523,11 +492,12 @@ class OpenAIModel:
         response: httpx.Response | None = None
         iterator: AsyncIterator[dict[str, Any]] | None = None
         try:
-            try:
-                response = await guard.wait(self._send(params), self.first_token_timeout, "no response")
-            except ModelTimeout as exc:
-                # the time may have gone to retrying a refused connection: say that instead
-                raise await self._unreachable_or(exc) from None
+            async for sent in self._send_retried(params, guard, deadline):
+                if isinstance(sent, ModelRetry):
+                    yield sent  # said, not silent (issue 39.5)
+                else:
+                    response = sent
+            assert response is not None
             self._check_stream(response)
             iterator = read_events(response.aiter_bytes(), self.limits, self.where, self.model)
             tools = ToolCallAccumulator()
@@ -641,8 +611,11 @@ class OpenAIModel:
         import httpx
 
         where, model = self.where, self.model
-        response = await guard.wait(self._send(self._params(request, stream=False)), self.first_token_timeout,
-                                    "no response")
+        try:
+            response = await guard.wait(self._send(self._params(request, stream=False)), self.first_token_timeout,
+                                        "no response")
+        except _Retryable as retry:  # (a check of why a stream was empty: its failure is the answer)
+            raise retry.error from None
         try:
             raw = await guard.wait(read_small(response, self.limits.answer_bytes or None), self.idle_timeout,
                                    "answer stalled")
@@ -713,12 +686,33 @@ def _tool_fragment(tools: ToolCallAccumulator, position: int, tc: Any) -> Any:
     return tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
 
 
+def _status_words(status: int, raw: bytes, content_type: str = "") -> tuple[Any, str]:
+    """An error answer's JSON body (None when it is not JSON) and its message, short."""
+    body: Any = None
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = None
+    message = ""
+    inner = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(inner, dict) and inner.get("message"):
+        message = str(inner["message"])
+    elif isinstance(inner, str):
+        message = inner
+    elif isinstance(body, dict) and isinstance(body.get("detail"), str):
+        message = body["detail"]
+    if not message:
+        text = raw.decode("utf-8", "replace").strip()
+        message = text if text and "html" not in content_type.lower() else f"Error code: {status}"
+    return body, _preview_text(message)
+
+
 def _retry_after(value: str | None) -> float | None:
     try:
         seconds = float(value) if value is not None else None
     except ValueError:
         return None
-    return seconds if seconds is not None and 0 <= seconds <= 60 else None
+    return seconds if seconds is not None and 0 <= seconds <= MAX_RETRY_WAIT else None
 
 
 def _positive(value: Any) -> int | None:
