@@ -10,7 +10,7 @@ from typing import Any
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
-from instance_ai_tui.tui.widgets.turns import CompactedRow
+from instance_ai_tui.tui.widgets.compacted_row import CompactedRow
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 from tests.support.waiting import until
 

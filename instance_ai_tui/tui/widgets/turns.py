@@ -35,6 +35,7 @@ from .. import keymap
 from ..textual_internals import BlankRows
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
+from .compacted_row import CompactedRow
 from .frame import Frame as Frame  # (the projection's tick; where it was, for its users)
 from .long_markdown import ChunkedMarkdown
 from .status_line import SPINNER
@@ -304,26 +305,6 @@ class MoreLine(Static, can_focus=True):
 
     def on_click(self) -> None:
         self.section.show_earlier()
-
-
-class CompactedRow(Static):
-    """The one line of a ``context-compacted`` timeline entry: "⟲ context compacted: 12 older messages
-    became notes (78% → 21% of 8 k)". The messages stay above it, on screen and in the store."""
-
-    DEFAULT_CSS = "CompactedRow { height: auto; color: $text-muted; }"
-
-    def __init__(self, entry: dict[str, object]) -> None:
-        from ...protocol.events import ContextCompactedPayload
-        from ...protocol.safe_text import visible
-
-        try:
-            words = ContextCompactedPayload.model_validate(entry).words()
-        except ValueError:
-            words = "context compacted"
-        super().__init__(Content.styled(f"⟲ {visible(words)}", "italic"), classes="compacted-row", markup=False)
-
-    def set_live(self, live: bool) -> None:
-        """A finished line: nothing streams into it."""
 
 
 def entry_cost(widget: Widget | None) -> int:

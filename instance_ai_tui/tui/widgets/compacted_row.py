@@ -1,0 +1,27 @@
+"""The one-line row of a ``context-compacted`` timeline entry (issue 47): where the thread's context was
+compacted into notes, and how full it was before and after. The messages above it stay on screen."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+
+class CompactedRow(Static):
+    """The one line of a ``context-compacted`` timeline entry: "⟲ context compacted: 12 older messages
+    became notes (78% → 21% of 8 k)". The messages stay above it, on screen and in the store."""
+
+    DEFAULT_CSS = "CompactedRow { height: auto; color: $text-muted; }"
+
+    def __init__(self, entry: dict[str, object]) -> None:
+        from ...protocol.events import ContextCompactedPayload
+        from ...protocol.safe_text import visible
+
+        try:
+            words = ContextCompactedPayload.model_validate(entry).words()
+        except ValueError:
+            words = "context compacted"
+        super().__init__(Content.styled(f"⟲ {visible(words)}", "italic"), classes="compacted-row", markup=False)
+
+    def set_live(self, live: bool) -> None:
+        """A finished line: nothing streams into it."""
