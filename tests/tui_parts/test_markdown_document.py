@@ -68,10 +68,10 @@ def _inline_texts(text: str, *, whole: bool) -> list[tuple[str, tuple[object, ..
     ``parse_document`` builds it (the blocks, then each inline text on its own)."""
     env: dict[str, object] = {}
     if whole:
-        tokens = markdown_document._parser().parse(text)
+        tokens = markdown_document.markdown_parser().parse(text)
         of = markdown_document.inline_content
     else:
-        tokens = markdown_document._parser(inline=False).parse(text, env)
+        tokens = markdown_document.markdown_parser(inline=False).parse(text, env)
         of = markdown_document._cached_inline
     if env.get("references"):
         return _inline_texts(text, whole=True)

@@ -228,7 +228,7 @@ def test_only_the_tables_last_row_is_parsed_again(monkeypatch: pytest.MonkeyPatc
     from instance_ai_tui.tui.widgets import markdown_document
 
     parsed: list[str] = []
-    real = markdown_document._parser
+    real = markdown_document.markdown_parser
 
     class Spy:
         def __init__(self, parser: Any) -> None:
@@ -238,7 +238,7 @@ def test_only_the_tables_last_row_is_parsed_again(monkeypatch: pytest.MonkeyPatc
             parsed.append(source)
             return self.parser.parse(source, env)
 
-    monkeypatch.setattr(markdown_document, "_parser", lambda inline=True: Spy(real(inline)))
+    monkeypatch.setattr(markdown_document, "markdown_parser", lambda inline=True: Spy(real(inline)))
     before = TABLE[: TABLE.index("| 30 |")]
     document = parse_document(before)
     assert document is not None

@@ -150,7 +150,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "ThemeFile":
-        from .files import _theme_file_model
+        from .files import theme_file_model
 
-        return _theme_file_model()
+        return theme_file_model()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,7 +51,7 @@ def _check_color_value(value: str) -> str:
 
 
 @functools.cache
-def _theme_file_model() -> type[BaseModel]:
+def theme_file_model() -> type[BaseModel]:
     """``ThemeFile``, built on first use: creating the pydantic model costs ~20 ms, which
     the app's start-up should not pay when the theme in use is a built-in."""
     from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -165,7 +165,7 @@ def _theme_file_model() -> type[BaseModel]:
 
 def __getattr__(name: str) -> Any:
     if name == "ThemeFile":
-        return _theme_file_model()
+        return theme_file_model()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -222,7 +222,7 @@ def load_theme_file(path: Path) -> LoadedTheme:
     if not isinstance(data, dict):
         raise ThemeFileError(path, "a theme file must be a YAML mapping (name: ..., primary: ...)")
     try:
-        source: Any = _theme_file_model().model_validate(data)  # a ThemeFile (its class is built lazily)
+        source: Any = theme_file_model().model_validate(data)  # a ThemeFile (its class is built lazily)
         theme = source.to_theme()
     except ValidationError as exc:
         raise ThemeFileError(path, validation_summary(exc)) from None

@@ -29,7 +29,7 @@ from textual.widgets.markdown import MarkdownStream
 from .. import keymap
 from ..textual_internals import BlankRows, stream_has_pending
 from .flat_markdown import FlatMarkdown, joined_number_width
-from .markdown_document import NO_JOINS, Joins, _parser, drawn_flat, parse_document
+from .markdown_document import NO_JOINS, Joins, drawn_flat, markdown_parser, parse_document
 
 CHUNK_CHARS = 2000
 KEEP_CHUNKS = 2
@@ -98,7 +98,7 @@ class LiveMarkdown(Markdown):
         as a paragraph): appends re-parse from the start of the last top-level block, as
         they do after an append."""
         line = 0
-        for token in reversed(_parser().parse(self.source)):
+        for token in reversed(markdown_parser().parse(self.source)):
             if token.map is not None and token.level == 0:
                 line = token.map[0]
                 break

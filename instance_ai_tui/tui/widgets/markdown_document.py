@@ -105,7 +105,7 @@ _MAYBE_MARKDOWN_ONLY = re.compile(
 )
 
 
-def _parser(inline: bool = True) -> MarkdownIt:
+def markdown_parser(inline: bool = True) -> MarkdownIt:
     """The markdown-it "gfm-like" parser ``Markdown`` uses by default; ``inline=False``: the
     same parser with the inline rules off (block structure only)."""
     global _parser_instance, _block_parser_instance
@@ -155,7 +155,7 @@ def _cached_inline(token: Token) -> Content:
     text = token.content
     content = _INLINE_CACHE.get(text)
     if content is None:
-        content = _content_of(_parser().parseInline(text)[0].children)
+        content = _content_of(markdown_parser().parseInline(text)[0].children)
         if len(_INLINE_CACHE) >= INLINE_CACHE_SIZE:
             _INLINE_CACHE.clear()
         _INLINE_CACHE[text] = content
@@ -184,12 +184,12 @@ def parse_document(
         if grown is not None:
             return grown
     env: dict[str, object] = {}
-    tokens = _parser(inline=False).parse(source, env)
+    tokens = markdown_parser(inline=False).parse(source, env)
     text_of = _cached_inline
     if not inline:
         text_of = inline_content  # (no children: empty)
     elif env.get("references"):
-        tokens, text_of = _parser().parse(source), inline_content
+        tokens, text_of = markdown_parser().parse(source), inline_content
     return _document_of(tokens, text_of)
 
 
@@ -238,7 +238,7 @@ def _grow_table(source: str, old_source: str, old: Document) -> Document | None:
     if last_at < 0 or last_at > len(old_source):
         return None
     env: dict[str, object] = {}
-    tokens = _parser(inline=False).parse(source[head_at:body_at] + source[last_at:], env)
+    tokens = markdown_parser(inline=False).parse(source[head_at:body_at] + source[last_at:], env)
     opening = tokens[0] if tokens else None
     if env.get("references") or opening is None or opening.type != "table_open" or not opening.map or opening.map[0]:
         return None
