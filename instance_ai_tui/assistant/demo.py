@@ -250,9 +250,11 @@ def _title_source(text: str) -> str:
 
 
 def _title_for(text: str) -> str:
+    """A build's workflow name when the request names what it connects; else the person's own
+    first words (a vague request's "Data workflow" titled six threads alike)."""
     text = _title_source(text)
     kind = classify(text)
-    if kind == "build":
+    if kind == "build" and not understand(text).vague:
         return understand(text).name[:50]
     words = re.findall(r"[\w']+", text)
     return " ".join(words[:6]).capitalize() or "New conversation"

@@ -96,6 +96,20 @@ log = logging.getLogger(__name__)
 
 BUSY_MESSAGE = "The agent is still working on the previous message in this thread (cancel it or answer its question first)."
 
+
+#: thread metadata: the title this assistant gave the thread (a rename by the person differs from it),
+#: and that its next message's words should title it again (a rewind to its first message)
+AUTO_TITLE_KEY = "autoTitle"
+RETITLE_KEY = "retitle"
+
+
+def auto_titled(metadata: dict[str, Any], title: str) -> dict[str, Any]:
+    """``metadata`` with ``title`` recorded as the assistant's own, and no retitle pending."""
+    out = {k: v for k, v in metadata.items() if k != RETITLE_KEY}
+    out[AUTO_TITLE_KEY] = title
+    return out
+
+
 @dataclass
 class ManagerOptions:
     confirmation_ttl: float = DEFAULT_TTL_SECONDS
@@ -306,11 +320,12 @@ class RunManager:
         runs and models that cannot title included); the title model refines it in the background
         unless someone renamed the thread meanwhile."""
         thread = await self.store.get_thread(run.thread_id)
-        if thread is None or thread.title:
-            return
+        if thread is None or (thread.title and not thread.metadata.get(RETITLE_KEY)):
+            return  # (a rewind to the first message asks for a new title: ``service.rewind``)
         provisional = first_words_title(run.user_text)
         if provisional:
-            await self.store.update_thread(run.thread_id, title=provisional)
+            await self.store.update_thread(run.thread_id, title=provisional,
+                                           metadata=auto_titled(thread.metadata, provisional))
             run.ctx.emitter.emit(ThreadTitleUpdatedEvent(agent_id=run.ctx.orchestrator_id,
                                                          payload=ThreadTitlePayload(title=provisional)))
         if not self.options.generate_titles or self.title_model is None or not is_substantial(run.user_text):
@@ -332,7 +347,7 @@ class RunManager:
             current = await self.store.get_thread(run.thread_id)
             if current is None or (current.title or "") != provisional:
                 return  # renamed meanwhile (or gone): the person's title stays
-            await self.store.update_thread(run.thread_id, title=title)
+            await self.store.update_thread(run.thread_id, title=title, metadata=auto_titled(current.metadata, title))
             run.ctx.emitter.emit(ThreadTitleUpdatedEvent(agent_id=run.ctx.orchestrator_id,
                                                          payload=ThreadTitlePayload(title=title)))
 

@@ -65,7 +65,7 @@ from .mcp import servers_for
 from .models import ModelCatalog, ModelChoice, context_window, is_demo_name, select_model
 from .n8n_client import N8nBackend, N8nPublicApi
 from .orchestrator import build_orchestrator
-from .run_manager import ManagerOptions, RunManager
+from .run_manager import AUTO_TITLE_KEY, RETITLE_KEY, ManagerOptions, RunManager
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -429,8 +429,17 @@ class InstanceAI:
         for record in rewound:
             await self.store.upsert_run(record.model_copy(update={"data": {**record.data, "superseded": True}}))
         await mark_superseded(self.store, thread_id, [r.run_id for r in rewound])
+        if all(r.data.get("superseded") for r in runs[:start]):
+            await self._retitle_from_next_message(thread_id)
         return RewindResponse(superseded_run_ids=[r.run_id for r in rewound],
                               text=str(target.data.get("userMessage") or ""))
+
+    async def _retitle_from_next_message(self, thread_id: str) -> None:
+        """The thread was rewound to its first message: the title this assistant gave it (from that
+        message) is asked for again from the next one; a title the person chose stays."""
+        record = await self.store.get_thread(thread_id)
+        if record is not None and record.title and record.title == record.metadata.get(AUTO_TITLE_KEY):
+            await self.store.update_thread(thread_id, metadata={**record.metadata, RETITLE_KEY: True})
 
     @_store_errors_translated
     async def messages(self, thread_id: str, *, limit: int | None = None, page: int = 0) -> ThreadMessages:

@@ -141,8 +141,7 @@ class Cards:
         return bool(changed)
 
     def _thread_label(self, thread_id: str) -> str:
-        info = self.thread_list.thread(thread_id)
-        return (info.title if info is not None and info.title else "") or "Untitled thread"
+        return self.thread_list.label(thread_id) or "Untitled thread"  # "(n)" when titles are twins
 
     def changed(self, new_ids: Iterable[str] = ()) -> None:
         """Answers waiting here or in threads not open changed: the thread list's markers,

@@ -214,3 +214,21 @@ async def test_a_failed_build_ends_its_checklist(make_ai: Any, monkeypatch: pyte
     assert "could not create" in text_of(events)
     tasks = of_type(events, "tasks-update")[-1]["payload"]["tasks"]
     assert not [t for t in tasks if t["status"] in ("pending", "in_progress")]
+
+
+async def test_a_thread_rewound_to_its_first_message_takes_the_title_of_the_new_one(make_ai: Any) -> None:
+    """Issue 45 item 6: a rewound thread kept the title of the message it no longer has; a title the
+    person chose stays."""
+    ai = await make_ai("demo")
+    for thread, renamed in (("r", False), ("n", True)):
+        await ai.send(thread, "hello there my friend")
+        await collect(ai, thread)
+        assert (await ai.get_thread(thread)).title == "hello there my friend"
+        if renamed:
+            await ai.rename_thread(thread, "My own name")
+        first = (await ai.store.list_runs(thread_id=thread))[0]
+        await ai.rewind(thread, f"{first.run_id}-user")
+        await ai.send(thread, "what can you do for my team?")
+        await collect(ai, thread, after=0, until=("run-finish",))
+        title = (await ai.get_thread(thread)).title
+        assert title == ("My own name" if renamed else "what can you do for my team?")

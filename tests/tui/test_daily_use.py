@@ -500,3 +500,41 @@ async def test_quitting_says_how_to_resume_the_thread(tmp_path: Path) -> None:
     hint = resume_hint(app, args)
     assert hint == (f"Thread {thread_id} — resume it with: "
                     f"instance-ai --db {shlex.quote(str(db))} --thread {thread_id}")
+
+
+# --------------------------------------------------------------------------- item 6: titles
+
+
+async def test_answers_waiting_in_twin_titled_threads_are_told_apart() -> None:
+    """Item 6: one database held six "Data workflow"; the status line read `1 in “Data workflow”, 1 in
+    “Data workflow”`. Threads sharing a title are numbered by creation, in the list and the status."""
+    from tests.support.recorded import RecordedClient
+
+    from .scripts import approval_run
+
+    client = RecordedClient({"a": [], "b": [], "work": []}, runs=[approval_run(), approval_run()],
+                            titles={"a": "Data workflow", "b": "Data workflow", "work": "Work"},
+                            model_name="scripted-test")
+    app = make_app(client)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.wait_until_ready()
+        await client.send("a", "archive it")
+        await client.send("b", "archive that")
+        await until(lambda: app.pending_watch.elsewhere == {"a": 1, "b": 1}, pilot)
+        first, second = sorted(("a", "b"), key=lambda t: app.thread_list.thread(t).created_at)  # type: ignore[union-attr]
+        await until(lambda: "2 answers waiting" in app.status_line.plain, pilot)
+        status = " ".join(app.status_line.plain.split())
+        assert "1 in “Data workflow (1)”" in status and "1 in “Data workflow (2)”" in status
+        assert "Data workflow (1)" in app.thread_list.row_text(first, width=100)
+        assert "Data workflow (2)" in app.thread_list.row_text(second, width=100)
+        assert "(" not in app.thread_list.label("work")
+
+
+def test_demo_titles_say_what_was_asked() -> None:
+    """Item 6: every vague build request in the demo was titled "Data workflow"."""
+    from instance_ai_tui.assistant.demo import _title_for
+
+    asked = ["build me a workflow please", "make a workflow for the sales team", "automate my mornings"]
+    titles = [_title_for(f"User message:\n{text}") for text in asked]
+    assert len(set(titles)) == 3 and "Data workflow" not in titles
+    assert _title_for("User message:\nevery morning send the weather to Slack") == "Weather to Slack"

@@ -26,7 +26,8 @@ Data (call these from the app; none of them does I/O):
 - ``filter_text`` / ``set_filter(text)``: the search (every word must occur in the title or id,
   case-insensitive; and threads whose messages match, from ``set_content_matches(query, ids)``,
   the app's answer to ``SearchRequested``). ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
-  ``focus_list()``, ``thread(thread_id) -> ThreadInfo | None``.
+  ``focus_list()``, ``thread(thread_id) -> ThreadInfo | None``, ``label(thread_id)``: the title
+  with ``(n)`` when threads of its section share it (the row shows the same).
 
 Messages (``control`` is the ``ThreadList``):
 
@@ -105,6 +106,20 @@ def _visible_thread(thread: ThreadInfo) -> ThreadInfo:
 
 def _title_of(thread: ThreadInfo) -> str:
     return thread.title.strip() or "Untitled thread"
+
+
+def _twin_marks(section: _Section) -> dict[str, str]:
+    """`` (n)`` for each thread of ``section`` whose title another thread there has too: its rank
+    by creation among them (one pass over the section)."""
+    by_title: dict[str, list[ThreadInfo]] = {}
+    for thread in section.threads.values():
+        by_title.setdefault(_title_of(thread).casefold(), []).append(thread)
+    marks: dict[str, str] = {}
+    for twins in by_title.values():
+        if len(twins) > 1:
+            twins.sort(key=lambda t: (_aware(t.created_at), t.id))
+            marks.update({t.id: f" ({n})" for n, t in enumerate(twins, 1)})
+    return marks
 
 
 @dataclass
@@ -312,6 +327,8 @@ class ThreadList(Vertical):
         self._ready = False  # children composed and mounted
         #: thread id -> answers waiting in it (a marker on its row: glyph and word)
         self._pending: dict[str, int] = {}
+        #: `` (n)`` of the threads whose title others share, by section (``_twin_marks``)
+        self._twin_marks: dict[str, dict[str, str]] = {}
         for thread in threads:
             self._sections[LOCAL].threads[thread.id] = _visible_thread(thread)
 
@@ -461,6 +478,23 @@ class ThreadList(Vertical):
                 return out.getvalue().strip()
         return ""
 
+    def label(self, thread_id: str) -> str:
+        """The thread's title as this list names it: with ``(n)`` — its rank by creation among
+        the threads of its section that have the same title — when it has twins, so that
+        "1 in “Data workflow”, 1 in “Data workflow”" cannot happen ("Untitled thread" when it
+        has no title, "" when the list does not know it)."""
+        for section in self._sections.values():
+            thread = section.threads.get(thread_id)
+            if thread is not None:
+                return _title_of(thread) + self._twin_mark(thread, section)
+        return ""
+
+    def _twin_mark(self, thread: ThreadInfo, section: _Section) -> str:
+        marks = self._twin_marks.get(section.source)
+        if marks is None:  # (forgotten at each change of the threads: ``_changed``)
+            marks = self._twin_marks[section.source] = _twin_marks(section)
+        return marks.get(thread.id, "")
+
     def local_threads(self) -> list[ThreadInfo]:
         """This client's threads, newest first (what the pending watch asks about)."""
         return self._sections[LOCAL].ordered()
@@ -480,6 +514,9 @@ class ThreadList(Vertical):
         if waiting:  # first, so a long title cannot push it out of sight
             title.append(f"◷ {waiting} waiting · " if waiting > 1 else "◷ waiting · ", style="bold yellow")
         title.append(_title_of(thread), style="bold" if active else "")
+        twin = self._twin_mark(thread, section)
+        if twin:
+            title.append(twin, style="dim")
         if section.read_only:
             title.append(f" {GLYPH_READ_ONLY}", style="dim")
 
@@ -492,6 +529,7 @@ class ThreadList(Vertical):
         return grid
 
     def _rebuild(self, *, highlight_first: bool = False) -> None:
+        self._twin_marks.clear()  # (every change of the threads comes through here)
         if not self._ready:
             return
         found = self.query("#thread-options").results(OptionList)
