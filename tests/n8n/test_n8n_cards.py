@@ -102,8 +102,11 @@ CASES: list[tuple[str, type, tuple[str, ...], dict[str, Any]]] = [
      {"kind": "domainAccessApprove", "domainAccessAction": "allow_all"}),
     ("channel-config", n8n_cards.ChannelConfigCard, ("y",), {"kind": "approval", "approved": True}),
     ("channel-config", n8n_cards.ChannelConfigCard, ("n",), {"kind": "approval", "approved": False}),
-    ("target-approval", n8n_cards.TargetApprovalCard, ("a", "enter"),
-     {"kind": "approval", "approved": True, "scope": "session"}),
+    # no "always" for another agent's tool (n8n's card has none): a does nothing, Enter approves once
+    ("target-approval", n8n_cards.TargetApprovalCard, ("a", "enter"), {"kind": "approval", "approved": True}),
+    # a destructive request (n8n's credentials delete): no "always" either
+    ("delete-credential", ApprovalCard, ("a", "enter"), {"kind": "approval", "approved": True}),
+    ("delete-credential", ApprovalCard, ("n",), {"kind": "approval", "approved": False}),
     ("target-approval", n8n_cards.TargetApprovalCard, ("n",), {"kind": "approval", "approved": False}),
     ("text", TextCard, (*"Daily digest", "enter"), {"kind": "approval", "approved": True, "userInput": "Daily digest"}),
     ("continue", n8n_cards.ContinueCard, ("enter",), {"kind": "approval", "approved": True}),
@@ -448,3 +451,20 @@ def test_a_resource_decision_offers_only_the_gateways_options(options: list[str]
                                    "options": options})
     card = build_card(ToolCallState(tool_call_id="c1"), conf)
     assert isinstance(card, ApprovalCard) and card._supports_always() is always
+
+
+@pytest.mark.parametrize("fields", [
+    {"severity": "destructive", "message": "Delete Slack account"},  # n8n's credentials delete
+    {"severity": "destructive", "message": "Permanently delete the table and all its rows",
+     "approvalDetails": {"action": "delete-table"}},  # n8n's data-tables delete
+    {"severity": "warning", "message": "Run it?", "targetApproval": {"toolName": "t", "args": {}}},
+])
+def test_no_always_allow_where_n8ns_own_card_offers_none(fields: dict[str, Any]) -> None:
+    """n8n 2.41's card (``InstanceAiConfirmationPanel``) offers "always allow" only when the request
+    is not destructive and not another agent's tool; so do ours, in every mode (one card class)."""
+    card = build_card(ToolCallState(tool_call_id="c1", tool_name="credentials"), _conf(**fields))
+    assert card.check_action("always_allow", ()) is False
+    if isinstance(card, ApprovalCard):
+        assert not card._supports_always()
+    else:
+        assert isinstance(card, n8n_cards.N8nCard) and not card.offers_always

@@ -172,6 +172,13 @@ SHAPES: dict[str, dict[str, Any]] = {
                                        "args": {"agentId": "agent_42", "model": "gpt-4o"}}},
         "kinds": {"approval"},
     },
+    "delete-credential": {
+        "toolName": "credentials",
+        "args": {"action": "delete", "credentialId": "cred_s1", "credentialName": "Slack account"},
+        # as n8n 2.41's credentials tool suspends for a delete (``severity: 'destructive'``)
+        "request": {"severity": "destructive", "message": "Delete Slack account"},
+        "kinds": {"approval"},
+    },
     "text": {
         "toolName": "ask-user",
         "args": {},

@@ -407,6 +407,10 @@ after the card appears.
 
     def _supports_always(self) -> bool:
         c = self.confirmation
+        if c.severity == "destructive":
+            # never a lasting grant for what cannot be undone (n8n 2.41's own card offers only
+            # approve and deny for a destructive request: ``InstanceAiConfirmationPanel``)
+            return False
         if c.effective_input_type == "resource-decision" and c.resource_decision is not None:
             # only the decisions the gateway offers (n8n's GatewayResourceDecision.vue shows just those)
             return "allowForSession" in (c.resource_decision.options or [])
@@ -448,6 +452,11 @@ after the card appears.
     def action_always_allow(self) -> None:
         if self._supports_always():
             self.ask_always(self.grant_words(), self._body("always"), "always allowed")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "always_allow" and not self._supports_always():
+            return False  # not in the footer or the help of a card that does not offer it
+        return super().check_action(action, parameters)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

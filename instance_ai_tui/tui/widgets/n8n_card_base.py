@@ -152,8 +152,14 @@ class N8nCard(ConfirmCard):
     def render_keys(self) -> str:
         return ""
 
+    @property
+    def offers_always(self) -> bool:
+        """Whether the card offers a lasting grant: where it means something (``ALWAYS``), never
+        for a destructive request (n8n 2.41's own card offers only approve and deny then)."""
+        return self.ALWAYS and self.confirmation.severity != "destructive"
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "always_allow" and not self.ALWAYS:
+        if action == "always_allow" and not self.offers_always:
             return False
         return super().check_action(action, parameters)
 

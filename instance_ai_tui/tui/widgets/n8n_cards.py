@@ -419,7 +419,7 @@ class _ApproveDenyCard(N8nCard):
         return ApprovalConfirm(approved=True)
 
     def render_keys(self) -> str:
-        always = f" · {_keys(self, 'always-allow')} always in this thread…" if self.ALWAYS else ""
+        always = f" · {_keys(self, 'always-allow')} always in this thread…" if self.offers_always else ""
         return f"{_keys(self, 'approve')} {self.APPROVE_WORD}{always} · {_keys(self, 'deny')} {self.DENY_WORD}"
 
     def action_approve(self) -> None:
@@ -429,7 +429,7 @@ class _ApproveDenyCard(N8nCard):
         self.answer(ApprovalConfirm(approved=False), self.DENIED)
 
     def action_always_allow(self) -> None:
-        if self.ALWAYS:
+        if self.offers_always:
             self.ask_always(f"“{self.tool.tool_name}” runs without asking, for the rest of this thread.",
                             ApprovalConfirm(approved=True, scope="session"), "always allowed")
 
@@ -465,11 +465,11 @@ class TargetApprovalCard(_ApproveDenyCard):
     HELP = """
 ## Approve a tool of another agent
 
-**y**/**Enter** approve · **a** then **Enter** always allow in this thread · **n** deny.
+**y**/**Enter** approve · **n** deny. Each call asks: a tool of another agent is never
+always allowed from here (n8n's own card offers no "always" for it either).
 """
 
     KIND = "target-approval"
-    ALWAYS = True
 
     def render_details(self) -> Content:
         target = self.data.get("targetApproval") or {}
