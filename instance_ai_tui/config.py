@@ -56,6 +56,8 @@ class RemoteSettings(BaseModel):
     token: SecretStr | None = None
     email: str | None = None
     password: SecretStr | None = None
+    #: n8n: the two-factor code of an account with MFA (``--mfa-code``; also ``N8N_MFA_CODE``)
+    mfa_code: SecretStr | None = None
     dialect: str | None = None  # "instance-ai" | "n8n" | None (detect)
 
 

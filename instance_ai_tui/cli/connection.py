@@ -22,6 +22,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, model: bool = T
     group.add_argument("--url", help="server URL (our instance-ai serve, or n8n); default: run embedded")
     group.add_argument("--token", help=f"Bearer token for --url (or set {TOKEN_ENV})")
     group.add_argument("--email", help="n8n login email (selects the n8n dialect; password from N8N_PASSWORD or a prompt)")
+    group.add_argument("--mfa-code", metavar="CODE",
+                       help="n8n: the two-factor code of an account with MFA, or a recovery code (or set N8N_MFA_CODE; "
+                            "asked for on a terminal when n8n wants it)")
     group.add_argument("--dialect", choices=DIALECTS, help="server dialect for --url (default: detect)")
     group.add_argument("--db", type=Path, help="SQLite file for embedded mode (default: the platform data dir)")
     if model:
@@ -82,6 +85,8 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str] | None = No
         remote["token"] = token
     if getattr(args, "email", None):
         remote["email"] = args.email
+    if getattr(args, "mfa_code", None):
+        remote["mfa_code"] = args.mfa_code
     if getattr(args, "dialect", None):
         remote["dialect"] = args.dialect
     overrides: dict[str, Any] = {"remote": remote} if remote else {}

@@ -130,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 #: flags that only embedded mode, n8n or the gateway use: with any of them ``run`` builds the full ``Settings``
-_NOT_OUR_SERVER_FLAGS = ("email", "gateway", "gateway_allow", "db", "model", "workspace", "mcp")
+_NOT_OUR_SERVER_FLAGS = ("email", "mfa_code", "gateway", "gateway_allow", "db", "model", "workspace", "mcp")
 
 
 def our_server_only(args: argparse.Namespace, env: dict[str, str] | None = None) -> tuple[str, str | None] | None:

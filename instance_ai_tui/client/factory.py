@@ -57,7 +57,7 @@ def build_client(settings: Settings, dialect: str | None = None, *, interactive:
         from .n8n import N8nClient
 
         password = remote.password.get_secret_value() if remote.password else None
-        return N8nClient(remote.url, remote.email, password, interactive=interactive)
+        return N8nClient(remote.url, remote.email, password, mfa_code=remote.mfa_code, interactive=interactive)
     if dialect != "instance-ai":
         from .base import ClientError
 

@@ -50,7 +50,15 @@ from .base import (
     StreamItem,
     for_status,
 )
-from .n8n_auth import Credentials, N8nSession, load_browser_id, login, resolve_credentials
+from .n8n_auth import (
+    Credentials,
+    MfaRequired,
+    N8nSession,
+    ask_mfa_code,
+    load_browser_id,
+    login,
+    resolve_credentials,
+)
 from .sse import SseFrame, SseGaveUp, SseStatusError, reconnecting_sse_batches
 
 if TYPE_CHECKING:
@@ -79,6 +87,7 @@ class N8nClient(Client):
         email: str | None = None,
         password: str | SecretStr | None = None,
         *,
+        mfa_code: str | SecretStr | None = None,
         browser_id: str | None = None,
         auth_cookie: str | SecretStr | None = None,
         config_dir: Path | None = None,
@@ -92,12 +101,14 @@ class N8nClient(Client):
         time_zone: str | None = None,
     ) -> None:
         """``email``/``password`` default to ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt when
-        ``interactive`` (default: stdin is a terminal). ``auth_cookie`` reuses an existing
+        ``interactive`` (default: stdin is a terminal); ``mfa_code`` (the two-factor code of an
+        account with MFA) defaults to ``N8N_MFA_CODE``, then a prompt when n8n asks for it. ``auth_cookie`` reuses an existing
         ``n8n-auth`` session instead. ``browser_id`` defaults to the id saved in ``config_dir``."""
         super().__init__()
         self.base_url = base_url.rstrip("/")
         self._email = email
         self._password = SecretStr(password) if isinstance(password, str) else password
+        self._mfa_code = SecretStr(mfa_code) if isinstance(mfa_code, str) else mfa_code
         self._config_dir = config_dir
         self._interactive = interactive
         cookie = SecretStr(auth_cookie) if isinstance(auth_cookie, str) else auth_cookie
@@ -183,7 +194,8 @@ class N8nClient(Client):
     async def _login(self) -> None:
         if self._credentials is None:
             self._credentials = await asyncio.to_thread(
-                resolve_credentials, self._email, self._password, interactive=self._interactive
+                resolve_credentials, self._email, self._password, mfa_code=self._mfa_code,
+                interactive=self._interactive,
             )
         if self._credentials is None:
             email = self._email or os.environ.get("N8N_EMAIL")
@@ -193,7 +205,19 @@ class N8nClient(Client):
                 "n8n needs an email and password: pass --email (the password is asked for), "
                 "or set N8N_EMAIL and N8N_PASSWORD"
             )
-        await login(self._http, self.base_url, self._session, self._credentials)
+        try:
+            await login(self._http, self.base_url, self._session, self._credentials)
+        except MfaRequired:
+            credentials = self._credentials
+            if credentials.mfa_code is not None:
+                raise  # the code given was refused (or has expired): say so, do not ask again
+            code = await asyncio.to_thread(ask_mfa_code, credentials.email, interactive=self._interactive)
+            if code is None:
+                raise MfaRequired(
+                    f"n8n asks for the two-factor code of {credentials.email}: pass --mfa-code CODE or set "
+                    "N8N_MFA_CODE (the code from your authenticator app, or a recovery code)", 401) from None
+            credentials.mfa_code = SecretStr(code)
+            await login(self._http, self.base_url, self._session, credentials)
 
     async def login(self, email: str, password: str, mfa_code: str | None = None) -> None:
         """Log in with what the user typed (the app's login dialog), then open.

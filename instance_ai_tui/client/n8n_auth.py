@@ -31,6 +31,8 @@ MFA_REQUIRED_CODE = 998
 BROWSER_ID_FILE = "n8n-browser-id"
 ENV_EMAIL = "N8N_EMAIL"
 ENV_PASSWORD = "N8N_PASSWORD"
+#: the account's two-factor code (TOTP) or a recovery code, for an owner with MFA on
+ENV_MFA_CODE = "N8N_MFA_CODE"
 
 
 def browser_id_path(config_dir: Path | None = None) -> Path:
@@ -98,12 +100,15 @@ def resolve_credentials(
     email: str | None,
     password: str | SecretStr | None,
     *,
+    mfa_code: str | SecretStr | None = None,
     env: Mapping[str, str] | None = None,
     interactive: bool | None = None,
     prompt: Callable[[str], str] = getpass.getpass,
     ask_email: Callable[[str], str] = input,
 ) -> Credentials | None:
-    """Email and password from the arguments, then ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt.
+    """Email and password from the arguments, then ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt;
+    the two-factor code from ``mfa_code``, then ``N8N_MFA_CODE`` (asked for only when n8n wants it:
+    ``ask_mfa_code``).
 
     ``interactive=None`` prompts only when stdin is a terminal. Returns ``None`` when nothing
     is known and prompting is not possible (the caller may still have a cookie).
@@ -123,7 +128,20 @@ def resolve_credentials(
         secret = prompt(f"n8n password for {email}: ") or None
     if secret is None:
         return None
-    return Credentials(email=email, password=SecretStr(secret))
+    code = mfa_code.get_secret_value() if isinstance(mfa_code, SecretStr) else mfa_code
+    code = (code or env.get(ENV_MFA_CODE) or "").strip() or None
+    return Credentials(email=email, password=SecretStr(secret), mfa_code=SecretStr(code) if code else None)
+
+
+def ask_mfa_code(email: str, *, interactive: bool | None = None,
+                 prompt: Callable[[str], str] = getpass.getpass) -> str | None:
+    """The two-factor code typed on the terminal (``None`` when stdin is not one, or nothing typed).
+    Blocking: call it in a thread from async code."""
+    if interactive is None:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    if not interactive:
+        return None
+    return prompt(f"n8n two-factor code for {email} (or a recovery code): ").strip() or None
 
 
 @dataclass

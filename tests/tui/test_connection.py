@@ -322,14 +322,33 @@ async def test_the_login_dialog_asks_for_the_two_factor_code_when_n8n_does(fake:
     app = make_app(wrong_login_client(fake, tmp_path, password=None))
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
-        assert not app.screen.mfa_shown
+        assert not app.screen.mfa_required
         await type_into(pilot, app, "#login-password", fake.password)
         await pilot.press("enter")
-        await until(lambda: app.screen.mfa_shown, pilot, what="MFA field")
+        await until(lambda: app.screen.mfa_required, pilot, what="MFA field")
+        assert app.screen.query_one("#login-mfa").has_focus
         assert "two-factor code" in screen_text(app)
         await type_into(pilot, app, "#login-mfa", "111111")
         await pilot.press("enter")
         await until(lambda: "Invalid mfa token" in screen_text(app), pilot, what="wrong code refused")
+        await type_into(pilot, app, "#login-mfa", "246810")
+        await pilot.press("enter")
+        await app.wait_until_ready()
+        assert app.client.state == ConnectionState.CONNECTED and fake.logins == 1
+
+
+async def test_the_first_login_dialog_has_the_two_factor_field(fake: FakeN8n, tmp_path: Path) -> None:
+    """An account with two-factor auth logs in from the first dialog: email, password and code
+    typed at once (one login, no refusal first)."""
+    from instance_ai_tui.tui.screens.login import LoginScreen
+
+    fake.mfa_code = "246810"
+    app = make_app(wrong_login_client(fake, tmp_path, password=None))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        mfa = app.screen.query_one("#login-mfa")
+        assert mfa.display and mfa.region.height > 0  # shown from the start, not after a refusal
+        await type_into(pilot, app, "#login-password", fake.password)
         await type_into(pilot, app, "#login-mfa", "246810")
         await pilot.press("enter")
         await app.wait_until_ready()

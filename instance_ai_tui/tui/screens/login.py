@@ -1,7 +1,8 @@
 """The n8n login dialog (issue 13): a failed login opens it instead of an app that swallows messages.
 
-Email and password, and the two-factor code when n8n asks for it (its ``MFA Error`` 998
-answer). The dialog calls ``Client.login`` itself and closes only when n8n accepted; a refusal
+Email, password and the two-factor code (a field of its own from the start: empty for an
+account without two-factor auth; when n8n asks for it, its ``MFA Error`` 998 answer, the dialog
+says so and goes to that field). The dialog calls ``Client.login`` itself and closes only when n8n accepted; a refusal
 is shown in the dialog and nothing typed is lost. Escape closes it without logging in: the app
 then says, in its banner, that it cannot send until it is logged in.
 """
@@ -38,8 +39,6 @@ class LoginScreen(ModalScreen[bool]):
     LoginScreen .title { text-style: bold; margin-bottom: 1; }
     LoginScreen Input { margin-bottom: 1; }
     LoginScreen #login-error { color: $text-error; height: auto; margin-bottom: 1; }
-    LoginScreen #login-mfa { display: none; }
-    LoginScreen #login-mfa.-shown { display: block; }
     LoginScreen Horizontal { height: auto; }
     LoginScreen Button { margin-right: 2; }
     """
@@ -53,6 +52,8 @@ class LoginScreen(ModalScreen[bool]):
         self.reason = reason
         self.email = email
         self.attempts = 0
+        #: n8n said this account needs the code (its 998 answer): Enter waits for one
+        self.mfa_required = False
 
     def compose(self) -> ComposeResult:
         base_url = getattr(self.client, "base_url", "n8n")
@@ -61,7 +62,7 @@ class LoginScreen(ModalScreen[bool]):
             yield Static(self.reason, id="login-error", markup=False)
             yield Input(value=self.email, placeholder="email", id="login-email")
             yield Input(placeholder="password", password=True, id="login-password")
-            yield Input(placeholder="two-factor code (or a recovery code)", id="login-mfa")
+            yield Input(placeholder="two-factor code, if your account has one (or a recovery code)", id="login-mfa")
             with Horizontal():
                 yield Button("Log in", variant="primary", id="login-submit")
                 yield Button("Cancel", id="login-cancel")
@@ -70,14 +71,10 @@ class LoginScreen(ModalScreen[bool]):
         target = "#login-password" if self.email else "#login-email"
         self.query_one(target, Input).focus()
 
-    @property
-    def mfa_shown(self) -> bool:
-        return self.query_one("#login-mfa", Input).has_class("-shown")
-
     @on(Input.Submitted)
     def _enter(self, event: Input.Submitted) -> None:
         event.stop()
-        order = ["login-email", "login-password"] + (["login-mfa"] if self.mfa_shown else [])
+        order = ["login-email", "login-password"] + (["login-mfa"] if self.mfa_required else [])
         current = event.input.id or ""
         values = {name: self.query_one(f"#{name}", Input).value for name in order}
         missing = next((name for name in order if not values[name].strip()), None)
@@ -115,10 +112,10 @@ class LoginScreen(ModalScreen[bool]):
         self._say("Logging in…")
         self.attempts += 1
         try:
-            await self.client.login(email, password, mfa.value.strip() if self.mfa_shown else None)
+            await self.client.login(email, password, mfa.value.strip() or None)
         except MfaRequired as exc:
             self._say(f"{exc}. Enter the code from your authenticator app.")
-            mfa.add_class("-shown")
+            self.mfa_required = True
             mfa.value = ""
             mfa.focus()
             return
