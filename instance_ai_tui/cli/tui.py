@@ -227,4 +227,5 @@ def build(settings: Settings, dialect: str | None) -> Client:
         return EmbeddedClient(settings, demo_delay=DEMO_DELAY)
     from ..client.factory import build_client
 
-    return build_client(settings, dialect, interactive=False)  # n8n: the app's login dialog asks
+    # n8n: the app's login dialog asks; an n8n not started yet is waited for (the app queues what is sent)
+    return build_client(settings, dialect, interactive=False, wait_while_down=True)

@@ -42,11 +42,14 @@ def skip_unused_optional_imports() -> None:
             sys.modules[name] = None  # type: ignore[assignment]
 
 
-def build_client(settings: Settings, dialect: str | None = None, *, interactive: bool | None = None) -> Client:
+def build_client(settings: Settings, dialect: str | None = None, *, interactive: bool | None = None,
+                 wait_while_down: bool = False) -> Client:
     """The client the settings ask for, not opened. ``dialect`` overrides the settings' one.
 
     ``interactive``: whether the n8n dialect may prompt on the terminal for a missing password
-    (default: when stdin is a terminal). The TUI passes ``False``: it asks in a login dialog."""
+    (default: when stdin is a terminal). The TUI passes ``False``: it asks in a login dialog.
+    ``wait_while_down`` (the TUI): an n8n that does not answer yet is waited for when the client
+    opens (``N8nClient``), not an error."""
     remote = settings.remote
     if not remote.url:
         from .embedded import EmbeddedClient
@@ -57,7 +60,8 @@ def build_client(settings: Settings, dialect: str | None = None, *, interactive:
         from .n8n import N8nClient
 
         password = remote.password.get_secret_value() if remote.password else None
-        return N8nClient(remote.url, remote.email, password, mfa_code=remote.mfa_code, interactive=interactive)
+        return N8nClient(remote.url, remote.email, password, mfa_code=remote.mfa_code, interactive=interactive,
+                         wait_while_down=wait_while_down)
     if dialect != "instance-ai":
         from .base import ClientError
 

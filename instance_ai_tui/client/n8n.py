@@ -73,6 +73,11 @@ HISTORY_LIMIT = 100
 MAX_PAGES = 50
 #: pages of 100 read by ``search_threads``
 SEARCH_PAGES = 20
+#: seconds between two probes of an n8n that does not answer (``GET /healthz``), and the longest
+#: wait between two attempts of the event stream: n8n is used within about a second of answering
+PROBE_INTERVAL = 1.0
+#: the time limit of one probe
+PROBE_TIMEOUT = 3.0
 
 
 class N8nClient(Client):
@@ -96,14 +101,20 @@ class N8nClient(Client):
         timeout: float = 30.0,
         keepalive_timeout: float = 45.0,
         initial_backoff: float = 0.25,
-        max_backoff: float = 10.0,
+        max_backoff: float = PROBE_INTERVAL,
         max_attempts: int | None = None,
         time_zone: str | None = None,
+        wait_while_down: bool = False,
     ) -> None:
         """``email``/``password`` default to ``N8N_EMAIL``/``N8N_PASSWORD``, then a prompt when
         ``interactive`` (default: stdin is a terminal); ``mfa_code`` (the two-factor code of an
         account with MFA) defaults to ``N8N_MFA_CODE``, then a prompt when n8n asks for it. ``auth_cookie`` reuses an existing
-        ``n8n-auth`` session instead. ``browser_id`` defaults to the id saved in ``config_dir``."""
+        ``n8n-auth`` session instead. ``browser_id`` defaults to the id saved in ``config_dir``.
+
+        ``wait_while_down`` (the TUI): ``open()`` on an n8n that does not answer yet (not started,
+        restarting, its Instance AI module still booting) waits for it instead of failing: it
+        probes ``/healthz`` every ``PROBE_INTERVAL`` seconds, in state ``RECONNECTING``, and opens
+        once n8n answers. Without it (``run``, ``threads``, ``export``) that is an error at once."""
         super().__init__()
         self.base_url = base_url.rstrip("/")
         self._email = email
@@ -121,6 +132,7 @@ class N8nClient(Client):
         self._max_backoff = max_backoff
         self._max_attempts = max_attempts
         self._time_zone = time_zone if time_zone is not None else _local_time_zone()
+        self.wait_while_down = wait_while_down
         self._project_id: str | None = None
         self._known_threads: set[str] = set()
         self._open_lock = asyncio.Lock()
@@ -168,22 +180,50 @@ class N8nClient(Client):
             if self._opened:
                 return
             self._set_state(ConnectionState.CONNECTING, self.base_url)
-            try:
-                if not self._session.browser_id:
-                    self._session.browser_id = await asyncio.to_thread(load_browser_id, self._config_dir)
-                if not self._session.logged_in:
-                    await self._login()
-                project = await self._request("GET", "/rest/projects/personal")
-                if not isinstance(project, dict) or not isinstance(project.get("id"), str):
-                    raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.41 or newer, with Instance AI?")
-                self._project_id = project["id"]
-                await self._load_model_name()
-                await self.read_capabilities()
-            except ClientError as exc:
-                self._set_state(ConnectionState.OFFLINE, str(exc))
-                raise
+            attempt = 0
+            while True:
+                try:
+                    await self._open_steps()
+                    break
+                except ClientError as exc:
+                    if not (self.wait_while_down and _not_up(exc)):
+                        self._set_state(ConnectionState.OFFLINE, str(exc))
+                        raise
+                    attempt += 1
+                    await self._wait_until_answering(attempt, exc)
             self._opened = True
             self._set_state(ConnectionState.CONNECTED, self.base_url)
+
+    async def _open_steps(self) -> None:
+        if not self._session.browser_id:
+            self._session.browser_id = await asyncio.to_thread(load_browser_id, self._config_dir)
+        if not self._session.logged_in:
+            await self._login()
+        project = await self._request("GET", "/rest/projects/personal")
+        if not isinstance(project, dict) or not isinstance(project.get("id"), str):
+            raise ClientError(f"{self.base_url} gave no personal project id; is it n8n 2.41 or newer, with Instance AI?")
+        self._project_id = project["id"]
+        await self._load_model_name()
+        await self.read_capabilities()
+
+    async def _wait_until_answering(self, attempt: int, exc: ClientError) -> None:
+        """n8n did not answer (``exc``): probe ``/healthz`` every ``PROBE_INTERVAL`` seconds until it
+        does (then ``open`` tries again: its module may still be booting, which is one more round)."""
+        why = "starting (its Instance AI module is not ready yet)" if isinstance(exc, ModuleNotReadyError) \
+            else "not answering"
+        probes = 0
+        while True:
+            probes += 1
+            self._set_state(ConnectionState.RECONNECTING,
+                            f"n8n at {self.base_url} is {why} (attempt {attempt}, next try in "
+                            f"{PROBE_INTERVAL:.0f}s)")
+            await asyncio.sleep(PROBE_INTERVAL)
+            try:
+                response = await self._http.get(self.base_url + "/healthz", timeout=PROBE_TIMEOUT)
+            except httpx.HTTPError:
+                continue
+            if response.status_code == 200:
+                return
 
     async def close(self) -> None:
         if self._own_http:
@@ -244,6 +284,8 @@ class N8nClient(Client):
         An env-configured model is not named there (``envManaged.model.*`` are booleans)."""
         try:
             settings = await self._request("GET", "/rest/instance-ai/settings")
+        except ModuleNotReadyError:
+            raise  # n8n is booting: not a fact about the model (``open`` waits when asked to)
         except ClientError:
             return
         if not isinstance(settings, dict):
@@ -579,6 +621,12 @@ class ModuleNotReadyError(NotFoundError):
     While n8n restarts its HTTP server answers before the module is ready (about 6.5 s of
     HTML 404s), so this is not a proof that a thread does not exist."""
 
+
+
+def _not_up(exc: ClientError) -> bool:
+    """n8n is not (yet) answering as itself: no connection, its Instance AI module still booting (an
+    HTML 404), or a server error while it starts."""
+    return isinstance(exc, ServerUnreachable | ModuleNotReadyError) or (exc.status or 0) >= 500
 
 
 def _thread_uuid(thread_id: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
-from .base import AuthError, ClientError
+from .base import AuthError, ClientError, ServerUnreachable
 
 AUTH_COOKIE = "n8n-auth"
 #: n8n's ``AuthError('MFA Error', 998)``: the account has two-factor auth and no code was sent
@@ -182,7 +182,11 @@ async def login(http: httpx.AsyncClient, base_url: str, session: N8nSession, cre
     try:
         response = await http.post(url, json=body, headers={"browser-id": session.browser_id})
     except httpx.HTTPError as exc:
-        raise ClientError(f"cannot reach n8n at {base_url}: {exc}") from None
+        raise ServerUnreachable(f"cannot reach n8n at {base_url}: {type(exc).__name__} {exc}".rstrip()) from None
+    if response.status_code >= 400 and "json" not in response.headers.get("content-type", ""):
+        # n8n answers JSON; an HTML 404 or a bare 5xx is a server that is still starting (or not n8n)
+        raise ServerUnreachable(f"{base_url} did not answer n8n's login route (HTTP {response.status_code}, not "
+                                "JSON): n8n is still starting, or this URL is not n8n")
     if response.status_code in (401, 403):
         detail = _message(response)
         if _code(response) == MFA_REQUIRED_CODE:

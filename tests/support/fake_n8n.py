@@ -379,6 +379,8 @@ class FakeN8n:
         self.mfa_code: str | None = None
         routes = [
             Route("/rest/login", self._login, methods=["POST"]),
+            # n8n 2.41.1 answers {"status":"ok"} as soon as its HTTP server listens (before its modules)
+            Route("/healthz", lambda request: JSONResponse({"status": "ok"}), methods=["GET"]),
             Route("/rest/settings", self._settings, methods=["GET"]),
             Route("/rest/projects/personal", self._personal_project, methods=["GET"]),
             Route("/rest/instance-ai/settings", self._instance_ai_settings, methods=["GET"]),

@@ -301,7 +301,8 @@ async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fak
     app = make_app(wrong_login_client(fake, tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
-        assert "Wrong username or password" in screen_text(app)
+        # (the dialog is the screen before its widgets are composed: under load the text comes a frame later)
+        await until(lambda: "Wrong username or password" in screen_text(app), pilot, what="n8n's refusal shown")
         await type_into(pilot, app, "#login-password", "still wrong")
         await pilot.press("enter")
         await until(lambda: app.screen.attempts == 1 and "Logging in" not in screen_text(app), pilot)
@@ -345,9 +346,11 @@ async def test_the_first_login_dialog_has_the_two_factor_field(fake: FakeN8n, tm
     fake.mfa_code = "246810"
     app = make_app(wrong_login_client(fake, tmp_path, password=None))
     async with app.run_test(size=SIZE) as pilot:
-        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
+        await until(lambda: isinstance(app.screen, LoginScreen) and bool(app.screen.query("#login-mfa")), pilot,
+                    what="login dialog")
         mfa = app.screen.query_one("#login-mfa")
-        assert mfa.display and mfa.region.height > 0  # shown from the start, not after a refusal
+        # shown from the start, not after a refusal
+        await until(lambda: mfa.display and mfa.region.height > 0, pilot, what="the code field laid out")
         await type_into(pilot, app, "#login-password", fake.password)
         await type_into(pilot, app, "#login-mfa", "246810")
         await pilot.press("enter")
