@@ -99,6 +99,21 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def awaits_answer(reducer: RunReducer) -> bool:
+    """A run still waiting for an answer: its root is active and a call of it waits on an unanswered
+    confirmation that has not expired. After n8n restarts, a suspended run is such a tree in the
+    history (no longer excluded, no ``run-sync``, its status says no run) and n8n still takes the
+    answer from its checkpoint (``resolveConfirmation``'s last step): it is shown answerable."""
+    if reducer.status != "active":
+        return False
+    for _agent, call in reducer.confirmation_calls():
+        conf = call.confirmation
+        if conf is not None and call.is_loading and not conf.expired \
+                and call.confirmation_status not in ("approved", "denied"):
+            return True
+    return False
+
+
 def _when(ts: float | None) -> datetime:
     if ts is not None:
         try:

@@ -29,7 +29,7 @@ from ..client.base import ClientError, ConnectionState, StreamItem
 
 if TYPE_CHECKING:
     from ..client.base import Client
-    from ..protocol.api import ThreadInfo, ThreadMessages, ThreadStatus
+    from ..protocol.api import InstanceAiMessage, ThreadInfo, ThreadMessages, ThreadStatus
     from ..protocol.conversation import Conversation
     from .open_thread import OpenThread
     from .ports import Ui
@@ -48,6 +48,13 @@ UNAUTHORIZED_HELP = (
 )
 
 
+def full_stop(text: str) -> str:
+    """``text`` as a sentence: a full stop unless it already ends one (n8n's "Do you have caps lock
+    on?" is not followed by another)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "?", "!", "…")) else f"{text}."
+
+
 # --------------------------------------------------------------------------- interrupted runs
 
 
@@ -58,6 +65,7 @@ def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) 
     """
     if status is None or status.has_active_run or status.is_suspended:
         return []
+    from ..protocol.conversation import awaits_answer
     from ..protocol.events import RunFinishEvent, RunFinishPayload
 
     ended: list[str] = []
@@ -68,6 +76,8 @@ def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) 
             continue
         if msg.message_group_id is not None and msg.message_group_id in background:
             continue  # a background task of this message still runs on the server
+        if awaits_answer(reducer):
+            continue  # suspended on a card: n8n keeps its checkpoint across restarts and takes the answer
         event = RunFinishEvent(
             run_id=msg.run_id,
             agent_id=reducer.root_id,
@@ -224,7 +234,8 @@ class ConnectionWatcher:
                 f"Reconnecting to {where} {detail}. Messages you send now are queued and sent once it is back."
             )
         elif state == ConnectionState.OFFLINE and detail and detail != "closed":
-            self.banner.say(f"Offline: {detail}. Messages cannot be sent until the connection is back.", error=True)
+            self.banner.say(f"Offline: {full_stop(detail)} Messages cannot be sent until the connection is back.",
+                            error=True)
         else:
             self.banner.say("")
 
@@ -301,28 +312,59 @@ def lacks_user_message(conversation: Conversation, run_id: str) -> bool:
     return not (index > 0 and conversation.messages[index - 1].role == "user")
 
 
+#: n8n 2.41.1 publishes a run's ``run-start`` before its agent stores the user message (0.25-2.2 s
+#: later, measured): the history is read again this often, for at most this long
+FOREIGN_MESSAGE_POLL = 0.5
+FOREIGN_MESSAGE_WAIT = 15.0
+
+
 async def show_foreign_user_message(thread: OpenThread, conversation: Conversation, run_id: str) -> bool:
     """A run another client started in the open thread: show its user message above the answer.
 
-    n8n's ``run-start`` does not carry the user's text; its history does (the user message
-    is stored before the run starts, even while the run's own group is excluded).
+    n8n's ``run-start`` does not carry the user's text; its history does, once n8n stored it, which
+    n8n 2.41.1 does after the run started (so the history is read until it has it). The message is
+    the newest user message the conversation does not show yet: not by id, and not as one typed
+    here (shown under a local id until a reload, so matched by its text).
     """
-    thread_id = thread.thread_id
-    msg = conversation.message_for_run(run_id)
-    if thread_id is None or msg is None:
-        return False
-    index = conversation.messages.index(msg)
-    if index > 0 and conversation.messages[index - 1].role == "user":
-        return False
-    try:
-        history = await thread.client.messages(thread_id)
-    except ClientError:
-        return False
-    if thread.conversation is not conversation:
-        return False
-    known = {m.id for m in conversation.messages}
-    candidates = [m for m in history.messages if m.role == "user" and m.id not in known]
-    if not candidates:
-        return False
-    item = candidates[-1]
-    return conversation.insert_user_message(msg.id, item.id, item.content)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FOREIGN_MESSAGE_WAIT
+    while True:
+        thread_id = thread.thread_id
+        msg = conversation.message_for_run(run_id)
+        if thread_id is None or msg is None or thread.conversation is not conversation:
+            return False
+        index = conversation.messages.index(msg)
+        if index > 0 and conversation.messages[index - 1].role == "user":
+            return False
+        try:
+            history = await thread.client.messages(thread_id)
+        except ClientError:
+            return False
+        if thread.conversation is not conversation:
+            return False
+        item = _unshown_user_message(conversation, history.messages)
+        if item is not None:
+            return conversation.insert_user_message(msg.id, item.id, item.content)
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(FOREIGN_MESSAGE_POLL)
+
+
+def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMessage]) -> InstanceAiMessage | None:
+    from collections import Counter
+
+    from ..protocol.safe_text import visible
+
+    stored = {m.id for m in history}
+    shown = {m.id for m in conversation.messages}
+    typed_here = Counter(m.content for m in conversation.messages if m.role == "user" and m.id not in stored)
+    unshown = []
+    for item in history:
+        if item.role != "user" or item.id in shown:
+            continue
+        text = visible(item.content)
+        if typed_here[text] > 0:  # a message typed here, stored by n8n under its own id
+            typed_here[text] -= 1
+            continue
+        unshown.append(item)
+    return unshown[-1] if unshown else None

@@ -367,6 +367,9 @@ class FakeN8n:
         self.logins = 0
         self._tokens: dict[str, str | None] = {}  # auth cookie -> browser id it is bound to
         self._threads: dict[str, _Thread] = {}
+        self._background_tasks: set[asyncio.Task[None]] = set()
+        #: user messages of runs that started, by id, until they are in the history
+        self._unstored: dict[str, dict[str, Any]] = {}
         self._confirms: dict[str, _PendingConfirm] = {}
         self._pairing: dict[str, str] = {}
         self._session_keys: dict[str, str] = {}
@@ -377,6 +380,9 @@ class FakeN8n:
         self.boot_gate: Callable[[dict[str, Any], Any, Any], Awaitable[bool]] | None = None
         #: the account's two-factor code: login then needs it, as n8n's validateMfa does (None: no MFA)
         self.mfa_code: str | None = None
+        #: seconds after POST /chat until the user message is in the history: n8n 2.41.1 publishes
+        #: run-start first and its agent stores the message after (0.25-2.2 s measured, issue 42.3)
+        self.user_message_delay = 0.3
         routes = [
             Route("/rest/login", self._login, methods=["POST"]),
             # n8n 2.41.1 answers {"status":"ok"} as soon as its HTTP server listens (before its modules)
@@ -703,7 +709,7 @@ class FakeN8n:
         run_id = f"run_{_nanoid()}"
         group = _Group(f"mg_{_nanoid()}", [run_id], f"msg_{_nanoid()}", _now_iso())
         thread.groups.append(group)
-        thread.user_messages[group.user_message_id] = {
+        stored = {
             "id": group.user_message_id,
             "role": "user",
             "createdAt": group.created_at,
@@ -711,12 +717,30 @@ class FakeN8n:
             "reasoning": "",
             "isStreaming": False,
         }
+
+        async def store_user_message() -> None:
+            await asyncio.sleep(self.user_message_delay)
+            self._store_user_message(thread, group)
+
+        self._unstored[group.user_message_id] = stored
+        if self.user_message_delay > 0:
+            self._background_tasks.add(task := asyncio.create_task(store_user_message()))
+            task.add_done_callback(self._background_tasks.discard)
+        else:
+            self._store_user_message(thread, group)
         thread.updated_at = _now_iso()
         steps: list[Step] = [Fail()] if not thread.created else list(self.script(message))
         run = _Run(run_id, group.group_id, thread.id)
         thread.run = run
         run.task = asyncio.create_task(self._drive(thread, run, group, steps, message))
         return self._ok({"runId": run_id})
+
+    def _store_user_message(self, thread: _Thread, group: _Group) -> None:
+        """The user message of ``group`` in the history (at the latest when its run ends, as n8n's
+        agent stores its input before its first model call returns)."""
+        stored = self._unstored.pop(group.user_message_id, None)
+        if stored is not None:
+            thread.user_messages[group.user_message_id] = stored
 
     async def _cancel(self, request: Request) -> Response:
         user = self._user(request)
@@ -812,6 +836,7 @@ class FakeN8n:
                 self._confirms.pop(rid).future.cancel()
             if finish["status"] == "completed" and self.archived_on_finish:
                 finish["archivedWorkflowIds"], self.archived_on_finish = list(self.archived_on_finish), []
+            self._store_user_message(thread, group)
             self._publish(thread, run, {"type": "run-finish", "payload": finish})
             run.status = "finished"
             if thread.run is run:

@@ -1,0 +1,33 @@
+"""The smaller edges of a real n8n (issue 42.7), against the fake n8n that answers as n8n 2.41.1 does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from instance_ai_tui.client.n8n import N8nClient
+from instance_ai_tui.config import Settings
+from instance_ai_tui.tui.app import InstanceAiApp
+from instance_ai_tui.tui.connection import full_stop
+from instance_ai_tui.tui.screens.login import LoginScreen
+from tests.support.fake_n8n import FakeN8n
+from tests.support.waiting import until
+
+from .conftest import make_client
+
+SIZE = (120, 40)
+
+
+async def test_n8ns_refusal_is_one_sentence_in_the_banner(fake: FakeN8n, tmp_path: Path) -> None:
+    """n8n's "Wrong username or password. Do you have caps lock on?" gets no full stop after its
+    question mark ("caps lock on?." before)."""
+    client: N8nClient = make_client(fake, tmp_path / "cfg", password="not-it")
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="the login dialog")
+        await until(lambda: "caps lock" in app.connection.banner.message, pilot, what="the banner")
+        banner = app.connection.banner.message
+        assert "caps lock on? Messages cannot be sent" in banner and "?." not in banner, banner
+
+
+def test_full_stop() -> None:
+    assert [full_stop(t) for t in ("closed", "on?", "done.", "wait…", "x  ")] == ["closed.", "on?", "done.", "wait…", "x."]
