@@ -134,6 +134,21 @@ def _confirm_adapter() -> TypeAdapter[Any]:
     return TypeAdapter(ConfirmBody)
 
 
+def answer_verdict(body: ConfirmBody) -> bool | None:
+    """Whether an answer approves (True), says no (False: a denial, a rejected plan, a web access
+    or a resource refused, a credential destination or an MCP connection declined) or neither
+    (None: answers to questions, credential picks, a workflow setup)."""
+    if isinstance(body, ApprovalConfirm | CredentialDestinationConfirm | McpConnectConfirm):
+        return body.approved
+    if isinstance(body, PlanDenyConfirm | DomainAccessDenyConfirm):
+        return False
+    if isinstance(body, DomainAccessApproveConfirm):
+        return True
+    if isinstance(body, ResourceDecisionConfirm):
+        return body.resource_decision != "denyOnce"
+    return None
+
+
 def parse_confirm_body(data: Any) -> ConfirmBody:
     """Parse a confirm body. The seed's bare ``{approved}`` (no ``kind``) is an approval.
 

@@ -97,9 +97,23 @@ def waiting_label(input_type: str | None) -> str:
     return _WAITING_LABELS.get(input_type or "approval", "waiting for your answer")
 
 
+#: n8n 2.41's ``research`` ``fetch-url`` result when the person said no (its ``content``)
+FETCH_DENIED = "User denied access to this URL."
+
+
 def is_denied_result(result: Any) -> bool:
-    """n8n reports a denial as a result, not an error: ``{"success": false, "denied": true}``."""
-    return isinstance(result, dict) and result.get("denied") is True
+    """n8n reports a denial as a result, not an error: ``{"success": false, "denied": true}``, or a
+    refused ``fetch-url``'s ``{"content": "User denied access to this URL."}``."""
+    return isinstance(result, dict) and (result.get("denied") is True or result.get("content") == FETCH_DENIED)
+
+
+def _web_search_empty(call: ToolCallState) -> bool:
+    """n8n's ``research`` ``web-search`` answered ``{query, results: []}``: what it returns when the person
+    said no, when the admin blocks web search or when it has no search service, and for a search that
+    found nothing; its history keeps no word of which (no ✓ for it)."""
+    result, args = call.result, call.args or {}
+    searched = call.tool_name == "web-search" or (call.tool_name == "research" and args.get("action") == "web-search")
+    return searched and isinstance(result, dict) and result.get("results") == [] and "query" in result
 
 
 def _auto_approved(call: ToolCallState) -> bool:
@@ -149,10 +163,19 @@ def _plan_review_state(call: ToolCallState, run_active: bool, auto: bool) -> Dis
 
 
 def result_failure(result: Any) -> str | None:
-    """n8n's failures reported as results: ``{success: false, error}`` (not a denial), or
-    ``failedNodes``; the words to show, else None."""
+    """n8n's failures reported as results: ``{success: false, error}`` (not a denial),
+    ``failedNodes``, a credential pick n8n could not verify (``verified: false``), an ``Error: …``
+    text (the orchestration tools' way: ``create-tasks``' ``{result: "Error: …", taskCount: 0}``,
+    ``complete-checkpoint``'s ``{ok: false, result}``); the words to show, else None."""
+    if isinstance(result, str):
+        return _error_text(result)
     if not isinstance(result, dict) or is_denied_result(result):
         return None
+    inner = result.get("result")  # create-tasks' {result: "Error: …", taskCount: 0}, complete-checkpoint's {ok, result}
+    if isinstance(inner, str) and (_error_text(inner) is not None or result.get("ok") is False):
+        return _error_text(inner) or f"failed: {inner}"
+    if result.get("success") is True and result.get("verified") is False:
+        return _unverified(result)
     failed = result.get("failedNodes")
     if isinstance(failed, list) and failed:
         names = [str(n.get("nodeName") or n.get("name") or "?") if isinstance(n, dict) else str(n) for n in failed]
@@ -163,6 +186,29 @@ def result_failure(result: Any) -> str | None:
         why = result.get("error") or result.get("reason") or result.get("message")
         return f"failed: {why}" if why else "failed"
     return _execution_failure(result)
+
+
+def _error_text(text: str) -> str | None:
+    text = text.strip()
+    return f"failed: {text[6:].strip()}" if text.startswith("Error:") else None
+
+
+def _unverified(result: dict[str, Any]) -> str:
+    """n8n 2.41's ``credentials`` ``setup`` answer: the picks are saved, but "not confirmed working"
+    (``selections``: a failed connection test, no values, or no test for the type)."""
+    problems = []
+    for selection in result.get("selections") or []:
+        if not isinstance(selection, dict):
+            continue
+        label = str(selection.get("credentialType") or "a credential")
+        if selection.get("connection") == "failed":
+            why = selection.get("connectionMessage")
+            problems.append(f"{label} failed its connection test" + (f": {why}" if why else ""))
+        elif selection.get("hasNoValues"):
+            problems.append(f"{label} has no values filled in")
+        elif selection.get("connection") == "untested":
+            problems.append(f"{label} could not be tested (n8n has no connection test for it)")
+    return "picked, not verified" + (f": {'; '.join(problems)}" if problems else "")
 
 
 def _execution_failure(result: dict[str, Any]) -> str | None:
@@ -226,6 +272,8 @@ def display_state(call: ToolCallState, *, run_active: bool = True, resolved: boo
     failure = result_failure(call.result)
     if failure is not None:
         return DisplayState("failed", failure, auto)
+    if _web_search_empty(call):
+        return DisplayState("not-run", "no results", auto)
     if call.result is None and call.completed_at is None:
         # stopped by the end of its run (cancel, error) before a result came
         if conf is not None and conf.expired and call.confirmation_status is None:

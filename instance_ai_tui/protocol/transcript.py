@@ -129,7 +129,7 @@ def _confirmation_word(call: ToolCallState, kind: str) -> str:
         return call.confirmation_status
     if kind == "waiting":
         return "pending"
-    if kind in ("unresolved", "not-run"):
+    if kind in ("unresolved", "not-run") and (call.is_loading or call.result is None):
         return "not answered"
     return "answered"
 

@@ -382,7 +382,7 @@ class Cards:
 
     # ----------------------------------------------------------------- answering
     async def send_answer(self, card: ConfirmCard, request_id: str, body: ConfirmBody, summary: str) -> None:
-        from ..protocol.api import ApprovalConfirm, PlanDenyConfirm
+        from ..protocol.api import answer_verdict
 
         try:
             await self.thread.client.confirm(request_id, body)
@@ -390,11 +390,7 @@ class Cards:
             self.ui.show_error(f"Could not send your answer: {exc}")
             card.reopen()
             return
-        approved: bool | str | None = None
-        if isinstance(body, ApprovalConfirm):
-            approved = body.approved
-        elif isinstance(body, PlanDenyConfirm):
-            approved = False
+        approved: bool | str | None = answer_verdict(body)  # (a web search or a file refused is denied too)
         # n8n's words for these answers (protocol.display_state): a skip is deferred, not denied
         approved = {"skipped": "deferred", "changes requested": "changes-requested"}.get(summary, approved)
         if self.thread.conversation is not None:
