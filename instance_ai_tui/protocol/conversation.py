@@ -357,6 +357,25 @@ class Conversation:
                 pending.append(PendingConfirmation(msg.id, msg.run_id, agent_id, call, conf))
         return pending
 
+    def resume_waiting(self) -> list[str]:
+        """History messages whose run still waits for an answer (``awaits_answer``) while the server
+        says no run is active or suspended: n8n after a restart, which still takes the answer from its
+        checkpoint. They wait again (their cards answerable). Only on the server's word: a suspended run
+        it still holds comes back by its ``run-sync`` instead (a card drawn from the history would be
+        rebuilt under the keys). Returns their run ids."""
+        revived: list[str] = []
+        for msg in self.messages:
+            if msg.reducer is None or msg.is_streaming or not msg.run_id or not awaits_answer(msg.reducer):
+                continue
+            msg.is_streaming = True
+            self.active_run_id = msg.run_id
+            self._mark(msg)
+            revived.append(msg.run_id)
+        if revived:
+            self._streaming_changed = True
+            self._confirmations_changed = True
+        return revived
+
     def mark_confirmation_resolved(self, request_id: str, approved: bool | str | None = None) -> bool:
         """Record that the user answered ``request_id`` here (it leaves
         ``pending_confirmations``). With ``approved``, also set the call's

@@ -59,12 +59,14 @@ def full_stop(text: str) -> str:
 
 
 def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) -> list[str]:
-    """End every run the conversation still shows as running when the server says none is.
+    """End every run the conversation still shows as running when the server says none is; a run
+    still waiting for an answer (n8n keeps it across a restart) waits again instead.
 
-    Returns the ids of the runs ended. A status of ``None`` (unknown) settles nothing.
+    Returns the ids of the runs ended or waiting again. A status of ``None`` (unknown) settles nothing.
     """
     if status is None or status.has_active_run or status.is_suspended:
         return []
+    revived = conversation.resume_waiting()
     from ..protocol.conversation import awaits_answer
     from ..protocol.events import RunFinishEvent, RunFinishPayload
 
@@ -85,7 +87,7 @@ def settle_interrupted(conversation: Conversation, status: ThreadStatus | None) 
         )
         conversation.fold([StreamItem(None, event)])
         ended.append(msg.run_id)
-    return ended
+    return ended + revived
 
 
 # --------------------------------------------------------------------------- titles

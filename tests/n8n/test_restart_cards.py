@@ -24,17 +24,22 @@ def restored() -> Conversation:
     return conversation
 
 
-def test_the_history_after_a_restart_shows_the_card_answerable() -> None:
+def test_the_history_after_a_restart_with_n8ns_status_shows_the_card_answerable() -> None:
     conversation = restored()
+    assert not conversation.pending_confirmations()  # the history alone: a suspended run n8n still holds
+    # comes back by its run-sync (a card drawn from the history would be rebuilt under the keys)
+    run = AFTER_KILL["messages"][1]["runId"]
+    assert settle_interrupted(conversation, NO_RUN) == [run]  # n8n's status: no run; the card waits again
     pending = conversation.pending_confirmations()
     assert [p.confirmation.message for p in pending] == ["Archive Explore archive (ID: MNeKsZqoSJT5te4O)"]
-    assert conversation.is_streaming and conversation.active_run_id == AFTER_KILL["messages"][1]["runId"]
+    assert conversation.is_streaming and conversation.active_run_id == run
+    assert conversation.messages[-1].reducer.status == "active"  # not ended as interrupted
 
 
-def test_n8ns_status_after_the_restart_does_not_end_the_run() -> None:
+def test_a_status_that_still_holds_the_run_leaves_it_to_the_run_sync() -> None:
     conversation = restored()
-    assert settle_interrupted(conversation, NO_RUN) == []
-    assert conversation.pending_confirmations()
+    suspended = ThreadStatus.model_validate({"hasActiveRun": False, "isSuspended": True, "backgroundTasks": []})
+    assert settle_interrupted(conversation, suspended) == [] and not conversation.pending_confirmations()
 
 
 def test_a_run_cut_without_a_card_is_still_settled_as_interrupted() -> None:
@@ -56,17 +61,20 @@ def test_an_expired_or_answered_card_is_not_kept() -> None:
         data["messages"][1]["agentTree"]["toolCalls"][0]["confirmation"].update(change)
         conversation = Conversation(data["threadId"])
         conversation.load_history(ThreadMessages.model_validate(data))
+        settle_interrupted(conversation, NO_RUN)  # an expired card: the run ends as interrupted
         assert not conversation.pending_confirmations() and not conversation.is_streaming
     data = json.loads(json.dumps(AFTER_KILL))
     data["messages"][1]["agentTree"]["toolCalls"][0]["confirmationStatus"] = "approved"
     conversation = Conversation(data["threadId"])
     conversation.load_history(ThreadMessages.model_validate(data))
+    settle_interrupted(conversation, NO_RUN)
     assert not conversation.pending_confirmations()
 
 
 def test_the_answer_continues_the_same_message() -> None:
     """After the answer n8n resumes the same run (no new run-start): its events fold into the card's message."""
     conversation = restored()
+    settle_interrupted(conversation, NO_RUN)
     run = AFTER_KILL["messages"][1]["runId"]
     call = AFTER_KILL["messages"][1]["agentTree"]["toolCalls"][0]["toolCallId"]
     for raw in ({"type": "tool-result", "runId": run, "agentId": f"orchestrator-{run}",
