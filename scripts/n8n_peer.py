@@ -199,6 +199,8 @@ class N8nPeer:
     api_key: str = ""
     process: subprocess.Popen[bytes] | None = None
     boot_seconds: float = 0.0
+    #: more environment for n8n (wins over the defaults below; "" removes a default's value)
+    extra_env: dict[str, str] = field(default_factory=dict)
     _own_work: bool = False
 
     @property
@@ -259,6 +261,7 @@ class N8nPeer:
             "N8N_INSTANCE_AI_BROWSER_USE_ENABLED": "false",
             "N8N_INSTANCE_AI_THINKING_ENABLED": "false",
         })
+        env.update(self.extra_env)
         return env
 
     def _spawn(self) -> None:

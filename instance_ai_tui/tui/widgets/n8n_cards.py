@@ -291,7 +291,9 @@ class McpConnectCard(N8nCard):
     HELP = """
 ## Connect MCP servers
 
-**1–9** toggle a server · **y**/**Enter** connect the ticked ones · **n** not now.
+Connecting a server is a sign-in to its service, done in n8n's web UI (the URL shown): connect
+the ones you want there, then here **1–9** tick them · **y**/**Enter** done (n8n checks which are
+connected and tells its agent) · **n** not now.
 """
 
     KIND = "mcp-connect"
@@ -317,10 +319,15 @@ class McpConnectCard(N8nCard):
             creds = ", ".join(str(c.get("name") or c.get("credentialType")) for c in server.get("usesCredentials") or []
                               if isinstance(c, dict))
             parts.append((f"\n     uses: {creds}\n" if creds else "\n", "$text-muted"))
+        url = thread_url(self)
+        where = f"open {url} in a browser" if url else "open this thread in n8n's web UI"
+        parts.append((f"Connecting signs in to the service: {where}, connect them there, then tick them here "
+                      "and say done (n8n checks which are connected).", "$text-muted"))
         return Content.assemble(*parts)
 
     def render_keys(self) -> str:
-        return f"1–{min(len(self.servers), 9)} toggle · {_keys(self, 'approve')} connect · {_keys(self, 'deny')} not now"
+        return (f"1–{min(len(self.servers), 9)} tick · {_keys(self, 'approve')} done, connected in n8n · "
+                f"{_keys(self, 'deny')} not now")
 
     def letter(self, key: str) -> bool:
         if key.isdigit() and key != "0":
@@ -341,7 +348,7 @@ class McpConnectCard(N8nCard):
                 self.notify("Tick a server (1–9) to connect, or n for not now.", severity="warning")
             return
         order = [str(s.get("serverSlug")) for s in self.servers if str(s.get("serverSlug")) in self.ticked]
-        self.answer(McpConnectConfirm(approved=True, connected_slugs=order), f"connect {', '.join(order)}")
+        self.answer(McpConnectConfirm(approved=True, connected_slugs=order), f"connected in n8n: {', '.join(order)}")
 
     def action_deny(self) -> None:
         self.answer(McpConnectConfirm(approved=False), "not connected")
