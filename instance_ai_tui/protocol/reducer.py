@@ -484,11 +484,16 @@ class RunReducer(ReducerReads):
     def _on_run_finish(self, event: RunFinishEvent) -> None:
         raw = event.payload.status
         status = "completed" if raw == "completed" else "cancelled" if raw in ("cancelled", "interrupted") else "error"
-        self._set_status(status)
         root = self._root
+        reason = event.payload.reason
+        if (status == "cancelled" and self.status == "cancelled" and reason == "user_cancelled"
+                and root.fields.get("cancellationReason") not in (None, "user")):
+            # n8n 2.41.1's shutdown ends a run 'service_shutdown', then the run's own aborted path
+            # ends it again 'user_cancelled': the first says why (live and in its log alike)
+            return
+        self._set_status(status)
         root.status = status
         self._touch(root)
-        reason = event.payload.reason
         if status == "cancelled":
             cause = CANCELLATION.get(reason or "")
             if cause is None:

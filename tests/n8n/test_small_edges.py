@@ -31,3 +31,36 @@ async def test_n8ns_refusal_is_one_sentence_in_the_banner(fake: FakeN8n, tmp_pat
 
 def test_full_stop() -> None:
     assert [full_stop(t) for t in ("closed", "on?", "done.", "wait…", "x  ")] == ["closed.", "on?", "done.", "wait…", "x."]
+
+
+def test_a_run_n8n_shut_down_reads_shutdown_not_user() -> None:
+    """n8n 2.41.1 on SIGTERM, as it logged it (live: ``test_a_run_cut_by_n8ns_shutdown_reads_as_the_shutdown``):
+    run-finish cancelled service_shutdown, then 0.45 s later the aborted run's own run-finish
+    cancelled user_cancelled. The first says why."""
+    import json
+
+    from instance_ai_tui.protocol.conversation import Conversation
+    from instance_ai_tui.protocol.events import parse_event
+
+    run = "run_2WkcqFOOs39c5xRzgdl6B"
+    conversation = Conversation("t")
+    for line in (
+        {"type": "run-start", "runId": run, "agentId": f"orchestrator-{run}", "payload": {"messageId": "m"}},
+        {"type": "text-delta", "runId": run, "agentId": f"orchestrator-{run}", "payload": {"text": "a long story"}},
+        {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
+         "payload": {"status": "cancelled", "reason": "service_shutdown"}},
+        {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
+         "payload": {"status": "cancelled", "reason": "user_cancelled"}},
+    ):
+        conversation.apply(None, parse_event(json.dumps(line)))
+    tree = conversation.messages[-1].reducer.tree()
+    assert (tree.status, tree.cancellation_reason) == ("cancelled", "shutdown")
+    # a person's cancel stays the person's
+    again = Conversation("t")
+    for line in (
+        {"type": "run-start", "runId": run, "agentId": f"orchestrator-{run}", "payload": {"messageId": "m"}},
+        {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
+         "payload": {"status": "cancelled", "reason": "user_cancelled"}},
+    ):
+        again.apply(None, parse_event(json.dumps(line)))
+    assert again.messages[-1].reducer.tree().cancellation_reason == "user"
