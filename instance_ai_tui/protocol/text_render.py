@@ -17,6 +17,7 @@ characters). ``render_rich`` returns a ``rich.tree.Tree`` with the same content.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -74,10 +75,45 @@ def _label(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+_UNTRUSTED = re.compile(r'\A<untrusted_data source="[^"]*"(?: label="[^"]*")?>\n(.*)\n</untrusted_data>\Z', re.S)
+
+
+def content_text(result: Any) -> str | None:
+    """The text of an MCP tool's result (the local gateway's ``read_file``, an MCP server's tool): MCP's
+    ``{content: [{type: "text", text}]}``, or n8n 2.41's ``{type: "content", value: [...]}`` whose texts it
+    wraps in ``<untrusted_data source="tool:NAME">`` (``@n8n/agents`` ``wrapUntrustedData``, taken off
+    here). ``None`` for anything else (or content that is not all text)."""
+    if not isinstance(result, dict):
+        return None
+    parts = result.get("value") if result.get("type") == "content" else result.get("content")
+    if not isinstance(parts, list) or not parts or result.get("isError"):
+        return None
+    texts = []
+    for part in parts:
+        if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            return None
+        text = part["text"]
+        wrapped = _UNTRUSTED.match(text)
+        texts.append((wrapped.group(1) if wrapped else text).replace("&lt;/untrusted_data", "</untrusted_data"))
+    return "\n".join(texts)
+
+
+def text_summary(text: str, limit: int = 80) -> str:
+    """A text result in a few words: its line, or how many lines it has."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) > 1:
+        return f"{len(lines)} lines"
+    return _shorten(lines[0] if lines else "(empty)", limit)
+
+
 def summarize_result(result: Any, limit: int = 80) -> str:
-    """A short one-line summary of a tool result (lists by item names, objects by id)."""
+    """A short one-line summary of a tool result (lists by item names, objects by id, an MCP
+    tool's text by its line or how many lines it has)."""
     if result is None:
         return "done"
+    text = content_text(result)
+    if text is not None:
+        return text_summary(text, limit)
     if isinstance(result, str):
         return _shorten(result, limit)
     if isinstance(result, list):

@@ -64,3 +64,19 @@ def test_a_run_n8n_shut_down_reads_shutdown_not_user() -> None:
     ):
         again.apply(None, parse_event(json.dumps(line)))
     assert again.messages[-1].reducer.tree().cancellation_reason == "user"
+
+
+def test_read_file_reads_as_the_file_it_read() -> None:
+    """n8n 2.41.1's tool result of the local gateway's read_file (live:
+    ``tests/live_n8n/test_gateway_words_live.py``): the file's lines, not "1 value"."""
+    from instance_ai_tui.protocol.text_render import content_text, summarize_result
+    from instance_ai_tui.tui.widgets.tool_card import result_summary
+
+    text = "".join(f"line {i}\n" for i in range(12))
+    n8n = {"type": "content", "value": [{"type": "text",
+                                         "text": f'<untrusted_data source="tool:read_file">\n{text}\n</untrusted_data>'}]}
+    assert content_text(n8n) == text
+    assert result_summary(n8n) == summarize_result(n8n) == "12 lines"
+    assert result_summary({"content": [{"type": "text", "text": "one line"}]}) == "one line"  # MCP's own shape
+    assert content_text({"type": "content", "value": [{"type": "image", "data": "…"}]}) is None
+    assert content_text({"content": [{"type": "text", "text": "no"}], "isError": True}) is None

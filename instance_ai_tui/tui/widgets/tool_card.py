@@ -26,6 +26,7 @@ from textual.widgets import Static
 
 from ...protocol.display_state import AUTO_APPROVED_LABEL, PLAN_CHANGES, DisplayState, display_state
 from ...protocol.safe_text import visible
+from ...protocol.text_render import content_text, text_summary
 from ...protocol.tree import ToolCallState
 from .. import keymap
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
@@ -69,6 +70,9 @@ def result_summary(value: Any, limit: int = SUMMARY_LIMIT) -> str:
     """A few words about a result for the header."""
     if value is None:
         return ""
+    text = content_text(value)  # an MCP tool's text (read_file): its line, or how many lines it has
+    if text is not None:
+        return text_summary(text, limit)
     if isinstance(value, str):
         line = value.strip().splitlines()[0] if value.strip() else ""
         return line if len(line) <= limit else line[: limit - 1] + "…"
