@@ -17,6 +17,7 @@ n8n's dialect differs from our server's (reference ``n8n-instance-ai-wire-protoc
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -133,6 +134,8 @@ class N8nClient(Client):
         self._max_attempts = max_attempts
         self._time_zone = time_zone if time_zone is not None else _local_time_zone()
         self.wait_while_down = wait_while_down
+        #: workflow id -> name (None: could not be read), for setup cards (``_name_workflows``)
+        self._workflow_names: dict[str, str | None] = {}
         self._project_id: str | None = None
         self._known_threads: set[str] = set()
         self._open_lock = asyncio.Lock()
@@ -421,6 +424,7 @@ class N8nClient(Client):
                 raise  # n8n's HTML 404 (booting, or no module): not an empty thread
             return ThreadMessages(thread_id=tid)  # a thread not created yet has no history
         self._known_threads.add(tid)
+        await self._name_workflows(data)
         history: ThreadMessages = _model(ThreadMessages, data, "thread history")
         if not history.messages:
             return history
@@ -431,6 +435,7 @@ class N8nClient(Client):
             older = await self._ai(
                 "GET", f"/threads/{tid}/messages", params={"limit": str(HISTORY_LIMIT), "page": str(page)}
             )
+            await self._name_workflows(older)
             items = _model(ThreadMessages, older, "thread history").messages
             new = [m for m in items if m.id not in seen]
             if not new:
@@ -527,6 +532,8 @@ class N8nClient(Client):
                 async for piece in stream:
                     items: list[Item] = []
                     for frame in piece.frames:
+                        if _SETUP_MARK in frame.data:  # type: ignore[union-attr]  # (no DeltaRun, as below)
+                            frame = await self._named_setup_frame(frame)  # type: ignore[arg-type]
                         item = self._item(frame)  # type: ignore[arg-type]  # (no DeltaRun: asked for without runs)
                         if frame.id is not None:
                             cursor = frame.id if cursor is None else max(cursor, frame.id)
@@ -565,6 +572,42 @@ class N8nClient(Client):
             return False
         self._known_threads.discard(tid)
         return True
+
+    # ------------------------------------------------------------------ workflow names for setup cards
+    async def _named_setup_frame(self, frame: SseFrame) -> SseFrame:
+        """A frame carrying a workflow setup request, with the workflow's name added (``_name_workflows``)."""
+        try:
+            data = json.loads(frame.data)
+        except ValueError:
+            return frame
+        if not await self._name_workflows(data):
+            return frame
+        return frame._replace(data=json.dumps(data, ensure_ascii=False))
+
+    async def _name_workflows(self, data: Any) -> bool:
+        """n8n's setup request (``setupRequests`` with a ``workflowId``) names the workflow only by id:
+        its name is read once (``GET /rest/workflows/:id``) and added as ``workflowName`` to each such
+        request in ``data`` (a frame or a history page), so its card says which workflow. Best effort:
+        a workflow that cannot be read keeps its id. Returns whether a name was added."""
+        found: list[dict[str, Any]] = []
+        _setup_requests(data, found, 0)
+        named = False
+        for request in found:
+            workflow_id = request.get("workflowId")
+            if not isinstance(workflow_id, str) or "workflowName" in request:
+                continue
+            if workflow_id not in self._workflow_names:
+                try:
+                    workflow = await self._request("GET", f"/rest/workflows/{workflow_id}", relogin=False)
+                except ClientError:
+                    workflow = None
+                name = workflow.get("name") if isinstance(workflow, dict) else None
+                self._workflow_names[workflow_id] = name if isinstance(name, str) and name.strip() else None
+            name = self._workflow_names[workflow_id]
+            if name is not None:
+                request["workflowName"] = name
+                named = True
+        return named
 
     def _item(self, frame: SseFrame) -> StreamItem | None:
         if frame.event == "run-sync":
@@ -621,6 +664,29 @@ class ModuleNotReadyError(NotFoundError):
     While n8n restarts its HTTP server answers before the module is ready (about 6.5 s of
     HTML 404s), so this is not a proof that a thread does not exist."""
 
+
+
+#: how a frame with a workflow setup request looks (checked before parsing it: most frames are not)
+_SETUP_MARK = '"setupRequests"'
+#: how deep ``_setup_requests`` looks into a history page (messages, trees, children, tool calls)
+_SETUP_DEPTH = 40
+
+
+def _setup_requests(value: Any, found: list[dict[str, Any]], depth: int) -> None:
+    """Every object in ``value`` with ``setupRequests`` and a ``workflowId`` (confirmations: live
+    events' payloads and the history's tool calls)."""
+    if depth > _SETUP_DEPTH:
+        return
+    if isinstance(value, dict):
+        if "setupRequests" in value and "workflowId" in value:
+            found.append(value)
+        for item in value.values():
+            if isinstance(item, dict | list):
+                _setup_requests(item, found, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                _setup_requests(item, found, depth + 1)
 
 
 def _not_up(exc: ClientError) -> bool:

@@ -340,13 +340,16 @@ def slack_credential_of(peer: Any, workflow_id: str) -> Any:
 
 async def test_workflow_setup_applied_by_keys(n8n: Any, responder: Callable[[Any], None], tmp_path: Path) -> None:
     cred_id = make_credential(n8n, f"Slack setup {uuid.uuid4().hex[:4]}")
-    workflow_id = make_slack_workflow(n8n, f"Live setup {uuid.uuid4().hex[:4]}")
+    workflow_name = f"Live setup {uuid.uuid4().hex[:4]}"
+    workflow_id = make_slack_workflow(n8n, workflow_name)
     scenario = Scenario("live-setup-" + uuid.uuid4().hex[:6], "workflows", {"action": "setup", "workflowId": workflow_id})
     responder(scenario)
     async with card_reached(n8n, tmp_path / "cfg", f"{scenario.mark}: set it up") as (_app, pilot, card):
         shown = card_text(card)
         assert isinstance(card, n8n_cards.SetupWorkflowCard), (type(card), shown)
         assert "Slack" in shown, shown
+        # the title names the workflow (n8n's request has only its id: the client reads its name, 42.7)
+        assert f"Set up workflow {workflow_name} ({workflow_id})" in shown, shown
         # the Slack node's row: pick the credential we made (its number in the list), then apply
         slack = next(i for i, r in enumerate(card.nodes) if (r.get("node") or {}).get("name") == "Slack")
         options = [c.get("id") for c in card.nodes[slack].get("existingCredentials") or []]

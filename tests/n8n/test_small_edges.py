@@ -80,3 +80,21 @@ def test_read_file_reads_as_the_file_it_read() -> None:
     assert result_summary({"content": [{"type": "text", "text": "one line"}]}) == "one line"  # MCP's own shape
     assert content_text({"type": "content", "value": [{"type": "image", "data": "…"}]}) is None
     assert content_text({"content": [{"type": "text", "text": "no"}], "isError": True}) is None
+
+
+def test_the_setup_card_names_the_workflow() -> None:
+    """n8n's setup request names the workflow only by id; the n8n client adds its name (live:
+    test_workflow_setup_applied_by_keys), and the card's title shows it."""
+    from instance_ai_tui.client.n8n import _setup_requests
+    from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+    from instance_ai_tui.tui.widgets.card_factory import build_card
+
+    page = {"messages": [{"agentTree": {"toolCalls": [{"confirmation": {
+        "requestId": "r1", "severity": "info", "message": "Configure credentials for your workflow",
+        "workflowId": "wf7", "setupRequests": [{"node": {"name": "Slack"}, "isTrigger": False}]}}]}}]}
+    found: list[dict[str, object]] = []
+    _setup_requests(page, found, 0)
+    assert [f["workflowId"] for f in found] == ["wf7"]
+    found[0]["workflowName"] = "Daily digest"
+    card = build_card(ToolCallState(tool_call_id="c1"), Confirmation.model_validate(found[0]))
+    assert "Set up workflow Daily digest (wf7)" in str(card.title())

@@ -47,7 +47,10 @@ credential · **e** fill its parameters (one field at a time, Enter next, Esc st
         yield self.field
 
     def title(self) -> Content:
-        return Content.assemble(("⚙ Set up workflow ", "bold"), (str(self.data.get("workflowId")), "$text-accent"), "  ",
+        # the workflow's name (added by the n8n client: n8n's request names it only by id), else its id
+        name = self.data.get("workflowName")
+        shown = f"{name} ({self.data.get('workflowId')})" if isinstance(name, str) and name else str(self.data.get("workflowId"))
+        return Content.assemble(("⚙ Set up workflow ", "bold"), (shown, "$text-accent"), "  ",
                                 self.confirmation.message or "")
 
     @staticmethod
