@@ -98,3 +98,37 @@ def test_the_setup_card_names_the_workflow() -> None:
     found[0]["workflowName"] = "Daily digest"
     card = build_card(ToolCallState(tool_call_id="c1"), Confirmation.model_validate(found[0]))
     assert "Set up workflow Daily digest (wf7)" in str(card.title())
+
+
+async def test_the_channel_and_resource_cards_say_each_sentence_once() -> None:
+    """n8n 2.41's channel request says "Set up the slack channel" (configure-channel.tool.js) and a
+    gateway decision's message is "read_file: DESCRIPTION" (create-tools-from-mcp-server.js): the cards
+    do not repeat them."""
+    from textual.app import App, ComposeResult
+
+    from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
+    from instance_ai_tui.tui.widgets.card_factory import build_card
+    from tests.support.cards import card_text
+
+    description = "Read file linked.txt: it has 2 hard links (it may be a file from outside the shared folder)"
+    cards = [
+        build_card(ToolCallState(tool_call_id="c1"), Confirmation.model_validate({
+            "requestId": "r1", "severity": "info", "message": "Set up the slack channel",
+            "channelConfig": {"integrationType": "slack", "agentId": "a1"}})),
+        build_card(ToolCallState(tool_call_id="c2", tool_name="read_file"), Confirmation.model_validate({
+            "requestId": "r2", "severity": "warning", "message": f"read_file: {description}",
+            "inputType": "resource-decision", "resourceDecision": {
+                "toolGroup": "filesystemRead", "resource": "linked.txt", "description": description,
+                "options": ["denyOnce", "allowOnce", "allowForSession"]}})),
+    ]
+
+    class Cards(App[None]):
+        def compose(self) -> ComposeResult:
+            yield from cards
+
+    app = Cards()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        channel, decision = (card_text(card) for card in cards)
+    assert channel.lower().count("set up the slack channel") == 1, channel
+    assert decision.count(description) == 1 and "linked.txt" in decision, decision

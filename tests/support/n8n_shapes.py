@@ -160,7 +160,8 @@ SHAPES: dict[str, dict[str, Any]] = {
     "channel-config": {
         "toolName": "agents",
         "args": {"action": "configure-channel"},
-        "request": {"severity": "info", "message": "Connect Slack to your agent",
+        # n8n 2.41's message (agents module, configure-channel.tool.js)
+        "request": {"severity": "info", "message": "Set up the slack channel",
                     "channelConfig": {"integrationType": "slack", "agentId": "agent_42"}},
         "kinds": {"approval"},
     },

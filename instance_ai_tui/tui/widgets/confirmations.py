@@ -390,7 +390,8 @@ after the card appears.
             rd = c.resource_decision
             # n8n's message is the decision's description: the title says it already
             said = (rd.description or "").strip()
-            extra = "" if not said or said == (c.message or "").strip() else f" {said}"
+            # (n8n 2.41's message is "TOOL: DESCRIPTION": the sentence is not said twice)
+            extra = "" if not said or said in (c.message or "") else f" {said}"
             details = f"{rd.tool_group}: {rd.resource}{extra}".strip()
         if details:
             yield Static(details, markup=False, classes="card-details")

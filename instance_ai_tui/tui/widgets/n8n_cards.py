@@ -457,8 +457,12 @@ web UI: set it up there, then **y**/**Enter** here to go on · **n** skip it.
 
     def title(self) -> Content:
         cfg = self.data.get("channelConfig") or {}
-        return Content.assemble(("💬 Set up the ", "bold"), (str(cfg.get("integrationType")), "bold $text-accent"),
-                                (" channel", "bold"), "  ", self.confirmation.message or "")
+        kind = str(cfg.get("integrationType"))
+        said = (self.confirmation.message or "").strip()
+        # n8n 2.41's message is "Set up the KIND channel" itself (configure-channel.tool): not said twice
+        extra = "" if said.lower().rstrip(".") == f"set up the {kind} channel".lower() else said
+        return Content.assemble(("💬 Set up the ", "bold"), (kind, "bold $text-accent"),
+                                (" channel", "bold"), "  " if extra else "", extra)
 
     def render_details(self) -> Content:
         cfg = self.data.get("channelConfig") or {}
