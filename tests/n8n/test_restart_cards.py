@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from instance_ai_tui.client.base import StreamItem
 from instance_ai_tui.protocol.api import ThreadMessages, ThreadStatus
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.events import parse_event
@@ -81,6 +82,6 @@ def test_the_answer_continues_the_same_message() -> None:
                  "payload": {"toolCallId": call, "result": {"success": True}}},
                 {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
                  "payload": {"status": "completed"}}):
-        conversation.apply(None, parse_event(json.dumps(raw)))
+        conversation.fold([StreamItem(None, parse_event(json.dumps(raw)))])
     assert [m.role for m in conversation.messages] == ["user", "assistant"]
     assert not conversation.is_streaming and conversation.messages[-1].reducer.status == "completed"

@@ -39,6 +39,7 @@ def test_a_run_n8n_shut_down_reads_shutdown_not_user() -> None:
     cancelled user_cancelled. The first says why."""
     import json
 
+    from instance_ai_tui.client.base import StreamItem
     from instance_ai_tui.protocol.conversation import Conversation
     from instance_ai_tui.protocol.events import parse_event
 
@@ -52,7 +53,7 @@ def test_a_run_n8n_shut_down_reads_shutdown_not_user() -> None:
         {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
          "payload": {"status": "cancelled", "reason": "user_cancelled"}},
     ):
-        conversation.apply(None, parse_event(json.dumps(line)))
+        conversation.fold([StreamItem(None, parse_event(json.dumps(line)))])
     tree = conversation.messages[-1].reducer.tree()
     assert (tree.status, tree.cancellation_reason) == ("cancelled", "shutdown")
     # a person's cancel stays the person's
@@ -62,7 +63,7 @@ def test_a_run_n8n_shut_down_reads_shutdown_not_user() -> None:
         {"type": "run-finish", "runId": run, "agentId": f"orchestrator-{run}",
          "payload": {"status": "cancelled", "reason": "user_cancelled"}},
     ):
-        again.apply(None, parse_event(json.dumps(line)))
+        again.fold([StreamItem(None, parse_event(json.dumps(line)))])
     assert again.messages[-1].reducer.tree().cancellation_reason == "user"
 
 
