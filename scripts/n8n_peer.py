@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -87,10 +88,24 @@ def _log(message: str) -> None:
     print(f"[n8n-peer] {message}", file=sys.stderr, flush=True)
 
 
+class RegistryHole(PeerError):
+    """The npm registry lacks a package this n8n pins (npm's ETARGET / E404): not installable here."""
+
+
+#: exit code of ``install`` when the registry lacks a package the version pins
+REGISTRY_HOLE_EXIT = 3
+
+
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
     _log("$ " + " ".join(cmd))
-    done = subprocess.run(cmd, cwd=cwd, env=env, check=False)
+    done = subprocess.run(cmd, cwd=cwd, env=env, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr)
     if done.returncode != 0:
+        missing = re.findall(r"No matching version found for (\S+)|404 Not Found - GET \S+/(\S+) -", done.stderr)
+        names = sorted({(a or b).rstrip(".") for a, b in missing})
+        if names:
+            raise RegistryHole(f"the npm registry has no {', '.join(names)} (needed by n8n {N8N_VERSION}): "
+                               "it cannot be installed from this registry")
         raise PeerError(f"{' '.join(cmd[:3])} failed with exit code {done.returncode} (in {cwd})")
 
 
@@ -438,7 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     N8N_VERSION = args.n8n_version or N8N_VERSION
     try:
         if args.command == "install":
-            install()
+            try:
+                install()
+            except RegistryHole as exc:
+                _log(f"NOT INSTALLABLE: {exc}")
+                return REGISTRY_HOLE_EXIT
             return 0
         if args.command == "status":
             ok = installed()
