@@ -102,3 +102,26 @@ def test_the_web_command_refuses_such_a_token(tmp_path: Path) -> None:
                            "--port", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "control characters" in done.stderr
     assert "\x1b" not in done.stderr
+
+
+async def test_the_web_servers_log_lines_are_visible_text(start_web) -> None:  # type: ignore[no-untyped-def]
+    """A malformed request with escape sequences in its line: aiohttp logs it (its own logger); the
+    server's stderr shows it as one visible line (cli.logs), never a traceback or a raw ESC."""
+    import re
+
+    web: WebProcess = start_web("--model", "demo")
+    host, port = httpx.URL(web.url).host, httpx.URL(web.url).port
+    for request in (b"GET /\x1b]52;c;eA==\x07 HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+                    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: \x1b[2J\r\n\r\n"):
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(request)
+        await writer.drain()
+        await asyncio.wait_for(reader.read(4096), 30)
+        writer.close()
+    await asyncio.sleep(1.0)
+    text = web.log.read_bytes().decode("utf-8", "replace")
+    raw = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    assert raw is None, text
+    assert "Traceback" not in text, text  # (before: aiohttp's tracebacks through textual-serve's RichHandler)
+    assert text.count("Error handling request") >= 2 and all(
+        line.count("Error handling request") <= 1 for line in text.splitlines()), text
