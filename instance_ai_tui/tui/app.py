@@ -560,6 +560,10 @@ class InstanceAiApp(App[None]):
             if self.view.max_scroll_y > 0:
                 self.view.release_anchor()  # (up: the newest output stops pulling the view down; End follows again)
             self.view.scroll_page_up()
+        elif self.view.scroll_y + self.view.scrollable_content_region.height + 2 >= self.view.max_scroll_y:
+            # the last page: follow the newest output again (the "new output" badge, a row or two while it
+            # shows, goes with it)
+            self.view.follow()
         else:
             self.view.scroll_page_down()
 

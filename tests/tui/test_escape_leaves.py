@@ -87,5 +87,6 @@ async def test_page_up_and_down_scroll_the_conversation_from_the_prompt(tmp_path
         assert app.prompt.has_focus and app.prompt.text == "a draft\nof two lines"  # typing goes on
         assert not view.following
         await pilot.press("pagedown")
-        await until(lambda: view.scroll_y >= view.max_scroll_y, pilot, what="back at the end")
+        await until(lambda: view.following and view.scroll_y >= view.max_scroll_y, pilot,
+                    what="back at the end, following the newest output again")
         assert app.prompt.has_focus
