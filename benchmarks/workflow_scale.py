@@ -3,6 +3,7 @@ and random DAGs of 100 / 1,000 / 5,000 nodes (with n8n-like positions and withou
 waits while a 5,000-node workflow is laid out in the panel. Prints JSON with the machine's load.
 
     python benchmarks/workflow_scale.py [--sizes 100,1000,5000] [--shapes chain,fan_out,...] [--no-keys]
+                                        [--keys-only]
 
 Per case: ``layout_s`` (wall and CPU: the machine is shared, CPU says what the work costs), ``view_draw_s``
 (the cells of one 160x48 screen, what the panel paints), ``full_draw_s`` (the whole drawing, what
@@ -71,37 +72,57 @@ def case(shape: str, n: int, positions: bool) -> dict[str, Any]:
     return out
 
 
-async def key_latency(n: int = 5000, presses: int = 8) -> dict[str, Any]:
-    """Keys pressed while the panel lays out ``n`` nodes in its thread: how long each waits for its
-    answer (the panel's ``m`` toggles its width: the class is set when the key was handled)."""
+async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", key: str = "m") -> dict[str, Any]:
+    """Keys pressed while the panel lays out ``n`` nodes of a random DAG: how long each waits for its
+    answer (the panel's ``m`` toggles its width: the class is set when the key was handled). ``where``:
+    ``process`` (the worker process, as the app does), ``thread`` (the layout in a thread, as before) or
+    ``idle`` (no layout running: the floor, what a key costs anyway). ``key``: ``m`` (the panel's width:
+    the whole screen is laid out again) or ``a`` typed into a text field beside the panel (its echo)."""
     from textual.app import App, ComposeResult
+    from textual.widgets import Input
 
     from instance_ai_tui.tui.screens.workflow import WorkflowPanel
+    from instance_ai_tui.tui.widgets import workflow_canvas, workflow_canvas_worker
 
     class Host(App[None]):
         def compose(self) -> ComposeResult:
+            yield Input()
             yield WorkflowPanel(None)
 
+    saved = workflow_canvas.PROCESS_NODES
+    workflow_canvas.PROCESS_NODES = 10**9 if where == "thread" else saved
     app = Host()
     waits: list[float] = []
-    async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.query_one(WorkflowPanel)
-        panel.canvas.focus()
-        panel.canvas.show(parse_workflow(SHAPES["chain"](n, True)))
-        during = 0
-        for _ in range(presses):
-            wide = panel.has_class("-wide")
-            started = time.perf_counter()
-            await pilot.press("m")
-            while panel.has_class("-wide") == wide:
-                await asyncio.sleep(0.001)
-            waits.append(time.perf_counter() - started)
-            during += panel.canvas.laying_out
-            await asyncio.sleep(0.05)
-        while panel.canvas.laying_out:
-            await asyncio.sleep(0.05)
+    during = 0
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = app.query_one(WorkflowPanel)
+            field = app.query_one(Input)
+            (panel.canvas if key == "m" else field).focus()
+            wf = parse_workflow(SHAPES["random_dag"](n, True))
+            if where == "process":  # the worker started once before, as after the first big workflow
+                await workflow_canvas_worker.lay_out(parse_workflow(SHAPES["chain"](10, True)),
+                                                     workflow_canvas.Detail.FULL, False)
+            if where != "idle":
+                panel.canvas.show(wf)
+            def state() -> object:
+                return panel.has_class("-wide") if key == "m" else field.value
+
+            for _ in range(presses):
+                before = state()
+                started = time.perf_counter()
+                await pilot.press(key)
+                while state() == before:
+                    await asyncio.sleep(0.001)
+                waits.append(time.perf_counter() - started)
+                during += panel.canvas.laying_out
+                await asyncio.sleep(0.05)
+            while panel.canvas.laying_out:
+                await asyncio.sleep(0.05)
+    finally:
+        workflow_canvas.PROCESS_NODES = saved
     waits.sort()
-    return {"nodes": n, "presses": presses, "pressed_while_laying_out": during,
+    return {"nodes": n, "where": where, "key": key, "presses": presses, "pressed_while_laying_out": during,
             "median_ms": round(1000 * waits[len(waits) // 2], 1), "max_ms": round(1000 * waits[-1], 1),
             "budget_ms": 100}
 
@@ -111,12 +132,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--no-keys", action="store_true")
+    parser.add_argument("--keys-only", action="store_true", help="only the keys while laying out")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     out: dict[str, Any] = {"benchmark": "workflow_scale", "load_avg_1m_before": round(os.getloadavg()[0], 2),
                            "cpus": os.cpu_count(), "budget": {"seconds": 1.0, "megabytes": 200, "at_nodes": 5000},
                            "cases": {}}
-    for shape in args.shapes.split(","):
+    for shape in [] if args.keys_only else args.shapes.split(","):
         for positions in (True, False):
             rows = {str(n): case(shape, n, positions) for n in sizes}
             key = f"{shape}{'' if positions else '_no_positions'}"
@@ -127,7 +149,8 @@ def main() -> None:
             out["cases"][key] = rows
             print(f"# {key} done", file=sys.stderr, flush=True)
     if not args.no_keys:
-        out["keys_while_laying_out"] = asyncio.run(key_latency(max(sizes)))
+        out["keys_while_laying_out"] = {f"{key} {where}": asyncio.run(key_latency(max(sizes), where=where, key=key))
+                                        for key in ("a", "m") for where in ("idle", "process", "thread")}
     out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
     print(json.dumps(with_machine(out), indent=2))
 

@@ -8,8 +8,11 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
+from instance_ai_tui.protocol.workflow_draw import render_text
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
+from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
+from instance_ai_tui.tui.widgets import workflow_canvas_worker
 from instance_ai_tui.tui.widgets.workflow_canvas import WorkflowCanvas
 from tests.protocol.workflow_shapes import big, if_merge
 from tests.support.waiting import until
@@ -533,9 +536,11 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
 
 
 async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> None:
-    """5,000 nodes: the layout runs in a thread; keys are answered while it runs (the previous drawing
-    stays), and the newest layout is the one shown."""
+    """5,000 nodes: the layout runs in the worker process; keys are answered while it runs (the previous
+    drawing stays), and the newest layout is the one shown."""
     from tests.support.workflow_shapes_gen import chain
+
+    before = workflow_canvas_worker.laid_out_in_worker
 
     settings = settings_for(tmp_path)
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
@@ -551,3 +556,41 @@ async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> 
         await until(lambda: panel.canvas.graph_layout is not None, pilot, timeout=120, what="the layout")
         assert len(panel.canvas.graph_layout.boxes) == 5000  # type: ignore[union-attr]
         assert panel.canvas.cursor == "N0"
+        assert workflow_canvas_worker.laid_out_in_worker == before + 1, workflow_canvas_worker.last_failure
+        assert panel.canvas.text() == render_text(parse_workflow(chain(5000)))  # the same drawing
+
+
+async def test_a_small_workflow_is_laid_out_in_the_app_and_a_stopped_worker_is_replaced(tmp_path: Path) -> None:
+    """200 nodes never reach the worker process; when the worker dies while it lays a workflow out, that
+    layout is made in a thread (the reason kept) and the next one in a new worker."""
+    import os
+    import signal
+
+    from tests.support.workflow_shapes_gen import chain, random_dag
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        before = workflow_canvas_worker.laid_out_in_worker
+        panel.canvas.show(parse_workflow(chain(200)))
+        await until(lambda: panel.canvas.graph_layout is not None, pilot, timeout=60, what="the layout")
+        assert workflow_canvas_worker.laid_out_in_worker == before and not workflow_canvas_worker.busy
+        big = parse_workflow(random_dag(3000, True))
+        panel.canvas.show(big)
+        await until(lambda: workflow_canvas_worker.busy, pilot, timeout=60, what="the worker at work")
+        pid = workflow_canvas_worker.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the worker dies (killed, out of memory)
+        await until(lambda: panel.canvas.graph_layout is not None and len(panel.canvas.graph_layout.boxes) == 3000,
+                    pilot, timeout=180, what="the layout made in a thread")
+        assert "the layout process stopped" in workflow_canvas_worker.last_failure
+        assert workflow_canvas_worker.laid_out_in_worker == before
+        assert not panel.canvas.graph_layout.failed  # type: ignore[union-attr]
+        panel.canvas.zoom()
+        await until(lambda: panel.canvas.graph_layout is not None and panel.canvas.graph_layout.detail is Detail.COMPACT
+                    and not panel.canvas.laying_out, pilot, timeout=180, what="the layout in a new worker")
+        assert workflow_canvas_worker.laid_out_in_worker == before + 1, workflow_canvas_worker.last_failure
+        assert workflow_canvas_worker.pid() != pid

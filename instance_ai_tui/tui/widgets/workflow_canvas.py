@@ -4,8 +4,10 @@ A line-API widget (``ScrollView``) over ``protocol.workflow_draw``: it draws onl
 in view (``draw(..., window=)``: three screens wide and high), so the cost of painting follows the
 screen, not the workflow; a change of one node's state (``set_runs`` with the layout unchanged) redraws
 that box's cells and refreshes only its rectangle. A workflow of ``THREAD_NODES`` nodes or more is laid
-out in a thread (``asyncio.to_thread``): the keys keep answering meanwhile, the previous drawing stays
-until the new one is ready, and only the newest layout asked for is applied. The characters say everything (kind glyphs, branch
+out in a thread (``asyncio.to_thread``), of ``PROCESS_NODES`` or more in a worker process
+(``workflow_canvas_worker``: a thread would hold the interpreter lock, and keys would wait): the keys
+keep answering meanwhile, the previous drawing stays until the new one is ready, and only the newest
+layout asked for is applied. The characters say everything (kind glyphs, branch
 labels, ``✓ ran`` / ``✗ failed`` / ``○ not reached``, ``+ new`` / ``~ changed``); colour comes from the
 theme through component classes, so every theme (and the ANSI one) shows the same words.
 
@@ -37,6 +39,7 @@ from ...protocol.workflow_draw import Drawing, Style, draw, draw_box
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
 from ...protocol.workflow_layout import Box, Detail, Layout, layout_workflow
 from .. import keymap
+from . import workflow_canvas_worker
 
 #: style code -> component class
 _COMPONENTS: dict[int, str] = {
@@ -53,6 +56,9 @@ _CURSOR = "workflow-canvas--cursor"
 PAN_STEP = 8
 #: workflows of this many nodes or more are laid out in a thread (smaller ones take a few ms)
 THREAD_NODES = 150
+#: and of this many or more in the worker process (``workflow_canvas_worker``): their layout would
+#: hold the interpreter long enough for a key to wait
+PROCESS_NODES = 400
 #: the overview's block for a box, and for the box under the cursor
 OVERVIEW_BOX, OVERVIEW_CURSOR = "▪", "◆"
 
@@ -120,6 +126,9 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.fitted = False
         self.overview: tuple[int, int] | None = None
 
+    async def on_unmount(self) -> None:
+        await workflow_canvas_worker.stop()  # started again for the next big workflow
+
     # ----------------------------------------------------------------- content
     def show(self, workflow: Workflow, *, runs: Mapping[str, NodeRun] | None = None,
              changed_by_call: bool = False, changed_from: Workflow | None = None) -> None:
@@ -180,7 +189,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
     async def _layout_off_loop(self, generation: int, workflow: Workflow, detail: Detail,
                                runs: Mapping[str, NodeRun] | None) -> None:
-        layout = await asyncio.to_thread(layout_workflow, workflow, detail, runs=runs)
+        if len(workflow.nodes) >= PROCESS_NODES:
+            layout = await workflow_canvas_worker.lay_out(workflow, detail, bool(runs))
+        else:
+            layout = await asyncio.to_thread(layout_workflow, workflow, detail, runs=runs)
         self._apply(layout, generation)
 
     def _apply(self, layout: Layout, generation: int) -> None:
