@@ -162,7 +162,7 @@ async def test_deny_turns_the_call_into_an_error() -> None:
 
 
 async def test_always_allow_sends_session_scope() -> None:
-    client = recorded([approval_run()])
+    client = recorded([approval_run("warning")])  # a destructive card offers no always-allow (issue 42.4)
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()

@@ -138,7 +138,7 @@ async def test_ctrl_c_clears_a_non_empty_prompt_first_even_with_a_card_waiting()
 
 
 async def test_always_allow_says_what_it_grants_and_needs_a_second_different_key() -> None:
-    client = recorded([approval_run()])
+    client = recorded([approval_run("warning")])  # a destructive card offers no always-allow (issue 42.4)
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
@@ -250,5 +250,8 @@ async def test_esc_on_a_queued_message_goes_back_to_the_prompt_without_stopping_
         await pilot.press("escape")  # not a text field: back to the prompt, the agent goes on
         await until(lambda: app.focused is app.prompt, pilot)
         assert app.conversation.is_streaming and ("cancel", app.thread_id) not in client.calls
-        await pilot.press("escape")  # in the prompt, Esc stops the agent
+        await pilot.press("escape")  # right after coming back, Esc only says that the next one stops (39.6)
+        await pilot.pause(0.1)  # the scenario: a window in which nothing may be cancelled
+        assert ("cancel", app.thread_id) not in client.calls
+        await pilot.press("escape")  # the next Esc in the prompt stops the agent
         await until(lambda: ("cancel", app.thread_id) in client.calls, pilot)
