@@ -43,12 +43,14 @@ def capture(fd: int | None = None) -> bool:
         import termios
     except ImportError:  # not POSIX
         return False
-    fd = sys.stdin.fileno() if fd is None else fd
     try:
+        # pytest's captured stdin, a closed or replaced stdin (None, a pseudo-file): not a terminal,
+        # nothing to capture (io.UnsupportedOperation is an OSError and a ValueError)
+        fd = sys.stdin.fileno() if fd is None else fd
         if not os.isatty(fd):
             return False
         original = termios.tcgetattr(fd)
-    except (OSError, ValueError, termios.error):
+    except (OSError, ValueError, AttributeError, termios.error):
         return False
     raw = termios.tcgetattr(fd)
     raw[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR)

@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,54 @@ async def test_a_message_typed_at_launch_is_sent_ten_of_ten(tmp_path: Path, dela
         outcomes.append(sent)
         assert sent, f"launch {n + 1}: the message typed {delay} s after the command was not sent:\n{screen}"
     assert outcomes == [True] * 10
+
+
+@pytest.mark.parametrize("stdin", ["pseudofile", "none", "closed", "pipe"])
+def test_capture_without_a_terminal_does_nothing(stdin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest's captured stdin (no fileno), no stdin, a closed one or a pipe: ``capture`` leaves
+    it alone and says so; the CLI never crashes on it (CI failed with io.UnsupportedOperation)."""
+    import io
+    import os
+
+    from instance_ai_tui.cli import type_ahead
+
+    read_end, write_end = os.pipe()
+    try:
+        if stdin == "pseudofile":
+            replacement: Any = io.StringIO("typed")
+        elif stdin == "none":
+            replacement = None
+        elif stdin == "closed":
+            replacement = os.fdopen(os.dup(read_end))
+            replacement.close()
+        else:
+            replacement = os.fdopen(os.dup(read_end))
+        monkeypatch.setattr(sys, "stdin", replacement)
+        monkeypatch.setattr(type_ahead, "_original", None)
+        assert type_ahead.capture() is False
+        assert type_ahead.original_attributes() is None
+        assert type_ahead.take_early() == ""
+    finally:
+        if stdin == "pipe":
+            replacement.close()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_tui_command_with_a_pseudofile_stdin_says_its_error(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The TUI's command run with stdin that has no fileno (pytest's capture) reaches its own
+    argument check (a gateway folder without --url) instead of crashing in the type-ahead capture."""
+    import io
+
+    from instance_ai_tui.cli import main as cli_main
+    from instance_ai_tui.cli import type_ahead
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(type_ahead, "_original", None)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("INSTANCE_AI_CONFIG", str(tmp_path / "cfg" / "none.toml"))
+    assert cli_main(["--gateway", str(tmp_path)]) == 2
+    assert "it needs --url of an n8n instance" in capsys.readouterr().err
