@@ -44,6 +44,8 @@ class Style(IntEnum):
     DISABLED = 16
     NOTE = 17
     ERROR_EDGE = 18
+    #: items on a connection after a run
+    COUNT = 19
 
 
 KIND_STYLE = {NodeKind.TRIGGER: Style.TRIGGER, NodeKind.ACTION: Style.ACTION, NodeKind.AI: Style.AI,
@@ -151,7 +153,9 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     for region in layout.regions:
         if region.x < x1 and x0 < region.x + region.w and region.y < y1 and y0 < region.y + region.h:
             _draw_region(drawing, region.x, region.y, region.w, region.h, region.label)
-    _draw_lines(drawing, layout)
+    masks = _draw_lines(drawing, layout)
+    if runs:
+        _draw_counts(drawing, layout, runs, masks)
     for bx, by, text in layout.labels:
         if by < y0 or by >= y1 or bx >= x1 or bx + len(text) < x0:
             continue
@@ -179,7 +183,8 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     return drawing
 
 
-def _draw_lines(drawing: Drawing, layout: Layout) -> None:
+def _draw_lines(drawing: Drawing, layout: Layout) -> dict[tuple[int, int], int]:
+    """The lines in the window; returns the arms of each line cell drawn."""
     x0, y0 = drawing.x0, drawing.y0
     w, h = drawing.width, drawing.height
     x1, y1 = x0 + w, y0 + h
@@ -236,6 +241,64 @@ def _draw_lines(drawing: Drawing, layout: Layout) -> None:
         if x0 <= x < x1 and y0 <= y < y1:
             chars[y - y0][x - x0] = "▶"
             styles[y - y0][x - x0] = Style.ARROW
+    return masks
+
+
+def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
+    """What a connection from output ``port`` carried in an execution, as n8n writes it on the line
+    (``3 items``; ``3`` zoomed out); "" when nothing (or not known: a node of several outputs without
+    per-output counts)."""
+    if run is None or run.state not in (RunState.RAN, RunState.FAILED):
+        return ""
+    counts = run.items_by_output
+    if port < len(counts):
+        n = counts[port]
+    elif not counts and port == 0:
+        n = run.items
+    else:
+        return ""
+    if n <= 0:
+        return ""
+    return str(n) if compact else f"{n} item{'s' if n != 1 else ''}"
+
+
+def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
+                 masks: Mapping[tuple[int, int], int]) -> None:
+    """Items on connections where they fit: on the line's last straight piece that has room for the
+    words and a cell of line either side, nothing crossing it there (else the one before; else none)."""
+    x0, y0, w, h = drawing.x0, drawing.y0, drawing.width, drawing.height
+    chars, styles = drawing.chars, drawing.styles
+    compact = layout.detail is Detail.COMPACT
+    taken = {(x + k, y) for x, y, text in layout.labels if y0 <= y < y0 + h
+             for k in range(-1, cell_len(text) + 1)}  # branch labels (and a cell either side)
+    for route in layout.routes:
+        edge = route.edge
+        if edge.is_ai:
+            continue
+        text = count_text(runs.get(edge.source), layout.ports.get(edge, edge.output), compact=compact)
+        if not text:
+            continue
+        pts = route.points
+        if not (min(p[1] for p in pts) < y0 + h and max(p[1] for p in pts) >= y0
+                and min(p[0] for p in pts) < x0 + w and max(p[0] for p in pts) >= x0):
+            continue
+        size = cell_len(text)
+        for (ax, ay), (bx, by) in reversed(list(itertools.pairwise(pts))):
+            if ay != by or not y0 <= ay < y0 + h:
+                continue
+            lo, hi = min(ax, bx) + 1, max(ax, bx) - 1  # not the corners (nor the arrow's cell)
+            if hi - lo + 1 < size + 2:
+                continue
+            start = lo + (hi - lo + 1 - size) // 2
+            cells = range(start - 1, start + size + 1)
+            if any(masks.get((x, ay), _L | _R) != _L | _R or (x, ay) in taken for x in cells if x0 <= x < x0 + w):
+                continue  # something crosses or joins the line there, or a branch label is written on it
+            row, srow = chars[ay - y0], styles[ay - y0]
+            for k, char in enumerate(cells_of(text, size)):
+                if x0 <= start + k < x0 + w:
+                    row[start + k - x0] = char
+                    srow[start + k - x0] = Style.COUNT
+            break
 
 
 def _is_error_port(layout: Layout, route: object) -> bool:

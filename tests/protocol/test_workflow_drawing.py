@@ -87,6 +87,30 @@ def test_execution_states_are_glyph_and_word(snapshot: Any) -> None:
     assert text + compact == snapshot
 
 
+def test_items_are_written_on_the_lines_after_a_run() -> None:
+    """As n8n writes "3 items" on a connection after a run: per output (an IF's branches, from runData),
+    "1 item", nothing for 0 or before a run, the number alone zoomed out; the lines still read back."""
+    wf = parse_workflow(if_merge())
+    runs = {n.name: NodeRun(RunState.RAN, 5, items_by_output=(5,)) for n in wf.nodes}
+    runs["Big order?"] = NodeRun(RunState.RAN, 5, items_by_output=(3, 2))
+    runs["Notify sales"] = NodeRun(RunState.RAN, 3, items_by_output=(3,))
+    runs["Tag small"] = NodeRun(RunState.RAN, 1, items_by_output=(1,))
+    runs["Merge"] = NodeRun(RunState.RAN, 0, items_by_output=(0,))
+    text = render_text(wf, runs=runs)
+    lines = text.splitlines()
+    assert any("New order" in line and "──5 items──▶┤◇ Big order?" in line for line in lines), text
+    assert any("─3 items─▶┤1 ◇ Merge" in line for line in lines), text
+    assert any("─1 item──▶┤2 merge" in line for line in lines), text
+    assert "0 item" not in text.replace("✓ ran · 0 items", "")  # Merge passed nothing on
+    assert "item" not in render_text(wf).replace("items", "")  # before a run: nothing on the lines
+    compact = render_text(wf, Detail.COMPACT, runs=runs)
+    assert "─3──▶┤▪ Notify sales" in compact, compact  # the IF's true branch: 3 of its 5 items
+    for detail in (Detail.FULL, Detail.COMPACT):
+        layout = layout_workflow(wf, detail, runs=runs)
+        read = read_drawing(draw(layout, runs=runs).chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
+        assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
+
+
 def test_marks_of_a_change(snapshot: Any) -> None:
     text = render_text(parse_workflow(if_merge()), marks={"Save row": "new", "Notify sales": "changed"})
     assert "+ new" in text and "~ changed" in text

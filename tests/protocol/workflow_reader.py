@@ -3,10 +3,11 @@ it sees. It knows only the characters and where the boxes are (the names written
 layout's routes.
 
 From each output port (``├`` on a box's right border; the n-th from the top is output n) it moves right and
-follows the line: straight on along ``─``/``┄`` and over a label's letters, round a corner, into every
-branch of a junction (``┬ ┴ ├ ┤``), and **straight on** through a crossing ``┼``. It arrives when it
-enters an arrow ``▶`` whose right neighbour is a box's left border: that box's input (the digit inside
-the border on that row, ``1``/``2``…, else the first). From a sub-node's top port (``┴`` on its top
+follows the line: straight on along ``─``/``┄`` and over a label's letters (also a single space between
+two words: ``──3 items──▶``), round a corner, into every branch of a junction (``┬ ┴ ├ ┤``), and
+**straight on** through a crossing ``┼``. It arrives when it enters an arrow ``▶`` whose right neighbour is
+a box's left border: that box's input (the digit inside the border on that row, ``1``/``2``…, else the
+first). From a sub-node's top port (``┴`` on its top
 border) it moves up and arrives on a ``┬`` of another box's bottom border: the port's label follows the
 ``┬`` run (``model``, ``tool``…).
 
@@ -109,6 +110,10 @@ def _follow(out: ReadBack, chars: list[list[str]], at: object, owner: Mapping[tu
             continue  # an output nothing is connected to
         arms = ARMS.get(ch)
         if arms is None:
+            if ch == " " and d in (_L, _R) and _between_letters(get, cx, cy, d):  # type: ignore[arg-type]
+                nx, ny = _STEP[d]  # the space between two words of a label on the line ("3 items")
+                todo.append((cx + nx, cy + ny, d))
+                continue
             if ch in (" ", "") or d in (_U, _D):
                 out.defects.append(f"the line stops: {where}")
                 continue
@@ -125,3 +130,14 @@ def _follow(out: ReadBack, chars: list[list[str]], at: object, owner: Mapping[tu
         for a in nexts:
             nx, ny = _STEP[a]
             todo.append((cx + nx, cy + ny, a))
+
+
+def _letter(ch: str) -> bool:
+    return ch not in (" ", "", "▶", STUB) and ch not in ARMS
+
+
+def _between_letters(get: object, x: int, y: int, d: int) -> bool:
+    """A single space with a letter on both sides, along the way the line goes."""
+    at = get  # type: ignore[assignment]
+    step = _STEP[d][0]
+    return _letter(at(x - step, y)) and _letter(at(x + step, y))  # type: ignore[operator]

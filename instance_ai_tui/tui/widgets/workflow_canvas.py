@@ -22,6 +22,7 @@ Ctrl+wheel zooms (where the terminal reports it).
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -35,9 +36,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...protocol.workflow_draw import Drawing, Style, draw, draw_box
+from ...protocol.workflow_draw import Drawing, Style, count_text, draw, draw_box
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
-from ...protocol.workflow_layout import Box, Detail, Layout, layout_workflow
+from ...protocol.workflow_layout import Box, Detail, Layout, Route, layout_workflow
 from .. import keymap
 from . import workflow_canvas_worker
 
@@ -50,7 +51,7 @@ _COMPONENTS: dict[int, str] = {
     Style.RAN: "workflow-canvas--ran", Style.FAILED: "workflow-canvas--failed",
     Style.NOT_REACHED: "workflow-canvas--not-reached", Style.NEW: "workflow-canvas--new",
     Style.CHANGED: "workflow-canvas--changed", Style.ARROW: "workflow-canvas--edge",
-    Style.DISABLED: "workflow-canvas--muted",
+    Style.DISABLED: "workflow-canvas--muted", Style.COUNT: "workflow-canvas--ran",
 }
 _CURSOR = "workflow-canvas--cursor"
 PAN_STEP = 8
@@ -122,6 +123,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         #: layouts asked for so far (only the newest is applied) and whether one is being made
         self._generation = 0
         self.laying_out = False
+        self._routes_by_source: tuple[Layout | None, dict[str, list[Route]]] = (None, {})
         #: "fit": the overview's scale (columns, rows per cell) when even zoomed out is larger than the view
         self.fitted = False
         self.overview: tuple[int, int] | None = None
@@ -158,9 +160,37 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self.graph_layout is None or bool(old) != bool(runs):
             self._relayout()
             return
+        lines_changed: list[Route] = []
         for name in self.graph_layout.boxes:
             if old.get(name) != self.runs.get(name):
                 self.redraw_node(name)
+                lines_changed += [r for r in self._routes_from(name)
+                                  if self._count(old, r) != self._count(self.runs, r)]
+        if lines_changed:  # the items written on its lines changed: the window is drawn again,
+            self.drawing = None  # and the rows of those lines repainted
+            scroll_x, scroll_y = self.scroll_offset
+            for route in lines_changed:
+                for (ax, ay), (bx, by) in itertools.pairwise(route.points):
+                    if ay == by:
+                        self.refresh(Region(min(ax, bx) - scroll_x, ay - scroll_y, abs(bx - ax) + 1, 1))
+
+    def _routes_from(self, name: str) -> list[Route]:
+        """The main lines leaving ``name`` (indexed once per layout)."""
+        layout = self.graph_layout
+        if layout is None:
+            return []
+        if self._routes_by_source[0] is not layout:
+            index: dict[str, list[Route]] = {}
+            for route in layout.routes:
+                if not route.edge.is_ai:
+                    index.setdefault(route.edge.source, []).append(route)
+            self._routes_by_source = (layout, index)
+        return self._routes_by_source[1].get(name, [])
+
+    def _count(self, runs: Mapping[str, NodeRun], route: Route) -> str:
+        layout = self.graph_layout
+        port = layout.ports.get(route.edge, route.edge.output) if layout is not None else route.edge.output
+        return count_text(runs.get(route.edge.source), port, compact=self.detail is Detail.COMPACT)
 
     def redraw_node(self, name: str) -> None:
         if self.graph_layout is None or name not in self.graph_layout.boxes:
