@@ -100,15 +100,38 @@ def cells_of(text: str, width: int) -> list[str]:
     return out[:width] if len(out) > width else out
 
 
-def status_text(run: NodeRun | None, *, compact: bool = False) -> str:
-    """``✓ ran · 3 items``, ``✓ 3 runs · 3 items``, ``✗ failed: <error>``, ``○ not reached``."""
-    if run is None:
-        return f"{RUN_GLYPH[RunState.NOT_REACHED]} not reached"
+def status_text(run: NodeRun | None, *, compact: bool = False, cells: int | None = None) -> str:
+    """``✓ ran · 3 items``, ``✓ 3 runs · 3 items``, ``✗ failed: <error>``, ``○ not reached``; zoomed out
+    (``compact``) the state alone (``✓ 3 runs``). In ``cells``: the longest of its forms that is whole
+    (the counts shortened, then left out: ``✓ 3 runs · 45000`` / ``✓ 3 runs``; only an error's message is
+    ever cut, with ``…``), the glyph alone when not even the word fits (boxes are measured so it does)."""
+    glyph = RUN_GLYPH[run.state if run else RunState.NOT_REACHED]
+    forms = _status_forms(run, compact)
+    if cells is None:
+        return forms[0]
+    failed_with = run is not None and run.state is RunState.FAILED and bool(run.error) and not compact
+    if failed_with and cell_len(forms[0]) > cells >= 12:
+        return "".join(cells_of(forms[0], cells)).rstrip()  # the error matters most: "✗ failed: chan…"
+    for form in forms:
+        if cell_len(form) <= cells:
+            return form
+    return glyph
+
+
+def _status_forms(run: NodeRun | None, compact: bool) -> list[str]:
+    if run is None or run.state is RunState.NOT_REACHED:
+        return [f"{RUN_GLYPH[RunState.NOT_REACHED]} not reached"]
+    glyph = RUN_GLYPH[run.state]
+    word = f"{glyph} {run.state.value}"
+    done = f"{glyph} {run.runs} runs" if run.runs > 1 and run.state is RunState.RAN else word
     if compact:
-        return f"{RUN_GLYPH[run.state]} {run.state.value}"
-    if run.state is RunState.FAILED and run.error:
-        return f"{RUN_GLYPH[run.state]} failed: {run.error}"
-    return f"{RUN_GLYPH[run.state]} {run.label}"
+        return [done, word]
+    if run.state is RunState.FAILED:
+        forms = [f"{glyph} failed: {run.error}"] if run.error else []
+        return [*forms, f"{glyph} {run.label}", f"{glyph} failed"]
+    if run.state is RunState.RAN:
+        return [f"{glyph} {run.label}", f"{done} · {run.items}", done]
+    return [f"{glyph} {run.label}"]
 
 
 # --------------------------------------------------------------------------- drawing
@@ -374,7 +397,7 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
     name_style = Style.DISABLED if node.disabled else KIND_STYLE[node.kind]
     _put(drawing, x0 + 1 + pad, y0 + 1, cells_of(f"{glyph} {node.name}", inner - pad), name_style)
     run = runs.get(name) if runs else None
-    status = status_text(run) if runs else ""
+    status = status_text(run, cells=inner - pad) if runs else ""
     state_style = STATE_STYLE.get(run.state.value if run else "not reached", Style.MUTED)
     if layout.detail is Detail.FULL:
         if h > 3:
@@ -388,7 +411,7 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
         if node.disabled:
             _put(drawing, x0 + 1, y0, cells_of("off", 3), Style.DISABLED)
         if runs:
-            text = status_text(run, compact=True)
+            text = status_text(run, compact=True, cells=inner)
             _put(drawing, x0 + 1, y0 + h - 1, cells_of(text, min(cell_len(text), inner)), state_style)
     mark = (marks or {}).get(name)
     if mark in MARKS:

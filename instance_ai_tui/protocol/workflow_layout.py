@@ -74,6 +74,8 @@ SY = 7 / 200
 SCALE = {0: (SX, SY), 1: (SX * 0.55, SY * 0.65)}
 #: branch labels are cut to this many cells (with ``…``)
 LABEL_CELLS = 12
+#: a zoomed-out box after a run is wide enough for its state whole ("○ not reached", "✓ 120 runs")
+STATE_CELLS = 13
 #: how many times the layout widens the drawing for connections that found no way
 WIDEN_ROUNDS = 4
 #: widening is tried while at most this many connections (or 2 % of them) found no way
@@ -305,8 +307,8 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
         else:
             w = max(8, min(18, cell_len(label) + 2 + pad))
             h = 3
-            if status_row:
-                w = max(w, 12)
+            if status_row:  # the state written whole on the bottom border: "○ not reached" (13 cells)
+                w = max(w, 2 + STATE_CELLS)
         ports_w = 2 + sum(count + cell_len(connection_label(k)) + 1 for k, count in ai_ports.items()) + 1
         w = max(w, ports_w if ai_ports else 0)
         h = max(h, 2 + n_out, 2 + sum(input_rows.values()))

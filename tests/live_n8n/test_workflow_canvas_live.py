@@ -125,8 +125,11 @@ async def test_a_failing_node_shows_which_one_failed(
                              "--email", n8n.email], env=env, capture_output=True, text=True, timeout=120, check=False)
         assert shown.returncode == 0, shown.stderr[-2000:]
         assert "\x1b" not in shown.stdout
+        # every state whole, also zoomed out to the default 80 columns (it was "○ not rea…")
         assert "✗ failed" in shown.stdout and "○ not reached" in shown.stdout and "✓ ran" in shown.stdout
-        assert "boom from the canvas test" in shown.stdout.splitlines()[0]
+        assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+        head = " ".join(shown.stdout.split("\n\n")[0].splitlines())  # the title and notes, wrapped to 80
+        assert "execution" in head and "boom from the canvas test" in head, shown.stdout
     finally:
         await api.delete_workflow(wid)
 

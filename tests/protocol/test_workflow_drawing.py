@@ -87,6 +87,28 @@ def test_execution_states_are_glyph_and_word(snapshot: Any) -> None:
     assert text + compact == snapshot
 
 
+def test_a_state_is_never_cut_whatever_the_box_width() -> None:
+    """Zoomed out (what ``workflow show`` prints at 80 columns) a box as narrow as "▪ After" showed
+    "○ not rea…": every state is written whole (the box grows to its state), zoomed in too, where a long
+    count falls back to a shorter whole form ("✓ 120 runs · 45000 items" -> "✓ 120 runs · 45000")."""
+    wf = parse_workflow(if_merge())
+    runs = {"New order": NodeRun(RunState.RAN, 1), "Big order?": NodeRun(RunState.RAN, 45000, runs=120),
+            "Notify sales": NodeRun(RunState.FAILED, 0, "channel not found", runs=3),
+            "Tag small": NodeRun(RunState.RUNNING)}
+    whole = {"✓ ran", "✓ 120 runs", "✗ failed", "◐ running", "○ not reached"}
+    for detail in (Detail.FULL, Detail.COMPACT):
+        layout = layout_workflow(wf, detail, runs=runs)
+        drawing = draw(layout, runs=runs)
+        for name, box in layout.boxes.items():
+            row = box.y + (3 if detail is Detail.FULL else box.h - 1)
+            inside = "".join(drawing.chars[row][box.x + 1:box.x + box.w - 1]).strip(" ─")
+            assert inside.startswith(tuple(whole)), (name, inside, drawing.text())
+            if not inside.startswith("✗ failed:"):  # only an error's message may be cut
+                assert "…" not in inside, (name, inside)
+    text = render_text(wf, Detail.COMPACT, runs=runs)
+    assert text.count("○ not reached") == 2  # Merge, Save row
+
+
 def test_items_are_written_on_the_lines_after_a_run() -> None:
     """As n8n writes "3 items" on a connection after a run: per output (an IF's branches, from runData),
     "1 item", nothing for 0 or before a run, the number alone zoomed out; the lines still read back."""
