@@ -26,6 +26,7 @@ from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
 from instance_ai_tui.runtime.errors import ModelContextExceeded
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.store.base import Store
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
@@ -74,7 +75,7 @@ def respond(body: dict[str, Any]) -> MockResponse:
     return MockResponse(text="Ok.")
 
 
-def agent_on(model: OpenAIModel, store: SqliteStore) -> Agent:
+def agent_on(model: OpenAIModel, store: Store) -> Agent:
     return Agent("main", "You work on n8n workflows. Use get-workflow to read one.", model,
                  [Tool("get-workflow", "Read a workflow by id.", GetWorkflow, get_workflow)],
                  memory=StoreMemory(store), model_params={"max_tokens": 256})
@@ -251,3 +252,35 @@ async def test_an_agent_without_memory_fits_its_own_long_turn(tmp_path: Path) ->
     assert result.status == "success" and result.text == "Read them all.", result.error
     assert len(server.requests) == 7 and server.refused == 0
     assert all(r.tokens + 256 <= 4_096 for r in server.requests)
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["window-known", "window-learned"])
+async def test_a_thread_already_past_a_smaller_models_window_goes_on(tmp_path: Path, known: bool) -> None:
+    """A thread of long pastes grown on a big model (nothing compacted: 128 k) is taken on by a model with
+    a 4 k window (``/model``, or a thread from before compaction): its first request is compacted before
+    it is sent (window known), or sent as it is, refused, the window learned and the thread compacted
+    (window nobody knows); the question is answered from the observations, and the thread goes on."""
+    paste = "Here is a log I want you to keep in mind:\n" + "12:00:01 GET /webhook/invoice 200 in 31 ms\n" * 180
+    async with MockOpenAIServer(respond, context_window=128_000, models=("big", "small")) as server:
+        async with SqliteStore(tmp_path / "t.sqlite3") as store:
+            big = OpenAIModel("big", base_url=server.base_url, api_key="x", max_retries=0,
+                              context_windows={"big": 128_000})
+            agent = agent_on(big, store)
+            await ask(agent, "t", f"My workflow is {FIRST_ID}, named {FIRST_NAME}: get workflow {FIRST_ID}")
+            for _ in range(6):  # 8 k characters each: a user's paste is never stubbed
+                result, chunks = await ask(agent, "t", paste)
+                assert result.status == "success" and not any(isinstance(c, ContextCompactedChunk) for c in chunks)
+            await big.aclose()
+            server.context_window = 4_096
+            small = OpenAIModel("small", base_url=server.base_url, api_key="x", max_retries=0,
+                                context_windows={"small": 4_096} if known else None)
+            agent = agent_on(small, store)
+            result, chunks = await ask(agent, "t", "Which workflow came first?")
+            assert result.status == "success", result.error
+            assert result.text == f"The first was {FIRST_NAME} ({FIRST_ID}).", result.text
+            assert any(isinstance(c, ContextCompactedChunk) for c in chunks)
+            result, _ = await ask(agent, "t", "get workflow wf_020")
+            assert result.status == "success" and result.text.startswith("Fetched:"), result.error
+            await small.aclose()
+    assert small.context.window == 4_096
+    assert server.refused == (0 if known else 1)
