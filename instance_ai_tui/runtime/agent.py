@@ -514,6 +514,7 @@ class Agent(ToolExecution):
         stream = run.model.stream(request, cancel=run.cancel)
         limits = run.limits
         limits.answer()
+        counted = False  # the server said the request's tokens (llama-cpp-python's stream never does)
         try:
             async for chunk in stream:
                 # every chunk is measured against the limits before anything of it is emitted
@@ -545,6 +546,7 @@ class Agent(ToolExecution):
                         usage = self.prices.priced(run.model.name, usage)
                     run.usage = run.usage + usage
                     if usage.input_tokens:
+                        counted = True
                         run.last_input_tokens = int(usage.input_tokens)
                         budget.calibrate(fit.raw, int(usage.input_tokens))
                 elif isinstance(chunk, ModelRetry):  # said, not silent (issue 39.5)
@@ -564,6 +566,8 @@ class Agent(ToolExecution):
             raise
         finally:
             await aclose(stream)
+        if not counted:  # how full the context is, by our own estimate of what was sent
+            run.last_input_tokens = fit.tokens
         if finish is None:
             from .errors import ModelStreamCut
 

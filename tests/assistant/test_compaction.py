@@ -143,3 +143,22 @@ async def test_headless_run_says_the_compaction_in_the_same_words(tmp_path: Path
     assert server.refused == 0
     lines = [line for text in errs for line in text.splitlines() if line.startswith("⟲ ")]
     assert lines and lines[0].startswith("⟲ context compacted: ") and "of 8 k)" in lines[0], errs
+
+
+async def test_a_server_that_reports_no_usage_still_gets_a_context_share(make_ai: Any, big_workspace: Path) -> None:
+    """llama-cpp-python's server streams no ``usage`` (not even when asked): the context share is then the
+    runtime's own estimate of the request, so the status line shows how full the window is and
+    ``/compact`` lowers it, as with a server that counts."""
+    async with MockOpenAIServer(respond, context_window=64_000, stream_usage=False) as server:
+        ai = await make_ai(MODEL, settings=settings_for(server, 64_000), workspace_root=big_workspace)
+        after = 0
+        for index in range(3):
+            await ai.send("t", f"read notes{index}.md")
+            got = await collect(ai, "t", after=after, timeout=60)
+            after = got[-1]["id"]
+        usage = got[-1]["payload"]["usage"]
+        assert usage["contextWindow"] == 64_000
+        assert 2_000 < usage["contextTokens"] < 64_000  # (three files of ~20 k characters, older ones stubbed)
+        await ai.compact("t")
+        got = await collect(ai, "t", after=after, timeout=60)
+        assert got[-1]["payload"]["usage"]["contextTokens"] < usage["contextTokens"] / 3

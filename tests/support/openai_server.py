@@ -367,7 +367,7 @@ class _ChatEndpoint:
                     tc = {"index": index, "function": {"arguments": piece}}
                 events.append(chunk({"tool_calls": [tc]}))
         events.append(chunk({}, finish))
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if (body.get("stream_options") or {}).get("include_usage") and self.server.stream_usage:
             events.append({"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
                            "choices": [], "usage": usage})
         if r.raw_chunks is not None:
@@ -489,7 +489,7 @@ class MockOpenAIServer:
     def __init__(self, script: Script = (), *, host: str = "127.0.0.1", port: int = 0,
                  openai_null_content: bool = False, models: Sequence[str] = ("mock",),
                  context_window: int | None = None, chars_per_token: float = 3.0,
-                 empty_stream_over_window: bool = False) -> None:
+                 empty_stream_over_window: bool = False, stream_usage: bool = True) -> None:
         #: refuse a request over this many tokens (its messages and tools counted at ``chars_per_token``
         #: characters of their JSON a token, plus ``max_tokens``) with HTTP 400 and OpenAI's
         #: ``context_length_exceeded`` body; ``empty_stream_over_window``: a streamed one gets 200 and an
@@ -497,6 +497,8 @@ class MockOpenAIServer:
         self.context_window = context_window
         self.chars_per_token = chars_per_token
         self.empty_stream_over_window = empty_stream_over_window
+        #: False: a stream carries no usage even when asked for it, as llama-cpp-python's server
+        self.stream_usage = stream_usage
         #: requests refused as over the window
         self.refused = 0
         #: what ``GET /v1/models`` lists
