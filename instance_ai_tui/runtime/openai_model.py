@@ -506,6 +506,7 @@ class OpenAIModel:
             usage: Usage | None = None
             model_name: str | None = None
             got_token = False
+            opened = False
             chunks = 0
             done = False
             while True:
@@ -547,6 +548,7 @@ class OpenAIModel:
                 choice = choices[0]
                 delta = choice.get("delta")
                 if isinstance(delta, dict):
+                    opened = True  # the assistant's turn began (a chat-completion chunk, maybe only its role)
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str) and reasoning:
                         got_token = True
@@ -580,6 +582,13 @@ class OpenAIModel:
                     raise ModelStreamCut(
                         f"{self.where} ended the stream of model {self.model!r} before the answer was finished "
                         "(no finish reason, no [DONE]): what arrived is incomplete; try again")
+                if done and opened:
+                    # llama-cpp-python's server ends so a request that a newer one interrupts
+                    raise ModelStreamCut(
+                        f"{self.where} stopped the answer before it began (model {self.model!r}: the assistant's "
+                        "turn opened, then [DONE] with no text and no finish reason; llama-cpp-python's server does "
+                        "this when another request arrives, unless started with --interrupt_requests false): "
+                        "try again")
                 raise ModelMalformedStream(
                     f"{self.where} sent a stream with no usable chunk (model {self.model!r}): no text, no tool "
                     "call, no finish reason; is this an OpenAI-compatible chat-completions server?")

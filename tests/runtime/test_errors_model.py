@@ -110,6 +110,20 @@ async def test_a_stream_of_only_unusable_chunks_is_malformed(server: MockOpenAIS
     assert type(error) is ModelMalformedStream and "no usable chunk" in str(error)
 
 
+async def test_a_stream_stopped_before_its_answer_says_so(server: MockOpenAIServer, make_model: Any) -> None:
+    """What llama-cpp-python's server sends to a request that another request interrupts (its default):
+    the assistant's turn opened, then ``[DONE]`` with no text and no finish reason (seen with curl
+    against the peer). Not "is this an OpenAI-compatible server?": the answer was stopped."""
+    opened = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "smollm2",
+              "choices": [{"index": 0, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None}]}
+    server.set_script([MockResponse(raw_chunks=[opened])])
+    error, _ = await failure(make_model())
+    assert type(error) is ModelStreamCut and error.code == "model_cut"
+    names_the_server(error, server.base_url)
+    assert "stopped the answer before it began" in str(error) and "try again" in str(error)
+    assert "OpenAI-compatible" not in str(error)
+
+
 @pytest.mark.parametrize(("status", "cls", "words"), [
     (401, ModelRefused, "refused the credentials (HTTP 401: bad key): check the API key"),
     (404, ModelRefused, "does not know model"),
