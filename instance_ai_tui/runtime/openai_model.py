@@ -109,7 +109,9 @@ class _Guard:
         if self._inside is not None and not self._inside.cancelling():
             self._inside.cancel()
 
-    async def wait(self, aw: Awaitable[T], timeout: float | None, what: str) -> T:
+    async def wait(self, aw: Awaitable[T], timeout: float | None, what: str, said: float | None = None) -> T:
+        """``aw`` within ``timeout`` s, else ``ModelTimeout`` saying ``said`` s (the whole wait, when
+        ``timeout`` is what was left of it: the first token's deadline spans several waits)."""
         if self.fired:
             if inspect.iscoroutine(aw):
                 aw.close()
@@ -121,8 +123,9 @@ class _Guard:
             async with asyncio.timeout(timeout):
                 return await aw
         except TimeoutError:
+            waited = timeout if said is None else said
             raise ModelTimeout(
-                f"{self.where} sent nothing for {timeout:g} s ({what}, model {self.model!r}): it may be overloaded "
+                f"{self.where} sent nothing for {waited:g} s ({what}, model {self.model!r}): it may be overloaded "
                 "or stuck; try again, or raise model.first_token_timeout / model.idle_timeout") from None
         except asyncio.CancelledError:
             if self.fired and task is not None:
@@ -453,7 +456,7 @@ class OpenAIModel:
         while True:
             left = self.first_token_timeout if deadline is None or attempt == 1 else max(0.0, deadline - loop.time())
             try:
-                yield await guard.wait(self._send(params), left, "no response")
+                yield await guard.wait(self._send(params), left, "no response", self.first_token_timeout)
                 return
             except _Retryable as retry:
                 delay = retry.delay(attempt, self.max_retries)
@@ -510,17 +513,18 @@ class OpenAIModel:
             chunks = 0
             done = False
             while True:
+                said = None
                 if got_token or deadline is None:
                     timeout, what = self.idle_timeout, "stream stalled"
                 else:
-                    timeout, what = max(0.0, deadline - loop.time()), "no first token"
+                    timeout, what, said = max(0.0, deadline - loop.time()), "no first token", self.first_token_timeout
                 capped = False
                 if answer_deadline is not None:
                     left = max(0.0, answer_deadline - loop.time())
                     if timeout is None or left < timeout:
                         timeout, capped = left, True
                 try:
-                    data = await guard.wait(iterator.__anext__(), timeout, what)
+                    data = await guard.wait(iterator.__anext__(), timeout, what, said)
                 except StopAsyncIteration:
                     break
                 except StreamDone:

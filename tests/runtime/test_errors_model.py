@@ -70,6 +70,16 @@ async def test_a_stalling_server_is_a_timeout(server: MockOpenAIServer, make_mod
     assert "sent nothing for 0.3 s" in str(error) and not is_unavailable(error)
 
 
+async def test_a_first_token_that_never_comes_says_the_whole_wait(server: MockOpenAIServer,
+                                                                   make_model: Any) -> None:
+    """The headers come, the first chunk never: the wait for it is what was left of the first token's
+    deadline, but the words say the whole wait as configured (tmux showed "sent nothing for 59.9048 s")."""
+    server.set_script([MockResponse(text="never", first_chunk_delay=0.2, hang_after_chunks=0)])
+    error, _ = await failure(make_model(first_token_timeout=0.7))
+    assert type(error) is ModelTimeout
+    assert "sent nothing for 0.7 s (" in str(error), str(error)
+
+
 async def test_a_stream_that_stalls_midway_is_a_timeout(server: MockOpenAIServer, make_model: Any) -> None:
     server.set_script([MockResponse(text="a b c d", hang_after_chunks=2)])
     error, _ = await failure(make_model(idle_timeout=0.3))
