@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from ..aio import aclose
+from ..store.errors import retry_while_unavailable
 from .checkpoints import CheckpointStore, InMemoryCheckpointStore
 from .chunks import (
     ContextCompactedChunk,
@@ -378,8 +379,7 @@ class Agent(ToolExecution):
             run.observations = await self.memory.get_observations(run.thread_id)
         run.list.add_history([*history, *loaded])
         run.list.add_input(input_messages)
-        if self.memory is not None and run.thread_id:
-            await self.memory.save_messages(run.thread_id, run.list.input_delta(), run_id=run.run_id)
+        await self._save(run, run.list.input_delta())
 
     def _suspended(self, run: Run) -> bool:
         return any(p.suspended for p in run.pending.values())
@@ -600,8 +600,15 @@ class Agent(ToolExecution):
         return assistant, finish.reason
 
     async def _persist(self, run: Run) -> None:
-        if self.memory is not None and run.thread_id:
-            await self.memory.save_messages(run.thread_id, run.list.turn_delta(), run_id=run.run_id)
+        await self._save(run, run.list.turn_delta())
+
+    async def _save(self, run: Run, messages: Sequence[Message]) -> None:
+        """Store the run's ``messages`` in its thread; a database locked by another program for a
+        while (issue 39.1) holds them, tried again as the run's events are, instead of losing the turn."""
+        memory, thread_id = self.memory, run.thread_id
+        if memory is not None and thread_id:
+            await retry_while_unavailable(lambda: memory.save_messages(thread_id, messages, run_id=run.run_id),
+                                          what=f"run {run.run_id}: saving its messages")
 
     def _result(self, run: Run, status: str) -> RunResult:
         responses = run.list.response_delta()

@@ -19,8 +19,15 @@ or refused connection of the *model* server is not a storage failure (``is_unava
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class StoreError(RuntimeError):
@@ -250,3 +257,30 @@ def lock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
         if pid != own and inode in inodes:
             return pid
     return None
+
+
+#: how long a write the storage refused for now (locked, Redis down) is tried again before it fails
+RETRY_FOR = 60.0
+
+
+async def retry_while_unavailable(operation: Callable[[], Awaitable[T]], *, what: str,
+                                  retry_for: float = RETRY_FOR) -> T:
+    """``await operation()``, tried again with back-off (up to 1 s apart) for ``retry_for`` seconds
+    while the storage says it is unavailable for now (``StorageUnavailable``: the SQLite file locked
+    by another program longer than the busy timeout, Redis down), as the run's events are
+    (``assistant.emitter``); any other failure, a closed store, or the time up: raised as it is.
+    ``what``: the write in words, for the one warning logged when the first try fails."""
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + retry_for
+    attempt = 0
+    while True:
+        try:
+            return await operation()
+        except Exception as exc:
+            stored = storage_error(exc)
+            if not isinstance(stored, StorageUnavailable) or loop.time() >= give_up_at:
+                raise
+            if attempt == 0:
+                log.warning("%s: %s; trying again for up to %d s", what, stored, round(retry_for))
+            attempt += 1
+            await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
