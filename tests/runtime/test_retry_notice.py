@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
@@ -102,18 +105,25 @@ async def test_the_status_line_shows_the_retry_then_the_answer_clears_it(tmp_pat
             assert "Here it is." in app.conversation.messages[-1].content
 
 
-async def test_run_says_it_waits_for_the_model(tmp_path: Path) -> None:
-    """A stream that stalls: 'run' says 'waiting for the model 20 s' on stderr (the status line's words),
-    before its own --timeout ends the run; before, it said nothing until its idle note at 30 s."""
+async def test_run_says_it_waits_for_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A stream that stalls: 'run' says 'waiting for the model N s' on stderr (the status line's words),
+    every WAIT_NOTE_EVERY s (20 s; 1 s here), before its own --timeout ends the run; before, it said
+    nothing until its idle note at 30 s. ('run' in this process, as cli.main runs it: 29 s in a
+    subprocess waiting for the 20 s note before, some 5 s now.)"""
+    from instance_ai_tui.cli import main as cli_main
+    from instance_ai_tui.cli import run as run_command
+
+    monkeypatch.setattr(run_command, "WAIT_NOTE_EVERY", 1.0)
+    for name, value in {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
+                        "INSTANCE_AI_CONFIG": str(tmp_path / "config" / "none.toml"),
+                        "OPENAI_API_KEY": "x"}.items():
+        monkeypatch.setenv(name, value)
     async with MockOpenAIServer([MockResponse(text="Let me look at that for you", hang_after_chunks=2)]) as server:
-        environ = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                   "XDG_DATA_HOME": str(tmp_path / "data"), "OPENAI_BASE_URL": server.base_url,
-                   "OPENAI_API_KEY": "x"}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "instance_ai_tui", "run", "--model", "mock", "--db", str(tmp_path / "ia.db"),
-            "--timeout", "26", "hi", cwd=str(tmp_path), env=environ, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        _out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    stderr = err.decode()
-    assert "instance-ai run: waiting for the model 20 s" in stderr, stderr
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code = await asyncio.wait_for(asyncio.to_thread(
+            cli_main, ["run", "--model", "mock", "--db", str(tmp_path / "ia.db"), "--timeout", "4", "hi"]), 60)
+    stderr = capsys.readouterr().err
+    assert code != 0, stderr  # the run's own --timeout ended it
+    assert re.search(r"instance-ai run: waiting for the model [1-4] s\n", stderr), stderr
     assert "no event of the run for" not in stderr, stderr
