@@ -38,6 +38,7 @@ from .mcp_notes import DEFAULT_WAIT as MCP_WAIT
 from .mcp_notes import add_argument as add_mcp_wait_argument
 from .mcp_notes import for_run as mcp_notes_for
 from .run_answers import _approved, auto_answer, describe_answer, server_form
+from .run_lean import Handoff, LeanRun
 
 #: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
 _API_PREFIX = "/instance-ai"
@@ -192,12 +193,24 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
     import signal
 
     sent: SentFirst | None = None
-    if lean is not None and args.thread is None:
+    resume: Handoff | None = None
+    if lean is not None and args.thread is None and LeanRun.takes(lean[0]):
+        # plain http: the standard library makes the requests and follows the plain case (issue 44.3)
+        quick = LeanRun(*lean, json_mode=args.json)
+        first = await quick.send(args.message)
+        if first is not None:
+            sent = SentFirst(None, first.thread_id, first.run_id)
+            if first.run_id is not None and not args.timeout:
+                outcome = await _follow_lean(quick, getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT))
+                if isinstance(outcome, int):
+                    return outcome
+                resume = outcome
+    elif lean is not None and args.thread is None:
         sent = await send_first(*lean, args.message)
     try:
         client, own_http = await open_run_client(settings, args, lean, http=sent.http if sent is not None else None)
     except BaseException:
-        if sent is not None:
+        if sent is not None and sent.http is not None:
             await sent.http.aclose()
         raise
     shared = None
@@ -225,7 +238,7 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
                          sent_run_id=sent.run_id if sent is not None else None, json_mode=args.json, policy=policy,
                          policy_chosen=args.approve is not None,
                          idle_timeout=getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT),
-                         max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES))
+                         max_retries=getattr(args, "max_retries", DEFAULT_MAX_RETRIES), resume=resume)
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
@@ -254,6 +267,41 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
         await client.close()
         if own_http is not None:
             await own_http.aclose()
+
+
+async def _follow_lean(quick: LeanRun, idle_timeout: float) -> int | Handoff:
+    """``LeanRun.follow``, with Ctrl-C cancelling the run as the typed path does (exit code 130)."""
+    import asyncio
+    import signal
+
+    from .run_lean import QUIET_S
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(quick.follow(min(QUIET_S, idle_timeout) if idle_timeout else QUIET_S))
+    interrupted = False
+
+    def on_sigint() -> None:
+        nonlocal interrupted
+        interrupted = True
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):
+        pass
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not interrupted:
+            raise
+        print("\ninstance-ai run: interrupted; cancelling the run", file=sys.stderr)
+        await quick.cancel()
+        return 130
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
 
 
 @dataclass
@@ -387,6 +435,7 @@ class HeadlessRun:
         err: TextIO | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        resume: Handoff | None = None,
     ) -> None:
         import uuid
 
@@ -431,6 +480,8 @@ class HeadlessRun:
         self._conversation: Any = None
         #: the client's diagnostics (skipped frames) seen by the last event of the run
         self._diagnostics_seen = len(getattr(client, "diagnostics", []))
+        #: what ``cli.run_lean`` followed of the run (on a new thread, after ``LeanRun.send``) before it handed over
+        self._resume = resume
 
     async def cancel(self) -> None:
         import asyncio
@@ -555,8 +606,9 @@ class HeadlessRun:
         from ..protocol.conversation import Conversation
         from ..protocol.events import ConfirmationRequestEvent
 
+        resume = self._resume
         if self._sent_run_id is not None:
-            cursor = 0  # a new thread: everything in it is this run's
+            cursor = resume.cursor if resume is not None else 0  # a new thread: everything in it is this run's
         elif self._new_thread:
             await self.client.create_thread(self.thread_id)
             cursor = 0
@@ -569,9 +621,14 @@ class HeadlessRun:
                 cursor = 0
         if self._sent_run_id is None:
             self.run_id = await self.client.send(self.thread_id, self.message)
-        if not self.json_mode:
+        if not self.json_mode and resume is None:
             self._note(f"[thread {self.thread_id} · run {self.run_id}]")
         conversation = self._conversation = Conversation(self.thread_id)
+        if resume is not None and resume.events:  # printed already: folded, not printed again
+            from ..protocol.ingest import decode
+
+            conversation.fold([decode(event_id, data) for event_id, data in resume.events])
+            self._printed, self._line_open, self._last_id = resume.printed, resume.line_open, resume.cursor
         runs = {self.run_id}
         async for item in self.client.events(self.thread_id, after=cursor):
             if item.run_sync is not None:
@@ -705,7 +762,7 @@ class HeadlessRun:
             if status != "completed":
                 repeated = bool(reason) and str(reason) in self._errors_said
                 self._note(f"run {status}" + (f": {reason}" if reason and not repeated else ""))
-            from ..protocol.transcript import usage_line
+            from ..protocol.usage_words import usage_line
 
             spent = usage_line((getattr(event.payload, "model_extra", None) or {}).get("usage"))
             if spent:

@@ -19,6 +19,7 @@ from .display_state import AUTO_APPROVED_LABEL, display_state
 from .events import TaskStatus
 from .safe_text import json_safe, visible
 from .text_render import summarize_result, task_glyph
+from .usage_words import usage_line
 from .tree import AgentNode, ToolCallState
 
 __all__ = ["REDACTED", "redact", "to_json", "to_markdown", "usage_line"]
@@ -199,23 +200,6 @@ def _child_md(child: AgentNode, depth: int, run_active: bool = False) -> list[st
     if child.result:
         lines += [f"✅ {redact(child.result)}", ""]
     return lines
-
-
-def usage_line(usage: dict[str, Any] | None) -> str:
-    """``1,234 tokens in · 567 out · $0.0123 (3 runs)``, or "" when nothing was counted."""
-    if not isinstance(usage, dict):
-        return ""
-    tokens_in, tokens_out = usage.get("inputTokens"), usage.get("outputTokens")
-    if not isinstance(tokens_in, int) or not isinstance(tokens_out, int) or not (tokens_in or tokens_out):
-        return ""
-    line = f"{tokens_in:,} tokens in · {tokens_out:,} out"
-    cost = usage.get("cost")
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        line += f" · ${cost:.4f}"
-    runs = usage.get("runs")
-    if isinstance(runs, int) and runs > 0:
-        line += f" ({runs} run{'s' if runs != 1 else ''})"
-    return line
 
 
 def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: str | None = None,
