@@ -29,8 +29,9 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..protocol.safe_text import json_safe, visible
 from .connection import add_connection_arguments, add_gateway_arguments
@@ -38,10 +39,8 @@ from .mcp_notes import DEFAULT_WAIT as MCP_WAIT
 from .mcp_notes import add_argument as add_mcp_wait_argument
 from .mcp_notes import for_run as mcp_notes_for
 from .run_answers import _approved, auto_answer, describe_answer, server_form
-from .run_lean import Handoff, LeanRun
+from .run_lean import Handoff, LeanRun, Sent
 
-#: where our server's API lives (``client.remote.API_PREFIX``; that module imports the protocol's models)
-_API_PREFIX = "/instance-ai"
 #: seconds without an event of the run before ``run`` gives up
 DEFAULT_IDLE_TIMEOUT = 300.0
 #: reconnections in a row without an event of the run before ``run`` gives up
@@ -192,27 +191,17 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
     import asyncio
     import signal
 
-    sent: SentFirst | None = None
+    sent: Sent | None = None
     resume: Handoff | None = None
     if lean is not None and args.thread is None and LeanRun.takes(lean[0]):
-        # plain http: the standard library makes the requests and follows the plain case (issue 44.3)
-        quick = LeanRun(*lean, json_mode=args.json)
-        first = await quick.send(args.message)
-        if first is not None:
-            sent = SentFirst(None, first.thread_id, first.run_id)
-            if first.run_id is not None and not args.timeout:
-                outcome = await _follow_lean(quick, getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT))
-                if isinstance(outcome, int):
-                    return outcome
-                resume = outcome
-    elif lean is not None and args.thread is None:
-        sent = await send_first(*lean, args.message)
-    try:
-        client, own_http = await open_run_client(settings, args, lean, http=sent.http if sent is not None else None)
-    except BaseException:
-        if sent is not None and sent.http is not None:
-            await sent.http.aclose()
-        raise
+        # the new thread made and the message sent (and a plain run followed) before httpx and the
+        # protocol's models are imported, on the standard library (issue 44.3)
+        started = await LeanRun(*lean, json_mode=args.json).start(
+            args.message, follow=not args.timeout, idle_timeout=getattr(args, "idle_timeout", DEFAULT_IDLE_TIMEOUT))
+        if isinstance(started, int):
+            return started
+        sent, resume = started
+    client, own_http = await open_run_client(settings, args, lean)
     shared = None
     if gateway is not None:
         from ..client import gateway_flag
@@ -269,109 +258,8 @@ async def _main(settings: Any, args: argparse.Namespace, policy: str, gateway: A
             await own_http.aclose()
 
 
-async def _follow_lean(quick: LeanRun, idle_timeout: float) -> int | Handoff:
-    """``LeanRun.follow``, with Ctrl-C cancelling the run as the typed path does (exit code 130)."""
-    import asyncio
-    import signal
-
-    from .run_lean import QUIET_S
-
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(quick.follow(min(QUIET_S, idle_timeout) if idle_timeout else QUIET_S))
-    interrupted = False
-
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
-        task.cancel()
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        pass
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if not interrupted:
-            raise
-        print("\ninstance-ai run: interrupted; cancelling the run", file=sys.stderr)
-        await quick.cancel()
-        return 130
-    finally:
-        try:
-            loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError):
-            pass
-
-
-@dataclass
-class SentFirst:
-    """What ``send_first`` did: the thread it created and, once sent, the run it started."""
-
-    http: Any
-    thread_id: str
-    run_id: str | None
-
-
-async def send_first(url: str, token: str | None, message: str) -> SentFirst | None:
-    """Create a new thread on our server and send ``message`` with httpx alone, before the protocol's
-    models (pydantic) are imported: their import then overlaps the model's answer instead of coming
-    before the request. The requests are the protocol's (``POST /instance-ai/threads``
-    ``{"threadId"}``, ``POST /instance-ai/chat/:id`` ``{"message"}`` answering ``{"runId"}``; what
-    ``RemoteClient`` sends), after ``GET /instance-ai/health`` said it is our server.
-
-    ``None``: the server did not answer as ours, or refused the thread (nothing created or sent: the
-    usual path follows and says why). A ``run_id`` of None: the thread exists but the send was
-    refused, and the usual path sends again and reports the server's answer. A send that could not
-    reach the server is that error (it is not sent twice)."""
-    import uuid
-
-    import httpx
-
-    from ..client.base import ServerProtocolError, ServerUnreachable
-
-    base = url.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        return None
-    base = base.removesuffix(_API_PREFIX)
-    api = base + _API_PREFIX
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
-    thread_id = str(uuid.uuid4())
-    try:
-        health = await http.get(f"{api}/health", headers=headers)
-        body = health.json() if health.status_code == 200 else None
-        if not isinstance(body, dict) or body.get("service") != "instance-ai" or (body.get("authRequired")
-                                                                                  and not token):
-            await http.aclose()
-            return None
-        created = await http.post(f"{api}/threads", json={"threadId": thread_id}, headers=headers)
-        if not 200 <= created.status_code < 300:
-            await http.aclose()
-            return None
-    except (httpx.HTTPError, ValueError):
-        await http.aclose()
-        return None
-    try:
-        answer = await http.post(f"{api}/chat/{thread_id}", json={"message": message}, headers=headers)
-    except httpx.HTTPError as exc:
-        await http.aclose()
-        raise ServerUnreachable(f"send: cannot reach the server at {base}: {exc or type(exc).__name__}; "
-                                "is it running? (--url)") from None
-    if not 200 <= answer.status_code < 300:
-        return SentFirst(http, thread_id, None)
-    try:
-        run_id = answer.json().get("runId")
-    except (ValueError, AttributeError):
-        run_id = None
-    if not isinstance(run_id, str) or not run_id:
-        await http.aclose()
-        raise ServerProtocolError(f"send: the server at {base} answered without a run id")
-    return SentFirst(http, thread_id, run_id)
-
-
 async def open_run_client(settings: Any, args: argparse.Namespace | None = None,
-                          lean: tuple[str, str | None] | None = None, *, http: Any = None) -> tuple[Client, Any]:
+                          lean: tuple[str, str | None] | None = None) -> tuple[Client, Any]:
     """The opened client (``client.factory.open_client``), and the HTTP client to close after it
     (or None). ``lean``: ``(url, token)`` from ``our_server_only`` instead of ``settings``.
 
@@ -395,8 +283,7 @@ async def open_run_client(settings: Any, args: argparse.Namespace | None = None,
     from ..client.remote import RemoteClient, normalise_base_url
 
     base = normalise_base_url(url)
-    if http is None:
-        http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
+    http = httpx.AsyncClient(timeout=30.0, verify=base.startswith("https:"))
     client = RemoteClient(base, token, http=http)
     try:
         await client.open()
@@ -443,7 +330,7 @@ class HeadlessRun:
         #: no thread was given: a new one, known not to exist (no history to ask for)
         self._new_thread = thread_id is None
         self.thread_id = thread_id or str(uuid.uuid4())
-        #: the message was sent already (``send_first``) and started this run, on a new thread
+        #: the message was sent already (``LeanRun.send``) and started this run, on a new thread
         self._sent_run_id = sent_run_id
         self.message = message
         self.json_mode = json_mode
@@ -604,7 +491,6 @@ class HeadlessRun:
     async def _follow(self) -> int:
         from ..client.base import NotFoundError
         from ..protocol.conversation import Conversation
-        from ..protocol.events import ConfirmationRequestEvent
 
         resume = self._resume
         if self._sent_run_id is not None:
@@ -630,7 +516,15 @@ class HeadlessRun:
             conversation.fold([decode(event_id, data) for event_id, data in resume.events])
             self._printed, self._line_open, self._last_id = resume.printed, resume.line_open, resume.cursor
         runs = {self.run_id}
-        async for item in self.client.events(self.thread_id, after=cursor):
+        # closed here when the run ends (not left to asyncio.run's shutdown, which closed the nested
+        # generators all at once: "aclose(): asynchronous generator is already running" on stderr)
+        async with aclosing(cast("AsyncGenerator[Any, None]", self.client.events(self.thread_id, after=cursor))) as items:
+            return await self._fold_items(items, conversation, runs)
+
+    async def _fold_items(self, items: AsyncIterator[Any], conversation: Any, runs: set[str | None]) -> int:
+        from ..protocol.events import ConfirmationRequestEvent
+
+        async for item in items:
             if item.run_sync is not None:
                 conversation.fold([item])
                 if item.run_sync.run_id in runs or set(item.run_sync.run_ids) & runs:

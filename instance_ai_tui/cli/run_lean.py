@@ -1,13 +1,15 @@
 """``instance-ai run --url`` to our server, for a new thread, on the standard library alone (issue 44.3).
 
-A short run spends most of its CPU importing what it never needs: httpx (with anyio, httpcore,
-h11, ssl) and the protocol's pydantic models, ~0.25 CPU-s against curl's 0.02 for the same
-requests. ``LeanRun`` makes the requests itself over ``asyncio`` streams (plain ``http://`` only,
-one connection a request) and follows the run's event stream with the protocol's own SSE parser,
-as long as the stream is the plain case it can print exactly as ``cli.run.HeadlessRun`` would:
+A short run spent most of its CPU importing what it never needs: httpx (with anyio, httpcore,
+h11, ssl) and the protocol's pydantic models, ~0.3 CPU-s against curl's 0.02 for the same
+requests. ``LeanRun`` makes the new thread and sends the message itself over ``asyncio`` streams
+(one connection a request; ``https`` with the system's certificates) before anything else is
+imported, and follows the run's event stream with the protocol's own SSE parser, as long as the
+stream is the plain case it can print exactly as ``cli.run.HeadlessRun`` would:
 
 * events of the run sent, in order, each with an id going up: ``run-start`` (first), the root
-  agent's ``text-delta`` of one response, ``thread-title-updated`` and ``run-finish``;
+  agent's ``text-delta`` of one response (or one ``text-block`` before them: a run that had
+  finished when the stream was read), ``thread-title-updated`` and ``run-finish``;
 * each event in the exact form ``Event.to_wire()`` gives for it (``is_wire_form``), so that
   ``--json`` prints the same line as the typed path.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 from urllib.parse import quote, urlsplit
 
+from ..protocol.hot_events import UNSAFE_IDS
 from ..protocol.safe_text import json_safe, visible
 from ..protocol.sse import SSEParser
 
@@ -66,7 +69,8 @@ class LeanHttp:
     def __init__(self, base: str, token: str | None) -> None:
         parts = urlsplit(base)
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
         self.prefix = parts.path.rstrip("/")
         self.authority = parts.netloc
         self.token = token
@@ -75,7 +79,13 @@ class LeanHttp:
                    accept: str = "application/json") -> tuple[int, dict[str, str], asyncio.StreamReader,
                                                                asyncio.StreamWriter]:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
+            tls: Any = None
+            if self.tls:  # (the system's certificates; one it does not trust: the typed path's, certifi's, says)
+                import ssl
+
+                tls = ssl.create_default_context()
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port, ssl=tls),
+                                                    REQUEST_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise LeanHttpError(str(exc) or type(exc).__name__) from None
         payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
@@ -172,6 +182,7 @@ async def _chunks(reader: asyncio.StreamReader) -> Any:
 _PAYLOADS: dict[str, tuple[tuple[str, ...], frozenset[str], bool]] = {
     "run-start": (("messageId", "traceId", "messageGroupId"), frozenset({"messageId"}), True),
     "text-delta": (("text",), frozenset({"text"}), False),
+    "text-block": (("text",), frozenset({"text"}), False),
     "thread-title-updated": (("title",), frozenset({"title"}), False),
     "run-finish": (("status", "reason"), frozenset({"status"}), True),
 }
@@ -250,13 +261,56 @@ class LeanRun:
 
     @staticmethod
     def takes(url: str) -> bool:
-        """Whether the lean client can make the requests: a plain ``http://`` URL."""
-        return url.strip().lower().startswith("http://")
+        """Whether the lean client can make the requests: an ``http://`` or ``https://`` URL."""
+        return url.strip().lower().startswith(("http://", "https://"))
+
+    async def start(self, message: str, *, follow: bool, idle_timeout: float) -> int | tuple[Sent | None, Handoff | None]:
+        """Send ``message`` on a new thread (``send``) and, with ``follow``, follow the run while it is
+        the plain case, Ctrl-C cancelling it as the typed path does: the exit code when the run ended
+        here, else what was sent (``None``: nothing) and where the typed path takes over."""
+        sent = await self.send(message)
+        if sent is None or sent.run_id is None or not follow:
+            return sent, None
+        outcome = await self._interruptible(self.follow(min(QUIET_S, idle_timeout) if idle_timeout else QUIET_S))
+        return outcome if isinstance(outcome, int) else (sent, outcome)
+
+    async def _interruptible(self, following: Any) -> int | Handoff:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(following)
+        interrupted = False
+
+        def on_sigint() -> None:
+            nonlocal interrupted
+            interrupted = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+            self._note("\ninstance-ai run: interrupted; cancelling the run")
+            await self.cancel()
+            return 130
+        finally:
+            try:
+                loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError):
+                pass
 
     async def send(self, message: str) -> Sent | None:
-        """``send_first``'s requests (health, a new thread, the message). ``None``: not our server,
-        one that wants a token not given, or one that refused the thread (nothing sent: the typed
-        path says why). Raises ``ServerUnreachable`` when the message could not reach the server."""
+        """The protocol's requests as ``RemoteClient`` makes them: ``GET /instance-ai/health`` (is it
+        ours?), ``POST /instance-ai/threads`` ``{"threadId"}``, ``POST /instance-ai/chat/:id``
+        ``{"message"}`` answering ``{"runId"}``. ``None``: not our server, one that wants a token not
+        given, or one that refused the thread (nothing sent: the typed path says why). A ``run_id``
+        of None: the send was refused, and the typed path sends again and reports the server's words.
+        Raises ``ServerUnreachable`` when the message could not reach the server (not sent twice)."""
         import uuid
 
         thread_id = str(uuid.uuid4())
@@ -322,7 +376,7 @@ class LeanRun:
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         chunks = _chunks(reader) if chunked else None
         root = ""
-        response = None
+        texts, response = 0, None
         progress = loop.time()
         while True:
             left = progress + quiet_s - loop.time()
@@ -349,15 +403,18 @@ class LeanRun:
                     return state
                 kind = data["type"]
                 if kind == "run-start":
-                    if state.events:
+                    if state.events or not data["agentId"] or data["agentId"] in UNSAFE_IDS:
                         return state
                     root = data["agentId"]
                 elif not state.events:
                     return state  # the run's start comes first
-                elif kind == "text-delta":
-                    if data["agentId"] != root or response not in (None, data.get("responseId")):
+                elif kind in ("text-delta", "text-block"):
+                    # the root agent's text of one response: the answer is their text joined; a block (a
+                    # run that had finished when the stream was read) only before any text
+                    rid = data.get("responseId") or None
+                    if data["agentId"] != root or (texts and rid != response) or (kind == "text-block" and texts):
                         return state
-                    response = data.get("responseId")
+                    texts, response = texts + 1, rid
                 state.events.append((event_id, data))
                 state.cursor = event_id
                 progress = loop.time()
@@ -375,7 +432,7 @@ class LeanRun:
             self.out.flush()
             return
         kind = data["type"]
-        if kind == "text-delta":
+        if kind in ("text-delta", "text-block"):
             text = data["payload"]["text"]
             if text:
                 self.out.write(visible(text))

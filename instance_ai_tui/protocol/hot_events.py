@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, TypeGuard
 
-__all__ = ["HOT_TYPES", "is_plain_hot_event", "loads"]
+__all__ = ["HOT_TYPES", "UNSAFE_IDS", "is_plain_hot_event", "loads"]
+
+#: ids the reducer never takes for an agent, tool call or run (JavaScript's object keys, as n8n's fold)
+UNSAFE_IDS = frozenset({"__proto__", "constructor", "prototype"})
 
 #: the event types handed over as decoded JSON
 HOT_TYPES = frozenset({"text-delta", "reasoning-delta", "status"})

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from .hot_events import UNSAFE_IDS
 from .tree import Confirmation
 
 #: Ids n8n refuses as object keys; ignored here too so both fold the same.
-UNSAFE_IDS = frozenset({"__proto__", "constructor", "prototype"})
 #: Error codes the UI renders specially; their text is not inlined (n8n does the same).
 KNOWN_ERROR_CODES = frozenset({"quota_exhausted"})
 AGENT_STATUSES = frozenset({"active", "completed", "cancelled", "error"})

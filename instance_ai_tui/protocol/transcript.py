@@ -19,8 +19,8 @@ from .display_state import AUTO_APPROVED_LABEL, display_state
 from .events import TaskStatus
 from .safe_text import json_safe, visible
 from .text_render import summarize_result, task_glyph
-from .usage_words import usage_line
 from .tree import AgentNode, ToolCallState
+from .usage_words import usage_line
 
 __all__ = ["REDACTED", "redact", "to_json", "to_markdown", "usage_line"]
 

@@ -1,7 +1,7 @@
 """``instance-ai run --url`` without building ``Settings`` (``cli.run.our_server_only``): which
 invocations take that path, the precedence of the token, and a server that is not ours (n8n)
 still reached through the detection of ``client.factory``; the message sent before the protocol's
-models are imported (``cli.run.send_first``), and what happens when that is refused."""
+models are imported (``cli.run_lean.LeanRun.send``), and what happens when that is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.cli.run import add_arguments, open_run_client, our_server_only, send_first
+from instance_ai_tui.cli.run import add_arguments, open_run_client, our_server_only
+from instance_ai_tui.cli.run_lean import LeanRun
 from instance_ai_tui.client.base import ServerUnreachable
 from tests.support import free_port
 from tests.support.fake_n8n import FakeN8n
@@ -89,8 +90,8 @@ async def test_an_unreachable_url_is_reported_once(config: Path) -> None:
 
 
 async def test_send_first_creates_sends_and_leaves_servers_not_ours_alone(tmp_path: Path, config: Path) -> None:
-    """``send_first``: on our server the thread is made and the run started before the protocol's models
-    are needed; on n8n (not ours) or a server that wants a token, nothing is sent."""
+    """``LeanRun.send``: on our server the thread is made and the run started before httpx and the
+    protocol's models are imported; on n8n (not ours) or a server that wants a token, nothing is sent."""
     from server.live import serve_app
 
     from instance_ai_tui.server.app import create_app
@@ -98,15 +99,16 @@ async def test_send_first_creates_sends_and_leaves_servers_not_ours_alone(tmp_pa
 
     from .conftest import demo_settings
 
+    def send_first(url: str, token: str | None, message: str):  # type: ignore[no-untyped-def]
+        return LeanRun(url, token, json_mode=True).send(message)
+
     service = build_service(demo_settings(tmp_path))
     async with serve_app(create_app(service)) as url:
         sent = await send_first(url + "/instance-ai/", None, "list my workflows")
         assert sent is not None and sent.run_id is not None
-        await sent.http.aclose()
         assert [t.id for t in await service.list_threads()] == [sent.thread_id]
         refused = await send_first(url, None, "   ")  # the server refuses an empty message: not sent
         assert refused is not None and refused.run_id is None
-        await refused.http.aclose()
     (tmp_path / "guarded").mkdir()
     guarded = build_service(demo_settings(tmp_path / "guarded"))
     async with serve_app(create_app(guarded, token="sekrit")) as url:
