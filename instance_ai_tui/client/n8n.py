@@ -213,13 +213,13 @@ class N8nClient(Client):
         """n8n did not answer (``exc``): probe ``/healthz`` every ``PROBE_INTERVAL`` seconds until it
         does (then ``open`` tries again: its module may still be booting, which is one more round)."""
         why = "starting (its Instance AI module is not ready yet)" if isinstance(exc, ModuleNotReadyError) \
-            else "not answering"
+            else "not answering yet"
         probes = 0
         while True:
             probes += 1
+            # (the banner names the URL: "Reconnecting to URL (n8n is …; attempt N, next try in 1s)")
             self._set_state(ConnectionState.RECONNECTING,
-                            f"n8n at {self.base_url} is {why} (attempt {attempt}, next try in "
-                            f"{PROBE_INTERVAL:.0f}s)")
+                            f"(n8n is {why}; attempt {attempt + probes - 1}, next try in {PROBE_INTERVAL:.0f}s)")
             await asyncio.sleep(PROBE_INTERVAL)
             try:
                 response = await self._http.get(self.base_url + "/healthz", timeout=PROBE_TIMEOUT)

@@ -183,8 +183,9 @@ async def login(http: httpx.AsyncClient, base_url: str, session: N8nSession, cre
         response = await http.post(url, json=body, headers={"browser-id": session.browser_id})
     except httpx.HTTPError as exc:
         raise ServerUnreachable(f"cannot reach n8n at {base_url}: {type(exc).__name__} {exc}".rstrip()) from None
-    if response.status_code >= 400 and "json" not in response.headers.get("content-type", ""):
-        # n8n answers JSON; an HTML 404 or a bare 5xx is a server that is still starting (or not n8n)
+    if "json" not in response.headers.get("content-type", ""):
+        # n8n answers JSON; its editor's HTML page (a 200, while it boots), an HTML 404 or a bare 5xx is a
+        # server that is still starting (or not n8n)
         raise ServerUnreachable(f"{base_url} did not answer n8n's login route (HTTP {response.status_code}, not "
                                 "JSON): n8n is still starting, or this URL is not n8n")
     if response.status_code in (401, 403):

@@ -90,3 +90,35 @@ async def test_the_app_started_while_n8n_is_down_queues_a_message_and_sends_it_w
             assert not app.outbox.queue.items and app.connection.banner.message == ""
     finally:
         await fake.stop()
+
+
+async def test_a_login_answered_by_the_booting_editor_page_is_waited_through(tmp_path: Path) -> None:
+    """Seen by hand against n8n 2.41.1 started after the app: while it boots, n8n answers POST /rest/login
+    with its editor's HTML page (200, no cookie); that is n8n still starting, not a login that 'set no
+    cookie' (which opened the login dialog)."""
+    from tests.support.n8n_boot import BOOT_HTML, _send
+
+    fake = FakeN8n(ping_interval=0.5)
+    booting = {"on": True, "served": 0}
+
+    async def gate(scope: dict[str, Any], receive: Any, send: Any) -> bool:
+        if booting["on"] and scope.get("path", "").startswith("/rest/"):
+            booting["served"] += 1
+            await _send(send, 200, BOOT_HTML)
+            return True
+        return False
+
+    fake.boot_gate = gate
+    await fake.start()
+    client = client_for(fake.port, fake, tmp_path, wait_while_down=True)
+    opening = asyncio.create_task(client.open())
+    try:
+        await until(lambda: booting["served"] >= 2, what="two logins answered by the editor page")
+        assert not opening.done() and client.state == ConnectionState.RECONNECTING
+        booting["on"] = False
+        await asyncio.wait_for(opening, 3 * PROBE_INTERVAL + 5)
+        assert client.state == ConnectionState.CONNECTED and fake.logins == 1
+    finally:
+        opening.cancel()
+        await client.close()
+        await fake.stop()
