@@ -38,6 +38,7 @@ from ..protocol.events import (
     ToolResultPayload,
 )
 from ..runtime.chunks import (
+    CompactingChunk,
     ContextCompactedChunk,
     ErrorChunk,
     FinishChunk,
@@ -168,7 +169,13 @@ class ChunkMapper:
                 response_id=chunk.response_id,
             ))
             self._show_status()
+        elif isinstance(chunk, CompactingChunk):  # the observer's call may take as long as an answer: said
+            emit(status_update(self.agent_id, chunk.words))
+            self._status_shown = self._retrying = True
         elif isinstance(chunk, ContextCompactedChunk):
+            if self._retrying:  # "compacting …" is done
+                self._retrying = False
+                self._clear_status()
             emit(compacted_event(self.agent_id, chunk.messages, chunk.runs, chunk.before, chunk.after, chunk.window,
                                  chunk.reason, chunk.error))
         elif isinstance(chunk, FinishChunk):

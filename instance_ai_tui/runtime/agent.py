@@ -19,6 +19,7 @@ from ..aio import aclose
 from ..store.errors import retry_while_unavailable
 from .checkpoints import CheckpointStore, InMemoryCheckpointStore
 from .chunks import (
+    CompactingChunk,
     ContextCompactedChunk,
     ErrorChunk,
     FinishChunk,
@@ -460,6 +461,7 @@ class Agent(ToolExecution):
                                                                                   self.context_threshold)
         if not observed:
             return None
+        run.emit(CompactingChunk(run.run_id, len(observed), reason))  # type: ignore[arg-type]
         notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep,
                                             max_tokens=self.observer_max_tokens)
         record = new_observations(run.observations, notes, observed)

@@ -120,6 +120,22 @@ class ToolProgressChunk(_Chunk):
 
 
 @dataclass(slots=True)
+class CompactingChunk(_Chunk):
+    """The oldest turns of the thread are being compacted now (``runtime/compaction.py``): the observer's
+    model call(s) may take as long as an answer, so it is said (the status line, until the
+    ``ContextCompactedChunk``)."""
+
+    run_id: str
+    messages: int
+    reason: Literal["auto", "refused", "manual"] = "auto"
+    type: Literal["compacting"] = "compacting"
+
+    @property
+    def words(self) -> str:
+        return f"compacting {self.messages} older messages into notes"
+
+
+@dataclass(slots=True)
 class ContextCompactedChunk(_Chunk):
     """The oldest turns of the thread were compacted into observations (``runtime/compaction.py``):
     ``messages`` observed (of ``runs``), the tokens the thread's requests need ``before`` and ``after``
@@ -230,6 +246,7 @@ StreamChunk = (
     | ToolCallChunk
     | ToolResultChunk
     | ToolProgressChunk
+    | CompactingChunk
     | ContextCompactedChunk
     | MessageChunk
     | ToolCallSuspendedChunk

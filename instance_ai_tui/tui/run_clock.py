@@ -9,7 +9,9 @@ frozen screen. ``RunClock`` gives the status line's run state its words while a 
 - ``running search-files 8 s``: a tool call is running (its time since it started);
 - ``waiting for the model 20 s``: nothing arrived for ``WAIT_AFTER`` seconds and no tool runs;
 - ``retrying in 4 s (2/3): HTTP 429 …``: the model call failed and is tried again (the root agent's
-  status, ``runtime.chunks.RetryChunk``), until the answer's first words clear it.
+  status, ``runtime.chunks.RetryChunk``), until the answer's first words clear it;
+- ``compacting 12 older messages into notes 40 s``: the thread is being compacted (issue 47: the
+  observer's model call, ``runtime.chunks.CompactingChunk``), until the compacted row.
 
 It reads the open conversation (``protocol.conversation``) when the status line refreshes: no
 hook on the event path. Activity is the conversation's cursor (the last event id folded) moving,
@@ -30,6 +32,8 @@ CHARS_PER_TOKEN = 4
 COUNT_EVERY = 0.5
 #: how a retry's status begins (``runtime.chunks.RetryChunk.words``): shown in the run state's place
 RETRYING = "retrying in "
+#: how compaction's status begins (``runtime.chunks.CompactingChunk.words``): said with its clock
+COMPACTING = "compacting "
 
 
 class RunClock:
@@ -69,6 +73,8 @@ class RunClock:
             said = fields.get("statusMessage")
             if isinstance(said, str) and said.startswith(RETRYING):  # the model call is tried again: say so
                 return said
+            if isinstance(said, str) and said.startswith(COMPACTING):  # the observer's model call, counted
+                return f"{said} {now - self._last_activity:.0f} s"
         running = self._running_tools(message, now)
         if running:
             name, since = running

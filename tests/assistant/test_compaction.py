@@ -67,6 +67,13 @@ async def test_a_long_thread_compacts_itself_and_says_so_in_its_stream(make_ai: 
         assert payload.reason == "auto" and payload.tokens_after < payload.tokens_before
         assert payload.context_window == 16_384 and payload.messages > 0
         assert payload.words().startswith("context compacted: ")
+        # the observer's call is said while it runs, and the words go with the row
+        for row in rows:
+            at = events.index(row)
+            said = [e["payload"].get("message") for e in of_type(events[:at], "status")]
+            assert said[-2] == f"compacting {ContextCompactedPayload.model_validate(row['payload']).messages} " \
+                               "older messages into notes", said
+            assert events[at - 1]["type"] == "status" and events[at - 1]["payload"].get("message") == ""
         # the stored tree has the same row where it happened (restored threads draw it too)
         history = await ai.messages("t")
         timelines = [m.agent_tree.timeline for m in history.messages if m.agent_tree is not None]

@@ -54,6 +54,24 @@ def test_the_words_count_the_step_the_tokens_and_the_silence() -> None:
     assert clock() == ""
 
 
+def test_compaction_is_said_with_its_clock_until_its_row() -> None:
+    """Issue 47: the observer's model call may take minutes on a small local model (tmux against the
+    llama.cpp peer: 'waiting for the model 285 s' while the thread was being compacted)."""
+    now = [100.0]
+    conversation = Conversation("t1")
+    clock = RunClock(lambda: conversation, clock=lambda: now[0])
+    conversation.fold([StreamItem(1, ev("run-start", messageId="m1", userMessage="hello"))])
+    conversation.fold([StreamItem(2, ev("status", message="compacting 12 older messages into notes"))])
+    assert clock() == "compacting 12 older messages into notes 0 s"  # (the status line asks at every frame)
+    now[0] += 40
+    assert clock() == "compacting 12 older messages into notes 40 s"
+    conversation.fold([StreamItem(3, ev("status", message="")),
+                       StreamItem(4, ev("context-compacted", messages=12, tokensBefore=9000, tokensAfter=3000,
+                                        contextWindow=8192, reason="auto"))])
+    now[0] += 1
+    assert clock() == "running 41 s"
+
+
 async def test_a_stalled_stream_shows_the_clock_in_the_status_line(tmp_path: Path) -> None:
     async with MockOpenAIServer([MockResponse(text="Let me look at that for you now", hang_after_chunks=3)]) as model:
         settings = Settings.model_validate({
