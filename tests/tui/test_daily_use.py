@@ -538,3 +538,25 @@ def test_demo_titles_say_what_was_asked() -> None:
     titles = [_title_for(f"User message:\n{text}") for text in asked]
     assert len(set(titles)) == 3 and "Data workflow" not in titles
     assert _title_for("User message:\nevery morning send the weather to Slack") == "Weather to Slack"
+
+
+async def test_a_markdown_table_has_a_rule_under_its_header_only() -> None:
+    """Item 8: a table got a rule between every row (15 rows → 31 lines); as GitHub draws it, one rule
+    under the header. The answer streamed into the real app."""
+    from .scripts import ev, recorded, text_deltas
+    from .test_interactions import send
+
+    table = "| # | node |\n|---|---|\n" + "".join(f"| {n} | node {n} |\n" for n in range(15))
+    run = [ev("run-start", messageId="m1"), *text_deltas("Nodes:\n\n" + table + "\nDone.\n", size=40),
+           ev("run-finish", status="completed")]
+    app = make_app(recorded([run]))
+    async with app.run_test(size=(100, 60)) as pilot:  # the whole table on the screen, ruled either way
+        await app.wait_until_ready()
+        await send(pilot, app, "list the nodes")
+        await until(lambda: len(app.view.assistant_turns()) == 1 and not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        rows = [row.strip(" ▕▏▎▍▌") for row in screen_rows(app)]
+        top = next(i for i, row in enumerate(rows) if row.startswith("┌"))
+        bottom = next(i for i, row in enumerate(rows) if row.startswith("└"))
+        assert bottom - top + 1 == 1 + 1 + 1 + 15 + 1  # top, header, its rule, 15 rows, bottom
+        assert [i for i in range(top, bottom) if rows[i].startswith("├")] == [top + 2]

@@ -117,6 +117,24 @@ def _cells(app: App[Any]) -> list[list[tuple[str, tuple[object, ...]]]]:
     return rows
 
 
+def _without_body_rules(rows: list[list[tuple[str, tuple[object, ...]]]]) -> list[list[tuple[str, tuple[object, ...]]]]:
+    """The screen ``MarkdownTable`` drew without the rules between its body's rows: of each table's
+    "├" rules (a table starts at a "┌" row) the first, under the header, stays; what was below moves
+    up and the screen's last (blank) row fills the bottom, as a flat table leaves it."""
+    kept, seen_rule = [], False
+    for row in rows:
+        text = "".join(c for c, _ in row).strip()
+        if text.startswith("┌"):
+            seen_rule = False
+        elif text.startswith("├"):
+            if seen_rule:
+                continue
+            seen_rule = True
+        kept.append(row)
+    assert not "".join(c for c, _ in rows[-1]).strip(), "the screen ends with a blank row"
+    return kept + [rows[-1]] * (len(rows) - len(kept))
+
+
 async def _draw(app: App[Any], pilot: Any, widget: Widget) -> list[list[tuple[str, tuple[object, ...]]]]:
     box = app.query_one("#box")
     await box.remove_children()
@@ -141,6 +159,8 @@ async def test_flat_markdown_looks_like_the_markdown_widget() -> None:
                 assert parse_document(text) is not None
                 live = await _draw(app, pilot, LiveMarkdown(text, classes=classes))
                 flat = await _draw(app, pilot, FlatMarkdown(text, classes=classes))
+                if text is TABLES:  # the flat table rules its header only (issue 45): Markdown's other rules go
+                    live = _without_body_rules(live)
                 for y, (a, b) in enumerate(zip(live, flat, strict=False)):
                     assert a == b, f"{theme}, row {y}:\n{''.join(c for c, _ in a)!r}\n{''.join(c for c, _ in b)!r}"
                 assert any("".join(c for c, _ in row).strip() for row in flat)

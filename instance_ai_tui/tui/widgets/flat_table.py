@@ -8,9 +8,13 @@ for the cyclic collector (the 100-300 ms pauses of ``benchmarks/tui_realistic.py
 Here the same picture is computed from the cells' text: the column widths through Textual's
 own ``resolve`` (auto widths, expanded to the table's width, shrunk to each column's longest
 word when too wide), rows as high as their tallest wrapped cell, headers in ``$primary`` and
-bottom-aligned, the keylines of a regular grid. ``tests/tui_parts/test_flat_markdown.py``
-compares it cell by cell with ``MarkdownTable``. A table whose columns would be crushed
-narrower than their padding is left to ``Markdown`` (``lay_table`` returns ``None``).
+bottom-aligned, the keylines of a regular grid but between the rows: a rule under the header
+only, as GitHub draws a table (a rule under every row made 15 rows 31 lines).
+``tests/tui_parts/test_flat_markdown.py`` compares it cell by cell with ``MarkdownTable``, whose
+rules between the body's rows it leaves out. A table whose columns would be crushed
+narrower than their padding is left to ``Markdown`` (``lay_table`` returns ``None``), as are
+tables ``parse_document`` does not draw flat (in a list, in a piece beside a quote): Textual's
+grid draws those with a keyline under every row.
 """
 
 from __future__ import annotations
@@ -190,9 +194,9 @@ def lay_table(table: Table, width: int, *, dark: bool = True, base: str = "") ->
 
     bar = Content.styled("│", keyline)
     lines = [rule("┌", "┬", "┐")]
-    between = rule("├", "┼", "┤")
-    last = len(grid) - 1
     for row_index, row in enumerate(grid):
         lines.extend(_row_lines(row, sizes, row_index == 0, bar, base))
-        lines.append(between if row_index < last else rule("└", "┴", "┘"))
+        if row_index == 0 and len(grid) > 1:
+            lines.append(rule("├", "┼", "┤"))  # a rule under the header only, as GitHub draws a table
+    lines.append(rule("└", "┴", "┘"))
     return lines
