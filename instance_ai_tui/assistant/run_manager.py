@@ -77,7 +77,7 @@ from .confirmations import (
 )
 from .context import AgentScope, RunContext, Services
 from .coordination import LocalCoordinator, RunCoordinator
-from .emitter import RunEmitter, agent_completed, error_event, tool_error
+from .emitter import RunEmitter, agent_completed, error_event, status_update, tool_error
 from .errors import (
     FAILED_REASON,
     ConfirmationExpired,
@@ -183,7 +183,10 @@ class RunManager:
         try:
             if compact is None:
                 raise InvalidRequest("this agent keeps no thread memory to compact")
+            # the observer's model call may take as long as an answer: said, with its clock (run_clock.py)
+            ctx.emitter.emit(status_update(ctx.orchestrator_id, "compacting the thread's context into notes"))
             result, before, after, window = await compact(ctx.thread_id, keep, model=ctx.model)
+            ctx.emitter.emit(status_update(ctx.orchestrator_id, ""))
         except asyncio.CancelledError:
             await self._finish(run, "cancelled", run.cancel_reason or "service_shutdown")
             raise

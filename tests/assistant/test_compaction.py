@@ -94,7 +94,9 @@ async def test_compact_is_a_run_that_lowers_the_context_share(make_ai: Any, big_
         with pytest.raises(RunActive):
             await ai.send("t", "read notes9.md")  # one run at a time: the compaction is one
         got = await collect(ai, "t", after=after, timeout=60)
-        assert [e["type"] for e in got] == ["run-start", "context-compacted", "run-finish"]
+        assert [e["type"] for e in got] == ["run-start", "status", "status", "context-compacted", "run-finish"]
+        assert [e["payload"]["message"] for e in got[1:3]] == ["compacting the thread's context into notes", ""]
+        got = [e for e in got if e["type"] != "status"]
         assert got[0]["runId"] == run_id and got[0]["payload"]["userMessage"] == "/compact the file names"
         row = ContextCompactedPayload.model_validate(got[1]["payload"])
         assert row.reason == "manual" and row.messages == 12
@@ -118,6 +120,7 @@ async def test_compacting_an_empty_thread_says_there_is_nothing(make_ai: Any) ->
         await ai.create_thread("e")
         await ai.compact("e")
         got = await collect(ai, "e", timeout=30)
+    got = [e for e in got if e["type"] != "status"]
     assert [e["type"] for e in got] == ["run-start", "text-block", "run-finish"]
     assert "Nothing to compact" in got[1]["payload"]["text"]
 

@@ -63,8 +63,9 @@ async def test_a_remote_client_compacts_a_thread_of_the_server(tmp_path: Path) -
             finally:
                 await client.close()
     mine = [e for e in events if e.run_id == run_id]
-    assert [e.type for e in mine] == ["run-start", "context-compacted", "run-finish"]
-    row = mine[1].payload
+    assert [e.type for e in mine] == ["run-start", "status", "status", "context-compacted", "run-finish"]
+    assert mine[1].payload.message.startswith("compacting ") and mine[2].payload.message == ""  # said while it runs
+    row = mine[3].payload
     assert row.reason == "manual" and row.messages == 4 and row.tokens_after < row.tokens_before
     usage = (mine[-1].payload.model_extra or {})["usage"]
     assert usage["contextTokens"] == row.tokens_after and usage["contextWindow"] == 32_000
