@@ -32,7 +32,8 @@ def data_dir() -> Path:
 
 
 def config_path() -> Path:
-    return Path(os.environ.get("INSTANCE_AI_CONFIG", config_dir() / "config.toml"))
+    given = os.environ.get("INSTANCE_AI_CONFIG")  # (platformdirs is imported only when it is not given)
+    return Path(given) if given is not None else config_dir() / "config.toml"
 
 
 def default_db_path() -> Path:

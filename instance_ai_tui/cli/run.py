@@ -96,10 +96,6 @@ def main(args: argparse.Namespace) -> int:
     skip_unused_optional_imports()  # before httpx: what a short run waits for at start
     import asyncio
 
-    from ..client.base import ClientError
-    from ..client.gateway_flag import GatewayFlagError, check_connection
-    from .connection import gateway_from_args, settings_from_args
-
     policy = args.approve or ("ask" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
     from .logs import install, uninstall
 
@@ -109,22 +105,27 @@ def main(args: argparse.Namespace) -> int:
         lean = our_server_only(args)
         if lean is not None:  # no Settings to build: what a short run waits for before its request
             return exit_now(asyncio.run(_main(None, args, policy, None, lean)))
+        from ..client.gateway_flag import check_connection
+        from .connection import gateway_from_args, settings_from_args
+
         settings = settings_from_args(args)
         gateway = gateway_from_args(args)
         remote = settings.remote
         check_connection(gateway, settings, remote.dialect or ("n8n" if remote.email else None))
         return exit_now(asyncio.run(_main(settings, args, policy, gateway)))
-    except GatewayFlagError as exc:
-        print(f"instance-ai run: {terminal_safe(str(exc))}", file=sys.stderr)
-        return 2
-    except ClientError as exc:
-        print(f"instance-ai run: {terminal_safe(str(exc))}", file=sys.stderr)
-        return 1
     except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): stop quietly
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # the client's errors, imported once one happened (a short run does without them)
+        from ..client.base import ClientError
+        from ..client.gateway_flag import GatewayFlagError
+
+        if not isinstance(exc, GatewayFlagError | ClientError):
+            raise
+        print(f"instance-ai run: {terminal_safe(str(exc))}", file=sys.stderr)
+        return 2 if isinstance(exc, GatewayFlagError) else 1
     finally:
         uninstall(log_handler)
 

@@ -93,6 +93,9 @@ async def test_a_plain_run_on_our_server_imports_neither_httpx_nor_pydantic(tmp_
     assert {name.split(".")[0] for name in imported} & {"httpx", "httpcore", "anyio", "pydantic", "pydantic_core"} \
         == set()
     assert "instance_ai_tui.protocol.events" not in imported and "instance_ai_tui.client.remote" not in imported
+    # nor what only an error or the full settings need (the client's errors, the gateway flag), nor
+    # platformdirs when INSTANCE_AI_CONFIG names the file
+    assert not imported & {"instance_ai_tui.client.base", "instance_ai_tui.client.gateway_flag", "platformdirs"}
 
 
 START = {"type": "run-start", "runId": "run-h", "agentId": "o", "ts": 1, "payload": {"messageId": "m"}}
