@@ -395,7 +395,8 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
                 _put(drawing, x0 + 1, row, [box.in_labels.get(index, ""), " "], Style.LABEL)
     glyph = DISABLED_GLYPH if node.disabled else node.glyph
     name_style = Style.DISABLED if node.disabled else KIND_STYLE[node.kind]
-    _put(drawing, x0 + 1 + pad, y0 + 1, cells_of(f"{glyph} {node.name}", inner - pad), name_style)
+    shown = shown_names(layout).get(name, node.name)
+    _put(drawing, x0 + 1 + pad, y0 + 1, cells_of(f"{glyph} {shown}", inner - pad), name_style)
     run = runs.get(name) if runs else None
     status = status_text(run, cells=inner - pad) if runs else ""
     state_style = STATE_STYLE.get(run.state.value if run else "not reached", Style.MUTED)
@@ -418,6 +419,69 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
         text, style = MARKS[mark]
         _put(drawing, x0 + 1, y0, cells_of(text, min(len(text), inner)), style)
     return box
+
+
+_NAMES_CACHE: dict[int, tuple[Layout, dict[str, str]]] = {}
+
+
+def shown_names(layout: Layout) -> dict[str, str]:
+    """The names cut so that no two boxes read the same (cached per layout). A name too long for its box
+    is cut at the end with ``…`` (``Send an emai…``); where two or more would then read the same
+    ("Chat Memory M…" for "Chat Memory Manager" and "…Manager1"), each keeps its start, ``…``, and the
+    part where it differs from the others (``Chat…y Manager`` / ``Chat… Manager1``). Only the names that
+    are cut are in the map."""
+    cached = _NAMES_CACHE.get(id(layout))
+    if cached is not None and cached[0] is layout:
+        return cached[1]
+    room: dict[str, int] = {}
+    cut: dict[str, str] = {}
+    for name, box in layout.boxes.items():
+        node = layout.workflow.node(name)
+        glyph = DISABLED_GLYPH if node is None or node.disabled else node.glyph
+        cells = box.w - 2 - (2 if box.in_labels else 0) - cell_len(glyph) - 1
+        if cell_len(name) > cells > 0:
+            room[name] = cells
+            cut[name] = "".join(cells_of(name, cells))
+    groups: dict[str, list[str]] = {}
+    for name, text in cut.items():
+        groups.setdefault(text, []).append(name)
+    for names in groups.values():
+        if len(names) < 2:
+            continue
+        tried = {n: _cut_where_it_differs(n, [m for m in names if m != n], room[n]) for n in names}
+        if len(set(tried.values())) == len(names):
+            cut.update(tried)
+    if len(_NAMES_CACHE) > 8:
+        _NAMES_CACHE.clear()
+    _NAMES_CACHE[id(layout)] = (layout, cut)
+    return cut
+
+
+def _common(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` have in common at their start."""
+    k = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        k += 1
+    return k
+
+
+def _cut_where_it_differs(name: str, others: list[str], cells: int) -> str:
+    """``name`` in ``cells``: its first third, ``…``, then from a little before where it first differs
+    from every name of ``others`` (cut at the end with ``…`` if that is still too long)."""
+    same = max((_common(name, o) for o in others), default=0)
+    head_cells = max(2, cells // 3)
+    head = "".join(cells_of(name, head_cells)).rstrip(" …")
+    if name[:len(head)] != head:  # a wide character at the edge
+        head = ""
+    budget = cells - cell_len(head) - 1
+    if budget < 2:
+        return "".join(cells_of(name, cells))
+    start = max(len(head), min(max(0, same - 1), len(name) - budget))
+    while start > len(head) and cell_len(name[start:]) < budget:
+        start -= 1
+    return head + "…" + "".join(cells_of(name[start:], budget)).rstrip()
 
 
 @dataclass(slots=True)

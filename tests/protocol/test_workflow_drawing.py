@@ -221,3 +221,36 @@ def test_wide_and_accented_names_keep_every_row_the_same_width() -> None:
         check_layout(layout, drawing)
         assert {cell_len("".join(row)) for row in drawing.chars} == {layout.width}
         assert "開始トリガ" in drawing.text() and "…" in drawing.text()
+
+
+def _names_shown(layout: Layout, drawing: Drawing) -> dict[str, str]:
+    return {name: "".join(drawing.chars[b.y + 1][b.x + 1:b.x + b.w - 1]).strip() for name, b in layout.boxes.items()}
+
+
+@pytest.mark.parametrize("corpus", ["enescingoz__Chat_with_OpenAI_Assistant_by_adding_a_memory",
+                                    "enescingoz__Open_Deep_Research_AI_Powered_Autonomous_Research_Workflow"])
+def test_two_long_names_cut_never_read_the_same(corpus: str) -> None:
+    """Beside n8n's editor, zoomed out: "Chat Memory Manager" and "Chat Memory Manager1" both read
+    "Chat Memory M…", and so did "LLM Memory Buffer (Input Context)" / "(Report Context)". A cut name keeps
+    where it differs from the names it would be confused with ("LLM …(Input C…")."""
+    from .workflow_corpus import corpus_json
+
+    wf = parse_workflow(corpus_json(corpus))
+    for detail in (Detail.FULL, Detail.COMPACT):
+        layout = layout_workflow(wf, detail)
+        shown = _names_shown(layout, draw(layout))
+        assert len(set(shown.values())) == len(shown), sorted(shown.values())
+        assert all(text.endswith(name) or "…" in text for name, text in shown.items())
+
+
+def test_a_cut_name_keeps_its_start_and_where_it_differs() -> None:
+    names = ["Chat Memory Manager", "Chat Memory Manager1", "LLM Memory Buffer (Input Context)",
+             "LLM Memory Buffer (Report Context)", "Send an email to the customer"]
+    wf = parse_workflow({"nodes": [{"name": n, "type": "n8n-nodes-base.set", "position": [i * 300, 0],
+                                    "parameters": {}} for i, n in enumerate(names)], "connections": {}})
+    layout = layout_workflow(wf, Detail.COMPACT)
+    shown = _names_shown(layout, draw(layout))
+    assert len(set(shown.values())) == len(names), shown
+    assert shown["Send an email to the customer"] == "▪ Send an email…"  # no twin: cut at the end only
+    assert "Input" in shown["LLM Memory Buffer (Input Context)"] and shown["LLM Memory Buffer (Input Context)"].startswith("▪ LLM")
+    assert shown["Chat Memory Manager1"].endswith("Manager1")
