@@ -38,7 +38,7 @@ from ..protocol.events import (
     ToolInterruptedEvent,
 )
 from ..runtime.messages import now_ms
-from ..store.errors import is_unavailable
+from ..store.errors import is_unavailable, waiting_words
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,9 @@ class RunEmitter:
         self.first_id: int | None = None
         #: the last error the bus raised (publishing continues with the next batch)
         self.last_error: BaseException | None = None
+        #: while events are held because the storage is unavailable: what they wait for, in words
+        #: ("the database is locked by another program (PID 4242)"); "" otherwise (issue 39.1)
+        self.held = ""
 
     @property
     def closed(self) -> bool:
@@ -152,13 +155,16 @@ class RunEmitter:
                             if attempt == 0:
                                 log.warning("run %s: storage unavailable (%s); holding %d event(s) and retrying",
                                             self.run_id, exc, len(batch))
+                            self.held = waiting_words(exc)
                             attempt += 1
                             await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
                             continue
+                        self.held = ""
                         self.lost += len(batch)
                         log.error("run %s: publishing %d event(s) failed: %s", self.run_id, len(batch), exc)
                         break
                     self.published += len(batch)
+                    self.held = ""
                     if self.first_id is None and stored:
                         self.first_id = stored[0].id
                     if attempt:

@@ -63,7 +63,7 @@ from ..runtime.messages import Message
 from ..runtime.model import ModelAdapter
 from ..runtime.usage import Usage
 from ..store.base import RunRecord, Store, StoredEvent
-from ..store.errors import is_unavailable
+from ..store.errors import is_unavailable, waiting_words
 from .approvals import load_allowances, remember_allowance
 from .confirmations import (
     DEFAULT_TTL_SECONDS,
@@ -141,6 +141,12 @@ class RunManager:
     # ----------------------------------------------------------------- queries
     def live(self, thread_id: str) -> ActiveRun | None:
         return self.table.get(thread_id)
+
+    def storage_wait(self, thread_id: str) -> str:
+        """What the thread's run waits for in the storage (its events held: "the database is locked
+        by another program (PID 4242)"); "" when nothing, or no run of this process (issue 39.1)."""
+        run = self.table.runs.get(thread_id)
+        return run.ctx.emitter.held if run is not None else ""
 
     # ----------------------------------------------------------------- start
     async def start(self, thread_id: str, text: str, *, model_text: str | None = None,
@@ -623,14 +629,17 @@ class RunManager:
             try:
                 await self.bus.publish_many(emitter.thread_id, [finish_event],
                                             on_stored=lambda _stored: record())
+                emitter.held = ""
                 return
             except Exception as exc:
                 # the storage is down for now: hold the run's real end and retry, so the run does
                 # not stay "active" and get swept later as if its process had crashed (issue 26)
                 if is_unavailable(exc, from_storage=True) and loop.time() < give_up_at:
+                    emitter.held = waiting_words(exc)
                     attempt += 1
                     await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
                     continue
+                emitter.held = ""
                 log.exception("run %s: storing its run-finish failed", emitter.run_id)
                 await record()
                 return

@@ -325,6 +325,11 @@ class InstanceAI:
         finally:
             del self._changing[thread_id]
 
+    def storage_wait(self, thread_id: str) -> str:
+        """What the thread's run waits for in the storage: its events held while the database is
+        locked by another program ("the database is locked by another program (PID 4242)"); ""."""
+        return self.runs.storage_wait(thread_id)
+
     @_store_errors_translated
     async def cancel(self, thread_id: str) -> bool:
         check_thread_id(thread_id)

@@ -49,6 +49,10 @@ class AssistantService(Protocol):
         """Idempotent; True if a run was cancelled."""
         ...
 
+    def storage_wait(self, thread_id: str) -> str:
+        """What the thread's run waits for in the storage, in words ("" when nothing)."""
+        ...
+
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse: ...
 
     def events(self, thread_id: str, after: int = 0) -> AsyncIterator[StoredEvent]:

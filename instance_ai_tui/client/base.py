@@ -235,6 +235,12 @@ class Client(abc.ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook: most clients have nothing to close
         """Release everything. Idempotent."""
 
+    def storage_wait(self, thread_id: str | None) -> str:
+        """What the thread's run waits for in the storage, in words, while its progress is held
+        there ("the database is locked by another program (PID 4242)"); "" when nothing is, no thread
+        is open, or this client cannot tell (a server says its storage failures in the run's events)."""
+        return ""
+
     async def identify(self) -> None:  # noqa: B027 - optional hook: a client in process does not change
         """Read again who answers (``model_name``): after a reconnect the server may be another one
         (restarted with another model, the demo or not). Raises ``ClientError`` when it cannot say."""

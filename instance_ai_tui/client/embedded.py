@@ -165,6 +165,9 @@ class EmbeddedClient(Client):
         with _translated():
             await self.service.cancel(thread_id)
 
+    def storage_wait(self, thread_id: str | None) -> str:
+        return self._service.storage_wait(thread_id) if self._service is not None and thread_id else ""
+
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
         with _translated():
             return await self.service.confirm(request_id, body)

@@ -259,6 +259,18 @@ def lock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
     return None
 
 
+def waiting_words(exc: BaseException) -> str:
+    """What a write waits for while the storage is unavailable, in a few words for a status line:
+    "the database is locked by another program (PID 4242)", "the Redis server does not answer"."""
+    stored = storage_error(exc)
+    if isinstance(stored, StorageLocked):
+        pid = f" (PID {stored.holder_pid})" if stored.holder_pid else ""
+        return f"the database is locked by another program{pid}"
+    if isinstance(stored, RedisDown):
+        return "the Redis server does not answer"
+    return "the storage is unavailable"
+
+
 #: how long a write the storage refused for now (locked, Redis down) is tried again before it fails
 RETRY_FOR = 60.0
 

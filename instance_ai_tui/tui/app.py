@@ -154,7 +154,7 @@ class InstanceAiApp(App[None]):
         self.find_bar: FindBar = screen.find_bar
         self.prompt: PromptInput = screen.prompt
         self.status_line: StatusLine = screen.status_line
-        self.status_line.clock = RunClock(lambda: self.conversation)  # (issue 39.5: running 12 s, waiting 20 s)
+        self.status_line.clock = RunClock(lambda: self.conversation, lambda: self.client.storage_wait(self.thread_id))
         self.tasks_panel: TasksPanel = screen.tasks_panel
         self.n8n_activity: N8nActivity = screen.n8n_activity
         self.thread_list: ThreadList = screen.thread_list

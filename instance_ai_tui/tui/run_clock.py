@@ -11,7 +11,10 @@ frozen screen. ``RunClock`` gives the status line's run state its words while a 
 - ``retrying in 4 s (2/3): HTTP 429 …``: the model call failed and is tried again (the root agent's
   status, ``runtime.chunks.RetryChunk``), until the answer's first words clear it;
 - ``compacting 12 older messages into notes 40 s``: the thread is being compacted (issue 47: the
-  observer's model call, ``runtime.chunks.CompactingChunk``), until the compacted row.
+  observer's model call, ``runtime.chunks.CompactingChunk``), until the compacted row;
+- ``waiting for the storage 12 s: the database is locked by another program (PID 4242)``: the
+  run's progress is held because the storage refuses it for now (``Client.storage_wait``: another
+  program holds the SQLite file's lock), not the model (issue 39.1).
 
 It reads the open conversation (``protocol.conversation``) when the status line refreshes: no
 hook on the event path. Activity is the conversation's cursor (the last event id folded) moving,
@@ -39,9 +42,11 @@ COMPACTING = "compacting "
 class RunClock:
     """Words for the status line's run state (``__call__``: "" when no run streams)."""
 
-    def __init__(self, conversation: Callable[[], Any], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, conversation: Callable[[], Any], storage_wait: Callable[[], str] = lambda: "",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._conversation = conversation
         self._clock = clock
+        self._storage_wait = storage_wait
         self._run: object = None
         self._step_started = 0.0
         self._last_activity = 0.0
@@ -80,6 +85,9 @@ class RunClock:
             name, since = running
             return f"running {name} {now - since:.0f} s"
         if now - self._last_activity >= WAIT_AFTER:
+            held = self._storage_wait()
+            if held:  # the model may be done: its words wait for the storage
+                return f"waiting for the storage {now - self._last_activity:.0f} s: {held}"
             return f"waiting for the model {now - self._last_activity:.0f} s"
         tokens = self._chars // CHARS_PER_TOKEN
         spent = f" · ~{tokens:,} tokens" if tokens else ""

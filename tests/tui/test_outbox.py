@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
@@ -96,3 +98,47 @@ async def test_a_message_sent_while_another_program_locks_the_database_is_kept_a
         assert not app.outbox.queue.items and not rows(app)
         stored = await client.messages(thread_id)
         assert [m.content for m in stored.messages if m.role == "user"] == ["first question", "second question"]
+
+
+async def test_an_answer_held_by_a_lock_mid_run_says_so_and_is_kept(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another program takes the lock while the answer streams (found by hand): the run's progress
+    waits for the storage. The status line says that — "waiting for the storage N s: the database is
+    locked by another program (PID N)" — not "waiting for the model" (before: the model was blamed);
+    once the lock goes, the whole answer is there and stored."""
+    from instance_ai_tui.assistant.service import InstanceAI
+    from instance_ai_tui.bus.memory import InProcessBus
+    from instance_ai_tui.store.sqlite import SqliteStore
+    from instance_ai_tui.tui import run_clock
+    from tests.support.openai_server import MockOpenAIServer, MockResponse
+
+    monkeypatch.setattr(run_clock, "WAIT_AFTER", 0.5)  # (5 s in the app)
+    answer = " ".join(f"word{index}" for index in range(60))
+    db = tmp_path / "db.sqlite3"
+    async with MockOpenAIServer([MockResponse(text=answer, chunk_delay=0.03)]) as server:
+        settings = Settings.model_validate({
+            "model": {"name": "gpt-test", "base_url": server.base_url, "api_key": "sk-test"}, "db_path": db})
+        store = SqliteStore(db, busy_timeout=0.2)  # (the app's waits 5 s for a lock before it says so)
+        service = InstanceAI(store, InProcessBus(store), model="gpt-test", settings=settings)
+        await service.start()
+        try:
+            client = EmbeddedClient(service)
+            app = InstanceAiApp(client, settings, watch_themes=False, persist_theme=False)
+            async with app.run_test(size=SIZE) as pilot:
+                await app.wait_until_ready(timeout=30)
+                await app.send_message("hi")
+                await until(lambda: app.conversation is not None and "word3 " in app.conversation.messages[-1].content,
+                            pilot, timeout=30, what="the answer streaming")
+                with held(db) as holder:
+                    await until(lambda: "waiting for the storage" in app.status_line.plain, pilot, timeout=30,
+                                what="the status line saying what the run waits for")
+                    said = app.status_line.plain
+                    assert f"the database is locked by another program (PID {holder.pid})" in said, said
+                    assert "waiting for the model" not in said
+                await until(lambda: not app.conversation.is_streaming, pilot, timeout=40, what="the answer's end")
+                assert app.conversation.messages[-1].content.strip() == answer
+                assert "waiting for the storage" not in app.status_line.plain
+                stored = await client.messages(app.thread_id or "")
+                assert [m.role for m in stored.messages] == ["user", "assistant"]
+        finally:
+            await service.shutdown()
