@@ -153,6 +153,30 @@ async def test_letters_typed_on_the_review_page_are_kept_and_go_to_the_prompt() 
         assert app.prompt.text == "also at noon" and not card.answered
 
 
+async def test_other_by_its_number_opens_a_field_that_shows_what_is_typed() -> None:
+    """Item 1, seen in tmux: the number of "Other…" focused the text field while the page drawn in
+    the same step hid it (the field counted as open only once focused, a refresh later): the
+    letters typed next went into a hidden field and Enter there said "Choose an option"."""
+    from textual.widgets import Input
+
+    from .scripts import questions_run, recorded
+
+    app = make_app(recorded([questions_run()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = await _wizard(pilot, app)
+        other = card.query_one("#other", Input)
+        await pilot.press("3")  # "Other…" after 8am and noon
+        await until(lambda: app.focused is other, pilot)
+        await pilot.pause()
+        assert other.display and "type your answer" in keys_line(card)
+        await pilot.press("enter")  # empty: asked for words, the keys stay in the field
+        assert "Type an answer" in str(card.query_one("#question").render())
+        assert app.focused is other and other.display and card.page == 0
+        await pilot.press(*"at 7", "enter")
+        await until(lambda: card.page == 1, pilot)
+        assert card.custom["when"] == "at 7" and card.selected["when"] == []
+
+
 async def test_the_always_allow_step_has_the_footer_of_its_card() -> None:
     """Item 1: after `a` the card said "Enter grants it" and the footer "⏎ Expand" (the tool
     card's key: the card's own Enter binding was lost to a subclass's)."""

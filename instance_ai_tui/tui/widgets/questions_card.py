@@ -62,6 +62,10 @@ declines to answer.
         self.stray = ""
         #: why the page did not move on ("Choose an option…", "Type an answer…"); "" when it did
         self.asked = ""
+        #: "Other…" was picked on this page: its field is shown and has the keys (told by this
+        #: flag, not by the focus, which moves a refresh later: the page drawn in between hid the
+        #: field and the letters typed next went into a hidden field)
+        self.other_open = False
 
     def compose(self) -> ComposeResult:
         yield Static(self.title(), classes="card-title", markup=False)
@@ -124,8 +128,7 @@ declines to answer.
         return f"1–{len(opts) + 1} choose", [move, Hint("wizard-enter", "Choose"), Hint("wizard-skip"), *back]
 
     def _typing_other(self) -> bool:
-        focused = self.screen.focused if self.is_attached else None
-        return isinstance(focused, Input) and focused.id == "other" and focused.display
+        return self.other_open and not self.on_review
 
     def _bind_page(self) -> None:
         """The footer's bindings are the page's (``page_hints``), with the card's own."""
@@ -207,6 +210,7 @@ declines to answer.
     def goto(self, page: int) -> None:
         self.page = max(0, min(page, len(self.questions)))
         self.cursor = 0
+        self.other_open = False
         self.asked = ""
         self._render_page()
         self.focus_default()
@@ -250,6 +254,7 @@ declines to answer.
         self.asked = ""
         if number == len(opts) + 1:
             other = self.query_one("#other", Input)
+            self.other_open = True
             other.display = True
             other.value = self.custom.get(q.id, "")
             other.focus()
@@ -322,6 +327,7 @@ declines to answer.
 
     def leave_field(self) -> None:
         """Esc in the text field: the keys go to the card (the page's keys work again)."""
+        self.other_open = False
         if not self.on_review and not self._needs_text(self.page):
             self.query_one("#other", Input).display = bool(self.custom.get(self.questions[self.page].id))
         self.focus()
@@ -410,6 +416,9 @@ declines to answer.
             self.skipped.discard(q.id)
             if q.type == "single":
                 self.selected[q.id] = []
+        elif self.other_open:  # "Other…" left empty: ask for the words, the keys stay in the field
+            self.ask("Type an answer, or leave the field (Esc) and choose an option.")
+            return
         else:
             self.custom.pop(q.id, None)
         self.forward()  # an empty answer asks for one (it recorded "(no answer)")
