@@ -319,9 +319,17 @@ class ContextCompactedPayload(Payload):
     reason: str = "auto"
     #: the observer's call failed: the notes are what could be kept without it
     error: str | None = None
+    #: ``reason == "cut"``: the person's message of this turn was cut to fit: characters sent of written
+    sent_chars: int = 0
+    written_chars: int = 0
 
     def words(self) -> str:
         """One line: "context compacted: 12 older messages became notes (78% → 21% of 8 k)"."""
+        if self.reason == "cut":
+            size = f"{self.context_window // 1000} k" if self.context_window >= 1000 else str(self.context_window)
+            return (f"context full: your message was cut to {self.sent_chars:,} of its {self.written_chars:,} "
+                    f"characters to fit the model's {size} context (its head and tail were sent; it stays "
+                    "whole in the thread)")
         what = f"{self.messages} older message{'s' if self.messages != 1 else ''} became notes"
         cause = {"refused": "the model refused a request as too big; ", "manual": ""}.get(self.reason, "")
         tail = f" (notes without the model: {self.error})" if self.error else ""

@@ -391,6 +391,7 @@ class Agent(ToolExecution):
         budget = budget_of(run.model)
         await probe_window(run.model, budget)
         request, fit = await self._fitted_request(run, budget, rid)
+        self._say_cut(run, rid, fit)
         try:
             return await self._stream_model(run, rid, request, fit, budget)
         except ModelContextExceeded as exc:
@@ -403,6 +404,7 @@ class Agent(ToolExecution):
             request, fit = await self._fitted_request(run, budget, rid, compact=False)
             if compacted is not None:
                 self._emit_compacted(run, rid, compacted, before, fit, "refused")
+            self._say_cut(run, rid, fit)
             try:
                 return await self._stream_model(run, rid, request, fit, budget)
             except ModelContextExceeded as again:
@@ -480,6 +482,15 @@ class Agent(ToolExecution):
                         reason: str) -> None:
         run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.pressure,
                                        fit.window, reason, result.error))  # type: ignore[arg-type]
+
+    def _say_cut(self, run: Run, rid: str, fit: Fit) -> None:
+        """The person's own message was cut to fit the window: said once a run (a row where it happened)."""
+        if fit.user_cut is None or run.said_cut:
+            return
+        run.said_cut = True
+        sent, written = fit.user_cut
+        run.emit(ContextCompactedChunk(run.run_id, rid, 0, [], fit.pressure, fit.tokens, fit.window, "cut",
+                                       None, sent, written))
 
     async def compact(self, thread_id: str, keep: str = "", *, model: ModelAdapter | None = None) -> tuple[
             CompactionResult | None, int, int, int]:

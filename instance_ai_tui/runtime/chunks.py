@@ -141,7 +141,7 @@ class ContextCompactedChunk(_Chunk):
     ``messages`` observed (of ``runs``), the tokens the thread's requests need ``before`` and ``after``
     (``Fit.pressure``: older tool results as stubs, this turn's giants at half the room) out of
     ``window``; ``reason`` is ``auto`` (past the threshold), ``refused`` (the server refused a request
-    as too big) or ``manual`` (``/compact``); ``error``: the observer's call failed and the notes are
+    as too big), ``manual`` (``/compact``) or ``cut`` (see ``sent_chars``); ``error``: the observer's call failed and the notes are
     the extractive fallback."""
 
     run_id: str
@@ -151,8 +151,12 @@ class ContextCompactedChunk(_Chunk):
     before: int
     after: int
     window: int
-    reason: Literal["auto", "refused", "manual"] = "auto"
+    reason: Literal["auto", "refused", "manual", "cut"] = "auto"
     error: str | None = None
+    #: ``reason == "cut"``: nothing was compacted, the person's own message of this turn was cut to fit
+    #: the window: the characters sent of those written
+    sent_chars: int = 0
+    written_chars: int = 0
     type: Literal["context-compacted"] = "context-compacted"
 
 

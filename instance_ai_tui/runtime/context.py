@@ -360,6 +360,9 @@ class Fit:
     #: the threshold after them), and of that the older turns' part
     pressure: int = 0
     history: int = 0
+    #: the person's own message of this turn was cut to fit: ``(characters sent, characters written)``
+    #: (said to them: ``context-compacted`` with reason ``cut``)
+    user_cut: tuple[int, int] | None = None
 
     @property
     def share(self) -> float:
@@ -389,6 +392,15 @@ def cut_text(text: str, keep: int) -> str:
     gone = len(text) - head - tail
     marker = f"\n[… {gone:,} characters cut here to fit the model's context …]\n"
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def keep_of(text: str, keep: int) -> int:
+    """The characters of ``text`` that ``cut_text(text, keep)`` keeps (its head and tail)."""
+    if len(text) <= keep:
+        return len(text)
+    keep = max(CUT_MIN, keep)
+    head = keep * 2 // 3
+    return head + max(0, keep - head - 80)
 
 
 def current_turn_start(messages: Sequence[Mapping[str, Any]]) -> int:
@@ -449,10 +461,15 @@ def fit_request(
     def over() -> float:
         return budget.tokens(raw_tokens(total, count)) - available
 
+    user_cut: tuple[int, int] | None = None
+
     def cut_to(index: int, keep: int) -> None:
-        nonlocal total
+        nonlocal total, user_cut
         m = out[index]
-        new = {**m, "content": cut_text(str(m.get("content", "")), keep)}
+        text = str(m.get("content", ""))
+        new = {**m, "content": cut_text(text, keep)}
+        if index == turn and m.get("role") == "user":  # (cut again: still out of what was written)
+            user_cut = (keep_of(text, keep), user_cut[1] if user_cut else len(text))
         out[index] = new
         size = wire_chars(new)
         total += size - sizes_now[index]
@@ -546,7 +563,7 @@ def fit_request(
             f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it; "
             "use a model with a larger context (or set its real one in model.context_windows)",
             window=budget.window, requested=tokens, sent=False)
-    return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure, history)
+    return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure, history, user_cut)
 
 
 # -- what a server's refusal says ----------------------------------------------------------------------

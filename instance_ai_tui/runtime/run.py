@@ -95,6 +95,8 @@ class Run:
         self.sizes = Sizes()
         #: the thread's observations (compacted older turns), shown in the system prompt
         self.observations: Observations | None = None
+        #: the person was told their message was cut to fit the model's context (once a run)
+        self.said_cut = False
         self.cancel = asyncio.Event()
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None

@@ -151,8 +151,11 @@ async def test_headless_run_says_the_compaction_in_the_same_words(tmp_path: Path
             assert proc.returncode == 0, err.decode()
             errs.append(err.decode())
     assert server.refused == 0
-    lines = [line for text in errs for line in text.splitlines() if line.startswith("⟲ ")]
-    assert lines and lines[0].startswith("⟲ context compacted: ") and "of 8 k)" in lines[0], errs
+    lines = [line for text in errs for line in text.splitlines() if line.startswith("⟲ context compacted: ")]
+    assert lines and "of 8 k)" in lines[0], errs
+    # (each 12.8 k-character message is more than half of what an 8 k window leaves: cut, and said so)
+    cut = [line for text in errs for line in text.splitlines() if line.startswith("⟲ context full: your message")]
+    assert cut and "of its 12,807 characters" in cut[0], errs
 
 
 async def test_a_server_that_reports_no_usage_still_gets_a_context_share(make_ai: Any, big_workspace: Path) -> None:
@@ -172,3 +175,26 @@ async def test_a_server_that_reports_no_usage_still_gets_a_context_share(make_ai
         await ai.compact("t")
         got = await collect(ai, "t", after=after, timeout=60)
         assert got[-1]["payload"]["usage"]["contextTokens"] < usage["contextTokens"] / 3
+
+
+async def test_a_message_cut_to_fit_is_said_to_the_person(make_ai: Any) -> None:
+    """A paste bigger than the window (tmux against llama.cpp at 2 k: the retry after compaction sent 566
+    tokens of a ~1,000-token paste, and nobody was told): the model gets its head and tail, the person a
+    row that says so, and the thread keeps the message whole."""
+    paste = "Here is my log:\n" + "".join(f"12:00:{i % 60:02d} GET /webhook/{i} 200\n" for i in range(1_200))
+    async with MockOpenAIServer(respond, context_window=4_096) as server:
+        ai = await make_ai(MODEL, settings=settings_for(server, 4_096))
+        await ai.send("t", paste)
+        got = await collect(ai, "t", timeout=60)
+        assert got[-1]["payload"]["status"] == "completed", got[-1]
+        rows = of_type(got, "context-compacted")
+        assert len(rows) == 1, rows
+        row = ContextCompactedPayload.model_validate(rows[0]["payload"])
+        assert row.reason == "cut" and row.written_chars == len(paste) and 0 < row.sent_chars < len(paste) / 2
+        assert row.words().startswith(f"context full: your message was cut to {row.sent_chars:,} of its "
+                                      f"{len(paste):,} characters to fit the model's 4 k context")
+        sent = server.requests[-1].body["messages"][-1]["content"]
+        assert "characters cut here to fit the model's context" in sent and sent.startswith("Here is my log:")
+        history = await ai.messages("t")
+        assert [m.content for m in history.messages if m.role == "user"] == [paste]
+    assert server.refused == 0
