@@ -111,3 +111,28 @@ async def test_a_status_that_comes_with_the_runs_start_is_shown() -> None:
         await until(lambda: "⠀" not in app.status_line.plain and "retrying in 1 s (2/3): HTTP 429: slow down"
                     in app.status_line.plain, pilot, 30, "the retry's words")
         assert app.status_line.plain.count("retrying in") == 1  # in the run state's place, once
+
+
+def test_a_run_held_by_the_storage_says_so_also_while_cancelling() -> None:
+    """Issue 39.1 (lock mid-run): the run's progress waits for the database, not the model; Esc
+    pressed meanwhile shows "cancelling" with the same reason, not a bare spinner for a minute."""
+    from instance_ai_tui.tui.widgets.status_line import StatusInfo, render_status
+
+    now = [100.0]
+    held = [""]
+    conversation = Conversation("t1")
+    clock = RunClock(lambda: conversation, lambda: held[0], clock=lambda: now[0])
+    conversation.fold([StreamItem(1, ev("run-start", messageId="m1", userMessage="hello"))])
+    assert clock() == "running 0 s"
+    now[0] += WAIT_AFTER + 1
+    assert clock() == f"waiting for the model {WAIT_AFTER + 1:.0f} s"
+    held[0] = "the database is locked by another program (PID 4242)"
+    words = clock()
+    assert words == f"waiting for the storage {WAIT_AFTER + 1:.0f} s: the database is locked by another program (PID 4242)"
+    running = render_status(StatusInfo(connection="embedded", run_state="running", clock=words)).plain
+    assert words in running
+    cancelling = render_status(StatusInfo(connection="embedded", run_state="cancelling", clock=words)).plain
+    assert f"cancelling, {words}" in cancelling, cancelling
+    plain = render_status(StatusInfo(connection="embedded", run_state="cancelling",
+                                     clock=f"waiting for the model {WAIT_AFTER + 1:.0f} s")).plain
+    assert "cancelling" in plain and "waiting for the model" not in plain  # (as before: the model is stopped)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
+from ..run_clock import STORAGE_WAIT
+
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: the separator between the status line's parts
 SEPARATOR = "  │  "
@@ -163,6 +165,8 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         "error": "✗",
     }.get(run, "•")
     words = info.clock if info.clock and run == "running" else run
+    if run == "cancelling" and info.clock.startswith(STORAGE_WAIT):  # its end waits for the storage too (39.1)
+        words = f"cancelling, {info.clock}"
     parts.append((f"{glyph} {words}", _RUN_STYLE.get(run, "")))
     if info.waiting:
         parts.append(sep)
