@@ -104,5 +104,6 @@ def describe_failure(exc: BaseException | None, error: str, status_code: int | N
 
 
 #: the reason of a run that failed because the server's storage (Redis, SQLite) was unavailable
-STORAGE_UNAVAILABLE = "storage unavailable: the server could not save this run's progress. Please try again."
+#: (said by the embedded app as by a server: no "server" in it; the detail after it names the part)
+STORAGE_UNAVAILABLE = "storage unavailable: this run's progress could not be saved. Please try again."
 FAILED_REASON = "I hit an error before I could finish that response. Please try again."

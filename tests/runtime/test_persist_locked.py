@@ -97,3 +97,16 @@ async def test_only_a_storage_that_is_unavailable_for_now_is_tried_again() -> No
 
     with pytest.raises(StorageLocked):  # the time is up: raised as it is
         await retry_while_unavailable(always_locked, what="a write", retry_for=0.3)
+
+
+def test_a_run_failed_by_a_lock_names_the_lock_not_a_server() -> None:
+    """A lock held longer than the retries: the run's error says the storage and the lock's holder
+    in the embedded app too, where there is no server (before: "the server could not save")."""
+    from instance_ai_tui.assistant.errors import describe_failure
+
+    locked = StorageLocked("cannot write the database /d/ia.db: it is locked by another program (PID 4242) "
+                           "(database is locked); close the other instance-ai that uses it", 4242)
+    content, reason, code = describe_failure(locked, str(locked), None)
+    assert content.startswith("storage unavailable: this run's progress could not be saved.")
+    assert "locked by another program (PID 4242)" in content and "server" not in content
+    assert code == "storage_locked" and "server" not in reason
