@@ -132,7 +132,7 @@ class CompactingChunk(_Chunk):
 
     @property
     def words(self) -> str:
-        return f"compacting {self.messages} older messages into notes"
+        return f"compacting {self.messages} older message{'s' if self.messages != 1 else ''} into notes"
 
 
 @dataclass(slots=True)

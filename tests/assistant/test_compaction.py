@@ -71,8 +71,8 @@ async def test_a_long_thread_compacts_itself_and_says_so_in_its_stream(make_ai: 
         for row in rows:
             at = events.index(row)
             said = [e["payload"].get("message") for e in of_type(events[:at], "status")]
-            assert said[-2] == f"compacting {ContextCompactedPayload.model_validate(row['payload']).messages} " \
-                               "older messages into notes", said
+            count = ContextCompactedPayload.model_validate(row["payload"]).messages
+            assert said[-2] == f"compacting {count} older message{'s' if count != 1 else ''} into notes", said
             assert events[at - 1]["type"] == "status" and events[at - 1]["payload"].get("message") == ""
         # the stored tree has the same row where it happened (restored threads draw it too)
         history = await ai.messages("t")

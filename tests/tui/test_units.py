@@ -32,6 +32,14 @@ def test_status_line_words_for_every_state() -> None:
     assert [format_tokens(n) for n in (999, 1500, 25_000, 3_200_000)] == ["999", "1.5k", "25k", "3.2M"]
 
 
+def test_status_line_says_compaction_once_with_its_clock() -> None:
+    """tmux against llama.cpp: the run state said "compacting 1 older messages into notes 4 s" and the
+    status message repeated it without the clock."""
+    said = "compacting 1 older message into notes"
+    info = StatusInfo(connection="embedded", run_state="running", message=said, clock=f"{said} 4 s", model="m")
+    assert render_status(info).plain.count("compacting") == 1
+
+
 def test_checklist_glyphs_and_progress() -> None:
     tasks = TaskList.model_validate([
         {"id": "1", "description": "Build", "status": "completed"},

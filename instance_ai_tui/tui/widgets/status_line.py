@@ -171,7 +171,7 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     if info.waiting:
         parts.append(sep)
         parts.append((f"◷ {info.waiting} ({info.waiting_key})", "bold $text-warning"))
-    if info.message and info.message != words:  # (a retry's words are the run state's already)
+    if info.message and not words.startswith(info.message):  # (a retry's or compaction's: the run state's already)
         parts.append(sep)
         parts.append((info.message, "italic"))
     parts.append(sep)
