@@ -538,6 +538,31 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
         assert canvas.cursor == first  # back at the node under the cursor
 
 
+async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
+    """Tried in tmux: ``f`` on the 5-node loop in the panel beside the conversation (even zoomed out wider
+    than the view) gave blocks of ``▪`` and no name: a reader could not tell which block is which. Each
+    block wide enough now carries its node's name (cut with …); the cursor's block still starts with ◆."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
+        await app.screen_stack[0].mount(panel)
+        assert await panel.load("loop-1")
+        canvas = panel.canvas
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.overview is not None, pilot, what="the overview")
+        await pilot.pause()
+        rows = ["".join(seg.text for seg in canvas.render_line(y)) for y in range(canvas.size.height)]
+        shown = "\n".join(rows)
+        for name in ("Code", "Wait", "Loop"):
+            assert name in shown, shown
+        assert "◆When" in shown or "◆Whe" in shown, shown  # the cursor: the trigger
+
+
 async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> None:
     """5,000 nodes: the layout runs in the worker process; keys are answered while it runs (the previous
     drawing stays), and the newest layout is the one shown."""

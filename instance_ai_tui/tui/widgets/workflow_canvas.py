@@ -36,7 +36,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...protocol.workflow_draw import Drawing, Style, count_text, draw, draw_box
+from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
 from ...protocol.workflow_layout import Box, Detail, Layout, Route, layout_workflow
 from .. import keymap
@@ -307,7 +307,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.refresh()
 
     def _overview_line(self, y: int, width: int) -> Strip:
-        """One row of the overview: a block per box (the cursor's box stands out), a dot where only lines run."""
+        """One row of the overview: a block per box (the cursor's box stands out) with its node's name where
+        the block is wide enough, a dot where only lines run."""
         layout = self.graph_layout
         assert layout is not None and self.overview is not None
         sx, sy = self.overview
@@ -323,8 +324,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         for name, box in layout.boxes.items():
             if box.y < bottom and box.y + box.h > top:
                 mark = OVERVIEW_CURSOR if name == self.cursor else OVERVIEW_BOX
-                for x in range(box.x // sx, min(width, (box.x + box.w - 1) // sx + 1)):
-                    cells[x], codes[x] = mark, (-1 if name == self.cursor else Style.BORDER)
+                code = -1 if name == self.cursor else Style.BORDER
+                first, last = box.x // sx, min(width, (box.x + box.w - 1) // sx + 1)
+                for x in range(first, last):
+                    cells[x], codes[x] = mark, code
+                if last - first >= 4 and (box.y + (box.h - 1) // 2) // sy == y:  # its name on its middle row
+                    for k, char in enumerate(cells_of(name, last - first - 1), start=first + 1):
+                        cells[k] = char
         base = self.rich_style
         segments = [Segment(char, base + self._style(code) if code else base) for char, code in zip(cells, codes,
                                                                                                    strict=True)]
