@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Batch", "DeltaRun", "Item", "Joiner", "Page", "StreamItem", "decode", "decode_lines", "events_of", "join"]
 
-#: the delta types read as ``DeltaRun`` (a status replaces the last one, it does not append)
-DELTA_TYPES = frozenset({"text-delta", "reasoning-delta"})
-
-
 class StreamItem:
     """One event of a thread's stream, typed: built from an event model or a ``run-sync`` frame's
     payload (``StreamItem(id, model)``), it holds it as ``event`` or as ``run_sync`` (exactly one
