@@ -97,10 +97,6 @@ class ReducerReads:
         workflow canvas looks at them a few times a second). Read only: the reducer's own state."""
         return iter(self._calls.values())
 
-    def tool_call_agent_id(self, tool_call_id: str) -> str | None:
-        call = self._calls.get(tool_call_id)
-        return call.agent.id if call is not None else None
-
     def timeline_length(self, agent_id: str) -> int:
         node = self._agents.get(agent_id)
         return len(node.timeline) if node is not None else 0
