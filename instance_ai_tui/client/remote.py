@@ -113,7 +113,6 @@ class RemoteClient(Client):
             "max_attempts": max_reconnect_attempts,
         }
         self._opened = False
-        self.server_version = ""
 
     def __repr__(self) -> str:  # never shows the token
         return f"RemoteClient({self.base_url!r}, token={'***' if self._token else None})"
@@ -157,7 +156,6 @@ class RemoteClient(Client):
         if self._token or body.get("authRequired"):
             await self._check_token()
         self.model_name = str(body.get("model") or "")
-        self.server_version = str(body.get("version") or "")
         self._opened = True
         self._set_state(ConnectionState.CONNECTED)
 
@@ -171,7 +169,6 @@ class RemoteClient(Client):
                 from None
         if isinstance(body, dict) and body.get("service") == "instance-ai":
             self.model_name = str(body.get("model") or "")
-            self.server_version = str(body.get("version") or "")
 
     async def _check_token(self) -> None:
         """The health route is public: ask an authenticated one so a wrong token is caught now."""
