@@ -79,7 +79,6 @@ class IngestStats:
     busy_frames: int = 0
     slowest_frame: float = 0.0
     first_event_at: float | None = None
-    last_event_at: float | None = None
     frame_times: list[float] = field(default_factory=list)
 
     def record_frame(self, seconds: float) -> None:
@@ -204,7 +203,6 @@ class Projection:
                 now = clock()
                 if stats.first_event_at is None:
                     stats.first_event_at = now
-                stats.last_event_at = now
                 if now >= slice_end:
                     await asyncio.sleep(0)
                     slice_end = clock() + INGEST_SLICE
@@ -220,7 +218,6 @@ class Projection:
         finally:
             self.ingest_waiting = False
             self.queued = 0
-            stats.last_event_at = clock()
             try:
                 await aclose(stream)
             except (RuntimeError, ClientError):
