@@ -390,6 +390,7 @@ class Agent(ToolExecution):
         await self._event(run, AgentEvent.TURN_START, iteration=run.iteration, response_id=rid)
         budget = budget_of(run.model)
         await probe_window(run.model, budget)
+        await self._recall_window(run, budget)
         request, fit = await self._fitted_request(run, budget, rid)
         self._say_cut(run, rid, fit)
         try:
@@ -397,8 +398,9 @@ class Agent(ToolExecution):
         except ModelContextExceeded as exc:
             if getattr(exc, "incomplete", False) or not exc.sent:
                 raise
-            # a window smaller than we knew: learn it, compact, and try once more
+            # a window smaller than we knew: learn it (and keep it for later processes), compact, try once more
             _learn(budget, exc, fit)
+            await self._keep_window(run, budget)
             before = fit.pressure
             compacted = await self._compact(run, budget, reason="refused", everything=True)
             request, fit = await self._fitted_request(run, budget, rid, compact=False)
@@ -482,6 +484,25 @@ class Agent(ToolExecution):
                         reason: str) -> None:
         run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.pressure,
                                        fit.window, reason, result.error))  # type: ignore[arg-type]
+
+    async def _recall_window(self, run: Run, budget: ContextBudget) -> None:
+        """A window a refusal taught an earlier process (the store's), once per model adapter."""
+        if budget.recalled or self.memory is None:
+            return
+        budget.recalled = True
+        recall = getattr(self.memory, "get_learned_window", None)
+        if recall is not None:
+            found = await recall(_model_key(run.model))
+            if found:
+                budget.set_window(found, "learned")
+
+    async def _keep_window(self, run: Run, budget: ContextBudget) -> None:
+        keep = getattr(self.memory, "save_learned_window", None)
+        if keep is not None and budget.source == "learned":
+            try:
+                await keep(_model_key(run.model), budget.window)
+            except Exception:  # a store that cannot keep it costs one more refusal later
+                log.warning("could not store the window learned for model %s", run.model.name, exc_info=True)
 
     def _say_cut(self, run: Run, rid: str, fit: Fit) -> None:
         """The person's own message was cut to fit the window: said once a run (a row where it happened)."""
@@ -731,6 +752,11 @@ class Agent(ToolExecution):
         task.add_done_callback(self._background.discard)
 
 
+
+
+def _model_key(model: ModelAdapter) -> str:
+    """Which model a learned window belongs to: the server's address and the model's name."""
+    return f"{getattr(model, 'base_url', '') or getattr(model, 'where', '')} {model.name}"
 
 
 def _learn(budget: ContextBudget, exc: ModelContextExceeded, fit: Fit) -> None:

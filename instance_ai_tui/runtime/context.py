@@ -120,8 +120,10 @@ class ContextBudget:
         #: real tokens per estimated token (from ``usage``); 1.0 until the first answer
         self.ratio = 1.0
         self.calibrated = False
-        #: whether the server was asked for the window (``/models``) yet
+        #: whether the server was asked for the window (``/models``) yet, and the store for a window a
+        #: refusal taught in an earlier process
         self.probed = False
+        self.recalled = False
 
     def __repr__(self) -> str:
         return f"ContextBudget({self.model!r}, window={self.window} ({self.source}), ratio={self.ratio:.2f})"

@@ -157,6 +157,11 @@ def _created_ms(record: MessageRecord) -> int:
     return round(created.timestamp() * 1000)
 
 
+#: the settings scope of windows learned from refusals, by ``<base URL> <model>``: a restart does not
+#: send the first request over the window again to learn it twice
+LEARNED_WINDOWS = "model-windows"
+
+
 class StoreMemory:
     """``Memory`` on a ``Store``."""
 
@@ -246,6 +251,16 @@ class StoreMemory:
     async def save_observations(self, thread_id: str, observations: Observations) -> None:
         await self._ensure_thread(thread_id)
         await self.store.set_setting(f"thread:{thread_id}", OBSERVATIONS, observations.model_dump(mode="json"))
+
+    # -- windows learned from refusals (runtime/context.py) -------------------------------------
+
+    async def get_learned_window(self, model_key: str) -> int | None:
+        """The context window a model server's refusal taught (in any earlier process), if any."""
+        value = await self.store.get_setting(LEARNED_WINDOWS, model_key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    async def save_learned_window(self, model_key: str, tokens: int) -> None:
+        await self.store.set_setting(LEARNED_WINDOWS, model_key, int(tokens))
 
     # -- working memory --------------------------------------------------------------------
 

@@ -151,6 +151,33 @@ async def test_a_window_smaller_than_known_is_learned_from_the_refusal_and_the_r
     assert all(r.tokens + 256 <= 4_096 for r in server.requests[refused_at + 1:])  # learned: never again
 
 
+async def test_a_learned_window_outlives_a_restart(tmp_path: Path) -> None:
+    """tmux against llama.cpp (2 k, the table says 8 k): after a restart the first request over the
+    real window was refused again, and the thread compacted again, to learn what was known. The window
+    a refusal taught is kept in the store: a new process fits to it at once."""
+    async with MockOpenAIServer(respond, context_window=4_096, models=("gpt-4",)) as server:
+        path = tmp_path / "t.sqlite3"
+        async with SqliteStore(path) as store:
+            model = OpenAIModel("gpt-4", base_url=server.base_url, api_key="x", max_retries=0)
+            agent = agent_on(model, store)
+            for turn in range(1, 5):
+                result, _ = await ask(agent, "t", f"get workflow wf_{turn:03d}")
+                assert result.status == "success", result.error
+            await model.aclose()
+        refused = server.refused
+        assert refused >= 1 and model.context.window == 4_096
+        async with SqliteStore(path) as store:  # a restart: new store, model and agent
+            model = OpenAIModel("gpt-4", base_url=server.base_url, api_key="x", max_retries=0)
+            assert model.context.window == 8_192
+            agent = agent_on(model, store)
+            for turn in range(5, 8):
+                result, _ = await ask(agent, "u", f"get workflow wf_{turn:03d}")
+                assert result.status == "success", result.error
+            await model.aclose()
+    assert server.refused == refused, "the window was learned a second time"
+    assert (model.context.window, model.context.source) == (4_096, "learned")
+
+
 async def test_a_model_that_keeps_refusing_gets_words_that_say_what_to_do(tmp_path: Path) -> None:
     """A server whose real window is far below anything the request can be cut to: after the retry the
     run fails with the part, the window and the next step."""
