@@ -58,6 +58,11 @@ def test_tool_card_formatting() -> None:
     assert pretty({"a": [1, 2]}) == ('{\n  "a": [\n    1,\n    2\n  ]\n}', "json")
     assert pretty('{"x": 1}')[1] == "json" and pretty("plain words") == ("plain words", "text")
     assert result_summary({"workflows": [1, 2, 3]}) == "3 workflows"
+    # a named object in words (issue 45: "✓ activate-workflow → {"id": "wf-104", …" in the demo)
+    workflow = {"id": "wf-104", "name": "HTTP to Discord", "active": True, "tags": ["a", "b"], "nodeCount": 3}
+    assert result_summary(workflow) == "HTTP to Discord (wf-104) · active"
+    assert result_summary({"id": 7, "name": "Run\x1b[2J", "status": "error"}) == "Run␛[2J (7) · error"
+    assert result_summary({"id": True, "name": "x"}).startswith("{")
     assert result_summary([1]) == "1 item" and result_summary("first line\nsecond") == "first line"
     assert duration("2026-01-01T00:00:00.000Z".replace("Z", "+00:00"), "2026-01-01T00:00:01.500+00:00") == "1.5 s"
     assert duration(None, "x") == ""

@@ -79,11 +79,29 @@ def result_summary(value: Any, limit: int = SUMMARY_LIMIT) -> str:
     if isinstance(value, list):
         return f"{len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
+        named = _named_object(value)
+        if named:
+            return named if len(named) <= limit else named[: limit - 1] + "…"
         for key, val in value.items():
             if isinstance(val, list):
                 return f"{len(val)} {key}"
         return short_json(value, limit)
     return short_json(value, limit)
+
+
+def _named_object(value: dict[str, Any]) -> str | None:
+    """An object with a name and an id (a workflow, a credential, an execution's workflow) in
+    words: 'Daily digest (wf-104) · active', not its JSON ('{"id": "wf-104", …')."""
+    name, ident = value.get("name"), value.get("id")
+    if not isinstance(name, str) or not name.strip() or isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    words = [f"{visible(name.strip())} ({visible(str(ident))})"]
+    active, status = value.get("active"), value.get("status")
+    if isinstance(active, bool):
+        words.append("active" if active else "inactive")
+    if isinstance(status, str) and status.strip():
+        words.append(visible(status.strip()))
+    return " · ".join(words)
 
 
 def duration(started: str | None, completed: str | None) -> str:
