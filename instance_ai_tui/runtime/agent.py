@@ -32,7 +32,17 @@ from .chunks import (
     ToolCallSuspendedChunk,
 )
 from .compaction import CompactionResult, new_observations, observe
-from .context import ContextBudget, Fit, budget_of, fit_request, format_tokens, probe_window
+from .context import (
+    ContextBudget,
+    Fit,
+    budget_of,
+    fit_request,
+    format_tokens,
+    keep_window,
+    learn_from_refusal,
+    probe_window,
+    recall_window,
+)
 from .errors import (
     CheckpointNotFound,
     InvalidResumeData,
@@ -390,7 +400,7 @@ class Agent(ToolExecution):
         await self._event(run, AgentEvent.TURN_START, iteration=run.iteration, response_id=rid)
         budget = budget_of(run.model)
         await probe_window(run.model, budget)
-        await self._recall_window(run, budget)
+        await recall_window(self.memory, run.model, budget)
         request, fit = await self._fitted_request(run, budget, rid)
         self._say_cut(run, rid, fit)
         try:
@@ -399,8 +409,8 @@ class Agent(ToolExecution):
             if getattr(exc, "incomplete", False) or not exc.sent:
                 raise
             # a window smaller than we knew: learn it (and keep it for later processes), compact, try once more
-            _learn(budget, exc, fit)
-            await self._keep_window(run, budget)
+            learn_from_refusal(budget, exc, fit)
+            await keep_window(self.memory, run.model, budget)
             before = fit.pressure
             compacted = await self._compact(run, budget, reason="refused", everything=True)
             request, fit = await self._fitted_request(run, budget, rid, compact=False)
@@ -412,7 +422,7 @@ class Agent(ToolExecution):
             except ModelContextExceeded as again:
                 if getattr(again, "incomplete", False) or not again.sent:
                     raise
-                _learn(budget, again, fit)
+                learn_from_refusal(budget, again, fit)
                 raise ModelContextExceeded(
                     f"this thread is over {run.model.name!r}'s {format_tokens(budget.window)} token context "
                     f"even compacted ({again}): /compact [what to keep], or start a new thread (Ctrl+N)",
@@ -484,25 +494,6 @@ class Agent(ToolExecution):
                         reason: str) -> None:
         run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.pressure,
                                        fit.window, reason, result.error))  # type: ignore[arg-type]
-
-    async def _recall_window(self, run: Run, budget: ContextBudget) -> None:
-        """A window a refusal taught an earlier process (the store's), once per model adapter."""
-        if budget.recalled or self.memory is None:
-            return
-        budget.recalled = True
-        recall = getattr(self.memory, "get_learned_window", None)
-        if recall is not None:
-            found = await recall(_model_key(run.model))
-            if found:
-                budget.set_window(found, "learned")
-
-    async def _keep_window(self, run: Run, budget: ContextBudget) -> None:
-        keep = getattr(self.memory, "save_learned_window", None)
-        if keep is not None and budget.source == "learned":
-            try:
-                await keep(_model_key(run.model), budget.window)
-            except Exception:  # a store that cannot keep it costs one more refusal later
-                log.warning("could not store the window learned for model %s", run.model.name, exc_info=True)
 
     def _say_cut(self, run: Run, rid: str, fit: Fit) -> None:
         """The person's own message was cut to fit the window: said once a run (a row where it happened)."""
@@ -752,22 +743,6 @@ class Agent(ToolExecution):
         task.add_done_callback(self._background.discard)
 
 
-
-
-def _model_key(model: ModelAdapter) -> str:
-    """Which model a learned window belongs to: the server's address and the model's name."""
-    return f"{getattr(model, 'base_url', '') or getattr(model, 'where', '')} {model.name}"
-
-
-def _learn(budget: ContextBudget, exc: ModelContextExceeded, fit: Fit) -> None:
-    """What a refusal teaches: the real window (when the server says it, else a little less than what
-    was sent with its answer's reserve), and the request's real size in tokens."""
-    if exc.requested:
-        budget.calibrate(fit.raw, exc.requested)
-    if exc.window:
-        budget.set_window(exc.window, "learned")
-    else:
-        budget.set_window(max(256, int((fit.tokens + (fit.window - fit.available)) * 0.8)), "learned")
 
 
 def _turns(messages: list[Message]) -> list[list[Message]]:

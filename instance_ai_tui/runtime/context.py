@@ -36,6 +36,7 @@ one look-up per message it keeps (``benchmarks/context_budget.py``).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import operator
 import re
@@ -46,6 +47,8 @@ from itertools import islice
 from typing import Any, Literal
 
 from .errors import ModelContextExceeded
+
+log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 8_192
 CHARS_PER_TOKEN = 3.5
@@ -220,6 +223,44 @@ async def probe_window(model: Any, budget: ContextBudget) -> None:
         return
     if isinstance(found, int) and found > 0:
         budget.set_window(found, "server")
+
+
+def model_key(model: Any) -> str:
+    """Which model a learned window belongs to: the server's address and the model's name."""
+    return f"{getattr(model, 'base_url', '') or getattr(model, 'where', '')} {model.name}"
+
+
+async def recall_window(memory: Any, model: Any, budget: ContextBudget) -> None:
+    """A window a refusal taught an earlier process (``memory.get_learned_window``), once per adapter."""
+    if budget.recalled or memory is None:
+        return
+    budget.recalled = True
+    recall = getattr(memory, "get_learned_window", None)
+    if recall is not None:
+        found = await recall(model_key(model))
+        if found:
+            budget.set_window(found, "learned")
+
+
+async def keep_window(memory: Any, model: Any, budget: ContextBudget) -> None:
+    """Keep a window a refusal taught (``memory.save_learned_window``): a restart need not learn it again."""
+    keep = getattr(memory, "save_learned_window", None)
+    if keep is not None and budget.source == "learned":
+        try:
+            await keep(model_key(model), budget.window)
+        except Exception:  # a store that cannot keep it costs one more refusal later
+            log.warning("could not store the window learned for model %s", model.name, exc_info=True)
+
+
+def learn_from_refusal(budget: ContextBudget, exc: ModelContextExceeded, fit: Fit) -> None:
+    """What a refusal teaches: the real window (when the server says it, else a little less than what
+    was sent with its answer's reserve), and the request's real size in tokens."""
+    if exc.requested:
+        budget.calibrate(fit.raw, exc.requested)
+    if exc.window:
+        budget.set_window(exc.window, "learned")
+    else:
+        budget.set_window(max(256, int((fit.tokens + (fit.window - fit.available)) * 0.8)), "learned")
 
 
 # -- sizes of messages ------------------------------------------------------------------------------
