@@ -288,9 +288,9 @@ def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
 def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
                  masks: Mapping[tuple[int, int], int]) -> None:
     """Items on connections where they fit: on the line's last straight piece that has room for the
-    words and a cell of line either side, nothing crossing it there (else the one before; else none)."""
+    words and a cell of line either side, nothing crossing it there (else the one before; else the number
+    alone the same way; else none)."""
     x0, y0, w, h = drawing.x0, drawing.y0, drawing.width, drawing.height
-    chars, styles = drawing.chars, drawing.styles
     compact = layout.detail is Detail.COMPACT
     taken = {(x + k, y) for x, y, text in layout.labels if y0 <= y < y0 + h
              for k in range(-1, cell_len(text) + 1)}  # branch labels (and a cell either side)
@@ -305,23 +305,38 @@ def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
         if not (min(p[1] for p in pts) < y0 + h and max(p[1] for p in pts) >= y0
                 and min(p[0] for p in pts) < x0 + w and max(p[0] for p in pts) >= x0):
             continue
-        size = cell_len(text)
-        for (ax, ay), (bx, by) in reversed(list(itertools.pairwise(pts))):
-            if ay != by or not y0 <= ay < y0 + h:
-                continue
-            lo, hi = min(ax, bx) + 1, max(ax, bx) - 1  # not the corners (nor the arrow's cell)
-            if hi - lo + 1 < size + 2:
-                continue
-            start = lo + (hi - lo + 1 - size) // 2
-            cells = range(start - 1, start + size + 1)
-            if any(masks.get((x, ay), _L | _R) != _L | _R or (x, ay) in taken for x in cells if x0 <= x < x0 + w):
-                continue  # something crosses or joins the line there, or a branch label is written on it
-            row, srow = chars[ay - y0], styles[ay - y0]
-            for k, char in enumerate(cells_of(text, size)):
-                if x0 <= start + k < x0 + w:
-                    row[start + k - x0] = char
-                    srow[start + k - x0] = Style.COUNT
-            break
+        pieces = list(itertools.pairwise(pts))
+        number = text.split(" ", 1)[0]
+        for form in dict.fromkeys((text, number)):  # the words; else the number alone (a short line)
+            if _write_count(drawing, form, pieces, masks, taken):
+                break
+
+
+def _write_count(drawing: Drawing, text: str, pieces: list[tuple[tuple[int, int], tuple[int, int]]],
+                 masks: Mapping[tuple[int, int], int], taken: set[tuple[int, int]]) -> bool:
+    """``text`` on the last straight piece of a line with room for it and a cell of line either side,
+    nothing crossing or joining it there; whether it was written."""
+    x0, y0, w, h = drawing.x0, drawing.y0, drawing.width, drawing.height
+    size = cell_len(text)
+    for index in range(len(pieces) - 1, -1, -1):
+        (ax, ay), (bx, by) = pieces[index]
+        if ay != by or not y0 <= ay < y0 + h:
+            continue
+        # not the corners (nor the arrow's cell); the first cell out of the port is plain line
+        lo, hi = min(ax, bx) + (0 if index == 0 and ax < bx else 1), max(ax, bx) - 1
+        if hi - lo + 1 < size + 2:
+            continue
+        start = lo + (hi - lo + 1 - size) // 2
+        cells = range(start - 1, start + size + 1)
+        if any(masks.get((x, ay), _L | _R) != _L | _R or (x, ay) in taken for x in cells if x0 <= x < x0 + w):
+            continue  # something crosses or joins the line there, or a branch label is written on it
+        row, srow = drawing.chars[ay - y0], drawing.styles[ay - y0]
+        for k, char in enumerate(cells_of(text, size)):
+            if x0 <= start + k < x0 + w:
+                row[start + k - x0] = char
+                srow[start + k - x0] = Style.COUNT
+        return True
+    return False
 
 
 def _is_error_port(layout: Layout, route: object) -> bool:

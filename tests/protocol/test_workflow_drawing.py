@@ -254,3 +254,19 @@ def test_a_cut_name_keeps_its_start_and_where_it_differs() -> None:
     assert shown["Send an email to the customer"] == "▪ Send an email…"  # no twin: cut at the end only
     assert "Input" in shown["LLM Memory Buffer (Input Context)"] and shown["LLM Memory Buffer (Input Context)"].startswith("▪ LLM")
     assert shown["Chat Memory Manager1"].endswith("Manager1")
+
+
+def test_a_short_line_carries_the_number_of_items() -> None:
+    """Beside n8n's editor: n8n writes "1 item" on the trigger's short line to Code; that line has room
+    for no words ("├───▶┤"), so it carries the number alone ("├─1─▶┤", as zoomed out), and still reads back."""
+    from .workflow_corpus import corpus_json
+
+    wf = parse_workflow(corpus_json("n8n__Workflow_loop"))
+    runs = {n.name: NodeRun(RunState.RAN, 3, items_by_output=(3,)) for n in wf.nodes}
+    runs["When clicking ‘Execute workflow’"] = NodeRun(RunState.RAN, 1, items_by_output=(1,))
+    layout = layout_workflow(wf, runs=runs)
+    drawing = draw(layout, runs=runs)
+    text = drawing.text()
+    assert "├─1─▶┤▪ Code" in text, text
+    read = read_drawing(drawing.chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
+    assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
