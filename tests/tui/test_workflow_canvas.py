@@ -563,6 +563,33 @@ async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
         assert "◆When" in shown or "◆Whe" in shown, shown  # the cursor: the trigger
 
 
+async def test_a_node_found_comes_into_view_with_its_branch_labels(tmp_path: Path) -> None:
+    """Tried in tmux at 80x24: ``/switch`` brought Switch1 into view at the right edge, its rule outputs'
+    labels just past it. The view now holds the box, its arrows in and its outputs' labels."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.add_class("-wide")
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
+        await painted(canvas, pilot)
+        layout = canvas.graph_layout
+        assert layout is not None
+        for name in ("Switch1", "If1"):
+            box = layout.boxes[name]
+            assert box.out_labels, name
+            canvas.select(name)
+            await pilot.pause(0.3)
+            await until(lambda box=box: canvas.scroll_offset.x <= box.x - 1, pilot)  # type: ignore[misc]
+            labels = max(len(t) for t in box.out_labels.values())
+            assert canvas.scroll_offset.x + canvas.size.width >= box.x + box.w + 1 + labels, (name, canvas.scroll_offset)
+
+
 async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> None:
     """5,000 nodes: the layout runs in the worker process; keys are answered while it runs (the previous
     drawing stays), and the newest layout is the one shown."""

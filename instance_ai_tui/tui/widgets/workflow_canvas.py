@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual import events
@@ -428,7 +429,12 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self.graph_layout is None or self.cursor not in self.graph_layout.boxes:
             return
         box = self.graph_layout.boxes[self.cursor]
-        self.scroll_to_region(Region(box.x, box.y, box.w, box.h), animate=animate, spacing=None, force=True)
+        # the box with its arrows in and its outputs' labels (an IF's true/false, a Switch's rules), as
+        # much of them as the view holds beside the box
+        labels = max((cell_len(text) for text in box.out_labels.values()), default=0)
+        left = box.x - (1 if box.inputs else 0)
+        width = min(box.x + box.w + (1 + labels if box.outputs else 0) - left, max(box.w, self.size.width))
+        self.scroll_to_region(Region(left, box.y, width, box.h), animate=animate, spacing=None, force=True)
 
     def action_node(self, direction: str) -> None:
         """Move the cursor to the nearest box in ``direction`` (left/right/up/down)."""
