@@ -622,7 +622,12 @@ class RunReducer(ReducerReads):
         data = payload.to_wire()
         for key in ("toolCallId", "toolName", "args"):
             data.pop(key, None)
+        previous = call.confirmation
         call.confirmation = Confirmation.model_validate(data)
+        if previous is not None and previous.request_id != call.confirmation.request_id:
+            # a new question on the same call (n8n's setup after its credential-destination answer):
+            # the earlier answer's status is not this one's
+            call.conf_status = None
         self._confirm_ids[call.id] = None
         self._touch_call(call)
 

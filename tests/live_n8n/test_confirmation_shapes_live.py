@@ -396,3 +396,96 @@ async def test_workflow_setup_test_trigger_key(n8n: Any, responder: Callable[[An
         await until(lambda: "trigger test:" in card_text(again), pilot, 10, "the outcome on the card")
     # the credential picked before the test was applied to the workflow (n8n's own state)
     assert (await asyncio.to_thread(slack_credential_of, n8n, workflow_id) or {}).get("id") == cred_id
+
+
+# --------------------------------------------------------------------------- credential destination
+
+
+def make_templated_auth_workflow(peer: Any, name: str, origin: str) -> str:
+    """A manual trigger and an HTTP Request node on ``origin`` with n8n's Simplified Custom Auth
+    (``httpTemplatedCustomAuth``) and no credential yet: what ``workflows setup`` with a
+    ``credentialHints`` recipe asks about (where the credential the person makes will be sent)."""
+    nodes = [
+        {"id": str(uuid.uuid4()), "name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1,
+         "position": [0, 0], "parameters": {}},
+        {"id": str(uuid.uuid4()), "name": "Fetch things", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
+         "position": [220, 0], "parameters": {"url": f"{origin}/v1/things", "authentication": "genericCredentialType",
+                                               "genericAuthType": "httpTemplatedCustomAuth", "options": {}}},
+    ]
+    body = {"name": name, "nodes": nodes, "settings": {},
+            "connections": {"Start": {"main": [[{"node": "Fetch things", "type": "main", "index": 0}]]}}}
+    response = httpx.post(f"{peer.url}/api/v1/workflows", json=body, headers={"X-N8N-API-KEY": peer.api_key},
+                          timeout=30)
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+@pytest.mark.parametrize(("key", "allowed"), [("y", True), ("n", False)], ids=["allow", "refuse"])
+async def test_credential_destination_allowed_or_refused_by_keys(n8n: Any, responder: Callable[[Any], None],
+                                                                 tmp_path: Path, key: str, allowed: bool) -> None:
+    """``credentialDestination`` (issue 42.8): n8n 2.41.1's ``workflows setup`` with a recipe for a
+    Simplified Custom Auth credential asks where that credential will go (the node's origin) before it
+    sets anything up. The recipe is the model's argument (n8n checks its form, not where it came from),
+    so the scripted model gives one. Allowed, n8n asks again on the same call with the setup (its card
+    must come: the first answer hid it before); refused, n8n tells its agent the person did not
+    approve that origin."""
+    origin = f"https://api-{uuid.uuid4().hex[:6]}.example.com"
+    workflow_id = make_templated_auth_workflow(n8n, f"Live destination {uuid.uuid4().hex[:4]}", origin)
+    scenario = Scenario("live-dest-" + uuid.uuid4().hex[:6], "workflows", {
+        "action": "setup", "workflowId": workflow_id,
+        "credentialHints": [{"template": {"headers": {"Authorization": "Bearer {{api_key}}"}},
+                             "placeholders": [{"name": "api_key", "title": "API key"}],
+                             "suggestedName": "Example API key", "testUrl": f"{origin}/v1/me"}]})
+    responder(scenario)
+    async with card_reached(n8n, tmp_path / "cfg", f"{scenario.mark}: set it up") as (app, pilot, card):
+        shown = card_text(card)
+        assert isinstance(card, n8n_cards.CredentialDestinationCard), (type(card), shown)
+        assert origin in shown and "Fetch things" in shown, shown
+        assert "always" not in shown.lower(), shown
+        await pilot.press(key)
+        if allowed:
+            # n8n records the approval for this origin and asks again on the same call, with the setup
+            # itself (a new requestId on the same toolCallId): its card comes, with the node and the recipe
+            def setup_card() -> n8n_cards.SetupWorkflowCard | None:
+                return next((c for c in app.query(n8n_cards.SetupWorkflowCard) if not c.answered), None)
+            await until(lambda: setup_card() is not None, pilot, 90, "the setup card after the destination")
+            again = setup_card()
+            assert again is not None and "Fetch things" in card_text(again), card_text(again) if again else None
+            assert scenario.result() is None  # n8n waits for the setup's answer
+        else:
+            await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
+            result = scenario.result()
+            assert result is not None and f"did not approve credential use with {origin}" in result, result
+
+
+# --------------------------------------------------------------------------- a destructive request
+
+
+def credential_exists(peer: Any, credential_id: str) -> bool:
+    response = httpx.get(f"{peer.url}/rest/credentials/{credential_id}", headers=login_headers(peer), timeout=30)
+    return response.status_code == 200
+
+
+async def test_a_destructive_card_offers_no_always_allow(n8n: Any, responder: Callable[[Any], None],
+                                                         tmp_path: Path) -> None:
+    """n8n 2.41.1's ``credentials delete`` suspends with ``severity: destructive``; n8n's own card offers no
+    "always allow" for it, nor does ours (issue 42.4): not on the card, and ``a`` answers nothing. ``y``
+    deletes the credential in n8n."""
+    cred_id = make_credential(n8n, f"Slack doomed {uuid.uuid4().hex[:4]}")
+    scenario = Scenario("live-del-" + uuid.uuid4().hex[:6], "credentials",
+                        {"action": "delete", "credentialId": cred_id, "credentialName": "Slack doomed"})
+    responder(scenario)
+    async with card_reached(n8n, tmp_path / "cfg", f"{scenario.mark}: delete it") as (app, pilot, card):
+        shown = card_text(card)
+        assert isinstance(card, ConfirmCard), (type(card), shown)
+        assert card.confirmation.severity == "destructive", card.confirmation
+        assert "always" not in shown.lower(), shown
+        await pilot.press("a")
+        await pilot.pause()
+        assert not card.answered and "always" not in card_text(card).lower(), card_text(card)
+        assert await asyncio.to_thread(credential_exists, n8n, cred_id)
+        await pilot.press("y")
+        await until(lambda: scenario.result() is not None, pilot, 90, "n8n's next model request")
+        await until(lambda: not app.conversation.is_streaming, pilot, 60, "run end")
+    assert '"success":true' in (scenario.result() or "").replace(" ", ""), scenario.result()
+    assert not await asyncio.to_thread(credential_exists, n8n, cred_id)
