@@ -25,18 +25,17 @@ Live here or elsewhere in ``tests/live_n8n``:
 * ``resource-decision`` — the local gateway's ``GATEWAY_CONFIRMATION_REQUIRED`` (a hard link in the
   folder shared with ``--gateway``): denied with keys here; by the client in ``test_gateway_live.py``.
 * a card of a run another client started (curl's ``POST /chat``): here.
+* ``credentialDestination`` — ``workflows`` ``setup`` with a ``credentialHints`` recipe (the model's
+  argument: n8n checks its form, not its source) on an HTTP Request node with Simplified Custom Auth:
+  allowed (n8n then asks the setup on the same call) and refused here.
+* a destructive approval (``credentials`` ``delete``): no always-allow, here.
+* ``mcpConnectRequest`` — ``mcp-servers`` ``connect`` behind n8n's flags: ``test_mcp_connect_live.py``.
 
 Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce them offline:
 
-* ``credentialDestination`` — ``workflows`` ``setup`` raises it for a Simplified Custom Auth
-  credential recipe (``credentialHints`` with the origin the credential is sent to); a recipe
-  must come from the ``credential-recipe-research`` skill's fetched provider pages, which need
-  the internet. Not driven here; the fake covers the card.
-* ``channelConfig`` and ``targetApproval`` — the Agent Builder (``build-agent``), which needs
-  the ``agents`` module and an agent runtime n8n builds in its sandbox.
-* ``mcpConnectRequest`` — ``mcp-servers`` ``connect`` exists only when the ``mcp-registry``
-  module is on and the ``089_instance_ai_mcp_connections`` PostHog flag is set; offline there is
-  no flag service, so the tool is not registered ("Tool mcp-servers not found").
+* ``channelConfig`` and ``targetApproval`` — the Agent Builder (``build-agent``): n8n maps a
+  builder sub-run's tool approval (a suspension carrying ``builderCheckpoint``) to ``targetApproval``;
+  the builder needs the ``agents`` module and its own builder model set up in n8n, not driven here.
 * ``continue`` and ``text`` input types — no tool of n8n 2.41.1's agent suspends with them
   (``grep inputType`` in ``@n8n/instance-ai/dist/tools``: only questions, plan-review and
   resource-decision); they exist in api-types for other producers.
