@@ -33,6 +33,8 @@ WAIT_AFTER = 5.0
 CHARS_PER_TOKEN = 4
 #: seconds between two counts of the run's text (it is joined from its pieces)
 COUNT_EVERY = 0.5
+#: how the words begin while nothing arrives (the status line says the server instead while the connection is down)
+MODEL_WAIT = "waiting for the model"
 #: how the words begin while the run's progress waits for the storage (the status line adds them to "cancelling")
 STORAGE_WAIT = "waiting for the storage"
 #: how a retry's status begins (``runtime.chunks.RetryChunk.words``): shown in the run state's place
@@ -90,7 +92,7 @@ class RunClock:
             held = self._storage_wait()
             if held:  # the model may be done: its words wait for the storage
                 return f"{STORAGE_WAIT} {now - self._last_activity:.0f} s: {held}"
-            return f"waiting for the model {now - self._last_activity:.0f} s"
+            return f"{MODEL_WAIT} {now - self._last_activity:.0f} s"
         tokens = self._chars // CHARS_PER_TOKEN
         spent = f" · ~{tokens:,} tokens" if tokens else ""
         return f"running {now - self._step_started:.0f} s{spent}"

@@ -136,3 +136,17 @@ def test_a_run_held_by_the_storage_says_so_also_while_cancelling() -> None:
     plain = render_status(StatusInfo(connection="embedded", run_state="cancelling",
                                      clock=f"waiting for the model {WAIT_AFTER + 1:.0f} s")).plain
     assert "cancelling" in plain and "waiting for the model" not in plain  # (as before: the model is stopped)
+
+
+def test_a_silent_run_while_the_connection_is_down_waits_for_the_server_not_the_model() -> None:
+    """Seen by hand (serve killed mid-answer): '● reconnecting (attempt 5…) │ waiting for the model 9 s'
+    blamed the model while the server was gone; the connection is what the run waits for then."""
+    from instance_ai_tui.tui.widgets.status_line import StatusInfo, render_status
+
+    down = render_status(StatusInfo(connection="reconnecting", connection_detail="(attempt 5, next try in 3s)",
+                                    run_state="running", clock="waiting for the model 9 s")).plain
+    assert "waiting for the server 9 s" in down and "waiting for the model" not in down, down
+    up = render_status(StatusInfo(connection="connected", run_state="running", clock="waiting for the model 9 s")).plain
+    assert "waiting for the model 9 s" in up
+    busy = render_status(StatusInfo(connection="reconnecting", run_state="running", clock="running 3 s · ~8 tokens")).plain
+    assert "running 3 s · ~8 tokens" in busy

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
-from ..run_clock import STORAGE_WAIT
+from ..run_clock import MODEL_WAIT, STORAGE_WAIT
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: the separator between the status line's parts
@@ -165,6 +165,8 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
         "error": "✗",
     }.get(run, "•")
     words = info.clock if info.clock and run == "running" else run
+    if conn in ("reconnecting", "offline") and words.startswith(MODEL_WAIT):  # the connection is what waits
+        words = "waiting for the server" + words.removeprefix(MODEL_WAIT)
     if run == "cancelling" and info.clock.startswith(STORAGE_WAIT):  # its end waits for the storage too (39.1)
         words = f"cancelling, {info.clock}"
     parts.append((f"{glyph} {words}", _RUN_STYLE.get(run, "")))
