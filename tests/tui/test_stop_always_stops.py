@@ -103,3 +103,29 @@ async def test_a_restored_run_that_resumed_shows_running_and_is_stopped(tmp_path
         await until(lambda: "idle" in status(app), pilot, what="the status line idle")
         server = await client.status(thread_id)
         assert not server.has_active_run and not server.is_suspended
+
+
+async def test_another_clients_run_on_the_open_thread_is_stopped(tmp_path: Path) -> None:
+    """A run another client started on the thread that is open here (a second client of the same
+    assistant) is stopped by Esc here, as one started here is (by hand, against 'serve' with
+    'instance-ai run --thread': 1 of 1)."""
+    app, client = app_on(tmp_path / "db.sqlite3", demo_delay=0.2)  # the other client's answer streams slowly
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready(timeout=30)
+        await app.send_message("hello")
+        await until(lambda: app.conversation is not None and not app.conversation.is_streaming
+                    and len(app.conversation.messages) == 2, pilot, timeout=30, what="the first answer")
+        thread_id = app.thread_id
+        assert thread_id is not None
+        other = EmbeddedClient(client.service)  # another client of the same assistant
+        await other.send(thread_id, "tell me about workflows")
+        await until(lambda: len(app.conversation.messages) == 4 and "running" in status(app), pilot, timeout=20,
+                    what="the other client's run shown running")
+        await stop(app, pilot, "escape")
+        await until(lambda: last_turn(app).reducer.status == "cancelled", pilot, timeout=20,
+                    what="the other client's run stopped")
+        await app.wait_until_rendered()
+        assert "Cancelled (user)" in str(last_turn(app).footer.visual)
+        await until(lambda: "idle" in status(app), pilot, what="the status line idle")
+        server = await client.status(thread_id)
+        assert not server.has_active_run and not server.is_suspended
