@@ -269,8 +269,8 @@ def _draw_lines(drawing: Drawing, layout: Layout) -> dict[tuple[int, int], int]:
 
 def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
     """What a connection from output ``port`` carried in an execution, as n8n writes it on the line
-    (``3 items``; ``3`` zoomed out); "" when nothing (or not known: a node of several outputs without
-    per-output counts)."""
+    (``3 items``; ``3 items total`` summed over the passes of a node that ran several times, a loop's;
+    ``3`` zoomed out); "" when nothing (or not known: a node of several outputs without per-output counts)."""
     if run is None or run.state not in (RunState.RAN, RunState.FAILED):
         return ""
     counts = run.items_by_output
@@ -282,7 +282,9 @@ def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
         return ""
     if n <= 0:
         return ""
-    return str(n) if compact else f"{n} item{'s' if n != 1 else ''}"
+    if compact:
+        return str(n)
+    return f"{n} item{'s' if n != 1 else ''}{' total' if run.runs > 1 else ''}"
 
 
 def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
@@ -307,7 +309,8 @@ def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
             continue
         pieces = list(itertools.pairwise(pts))
         number = text.split(" ", 1)[0]
-        for form in dict.fromkeys((text, number)):  # the words; else the number alone (a short line)
+        shorter = text.removesuffix(" total")
+        for form in dict.fromkeys((text, shorter, number)):  # the words; else the number alone (a short line)
             if _write_count(drawing, form, pieces, masks, taken):
                 break
 

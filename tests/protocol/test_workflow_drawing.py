@@ -258,7 +258,8 @@ def test_a_cut_name_keeps_its_start_and_where_it_differs() -> None:
 
 def test_a_short_line_carries_the_number_of_items() -> None:
     """Beside n8n's editor: n8n writes "1 item" on the trigger's short line to Code; that line has room
-    for no words ("├───▶┤"), so it carries the number alone ("├─1─▶┤", as zoomed out), and still reads back."""
+    for no words ("├───▶┤"), so it carries the number alone ("├─1─▶┤", as zoomed out), and still reads back;
+    a node that ran once per pass of a loop carried "3 items total"."""
     from .workflow_corpus import corpus_json
 
     wf = parse_workflow(corpus_json("n8n__Workflow_loop"))
@@ -268,5 +269,8 @@ def test_a_short_line_carries_the_number_of_items() -> None:
     drawing = draw(layout, runs=runs)
     text = drawing.text()
     assert "├─1─▶┤▪ Code" in text, text
+    # as n8n writes it on the line back from Wait, which ran once per pass: "3 items total"
+    runs["Wait"] = NodeRun(RunState.RAN, 3, runs=3, items_by_output=(3,))
+    assert "─3 items total─" in draw(layout_workflow(wf, runs=runs), runs=runs).text()
     read = read_drawing(drawing.chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
     assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
