@@ -552,6 +552,9 @@ async def test_answers_waiting_in_twin_titled_threads_are_told_apart() -> None:
         assert "Data workflow (1)" in app.thread_list.row_text(first, width=100)
         assert "Data workflow (2)" in app.thread_list.row_text(second, width=100)
         assert "(" not in app.thread_list.label("work")
+        # seen in tmux: the list's 27 columns cut both rows to "◷ waiting · Data w… now"
+        narrow = [" ".join(app.thread_list.row_text(t, width=27).split()) for t in (first, second)]
+        assert narrow[0].endswith("(1) now") and narrow[1].endswith("(2) now"), narrow
 
 
 def test_demo_titles_say_what_was_asked() -> None:
@@ -584,3 +587,4 @@ async def test_a_markdown_table_has_a_rule_under_its_header_only() -> None:
         bottom = next(i for i, row in enumerate(rows) if row.startswith("└"))
         assert bottom - top + 1 == 1 + 1 + 1 + 15 + 1  # top, header, its rule, 15 rows, bottom
         assert [i for i in range(top, bottom) if rows[i].startswith("├")] == [top + 2]
+

@@ -514,18 +514,27 @@ class ThreadList(Vertical):
         if waiting:  # first, so a long title cannot push it out of sight
             title.append(f"◷ {waiting} waiting · " if waiting > 1 else "◷ waiting · ", style="bold yellow")
         title.append(_title_of(thread), style="bold" if active else "")
-        twin = self._twin_mark(thread, section)
-        if twin:
-            title.append(twin, style="dim")
         if section.read_only:
             title.append(f" {GLYPH_READ_ONLY}", style="dim")
 
         if self._filter.strip() and not self._title_matches(thread):
             title.append(" · in messages", style="dim italic")
+        twin = self._twin_mark(thread, section).strip()
+        if not twin:
+            grid = Table.grid(expand=True, padding=(0, 0, 0, 1))
+            grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+            grid.add_column(justify="right", no_wrap=True, style="dim")
+            grid.add_row(title, format_age(thread.updated_at, now))
+            return grid
+        # a twin's number in a column of its own: a title cut at the list's width keeps what tells
+        # it from its twins ("Data w… (1)", where both rows read "Data workf…" at 27 columns). The
+        # title's column alone gives way (the others cannot wrap); a blank column takes the rest
         grid = Table.grid(expand=True, padding=(0, 0, 0, 1))
-        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(overflow="ellipsis")
+        grid.add_column(no_wrap=True, style="dim")
+        grid.add_column(ratio=1, no_wrap=True)
         grid.add_column(justify="right", no_wrap=True, style="dim")
-        grid.add_row(title, format_age(thread.updated_at, now))
+        grid.add_row(title, twin, "", format_age(thread.updated_at, now))
         return grid
 
     def _rebuild(self, *, highlight_first: bool = False) -> None:
