@@ -35,6 +35,7 @@ from ..client.base import ClientError
 from . import keymap
 from .deferred import Deferred
 from .pending_watch import waiting_summary
+from .textual_internals import drop_notifications
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from .widgets.status_line import StatusLine
     from .widgets.thread_list import ThreadList
     from .widgets.turns import Frame
+
+#: the notice that an answer is waiting here (taken away once the card has the keys or is answered)
+ANSWER_NEEDED = "The agent needs your answer"
 
 _INPUT_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp, events.Paste)
 
@@ -134,6 +138,8 @@ class Cards:
         self.pending_focus.extend(rid for rid in new if rid not in old)
         if changed or not new:
             self.changed([rid for rid in new if rid not in old])
+        if old and not new:  # answered (or gone): "needs your answer" is no longer true
+            drop_notifications(self.ui, ANSWER_NEEDED)
         if changed:
             frame.new_cards.extend(self.view.refresh_pending(changed))
             if bool(old) != bool(new):
@@ -207,7 +213,7 @@ class Cards:
         if self._going_to is not None:
             return  # the user is on the way to it (Ctrl+G opened its thread)
         key = keymap.display_keys(self.keys().keys("next-pending-card"))
-        self.ui.notify(f"The agent needs your answer — press {key} to go to it (your typing stays in the prompt).",
+        self.ui.notify(f"{ANSWER_NEEDED} — press {key} to go to it (your typing stays in the prompt).",
                    timeout=6)
 
     def _main_screen_on_top(self) -> bool:
@@ -307,6 +313,7 @@ class Cards:
                     view.release_anchor()
                     card.card.focus_default()
                     card.card.reveal()
+                drop_notifications(self.ui, ANSWER_NEEDED)  # "press Ctrl+G to go to it": it is here
                 return True
         return False
 

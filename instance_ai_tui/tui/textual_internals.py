@@ -197,6 +197,19 @@ def live_notifications(ui: object) -> list[Any]:
     return list(notifications) if notifications is not None else []
 
 
+def drop_notifications(ui: object, starting: str) -> int:
+    """Take away the live notifications whose message starts with ``starting`` (a notice that
+    became untrue: "The agent needs your answer" once it was answered) before their timeout;
+    Textual's ``App._unnotify``. Returns how many went."""
+    unnotify = getattr(ui, "_unnotify", None)
+    if unnotify is None:
+        return 0
+    gone = [n for n in live_notifications(ui) if str(n.message).startswith(starting)]
+    for notification in gone:
+        unnotify(notification)
+    return len(gone)
+
+
 def stream_has_pending(stream: object) -> bool:
     """Whether a ``MarkdownStream`` holds text it has not handed to its ``Markdown`` yet
     (``MarkdownStream._pending``: the fragments written since its last update)."""

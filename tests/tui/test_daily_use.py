@@ -588,3 +588,35 @@ async def test_a_markdown_table_has_a_rule_under_its_header_only() -> None:
         assert bottom - top + 1 == 1 + 1 + 1 + 15 + 1  # top, header, its rule, 15 rows, bottom
         assert [i for i in range(top, bottom) if rows[i].startswith("├")] == [top + 2]
 
+
+async def test_the_answer_needed_notice_goes_once_the_card_has_the_keys() -> None:
+    """Item 3, seen in the screenshots: "ℹ The agent needs your answer — press Ctrl+G to go to it" stayed
+    in the notice line after Ctrl+G and after the answer (its 6 s), over an idle status line. It goes
+    once the card has the keys; the notice is given 600 s here so that only that can take it away."""
+    from instance_ai_tui.tui.textual_internals import live_notifications
+    from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
+
+    from .scripts import approval_run, recorded
+    from .test_interactions import pending_card, send
+
+    app = make_app(recorded([approval_run()]))
+    real_notify = app.notify
+
+    def notify(message: str, **kw: Any) -> None:
+        if message.startswith("The agent needs your answer"):
+            kw["timeout"] = 600
+        real_notify(message, **kw)
+
+    app.notify = notify  # type: ignore[method-assign]
+
+    def needs_answer() -> bool:
+        return any(str(n.message).startswith("The agent needs your answer") for n in live_notifications(app))
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "delete it")
+        await until(needs_answer, pilot)
+        await pending_card(app, pilot, ApprovalCard)
+        assert not needs_answer()
+        await until(lambda: "needs your answer" not in str(app.main_screen.notices.render()) or
+                    not app.main_screen.notices.display, pilot)
