@@ -192,8 +192,7 @@ class N8nClient(Client):
                     if not (self.wait_while_down and _not_up(exc)):
                         self._set_state(ConnectionState.OFFLINE, str(exc))
                         raise
-                    attempt += 1
-                    await self._wait_until_answering(attempt, exc)
+                    attempt = await self._wait_until_answering(attempt + 1, exc)
             self._opened = True
             self._set_state(ConnectionState.CONNECTED, self.base_url)
 
@@ -209,9 +208,10 @@ class N8nClient(Client):
         await self._load_model_name()
         await self.read_capabilities()
 
-    async def _wait_until_answering(self, attempt: int, exc: ClientError) -> None:
+    async def _wait_until_answering(self, attempt: int, exc: ClientError) -> int:
         """n8n did not answer (``exc``): probe ``/healthz`` every ``PROBE_INTERVAL`` seconds until it
-        does (then ``open`` tries again: its module may still be booting, which is one more round)."""
+        does (then ``open`` tries again: its module may still be booting, which is one more round).
+        ``attempt`` is the number the banner says first; returns the last one said (it only goes up)."""
         why = "starting (its Instance AI module is not ready yet)" if isinstance(exc, ModuleNotReadyError) \
             else "not answering yet"
         probes = 0
@@ -226,7 +226,7 @@ class N8nClient(Client):
             except httpx.HTTPError:
                 continue
             if response.status_code == 200:
-                return
+                return attempt + probes - 1
 
     async def close(self) -> None:
         if self._own_http:

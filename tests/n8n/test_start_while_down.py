@@ -5,6 +5,7 @@ against the real n8n in ``tests/live_n8n/test_n8n_lifecycle_live.py``."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,10 @@ async def test_open_waits_for_an_n8n_that_starts_later_and_its_module_booting(tm
         assert any("starting" in detail for state, detail in states if state == ConnectionState.RECONNECTING)
         probes = [r for r in fake.requests if r.path == "/healthz"]
         assert probes  # it asked n8n's health route, not the chat routes, while n8n was down
+        # the attempt the banner says only goes up, across n8n answering and its module booting
+        # (by hand: 'attempt 46' while down, then 'attempt 3' once n8n's port answered)
+        numbers = [int(m.group(1)) for _s, detail in states if (m := re.search(r"attempt (\d+)", detail))]
+        assert numbers == sorted(numbers) and len(numbers) >= 3, numbers
     finally:
         opening.cancel()
         await client.close()
