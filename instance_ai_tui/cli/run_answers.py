@@ -56,7 +56,7 @@ def _approved(body: Any, request: ConfirmationPayload | None = None) -> bool | N
 
 def server_form(request: ConfirmationPayload) -> bool:
     """Whether ``request`` is an MCP server's form (``elicitation/create``): ``run`` declines those."""
-    return bool((request.model_extra or {}).get("mcpElicitation"))
+    return bool(request.mcp_elicitation)
 
 
 def describe_answer(body: Any, request: ConfirmationPayload | None = None) -> str:

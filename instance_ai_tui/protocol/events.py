@@ -262,6 +262,8 @@ class ConfirmationPayload(Payload):
     #: ours: what an approved call would change (``{summary, diff}``: a unified diff of a file, or
     #: of a workflow's nodes and connections), drawn on the approval card
     preview: ChangePreview | None = None
+    #: ours: an MCP server's form (``elicitation/create``) asked as these questions: ``{"server": NAME}``
+    mcp_elicitation: dict[str, Any] | None = None
 
     @field_validator("severity", mode="before")
     @classmethod

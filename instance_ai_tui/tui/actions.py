@@ -39,7 +39,8 @@ class Actions:
 
     def __init__(self, ui: Ui, thread: OpenThread, *, threads: Threads, cards: Cards, run_status: RunStatus,
                  view: ConversationView, prompt: PromptInput, status_line: StatusLine, watch: PendingWatch,
-                 keys: Callable[[], KeyMap], theme_manager: Callable[[], ThemeManager | None]) -> None:
+                 keys: Callable[[], KeyMap], theme_manager: Callable[[], ThemeManager | None],
+                 help_extra: Callable[[], str] = str) -> None:
         self.ui = ui
         self.thread = thread
         self.threads = threads
@@ -52,6 +53,8 @@ class Actions:
         self.watch = watch
         self.keys = keys
         self.theme_manager = theme_manager
+        #: more of /help (the MCP servers' prompts: ``tui.mcp_prompts``)
+        self.help_extra = help_extra
         self._interrupt_at = 0.0
         self._find_hit: Any = None
         #: an Esc just took the keys back to the prompt: the next Esc there says one more stops the agent
@@ -304,7 +307,8 @@ class Actions:
     def show_help(self, *, everything: bool) -> None:
         from .screens.help import HelpScreen, help_markdown
 
-        self.ui.push_screen(HelpScreen(help_markdown(self.keys(), self.ui.focused, everything=everything)))
+        self.ui.push_screen(HelpScreen(help_markdown(self.keys(), self.ui.focused, everything=everything)
+                                       + (self.help_extra() if everything else "")))
 
     # ----------------------------------------------------------------- themes
     def set_theme(self, name: str) -> None:

@@ -399,7 +399,8 @@ class Cards:
             return
         approved: bool | str | None = answer_verdict(body)  # (a web search or a file refused is denied too)
         # n8n's words for these answers (protocol.display_state): a skip is deferred, not denied
-        approved = {"skipped": "deferred", "changes requested": "changes-requested"}.get(summary, approved)
+        approved = {"skipped": "deferred", "changes requested": "changes-requested",
+                    "form declined": None}.get(summary, approved)  # (an MCP server's form: the call goes on)
         if self.thread.conversation is not None:
             self.thread.conversation.mark_confirmation_resolved(request_id, approved)
         card.settle(summary)

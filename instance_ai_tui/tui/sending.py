@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import commands
+from .mcp_prompts import is_prompt_command
 
 if TYPE_CHECKING:
     from .commands import CommandActions
+    from .mcp_prompts import McpPrompts
     from .open_thread import Outbox
     from .ports import Ui
     from .widgets.prompt import PromptInput
@@ -17,11 +19,14 @@ if TYPE_CHECKING:
 class Sender:
     """The prompt's Enter: ``actions`` run the slash commands, ``outbox`` takes the messages."""
 
-    def __init__(self, ui: Ui, outbox: Outbox, prompt: PromptInput, actions: CommandActions) -> None:
+    def __init__(self, ui: Ui, outbox: Outbox, prompt: PromptInput, actions: CommandActions, *,
+                 mcp: McpPrompts | None = None) -> None:
         self.ui = ui
         self.outbox = outbox
         self.prompt = prompt
         self.actions = actions
+        #: the MCP servers' prompts: ``/mcp__server__prompt`` (mcp)
+        self.mcp = mcp
 
     def submit(self, text: str) -> None:
         """The prompt's text: a slash command, or a message sent in the background."""
@@ -32,6 +37,9 @@ class Sender:
     def run_slash_command(self, text: str) -> bool:
         """Run ``/command args``. Returns False if it is not a command (then it is sent)."""
         name, arg = commands.parse(text)
+        if self.mcp is not None and is_prompt_command(name):  # an MCP server's prompt: its text is the message
+            self.mcp.run(name, arg)
+            return True
         command = commands.find(name)
         if command is None:
             if commands.looks_like_command(text):

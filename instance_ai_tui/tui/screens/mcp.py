@@ -9,7 +9,7 @@ bidi characters are shown, never sent to the terminal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from ...protocol.mcp import McpServerInfo
 
 #: glyph of each state
-STATE_MARKS = {"ready": "●", "starting": "◌", "failed": "✗", "stopped": "○", "disabled": "–"}
+STATE_MARKS = {"ready": "●", "starting": "◌", "failed": "✗", "stopped": "○", "disabled": "–", "unapproved": "?"}
+#: the levels ``l`` steps through (``logging/setLevel``)
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error")
 #: the longest tool summary shown on one line (cut at a word, never in one)
 SUMMARY_CHARS = 100
 
@@ -51,6 +53,11 @@ def summary_of(description: str, limit: int = SUMMARY_CHARS) -> str:
 def describe_server(server: McpServerInfo) -> str:
     """The details of one server as plain text (every outside part made visible)."""
     lines = [f"{server.name} — {server.state}  ({server.transport}: {visible(server.target)})"]
+    if server.origin:
+        lines.append(f"from the project's {visible(server.origin)}"
+                     + (": a approves it (it starts, now and later)" if server.state == "unapproved" else ""))
+    if server.signed_in:
+        lines.append("signed in (o signs out: its tokens are forgotten)")
     if server.starts:
         lines.append(f"started {server.starts} time{'s' if server.starts != 1 else ''}")
     if server.error:
@@ -66,11 +73,21 @@ def describe_server(server: McpServerInfo) -> str:
             lines.append(f"  {visible(tool.name)} ({how}){' — ' + summary if summary else ''}")
     elif server.state == "ready":
         lines.append("no tools")
+    if server.prompts:
+        lines.append("")
+        lines.append("prompts (slash commands): " + ", ".join(
+            visible(f"/mcp__{server.name}__{p.name}") for p in server.prompts[:20]))
+    if server.resources:
+        lines.append(f"{len(server.resources)} resources (attach one with @{visible(server.name)}:URI, Tab completes)")
     if server.stderr.strip():
         tail = [line for line in server.stderr.splitlines() if line.strip()][-15:]
         lines.append("")
         lines.append("stderr (last lines):")
         lines.extend(f"  {visible(line)}" for line in tail)
+    if server.log:
+        lines.append("")
+        lines.append(f"its log (level {server.log_level or 'as it chose'}; l changes it), last lines:")
+        lines.extend(f"  {visible(line)}" for line in server.log[-30:])
     return "\n".join(lines)
 
 
@@ -85,7 +102,9 @@ class McpScreen(ModalScreen[None]):
 
 Your own tools, from the MCP servers of the config file (`[mcp.servers.NAME]`; the file's
 path is shown when no server is configured, and by `instance-ai --help`).
-**r** restarts the highlighted server; **Esc** closes.
+**r** restarts the highlighted server; **a** approves a project's server (`.mcp.json`: it does not
+start before); **o** signs out of a server you signed in to (its tokens are forgotten); **l** sets
+the level of the log lines it sends (shown below its tools); **Esc** closes.
 """
 
     DEFAULT_CSS = """
@@ -116,7 +135,8 @@ path is shown when no server is configured, and by `instance-ai --help`).
             yield OptionList(id="mcp-servers")
             with VerticalScroll(id="mcp-detail-box"):
                 yield self.detail
-            yield Static(f"r restart the highlighted server · Esc close\nconfig file: {visible(str(config_path()))}",
+            yield Static("r restart · a approve (.mcp.json) · o sign out · l log level · Esc close\n"
+                         f"config file: {visible(str(config_path()))}",
                          classes="mcp-hint", markup=False)
 
     async def on_mount(self) -> None:
@@ -186,6 +206,50 @@ path is shown when no server is configured, and by `instance-ai --help`).
             await self.client.restart_mcp_server(name)
         except ClientError as exc:
             self.notify(visible(f"Could not restart {name}: {exc}"), severity="error", timeout=8)
+        await self.reload()
+
+    def _highlighted(self, what: str) -> McpServerInfo | None:
+        index = self.query_one("#mcp-servers", OptionList).highlighted
+        if index is None or index >= len(self.servers):
+            self.notify(f"No MCP server to {what}.", severity="warning")
+            return None
+        return self.servers[index]
+
+    def action_approve(self) -> None:
+        server = self._highlighted("approve")
+        if server is None:
+            return
+        if server.state != "unapproved":
+            self.notify(visible(f"{server.name} is not a project server waiting for approval."), severity="warning")
+            return
+        self.run_worker(self._call(self.client.approve_mcp_server(server.name), f"approve {server.name}"),
+                        group="mcp-action", exclusive=True)
+
+    def action_sign_out(self) -> None:
+        server = self._highlighted("sign out of")
+        if server is None:
+            return
+        if not server.signed_in:
+            self.notify(visible(f"{server.name} has no sign-in to forget."), severity="warning")
+            return
+        self.run_worker(self._call(self.client.sign_out_mcp_server(server.name), f"sign out of {server.name}"),
+                        group="mcp-action", exclusive=True)
+
+    def action_log_level(self) -> None:
+        server = self._highlighted("set the log level of")
+        if server is None:
+            return
+        current = server.log_level if server.log_level in LOG_LEVELS else "warning"
+        level = LOG_LEVELS[(LOG_LEVELS.index(current) + 1) % len(LOG_LEVELS)]
+        self.message.update(visible(f"{server.name}: log level {level}…"))
+        self.run_worker(self._call(self.client.set_mcp_log_level(server.name, level), f"set the log level of {server.name}"),
+                        group="mcp-action", exclusive=True)
+
+    async def _call(self, request: Any, what: str) -> None:
+        try:
+            await request
+        except ClientError as exc:
+            self.notify(visible(f"Could not {what}: {exc}"), severity="error", timeout=8)
         await self.reload()
 
     def action_close(self) -> None:

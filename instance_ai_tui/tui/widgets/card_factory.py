@@ -18,7 +18,11 @@ def build_card(tool: ToolCallState, confirmation: Confirmation) -> ConfirmCard:
         return n8n_card
     kind = confirmation.effective_input_type
     if kind == "questions" and confirmation.questions:
+        from .elicitation_card import ElicitationCard, is_server_form
         from .questions_card import QuestionsCard
+
+        if is_server_form(confirmation):  # an MCP server's form (mcp)
+            return ElicitationCard(tool, confirmation)
 
         return QuestionsCard(tool, confirmation)
     if kind == "plan-review":

@@ -14,7 +14,7 @@ output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.binding import BindingType
@@ -22,6 +22,9 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from .. import commands, keymap
+
+if TYPE_CHECKING:
+    from ..mcp_prompts import Completer
 
 #: a paste longer than this many lines (or characters) is folded to a token in the prompt
 PASTE_FOLD_LINES = 12
@@ -47,7 +50,8 @@ new line in every terminal (**Shift+Enter** too where the terminal reports it) �
 `ui.enter_sends = false`. **Ctrl+C** clears the prompt first, always (with an empty prompt
 it stops a running agent). **End** in an empty prompt jumps to the newest output.
 **Up/Down** on the first/last line recall earlier prompts. A long paste shows as
-`[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full.
+`[pasted N lines]` and is sent whole; **Ctrl+O** shows it in full. **Tab** completes
+`@server:uri` (an MCP server's resource, sent with the message) and `/mcp__server__prompt`.
 
 Slash commands: {commands.inline_list()}.
 """
@@ -94,6 +98,8 @@ Slash commands: {commands.inline_list()}.
             highlight_cursor_line=False,
             placeholder=placeholder,
         )
+        #: completes ``@server:uri`` and ``/mcp__…`` at the cursor on Tab (``tui.mcp_prompts``)
+        self.completer: Completer | None = None
         self.sent_history: list[str] = []
         self._history_index: int | None = None
         #: long pastes, folded to a token in the prompt: token -> the pasted text
@@ -135,6 +141,10 @@ Slash commands: {commands.inline_list()}.
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if key == "tab" and self.completer is not None and await self._complete():
+            event.stop()
+            event.prevent_default()
+            return
         if key in ("up", "down") and self._walk_history(key):
             event.stop()
             event.prevent_default()
@@ -144,6 +154,23 @@ Slash commands: {commands.inline_list()}.
             event.prevent_default()
             self.post_message(self.JumpToEnd())
         # anything else: TextArea's own key handler runs next (handlers run along the MRO)
+
+    async def _complete(self) -> bool:
+        """Tab on ``@server:uri`` or ``/mcp__…``: complete it (several matches: said, Tab again the
+        next). False: nothing to complete here (Tab moves the focus as usual)."""
+        assert self.completer is not None
+        row, column = self.cursor_location
+        completion = await self.completer.complete(self.document.get_line(row), column)
+        if completion is None:
+            return False
+        result = self._replace_via_keyboard(completion.text, (row, completion.start), (row, column))
+        if result is not None:
+            self.move_cursor(result.end_location)
+        if len(completion.matches) > 1:
+            from ..mcp_prompts import said
+
+            self.notify(said(completion.matches), timeout=4)
+        return True
 
     @dataclass
     class _Queued(Message):
