@@ -15,6 +15,8 @@ on the terminal, so keys typed before the settings and the client exist are part
   (started once, its model on the local server);
 * ``floor``: a minimal Textual app that imports ``openai`` and sends one streamed request at mount
   (what any Textual chat client on the ``openai`` SDK must pay);
+* ``mcp3``: ``embedded`` with three MCP servers configured (issue 44.2: they must not delay the
+  message; ``ratio_p50_to_embedded``, target <= 1.1);
 * ``typing``: the floor that waits for typing as a person does (issue 44.3): a minimal Textual app
   with an ``Input``; the message is typed at its first frame, Enter sends it as one streamed request
   through ``openai`` (imported at start, as such a client does).
@@ -159,6 +161,16 @@ def env_for(tmp: str, model_url: str) -> dict[str, str]:
     return env
 
 
+def write_mcp_servers(config: str, count: int) -> None:
+    """Issue 44.2's form ``mcp3``: the embedded app with ``count`` MCP servers configured (the suite's
+    Python test server: each imports the ``mcp`` SDK as it starts, about a CPU-second)."""
+    script = ROOT / "tests" / "support" / "mcp_servers.py"
+    tables = "".join(f'[mcp.servers.s{i}]\ncommand = "{sys.executable}"\nargs = ["{script}", "tools"]\n'
+                     for i in range(count))
+    Path(config).parent.mkdir(parents=True, exist_ok=True)
+    Path(config).write_text(tables, encoding="utf-8")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -274,6 +286,8 @@ def main() -> int:
                             frame, at, cpu = launch(argv, env, run_tmp, TYPING_MARKER, token, server, token)
                         else:
                             argv = [python, "-m", "instance_ai_tui", "--new"]
+                            if form == "mcp3":
+                                write_mcp_servers(env["INSTANCE_AI_CONFIG"], 3)
                             if form == "url":
                                 argv[3:3] = ["--url", url]
                             if form == "baseline":
@@ -308,6 +322,9 @@ def main() -> int:
                 result[form]["ratio_p50_to_typing"] = ratio(result[form]["at_model_s"]["p50"],
                                                             typing["at_model_s"]["p50"])
                 result[form]["cpu_ratio_p50_to_typing"] = ratio(result[form]["cpu_s"]["p50"], typing["cpu_s"]["p50"])
+    if "mcp3" in result and "embedded" in result:  # issue 44.2: MCP servers never delay a message (<= 1.1x)
+        result["mcp3"]["ratio_p50_to_embedded"] = ratio(result["mcp3"]["at_model_s"]["p50"],
+                                                        result["embedded"]["at_model_s"]["p50"])
     result["target_ratio_to_typing"] = TYPING_TARGET
     result["target_ratio"] = TARGET_RATIO
     result["machine"] = machine(started_load)

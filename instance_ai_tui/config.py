@@ -101,6 +101,9 @@ class McpServerSettings(BaseModel):
     #: (a browser opens; tokens kept in the data folder), "off" never
     oauth: Literal["auto", "off"] = "auto"
     enabled: bool = True
+    #: offer it the roots (the workspace folder, else the current directory); false: it keeps the
+    #: folders of its own command line (a roots-aware server such as server-filesystem replaces them)
+    roots: bool = True
     #: "auto": tools with a read-only hint run, the others ask first; "always": every tool asks;
     #: "never": no tool asks (you trust this server's every tool)
     approval: Literal["auto", "always", "never"] = "auto"

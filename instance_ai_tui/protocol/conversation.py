@@ -261,11 +261,14 @@ class ConversationChanges:
     title: bool = False
     tasks: bool = False
     confirmations: bool = False
+    #: user messages whose text changed after they were added (their ``@server:uri`` attachments listed)
+    users: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (
             self.reset or self.added or self.messages or self.streaming or self.title or self.tasks or self.confirmations
+            or self.users
         )
 
 
@@ -737,6 +740,8 @@ class Conversation:
         for msg in self._dirty:
             msg.dirty = False
             if msg.reducer is None:
+                if msg.role == "user" and msg.id not in added and not changes.reset:
+                    changes.users.append(msg.id)
                 continue
             reducer_changes = msg.reducer.drain_changes()
             if msg.id not in added and not changes.reset and not reducer_changes.empty:

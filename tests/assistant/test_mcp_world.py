@@ -130,7 +130,8 @@ async def test_server_instructions_roots_and_log_notifications(make_ai: Any, tmp
     )) as model:
         settings = Settings.model_validate({
             "model": {"name": "gpt-test", "base_url": model.base_url, "api_key": "k"},
-            "workspace_root": str(workspace), "mcp": {"servers": {"ev": everything_stdio()}}})
+            "workspace_root": str(workspace), "mcp": {"servers": {"ev": everything_stdio(),
+                                                                 "own": everything_stdio(roots=False)}}})
         ai = await make_ai("gpt-test", settings=settings, options=AssistantOptions(generate_titles=False))
         mcp = ai.mcp
         assert mcp is not None
@@ -151,8 +152,10 @@ async def test_server_instructions_roots_and_log_notifications(make_ai: Any, tmp
         await conn.set_log_level("debug")
         await conn.call("toggle-simulated-logging", {})
         await until(lambda: len(conn.log) >= 2, timeout=30, what="log notifications")
-        status = mcp.status().servers[0]
+        status = next(s for s in mcp.status().servers if s.name == "ev")
     assert '<mcp-server-instructions server="ev">' in system and "Everything Server" in system
+    own = {t.name for t in mcp.connections["own"].tools}  # roots = false: none offered, it keeps its own
+    assert "echo" in own and "get-roots-list" not in own
     assert workspace.resolve().as_uri() in roots
     assert other.resolve().as_uri() in str(result.content) and workspace.resolve().as_uri() not in str(result.content)
     assert status.log and any(line.startswith(("debug", "info", "notice", "warning", "error")) for line in status.log)

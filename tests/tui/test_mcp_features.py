@@ -57,7 +57,10 @@ async def test_tab_completes_a_resource_and_the_attachment_reaches_the_model(tmp
             await pilot.press("enter")
             await until(lambda: app.conversation is not None and not app.conversation.is_streaming
                         and any(m.role == "assistant" for m in app.conversation.messages), pilot)
-            bubble = next(m for m in app.conversation.messages if m.role == "user").content
+            from instance_ai_tui.tui.widgets.turns import UserMessage
+
+            await until(lambda: any("📎" in w.text for w in app.query(UserMessage)), pilot)  # drawn, not only known
+            bubble = next(iter(app.query(UserMessage))).text
     assert bubble.startswith(f"summarise @ev:{FEATURES}") and f"📎 @ev:{FEATURES} (text/markdown" in bubble
     assert f'<attachment source="@ev:{FEATURES}"' in user_text(model)
 

@@ -427,7 +427,7 @@ class ServerConnection:
         session = await stack.enter_async_context(ClientSession(
             read, write, client_info=mcp_types.Implementation(name="instance-ai", version="1"),
             message_handler=self._on_message, logging_callback=self._on_log,
-            list_roots_callback=self._list_roots, elicitation_callback=self._elicit))
+            list_roots_callback=self._list_roots if self.settings.roots else None, elicitation_callback=self._elicit))
         await session.initialize()
         self.catalog = await list_all(session)
         return session
@@ -499,7 +499,7 @@ class ServerConnection:
         import warnings
 
         session = self._session
-        if session is not None and self.state == "ready":
+        if session is not None and self.state == "ready" and self.settings.roots:
             with warnings.catch_warnings(), contextlib.suppress(Exception):
                 warnings.simplefilter("ignore")
                 await session.send_roots_list_changed()

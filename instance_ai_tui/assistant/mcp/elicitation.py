@@ -234,7 +234,7 @@ async def ask(conn: FormAsker, params: Any, questions: LiveQuestions) -> Any:
     payload = ConfirmationPayload.model_validate({
         "requestId": request_id, "toolCallId": ctx.tool_call_id, "toolName": ctx.tool_name,
         "severity": "info", "message": f"The MCP server {conn.name} asks: {message}", "inputType": "questions",
-        "introMessage": f"{message}\n(asked by the MCP server {conn.name}; x on the last page declines)",
+        "introMessage": f"(asked by the MCP server {conn.name}: x on the last page declines)",
         "questions": [Question(id=f.name, question=f.question, type=f.kind,  # type: ignore[arg-type]
                                options=f.options or None).model_dump(by_alias=True, exclude_none=True)
                       for f in fields],

@@ -249,6 +249,11 @@ one at a time · **Ctrl+F** finds text.
             if isinstance(widget, _turns().AssistantTurn):
                 widget.apply(reducer_changes, frame)
                 grew = True
+        for message_id in changes.users:  # a user message's text grew (its attachments, read by the server)
+            widget = self.turns.get(message_id)
+            message = next((m for m in reversed(conversation.messages) if m.id == message_id), None)
+            if isinstance(widget, _turns().UserMessage) and message is not None:
+                widget.set_text(message.content)
         if changes.streaming:
             for widget in self.turns.values():
                 if isinstance(widget, _turns().AssistantTurn):

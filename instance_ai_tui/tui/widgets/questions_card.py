@@ -146,7 +146,9 @@ declines to answer.
         return line
 
     # ------------------------------------------------------------------ rendering
-    def _render_page(self) -> None:
+    def _render_page(self, *, fresh: bool = False) -> None:
+        """Draw the page. ``fresh``: just moved to it (what the field held was the last page's,
+        even while the field still has the focus: the focus moves after this draw)."""
         other = self.query_one("#other", Input)
         question = self.query_one("#question", Static)
         keys = self.query_one("#keys", Static)
@@ -190,8 +192,9 @@ declines to answer.
             parts.append((self.asked + "\n", "bold $text-warning"))
         question.update(Content.assemble(*parts, *stray))
         free_text = self._needs_text(self.page)
-        other.display = free_text or q.id in self.custom or self._typing_other()
-        if free_text and not self._typing_other():
+        typing = self._typing_other() and not fresh
+        other.display = free_text or q.id in self.custom or typing
+        if (free_text and not typing) or fresh:
             other.value = self.custom.get(q.id, "")
         keys.update(self._keys_line())
         self._bind_page()
@@ -212,7 +215,7 @@ declines to answer.
         self.cursor = 0
         self.other_open = False
         self.asked = ""
-        self._render_page()
+        self._render_page(fresh=True)
         self.focus_default()
         self.reveal()
 

@@ -590,6 +590,13 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
         self.folded = self.foldable
         self.update(self._shown())
 
+    def set_text(self, text: str) -> None:
+        """Its text, once more is known of it (the attachments the server read, listed under it)."""
+        self.text = text
+        self.foldable = text.count("\n") + 1 > USER_FOLD_LINES or len(text) > USER_FOLD_CHARS
+        self.folded = self.folded and self.foldable
+        self.update(self._shown())
+
     def _shown(self) -> str:
         if not self.folded:
             return self.text
