@@ -232,7 +232,8 @@ class McpPrompts:
         from .screens.mcp_prompt import McpPromptForm
 
         async def ask(command: PromptCommand, values: dict[str, str]) -> dict[str, str] | None:
-            result: dict[str, str] | None = await self.ui.push_screen_wait(McpPromptForm(command, values))
+            form = McpPromptForm(f"/{command.command}", command.prompt, values)
+            result: dict[str, str] | None = await self.ui.push_screen_wait(form)
             return result
 
         async def send(text: str) -> None:

@@ -19,7 +19,7 @@ from textual.widgets import Input, Static
 from ...protocol.safe_text import visible
 
 if TYPE_CHECKING:
-    from ..mcp_prompts import PromptCommand
+    from ...protocol.mcp import McpPromptInfo
 
 
 class McpPromptForm(ModalScreen[dict[str, str] | None]):
@@ -39,15 +39,16 @@ class McpPromptForm(ModalScreen[dict[str, str] | None]):
     McpPromptForm VerticalScroll { height: auto; max-height: 30; }
     """
 
-    def __init__(self, command: PromptCommand, values: dict[str, str]) -> None:
+    def __init__(self, title: str, prompt: McpPromptInfo, values: dict[str, str]) -> None:
         super().__init__()
-        self.command = command
+        self.title_text = title
+        self.prompt = prompt
         self.values = dict(values)
 
     def compose(self) -> ComposeResult:
-        prompt = self.command.prompt
+        prompt = self.prompt
         with Vertical():
-            yield Static(visible(f"/{self.command.command}"), classes="form-title", markup=False)
+            yield Static(visible(self.title_text), classes="form-title", markup=False)
             if prompt.description:
                 yield Static(visible(prompt.description[:300]), classes="form-help", markup=False)
             with VerticalScroll():
@@ -77,11 +78,11 @@ class McpPromptForm(ModalScreen[dict[str, str] | None]):
 
     def send(self) -> None:
         fields = list(self.query(Input))
-        values = {a.name: f.value for a, f in zip(self.command.prompt.arguments, fields, strict=False)}
-        missing = [a.name for a in self.command.prompt.arguments if a.required and not values.get(a.name, "").strip()]
+        values = {a.name: f.value for a, f in zip(self.prompt.arguments, fields, strict=False)}
+        missing = [a.name for a in self.prompt.arguments if a.required and not values.get(a.name, "").strip()]
         if missing:
             self.notify(visible(f"{', '.join(missing)}: required"), severity="warning")
-            fields[[a.name for a in self.command.prompt.arguments].index(missing[0])].focus()
+            fields[[a.name for a in self.prompt.arguments].index(missing[0])].focus()
             return
         self.dismiss({k: v for k, v in values.items() if v.strip()})
 
