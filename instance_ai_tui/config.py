@@ -49,6 +49,8 @@ class ModelSettings(BaseModel):
     compact_threshold: float = Field(default=0.7, ge=0.1, le=0.95)
     #: limits on what the model may send
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    #: send the images MCP tools return to the model (a model that refuses them gets placeholders)
+    images: bool = True
 
 
 class RemoteSettings(BaseModel):

@@ -20,7 +20,11 @@ objects (no SDK object per chunk). What it smooths over:
 * setting the ``cancel`` event closes the HTTP stream at once (``ModelCancelled``);
 * a ``200`` answer whose event stream is empty (llama.cpp's server does that for a request over its
   window) is asked once more without streaming, to learn why: a refusal then says it, an answer
-  is used.
+  is used;
+* images a tool returned go after its result as a user message's image parts (``runtime/images.py``)
+  while the model takes them: ``images=False`` (``model.images = false``) never sends them, and a
+  request with images that the server refuses (400, 415, 422, or words naming images) is sent again
+  without them, the placeholders only from then on.
 
 What it refuses (every failure is wrapped here, where it happens, into the ``runtime/errors.py``
 class that says so, its message naming ``the model server at <base URL>``):
@@ -44,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Mapping
@@ -61,6 +66,7 @@ from .errors import (
     ModelTimeout,
     ModelUnreachable,
 )
+from .images import has_images, with_images
 from .limits import DEFAULT_LIMITS, ModelLimits, exceeded
 from .model import (
     ModelChunk,
@@ -77,6 +83,8 @@ from .usage import Price, PriceTable, Usage
 
 if TYPE_CHECKING:
     import httpx
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -190,6 +198,7 @@ class OpenAIModel:
         client: httpx.AsyncClient | None = None,
         limits: ModelLimits | None = None,
         context_windows: Mapping[str, int] | None = None,
+        images: bool = True,
     ) -> None:
         import httpx
 
@@ -220,6 +229,9 @@ class OpenAIModel:
         #: echo reasoning back as ``reasoning_content`` on assistant tool-call turns (Kimi, DeepSeek)
         self.replay_reasoning = replay_reasoning
         self.default_params = dict(default_params or {})
+        #: send the images tools returned (``runtime/images.py``); off by ``model.images = false``, and
+        #: from the first request with images the server refuses
+        self.images = images
         #: the model's context window and the estimate's correction (``runtime/context.py``)
         self.context = ContextBudget(model, overrides=context_windows)
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
@@ -244,6 +256,7 @@ class OpenAIModel:
             prices=settings.prices,
             limits=ModelLimits.from_settings(settings.limits) if getattr(settings, "limits", None) else None,
             context_windows=getattr(settings, "context_windows", None) or None,
+            images=bool(getattr(settings, "images", True)),
         )
 
     async def aclose(self) -> None:
@@ -392,7 +405,8 @@ class OpenAIModel:
     # -- the request -----------------------------------------------------------------------------
 
     def _params(self, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
-        params: dict[str, Any] = {"messages": request.messages, "model": self.model}
+        messages = with_images(request.messages) if self.images else request.messages
+        params: dict[str, Any] = {"messages": messages, "model": self.model}
         if stream:
             params["stream"] = True
             params["stream_options"] = {"include_usage": True}
@@ -495,11 +509,25 @@ class OpenAIModel:
         response: httpx.Response | None = None
         iterator: AsyncIterator[dict[str, Any]] | None = None
         try:
-            async for sent in self._send_retried(params, guard, deadline):
-                if isinstance(sent, ModelRetry):
-                    yield sent  # said, not silent (issue 39.5)
-                else:
-                    response = sent
+            try:
+                async for sent in self._send_retried(params, guard, deadline):
+                    if isinstance(sent, ModelRetry):
+                        yield sent  # said, not silent (issue 39.5)
+                    else:
+                        response = sent
+            except ModelHTTPError as exc:
+                if not (has_images(params["messages"]) and _refuses_images(exc)):
+                    raise
+                # a model that takes no images: their placeholders from now on, this request again
+                log.warning("%s refused a request with images (%s): tools' images are placeholders from now on",
+                            self.where, exc)
+                self.images = False
+                params = self._params(request)
+                async for sent in self._send_retried(params, guard, deadline):
+                    if isinstance(sent, ModelRetry):
+                        yield sent
+                    else:
+                        response = sent
             assert response is not None
             self._check_stream(response)
             iterator = read_events(response.aiter_bytes(), self.limits, self.where, self.model)
@@ -697,6 +725,14 @@ def _tool_fragment(tools: ToolCallAccumulator, position: int, tc: Any) -> Any:
     if call_id is None and name is None and arguments is None:
         return None  # a fragment that says nothing (not a call of its own)
     return tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
+
+
+def _refuses_images(exc: ModelHTTPError) -> bool:
+    """Whether a refusal may be of the images in the request: a 400, 415 or 422, or any status whose
+    words name images (llama.cpp without a vision projector answers 500 "image input is not supported")."""
+    if isinstance(exc, ModelContextExceeded) or exc.status_code in (401, 403, 404, 429):
+        return False
+    return exc.status_code in (400, 415, 422) or "image" in str(exc).lower()
 
 
 def _status_words(status: int, raw: bytes, content_type: str = "") -> tuple[Any, str]:

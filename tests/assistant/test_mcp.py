@@ -255,12 +255,13 @@ async def test_streamable_http_server_with_headers(make_ai: Any) -> None:
         events = await collect(ai, "h", timeout=30)
         await ai.shutdown()
     shown = of_type(events, "tool-result")[0]["payload"]["result"]
-    assert "a chart" in shown and "[image image/png, 2.0 KB: not shown]" in shown
+    assert "a chart" in shown and "[image image/png, 2.0 KB (image " in shown
     assert "[resource: report](file:///tmp/report.csv) (text/csv)" in shown
-    assert "iVBOR" not in str(events)  # the image's bytes are neither stored nor sent to the model
-    told = agent_requests(model)[1]["messages"][-1]
-    assert told["role"] == "tool" and "[image image/png, 2.0 KB: not shown]" in told["content"]
-    assert "(file:///tmp/report.csv)" in told["content"] and "iVBOR" not in str(agent_requests(model))
+    assert "iVBOR" not in str(events)  # the image's bytes are never stored: held for the model only
+    *_, told, images = agent_requests(model)[1]["messages"]
+    assert told["role"] == "tool" and "[image image/png, 2.0 KB (image " in told["content"]
+    assert "(file:///tmp/report.csv)" in told["content"]
+    assert images["role"] == "user" and images["content"][-1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
     assert seen and set(seen) == {"Bearer s3cret"}
     assert "s3cret" not in repr(ai.settings) and "s3cret" not in str(ai.mcp.status().model_dump())  # type: ignore[union-attr]
 

@@ -30,19 +30,46 @@ async def agent(make_ai: Any, model: MockOpenAIServer, servers: dict[str, Any]) 
     return ai
 
 
+def _image_parts(body: dict[str, Any]) -> list[str]:
+    return [p["image_url"]["url"] for m in body["messages"] if isinstance(m.get("content"), list)
+            for p in m["content"] if p.get("type") == "image_url"]
+
+
 async def test_reference_server_over_stdio_echo_and_image_through_the_agent(make_ai: Any) -> None:
-    async with MockOpenAIServer(answers_in_order(
-        MockResponse.calls(("mcp__ev__echo", {"message": "hello from the suite"}), ("mcp__ev__get-tiny-image", {})),
-        MockResponse(text="Done."),
-    )) as model:
+    """The reference server's echo and its image: the image reaches the model as an image part of a
+    user message after the tool's result; a model that refuses it (HTTP 400) gets the same request
+    without it at once, and the placeholder only from then on."""
+    steps = [MockResponse.calls(("mcp__ev__echo", {"message": "hello from the suite"}), ("mcp__ev__get-tiny-image", {})),
+             MockResponse(status=400, error="image input is not supported by this model"),
+             MockResponse(text="Done."),
+             MockResponse.call("mcp__ev__get-tiny-image", {}), MockResponse(text="Still no images.")]
+    script = answers_in_order(*steps)
+
+    def respond(body: dict[str, Any]) -> MockResponse:
+        if steps and steps[0].status == 400 and not _image_parts(body):
+            raise AssertionError("the image was not sent")
+        return script(body)
+
+    async with MockOpenAIServer(respond) as model:
         ai = await agent(make_ai, model, {"ev": everything_stdio()})
         await ai.send("t", "echo and show the image")
         events = await collect(ai, "t", timeout=60)
+        await ai.send("t", "once more")
+        more = await collect(ai, "t", after=events[-1]["id"], timeout=60)
     assert finish_status(events[-1]) == {"status": "completed"}
+    assert finish_status(more[-1]) == {"status": "completed"}
     results = {e["payload"]["toolCallId"]: e["payload"]["result"] for e in of_type(events, "tool-result")}
     texts = [str(r) for r in results.values()]
     assert any("Echo: hello from the suite" in t for t in texts)
     assert any("[image image/png" in t for t in texts)  # a placeholder: the bytes are not stored
+    assert "base64" not in str(events)
+    bodies = [r.body for r in model.requests if "titles" not in str(r.body["messages"][0])]
+    sent = [_image_parts(body) for body in bodies]
+    assert len(sent) == 5
+    assert len(sent[1]) == 1 and sent[1][0].startswith("data:image/png;base64,")  # refused with HTTP 400
+    *_, echo, image, told = bodies[1]["messages"]  # a user message right after the tool results
+    assert (echo["role"], image["role"], told["role"]) == ("tool", "tool", "user")
+    assert sent[2:] == [[], [], []]  # the same request without it, then never again
 
 
 async def test_reference_server_over_streamable_http_and_legacy_sse() -> None:

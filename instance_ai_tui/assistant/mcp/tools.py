@@ -6,7 +6,8 @@ short hash keeps a shortened name unique), so two servers' tools never clash, no
 
 Results are outside input: text beyond the server's ``max_result_bytes`` (1 MB) is cut before
 it is stored; an image or audio part becomes a placeholder with its type and size (its bytes
-are neither stored nor sent to the model); a resource link becomes a link; an embedded text
+are never stored; an image's are held in memory for a model that reads images, the placeholder
+naming it: ``runtime/images.py``); a resource link becomes a link; an embedded text
 resource its text. ``isError`` results are tool errors the model reads.
 """
 
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ...runtime.images import IMAGES, reference
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..approvals import hinted_approval
 from .connection import MAX_DESCRIPTION, McpCallError, ServerConnection
@@ -181,9 +183,13 @@ def convert_result(result: Any, max_bytes: int) -> McpResult:
             break
         if isinstance(item, t.TextContent):
             text, used = _cut(item.text, budget)
-        elif isinstance(item, t.ImageContent | t.AudioContent):
-            kind = "image" if isinstance(item, t.ImageContent) else "audio"
-            text = f"[{kind} {item.mime_type}, {_size(_b64_size(item.data))}: not shown]"
+        elif isinstance(item, t.ImageContent):
+            key = IMAGES.keep(item.mime_type, item.data)  # for a model that reads images: never stored
+            said = reference(key) if key else ": not shown]"
+            text = f"[image {item.mime_type}, {_size(_b64_size(item.data))}{' ' if key else ''}{said}"
+            used = len(text)
+        elif isinstance(item, t.AudioContent):
+            text = f"[audio {item.mime_type}, {_size(_b64_size(item.data))}: not shown]"
             used = len(text)
         elif isinstance(item, t.ResourceLink):
             label = item.title or item.name
