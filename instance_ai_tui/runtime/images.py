@@ -24,6 +24,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import ModelContextExceeded, ModelHTTPError
+
 #: the image types chat APIs take as ``image_url`` data URLs
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_ONE_BYTES = 5 * 1024 * 1024
@@ -142,3 +144,11 @@ def with_images(messages: list[dict[str, Any]], store: ImageStore | None = None)
         out.append({"role": "user", "content": parts})
     return out
 
+
+
+def refuses_images(exc: ModelHTTPError) -> bool:
+    """Whether a model server's refusal may be of the images in the request: a 400, 415 or 422, or
+    words naming images (llama.cpp without a vision projector: 500 "image input is not supported")."""
+    if isinstance(exc, ModelContextExceeded) or exc.status_code in (401, 403, 404, 429):
+        return False
+    return exc.status_code in (400, 415, 422) or "image" in str(exc).lower()

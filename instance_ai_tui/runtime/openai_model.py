@@ -66,7 +66,7 @@ from .errors import (
     ModelTimeout,
     ModelUnreachable,
 )
-from .images import has_images, with_images
+from .images import has_images, refuses_images, with_images
 from .limits import DEFAULT_LIMITS, ModelLimits, exceeded
 from .model import (
     ModelChunk,
@@ -516,7 +516,7 @@ class OpenAIModel:
                     else:
                         response = sent
             except ModelHTTPError as exc:
-                if not (has_images(params["messages"]) and _refuses_images(exc)):
+                if not (has_images(params["messages"]) and refuses_images(exc)):
                     raise
                 # a model that takes no images: their placeholders from now on, this request again
                 log.warning("%s refused a request with images (%s): tools' images are placeholders from now on",
@@ -725,14 +725,6 @@ def _tool_fragment(tools: ToolCallAccumulator, position: int, tc: Any) -> Any:
     if call_id is None and name is None and arguments is None:
         return None  # a fragment that says nothing (not a call of its own)
     return tools.feed(index if isinstance(index, int) else position, call_id, name, arguments)
-
-
-def _refuses_images(exc: ModelHTTPError) -> bool:
-    """Whether a refusal may be of the images in the request: a 400, 415 or 422, or any status whose
-    words name images (llama.cpp without a vision projector answers 500 "image input is not supported")."""
-    if isinstance(exc, ModelContextExceeded) or exc.status_code in (401, 403, 404, 429):
-        return False
-    return exc.status_code in (400, 415, 422) or "image" in str(exc).lower()
 
 
 def _status_words(status: int, raw: bytes, content_type: str = "") -> tuple[Any, str]:

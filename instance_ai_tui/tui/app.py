@@ -35,7 +35,6 @@ import asyncio
 import gc
 import time
 from collections.abc import Iterable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -53,7 +52,6 @@ from .actions import Actions
 from .cards import Cards
 from .connection import ConnectionWatcher
 from .heap import HeapPolicy
-from .mcp_prompts import McpPrompts
 from .open_thread import OpenThread
 from .pending_watch import PendingWatch, TerminalSignals
 from .projection import FRAME_HZ, Projection
@@ -164,9 +162,6 @@ class InstanceAiApp(App[None]):
         # the rooms, each built from its collaborators
         self.thread = thread = OpenThread(self.client, self.status_info, pending, ui=self, prompt=self.prompt,
                                           queued_bar=self.queued_bar, ready=self.ready, login=self._login)
-        #: the MCP servers in the prompt: their prompts as /mcp__… commands, Tab on @server:uri (mcp)
-        self.mcp_prompts = McpPrompts(self, lambda: thread.client, thread.outbox.send)
-        self.prompt.completer = self.mcp_prompts.completer
         #: answers waiting in threads that are not open, and the terminal's title and bell
         self.pending_watch = PendingWatch(self.client, threads=self.thread_list.local_threads,
                                           open_thread=lambda: thread.thread_id,
@@ -189,8 +184,8 @@ class InstanceAiApp(App[None]):
         self.actions = Actions(self, thread, threads=self.threads, cards=self.cards, run_status=self.run_status,
                                view=self.view, prompt=self.prompt, status_line=self.status_line,
                                watch=self.pending_watch, keys=lambda: self.keys,
-                               theme_manager=lambda: self.theme_manager, help_extra=self.mcp_prompts.help)
-        self.sender = Sender(self, thread.outbox, self.prompt, self.actions, mcp=self.mcp_prompts)
+                               theme_manager=lambda: self.theme_manager, help_extra=lambda: self.sender.mcp.help())
+        self.sender = Sender(self, thread.outbox, self.prompt, self.actions, client=lambda: thread.client)
         screen.connect(thread=thread, run_status=self.run_status, cards=self.cards, threads=self.threads,
                        heap=self.heap, idle=self._idle)
         given = Started(client, settings, gateway) if client is not None and settings is not None else None
@@ -594,11 +589,8 @@ class InstanceAiApp(App[None]):
         for command in super().get_system_commands(screen):
             if command.title not in commands.REPLACED_SYSTEM_TITLES:
                 yield command
-        for entry, run in commands.palette(self.actions):
+        for entry, run in [*commands.palette(self.actions), *self.sender.mcp.palette(self.sender.submit)]:
             yield SystemCommand(entry.title, f"{entry.palette_help}  (/{entry.name})", run)
-        for prompt in self.mcp_prompts.catalog.prompts():  # the MCP servers' prompts (mcp)
-            yield SystemCommand(visible(f"/{prompt.command}"), visible(prompt.prompt.description[:120] or "MCP prompt"),
-                                partial(self.sender.submit, f"/{prompt.command}"))
 
     # ------------------------------------------------------------------ headless hooks
     async def wait_until_ready(self, timeout: float = 10.0) -> None:

@@ -19,10 +19,12 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..client.base import ClientError
 from ..protocol.safe_text import visible
+from .commands import Command
 
 if TYPE_CHECKING:
     from ..client.base import Client
@@ -243,3 +245,13 @@ class McpPrompts:
 
     def help(self) -> str:
         return help_markdown(self.catalog)
+
+    def palette(self, submit: Callable[[str], object]) -> list[tuple[Command, Callable[[], object]]]:
+        """The prompts of the servers ready now, as the palette's entries: selecting one types it."""
+        entries: list[tuple[Command, Callable[[], object]]] = []
+        for prompt in self.catalog.prompts():
+            about = visible(prompt.prompt.description[:120] or f"a prompt of the MCP server {prompt.server}")
+            entry = Command(prompt.command, about, visible(f"MCP {prompt.server}: {prompt.prompt.name}"), about,
+                            lambda actions, arg: None)
+            entries.append((entry, partial(submit, f"/{prompt.command}")))
+        return entries

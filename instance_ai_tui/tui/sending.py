@@ -6,27 +6,31 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import commands
-from .mcp_prompts import is_prompt_command
+from .mcp_prompts import McpPrompts, is_prompt_command
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..client.base import Client
     from .commands import CommandActions
-    from .mcp_prompts import McpPrompts
     from .open_thread import Outbox
     from .ports import Ui
     from .widgets.prompt import PromptInput
 
 
 class Sender:
-    """The prompt's Enter: ``actions`` run the slash commands, ``outbox`` takes the messages."""
+    """The prompt's Enter: ``actions`` run the slash commands, ``outbox`` takes the messages; the MCP
+    servers of ``client()`` (the open thread's) give their prompts as ``/mcp__server__prompt`` commands
+    and Tab completion of ``@server:uri`` (``tui.mcp_prompts``)."""
 
     def __init__(self, ui: Ui, outbox: Outbox, prompt: PromptInput, actions: CommandActions, *,
-                 mcp: McpPrompts | None = None) -> None:
+                 client: Callable[[], Client]) -> None:
         self.ui = ui
         self.outbox = outbox
         self.prompt = prompt
         self.actions = actions
-        #: the MCP servers' prompts: ``/mcp__server__prompt`` (mcp)
-        self.mcp = mcp
+        self.mcp = McpPrompts(ui, client, outbox.send)
+        prompt.completer = self.mcp.completer
 
     def submit(self, text: str) -> None:
         """The prompt's text: a slash command, or a message sent in the background."""
@@ -37,7 +41,7 @@ class Sender:
     def run_slash_command(self, text: str) -> bool:
         """Run ``/command args``. Returns False if it is not a command (then it is sent)."""
         name, arg = commands.parse(text)
-        if self.mcp is not None and is_prompt_command(name):  # an MCP server's prompt: its text is the message
+        if is_prompt_command(name):  # an MCP server's prompt: its text is the message
             self.mcp.run(name, arg)
             return True
         command = commands.find(name)

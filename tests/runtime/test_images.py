@@ -57,3 +57,14 @@ async def test_images_off_by_the_setting_are_never_sent(make_model: Callable[...
     assert "image_url" in str(server.requests[0].body) and "image_url" not in str(server.requests[1].body)
     settings = Settings.model_validate({"model": {"name": "m", "base_url": server.base_url, "images": False}})
     assert OpenAIModel.from_settings(settings.model).images is False
+
+
+def test_which_refusals_are_of_images() -> None:
+    from instance_ai_tui.runtime.errors import ModelContextExceeded, ModelHTTPError, ModelRefused
+    from instance_ai_tui.runtime.images import refuses_images
+
+    assert refuses_images(ModelRefused("HTTP 400: invalid content part", status_code=400))
+    assert refuses_images(ModelHTTPError("HTTP 500: image input is not supported", status_code=500))
+    assert not refuses_images(ModelRefused("HTTP 401: bad key", status_code=401))
+    assert not refuses_images(ModelContextExceeded("HTTP 400: too long", status_code=400))
+    assert not refuses_images(ModelHTTPError("HTTP 503: overloaded", status_code=503))

@@ -74,6 +74,9 @@ async def test_a_prompt_with_arguments_runs_through_its_form(tmp_path: Path) -> 
             await pilot.press(*"/mcp__ev__args")
             await pilot.press("tab")
             await until(lambda: app.prompt.text == "/mcp__ev__args-prompt", pilot)
+            palette = {c.title: c.help for c in app.get_system_commands(app.screen)}  # listed in the palette
+            assert "(/mcp__ev__args-prompt)" in palette["MCP ev: args-prompt"]
+            assert "/mcp__ev__args-prompt city=…" in app.sender.mcp.help()  # and in /help
             await pilot.press("enter")
             await until(lambda: isinstance(app.screen, McpPromptForm), pilot)
             await pilot.press(*"Lisbon", "enter", *"Lisboa", "enter")
