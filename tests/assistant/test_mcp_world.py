@@ -72,6 +72,41 @@ async def test_reference_server_over_stdio_echo_and_image_through_the_agent(make
     assert sent[2:] == [[], [], []]  # the same request without it, then never again
 
 
+async def test_reference_servers_long_operation_shows_progress_and_esc_stops_it(make_ai: Any) -> None:
+    """The reference server's ``trigger-long-running-operation`` reports progress while it runs (the
+    status says it, the call's card keeps it); Esc (``cancel``) ends the run at once, the call reads
+    cancelled, and the same server process answers the next call."""
+    from .test_mcp import export_text
+
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__ev__trigger-long-running-operation", {"duration": 120, "steps": 240}),
+        MockResponse.call("mcp__ev__echo", {"message": "still here"}), MockResponse(text="Done."),
+    )) as model:
+        ai = await agent(make_ai, model, {"ev": everything_stdio()})
+        await ai.send("p", "run the long operation")
+        seen: list[str] = []
+
+        async def watch() -> None:
+            async for event in ai.events("p"):
+                data = event.data()
+                if data["type"] == "status" and "%" in data["payload"]["message"]:
+                    seen.append(data["payload"]["message"])
+                    return
+
+        await asyncio.wait_for(watch(), 60)
+        assert await ai.cancel("p")  # what Esc does
+        events = await collect(ai, "p", timeout=30)
+        await ai.send("p", "and echo")
+        after = await collect(ai, "p", after=events[-1]["id"], timeout=60)
+    assert seen[0].startswith("Running mcp__ev__trigger-long-running-operation… ") and seen[0].endswith("%")
+    progress = [e["payload"]["progress"] for e in of_type(events, "tool-call") if "progress" in e["payload"]]
+    assert progress and progress[-1].endswith("%")
+    assert finish_status(events[-1])["status"] == "cancelled"
+    assert "(not run (cancelled))" in export_text(events) and "Skipped" not in export_text(events)
+    assert of_type(after, "tool-result")[0]["payload"]["result"] == "Echo: still here"
+    assert ai.mcp is not None and ai.mcp.connections["ev"].starts == 1
+
+
 async def test_reference_server_over_streamable_http_and_legacy_sse() -> None:
     for transport, kind in (("streamableHttp", "http"), ("sse", "sse")):
         async with everything_http(transport) as url:
