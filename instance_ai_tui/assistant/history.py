@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ..protocol.api import InstanceAiMessage, ThreadMessages
+from ..protocol.conversation import attachment_lines
 from ..protocol.reducer import build_agent_tree_wire
 from ..protocol.tree import AgentNode
 from ..store.base import EventLog, RunRecord, RunRecords, SnapshotStore, ThreadStore
@@ -106,7 +107,8 @@ async def thread_messages(
         messages.append(InstanceAiMessage(
             id=str(data.get("messageId") or f"{record.run_id}-user"), run_id=record.run_id,
             message_group_id=record.message_group_id, role="user", created_at=started,
-            content=str(data.get("userMessage") or ""), superseded=bool(data.get("superseded")),
+            content=str(data.get("userMessage") or "") + attachment_lines(data.get("attachments")),
+            superseded=bool(data.get("superseded")),
         ))
         unfinished = record.status in ("active", "suspended")
         snapshot = snapshots.get(record.run_id)

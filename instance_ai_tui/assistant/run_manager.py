@@ -229,7 +229,8 @@ class RunManager:
             )
             record = RunRecord(run_id=run_id, thread_id=thread_id, status="active", message_group_id=group_id,
                                owner=self.options.owner, started_at=datetime.now(UTC),
-                               data={"messageId": message_id, "userMessage": text})
+                               data={"messageId": message_id, "userMessage": text,
+                                     **({"attachments": attachments} if attachments else {})})
             await self.store.upsert_run(record)
         except BaseException:
             await self.coordinator.release(thread_id, run_id, finished=True)

@@ -158,6 +158,7 @@ async def test_resources_read_by_the_agent_and_attached_with_at(make_ai: Any, tm
         events = await collect(ai, "r", timeout=60)
         await ai.send("r", f"summarise @ev:{STATIC} please")
         second = await collect(ai, "r", after=events[-1]["id"], timeout=60)
+        history = await ai.messages("r")  # a thread opened again lists its attachments too
     results = [e["payload"]["result"] for e in of_type(events, "tool-result")]
     listed = results[0]
     assert STATIC in {r["uri"] for r in listed["resources"]}
@@ -179,6 +180,8 @@ async def test_resources_read_by_the_agent_and_attached_with_at(make_ai: Any, tm
                        for data in second])
     bubble = next(m for m in conversation.messages if m.role == "user").content
     assert f"📎 @ev:{STATIC} (text/markdown, " in bubble
+    restored = [m.content for m in history.messages if m.role == "user"]
+    assert restored[0] == "what resources are there?" and restored[1] == bubble
 
 
 async def test_server_instructions_roots_and_log_notifications(make_ai: Any, tmp_path: Any) -> None:
