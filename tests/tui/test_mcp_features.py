@@ -111,6 +111,10 @@ async def test_a_servers_form_is_a_card_answered_by_keyboard(tmp_path: Path) -> 
                 await pilot.press("s")
                 await until(lambda page=page: card.page == page + 1, pilot)
             await until(lambda: card.on_review, pilot)
+            from textual.widgets import Static
+
+            review = "\n".join(str(w.render()) for w in card.query(Static))
+            assert "42 (the default)" in review and "“Ada Lovelace”" in review  # a kept default says so
             await pilot.press("enter")
             await until(lambda: app.conversation is not None and not app.conversation.is_streaming
                         and any(m.role == "assistant" and m.content for m in app.conversation.messages), pilot,

@@ -9,10 +9,14 @@ Cancelling the run (Esc on the conversation) cancels the form.
 
 from __future__ import annotations
 
+import re
+
 from ...protocol.api import ApprovalConfirm
 from ...protocol.tree import Confirmation
 from .questions_card import QuestionsCard
 
+#: how ``assistant.mcp.elicitation`` says a field's default in its question
+_DEFAULT = re.compile(r" — default: (.*) \(s keeps it\)$", re.S)
 #: the card's words for its two answers (``tui.cards`` marks neither a denial)
 ACCEPTED = "form sent"
 DECLINED = "form declined"
@@ -34,6 +38,15 @@ option (yes/no for a yes-or-no field), the last number types your own answer; **
 **x** declines it (the server hears no and the call goes on). Esc on the conversation cancels the
 run, and the form with it.
 """
+
+    def _answer_text(self, qid: str) -> str:
+        """A skipped field with a default reads as the default it sends, not as "(skipped)"."""
+        if qid in self.skipped:
+            question = next((q.question for q in self.questions if q.id == qid), "")
+            found = _DEFAULT.search(question)
+            if found:
+                return f"{found.group(1)} (the default)"
+        return super()._answer_text(qid)
 
     def submit(self) -> None:
         from ...protocol.api import QuestionsConfirm
