@@ -10,7 +10,8 @@ OpenAI-compatible chat APIs take images (a tool message's content is text only).
 restart, or pushed out) stays its placeholder.
 
 The model adapter sends them only while the model takes them: ``model.images = false`` turns them
-off, and a model that refuses a request with images gets the placeholders from then on.
+off, and a model that refuses a request with images (``refuses_images``: a 400, 415 or 422, or
+words naming images) gets the same request at once without them, and placeholders from then on.
 """
 
 from __future__ import annotations

@@ -21,10 +21,7 @@ objects (no SDK object per chunk). What it smooths over:
 * a ``200`` answer whose event stream is empty (llama.cpp's server does that for a request over its
   window) is asked once more without streaming, to learn why: a refusal then says it, an answer
   is used;
-* images a tool returned go after its result as a user message's image parts (``runtime/images.py``)
-  while the model takes them: ``images=False`` (``model.images = false``) never sends them, and a
-  request with images that the server refuses (400, 415, 422, or words naming images) is sent again
-  without them, the placeholders only from then on.
+* images tools returned are sent while the model takes them (``runtime/images.py``: ``images``).
 
 What it refuses (every failure is wrapped here, where it happens, into the ``runtime/errors.py``
 class that says so, its message naming ``the model server at <base URL>``):
@@ -229,8 +226,7 @@ class OpenAIModel:
         #: echo reasoning back as ``reasoning_content`` on assistant tool-call turns (Kimi, DeepSeek)
         self.replay_reasoning = replay_reasoning
         self.default_params = dict(default_params or {})
-        #: send the images tools returned (``runtime/images.py``); off by ``model.images = false``, and
-        #: from the first request with images the server refuses
+        #: send tools' images (``runtime/images.py``): off by ``model.images = false`` or a refusal of them
         self.images = images
         #: the model's context window and the estimate's correction (``runtime/context.py``)
         self.context = ContextBudget(model, overrides=context_windows)
@@ -509,25 +505,20 @@ class OpenAIModel:
         response: httpx.Response | None = None
         iterator: AsyncIterator[dict[str, Any]] | None = None
         try:
-            try:
-                async for sent in self._send_retried(params, guard, deadline):
-                    if isinstance(sent, ModelRetry):
-                        yield sent  # said, not silent (issue 39.5)
-                    else:
-                        response = sent
-            except ModelHTTPError as exc:
-                if not (has_images(params["messages"]) and refuses_images(exc)):
-                    raise
-                # a model that takes no images: their placeholders from now on, this request again
-                log.warning("%s refused a request with images (%s): tools' images are placeholders from now on",
-                            self.where, exc)
-                self.images = False
-                params = self._params(request)
-                async for sent in self._send_retried(params, guard, deadline):
-                    if isinstance(sent, ModelRetry):
-                        yield sent
-                    else:
-                        response = sent
+            for attempt in (0, 1):
+                try:
+                    async for sent in self._send_retried(params, guard, deadline):
+                        if isinstance(sent, ModelRetry):
+                            yield sent  # said, not silent (issue 39.5)
+                        else:
+                            response = sent
+                    break
+                except ModelHTTPError as exc:  # a model that takes no images: their placeholders from now on
+                    if attempt or not (has_images(params["messages"]) and refuses_images(exc)):
+                        raise
+                    log.warning("%s refused a request with images (%s): placeholders from now on", self.where, exc)
+                    self.images = False
+                    params = self._params(request)
             assert response is not None
             self._check_stream(response)
             iterator = read_events(response.aiter_bytes(), self.limits, self.where, self.model)
