@@ -91,12 +91,17 @@ async def test_a_servers_form_is_a_card_answered_by_keyboard(tmp_path: Path) -> 
     async with MockOpenAIServer(answers_in_order(
         MockResponse.call("mcp__ev__trigger-elicitation-request", {}), MockResponse(text="Thanks."),
     )) as model:
-        settings = settings_for(tmp_path, model, {"ev": everything_stdio(approval="never")})
+        settings = settings_for(tmp_path, model, {"ev": everything_stdio()})
         app = make_app(EmbeddedClient(settings), settings)
         async with app.run_test(size=SIZE) as pilot:
             await ready(app, pilot)
             await pilot.press(*"fill in the form", "enter")
-            await until(lambda: bool(app.pending), pilot, timeout=60)
+            await until(lambda: bool(app.pending), pilot, timeout=60)  # the call's approval first
+            await pilot.press("ctrl+g")
+            await pilot.pause(GRACE_SECONDS)
+            await pilot.press("y")
+            await until(lambda: any(isinstance(c, ElicitationCard) for c in app.query(ElicitationCard)), pilot,
+                        timeout=60)  # then the server's form, a card of its own under the same call
             await pilot.press("ctrl+g")
             await until(lambda: isinstance(app.focused, ElicitationCard) or (
                 app.focused is not None and any(isinstance(n, ElicitationCard) for n in app.focused.ancestors)), pilot)
