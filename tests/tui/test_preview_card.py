@@ -7,6 +7,7 @@ from typing import Any
 from instance_ai_tui.assistant.previews import file_change
 from instance_ai_tui.tui.widgets.confirmations import ApprovalCard
 from instance_ai_tui.tui.widgets.diff_view import ChangePreviewView
+from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
 from tests.support.waiting import until
 
 from .scripts import SIZE, ev, make_app, recorded
@@ -37,6 +38,11 @@ async def test_write_card_shows_summary_and_coloured_diff() -> None:
         screen = app.export_screenshot()
         assert "overwrites&#160;2&#160;lines:&#160;+1&#160;−1" in screen
         assert "-Slack" in screen and "+Teams" in screen
+        # the card's diff says what the call writes: the args (the content again, "\n" and all) are left
+        # out while it waits (issue 45, seen in tmux: a write-file card showed the new text twice)
+        tool = app.query_one(ToolCallCard)
+        await until(lambda: tool.tc.confirmation is not None and tool.state == "awaiting", pilot)
+        assert tool.body is None and "Teams\\n" not in app.export_screenshot()
 
 
 async def test_a_long_diff_scrolls_inside_the_card() -> None:

@@ -343,10 +343,12 @@ class ToolCallCard(Vertical, can_focus=True):
         if not self.expanded or not (tc.args or tc.result is not None or tc.error is not None):
             return False
         if self.state == "awaiting" and self._user_expanded is None and tc.confirmation is not None:
-            # a questions/plan/text card (or one of n8n's own cards) says it all; the arguments only repeat it
+            # a questions/plan/text card (or one of n8n's own cards) says it all; the arguments only repeat it,
+            # as they do beside a change's preview (a write's content above its own diff: the text twice)
             from .n8n_cards import card_kind
 
-            return tc.confirmation.effective_input_type == "approval" and card_kind(tc.confirmation) is None
+            return (tc.confirmation.effective_input_type == "approval" and card_kind(tc.confirmation) is None
+                    and tc.confirmation.preview is None)
         return True
 
     def _sync_body(self) -> None:
