@@ -55,6 +55,7 @@ from .n8n_auth import (
     Credentials,
     MfaRequired,
     N8nSession,
+    PasswordMissing,
     ask_mfa_code,
     load_browser_id,
     login,
@@ -243,7 +244,8 @@ class N8nClient(Client):
         if self._credentials is None:
             email = self._email or os.environ.get("N8N_EMAIL")
             if email:
-                raise AuthError(f"no n8n password for {email}: set N8N_PASSWORD, or run on a terminal to be asked")
+                raise PasswordMissing(f"no n8n password for {email}: set N8N_PASSWORD, or run on a terminal to be asked",
+                                      email)
             raise AuthError(
                 "n8n needs an email and password: pass --email (the password is asked for), "
                 "or set N8N_EMAIL and N8N_PASSWORD"

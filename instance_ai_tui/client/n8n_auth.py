@@ -85,6 +85,15 @@ class MfaRequired(AuthError):
     """n8n wants the account's two-factor code (or a recovery code) with the password."""
 
 
+class PasswordMissing(AuthError):
+    """No password was given (no flag, no ``N8N_PASSWORD``, no terminal to ask on): nothing was sent
+    to n8n. ``email`` is the account's; the login dialog asks for the password itself."""
+
+    def __init__(self, message: str, email: str) -> None:
+        super().__init__(message)
+        self.email = email
+
+
 @dataclass
 class Credentials:
     email: str

@@ -324,6 +324,9 @@ async def test_the_login_dialog_asks_for_the_two_factor_code_when_n8n_does(fake:
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: isinstance(app.screen, LoginScreen), pilot, what="login dialog")
         assert not app.screen.mfa_required
+        # no password was given: the dialog asks for it, not for N8N_PASSWORD or a terminal
+        await until(lambda: f"Enter the password of {fake.email}." in screen_text(app), pilot, what="the dialog's ask")
+        assert "N8N_PASSWORD" not in screen_text(app)
         await type_into(pilot, app, "#login-password", fake.password)
         await pilot.press("enter")
         await until(lambda: app.screen.mfa_required, pilot, what="MFA field")

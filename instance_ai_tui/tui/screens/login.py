@@ -135,8 +135,12 @@ async def offer_login(ui: Ui, client: Client, outbox: Outbox, error: ClientError
     send (and the banner says why). Call from a worker."""
     if not isinstance(error, AuthError) or not client.supports_login:
         return False
+    from ...client.n8n_auth import PasswordMissing
+
     email = getattr(client, "email", "") or ""
-    logged_in = await ui.push_screen_wait(LoginScreen(client, str(error), email))
+    # no password given: the dialog is the way to give it (the CLI's words name the flag and the env)
+    reason = f"Enter the password of {error.email}." if isinstance(error, PasswordMissing) else str(error)
+    logged_in = await ui.push_screen_wait(LoginScreen(client, reason, email))
     if not logged_in:
         outbox.block(NOT_LOGGED_IN)
     return bool(logged_in)
