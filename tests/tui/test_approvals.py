@@ -129,8 +129,22 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         turn = app.view.assistant_turns()[-1]
         card = turn.cards["w-r1"].card
         assert card is not None
-        await pilot.click(card)
+        # the click lands where the person sees the card: wait until its corner is on screen and is the card's
+        # (on a busy machine the layout after the focus change could still be moving: CI at load 15)
+        await until(lambda: _under(app, card.region.x + 1, card.region.y + 1) is card, pilot)
+        await pilot.click(offset=(card.region.x + 1, card.region.y + 1))
         await until(lambda: card_of(app) is card, pilot)
+
+
+def _under(app: Any, x: int, y: int) -> Any:
+    """The card (or None) whose part is drawn at screen cell (x, y)."""
+    try:
+        widget, _ = app.screen.get_widget_at(x, y)
+    except Exception:  # noqa: BLE001 -- no widget there (off screen)
+        return None
+    while widget is not None and not isinstance(widget, ApprovalCard):
+        widget = widget.parent
+    return widget
 
 
 async def test_card_never_takes_focus_even_from_an_empty_idle_prompt() -> None:
