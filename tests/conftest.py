@@ -32,11 +32,22 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(NO_RERUNS)
 
 
+#: tests that share one heavy real peer (a session or module fixture) run in one worker of pytest-xdist, so
+#: the suite boots one n8n and one llama.cpp server, not one per worker (``--dist loadgroup``, pyproject.toml)
+HEAVY_PEERS = {"tests/live_n8n/": "real-n8n", "tests/runtime/test_llama_": "real-llama-cpp"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """No test may ask for reruns of its own either (``@pytest.mark.flaky``)."""
+    """No test may ask for reruns of its own either (``@pytest.mark.flaky``); the tests of one heavy
+    peer are grouped for the workers (``HEAVY_PEERS``)."""
     flaky = [item.nodeid for item in items if item.get_closest_marker("flaky") is not None]
     if flaky:
         raise pytest.UsageError(f"{NO_RERUNS}; marked flaky: {', '.join(flaky[:5])}")
+    for item in items:
+        group = next((name for prefix, name in HEAVY_PEERS.items() if item.nodeid.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -37,7 +37,7 @@ from tests.runtime.test_context_window import FIRST_ID, FIRST_NAME, GetWorkflow,
 from tests.runtime.test_llama_smoke import MODEL, llama_peer
 
 N_CTX = 2_048
-TURNS = int(os.environ.get("LLAMA_CONTEXT_TURNS", "12"))
+TURNS = int(os.environ.get("LLAMA_CONTEXT_TURNS", "3"))
 ANSWER_TOKENS = 8
 
 
