@@ -12,7 +12,9 @@ are in the system prompt of the last turn's requests (the observations), and a t
 new store, model and agent goes on.
 
 The server is slow on a shared 2-core machine (a 1,500-token prompt took 2 min 20 s at load 13), so
-the turns are ``LLAMA_CONTEXT_TURNS`` (default 12). Skips without the
+the turns are ``LLAMA_CONTEXT_TURNS`` (default 3: each turn's 20 k-character result is past the window, so
+turns 2 and 3 each compact, and turn 1's id must survive both; 12 turns took 29 min of CI's 30 at load 15,
+3 turns 58 s at load 2). Skips without the
 cached server unless ``LLAMA_PEER_REQUIRED=1``.
 """
 
