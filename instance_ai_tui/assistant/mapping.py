@@ -177,7 +177,7 @@ class ChunkMapper:
                 self._retrying = False
                 self._clear_status()
             emit(compacted_event(self.agent_id, chunk.messages, chunk.runs, chunk.before, chunk.after, chunk.window,
-                                 chunk.reason, chunk.error, chunk.sent_chars, chunk.written_chars))
+                                 chunk.reason, chunk.error, chunk.sent_chars, chunk.written_chars, chunk.kept))
         elif isinstance(chunk, FinishChunk):
             self.finish = chunk
             self._clear_status()
@@ -211,9 +211,9 @@ class ChunkMapper:
 
 def compacted_event(agent_id: str, messages: int, runs: list[str], before: int, after: int, window: int,
                     reason: str, error: str | None = None, sent_chars: int = 0,
-                    written_chars: int = 0) -> ContextCompactedEvent:
+                    written_chars: int = 0, kept: bool = False) -> ContextCompactedEvent:
     """The ``context-compacted`` event of a compaction (in a run, or ``/compact``'s), or of a message
     cut to fit (``reason="cut"``)."""
     return ContextCompactedEvent(agent_id=agent_id, payload=ContextCompactedPayload(
         messages=messages, runs=list(runs), tokens_before=before, tokens_after=after, context_window=window,
-        reason=reason, error=error, sent_chars=sent_chars, written_chars=written_chars))
+        reason=reason, error=error, sent_chars=sent_chars, written_chars=written_chars, kept=kept))

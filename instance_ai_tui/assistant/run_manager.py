@@ -207,7 +207,7 @@ class RunManager:
                 text="Nothing to compact: the context holds no earlier messages.")))
         else:
             ctx.emitter.emit(compacted_event(ctx.orchestrator_id, result.messages, result.runs, before, after, window,
-                                             "manual", result.error))
+                                             "manual", result.error, kept=result.kept))
             run.usage = result.usage
         run.context_tokens, run.context_window = after, window
         await self._finish(run, "completed")

@@ -324,6 +324,8 @@ class ContextCompactedPayload(Payload):
     #: ``reason == "cut"``: the person's message of this turn was cut to fit: characters sent of written
     sent_chars: int = 0
     written_chars: int = 0
+    #: nothing to gain: notes would not have been smaller than those messages, which were kept as they were
+    kept: bool = False
 
     def words(self) -> str:
         """One line: "context compacted: 12 older messages became notes (78% → 21% of 8 k)"."""
@@ -332,17 +334,23 @@ class ContextCompactedPayload(Payload):
             return (f"context full: your message was cut to {self.sent_chars:,} of its {self.written_chars:,} "
                     f"characters to fit the model's {size} context (its head and tail were sent; it stays "
                     "whole in the thread)")
-        what = f"{self.messages} older message{'s' if self.messages != 1 else ''} became notes"
         cause = {"refused": "the model refused a request as too big; ", "manual": ""}.get(self.reason, "")
+        if self.kept:  # the words of runtime.compaction.nothing_to_gain (protocol/ imports nothing of ours)
+            these = f"these {self.messages} messages are" if self.messages != 1 else "this message is"
+            return (f"{cause}nothing to gain: {these} already shorter than notes about them "
+                    f"(context {_share(self.tokens_before, self.tokens_after, self.context_window, kept=True)})")
+        what = f"{self.messages} older message{'s' if self.messages != 1 else ''} became notes"
         tail = f" (notes without the model: {self.error})" if self.error else ""
         return (f"context compacted: {cause}{what} "
                 f"({_share(self.tokens_before, self.tokens_after, self.context_window)}){tail}")
 
 
-def _share(before: int, after: int, window: int) -> str:
+def _share(before: int, after: int, window: int, *, kept: bool = False) -> str:
     if window <= 0:
-        return f"{before:,} → {after:,} tokens"
+        return f"{after:,} tokens" if kept else f"{before:,} → {after:,} tokens"
     size = f"{window // 1000} k" if window >= 1000 else str(window)
+    if kept:
+        return f"{round(100 * after / window)}% of {size}"
     return f"{round(100 * before / window)}% → {round(100 * after / window)}% of {size}"
 
 

@@ -31,7 +31,7 @@ from .chunks import (
     ToolCallDeltaChunk,
     ToolCallSuspendedChunk,
 )
-from .compaction import CompactionResult, new_observations, observe
+from .compaction import CompactionResult, new_observations, observe, settle
 from .context import (
     ContextBudget,
     Fit,
@@ -478,22 +478,23 @@ class Agent(ToolExecution):
         run.emit(CompactingChunk(run.run_id, len(observed), reason))  # type: ignore[arg-type]
         notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep,
                                             max_tokens=self.observer_max_tokens)
-        record = new_observations(run.observations, notes, observed)
-        await self.memory.save_observations(run.thread_id, record)
-        run.observations = record
-        run.list.forget({m.id for m in observed})
+        result = settle(run.observations, new_observations(run.observations, notes, observed), observed,
+                        stubbed=reason != "manual", usage=usage, error=error, must=half)
+        if not result.kept:  # (kept: the notes are no smaller than the messages: nothing saved, nothing forgotten)
+            await self.memory.save_observations(run.thread_id, result.observations)
+            run.observations = result.observations
+            run.list.forget({m.id for m in observed})
         if usage.requests:
             run.usage = run.usage + (self.prices.priced(run.model.name, usage) if self.prices and usage.cost is None
                                      else usage)
-        log.info("compacted %d messages of thread %s (%s)", len(observed), run.thread_id, reason)
-        return CompactionResult(observations=record, messages=len(observed),
-                                runs=list(dict.fromkeys(m.run_id for m in observed if m.run_id)), usage=usage,
-                                error=error)
+        log.info("%s %d messages of thread %s (%s)", "kept" if result.kept else "compacted", len(observed),
+                 run.thread_id, reason)
+        return result
 
     def _emit_compacted(self, run: Run, rid: str, result: CompactionResult, before: int, fit: Fit,
                         reason: str) -> None:
         run.emit(ContextCompactedChunk(run.run_id, rid, result.messages, result.runs, before, fit.pressure,
-                                       fit.window, reason, result.error))  # type: ignore[arg-type]
+                                       fit.window, reason, result.error, kept=result.kept))  # type: ignore[arg-type]
 
     def _say_cut(self, run: Run, rid: str, fit: Fit) -> None:
         """The person's own message was cut to fit the window: said once a run (a row where it happened)."""

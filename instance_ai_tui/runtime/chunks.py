@@ -157,6 +157,8 @@ class ContextCompactedChunk(_Chunk):
     #: the window: the characters sent of those written
     sent_chars: int = 0
     written_chars: int = 0
+    #: nothing to gain: the notes were not smaller than those messages, which stay in the context as they were
+    kept: bool = False
     type: Literal["context-compacted"] = "context-compacted"
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..aio import aclose
-from .context import CHARS_PER_TOKEN, ContextBudget, format_tokens
+from .context import CHARS_PER_TOKEN, STUB_OVER, STUB_SIZE, ContextBudget, format_tokens, wire_chars
 from .errors import ModelError
 from .messages import Message, now_ms
 from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
@@ -96,6 +96,9 @@ class CompactionResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: the observer's call failed: the notes are the extractive fallback (``error`` says why)
     error: str | None = None
+    #: nothing to gain: the notes were not smaller than the messages they would replace, so nothing was
+    #: saved and those messages stay in the model's context as they were (``observations`` is the old record)
+    kept: bool = False
 
 
 # -- identifiers ----------------------------------------------------------------------------------
@@ -284,9 +287,44 @@ async def observe(
     return notes, usage, None
 
 
+def replaced_chars(previous: Observations | None, messages: Sequence[Message], *, stubbed: bool) -> int:
+    """Characters the model reads of the observations so far and of ``messages`` (as the request carries
+    them: with ``stubbed``, a big tool result as its stub, as ``fit_request`` sends older results)."""
+    chars = len(previous.block()) if previous is not None else 0
+    for m in messages:
+        wire = m.to_openai()
+        if wire is None:
+            continue
+        size = wire_chars(wire)
+        chars += STUB_SIZE if stubbed and m.role == "tool" and size > STUB_OVER else size
+    return chars
+
+
+def settle(previous: Observations | None, record: Observations, messages: Sequence[Message], *,
+           stubbed: bool, usage: Usage, error: str | None, must: bool = False) -> CompactionResult:
+    """The result of observing ``messages`` into ``record``: ``kept`` when the notes would not make the
+    context smaller than the messages (and old notes) they replace — then the caller saves nothing and
+    forgets nothing (a compaction never makes a thread's context bigger). With ``must`` (the history
+    holds as many messages as memory reads: unobserved, the oldest would leave the context unseen) the
+    notes are saved whatever their size."""
+    runs = list(dict.fromkeys(m.run_id for m in messages if m.run_id))
+    kept = not must and len(record.block()) >= replaced_chars(previous, messages, stubbed=stubbed)
+    return CompactionResult(observations=(previous or Observations()) if kept else record, messages=len(messages),
+                            runs=runs, usage=usage, error=error, kept=kept)
+
+
+def nothing_to_gain(messages: int, share: str) -> str:
+    """The words of a compaction that gained nothing (``kept``)."""
+    these = f"these {messages} messages are" if messages != 1 else "this message is"
+    return f"nothing to gain: {these} already shorter than notes about them (context {share})"
+
+
 def compacted_words(result: CompactionResult, before: int, after: int, window: int) -> str:
     """One line for a person: "12 older messages compacted: context 78% → 24% of 8 k"."""
     share = (lambda n: f"{round(100 * n / window)}%") if window else (lambda n: format_tokens(n))
+    if result.kept:
+        return nothing_to_gain(result.messages, f"{share(after)} of {format_tokens(window)}" if window
+                               else f"{share(after)} tokens")
     return (f"{result.messages} older messages compacted into notes: context {share(before)} → {share(after)} "
             f"of {format_tokens(window)}")
 

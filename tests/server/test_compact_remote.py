@@ -69,3 +69,34 @@ async def test_a_remote_client_compacts_a_thread_of_the_server(tmp_path: Path) -
     assert row.reason == "manual" and row.messages == 4 and row.tokens_after < row.tokens_before
     usage = (mine[-1].payload.model_extra or {})["usage"]
     assert usage["contextTokens"] == row.tokens_after and usage["contextWindow"] == 32_000
+
+
+async def test_a_remote_compact_that_gains_nothing_says_so_and_keeps_the_context(tmp_path: Path) -> None:
+    """Notes longer than the thread's two messages: the server keeps the messages, the row says there was
+    nothing to gain, and the run's context size is the same as before."""
+    async def answer(body: dict[str, Any]) -> MockResponse:
+        if str(body["messages"][0].get("content") or "").startswith(OBSERVER_INSTRUCTIONS[:40]):
+            return MockResponse(text="## The user wants\n" + "- a greeting, and a polite one at that\n" * 40)
+        return MockResponse(text="Hi.")
+
+    async with MockOpenAIServer(answer, context_window=32_000) as model_server:
+        settings = Settings(db_path=tmp_path / "serve.sqlite3", model=ModelSettings(
+            name="local-model", base_url=model_server.base_url, api_key="sk-test",
+            context_windows={"local-model": 32_000}))
+        app = create_app(build_service(settings, generate_titles=False))
+        async with serve_app(app) as url:
+            client = RemoteClient(url)
+            try:
+                await client.create_thread("r1")
+                run_id = await client.send("r1", "hello")
+                await asyncio.wait_for(_until_finish(client, "r1", run_id), 60)
+                run_id = await client.compact("r1")
+                events = await asyncio.wait_for(_until_finish(client, "r1", run_id), 60)
+            finally:
+                await client.close()
+    row = next(e for e in events if e.run_id == run_id and e.type == "context-compacted").payload
+    assert row.kept and row.messages == 2 and row.tokens_after == row.tokens_before
+    share = f"{round(100 * row.tokens_after / 32_000)}% of 32 k"
+    assert row.words() == f"nothing to gain: these 2 messages are already shorter than notes about them (context {share})"
+    usage = (events[-1].payload.model_extra or {})["usage"]
+    assert usage["contextTokens"] == row.tokens_after

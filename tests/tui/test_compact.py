@@ -56,3 +56,51 @@ async def test_compact_shows_a_row_keeps_the_messages_and_lowers_the_context_sha
             assert len(app.view.assistant_turns()) == 4
             assert sum(1 for r in server.requests if str(r.body["messages"][0]["content"]).startswith(
                 OBSERVER_INSTRUCTIONS[:40])) == 1
+
+
+def _long_notes(body: dict[str, Any]) -> MockResponse:
+    first = str(body["messages"][0].get("content") or "")
+    if first.startswith(OBSERVER_INSTRUCTIONS[:40]):  # a small model's notes, longer than what they replace
+        return MockResponse(text="## The user wants\n" + "- to say hello and to be greeted back politely\n" * 40)
+    if "titles" in first:
+        return MockResponse(text='{"title": "Hello"}')
+    return MockResponse(text="Hi.")
+
+
+async def test_compact_that_gains_nothing_keeps_the_messages_and_says_so(tmp_path: Path) -> None:
+    """Seen against llama.cpp: a /compact of a short thread went 68% → 69% (the notes were as big as the two
+    messages they replaced). Now the messages are kept as they were, no notes are saved, and the row says
+    there was nothing to gain; the context share does not rise."""
+    async with MockOpenAIServer(_long_notes, context_window=8_192) as server:
+        settings = Settings.model_validate({
+            "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
+                      "context_windows": {"local-model": 8_192}},
+            "db_path": tmp_path / "db.sqlite3",
+        })
+        app = make_app(EmbeddedClient(settings), settings)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await app.wait_until_ready()
+            await type_and_send(pilot, app, "hello wf_Inv42")
+            await until(lambda: len(app.view.assistant_turns()) == 1 and not app.conversation.is_streaming, pilot,
+                        timeout=60)
+            await until(lambda: app.status_info.context_tokens > 0 and app.status_info.context_window == 8_192,
+                        pilot)
+            before = app.status_info.context_tokens
+            await type_and_send(pilot, app, "/compact")
+            await until(lambda: bool(app.query(CompactedRow)) and not app.conversation.is_streaming, pilot,
+                        timeout=60)
+            text = str(app.query_one(CompactedRow).render())
+            assert text.startswith("⟲ nothing to gain: these 2 messages are already shorter than notes about them "
+                                   "(context "), text
+            assert text.endswith("% of 8 k)") and "→" not in text, text
+            await until(lambda: len(app.view.assistant_turns()) == 2, pilot)
+            # the status line shows the same context as the row (the thread's answer counted, no notes added)
+            now = app.status_info.context_tokens
+            assert before <= now < before + 50 and f"(context {round(100 * now / 8_192)}% of 8 k)" in text, (now, text)
+            # the next question still carries the messages themselves, and no notes
+            await type_and_send(pilot, app, "what did I say?")
+            await until(lambda: len(app.view.assistant_turns()) == 3 and not app.conversation.is_streaming, pilot,
+                        timeout=60)
+            asked = [r.body for r in server.requests if r.body["messages"][-1].get("content") == "what did I say?"]
+            assert asked and "hello wf_Inv42" in [m.get("content") for m in asked[-1]["messages"]]
+            assert "<observations>" not in str(asked[-1]["messages"][0]["content"])
