@@ -31,7 +31,7 @@ from .chunks import (
     ToolCallDeltaChunk,
     ToolCallSuspendedChunk,
 )
-from .compaction import CompactionResult, new_observations, observe, settle
+from .compaction import CompactionResult, new_observations, observe, replaced_chars, settle
 from .context import (
     ContextBudget,
     Fit,
@@ -473,13 +473,15 @@ class Agent(ToolExecution):
         else:
             observed = history if everything or fit is None else _oldest_turns(history, budget, fit,
                                                                                   self.context_threshold)
-        if not observed:
+        if not observed or (reason == "auto" and not half and replaced_chars(run.observations, observed, True)
+                            <= run.kept_compaction):  # (notes of this run were longer: nothing to gain)
             return None
         run.emit(CompactingChunk(run.run_id, len(observed), reason))  # type: ignore[arg-type]
         notes, usage, error = await observe(run.model, budget, run.observations, observed, keep=keep,
                                             max_tokens=self.observer_max_tokens)
         result = settle(run.observations, new_observations(run.observations, notes, observed), observed,
                         stubbed=reason != "manual", usage=usage, error=error, must=half)
+        run.kept_compaction = result.notes_chars if result.kept else 0
         if not result.kept:  # (kept: the notes are no smaller than the messages: nothing saved, nothing forgotten)
             await self.memory.save_observations(run.thread_id, result.observations)
             run.observations = result.observations

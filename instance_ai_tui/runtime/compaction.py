@@ -99,6 +99,8 @@ class CompactionResult(BaseModel):
     #: nothing to gain: the notes were not smaller than the messages they would replace, so nothing was
     #: saved and those messages stay in the model's context as they were (``observations`` is the old record)
     kept: bool = False
+    #: characters of the notes' block in the model's context (of the unsaved notes when ``kept``)
+    notes_chars: int = 0
 
 
 # -- identifiers ----------------------------------------------------------------------------------
@@ -287,7 +289,7 @@ async def observe(
     return notes, usage, None
 
 
-def replaced_chars(previous: Observations | None, messages: Sequence[Message], *, stubbed: bool) -> int:
+def replaced_chars(previous: Observations | None, messages: Sequence[Message], stubbed: bool) -> int:
     """Characters the model reads of the observations so far and of ``messages`` (as the request carries
     them: with ``stubbed``, a big tool result as its stub, as ``fit_request`` sends older results)."""
     chars = len(previous.block()) if previous is not None else 0
@@ -308,9 +310,10 @@ def settle(previous: Observations | None, record: Observations, messages: Sequen
     holds as many messages as memory reads: unobserved, the oldest would leave the context unseen) the
     notes are saved whatever their size."""
     runs = list(dict.fromkeys(m.run_id for m in messages if m.run_id))
-    kept = not must and len(record.block()) >= replaced_chars(previous, messages, stubbed=stubbed)
+    notes = len(record.block())
+    kept = not must and notes >= replaced_chars(previous, messages, stubbed=stubbed)
     return CompactionResult(observations=(previous or Observations()) if kept else record, messages=len(messages),
-                            runs=runs, usage=usage, error=error, kept=kept)
+                            runs=runs, usage=usage, error=error, kept=kept, notes_chars=notes)
 
 
 def nothing_to_gain(messages: int, share: str) -> str:

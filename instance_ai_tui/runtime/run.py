@@ -97,6 +97,9 @@ class Run:
         self.observations: Observations | None = None
         #: the person was told their message was cut to fit the model's context (once a run)
         self.said_cut = False
+        #: characters of the notes a compaction of this run found nothing to gain from: messages shorter than
+        #: that are not given to the observer again this run (``runtime/compaction.py``, ``settle``)
+        self.kept_compaction = 0
         self.cancel = asyncio.Event()
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None

@@ -320,6 +320,10 @@ def _wordy_observer(body: dict[str, Any]) -> MockResponse:
     return respond(body)
 
 
+def _observer_requests(server: MockOpenAIServer) -> list[Any]:
+    return [r for r in server.requests if _text(r.body["messages"][0]["content"]).startswith(OBSERVER_INSTRUCTIONS[:40])]
+
+
 async def test_a_compaction_that_would_grow_the_context_keeps_the_messages(tmp_path: Path) -> None:
     """Notes no smaller than the messages they replace (seen with SmolLM2 on llama.cpp: 68% → 69%): the
     compaction, automatic or ``/compact``, saves no notes and forgets no message; said with ``kept`` and the
@@ -328,8 +332,9 @@ async def test_a_compaction_that_would_grow_the_context_keeps_the_messages(tmp_p
         async with SqliteStore(tmp_path / "t.sqlite3") as store:
             model = OpenAIModel("mock", base_url=server.base_url, api_key="x", max_retries=0,
                                 context_windows={"mock": 8_192})
-            agent = Agent("main", "You work on n8n workflows.", model, [], memory=StoreMemory(store),
-                          model_params={"max_tokens": 256}, context_threshold=0.1)
+            agent = Agent("main", "You work on n8n workflows.", model,
+                          [Tool("get-workflow", "Read a workflow by id.", GetWorkflow, get_workflow)],
+                          memory=StoreMemory(store), model_params={"max_tokens": 256}, context_threshold=0.1)
             compactions: list[ContextCompactedChunk] = []
             for turn in range(5):
                 result, chunks = await ask(agent, "t", f"My workflow is {FIRST_ID}, turn {turn}. " + "Hello. " * 90)
@@ -338,11 +343,16 @@ async def test_a_compaction_that_would_grow_the_context_keeps_the_messages(tmp_p
             assert compactions, "the 10 % threshold was never passed"
             assert all(c.kept and c.reason == "auto" and c.after <= c.before for c in compactions), compactions
             result, before, after, _ = await agent.compact("t")
-            await model.aclose()
             assert result is not None and result.kept and result.messages == 10 and after == before
             assert await StoreMemory(store).get_observations("t") is None
             assert len(await StoreMemory(store).load_history("t")) == 10
-            last = [r for r in server.requests if not _text(r.body["messages"][0]["content"]).startswith(
-                OBSERVER_INSTRUCTIONS[:40])][-1].body["messages"]
+            # a turn of two model calls (a tool's result between them): the observer is not asked twice for nothing
+            observed = len(_observer_requests(server))
+            result, chunks = await ask(agent, "t", "get workflow wf_002")
+            assert result.status == "success" and result.text.startswith("Fetched:"), result.error
+            assert len(_observer_requests(server)) == observed + 1
+            assert [c.kept for c in chunks if isinstance(c, ContextCompactedChunk)] == [True]
+            await model.aclose()
+            last = [r for r in server.requests if r not in _observer_requests(server)][-1].body["messages"]
             assert any(_text(m.get("content")).startswith(f"My workflow is {FIRST_ID}, turn 0.") for m in last)
             assert "<observations>" not in _text(last[0]["content"])
