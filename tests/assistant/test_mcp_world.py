@@ -396,3 +396,33 @@ async def test_a_projects_mcp_json_starts_its_servers_only_once_approved(tmp_pat
     write(["--changed"])  # another command line: asked again
     async with EmbeddedClient(settings) as client:
         assert (await client.mcp_status()).servers[0].state == "unapproved"
+
+
+async def test_a_resource_the_reference_server_adds_is_listed_after_its_list_changed(make_ai: Any) -> None:
+    """``list_changed`` from a server nobody here wrote: server-everything's ``gzip-file-as-resource``
+    registers a new resource while it runs (``demo://resource/session/NAME``; its SDK's
+    ``registerResource`` sends ``notifications/resources/list_changed``). The client lists again: the
+    catalogue (what ``@`` completes) has it, and the agent's ``list_resources`` at the next step too,
+    with the same server process."""
+    import base64
+
+    name = "suite-notes.txt.gz"
+    uri = f"demo://resource/session/{name}"
+    data = "data:text/plain;base64," + base64.b64encode(b"notes written by the suite\n").decode()
+    async with MockOpenAIServer(answers_in_order(
+        MockResponse.call("mcp__ev__gzip-file-as-resource", {"name": name, "data": data}),
+        MockResponse.calls(("mcp__ev__list_resources", {"query": "session"}), ("mcp__ev__read_resource", {"uri": uri})),
+        MockResponse(text="Done."),
+    )) as model:
+        ai = await agent(make_ai, model, {"ev": everything_stdio(approval="never")})
+        assert ai.mcp is not None
+        conn = ai.mcp.connections["ev"]
+        assert uri not in {r.uri for r in conn.catalog.resources}
+        await ai.send("l", "compress my notes and list what the server has now")
+        events = await collect(ai, "l", timeout=60)
+    assert finish_status(events[-1]) == {"status": "completed"}
+    made, listed, read_back = (e["payload"]["result"] for e in of_type(events, "tool-result"))
+    assert uri in str(made)  # the server's resource link
+    assert [r["uri"] for r in listed["resources"]] == [uri]
+    assert read_back.startswith(f"[binary resource {uri}, application/gzip")
+    assert uri in {r.uri for r in conn.catalog.resources} and conn.starts == 1
