@@ -10,6 +10,7 @@ called it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +33,10 @@ class McpTools(Protocol):
     typed here by what is used, so this module imports nothing of MCP (no import cycle)."""
 
     def tools(self) -> list[Tool]: ...
+
+    def by_name(self) -> Mapping[str, Tool]:
+        """``tools()`` by name (cached with it: a turn never walks thousands of tools to find a few)."""
+        ...
 
     @property
     def version(self) -> int:

@@ -14,6 +14,7 @@ sub-agents may be given, and to the instructions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..runtime.agent import Agent, AgentStream
@@ -56,12 +57,15 @@ def domain_tools(services: Services) -> list[Tool]:
     return tools
 
 
-def instructions_for(services: Services) -> str:
+def instructions_for(services: Services, own_tools: Callable[[], list[str]] | None = None) -> str:
+    """The orchestrator's instructions; ``own_tools``: the sub-agents' tools that are no MCP tool's,
+    sorted (the orchestrator keeps them per MCP version: a turn never walks thousands of tools)."""
     n8n = f" ({services.n8n.label})." if services.n8n is not None else ". No n8n instance is connected."
     workspace = (f"You can read and (with approval) change files in the workspace folder {services.workspace.root}."
                  if services.workspace is not None else "")
-    own = sorted(n for n, t in services.sub_agent_tools.items() if not t.metadata.get("mcp_server"))
-    mcp_count = len(services.sub_agent_tools) - len(own)
+    sub = services.sub_agent_tools
+    own = list(own_tools()) if own_tools is not None else own_sub_tools(sub)  # (a copy: appended to below)
+    mcp_count = len(sub) - len(own)
     if mcp_count > MAX_OFFERED:  # thousands of names would crowd the instructions
         own.append(f"and {mcp_count} MCP tools (find them with {SEARCH_TOOL})")
     else:
@@ -70,6 +74,11 @@ def instructions_for(services: Services) -> str:
     text = INSTRUCTIONS.format(n8n=n8n, workspace=workspace, sub_tools=sub_tools)
     mcp = services.mcp.instructions() if services.mcp is not None else ""
     return f"{text}\n\n{mcp}" if mcp else text
+
+
+def own_sub_tools(sub: dict[str, Tool]) -> list[str]:
+    """The names of the sub-agents' tools that are no MCP server's, sorted."""
+    return sorted(n for n, t in sub.items() if not t.metadata.get("mcp_server"))
 
 
 class Orchestrator(Agent):
@@ -82,6 +91,9 @@ class Orchestrator(Agent):
         self.tool_search = ToolSearch()
         self._search_tool = self.tool_search.tool(self._mcp_now)
         self._synced = -1
+        self._own_sub: list[str] = []
+        #: ``_tool_table``'s merge of our own tools and every MCP tool, for (MCP version, own names)
+        self._merged: tuple[tuple[int, tuple[str, ...]], dict[str, Tool]] | None = None
 
     def _mcp_now(self) -> tuple[list[Tool], int]:
         mcp = self.services.mcp
@@ -97,6 +109,7 @@ class Orchestrator(Agent):
                 del sub[name]
             for tool in tools:
                 sub.setdefault(tool.name, tool)
+            self._own_sub = own_sub_tools(sub)
             self._synced = version
         return tools
 
@@ -116,9 +129,22 @@ class Orchestrator(Agent):
 
     def _tool_table(self, thread_id: str | None) -> dict[str, Tool]:
         table = super()._tool_table(thread_id)
-        for tool in self._mcp_tools():  # all of them: a suspended call resumes with its own tool
-            table.setdefault(tool.name, tool)
-        return table
+        self._mcp_tools()
+        if self.services.mcp is None:
+            return table
+        # all of them (a suspended call resumes with its own tool), merged as dicts (10,000 tools: no
+        # loop in Python); our own tools keep their names and their places first
+        key = (self.services.mcp.version, tuple(table))
+        if self._merged is None or self._merged[0] != key:
+            self._merged = (key, {**table, **self.services.mcp.by_name()})
+        merged = dict(self._merged[1])  # a copy: a run changes its own
+        merged.update(table)
+        return merged
+
+    def own_sub_tools(self) -> list[str]:
+        """``own_sub_tools`` of the sub-agents' tools as synced with the MCP tools of the moment."""
+        self._mcp_tools()
+        return self._own_sub
 
     async def _event(self, run: Run, kind: AgentEvent, **data: Any) -> None:
         if kind is AgentEvent.TURN_START and self.services.mcp is not None:
@@ -127,11 +153,13 @@ class Orchestrator(Agent):
             await mcp.wait_relisted()  # never for a server still starting: its tools join a later step
             self._mcp_tools()
             offered = {t.name: t for t in self._offered(run.run_id)}
-            for name in [n for n, t in run.tools.items()
-                         if (t.metadata.get("mcp_server") or t.metadata.get("mcp_search")) and n not in offered]:
-                del run.tools[name]
+            # the run's tools: our own, then what is offered of MCP now (a run starts with every MCP
+            # tool, `_tool_table`, so that a suspended call resumes with its own tool): built anew
+            # from the few, never by walking thousands of tools a step
+            table = super()._tool_table(run.thread_id)
             for name, tool in offered.items():
-                run.tools.setdefault(name, tool)
+                table.setdefault(name, tool)
+            run.tools = table
         elif kind is AgentEvent.AGENT_END:
             self.tool_search.forget(run.run_id)
         await super()._event(run, kind, **data)
@@ -148,10 +176,15 @@ def build_orchestrator(services: Services, store: MemoryStorage, *, max_iteratio
     domain = domain_tools(services)
     services.sub_agent_tools = {t.name: t for t in domain}
     tools = [plan_tool(), delegate_tool(), ask_user_tool(), *domain]
-    return Orchestrator(
+    orchestrator: Orchestrator
+
+    def instructions() -> str:
+        return instructions_for(services, orchestrator.own_sub_tools)
+
+    orchestrator = Orchestrator(
         services,
         ORCHESTRATOR_NAME,
-        lambda: instructions_for(services),
+        instructions,
         services.model,
         tools,
         memory=StoreMemory(store, last_messages=history_messages),
@@ -161,3 +194,4 @@ def build_orchestrator(services: Services, store: MemoryStorage, *, max_iteratio
         stop_on_limit=True,
         context_threshold=context_threshold,
     )
+    return orchestrator

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .connection import ServerConnection
@@ -65,6 +66,7 @@ class McpServers:
             for problem in project.problems:
                 log.warning("MCP: %s (in %s)", problem, project.path)
         self._tools: dict[str, Tool] = {}
+        self._by_name: Mapping[str, Tool] = MappingProxyType({})
         self._version = 0
         self._built_version = -1
         for conn in self.connections.values():
@@ -168,6 +170,12 @@ class McpServers:
             self._rebuild()
         return list(self._tools.values())
 
+    def by_name(self) -> Mapping[str, Tool]:
+        """``tools()`` by name, cached with them (read-only)."""
+        if self._built_version != self._version:
+            self._rebuild()
+        return self._by_name
+
     def _rebuild(self) -> None:
         from .resources import resource_tools
 
@@ -191,6 +199,7 @@ class McpServers:
                         names.add(extra.name)
                         built[_key(conn.name, "\x00" + extra.name)] = extra
         self._tools = built
+        self._by_name = MappingProxyType({tool.name: tool for tool in built.values()})
         self._built_version = version
 
     def instructions(self) -> str:
