@@ -353,7 +353,8 @@ async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> N
     from .conftest import collect, of_type
 
     async with MockOpenAIServer(answers_in_order(
-        MockResponse.call(SEARCH_TOOL, {"query": "open a github issue"}),
+        MockResponse.calls((SEARCH_TOOL, {"query": "open a github issue"}),
+                           ("delegate", {"role": "clerk", "instructions": "adjust it", "tools": ["mcp__many__widget_1"]})),
         MockResponse.call("mcp__many__create_github_issue", {"title": "found it"}),
         MockResponse(text="Opened."),
     )) as model:
@@ -375,7 +376,12 @@ async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> N
     assert "mcp__many__create_github_issue" in second and len(second) < 40
     found = of_type(events, "tool-result")[0]["payload"]["result"]
     assert found["tools"][0]["name"] == "mcp__many__create_github_issue"
-    assert of_type(events, "tool-result")[1]["payload"]["result"] == "issue opened: found it"
+    # a sub-agent asked with a wrong name is told what there is in a few words, not 10,000 names
+    call = next(e["payload"]["toolCallId"] for e in of_type(events, "tool-call") if e["payload"]["toolName"] == "delegate")
+    told = next(e["payload"]["error"] for e in of_type(events, "tool-error") if e["payload"]["toolCallId"] == call)
+    assert "unknown tool(s) for a sub-agent: mcp__many__widget_1" in told
+    assert f"MCP tools (find them with {SEARCH_TOOL})" in told and len(told) < 2_000
+    assert of_type(events, "tool-result")[-1]["payload"]["result"] == "issue opened: found it"
 
 
 async def test_a_100_mb_result_and_a_hanging_call_through_run(tmp_path: Path) -> None:

@@ -31,6 +31,8 @@ from ..context import AgentScope, RunContext, Services, scope_of
 from ..emitter import agent_completed
 from ..ids import new_task_id, sub_agent_id
 from ..mapping import ChunkMapper
+from ..mcp.search import MAX_OFFERED as MAX_LISTED
+from ..mcp.search import SEARCH_TOOL
 
 SUB_AGENT_INSTRUCTIONS = """You are a {role}, a focused sub-agent of Instance AI, an assistant that works on an \
 n8n automation instance. Do exactly the task you are given with the tools you have; do not ask the user \
@@ -63,7 +65,13 @@ def build_sub_agent(services: Services, role: str, tool_names: list[str], model:
 def _check_tools(services: Services, names: list[str]) -> list[str]:
     unknown = [n for n in names if n not in services.sub_agent_tools]
     if unknown:
-        available = ", ".join(sorted(services.sub_agent_tools)) or "none"
+        tools = services.sub_agent_tools
+        own = sorted(n for n, t in tools.items() if not t.metadata.get("mcp_server"))
+        if len(tools) - len(own) > MAX_LISTED:  # an MCP server of 10,000 tools: never all their names
+            own.append(f"{len(tools) - len(own)} MCP tools (find them with {SEARCH_TOOL})")
+        else:
+            own = sorted(tools)
+        available = ", ".join(own) or "none"
         raise ToolError(f"unknown tool(s) for a sub-agent: {', '.join(unknown)}; available: {available}")
     return list(dict.fromkeys(names))
 
