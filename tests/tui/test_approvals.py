@@ -517,6 +517,48 @@ async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
         assert "plan rejected" in str(app.tasks_panel.title_line.visual)
 
 
+
+async def test_a_plan_sent_back_to_n8n_leaves_the_task_panel_with_n8ns_verify_rows() -> None:
+    """Seen by hand against n8n 2.41.1: after "Request changes" n8n's tasks-update carries the plan
+    with a projected "Verify workflow" row (id ``t1:verify``) under each build task; the panel kept
+    it as "Tasks 0/4 done" because the rows differed from the reviewed plan's."""
+    from instance_ai_tui.tui.widgets.confirmations import PlanReviewCard
+
+    plan = [{"id": "t1", "description": "Build the digest workflow", "status": "todo"},
+            {"id": "t2", "description": "Test the digest workflow", "status": "todo"}]
+    projected = [plan[0], {"id": "t1:verify", "description": "Verify workflow", "status": "todo"},
+                 plan[1], {"id": "t2:verify", "description": "Verify workflow", "status": "todo"}]
+    run = [
+        ev("run-start", messageId="m1"),
+        ev("tool-call", toolCallId="ct1", toolName="create-tasks", args={"tasks": []}),
+        ev("tasks-update", tasks={"tasks": plan}),
+        ev("confirmation-request", requestId="cr-p", toolCallId="ct1", toolName="create-tasks", severity="info",
+           message="Review the plan (2 tasks) before execution starts.", inputType="plan-review",
+           tasks={"tasks": plan}),
+        ev("tasks-update", tasks={"tasks": projected}),
+        ev("tool-result", toolCallId="ct1", result={
+            "result": "User requested changes: fewer steps. Revise the tasks and call create-tasks again.",
+            "taskCount": 0}),
+        ev("text-delta", text="Understood, I will change the plan."),
+        ev("run-finish", status="completed"),
+    ]
+    client = RecordedClient({"work": []}, runs=[run], model_name="scripted-test")
+    app = make_app(client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("plan a digest")
+        await pilot.press("enter")
+        await until(lambda: "cr-p" in app.pending, pilot)
+        await pilot.press("ctrl+g")
+        await until(lambda: isinstance(card_of(app) or app.focused, PlanReviewCard), pilot)
+        await pilot.pause(GRACE_SECONDS)
+        await pilot.press("r", *"fewer steps", "enter")
+        await until(lambda: not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()
+        assert app.tasks_panel.tasks is None, str(app.tasks_panel.title_line.visual)
+        assert "plan sent back for changes" in str(app.tasks_panel.title_line.visual)
+
+
 # --------------------------------------------------------------------------- truthful states, restored
 
 

@@ -46,10 +46,21 @@ _NO_CHECKLIST = {PLAN_REJECTED_NOTE: "The plan was rejected: no checklist.",
                  PLAN_SENT_BACK_NOTE: "You asked for changes: the revised plan shows here when the agent makes it."}
 
 
+#: n8n projects a "Verify workflow" row under each planned build task, id ``<task id>:verify``
+#: (``workflow-verification-task-projector.js``): not a task of the plan the person reviewed
+_VERIFY_SUFFIX = ":verify"
+
+
+def _plan_rows(tasks: TaskList) -> list[str]:
+    ids = {t.id for t in tasks.tasks}
+    return [t.description for t in tasks.tasks
+            if not (t.id.endswith(_VERIFY_SUFFIX) and t.id.removesuffix(_VERIFY_SUFFIX) in ids)]
+
+
 def _same_plan(a: TaskList, b: Any) -> bool:
     from ...protocol.events import TaskList
 
-    return isinstance(b, TaskList) and [t.description for t in a.tasks] == [t.description for t in b.tasks]
+    return isinstance(b, TaskList) and _plan_rows(a) == _plan_rows(b)
 
 
 def checklist(tasks: TaskList | None, *, run_status: str | None = None,
