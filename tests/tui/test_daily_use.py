@@ -4,6 +4,8 @@ the real widget."""
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,25 @@ async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatc
         screen = app.screen
         await until(lambda: "No MCP server" in str(screen.message.render()), pilot)
         assert str(config) in str(screen.message.render())
+
+
+
+async def test_the_mcp_view_has_its_own_footer(tmp_path: Path) -> None:
+    """While `/mcp` was open the bottom row still showed the main screen's "⏎ Send the message"."""
+    from instance_ai_tui.tui.screens.mcp import McpScreen
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        app.prompt.load_text("/mcp")
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, McpScreen), pilot)
+        await until(lambda: "No MCP server" in str(app.screen.message.render()), pilot)
+        await app.wait_until_rendered()
+        shown = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+        assert "Send the message" not in shown
+        assert "Sign out (forget its tokens)" in shown  # the view's own keys
 
 
 # --------------------------------------------------------------------------- item 1: the wizard

@@ -16,7 +16,7 @@ from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
@@ -138,6 +138,7 @@ the level of the log lines it sends (shown below its tools); **Esc** closes.
             yield Static("r restart · a approve (.mcp.json) · o sign out · l log level · Esc close\n"
                          f"config file: {visible(str(config_path()))}",
                          classes="mcp-hint", markup=False)
+        yield Footer()  # its own keys: the main screen's footer behind said "⏎ Send the message"
 
     async def on_mount(self) -> None:
         await self.reload()
