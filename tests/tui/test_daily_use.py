@@ -198,6 +198,31 @@ async def test_other_by_its_number_opens_a_field_that_shows_what_is_typed() -> N
         assert card.custom["when"] == "at 7" and card.selected["when"] == []
 
 
+
+async def test_a_yes_no_question_offers_no_other_and_the_field_says_what_esc_does() -> None:
+    """Seen today: a yes/no question offered "3. Other…"; the text field said "Esc to cancel" while
+    the card's line said "Esc leave the field" (Esc keeps the words and gives the page's keys back)."""
+    from textual.widgets import Input
+
+    from .scripts import ev, recorded
+
+    run = [ev("run-start", messageId="m1"), ev("tool-call", toolCallId="q1", toolName="ask-user", args={}),
+           ev("confirmation-request", requestId="cr-q", toolCallId="q1", toolName="ask-user", severity="info",
+              message="One question", inputType="questions",
+              questions=[{"id": "ok", "question": "Activate it now?", "type": "single", "options": ["Yes", "No"]}]),
+           ev("tool-result", toolCallId="q1", result={"answered": True}), ev("run-finish", status="completed")]
+    app = make_app(recorded([run]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = await _wizard(pilot, app)
+        other = card.query_one("#other", Input)
+        assert "cancel" not in other.placeholder and "Esc leave the field" in other.placeholder
+        assert "Other" not in str(card.query_one("#question").render())
+        assert keys_line(card).startswith("1–2 choose")
+        await pilot.press("3")  # no such row: nothing opens
+        await pilot.pause()
+        assert not other.display and app.focused is not other and card.page == 0
+
+
 async def test_the_always_allow_step_has_the_footer_of_its_card() -> None:
     """Item 1: after `a` the card said "Enter grants it" and the footer "⏎ Expand" (the tool
     card's key: the card's own Enter binding was lost to a subclass's)."""

@@ -72,11 +72,14 @@ declines to answer.
         if self.intro():
             yield Static(self.intro() or "", markup=False)
         yield Static(id="question", markup=False)
-        yield Input(placeholder="Type your answer, Enter to continue, Esc to cancel", id="other")
+        yield Input(id="other")
         yield Static(id="keys", classes="card-keys", markup=False)
 
     def on_mount(self) -> None:
         super().on_mount()
+        # the field's words are the card line's (it said "Esc to cancel": Esc leaves the field)
+        self.query_one("#other", Input).placeholder = "Type your answer · " + card_keys(self).hint_line(
+            [Hint("wizard-leave-field")], lead="Enter continue")
         self._render_page()
 
     # ------------------------------------------------------------------ state
@@ -86,6 +89,16 @@ declines to answer.
 
     def _options(self, index: int) -> list[str]:
         return list(self.questions[index].options or [])
+
+    def _offers_other(self, index: int) -> bool:
+        """"Other…" follows the options, except on a yes/no question (it offered "3. Other…")."""
+        q = self.questions[index]
+        words = {o.strip().rstrip(".!").lower() for o in q.options or []}
+        return not (q.type == "single" and len(q.options or []) == 2 and words == {"yes", "no"})
+
+    def _rows(self, index: int) -> int:
+        """The numbered rows of a question: its options and "Other…" when it offers one."""
+        return len(self._options(index)) + (1 if self._offers_other(index) else 0)
 
     def answers(self) -> list[QuestionAnswer]:
         out: list[QuestionAnswer] = []
@@ -118,14 +131,13 @@ declines to answer.
         if self.on_review:
             return "", [Hint("wizard-submit", all_keys=True), *back, Hint("wizard-decline")]
         q = self.questions[self.page]
-        opts = self._options(self.page)
         if self._needs_text(self.page) or self._typing_other():
             return "type your answer, Enter continue", [Hint("wizard-leave-field")]
         move = Hint("wizard-move", all_keys=True)
         if q.type == "multi":
-            return (f"1–{len(opts) + 1} toggle",
+            return (f"1–{self._rows(self.page)} toggle",
                     [move, Hint("wizard-enter", "Toggle"), Hint("wizard-next", "Continue"), Hint("wizard-skip"), *back])
-        return f"1–{len(opts) + 1} choose", [move, Hint("wizard-enter", "Choose"), Hint("wizard-skip"), *back]
+        return f"1–{self._rows(self.page)} choose", [move, Hint("wizard-enter", "Choose"), Hint("wizard-skip"), *back]
 
     def _typing_other(self) -> bool:
         return self.other_open and not self.on_review
@@ -181,7 +193,7 @@ declines to answer.
             parts.append(("▸" if n == self.cursor else " ", "bold $text-accent"))
             parts.append((f"{n}. ", "$text-accent"))
             parts.append((mark + option + "\n", "reverse" if n == self.cursor else ""))
-        if opts:
+        if opts and self._offers_other(self.page):
             custom = self.custom.get(q.id)
             other_row = len(opts) + 1
             parts.append(("▸" if other_row == self.cursor else " ", "bold $text-accent"))
@@ -251,7 +263,7 @@ declines to answer.
             return
         q = self.questions[self.page]
         opts = self._options(self.page)
-        if not opts or number < 1 or number > len(opts) + 1:
+        if not opts or number < 1 or number > self._rows(self.page):
             return
         self.skipped.discard(q.id)
         self.asked = ""
@@ -280,7 +292,7 @@ declines to answer.
         """↑/↓: move the highlight over the options (and "Other…")."""
         if self.on_review or not self._options(self.page):
             return
-        rows = len(self._options(self.page)) + 1
+        rows = self._rows(self.page)
         self.cursor = (self.cursor - 1 + step) % rows + 1 if self.cursor else (1 if step > 0 else rows)
         self._render_page()
 
