@@ -223,6 +223,40 @@ async def test_a_yes_no_question_offers_no_other_and_the_field_says_what_esc_doe
         assert not other.display and app.focused is not other and card.page == 0
 
 
+
+@pytest.mark.parametrize(("end", "said"), [("completed", "The agent changed a workflow"), ("cancelled", None)],
+                         ids=["finished", "cancelled"])
+async def test_the_narrow_screens_workflow_note_follows_the_run(end: str, said: str | None) -> None:
+    """Seen today: "The agent is changing a workflow…" (the note of a screen too narrow for the
+    panel) came for a call already finished, in the present tense after the run had ended, and
+    right after a cancel for a call that never answered."""
+    from .scripts import ev, recorded
+
+    call = [ev("run-start", messageId="m1"),
+            ev("tool-call", toolCallId="w1", toolName="update-workflow", args={"workflowId": "wf-7", "name": "X"})]
+    if end == "completed":
+        call.append(ev("tool-result", toolCallId="w1", result={"id": "wf-7", "name": "X"}))
+    app = make_app(recorded([[*call, ev("run-finish", status=end)]]))
+    told: list[str] = []
+    notify = app.notify
+
+    def record(message: str, **kwargs: Any) -> None:  # every note, whatever its timeout (no timing here)
+        told.append(message)
+        notify(message, **kwargs)
+
+    app.notify = record  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await app.wait_until_ready()
+        await app.send_message("change it")
+        await until(lambda: app.conversation is not None and app.conversation.messages
+                    and not app.conversation.is_streaming, pilot)
+        await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot)
+        await pilot.pause()
+        notes = [n for n in told if "workflow" in n]
+        assert not any("is changing" in n for n in notes), notes
+        assert (said is None and notes == []) or (said is not None and any(said in n for n in notes)), notes
+
+
 async def test_the_always_allow_step_has_the_footer_of_its_card() -> None:
     """Item 1: after `a` the card said "Enter grants it" and the footer "⏎ Expand" (the tool
     card's key: the card's own Enter binding was lost to a subclass's)."""

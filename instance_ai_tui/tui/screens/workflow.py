@@ -556,18 +556,31 @@ def fit_panel(host: WorkflowHost, width: int) -> None:
         panel.fit(width)
 
 
-def auto_panel(host: WorkflowHost, told: set[str], workflow_key: str) -> WorkflowPanel | None:
+#: the narrow screen's note, while the agent's call runs and once it is done (it said "is changing"
+#: after the run had ended, and right after a cancel)
+CHANGING_NOTE = "The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn."
+CHANGED_NOTE = "The agent changed a workflow: /workflow (or w on its tool card) shows it drawn."
+
+
+def _run_going(host: WorkflowHost) -> bool:
+    conversation = host.conversation
+    return conversation is not None and bool(conversation.is_streaming)
+
+
+def auto_panel(host: WorkflowHost, told: set[str], workflow_key: str, *, done: bool = False,
+               tell: bool = True) -> WorkflowPanel | None:
     """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
-    screen the person is told once per workflow how to see it, and the conversation keeps the room
-    (a panel the narrow width hid is kept up to date, still hidden)."""
+    screen the person is told once per workflow how to see it (``done``: the call is over, said in
+    the past; a running call's note only while the run still goes; ``tell=False``: nothing to tell),
+    and the conversation keeps the room (a panel the narrow width hid is kept up to date, still hidden)."""
     panel = panel_of(host)
     if panel is not None and panel.display:
         return panel
     if panel is None and host.size.width >= AUTO_OPEN_MIN_WIDTH:
         return ensure_panel(host)
-    if workflow_key not in told:
+    if workflow_key not in told and tell and (done or _run_going(host)):
         told.add(workflow_key)
-        host.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=6)
+        host.notify(CHANGED_NOTE if done else CHANGING_NOTE, timeout=6)
     return panel
 
 
@@ -633,7 +646,8 @@ class WorkflowFollower:
         workflow_id = workflow_id_of(call.result, call.args)
         if workflow_id is None or (panel is None and not writes):
             return
-        panel = auto_panel(self.host, self._told, str(call.args.get("workflowId") or "new"))
+        panel = auto_panel(self.host, self._told, str(call.args.get("workflowId") or "new"), done=True,
+                           tell=call.result is not None)  # a call cancelled before its answer changed nothing
         if panel is None:
             return
         if panel.workflow_id not in (None, workflow_id) and not writes:
