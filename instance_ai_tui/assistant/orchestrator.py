@@ -15,6 +15,7 @@ sub-agents may be given, and to the instructions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from ..runtime.agent import Agent, AgentStream
@@ -76,6 +77,10 @@ def instructions_for(services: Services, own_tools: Callable[[], list[str]] | No
     return f"{text}\n\n{mcp}" if mcp else text
 
 
+#: set while ``Orchestrator.compact`` runs (in its task only): ``_tool_table`` is what a step offers
+_AS_OFFERED: ContextVar[bool] = ContextVar("orchestrator_tools_as_offered", default=False)
+
+
 def own_sub_tools(sub: dict[str, Tool]) -> list[str]:
     """The names of the sub-agents' tools that are no MCP server's, sorted."""
     return sorted(n for n, t in sub.items() if not t.metadata.get("mcp_server"))
@@ -132,6 +137,10 @@ class Orchestrator(Agent):
         self._mcp_tools()
         if self.services.mcp is None:
             return table
+        if _AS_OFFERED.get():  # what a step offers (``compact`` counts the request's tools)
+            for tool in self._offered(""):
+                table.setdefault(tool.name, tool)
+            return table
         # all of them (a suspended call resumes with its own tool), merged as dicts (10,000 tools: no
         # loop in Python); our own tools keep their names and their places first
         key = (self.services.mcp.version, tuple(table))
@@ -163,6 +172,15 @@ class Orchestrator(Agent):
         elif kind is AgentEvent.AGENT_END:
             self.tool_search.forget(run.run_id)
         await super()._event(run, kind, **data)
+
+    async def compact(self, *args: Any, **kwargs: Any) -> Any:
+        """``Agent.compact``, its tokens counted with the tools a step offers: with 10,000 MCP tools
+        behind ``search-tools``, never all their schemas (a 2-message thread read 345,224 tokens)."""
+        token = _AS_OFFERED.set(True)  # this task only: a run starting meanwhile gets every tool
+        try:
+            return await super().compact(*args, **kwargs)
+        finally:
+            _AS_OFFERED.reset(token)
 
     async def resume(self, *args: Any, **kwargs: Any) -> AgentStream:
         if self.services.mcp is not None:

@@ -368,6 +368,9 @@ async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> N
         assert len(mcp.connections["many"].tools) > 10_000
         await ai.send("s", "open an issue")
         events = await collect(ai, "s", timeout=120)
+        compact_run = await ai.compact("s")  # /compact counts the request's tools: not 10,000 schemas
+        compacted = [e for e in await collect(ai, "s", after=events[-1]["id"], timeout=120)
+                     if e["type"] == "context-compacted"]
     requests = [r.body for r in model.requests if r.body.get("tools")]
     first = {t["function"]["name"] for t in requests[0]["tools"]}
     assert SEARCH_TOOL in first and len(first) < 30 and not any(n.startswith("mcp__many__widget_") for n in first)
@@ -382,6 +385,8 @@ async def test_ten_thousand_tools_are_found_with_search_tools(make_ai: Any) -> N
     assert "unknown tool(s) for a sub-agent: mcp__many__widget_1" in told
     assert f"MCP tools (find them with {SEARCH_TOOL})" in told and len(told) < 2_000
     assert of_type(events, "tool-result")[-1]["payload"]["result"] == "issue opened: found it"
+    assert compact_run and len(compacted) == 1
+    assert compacted[0]["payload"]["tokensBefore"] < compacted[0]["payload"]["contextWindow"]
 
 
 async def test_a_100_mb_result_and_a_hanging_call_through_run(tmp_path: Path) -> None:
