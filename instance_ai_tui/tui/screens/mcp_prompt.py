@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from ...protocol.safe_text import visible
+from .. import keymap
 
 if TYPE_CHECKING:
     from ...protocol.mcp import McpPromptInfo
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 class McpPromptForm(ModalScreen[dict[str, str] | None]):
     """The arguments of one prompt; dismissed with them, or None (Esc)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close without sending")]
+    KEY_SCOPES = ("mcp_prompt",)
+    BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("mcp_prompt")]
 
     DEFAULT_CSS = """
     McpPromptForm { align: center middle; }
