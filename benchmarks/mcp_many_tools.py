@@ -140,6 +140,9 @@ async def main(tools: int, turns: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    from machine import quiet_and_loaded
+
+    quiet_and_loaded(__file__)  # --loaded [--rounds N]: quiet and beside stress-ng --cpu 2, alternating
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tools", type=int, default=10_000, help="listed-only tools of the MCP server")
     parser.add_argument("--turns", type=int, default=20, help="turns per side (taking turns)")

@@ -274,4 +274,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from machine import quiet_and_loaded
+
+    quiet_and_loaded(__file__)  # --loaded [--rounds N]: quiet and beside stress-ng --cpu 2, alternating
     sys.exit(main())

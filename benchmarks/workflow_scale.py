@@ -156,4 +156,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from machine import quiet_and_loaded
+
+    quiet_and_loaded(__file__)  # --loaded [--rounds N]: quiet and beside stress-ng --cpu 2, alternating
     main()

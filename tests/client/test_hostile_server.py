@@ -122,13 +122,12 @@ LIMITS = ("--idle-timeout", "3", "--max-retries", "3")
 ])
 async def test_run_gives_up_clearly_instead_of_waiting_for_ever(tmp_path: Path, mode: str, expected: str) -> None:
     async with RawServer(hostile(mode)) as server:
-        code, out, err, elapsed = await run_cli(tmp_path, server.url, *LIMITS)
+        code, out, err, _ = await run_cli(tmp_path, server.url, *LIMITS)
         cancels = [r for r in server.requests if r.path.endswith("/cancel")]
     assert code == 1, (out, err)
     assert "Traceback" not in err and "RecursionError" not in err, err
     assert "giving up: " in err and expected in err, err
-    assert cancels, "the run was not cancelled on the server"
-    assert elapsed < 30
+    assert cancels, "the run was not cancelled on the server"  # (run_cli fails a run that never ends)
     if mode in ("500", "cut"):
         assert "connection lost; reconnecting" in err  # not silent while it retries
         # --max-retries 3: it gives up after the 4th failure in a row (a frame cut mid-way can
@@ -167,19 +166,19 @@ async def test_run_says_what_the_server_does_while_it_waits_and_when_it_gives_up
     """Issue 26: never silent. Before giving up, a note says what the server sends instead of the
     run's events; the last line names it too."""
     async with RawServer(hostile(mode)) as server:
-        code, out, err, elapsed = await run_cli(tmp_path, server.url, "--idle-timeout", "4", "--max-retries", "0")
+        code, out, err, _ = await run_cli(tmp_path, server.url, "--idle-timeout", "4", "--max-retries", "0")
     assert code == 1, (out, err)
     assert "Traceback" not in err
     notes = [line for line in err.splitlines() if line.startswith("instance-ai run: no event of the run for")]
     assert notes and expected in notes[0] and "giving up after 4 s (--idle-timeout)" in notes[0], err
     final = [line for line in err.splitlines() if "giving up: " in line]
     assert len(final) == 1 and expected in final[0], err
-    assert elapsed < 20
 
 
 async def test_a_line_without_end_is_cut_off_not_buffered(tmp_path: Path) -> None:
     async with RawServer(hostile("endless")) as server:
-        code, out, err, elapsed = await run_cli(tmp_path, server.url, "--idle-timeout", "20", "--max-retries", "2")
+        code, out, err, _ = await run_cli(tmp_path, server.url, "--idle-timeout", "20", "--max-retries", "2")
     assert code == 1, (out, err)
     assert "giving up: the connection failed" in err and "without an event of the run" in err, err
-    assert elapsed < 30
+    # given up because each endless line was cut off, not after waiting out the 20 s idle timeout
+    assert "no event of the run for" not in err, err

@@ -86,7 +86,8 @@ async def test_abort_cancels_running_tools_and_settles_every_call(server, make_m
             started = time.monotonic()
             agent.abort()
     result = await stream.result()
-    assert time.monotonic() - started < 0.1
+    # not after the slow tool's 30 s: abort cancels it (a bound far from both, so a busy machine cannot fail it)
+    assert time.monotonic() - started < 10
     assert sorted(events) == ["cancelled slow", "end fast", "start fast", "start slow"]  # "later" never started
     assert result.status == "cancelled" and isinstance(chunks[-1], ErrorChunk) and chunks[-1].cancelled
     skipped = {c.tool_call_id: c.skipped for c in chunks if isinstance(c, ToolResultChunk)}

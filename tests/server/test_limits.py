@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -50,9 +49,7 @@ async def test_slow_header_connections_are_closed() -> None:
         reader, writer = await asyncio.open_connection(host, port)
         writer.write(b"GET /instance-ai/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         await writer.drain()
-        started = time.monotonic()
-        assert await closed_within(reader, 3.0)
-        assert time.monotonic() - started < 2.0
+        assert await closed_within(reader, 4.0)  # the 0.5 s header timeout, not uvicorn's own 5 s keep-alive
         writer.close()
         # a connection that never sends anything is closed too; a prompt client is served
         idle_reader, idle_writer = await asyncio.open_connection(host, port)
