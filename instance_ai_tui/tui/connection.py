@@ -344,7 +344,7 @@ async def show_foreign_user_message(thread: OpenThread, conversation: Conversati
             return False
         if thread.conversation is not conversation:
             return False
-        item = _unshown_user_message(conversation, history.messages)
+        item = _unshown_user_message(conversation, history.messages, run_id)
         if item is not None:
             return conversation.insert_user_message(msg.id, item.id, item.content)
         if loop.time() >= deadline:
@@ -352,7 +352,13 @@ async def show_foreign_user_message(thread: OpenThread, conversation: Conversati
         await asyncio.sleep(FOREIGN_MESSAGE_POLL)
 
 
-def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMessage]) -> InstanceAiMessage | None:
+def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMessage],
+                          run_id: str = "") -> InstanceAiMessage | None:
+    """The user message of another client's run ``run_id``: the one right before that run's stored
+    answer when n8n has stored it; else the oldest not shown that no other run's stored answer follows
+    (two runs of another client in a row: a poll can read the history once both messages are stored,
+    and must take its own, not the newest or the other run's — CI against n8n 2.41.1 saw "third" above
+    "answer to second")."""
     from collections import Counter
 
     from ..protocol.safe_text import visible
@@ -360,13 +366,26 @@ def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMe
     stored = {m.id for m in history}
     shown = {m.id for m in conversation.messages}
     typed_here = Counter(m.content for m in conversation.messages if m.role == "user" and m.id not in stored)
-    unshown = []
+    unshown: list[InstanceAiMessage] = []
     for item in history:
-        if item.role != "user" or item.id in shown:
+        if item.superseded or item.role != "user" or item.id in shown:
             continue
         text = visible(item.content)
         if typed_here[text] > 0:  # a message typed here, stored by n8n under its own id
             typed_here[text] -= 1
             continue
         unshown.append(item)
-    return unshown[-1] if unshown else None
+    if not run_id:
+        return unshown[-1] if unshown else None
+    # n8n stores a run's answer right after its user message: a message followed by another run's answer
+    # is that run's; one followed by this run's answer is this run's; else the oldest of those left
+    position = {id(m): i for i, m in enumerate(history)}
+    mine: list[InstanceAiMessage] = []
+    for item in unshown:
+        after = history[position[id(item)] + 1] if position[id(item)] + 1 < len(history) else None
+        if after is not None and after.role == "assistant" and (after.run_id or after.run_ids):
+            if after.run_id == run_id or run_id in (after.run_ids or []):
+                return item
+            continue
+        mine.append(item)
+    return mine[0] if mine else None

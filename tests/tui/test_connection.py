@@ -514,3 +514,36 @@ async def test_the_reconnect_banner_counts_down_to_the_next_try() -> None:
         assert "next try" not in banner.message and "(attempt 2)" in banner.message
         client._set_state(ConnectionState.CONNECTED, "")
         await until(lambda: not banner.display, pilot)
+
+
+def test_two_runs_of_another_client_in_a_row_each_get_their_own_message() -> None:
+    """The first run's poll of n8n's history can come once both of another client's messages are stored:
+    it takes its own (the one before its stored answer, else the oldest after everything shown), never the
+    newest (CI against n8n 2.41.1 saw "third" above "answer to second" and "second" above "answer to third")."""
+    from datetime import UTC, datetime
+
+    from instance_ai_tui.protocol.api import InstanceAiMessage
+    from instance_ai_tui.protocol.conversation import Conversation
+    from instance_ai_tui.tui.connection import _unshown_user_message
+
+    def item(ident: str, role: str, text: str, run_id: str | None = None) -> InstanceAiMessage:
+        return InstanceAiMessage(id=ident, role=role, content=text, run_id=run_id,  # type: ignore[arg-type]
+                                 created_at=datetime.now(UTC))
+
+    from instance_ai_tui.protocol.conversation import ConversationMessage
+
+    # the conversation as the app holds it: u1 and a1 (n8n's ids), then the two live answers of the other client
+    conversation = Conversation()
+    conversation.messages = [ConversationMessage("u1", "user", content="first"),
+                             ConversationMessage("a1", "assistant"),
+                             ConversationMessage("live-2", "assistant"), ConversationMessage("live-3", "assistant")]
+    both_stored = [item("u1", "user", "first"), item("a1", "assistant", "answer to first", "r1"),
+                   item("u2", "user", "second"), item("u3", "user", "third")]
+    assert _unshown_user_message(conversation, both_stored, "r2").id == "u2"  # not the newest
+    with_answer = [*both_stored[:3], item("a2", "assistant", "answer to second", "r2"), both_stored[3]]
+    assert _unshown_user_message(conversation, with_answer, "r2").id == "u2"  # the one before its answer
+    # seen against n8n 2.41.1: the third run's poll read the history before its message was stored, and the
+    # second's message (followed by the second run's answer) is not the third run's
+    assert _unshown_user_message(conversation, with_answer[:4], "r3") is None
+    conversation.messages.insert(2, ConversationMessage("u2", "user", content="second"))
+    assert _unshown_user_message(conversation, with_answer, "r3").id == "u3"
