@@ -43,6 +43,7 @@ import httpx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine
+from server_soak import rss_bytes, slope  # the same RSS reading and bytes-per-run fit as server_soak
 
 REPO = Path(__file__).resolve().parent.parent
 API = "/instance-ai"
@@ -66,25 +67,6 @@ signal.signal(signal.SIGUSR1, dump)
 from instance_ai_tui.cli import main
 sys.exit(main(sys.argv[1:]))
 """
-
-
-def rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
-def slope(samples: list[tuple[int, int]]) -> float:
-    """Least-squares bytes per run through ``(runs, rss)`` samples."""
-    n = len(samples)
-    if n < 2:
-        return float("nan")
-    mean_x = sum(x for x, _ in samples) / n
-    mean_y = sum(y for _, y in samples) / n
-    var = sum((x - mean_x) ** 2 for x, _ in samples)
-    return sum((x - mean_x) * (y - mean_y) for x, y in samples) / var
 
 
 def free_port() -> int:
