@@ -263,12 +263,15 @@ class ConversationChanges:
     confirmations: bool = False
     #: user messages whose text changed after they were added (their ``@server:uri`` attachments listed)
     users: list[str] = field(default_factory=list)
+    #: messages put above an existing one (another client's user message, read after its answer began):
+    #: the view mounts each before its neighbour and keeps every other widget (a focused card keeps the keys)
+    inserted: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (
             self.reset or self.added or self.messages or self.streaming or self.title or self.tasks or self.confirmations
-            or self.users
+            or self.users or self.inserted
         )
 
 
@@ -295,6 +298,7 @@ class Conversation:
         self._hot_msg: ConversationMessage | None = None
         self._dirty: list[ConversationMessage] = []
         self._added: list[str] = []
+        self._inserted: list[str] = []
         self._reset = False
         self._streaming_changed = False
         self._title_changed = False
@@ -318,6 +322,7 @@ class Conversation:
         return bool(
             self._dirty
             or self._added
+            or self._inserted
             or self._reset
             or self._streaming_changed
             or self._title_changed
@@ -419,7 +424,7 @@ class Conversation:
             if msg.id == before_id:
                 self.messages.insert(index, ConversationMessage(message_id, "user", created_at=msg.created_at,
                                                                 content=text))
-                self._reset = True  # not an append: the view rebuilds the list
+                self._inserted.append(message_id)  # not an append: the view mounts it above its answer
                 return True
         return False
 
@@ -445,6 +450,7 @@ class Conversation:
         self.cursor = max(0, history.next_event_id - 1)
         self._reset = True
         self._added.clear()
+        self._inserted.clear()
         self._dirty.clear()
         self._confirmations_changed = True
         self._streaming_changed = True
@@ -732,8 +738,10 @@ class Conversation:
             title=self._title_changed,
             tasks=self._tasks_changed,
             confirmations=self._confirmations_changed,
+            inserted=[] if self._reset else self._inserted,
         )
         self._added = []
+        self._inserted = []
         self._reset = self._streaming_changed = self._title_changed = False
         self._tasks_changed = self._confirmations_changed = False
         added = set(changes.added)

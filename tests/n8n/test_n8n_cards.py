@@ -441,6 +441,35 @@ async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered
     await other.close()
 
 
+async def test_a_card_keeps_the_focus_and_its_key_when_another_clients_message_is_shown_above_its_answer(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    """Another client's user message is read from n8n's history after its run's card may already have
+    the focus (CI saw the key lost: the view was rebuilt, the card replaced, ``y`` went nowhere). The
+    message is mounted above its answer; the card the person is on stays, focused, and ``y`` answers it."""
+    from instance_ai_tui.tui.widgets.turns import AssistantTurn, UserMessage
+    from tests.support.cards import focused_card
+
+    fake, shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        card = await open_card(app, pilot, "domain-access")
+        answer = app.conversation.messages[-1]
+        assert answer.role == "assistant"
+        assert app.conversation.insert_user_message(answer.id, "msg-from-a-browser-tab", "from another tab")
+        await until(lambda: any(w.message_id == "msg-from-a-browser-tab" for w in app.query(UserMessage)), pilot,
+                    what="the other client's message shown")
+        assert card.is_attached and focused_card(app) is card
+        shown = [w for w in app.view.children if isinstance(w, (UserMessage, AssistantTurn))]
+        above = shown[shown.index(next(w for w in shown if isinstance(w, AssistantTurn) and card in w.walk_children()))
+                      - 1]
+        assert isinstance(above, UserMessage) and above.message_id == "msg-from-a-browser-tab"
+        await pilot.press("y")
+        assert (await answered(shapes, pilot)) == [
+            ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
+
+
 @pytest.mark.parametrize(("options", "always"), [
     (["denyOnce", "allowOnce", "allowForSession"], True),
     (["denyOnce", "allowOnce"], False),  # the gateway does not offer a session grant: no "always allow"

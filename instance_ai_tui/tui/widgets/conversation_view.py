@@ -242,8 +242,10 @@ one at a time · **Ctrl+F** finds text.
             self.load(conversation)
             return True
         grew = False
+        if changes.inserted:
+            grew = self._mount_inserted(conversation, changes.inserted)
         if changes.added:
-            grew = self._mount_added(conversation, set(changes.added))
+            grew = self._mount_added(conversation, set(changes.added)) or grew
         for message_id, reducer_changes in changes.messages.items():
             widget = self.turns.get(message_id)
             if isinstance(widget, _turns().AssistantTurn):
@@ -268,6 +270,32 @@ one at a time · **Ctrl+F** finds text.
             if isinstance(widget, _turns().AssistantTurn):
                 cards.extend(widget.refresh_pending(changed))
         return cards
+
+    def _mount_inserted(self, conversation: Conversation, inserted: list[str]) -> bool:
+        """Mount messages put above an existing one, each right before its neighbour below; the other
+        widgets stay (rebuilt, a focused card would lose the focus and the key typed at it). One above
+        the mounted window only moves the window's start."""
+        messages = conversation.messages
+        grew = False
+        for message_id in inserted:
+            index = next((i for i, m in enumerate(messages) if m.id == message_id), None)
+            if index is None or message_id in self.turns:
+                continue
+            below = self.turns.get(messages[index + 1].id) if index + 1 < len(messages) else None
+            if index < self.first_index or (below is None and index + 1 < len(messages)):
+                if index <= self.first_index:
+                    self.first_index += 1  # the window starts at the same message as before
+                continue
+            widget = self._widget_for(messages[index])
+            if widget is None:
+                continue
+            self.turns[message_id] = widget
+            if below is not None and below.parent is self:
+                self.mount(widget, before=below)
+            else:
+                self.mount(widget)
+            grew = True
+        return grew
 
     def _mount_added(self, conversation: Conversation, added: set[str]) -> bool:
         """Mount new messages (they are at the end). While following, keep the window
