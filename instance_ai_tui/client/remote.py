@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..protocol.ingest import Batch, DeltaRun, Item, Joiner, StreamItem, events_of
+from ..protocol.ingest import Batch, DeltaRun, Joiner, StreamItem, events_of
 from .base import (
     AuthError,
     Client,
@@ -402,16 +402,6 @@ class RemoteClient(Client):
         return message.startswith("thread") and message.endswith("not found")
 
     # ----------------------------------------------------------------- events
-    def frame_item(self, frame: SseFrame) -> Item | None:
-        """The typed item of one frame, or ``None`` (with a diagnostic) if it is not an event."""
-        if frame.event == "error":  # the server ends the stream and says why (``server.sse.error_frame``)
-            self._stream_error(frame)
-            return None
-        if frame.event not in ("", "message"):
-            self._diagnose(f"skipped SSE frame with unknown event name {frame.event!r}")
-            return None
-        return self._json_item(frame.id, frame.data, source="frame", raw_id=frame.raw_id)
-
     def _stream_error(self, frame: SseFrame) -> None:
         said = _stream_error_text(frame.data)
         self._diagnose(f"the server ended the event stream: {said}")

@@ -55,14 +55,14 @@ def test_a_delta_is_typed_as_a_run_of_one_and_its_model_is_the_same() -> None:
 
 def test_the_remote_client_types_deltas_without_a_model() -> None:
     client = RemoteClient("http://127.0.0.1:9")
-    items = [client.frame_item(frame) for frame in _frames()]
-    assert all(item is not None for item in items)
+    items = [item for frame in _frames() for item in client.batch_of([frame], 0).items]
+    assert len(items) == len(_events())
     kinds = {item.type if type(item) is DeltaRun else item.event.type: type(item).__name__  # type: ignore[union-attr]
-             for item in items if item is not None}
+             for item in items}
     assert kinds == {"run-start": "StreamItem", "reasoning-delta": "DeltaRun", "status": "StreamItem",
                      "text-delta": "DeltaRun", "tool-call": "StreamItem", "run-finish": "StreamItem"}
-    broken = client.frame_item(SseFrame(data='{"type":"text-delta","runId":"r","agentId":"a","payload":{"text":', id=99))
-    assert broken is None and "malformed" in client.diagnostics[-1]
+    broken = client.batch_of([SseFrame(data='{"type":"text-delta","runId":"r","agentId":"a","payload":{"text":', id=99)], 0)
+    assert broken.items == [] and "malformed" in client.diagnostics[-1]
 
 
 def test_a_batch_and_its_events_one_by_one_fold_to_the_same_conversation() -> None:

@@ -58,7 +58,7 @@ def test_the_remote_client_skips_a_malformed_hot_frame_with_the_validations_own_
     client = RemoteClient("http://127.0.0.1:9")
     seen: list[str] = []
     client._diagnose = seen.append  # type: ignore[method-assign]
-    assert client.frame_item(SseFrame(data=json.dumps(data), id=4, raw_id="4")) is None
+    assert client.batch_of([SseFrame(data=json.dumps(data), id=4, raw_id="4")], 0).items == []
     with pytest.raises(EventParseError) as raised:
         parse_event(data)
     assert seen == [f"skipped malformed frame (id 4): {raised.value}"]
