@@ -220,11 +220,6 @@ class PendingConfirmation:
     def input_type(self) -> str:
         return self.confirmation.effective_input_type
 
-    @property
-    def is_plan_review(self) -> bool:
-        """Plan reviews are drawn inline in the timeline, not in the confirmation panel."""
-        return self.input_type == "plan-review"
-
 
 def attachment_lines(attachments: Any) -> str:
     """The lines a user message shows for its ``@server:uri`` attachments (``run-start``'s

@@ -124,7 +124,7 @@ def test_pending_confirmations_and_local_resolution() -> None:
     for index, event in enumerate(confirmation_events("r1"), start=1):
         apply_wire(conv, index, event)
     pending = conv.pending_confirmations()
-    assert [(p.request_id, p.tool_call.tool_call_id, p.is_plan_review) for p in pending] == [
+    assert [(p.request_id, p.tool_call.tool_call_id, p.input_type == "plan-review") for p in pending] == [
         ("req1", "t1", False),
         ("req2", "t2", True),
     ]
