@@ -78,16 +78,6 @@ class ReducerReads:
             out["statusMessage"] = node.status_message
         return out
 
-    def child_ids(self, agent_id: str) -> list[str]:
-        """Ids of an agent's direct sub-agents, in spawn order."""
-        node = self._agents.get(agent_id)
-        return [child.id for child in node.children] if node is not None else []
-
-    def resolve_agent_id(self, agent_id: str) -> str | None:
-        """The canonical id of an agent (an alias resolves to the root's id)."""
-        node = self._agents.get(agent_id)
-        return node.id if node is not None else None
-
     def tool_call(self, tool_call_id: str) -> ToolCallState | None:
         call = self._calls.get(tool_call_id)
         return ToolCallState.model_validate(call.to_dict()) if call is not None else None

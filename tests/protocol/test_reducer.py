@@ -372,7 +372,7 @@ def test_follow_up_run_merges_into_one_root_with_alias() -> None:
     assert tree.text_content == "Plan ready. Building."
     assert [c.tool_call_id for c in tree.tool_calls] == ["t1", "t2"]
     assert reducer.aliases == [f"orchestrator-{run2}"]
-    assert reducer.resolve_agent_id(f"orchestrator-{run2}") == ROOT
+    assert (reducer.agent_fields(f"orchestrator-{run2}") or {}).get("agentId") == ROOT
 
 
 def test_from_tree_keeps_folding_live_events() -> None:
@@ -546,5 +546,5 @@ def test_cheap_accessors() -> None:
     }
     assert reducer.agent_fields(ROOT) == {"agentId": ROOT, "role": "orchestrator", "status": "active", "statusMessage": "thinking"}
     assert reducer.agent_fields("nope") is None
-    assert reducer.child_ids(ROOT) == ["c1"] and reducer.child_ids("c1") == []
+    assert [child.agent_id for child in reducer.tree().children] == ["c1"] and reducer.tree().children[0].children == []
     assert reducer.tool_call("nope") is None and reducer.timeline_entry(ROOT, 5) is None and reducer.segment_text(ROOT, 0) == ""
