@@ -276,8 +276,6 @@ class Conversation:
     def __init__(self, thread_id: str = "") -> None:
         self.thread_id = thread_id
         self.messages: list[ConversationMessage] = []
-        #: turns the user rewound past (kept in the server's history, not shown)
-        self.superseded_turns = 0
         #: largest event id seen; events with an id <= cursor are dropped
         self.cursor = 0
         self.active_run_id: str | None = None
@@ -432,8 +430,6 @@ class Conversation:
         self._group_of_run = {}
         self._invalidate_hot()
         self.active_run_id = None
-        #: turns the user rewound past (kept in the server's history, not shown)
-        self.superseded_turns = sum(1 for item in history.messages if item.superseded and item.role == "user")
         for item in history.messages:
             if item.superseded:
                 continue
