@@ -17,6 +17,10 @@ Prints one JSON object:
 * ``adapter``: a local OpenAI-wire-format server (a separate process) streams ``chunks`` one-word
   SSE chunks; ``raw_client_chunks_per_s`` is the bare ``openai`` client, ``adapter_chunks_per_s``
   the same stream through ``OpenAIModel.stream`` and ``agent_chunks_per_s`` through ``Agent.stream``.
+
+With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/before <commit>``) each part
+runs in a fresh process of that checkout's own script and then of this one, ``--repeats`` times in
+turn, so the load falls on both alike: ``before`` and ``after``, a list of results each.
 """
 
 from __future__ import annotations
@@ -298,6 +302,24 @@ async def bench_round_trips(trips: int, repeats: int) -> dict[str, Any]:
     return out
 
 
+async def _before_after(args: argparse.Namespace) -> dict[str, Any]:
+    """Each part (``--only``) of the baseline checkout's script and of this one, in turns."""
+    sides = {"before": args.baseline.resolve(), "after": ROOT}
+    out: dict[str, Any] = {"baseline": str(sides["before"]), "before": {}, "after": {}}
+    sizes = ["--rounds", str(args.rounds), "--chunks", str(args.chunks), "--trips", str(args.trips), "--repeats", "1"]
+    for part in ([args.only] if args.only else ["loop", "adapter", "round_trips"]):
+        for _ in range(args.repeats):
+            for side, root in sides.items():
+                run = await asyncio.create_subprocess_exec(
+                    sys.executable, str(root / "benchmarks" / "runtime_overhead.py"), "--only", part, *sizes,
+                    cwd=str(root), env={**os.environ, "PYTHONPATH": str(root)},
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdout, stderr = await run.communicate()
+                result = json.loads(stdout) if run.returncode == 0 else {"error": stderr.decode()[-500:]}
+                out[side].setdefault(part, []).append(result.get(part, result))
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=300)
@@ -307,9 +329,13 @@ async def main() -> None:
     parser.add_argument("--only", choices=("loop", "adapter", "round_trips"))
     parser.add_argument("--one", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", type=Path, help="another checkout: before / after in one run, in turns")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(await _one_variant(args.one, args.base_url, args.trips)))
+        return
+    if args.baseline is not None:
+        print(json.dumps(with_machine(await _before_after(args)), indent=2))
         return
     out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     if args.only in (None, "loop"):
