@@ -42,9 +42,7 @@ class ClientError(Exception):
         ├── NotFoundError           "not_found"            no such thread or confirmation (404)
         ├── RunActiveError          "run_active"           a run is active in the thread (409)
         ├── ReadOnlyError           "read_only"            this source cannot change what it shows
-        ├── StorageError            the storage's own code  the embedded assistant's database or Redis
-        ├── N8nToolError            "n8n_tool"             an n8n tool call failed (n8n's own words)
-        └── WorkspaceRefused        "workspace_refused"    a shared folder or the gateway refused a path
+        └── StorageError            the storage's own code  the embedded assistant's database or Redis
 
     An HTTP status becomes its class in one place, ``for_status`` (401/403, 404, 409; the rest
     ``ClientError``): our server's answers, n8n's, and the embedded assistant's errors
@@ -88,18 +86,6 @@ class StorageError(ClientError):
     def unavailable(self) -> bool:
         """Down for now (locked, Redis down): worth trying again later."""
         return self.code in self.UNAVAILABLE
-
-
-class N8nToolError(ClientError):
-    """A tool call of n8n's agent failed; the message is n8n's."""
-
-    code = "n8n_tool"
-
-
-class WorkspaceRefused(ClientError):
-    """A shared folder (the workspace, the local gateway) refused a path."""
-
-    code = "workspace_refused"
 
 
 class RunActiveError(ClientError):
