@@ -154,10 +154,6 @@ class WfEdge:
         """A sub-node's connection (``ai_*``): drawn dotted from the sub-node's top to the consumer's port."""
         return self.kind.startswith("ai_")
 
-    @property
-    def input_is_main(self) -> bool:
-        return not self.is_ai and self.input_kind == "main"
-
 
 @dataclass(frozen=True, slots=True)
 class Sticky:
