@@ -118,11 +118,3 @@ class LayoutReader:
         return Layout(self.workflow, Detail(detail), self._boxes, self._routes, labels, width, height,
                       status_row, [Region(*r) for r in regions], stubs, [edges[k] for k in failed],
                       {e: p for e, p in zip(edges, ports, strict=True) if p >= 0})
-
-
-def read_layout(workflow: Workflow, chunks: list[bytes]) -> Layout:
-    """All of ``lay_out``'s pickles at once (tests; the CLI)."""
-    reader = LayoutReader(workflow)
-    for chunk in chunks:
-        reader.feed(chunk)
-    return reader.layout()
