@@ -335,7 +335,7 @@ class ContextCompactedPayload(Payload):
                     f"characters to fit the model's {size} context (its head and tail were sent; it stays "
                     "whole in the thread)")
         cause = {"refused": "the model refused a request as too big; ", "manual": ""}.get(self.reason, "")
-        if self.kept:  # the words of runtime.compaction.nothing_to_gain (protocol/ imports nothing of ours)
+        if self.kept:
             these = f"these {self.messages} messages are" if self.messages != 1 else "this message is"
             return (f"{cause}nothing to gain: {these} already shorter than notes about them "
                     f"(context {_share(self.tokens_before, self.tokens_after, self.context_window, kept=True)})")

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..aio import aclose
-from .context import CHARS_PER_TOKEN, STUB_OVER, STUB_SIZE, ContextBudget, format_tokens, wire_chars
+from .context import CHARS_PER_TOKEN, STUB_OVER, STUB_SIZE, ContextBudget, wire_chars
 from .errors import ModelError
 from .messages import Message, now_ms
 from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
@@ -314,22 +314,6 @@ def settle(previous: Observations | None, record: Observations, messages: Sequen
     kept = not must and notes >= replaced_chars(previous, messages, stubbed=stubbed)
     return CompactionResult(observations=(previous or Observations()) if kept else record, messages=len(messages),
                             runs=runs, usage=usage, error=error, kept=kept, notes_chars=notes)
-
-
-def nothing_to_gain(messages: int, share: str) -> str:
-    """The words of a compaction that gained nothing (``kept``)."""
-    these = f"these {messages} messages are" if messages != 1 else "this message is"
-    return f"nothing to gain: {these} already shorter than notes about them (context {share})"
-
-
-def compacted_words(result: CompactionResult, before: int, after: int, window: int) -> str:
-    """One line for a person: "12 older messages compacted: context 78% → 24% of 8 k"."""
-    share = (lambda n: f"{round(100 * n / window)}%") if window else (lambda n: format_tokens(n))
-    if result.kept:
-        return nothing_to_gain(result.messages, f"{share(after)} of {format_tokens(window)}" if window
-                               else f"{share(after)} tokens")
-    return (f"{result.messages} older messages compacted into notes: context {share(before)} → {share(after)} "
-            f"of {format_tokens(window)}")
 
 
 def new_observations(previous: Observations | None, notes: str, messages: Sequence[Message]) -> Observations:
