@@ -9,7 +9,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -106,9 +106,6 @@ class MessageRecord(BaseModel):
     seq: int = 0
     created_at: datetime
     data: dict[str, Any] = Field(default_factory=dict)
-
-
-CheckpointStatus = Literal["suspended", "running", "completed", "cancelled", "failed", "expired"]
 
 
 class CheckpointRecord(BaseModel):
