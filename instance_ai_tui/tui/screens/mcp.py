@@ -126,7 +126,6 @@ the level of the log lines it sends (shown below its tools); **Esc** closes.
         self.message = Static("Loading…", classes="mcp-message", markup=False)
         self.detail = Static("", id="mcp-detail", markup=False)
         self._timer: Timer | None = None
-        self._restarting: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():
