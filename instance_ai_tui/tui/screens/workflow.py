@@ -72,8 +72,6 @@ PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow
               "workflow-run-newer")
 #: how many recent executions ``[`` / ``]`` move among
 RECENT_EXECUTIONS = 20
-#: tools whose finished call means the workflow ran (its node states are read)
-RUN_TOOLS = frozenset({"run-workflow", "verify-built-workflow", "get-execution"})
 DETAIL_LINES = 60
 #: the agent's write opens the panel by itself only on a screen this wide: the conversation keeps
 #: about 80 columns beside it (on a narrower one a note names the key, and /workflow opens it whole)
