@@ -127,10 +127,6 @@ one at a time · **Ctrl+F** finds text.
     class WholeThreadWanted(Message):
         """The user asked for messages older than the page the thread opened with."""
 
-    @dataclass
-    class Empty(Message):
-        """Nothing to show (new thread)."""
-
     def __init__(self, pending: set[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.pending = pending
