@@ -300,11 +300,6 @@ class ChunkedMarkdown(BlankRows, Vertical, can_focus=True):
         return "".join(self.chunks[i].source for i in sorted(self.chunks))
 
     @property
-    def mounted_chunk_count(self) -> int:
-        """How many chunks this block mounts (the newest ``keep``)."""
-        return len(self._splitter.starts) - self.first
-
-    @property
     def cost(self) -> int:
         """Frame-budget units of mounting this block: a unit per ``COST_CHARS`` characters
         drawn flat (parsing and wrapping them is the work), and for the streaming chunk a
