@@ -30,22 +30,6 @@ KNOWN_FIELDS = frozenset(
     }
 )  # fmt: skip
 
-#: card kind -> (what it asks, its keys) for the help and the README
-CARD_KINDS: dict[str, tuple[str, str]] = {
-    "credentials": ("credentialRequests", "1–9 pick a credential · ↑/↓ credential type · s let n8n set it up · y/Enter use · n skip"),
-    "credential-destination": ("credentialDestination", "y/Enter allow · n refuse"),
-    "setup-workflow": (
-        "setupRequests + workflowId",
-        "↑/↓ node · 1–9 credential · e fill parameters · s skip node · t test trigger · y/Enter apply · n cancel",
-    ),
-    "mcp-connect": ("mcpConnectRequest", "1–9 toggle a server · y/Enter connect · n not now"),
-    "domain-access": ("domainAccess / webSearch",
-                      "y/Enter allow once · d then Enter allow the domain · a then Enter allow all · n deny"),
-    "channel-config": ("channelConfig", "y/Enter done (set up in n8n) · n skip"),
-    "target-approval": ("targetApproval", "y/Enter approve · a then Enter always in this thread · n deny"),
-    "continue": ("inputType: continue", "y/Enter continue · n stop"),
-    "unknown": ("anything else", "no keys answer it: open the thread's n8n URL in a browser"),
-}
 
 
 def wire(confirmation: Confirmation) -> dict[str, Any]:
