@@ -373,7 +373,10 @@ def _remote_source(lines: list[str]) -> Any:
     """The remote client's real ``batches()``: the SSE bytes of the stream (``id:``/``data:`` frames,
     as our server sends them) served by a process of its own on 127.0.0.1 (``--serve``: written to
     the socket as fast as it takes them, after ``Last-Event-ID``), read through httpx by the
-    reconnecting reader, the incremental SSE parser and the client's decoding, as from our server."""
+    reconnecting reader, the incremental SSE parser and the client's decoding, as from our server.
+    The client is opened first (``RemoteClient.open``: its health request), before the clock, as
+    the app opens it at launch before it reads a thread: the stream's first read does not pay the
+    import of httpcore and the connection pool, which no stream of the app pays either."""
     from instance_ai_tui.client.remote import RemoteClient
 
     folder = tempfile.mkdtemp(prefix="tui-ingest-sse-")
@@ -389,14 +392,20 @@ def _remote_source(lines: list[str]) -> Any:
             raise SystemExit("the SSE server of the benchmark did not start")
         time.sleep(0.02)
     port = int(port_file.read_text())
+    client = RemoteClient(f"http://127.0.0.1:{port}")
 
     async def close() -> None:
+        await client.close()
         server.terminate()
         server.wait()
 
     _CLOSE.append(close)
-    client = RemoteClient(f"http://127.0.0.1:{port}")
-    return client.batches  # (what the app's ingest asks for)
+
+    async def opened() -> Any:
+        await client.open()
+        return client.batches  # (what the app's ingest asks for)
+
+    return opened()
 
 
 def serve(path: str, port_file: str) -> None:
@@ -406,19 +415,26 @@ def serve(path: str, port_file: str) -> None:
     text = Path(path).read_text(encoding="utf-8")
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        after = 0
-        for header in head.split("\r\n")[1:]:
-            name, _, value = header.partition(":")
-            if name.strip().lower() == "last-event-id" and value.strip().isdigit():
-                after = int(value.strip())
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\n\r\n")
-        start = 0 if after == 0 else text.find(f"id: {after + 1}\n")
-        data = text[start:].encode() if start >= 0 else b""
-        for at in range(0, len(data), 1 << 16):
-            writer.write(data[at:at + (1 << 16)])
-            await writer.drain()
-        await asyncio.Event().wait()  # live: nothing more comes
+        while True:  # (requests on one connection: the health check, then the stream)
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+            if head.split(" ", 2)[1].endswith("/health"):
+                health = json.dumps({"service": "instance-ai", "model": "recorded stream"}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                             + str(len(health)).encode() + b"\r\n\r\n" + health)
+                await writer.drain()
+                continue
+            after = 0
+            for header in head.split("\r\n")[1:]:
+                name, _, value = header.partition(":")
+                if name.strip().lower() == "last-event-id" and value.strip().isdigit():
+                    after = int(value.strip())
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\n\r\n")
+            start = 0 if after == 0 else text.find(f"id: {after + 1}\n")
+            data = text[start:].encode() if start >= 0 else b""
+            for at in range(0, len(data), 1 << 16):
+                writer.write(data[at:at + (1 << 16)])
+                await writer.drain()
+            await asyncio.Event().wait()  # live: nothing more comes
 
     def write_port(port: int) -> None:
         Path(port_file).write_text(str(port))
@@ -451,7 +467,7 @@ async def run_ingest(events: list[dict[str, Any]], *, path: str, timeout: float)
 
     lines = wire_lines(events)
     source = SOURCES[path](lines)
-    if asyncio.iscoroutine(source):  # (a log to write first, before the clock)
+    if asyncio.iscoroutine(source):  # (a log to write, a client to open first: before the clock)
         source = await source
     client = _stream_client_class()(source, len(lines))
     frame_times: list[float] = []
