@@ -176,7 +176,7 @@ async def soak(serve: Serve, runs: int, every: int, workers: int, marks: dict[in
         if done % every == 0 or done == runs or done in early:
             samples.append((done, rss_bytes(serve.proc.pid)))
             rate = done / (time.perf_counter() - started)
-            print(f"[{label}] {done:>6} runs  RSS {samples[-1][1] / 2**20:8.2f} MiB  ({rate:5.1f} runs/s)", flush=True)
+            print(f"[{label}] {done:>6} runs  RSS {samples[-1][1] / 2**20:8.2f} MiB  ({rate:5.1f} runs/s)", file=sys.stderr, flush=True)
         if done in marks:
             snapshots[marks[done]] = await asyncio.to_thread(serve.snapshot)
     return samples, snapshots

@@ -92,7 +92,7 @@ async def soak(url: str, pid: int, runs: int, every: int, workers: int) -> list[
                 if done % every == 0:
                     samples.append((done, rss_bytes(pid)))
                     rate = done / (time.perf_counter() - started)
-                    print(f"{done:>7} runs  RSS {samples[-1][1] / 2**20:8.2f} MiB  ({rate:5.1f} runs/s)", flush=True)
+                    print(f"{done:>7} runs  RSS {samples[-1][1] / 2**20:8.2f} MiB  ({rate:5.1f} runs/s)", file=sys.stderr, flush=True)
 
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         await asyncio.gather(*[worker(http) for _ in range(workers)])

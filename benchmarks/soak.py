@@ -61,7 +61,7 @@ async def soak(runs: int, every: int, message_kb: int, same_thread: bool, db: Pa
                 samples.append((index, rss_mib()))
                 elapsed = time.perf_counter() - started
                 print(f"{index:>7} runs  RSS {samples[-1][1]:8.1f} MiB  ({index / elapsed:6.1f} runs/s)  last {run_id}",
-                      flush=True)
+                      file=sys.stderr, flush=True)
         state = {
             "locks": len(service.runs._locks),
             "live_runs": len(service.runs.live_runs()),
