@@ -377,6 +377,23 @@ class Grid:
             return False
         return not (self._on_other_h(x, a, net) or self._on_other_h(x, b, net))
 
+    def channels(self, columns: Iterable[int], y0: int, y1: int, net: Net) -> Iterable[int]:
+        """Of ``columns``, those where a vertical of ``net`` from ``y0`` to ``y1`` is not ruled out at once
+        by another net's vertical (one AND of the column's mask each, no call): a crowded channel between
+        two columns of boxes holds a vertical per connection crossing it, and a line looking for its own
+        column walks past all of them (what ``free_v`` says of the rest is still asked)."""
+        a, b = min(y0, y1), max(y0, y1)
+        if a < -MASK_BASE:
+            yield from columns
+            return
+        bits = ((1 << (b - a + 1)) - 1) << (a + MASK_BASE)
+        masks, own = self.vmask, self.vcols.get(net, ())
+        for x in columns:
+            mask = masks.get(x)
+            if mask and mask & bits and x not in own:
+                continue
+            yield x
+
     def reach_right(self, y: int, x0: int, net: Net, limit: int) -> int:
         """The farthest x a horizontal of ``net`` from ``x0`` can reach on row ``y`` (at most ``limit``)."""
         stop = limit
@@ -583,7 +600,7 @@ def route_main(grid: Grid, net: Net, start: Point, end: Point, *, lead: int = 1)
     if bx - 1 >= first:
         right = grid.reach_right(ay, ax, net, bx - 1)
         left = grid.reach_left(by, bx, net, first)
-        for cx in range(max(first, left), min(right, bx - 1) + 1)[:SEARCH]:
+        for cx in grid.channels(range(max(first, left), min(right, bx - 1) + 1)[:SEARCH], ay, by, net):
             if (grid.free_v(cx, ay, by, net) and grid.free_h(ay, ax, cx, net, boxes_from=ax + 1)
                     and grid.free_h(by, cx, bx, net, boxes_to=bx - 1)):
                 path = corners([start, (cx, ay), (cx, by), end])
@@ -624,7 +641,7 @@ def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[P
         grid.round_budget -= 1
         if grid.round_budget < 0:
             return None
-        for c1 in outs:
+        for c1 in grid.channels(outs, ay, yt, net):
             if not grid.free_v(c1, ay, yt, net) or not grid.free_h(ay, ax, c1, net, boxes_from=ax + 1):
                 continue
             for c2 in ins:
