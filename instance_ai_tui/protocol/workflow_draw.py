@@ -206,65 +206,107 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     return drawing
 
 
-def _draw_lines(drawing: Drawing, layout: Layout) -> dict[tuple[int, int], int]:
-    """The lines in the window; returns the arms of each line cell drawn."""
+def _draw_lines(drawing: Drawing, layout: Layout) -> _Masks:
+    """The lines in the window; returns the arms of each line cell drawn.
+
+    The arms are or-ed into one list of ints per row of the window (with a bit for "a main line runs
+    here" and one for "an error output's line runs here"), not into a dict of cells: a window of three
+    screens in the middle of a big workflow holds some 70,000 cells of lines, and this is what the panel
+    does before it paints."""
     x0, y0 = drawing.x0, drawing.y0
     w, h = drawing.width, drawing.height
     x1, y1 = x0 + w, y0 + h
-    masks: dict[tuple[int, int], int] = {}
-    solid: set[tuple[int, int]] = set()
-    error_cells: set[tuple[int, int]] = set()
+    grid = [[0] * w for _ in range(h)]
     arrows: list[tuple[int, int]] = []
-
-    def add(x: int, y: int, arms: int, main: bool) -> None:
-        if x0 <= x < x1 and y0 <= y < y1:
-            masks[(x, y)] = masks.get((x, y), 0) | arms
-            if main:
-                solid.add((x, y))
-
     for route in layout.routes:
         pts = route.points
-        xs = [p[0] for p in pts]
-        ys = [p[1] for p in pts]
-        if max(xs) < x0 or min(xs) >= x1 or max(ys) < y0 or min(ys) >= y1:
+        lo_x = hi_x = pts[0][0]
+        lo_y = hi_y = pts[0][1]
+        for px, py in pts:
+            if px < lo_x:
+                lo_x = px
+            elif px > hi_x:
+                hi_x = px
+            if py < lo_y:
+                lo_y = py
+            elif py > hi_y:
+                hi_y = py
+        if hi_x < x0 or lo_x >= x1 or hi_y < y0 or lo_y >= y1:
             continue
         main = not route.edge.is_ai
+        flag = (_MAIN | (_ERROR if route.edge.kind != "main" or _is_error_port(layout, route) else 0)) if main else 0
         sx, sy = pts[0]
-        if not route.joins:
-            add(sx, sy, _L if main else _D, main)  # towards the port it leaves
+        if not route.joins and x0 <= sx < x1 and y0 <= sy < y1:  # towards the port it leaves
+            grid[sy - y0][sx - x0] |= (_L if main else _D) | flag
         for (ax, ay), (bx, by) in itertools.pairwise(pts):
             if ay == by:
                 if not y0 <= ay < y1:
                     continue
+                row = grid[ay - y0]
                 lo, hi = (ax, bx) if ax < bx else (bx, ax)
-                add(lo, ay, _R, main)
-                add(hi, ay, _L, main)
-                for x in range(max(lo + 1, x0), min(hi, x1)):
-                    add(x, ay, _L | _R, main)
+                if x0 <= lo < x1:
+                    row[lo - x0] |= _R | flag
+                if x0 <= hi < x1:
+                    row[hi - x0] |= _L | flag
+                through = _L | _R | flag
+                for i in range(max(lo + 1, x0) - x0, min(hi, x1) - x0):
+                    row[i] |= through
             else:
                 if not x0 <= ax < x1:
                     continue
+                i = ax - x0
                 lo, hi = (ay, by) if ay < by else (by, ay)
-                add(ax, lo, _D, main)
-                add(ax, hi, _U, main)
-                for y in range(max(lo + 1, y0), min(hi, y1)):
-                    add(ax, y, _U | _D, main)
+                if y0 <= lo < y1:
+                    grid[lo - y0][i] |= _D | flag
+                if y0 <= hi < y1:
+                    grid[hi - y0][i] |= _U | flag
+                through = _U | _D | flag
+                for j in range(max(lo + 1, y0) - y0, min(hi, y1) - y0):
+                    grid[j][i] |= through
         ex, ey = pts[-1]
-        add(ex, ey, _R if main else _U, main)
+        if x0 <= ex < x1 and y0 <= ey < y1:
+            grid[ey - y0][ex - x0] |= (_R if main else _U) | flag
         if main:
             arrows.append((ex, ey))
-            if route.edge.kind != "main" or _is_error_port(layout, route):
-                error_cells.update((x, y) for x, y in route.cells if x0 <= x < x1 and y0 <= y < y1)
     chars, styles = drawing.chars, drawing.styles
-    for (x, y), mask in masks.items():
-        main = (x, y) in solid
-        chars[y - y0][x - x0] = (LINE if main else DOTTED).get(mask, "┼")
-        styles[y - y0][x - x0] = (Style.ERROR_EDGE if (x, y) in error_cells else Style.EDGE) if main else Style.AI_EDGE
+    for j, row in enumerate(grid):
+        if not any(row):
+            continue
+        crow, srow = chars[j], styles[j]
+        for i, cell in enumerate(row):
+            if cell:
+                arms = cell & _ALL
+                if cell & _MAIN:
+                    crow[i] = LINE.get(arms, "┼")
+                    srow[i] = Style.ERROR_EDGE if cell & _ERROR else Style.EDGE
+                else:
+                    crow[i] = DOTTED.get(arms, "┼")
+                    srow[i] = Style.AI_EDGE
     for x, y in arrows:
         if x0 <= x < x1 and y0 <= y < y1:
             chars[y - y0][x - x0] = "▶"
             styles[y - y0][x - x0] = Style.ARROW
-    return masks
+    return _Masks(grid, x0, y0)
+
+
+#: a cell's bits besides its arms: a main line runs there; an error output's line does
+_MAIN, _ERROR = 16, 32
+_ALL = _U | _D | _L | _R
+
+
+class _Masks:
+    """The arms of the line cells of a window (``_draw_lines``), read by cell."""
+
+    __slots__ = ("grid", "x0", "y0")
+
+    def __init__(self, grid: list[list[int]], x0: int, y0: int) -> None:
+        self.grid, self.x0, self.y0 = grid, x0, y0
+
+    def get(self, cell: tuple[int, int], default: int) -> int:
+        i, j = cell[0] - self.x0, cell[1] - self.y0
+        if 0 <= j < len(self.grid) and 0 <= i < len(self.grid[j]):
+            return self.grid[j][i] & _ALL or default
+        return default
 
 
 def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
@@ -288,7 +330,7 @@ def count_text(run: NodeRun | None, port: int, *, compact: bool = False) -> str:
 
 
 def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
-                 masks: Mapping[tuple[int, int], int]) -> None:
+                 masks: _Masks) -> None:
     """Items on connections where they fit: on the line's last straight piece that has room for the
     words and a cell of line either side, nothing crossing it there (else the one before; else the number
     alone the same way; else none)."""
@@ -316,7 +358,7 @@ def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
 
 
 def _write_count(drawing: Drawing, text: str, pieces: list[tuple[tuple[int, int], tuple[int, int]]],
-                 masks: Mapping[tuple[int, int], int], taken: set[tuple[int, int]]) -> bool:
+                 masks: _Masks, taken: set[tuple[int, int]]) -> bool:
     """``text`` on the last straight piece of a line with room for it and a cell of line either side,
     nothing crossing or joining it there; whether it was written."""
     x0, y0, w, h = drawing.x0, drawing.y0, drawing.width, drawing.height

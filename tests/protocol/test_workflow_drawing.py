@@ -274,3 +274,27 @@ def test_a_short_line_carries_the_number_of_items() -> None:
     assert "─3 items total─" in draw(layout_workflow(wf, runs=runs), runs=runs).text()
     read = read_drawing(drawing.chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
     assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
+
+
+@pytest.mark.parametrize("name", ["n8n__GHC_7765_error_connections", "enescingoz__Open_Deep_Research_AI_Powered_Autonomous_Research_Workflow",
+                                  "n8n__Workflow_loop"])
+def test_a_window_holds_the_same_lines_as_the_whole_drawing(name: str) -> None:
+    """The panel draws a window around the view (``draw(window=)``), never the whole workflow: every cell
+    of lines in any window (main, dotted AI, an error output's, arrows, crossings, joins) reads and is
+    styled as in the whole drawing, windows cutting lines anywhere."""
+    from .workflow_corpus import corpus_json
+
+    layout = layout_workflow(parse_workflow(corpus_json(name)))
+    whole = draw(layout)
+    line_styles = {Style.EDGE, Style.AI_EDGE, Style.ERROR_EDGE, Style.ARROW}
+    assert any(Style.ERROR_EDGE in row for row in whole.styles) or "error" not in name
+    for wy in range(0, layout.height, 7):
+        for wx in range(0, layout.width, 23):
+            part = draw(layout, window=(wx, wy, 40, 12))
+            for j, row in enumerate(part.styles):
+                for i, style in enumerate(row):
+                    x, y = wx + i, wy + j
+                    if x >= layout.width or y >= layout.height:
+                        continue
+                    if style in line_styles or whole.styles[y][x] in line_styles:
+                        assert (part.chars[j][i], style) == (whole.chars[y][x], whole.styles[y][x]), (x, y)
