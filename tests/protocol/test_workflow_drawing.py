@@ -276,8 +276,8 @@ def test_a_short_line_carries_the_number_of_items() -> None:
     assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
 
 
-@pytest.mark.parametrize("name", ["n8n__GHC_7765_error_connections", "enescingoz__Open_Deep_Research_AI_Powered_Autonomous_Research_Workflow",
-                                  "n8n__Workflow_loop"])
+@pytest.mark.parametrize("name", ["n8n__GHC_7765_error_connections", "n8n__Workflow_loop",
+                                  "enescingoz__Open_Deep_Research_AI_Powered_Autonomous_Research_Workflow"])
 def test_a_window_holds_the_same_lines_as_the_whole_drawing(name: str) -> None:
     """The panel draws a window around the view (``draw(window=)``), never the whole workflow: every cell
     of lines in any window (main, dotted AI, an error output's, arrows, crossings, joins) reads and is
