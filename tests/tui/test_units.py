@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from instance_ai_tui.protocol.display_state import display_state
 from instance_ai_tui.protocol.events import TaskList
 from instance_ai_tui.protocol.reducer import RunReducer
 from instance_ai_tui.protocol.tree import Confirmation, ToolCallState
 from instance_ai_tui.tui.widgets.agent_info import agent_info, reducer_root_field
 from instance_ai_tui.tui.widgets.status_line import StatusInfo, format_tokens, render_status
 from instance_ai_tui.tui.widgets.tasks_panel import progress_label, render_tasks
-from instance_ai_tui.tui.widgets.tool_card import duration, pretty, result_summary, tool_state
+from instance_ai_tui.tui.widgets.tool_card import duration, pretty, result_summary
 from instance_ai_tui.tui.widgets.turns import AgentSection
 from tests.support.fold import apply_wire
 from tests.support.recorded import RecordedClient
@@ -68,9 +69,9 @@ def test_tool_card_formatting() -> None:
     assert duration(None, "x") == ""
     call = ToolCallState(tool_call_id="t", tool_name="x")
     asking = call.model_copy(update={"confirmation": Confirmation(request_id="r", message="ok?")})
-    assert tool_state(call, False) == "running" and tool_state(asking, True) == "awaiting"
-    assert tool_state(call.model_copy(update={"is_loading": False, "result": 1}), False) == "done"
-    assert tool_state(call.model_copy(update={"is_loading": False, "error": "boom"}), False) == "failed"
+    assert display_state(call).kind == "running" and display_state(asking).kind == "waiting"
+    assert display_state(call.model_copy(update={"is_loading": False, "result": 1})).kind == "done"
+    assert display_state(call.model_copy(update={"is_loading": False, "error": "boom"})).kind == "failed"
 
 
 def test_agent_info_reads_own_fields_only() -> None:

@@ -116,13 +116,6 @@ def duration(started: str | None, completed: str | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def tool_state(tc: ToolCallState, confirmation_pending: bool, *, run_active: bool = True) -> str:
-    """The card's state word: ``protocol.display_state``'s kind, with "awaiting" for "waiting"
-    (kept for the card's CSS classes and older callers)."""
-    kind = display_state(tc, run_active=run_active or confirmation_pending, resolved=not confirmation_pending).kind
-    return "awaiting" if kind == "waiting" else kind
-
-
 #: glyph and colour of each display state (the word comes from ``display_state``)
 _STATE_MARK = {
     "awaiting": TOOL_STATUS["waiting"],
