@@ -12,7 +12,6 @@ Models (``runtime.model``, ``runtime.openai_model``, ``runtime.scripted``)::
         # optional attributes: supports_strict_tools: bool, replay_reasoning: bool
 
     @dataclass ModelRequest(messages: list[dict], tools: list[dict] = [], tool_choice=None, params: dict = {})
-        .last_user_text() -> str
     content_text(content) -> str                       # text of an OpenAI content value
     ModelChunk = ModelTextDelta(text) | ModelReasoningDelta(text)
                | ModelToolCallDelta(index, id=None, name=None, arguments="")   # id/name on first fragment only

@@ -59,12 +59,6 @@ class ModelRequest:
     def tool_names(self) -> list[str]:
         return [t.get("function", {}).get("name", "") for t in self.tools]
 
-    def last_user_text(self) -> str:
-        for message in reversed(self.messages):
-            if message.get("role") == "user":
-                return content_text(message.get("content"))
-        return ""
-
 
 def content_text(content: Any) -> str:
     """The text of an OpenAI ``content`` value (string or list of parts)."""
