@@ -17,7 +17,6 @@ Data (call these from the app; none of them does I/O):
   ``set_section("redis", sessions, title="Redis sessions", read_only=True)``. Sections keep
   the order they were first set in; each shows a header when there is more than one.
   Read-only items are marked ⊡ and cannot be renamed or deleted.
-- ``remove_section(source)``.
 - ``upsert_thread(thread, source="local")``: add or replace one (e.g. after ``create_thread``
   or when ``updated_at`` moved); the list re-sorts newest first.
 - ``update_title(thread_id, title) -> bool``: live ``thread-title-updated``.
@@ -359,13 +358,6 @@ class ThreadList(Vertical):
             section.title = title if title is not None else section.title
             section.read_only = read_only
         section.threads = {thread.id: _visible_thread(thread) for thread in threads}
-        self._rebuild()
-
-    def remove_section(self, source: str) -> None:
-        if source == LOCAL:
-            self._sections[LOCAL].threads.clear()
-        else:
-            self._sections.pop(source, None)
         self._rebuild()
 
     def upsert_thread(self, thread: ThreadInfo, source: str = LOCAL) -> None:
