@@ -89,11 +89,6 @@ def take_early() -> str:
     return early
 
 
-def original_attributes() -> list[Any] | None:
-    """The terminal's settings from before ``capture`` (None: not captured)."""
-    return _original
-
-
 def restore() -> None:
     """Give the terminal its settings from before ``capture`` back (nothing when not captured)."""
     global _original

@@ -108,7 +108,7 @@ def test_capture_without_a_terminal_does_nothing(stdin: str, monkeypatch: pytest
         monkeypatch.setattr(sys, "stdin", replacement)
         monkeypatch.setattr(type_ahead, "_original", None)
         assert type_ahead.capture() is False
-        assert type_ahead.original_attributes() is None
+        assert type_ahead._original is None  # nothing captured: nothing to give back
         assert type_ahead.take_early() == ""
     finally:
         if stdin == "pipe":
