@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..client.base import ClientError, RunActiveError
 from .deferred import Deferred
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .pending_watch import PendingWatch
     from .ports import Ui
     from .run_status import RunStatus
+    from .screens.main import MainScreen
+    from .screens.workflow import Workflows
     from .themes import ThemeManager
     from .threads import Threads
     from .widgets.conversation_view import ConversationView
@@ -40,7 +42,7 @@ class Actions:
     def __init__(self, ui: Ui, thread: OpenThread, *, threads: Threads, cards: Cards, run_status: RunStatus,
                  view: ConversationView, prompt: PromptInput, status_line: StatusLine, watch: PendingWatch,
                  keys: Callable[[], KeyMap], theme_manager: Callable[[], ThemeManager | None],
-                 help_extra: Callable[[], str] = str) -> None:
+                 screen: MainScreen, help_extra: Callable[[], str] = str) -> None:
         self.ui = ui
         self.thread = thread
         self.threads = threads
@@ -53,6 +55,9 @@ class Actions:
         self.watch = watch
         self.keys = keys
         self.theme_manager = theme_manager
+        self.screen = screen
+        #: the workflow panel's room (``workflows()``: made when first needed, start-up time)
+        self._workflows: Workflows | None = None
         #: more of /help (the MCP servers' prompts: ``tui.mcp_prompts``)
         self.help_extra = help_extra
         self._interrupt_at = 0.0
@@ -300,9 +305,20 @@ class Actions:
 
     def open_workflow(self, argument: str) -> None:
         """``/workflow [id]`` (``screens.workflow``)."""
-        from .screens.workflow import WorkflowHost, open_workflow
+        self.workflows().open(argument)
 
-        open_workflow(cast("WorkflowHost", self.ui), argument)  # (the Ui is the app, which is one)
+    def workflows(self) -> Workflows:
+        """The workflow panel's room (``screens.workflow``, imported here: start-up time), made once."""
+        if self._workflows is None:
+            from .screens.workflow import Workflows
+
+            self._workflows = Workflows(self.ui, self.thread, self.screen)
+        return self._workflows
+
+    def fit_workflow(self, width: int) -> None:
+        """The terminal's new width: the workflow panel, if there is one, fits it."""
+        if self._workflows is not None:
+            self._workflows.fit(width)
 
     def show_help(self, *, everything: bool) -> None:
         from .screens.help import HelpScreen, help_markdown

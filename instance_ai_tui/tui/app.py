@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from .open_thread import Outbox
     from .screen_cache import CachedScreen
     from .widgets.confirmations import ConfirmationAnswered
+    from .widgets.tool_card import ToolCallCard
     from .widgets.turns import UserMessage
 
 
@@ -184,7 +185,8 @@ class InstanceAiApp(App[None]):
         self.actions = Actions(self, thread, threads=self.threads, cards=self.cards, run_status=self.run_status,
                                view=self.view, prompt=self.prompt, status_line=self.status_line,
                                watch=self.pending_watch, keys=lambda: self.keys,
-                               theme_manager=lambda: self.theme_manager, help_extra=lambda: self.sender.mcp.help())
+                               theme_manager=lambda: self.theme_manager, screen=screen,
+                               help_extra=lambda: self.sender.mcp.help())
         self.sender = Sender(self, thread.outbox, self.prompt, self.actions, client=lambda: thread.client)
         screen.connect(thread=thread, run_status=self.run_status, cards=self.cards, threads=self.threads,
                        heap=self.heap, idle=self._idle)
@@ -277,9 +279,7 @@ class InstanceAiApp(App[None]):
     def _start_watchers(self) -> None:
         """Answers waiting in other threads (the list asked again), workflows the agent changes."""
         self.pending_watch.start()
-        from .screens.workflow import follow_workflows
-
-        follow_workflows(self, self.main_screen)  # the canvas opens when the agent creates or changes a workflow
+        self.actions.workflows()  # the canvas opens when the agent creates or changes a workflow
 
     def show_cached(self, cached: CachedScreen) -> None:
         """The last thread's newest turns in the first frame (``tui.screen_cache``; before ``run``)."""
@@ -434,10 +434,6 @@ class InstanceAiApp(App[None]):
     def _submitted(self, event: PromptInput.Submitted) -> None:
         self.sender.submit(event.text)
 
-    async def send_message(self, text: str) -> str | None:
-        """Send ``text`` in the current thread (creating it first if it is new). Returns the runId."""
-        return await self.thread.outbox.send(text)
-
     @on(QueuedRow.Edit)
     def _edit_queued(self, event: QueuedRow.Edit) -> None:
         event.stop()
@@ -529,6 +525,11 @@ class InstanceAiApp(App[None]):
         event.stop()
         self.prompt.focus()
 
+    def on_tool_call_card_workflow_wanted(self, event: ToolCallCard.WorkflowWanted) -> None:
+        """``w`` on a tool card (by name: the cards load lazily): its workflow on the canvas."""
+        event.stop()
+        self.actions.workflows().open(event.workflow_id)
+
     def on_user_message_edit_requested(self, event: UserMessage.EditRequested) -> None:
         """``e`` on a user message (``turns.UserMessage.EditRequested``; by name: turns loads lazily)."""
         event.stop()
@@ -536,10 +537,8 @@ class InstanceAiApp(App[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         """Small terminals keep the conversation: the side panels and the workflow panel fit the width."""
-        from .screens.workflow import fit_panel  # loaded at boot by the follower: no cost here
-
         self.run_status.fit_panels(event.size.width)
-        fit_panel(self, event.size.width)
+        self.actions.fit_workflow(event.size.width)
 
     @on(ConversationView.Followed)
     def _followed(self) -> None:

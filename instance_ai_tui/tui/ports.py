@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from textual import Logger
+    from textual.geometry import Size
     from textual.notifications import SeverityLevel
     from textual.screen import Screen
     from textual.theme import Theme
@@ -77,6 +78,9 @@ class Ui(Protocol):
 
     @property
     def is_web(self) -> bool: ...
+
+    @property
+    def size(self) -> Size: ...
 
     @property
     def screen(self) -> Screen[Any]: ...

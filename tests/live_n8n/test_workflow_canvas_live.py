@@ -163,9 +163,10 @@ async def test_the_canvas_follows_the_embedded_agent_building_on_the_real_n8n(n8
                             persist_theme=False)
         async with app.run_test(size=(160, 48)) as pilot:
             await app.wait_until_ready()
-            await app.send_message("build it, then add a final step")
-            await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=60)
-            panel = panel_of(app)
+            await app.thread.outbox.send("build it, then add a final step")
+            await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None,
+                        pilot, timeout=60)
+            panel = panel_of(app.main_screen)
             assert panel is not None
             canvas = panel.canvas
             assert panel.saved is not None and [n.name for n in panel.saved.nodes] == ["Hourly", "Mark"]
@@ -205,8 +206,9 @@ async def test_the_app_by_url_shows_which_node_failed(
             app.prompt.focus()
             app.prompt.load_text(f"/workflow {wid}")
             await pilot.press("enter")
-            await until(lambda: panel_of(app) is not None and panel_of(app).execution is not None, pilot, timeout=60)
-            panel = panel_of(app)
+            await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).execution is not None,
+                        pilot, timeout=60)
+            panel = panel_of(app.main_screen)
             assert panel is not None and panel.canvas.drawing is not None
             text = panel.canvas.drawing.text()
             assert "✗ failed" in text and "○ not reached" in text and "✓ ran" in text

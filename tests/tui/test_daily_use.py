@@ -247,7 +247,7 @@ async def test_the_narrow_screens_workflow_note_follows_the_run(end: str, said: 
     app.notify = record  # type: ignore[method-assign]
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await app.wait_until_ready()
-        await app.send_message("change it")
+        await app.thread.outbox.send("change it")
         await until(lambda: app.conversation is not None and app.conversation.messages
                     and not app.conversation.is_streaming, pilot)
         await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot)
@@ -353,10 +353,10 @@ async def test_notices_cover_no_card_prompt_or_canvas_and_nothing_is_cut(tmp_pat
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=size, notifications=True) as pilot:
         await app.wait_until_ready()
-        await app.send_message("every morning send the weather forecast to Slack")
+        await app.thread.outbox.send("every morning send the weather forecast to Slack")
         await until(lambda: bool(app.pending), pilot, timeout=60)
         if size[0] >= 150:
-            await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot)
+            await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None, pilot)
         app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=30)
         app.notify("Could not copy: no clipboard tool; the text is in /tmp/instance-ai-copy.txt", severity="warning",
                    timeout=30)
@@ -371,7 +371,7 @@ async def test_notices_cover_no_card_prompt_or_canvas_and_nothing_is_cut(tmp_pat
         assert "changing a workflow" in drawn and "Could not copy" in drawn  # both, newest first
         assert drawn.index("Could not copy") < drawn.index("changing a workflow")
         assert _covered(app, card) == [] and _covered(app, app.prompt) == []
-        panel = panel_of(app)
+        panel = panel_of(app.main_screen)
         if size[0] >= 150:
             assert panel is not None and _covered(app, panel.canvas) == []
             status = app.status_line
@@ -597,7 +597,7 @@ async def test_quitting_says_how_to_resume_the_thread(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await app.wait_until_ready()
         assert resume_hint(app, args) is None  # nothing sent: no thread to resume
-        await app.send_message("hello")
+        await app.thread.outbox.send("hello")
         await until(lambda: bool(app.thread_id) and not app.conversation.is_streaming, pilot)
         thread_id = app.thread_id
         await pilot.press("ctrl+q")

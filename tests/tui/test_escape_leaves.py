@@ -35,7 +35,7 @@ async def test_esc_esc_out_of_the_workflow_panel_keeps_the_run_and_its_approval(
         panel = await panel_shows(app, pilot)
         await until(lambda: panel.canvas.has_focus, pilot, what="the keys in the panel")
         await pilot.press("escape", "escape")
-        await until(lambda: panel_of(app) is None, pilot, what="the panel closed")
+        await until(lambda: panel_of(app.main_screen) is None, pilot, what="the panel closed")
         await pilot.pause()
         assert app.prompt.has_focus
         assert app.pending and app.conversation is not None and app.conversation.is_streaming

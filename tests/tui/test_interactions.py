@@ -184,7 +184,7 @@ async def test_pending_card_reachable_when_scrolled_away_and_typing() -> None:
         await app.wait_until_ready()
         app.prompt.focus()
         app.prompt.load_text("x")  # the card appears while the user is typing: no focus steal
-        await app.send_message("archive it")
+        await app.thread.outbox.send("archive it")
         await until(lambda: bool(app.pending), pilot)
         await pilot.pause(0.2)  # the scenario: a window in which the card must not take the focus
         assert app.focused is app.prompt

@@ -68,7 +68,7 @@ async def test_a_message_sent_while_another_program_locks_the_database_is_kept_a
     app = InstanceAiApp(client, settings, watch_themes=False, persist_theme=False)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready(timeout=30)
-        await app.send_message("first question")
+        await app.thread.outbox.send("first question")
         await until(lambda: app.conversation is not None and not app.conversation.is_streaming
                     and len(app.conversation.messages) == 2, pilot, timeout=30, what="the first answer")
         thread_id = app.thread_id
@@ -126,7 +126,7 @@ async def test_an_answer_held_by_a_lock_mid_run_says_so_and_is_kept(tmp_path: Pa
             app = InstanceAiApp(client, settings, watch_themes=False, persist_theme=False)
             async with app.run_test(size=SIZE) as pilot:
                 await app.wait_until_ready(timeout=30)
-                await app.send_message("hi")
+                await app.thread.outbox.send("hi")
                 await until(lambda: app.conversation is not None and "word3 " in app.conversation.messages[-1].content,
                             pilot, timeout=30, what="the answer streaming")
                 with held(db) as holder:

@@ -40,7 +40,7 @@ async def a_used_thread(db: Path) -> str:
                         persist_theme=False)
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
-        await app.send_message(f"list my workflows, my key is {SECRET}")
+        await app.thread.outbox.send(f"list my workflows, my key is {SECRET}")
         await until(lambda: app.conversation is not None and len(app.conversation.messages) == 2
                     and not app.conversation.is_streaming, pilot, timeout=20, what="the demo answer")
         await app.wait_until_rendered()

@@ -112,7 +112,7 @@ async def test_another_clients_run_on_the_open_thread_is_stopped(tmp_path: Path)
     app, client = app_on(tmp_path / "db.sqlite3", demo_delay=0.2)  # the other client's answer streams slowly
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready(timeout=30)
-        await app.send_message("hello")
+        await app.thread.outbox.send("hello")
         await until(lambda: app.conversation is not None and not app.conversation.is_streaming
                     and len(app.conversation.messages) == 2, pilot, timeout=30, what="the first answer")
         thread_id = app.thread_id

@@ -41,11 +41,11 @@ async def send(app: Any, pilot: Any, text: str) -> None:
 async def panel_shows(app: Any, pilot: Any, workflow_id: str | None = None, timeout: float = 30) -> WorkflowPanel:
     """Until the workflow panel is open on a workflow (``workflow_id``, or any); the panel."""
     def shown() -> bool:
-        panel = panel_of(app)
+        panel = panel_of(app.main_screen)
         return panel is not None and (panel.workflow_id == workflow_id if workflow_id else panel.workflow_id is not None)
 
     await until(shown, pilot, timeout, f"the panel on {workflow_id or 'a workflow'}")
-    panel = panel_of(app)
+    panel = panel_of(app.main_screen)
     assert isinstance(panel, WorkflowPanel)
     return panel
 
@@ -83,7 +83,7 @@ async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_open
         await send(app, pilot, BUILD)
         await until(lambda: any("/workflow" in str(n.message) for n in app._notifications), pilot, timeout=30)
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
-        assert panel_of(app) is None
+        assert panel_of(app.main_screen) is None
         notes = [str(n.message) for n in app._notifications if "/workflow" in str(n.message)]
         assert len(notes) == 1  # once per workflow, not per call
         await send(app, pilot, "/workflow")
@@ -117,7 +117,7 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
         await send(app, pilot, "/workflow")  # asked for: shown whole, with the keys, on the same workflow
         await until(lambda: panel.display and panel.outer_size.width == 80 and panel.canvas.has_focus, pilot,
                     what="the panel whole width with the keys")
-        assert panel_of(app) is panel and "Schedule Trigger" in canvas_text(panel.canvas)
+        assert panel_of(app.main_screen) is panel and "Schedule Trigger" in canvas_text(panel.canvas)
         await pilot.resize_terminal(160, 48)  # the width made it whole: half again, the keys stay
         await until(lambda: panel.outer_size.width < 100, pilot, what="the panel half width again")
         assert panel.display and panel.canvas.has_focus
@@ -125,7 +125,7 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
         await until(lambda: panel.outer_size.width == 80, pilot, what="the panel with the keys whole width")
         assert panel.display and panel.canvas.has_focus
         await pilot.press("escape")
-        await until(lambda: panel_of(app) is None and app.prompt.has_focus, pilot)
+        await until(lambda: panel_of(app.main_screen) is None and app.prompt.has_focus, pilot)
 
 
 async def test_keys_that_leave_a_whole_width_panel_are_never_behind_it(tmp_path: Path) -> None:
@@ -175,12 +175,12 @@ async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> N
         assert panel.has_class("-details")
         assert "n8n-nodes-base.slack" in str(panel.details.render())
         await pilot.press("escape")  # details first
-        assert not panel.has_class("-details") and panel_of(app) is not None
+        assert not panel.has_class("-details") and panel_of(app.main_screen) is not None
         await pilot.press("z")
         assert canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT"
         await pilot.press("o")  # the demo has no editor: said, nothing opened
         await pilot.press("escape")
-        await until(lambda: panel_of(app) is None, pilot)
+        await until(lambda: panel_of(app.main_screen) is None, pilot)
         assert app.prompt.has_focus
 
 
@@ -262,9 +262,9 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        await app.send_message(BUILD)
-        await until(lambda: panel_of(app) is not None and panel_of(app).workflow_id is not None, pilot, timeout=30)
-        built = panel_of(app).workflow_id  # type: ignore[union-attr]
+        await app.thread.outbox.send(BUILD)
+        await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None, pilot, timeout=30)
+        built = panel_of(app.main_screen).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
         await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
@@ -272,7 +272,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await again.wait_until_ready()
         await again.open_thread(thread)
         await until(lambda: again.projection.frame_no > 3, pilot, what="frames after the history")
-        assert panel_of(again) is None  # a call in the history is not news
+        assert panel_of(again.main_screen) is None  # a call in the history is not news
         await send(again, pilot, "/workflow")
         assert "Schedule Trigger" in canvas_text((await panel_shows(again, pilot, built)).canvas)
 
@@ -302,17 +302,17 @@ async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carri
     app = make_app(recorded([create, update]))
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        await app.send_message("build it")
-        await until(lambda: panel_of(app) is not None and panel_of(app).canvas.workflow is not None, pilot)
-        canvas = panel_of(app).canvas  # type: ignore[union-attr]
+        await app.thread.outbox.send("build it")
+        await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).canvas.workflow is not None, pilot)
+        canvas = panel_of(app.main_screen).canvas  # type: ignore[union-attr]
         assert canvas.marks == {"Hook": "new", "Tag": "new"}
         await until(lambda: not app.conversation.is_streaming, pilot)  # type: ignore[union-attr]
-        await app.send_message("add a notification")
+        await app.thread.outbox.send("add a notification")
         await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot)
         assert canvas.marks == {"Notify": "new", "Tag": "changed"}
         text = canvas_text(canvas)
         assert "+ new" in text and "~ changed" in text
-        assert "cannot read workflows" not in str(panel_of(app).status_line.render())  # type: ignore[union-attr]
+        assert "cannot read workflows" not in str(panel_of(app.main_screen).status_line.render())  # type: ignore[union-attr]
 
 
 async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_path: Path) -> None:
@@ -349,29 +349,29 @@ async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> N
     app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()
-        await app.send_message("list my workflows")
+        await app.thread.outbox.send("list my workflows")
         await until(lambda: any(c.tc.tool_name == "list-workflows" and not c.tc.is_loading
                                 for c in app.query(ToolCallCard)), pilot, timeout=30)
         listing = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "list-workflows")
         listing.focus()
         await pilot.press("w")  # not a call about one workflow: nothing opens
         await pilot.pause(0.3)  # the scenario: a window in which no panel may open
-        assert panel_of(app) is None and listing.check_action("show_workflow", ()) is False
+        assert panel_of(app.main_screen) is None and listing.check_action("show_workflow", ()) is False
     # a card of create-workflow (recorded: our own server by URL cannot read workflows)
     create = _workflow_run("r1", "c1", "create-workflow", {"name": "Leads"}, _compact(["Hook", "Tag"], {"Hook": ["Tag"]}))
     app = make_app(recorded([create]))
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        await app.send_message("build it")
+        await app.thread.outbox.send("build it")
         await until(lambda: any(c.tc.tool_name == "create-workflow" for c in app.query(ToolCallCard)), pilot)
-        await until(lambda: panel_of(app) is not None, pilot)
-        panel_of(app).remove()  # type: ignore[union-attr]
-        await until(lambda: panel_of(app) is None, pilot)
+        await until(lambda: panel_of(app.main_screen) is not None, pilot)
+        panel_of(app.main_screen).remove()  # type: ignore[union-attr]
+        await until(lambda: panel_of(app.main_screen) is None, pilot)
         card = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "create-workflow")
         card.focus()
         await pilot.press("w")
-        await until(lambda: panel_of(app) is not None, pilot)
-        assert "cannot read workflows" in str(panel_of(app).status_line.render())  # type: ignore[union-attr]
+        await until(lambda: panel_of(app.main_screen) is not None, pilot)
+        assert "cannot read workflows" in str(panel_of(app.main_screen).status_line.render())  # type: ignore[union-attr]
 
 
 async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tmp_path: Path) -> None:
@@ -393,7 +393,7 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
             await pilot.press("o")
             assert opened == []  # the demo instance has no editor: said instead
             await pilot.press("escape")  # closes it; the keys go back to the prompt
-            await until(lambda: panel_of(app) is None, pilot)
+            await until(lambda: panel_of(app.main_screen) is None, pilot)
             panel = WorkflowPanel(BackendSource(api))
             await app.screen_stack[0].mount(panel)
             panel.workflow_id = "Ab12"

@@ -11,7 +11,7 @@ It is also the frame sink (``ports.FrameSink``): what the projection reports aft
 drawing (a run started or finished, cards, tasks, title, messages, streaming, new output below) goes
 to the room that draws it (``connect``), and every frame that changed something goes to the
 ``followers`` (``changed``): the workflow panel follows the open thread's tool calls that way,
-without a timer of its own (``screens.workflow.follow_workflows``).
+without a timer of its own (``screens.workflow.Workflows`` registers its follower).
 """
 
 from __future__ import annotations

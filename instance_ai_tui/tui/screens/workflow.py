@@ -32,9 +32,9 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -60,12 +60,12 @@ from .. import keymap
 from ..widgets.workflow_canvas import WorkflowCanvas
 
 if TYPE_CHECKING:
-    from textual.geometry import Size
-    from textual.notifications import SeverityLevel
     from textual.screen import Screen
-    from textual.worker import Worker
 
     from ...protocol.conversation import Conversation, ConversationChanges
+    from ..open_thread import OpenThread
+    from ..ports import Ui
+    from .main import MainScreen
 
 PANEL_KEYS = ("workflow-open", "workflow-reload", "workflow-maximize", "workflow-before-after", "workflow-close",
               "workflow-find", "workflow-find-next", "workflow-find-previous", "workflow-run-older",
@@ -469,37 +469,6 @@ def _hint(host: object) -> str:
 # --------------------------------------------------------------------------- the open thread's tool calls
 
 
-class WorkflowHost(Protocol):
-    """What the panel's functions and the follower use of the app (structural: the app satisfies it)."""
-
-    @property
-    def size(self) -> Size: ...
-
-    @property
-    def screen_stack(self) -> list[Screen[Any]]: ...
-
-    @property
-    def client(self) -> Any: ...
-
-    @property
-    def conversation(self) -> Conversation | None: ...
-
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None: ...
-
-    def run_worker(self, work: Any, name: str | None = "", group: str = "default", description: str = "",
-                   exit_on_error: bool = True, start: bool = True, exclusive: bool = False,
-                   thread: bool = False) -> Worker[Any]: ...
-
-    def call_after_refresh(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
-
-
-class FrameFollowers(Protocol):
-    """Where the follower registers for the frame's changes (``tui.screen_updates.ScreenUpdates``)."""
-
-    followers: list[Callable[[Conversation, ConversationChanges], None]]
-
-
 @dataclass(frozen=True, slots=True)
 class SeenCall:
     """What the follower needs of a tool call (read from the reducer's records, no models built)."""
@@ -528,30 +497,12 @@ def workflow_calls(conversation: Conversation | None, last_messages: int = 3) ->
     return out
 
 
-def panel_of(host: WorkflowHost) -> WorkflowPanel | None:
+def panel_of(screen: Screen[Any]) -> WorkflowPanel | None:
+    """The panel on ``screen`` (the main screen), or ``None``."""
     try:
-        return host.screen_stack[0].query_one(WorkflowPanel)
-    except Exception:  # noqa: BLE001 - no panel (or no screen yet): there is none
+        return screen.query_one(WorkflowPanel)
+    except Exception:  # noqa: BLE001 - no panel (or the screen not mounted yet): there is none
         return None
-
-
-def ensure_panel(host: WorkflowHost) -> WorkflowPanel:
-    """The panel the person asked for: the open one (shown again if the width hid it), or a new one."""
-    panel = panel_of(host)
-    if panel is None:
-        panel = WorkflowPanel(workflow_source(host.client))
-        panel.show_for_person(host.size.width)
-        host.screen_stack[0].mount(panel)
-    elif not panel.display:
-        panel.show_for_person(host.size.width)
-    return panel
-
-
-def fit_panel(host: WorkflowHost, width: int) -> None:
-    """The terminal was resized to ``width`` columns: the panel, if there is one, fits it (``WorkflowPanel.fit``)."""
-    panel = panel_of(host)
-    if panel is not None:
-        panel.fit(width)
 
 
 #: the narrow screen's note, while the agent's call runs and once it is done (it said "is changing"
@@ -560,34 +511,94 @@ CHANGING_NOTE = "The agent is changing a workflow: /workflow (or w on its tool c
 CHANGED_NOTE = "The agent changed a workflow: /workflow (or w on its tool card) shows it drawn."
 
 
-def _run_going(host: WorkflowHost) -> bool:
-    conversation = host.conversation
-    return conversation is not None and bool(conversation.is_streaming)
+class Workflows:
+    """The workflow panel's room (``/workflow``, ``w`` on a tool card, the agent's workflow calls), built
+    from its collaborators: the Textual services (``ports.Ui``), the open thread (its client and
+    conversation) and the main screen, whose frame drives the follower (``MainScreen.followers``)."""
 
+    def __init__(self, ui: Ui, thread: OpenThread, screen: MainScreen) -> None:
+        self.ui = ui
+        self.thread = thread
+        self.screen = screen
+        self.follower = WorkflowFollower(self)
+        screen.followers.append(self.follower.frame_changed)
 
-def auto_panel(host: WorkflowHost, told: set[str], workflow_key: str, *, done: bool = False,
-               tell: bool = True) -> WorkflowPanel | None:
-    """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
-    screen the person is told once per workflow how to see it (``done``: the call is over, said in
-    the past; a running call's note only while the run still goes; ``tell=False``: nothing to tell),
-    and the conversation keeps the room (a panel the narrow width hid is kept up to date, still hidden)."""
-    panel = panel_of(host)
-    if panel is not None and panel.display:
+    def panel(self) -> WorkflowPanel | None:
+        return panel_of(self.screen)
+
+    def ensure_panel(self) -> WorkflowPanel:
+        """The panel the person asked for: the open one (shown again if the width hid it), or a new one."""
+        panel = self.panel()
+        if panel is None:
+            panel = WorkflowPanel(workflow_source(self.thread.client))
+            panel.show_for_person(self.ui.size.width)
+            self.screen.mount(panel)
+        elif not panel.display:
+            panel.show_for_person(self.ui.size.width)
         return panel
-    if panel is None and host.size.width >= AUTO_OPEN_MIN_WIDTH:
-        return ensure_panel(host)
-    if workflow_key not in told and tell and (done or _run_going(host)):
-        told.add(workflow_key)
-        host.notify(CHANGED_NOTE if done else CHANGING_NOTE, timeout=6)
-    return panel
+
+    def fit(self, width: int) -> None:
+        """The terminal was resized to ``width`` columns: the panel, if there is one, fits it (``WorkflowPanel.fit``)."""
+        panel = self.panel()
+        if panel is not None:
+            panel.fit(width)
+
+    def auto_panel(self, told: set[str], workflow_key: str, *, done: bool = False,
+                   tell: bool = True) -> WorkflowPanel | None:
+        """The panel for what the agent does: the open one, or a new one on a wide screen. On a narrow
+        screen the person is told once per workflow how to see it (``done``: the call is over, said in
+        the past; a running call's note only while the run still goes; ``tell=False``: nothing to tell),
+        and the conversation keeps the room (a panel the narrow width hid is kept up to date, still hidden)."""
+        panel = self.panel()
+        if panel is not None and panel.display:
+            return panel
+        if panel is None and self.ui.size.width >= AUTO_OPEN_MIN_WIDTH:
+            return self.ensure_panel()
+        conversation = self.thread.conversation
+        going = conversation is not None and bool(conversation.is_streaming)
+        if workflow_key not in told and tell and (done or going):
+            told.add(workflow_key)
+            self.ui.notify(CHANGED_NOTE if done else CHANGING_NOTE, timeout=6)
+        return panel
+
+    def last_workflow_id(self) -> str | None:
+        for call in reversed(workflow_calls(self.thread.conversation, last_messages=1_000_000)):
+            found = workflow_id_of(call.result, call.args)
+            if found:
+                return found
+        return None
+
+    def open(self, argument: str = "") -> None:
+        """``/workflow [id]``: open (or close) the panel on that workflow, or the thread's latest one."""
+        panel = self.panel()
+        wanted = argument.strip() or None
+        if panel is not None and wanted is None:
+            if panel.canvas.has_focus:  # open and in use: the command closes it
+                panel.action_close()
+                return
+            if panel.display:  # open (the agent's call opened it): the keys go to it
+                panel.canvas.focus()
+                return
+            if panel.workflow_id is not None:  # the narrow width hid it: shown (whole width), with the keys
+                self.ensure_panel()
+                self.ui.call_after_refresh(panel.canvas.focus)
+                return
+        workflow_id = wanted or self.last_workflow_id()
+        panel = self.ensure_panel()
+        self.ui.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
+        if workflow_id is None:
+            panel.set_status("No workflow in this thread yet: ask the agent to build one, or give an id: /workflow ID")
+            return
+        panel.set_status(f"reading workflow {workflow_id}…")
+        self.ui.run_worker(panel.load(workflow_id), group="workflow-panel", exclusive=True, exit_on_error=False)
 
 
 class WorkflowFollower:
     """Keeps the panel on what the agent does to workflows (see the module docstring). Driven by the
-    frame (``frame_changed``, registered with the screen's ``FrameFollowers``): no timer of its own."""
+    frame (``frame_changed``, registered with ``MainScreen.followers`` by ``Workflows``): no timer of its own."""
 
-    def __init__(self, host: WorkflowHost) -> None:
-        self.host = host
+    def __init__(self, room: Workflows) -> None:
+        self.room = room
         self._previewed: set[str] = set()
         self._finished: set[str] = set()
         self._lock = asyncio.Lock()
@@ -627,16 +638,16 @@ class WorkflowFollower:
             async with self._lock:
                 await work
 
-        self.host.run_worker(locked(), group="workflow-follower", exit_on_error=False)
+        self.room.ui.run_worker(locked(), group="workflow-follower", exit_on_error=False)
 
     async def _preview(self, preview: Workflow, note: str) -> None:
-        panel = auto_panel(self.host, self._told, preview.id or "new")
+        panel = self.room.auto_panel(self._told, preview.id or "new")
         if panel is not None:
             panel.show_preview(preview, note)
 
     def _finished_call(self, call: SeenCall) -> None:
         writes = call.name in WORKFLOW_WRITE_TOOLS or call.args.get("action") in ("update", "restore-version")
-        panel = panel_of(self.host)
+        panel = self.room.panel()
         if call.error:
             if panel is not None:
                 panel.set_status(f"{call.name} failed: {call.error}")
@@ -644,8 +655,8 @@ class WorkflowFollower:
         workflow_id = workflow_id_of(call.result, call.args)
         if workflow_id is None or (panel is None and not writes):
             return
-        panel = auto_panel(self.host, self._told, str(call.args.get("workflowId") or "new"), done=True,
-                           tell=call.result is not None)  # a call cancelled before its answer changed nothing
+        panel = self.room.auto_panel(self._told, str(call.args.get("workflowId") or "new"), done=True,
+                                     tell=call.result is not None)  # a call cancelled before its answer changed nothing
         if panel is None:
             return
         if panel.workflow_id not in (None, workflow_id) and not writes:
@@ -667,50 +678,3 @@ class WorkflowFollower:
                 return
         if isinstance(result, dict) and isinstance(result.get("nodes"), list):
             panel.show_preview(parse_workflow(result, workflow_id=workflow_id), note, answered=True)
-
-
-#: the follower of each frame-followers list (one per app)
-_FOLLOWERS: dict[int, WorkflowFollower] = {}
-
-
-def follow_workflows(host: WorkflowHost, frames: FrameFollowers) -> WorkflowFollower:
-    """Follow the open thread's workflow tool calls: the follower registers with the frame (once)."""
-    follower = _FOLLOWERS.get(id(frames))
-    if follower is None or follower.frame_changed not in frames.followers:
-        follower = WorkflowFollower(host)
-        _FOLLOWERS[id(frames)] = follower
-        frames.followers.append(follower.frame_changed)
-    return follower
-
-
-def last_workflow_id(host: WorkflowHost) -> str | None:
-    for call in reversed(workflow_calls(host.conversation, last_messages=1_000_000)):
-        found = workflow_id_of(call.result, call.args)
-        if found:
-            return found
-    return None
-
-
-def open_workflow(host: WorkflowHost, argument: str = "") -> None:
-    """``/workflow [id]``: open (or close) the panel on that workflow, or the thread's latest one."""
-    panel = panel_of(host)
-    wanted = argument.strip() or None
-    if panel is not None and wanted is None:
-        if panel.canvas.has_focus:  # open and in use: the command closes it
-            panel.action_close()
-            return
-        if panel.display:  # open (the agent's call opened it): the keys go to it
-            panel.canvas.focus()
-            return
-        if panel.workflow_id is not None:  # the narrow width hid it: shown (whole width), with the keys
-            ensure_panel(host)
-            host.call_after_refresh(panel.canvas.focus)
-            return
-    workflow_id = wanted or last_workflow_id(host)
-    panel = ensure_panel(host)
-    host.call_after_refresh(panel.canvas.focus)  # the person asked for it: the keys go to the canvas
-    if workflow_id is None:
-        panel.set_status("No workflow in this thread yet: ask the agent to build one, or give an id: /workflow ID")
-        return
-    panel.set_status(f"reading workflow {workflow_id}…")
-    host.run_worker(panel.load(workflow_id), group="workflow-panel", exclusive=True, exit_on_error=False)

@@ -15,13 +15,15 @@ approval; collapsed while running (the header shows the arguments) and once it s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from ...protocol.display_state import AUTO_APPROVED_LABEL, PLAN_CHANGES, DisplayState, display_state
@@ -144,6 +146,12 @@ class ToolCallCard(Vertical, can_focus=True):
 
     KEY_SCOPES = ("tool_card", "block")
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("block"), *keymap.bindings("tool_card")]
+
+    @dataclass
+    class WorkflowWanted(Message):
+        """``w``: this call's workflow on the canvas (the app's ``screens.workflow.Workflows`` opens it)."""
+
+        workflow_id: str
 
     DEFAULT_CSS = """
     ToolCallCard {
@@ -405,9 +413,7 @@ class ToolCallCard(Vertical, can_focus=True):
         workflow_id = self._workflow_id()
         if workflow_id is None:
             return
-        from ..screens.workflow import WorkflowHost, open_workflow
-
-        open_workflow(cast("WorkflowHost", self.app), workflow_id)
+        self.post_message(self.WorkflowWanted(workflow_id))
 
     def copy_text(self) -> tuple[str, str]:
         """(text, what) for the copy-block key: the error, else the result, else the args."""
