@@ -74,6 +74,10 @@ ARMS["▶"] = _L
 STUB = "╴"
 #: sticky notes' frame
 NOTE_CHAR = "·"
+#: what text from outside written inside the drawing (a sticky note's) may not hold: every box-drawing
+#: character (U+2500-U+257F: lines, corners, junctions, the stub) and the arrow, which read as lines
+_LINE_LOOKALIKES = {**dict.fromkeys(range(0x2500, 0x2580), NOTE_CHAR), **dict.fromkeys(map(ord, ARMS), NOTE_CHAR),
+                    ord(STUB): NOTE_CHAR}
 
 
 # --------------------------------------------------------------------------- text in cells
@@ -175,7 +179,7 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     x1, y1 = x0 + w, y0 + h
     for region in layout.regions:
         if region.x < x1 and x0 < region.x + region.w and region.y < y1 and y0 < region.y + region.h:
-            _draw_region(drawing, region.x, region.y, region.w, region.h, region.label)
+            _draw_region(drawing, region.x, region.y, region.w, region.h, region.label, region.body)
     masks = _draw_lines(drawing, layout)
     if runs:
         _draw_counts(drawing, layout, runs, masks)
@@ -390,8 +394,12 @@ def _is_error_port(layout: Layout, route: object) -> bool:
     return box is not None and box.out_labels.get(layout.ports.get(edge, -1)) == "error"
 
 
-def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: str) -> None:
-    """A sticky note: a dotted frame, its heading on the top edge."""
+def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: str,
+                 body: tuple[str, ...] = ()) -> None:
+    """A sticky note: a dotted frame, its heading on the top edge, the first lines of its text inside
+    (each cut to the frame with ``…``; what does not fit below is left out). The text is the author's,
+    from outside: already made visible (``Sticky``), and here no character of it may read as a line
+    (``│``, ``┼``, ``▶``…: a reader following the lines would take it for one)."""
     chars, styles = drawing.chars, drawing.styles
     x0, y0 = drawing.x0, drawing.y0
     w, h = drawing.width, drawing.height
@@ -408,7 +416,18 @@ def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: st
                 styles[y - y0][x - x0] = Style.NOTE
     text = f" {label} "
     if rw > 6 and 0 <= ry - y0 < h:
-        _put(drawing, rx + 2, ry, cells_of(text, min(cell_len(text), rw - 4)), Style.NOTE)
+        _put(drawing, rx + 2, ry, cells_of(_not_a_line(text), min(cell_len(text), rw - 4)), Style.NOTE)
+    if rw > 6:
+        for k, line in enumerate(body[:max(0, rh - 2)]):
+            y = ry + 1 + k
+            if y0 <= y < y0 + h:
+                _put(drawing, rx + 2, y, cells_of(_not_a_line(line), min(cell_len(line), rw - 4)), Style.NOTE)
+
+
+def _not_a_line(text: str) -> str:
+    """``text`` with every character that reads as a piece of line (a box-drawing character, an arrow,
+    the stub) as ``·``."""
+    return text.translate(_LINE_LOOKALIKES)
 
 
 def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None = None,

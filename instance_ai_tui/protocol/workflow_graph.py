@@ -174,6 +174,44 @@ class Sticky:
         first = lines[0] if lines else ""
         return first.strip("#*_> ").strip() or "note"
 
+    @property
+    def body(self) -> tuple[str, ...]:
+        """The note's text after its label's line, as lines of plain text (markdown's marks, links' targets,
+        images and HTML tags taken off; list items as ``•``; rules and empty lines left out); tabs as
+        spaces. What the drawing writes inside the note's frame, as many lines as fit."""
+        lines = [line.strip() for line in self.content.splitlines() if line.strip()]
+        heading = next((k for k, line in enumerate(lines) if line.startswith("#")), 0)
+        out: list[str] = []
+        for line in lines[:heading] + lines[heading + 1:]:
+            text = _markdown_line(line)
+            if text:
+                out.append(text)
+            if len(out) >= MAX_NOTE_LINES:
+                break
+        return tuple(out)
+
+
+#: lines of a sticky note's body kept for the drawing (a note taller than that is mostly empty frame)
+MAX_NOTE_LINES = 40
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MD_TAG = re.compile(r"<[^>]{0,200}>")
+_MD_MARKS = re.compile(r"\*\*|__|~~|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])")
+_MD_RULE = re.compile(r"^([-*_=]\s*){3,}$")
+_MD_ITEM = re.compile(r"^[-*+]\s+")
+
+
+def _markdown_line(line: str) -> str:
+    """One line of a note's markdown as plain text ("" for a rule or a line of marks only)."""
+    if _MD_RULE.match(line):
+        return ""
+    text = line.lstrip("#>").strip()
+    text = _MD_ITEM.sub("• ", text)
+    text = _MD_IMAGE.sub(lambda m: m.group(1), text)
+    text = _MD_LINK.sub(lambda m: m.group(1), text)
+    text = _MD_MARKS.sub("", _MD_TAG.sub("", text))
+    return " ".join(text.replace("\t", " ").split())
+
 
 @dataclass(frozen=True, slots=True)
 class Workflow:

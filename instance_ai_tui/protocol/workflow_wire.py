@@ -66,7 +66,7 @@ def lay_out(parts: list[bytes], detail: int, status_row: bool) -> list[bytes]:
 def _layout_chunks(layout: Layout) -> Iterator[bytes]:
     index = {e: k for k, e in enumerate(layout.workflow.edges)}
     head = (int(layout.detail), layout.width, layout.height, layout.status_row, layout.labels,
-            [(r.x, r.y, r.w, r.h, r.label) for r in layout.regions], layout.stubs,
+            [(r.x, r.y, r.w, r.h, r.label, r.body) for r in layout.regions], layout.stubs,
             [index[e] for e in layout.failed], [layout.ports.get(e, -1) for e in layout.workflow.edges],
             len(layout.boxes), len(layout.routes))
     yield pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)

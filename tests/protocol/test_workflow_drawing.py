@@ -298,3 +298,39 @@ def test_a_window_holds_the_same_lines_as_the_whole_drawing(name: str) -> None:
                         continue
                     if style in line_styles or whole.styles[y][x] in line_styles:
                         assert (part.chars[j][i], style) == (whole.chars[y][x], whole.styles[y][x]), (x, y)
+
+
+def test_a_sticky_note_shows_the_first_lines_of_its_text_cut_to_its_frame() -> None:
+    """n8n shows a sticky note's markdown; the drawing writes its heading on the frame and the first lines of
+    the rest inside: plain text (marks, link targets, images, tags taken off), each cut to the frame with
+    ``…``, as many as its height holds. The text is the author's, from outside: a control character never
+    reaches the terminal raw, and no character of it reads as a line (a reader following the lines would
+    take a ``│`` or ``▶`` for one)."""
+    from instance_ai_tui.protocol.workflow_wire import LayoutReader, lay_out, workflow_parts
+
+    data = if_merge()
+    content = ("## Read me first\n\nBuilt by [Ada](https://example.com) with **care**\n- step\tone\n---\n"
+               "\x1b]52;c;evil\x07 ─│▶┼ lines\n![logo](https://example.com/a.png)\n" + "more\n" * 20)
+    data["nodes"].append({"name": "Note", "type": "n8n-nodes-base.stickyNote", "position": [-40, -260],
+                          "parameters": {"content": content, "width": 300, "height": 140}})
+    wf = parse_workflow(data)
+    layout = layout_workflow(wf)
+    (region,) = layout.regions
+    text = draw(layout).lines()
+    inside = [row[region.x + 1: region.x + region.w - 1].strip(" ·") for row in text[region.y + 1: region.y + region.h - 1]]
+    assert "Read me first" in text[region.y]
+    assert inside[:3] == ["Built by Ada with care", "• step one", "␛]52;c;evil␇ ···· lines"]
+    assert all("more" in line for line in inside[4:]) and len(inside) == region.h - 2  # first lines only
+    assert not any(ch in "\x1b\x07\t" for row in text for ch in row)
+    narrow = layout_workflow(parse_workflow({**data, "nodes": [*data["nodes"][:-1], {
+        **data["nodes"][-1], "parameters": {"content": "# N\nA line longer than this note is wide", "width": 120}}]}))
+    (small,) = narrow.regions
+    row = draw(narrow).lines()[small.y + 1][small.x: small.x + small.w]
+    assert row.rstrip(" ·").endswith("…") and "A line" in row
+    read = read_drawing(draw(layout).chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
+    assert not read.defects and len(read.main) == len(wf.edges)
+    # the worker process's layout (a big workflow's) carries the same text
+    reader = LayoutReader(wf)
+    for chunk in lay_out(list(workflow_parts(wf)), 0, False):
+        reader.feed(chunk)
+    assert reader.layout().regions == layout.regions
