@@ -69,12 +69,13 @@ BAND_PX = 25.0
 
 def cells(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tuple[float, float]],
            extra: Mapping[float, int], stickies: list[tuple[float, float, float, float]],
-           scale: tuple[float, float]) -> tuple[dict[str, tuple[int, int]], Axis, Axis]:
+           scale: tuple[float, float], count_room: int = 0) -> tuple[dict[str, tuple[int, int]], Axis, Axis]:
     """Cells of each box's top-left corner (phase 4): columns first — boxes that stand side by side in
     the editor (their 100 px high nodes overlap vertically) are kept apart by their width and a gap —,
     then rows — boxes whose columns overlap are kept apart by their height and a gap. Both maps are
     monotone and every push carries on to what lies beyond, so the order on each axis is the editor's
-    and the distances elsewhere stay as they were. ``extra``: more room before a column (px x -> cells)."""
+    and the distances elsewhere stay as they were. ``extra``: more room before a column (px x -> cells).
+    ``count_room``: more room after a node with branch labels (after a run: for the items beside them)."""
     names = [n.name for n in workflow.nodes]
     # ------------------------------------------------------------- columns
     by_x: dict[float, list[str]] = defaultdict(list)
@@ -103,7 +104,8 @@ def cells(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tupl
         if group:
             for name in group:
                 y = px[name][1]
-                gap = MIN_GAP + max((cell_len(label) for _, label in shapes[name].outputs.values()), default=0)
+                label = max((cell_len(label) for _, label in shapes[name].outputs.values()), default=0)
+                gap = MIN_GAP + label + (count_room if label else 0)
                 right = cand + shapes[name].w + gap
                 for band in range(int(y // BAND_PX), int((y + SIDE_BY_SIDE_PX) // BAND_PX)):
                     if band_right.get(band, -1) < right:
@@ -147,10 +149,11 @@ def cells(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tupl
 
 def make_room(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tuple[float, float]],
                at: Mapping[str, tuple[int, int]], ports: Mapping[WfEdge, int], x_keys: list[float],
-               extra: dict[float, int]) -> bool:
+               extra: dict[float, int], count_room: int = 0) -> bool:
     """Room for the vertical channels before routing: the lines leaving a column of nodes turn in the gap
     after it; they need as many channels there as the most of their vertical spans that overlap. Where
-    the gap is narrower, it is widened (``extra``). Returns whether anything was widened."""
+    the gap is narrower, it is widened (``extra``). ``count_room``: the columns lines with a branch label
+    run straight after it (after a run, for their items). Returns whether anything was widened."""
     spans: dict[float, dict[tuple[str, int], list[int]]] = defaultdict(dict)
     for e in workflow.edges:
         if e.is_ai:
@@ -164,7 +167,8 @@ def make_room(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, 
     right: dict[float, int] = defaultdict(int)
     for name, (x, _y) in at.items():
         key = px[name][0]
-        right[key] = max(right[key], x + shapes[name].w + MIN_GAP)
+        label = max((cell_len(label) for _, label in shapes[name].outputs.values()), default=0)
+        right[key] = max(right[key], x + shapes[name].w + MIN_GAP + (label + count_room if label and count_room else 0))
     left = {px[name][0]: x for name, (x, _y) in at.items()}
     widened = False
     for key, nets in spans.items():

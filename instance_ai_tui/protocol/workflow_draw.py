@@ -375,10 +375,13 @@ def _write_count(drawing: Drawing, text: str, pieces: list[tuple[tuple[int, int]
         lo, hi = min(ax, bx) + (0 if index == 0 and ax < bx else 1), max(ax, bx) - 1
         if hi - lo + 1 < size + 2:
             continue
-        start = lo + (hi - lo + 1 - size) // 2
-        cells = range(start - 1, start + size + 1)
-        if any(masks.get((x, ay), _L | _R) != _L | _R or (x, ay) in taken for x in cells if x0 <= x < x0 + w):
-            continue  # something crosses or joins the line there, or a branch label is written on it
+        # in the middle of the piece; else at its end (after a branch label: "├─done─3 items total─┐")
+        for start in dict.fromkeys((lo + (hi - lo + 1 - size) // 2, hi - size)):
+            cells = range(start - 1, start + size + 1)
+            if not any(masks.get((x, ay), _L | _R) != _L | _R or (x, ay) in taken for x in cells if x0 <= x < x0 + w):
+                break  # nothing crosses or joins the line there, and no branch label is written on it
+        else:
+            continue
         row, srow = drawing.chars[ay - y0], drawing.styles[ay - y0]
         for k, char in enumerate(cells_of(text, size)):
             if x0 <= start + k < x0 + w:

@@ -405,7 +405,7 @@ class _Routing:
 
 
 def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, int],
-           first: Mapping[WfEdge, int] | None = None) -> _Routing:
+           first: Mapping[WfEdge, int] | None = None, count_room: int = 0) -> _Routing:
     """Every connection's line (phase 5): sub-nodes' first (short, under their consumers), then main
     connections, the nearest first (``first``: those that found no way in an earlier round go before
     the others, the latest to fail first). Returns the routes, the connections with no way, and the stubs of outputs nothing is
@@ -469,7 +469,8 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
         start, end = (src.x + src.w, src.outputs[port]), (tgt.x - 1, row_of[e])
         # every line of a node with branch labels turns right of all its labels, so that none crosses
         # a label of its neighbours
-        lead = 1 + max((cell_len(text) for text in src.out_labels.values()), default=0)
+        label = max((cell_len(text) for text in src.out_labels.values()), default=0)
+        lead = 1 + label + (count_room if label else 0)  # after a run: room for the items beside the label
         found = route_main(grid, main_net, start, end, lead=lead)
         if found is None and lead > 1:
             found = route_main(grid, main_net, start, end, lead=1)
@@ -586,6 +587,12 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: after a run, the columns a line with a branch label (``done``, ``loop``, ``true``) keeps straight after
+#: the label for the items it carried, as n8n writes them beside it: "12 items total", a cell of line either
+#: side and the cell after the label
+COUNT_ROOM = len("99 items total") + 3
+
+
 def _layout(workflow: Workflow, detail: Detail, status_row: bool) -> Layout:
     roles = _roles(workflow)
     counts, ports = _port_numbers(workflow, roles)
@@ -597,14 +604,15 @@ def _layout(workflow: Workflow, detail: Detail, status_row: bool) -> Layout:
     x_keys = sorted({p[0] for p in px.values()})
     first: dict[WfEdge, int] = {}
     scale = SCALE[int(detail)]
-    at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale)
-    if make_room(workflow, shapes, px, at, ports, x_keys, extra):
-        at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale)
+    count_room = COUNT_ROOM if status_row and detail is Detail.FULL else 0
+    at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale, count_room)
+    if make_room(workflow, shapes, px, at, ports, x_keys, extra, count_room):
+        at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale, count_room)
     for attempt in range(WIDEN_ROUNDS + 1):
         if attempt:
-            at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale)
+            at, x_axis, y_axis = cells(workflow, shapes, px, extra, stickies, scale, count_room)
         boxes = _boxes(workflow, shapes, at, (0, 0))
-        routing = _route(workflow, boxes, ports, first)
+        routing = _route(workflow, boxes, ports, first, count_room)
         failed = routing.failed
         if (not failed or len(workflow.edges) > WIDEN_MAX_EDGES
                 or len(failed) > max(WIDEN_MAX_FAILED, len(workflow.edges) // 50)):

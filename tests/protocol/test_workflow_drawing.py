@@ -334,3 +334,32 @@ def test_a_sticky_note_shows_the_first_lines_of_its_text_cut_to_its_frame() -> N
     for chunk in lay_out(list(workflow_parts(wf)), 0, False):
         reader.feed(chunk)
     assert reader.layout().regions == layout.regions
+
+
+def test_the_items_of_a_labelled_output_stand_beside_its_label_in_words() -> None:
+    """Beside n8n's editor after a run of the loop workflow: n8n writes "3 items total" next to the loop's
+    ``done`` and ``loop`` labels and "1 item" beside an IF's ``true``; the drawing turned right after the
+    label, so its lines had room for the number alone ("┌──3──▶"). After a run, a line with a branch label
+    runs straight on after it for the words, and the drawing printed at 80 columns never has a wider line."""
+    import re
+
+    from instance_ai_tui.cli.workflow import fit
+
+    from .workflow_corpus import corpus_json
+
+    wf = parse_workflow(corpus_json("n8n__Workflow_loop"))
+    runs = {n.name: NodeRun(RunState.RAN, 3, items_by_output=(3,)) for n in wf.nodes}
+    runs["Loop Over Items"] = NodeRun(RunState.RAN, 6, runs=4, items_by_output=(3, 3))
+    layout = layout_workflow(wf, runs=runs)
+    drawing = draw(layout, runs=runs)
+    text = drawing.text()
+    assert re.search(r"├─done─+3 items total─", text) and re.search(r"├─loop─+3 items total─", text), text
+    read = read_drawing(drawing.chars, {n: (b.x, b.y, b.w, b.h) for n, b in layout.boxes.items()})
+    assert not read.defects and read.main == {(e.source, layout.ports[e], e.target, e.input) for e in wf.edges}
+    if_wf = parse_workflow(if_merge())
+    if_runs = {n.name: NodeRun(RunState.RAN, 1, items_by_output=(1,)) for n in if_wf.nodes}
+    assert re.search(r"├─true─+1 item─", draw(layout_workflow(if_wf, runs=if_runs), runs=if_runs).text())
+    for name in ("n8n__Workflow_loop", "enescingoz__Auto_Categorise_Outlook_Emails_with_AI"):
+        big = parse_workflow(corpus_json(name))
+        big_runs = {n.name: NodeRun(RunState.RAN, 12, runs=3, items_by_output=(12, 12, 12, 12)) for n in big.nodes}
+        assert max(len(cells) for cells, _styles in fit(big, 80, runs=big_runs).lines) <= 80
