@@ -469,8 +469,8 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
         start, end = (src.x + src.w, src.outputs[port]), (tgt.x - 1, row_of[e])
         # every line of a node with branch labels turns right of all its labels, so that none crosses
         # a label of its neighbours
-        label = max((cell_len(text) for text in src.out_labels.values()), default=0)
-        lead = 1 + label + (count_room if label else 0)  # after a run: room for the items beside the label
+        label_cells = max((cell_len(text) for text in src.out_labels.values()), default=0)
+        lead = 1 + label_cells + (count_room if label_cells else 0)  # after a run: room for the items beside the label
         found = route_main(grid, main_net, start, end, lead=lead)
         if found is None and lead > 1:
             found = route_main(grid, main_net, start, end, lead=1)
