@@ -27,7 +27,6 @@ from pydantic import BaseModel, Field
 
 DESCRIPTIONS_KEY = "chat_descriptions"
 DEFAULT_TITLE = "New Conversation"
-TITLE_MAX = 60
 USER_INPUT_PREFIX = "User's Most Recent Chat Input:"
 
 Layout = Literal["seed", "langchain"]
@@ -396,22 +395,3 @@ class RedisChatSessions:
             pipe.expire(session_id, self._ttl)
         await pipe.execute()
         return await self.load(session_id)
-
-    async def set_title(self, session_id: str, title: str) -> str:
-        """Store a session's description (at most 60 characters), keeping the value's format."""
-        title = " ".join(title.split())
-        if len(title) > TITLE_MAX:
-            title = title[: TITLE_MAX - 1].rstrip() + "…"
-        current = await self._redis.hget(self._descriptions_key, session_id)
-        value: str = title
-        if isinstance(current, str) and current.startswith("{"):
-            try:
-                obj = json.loads(current)
-            except ValueError:
-                obj = None
-            if isinstance(obj, dict):
-                obj["title"] = title
-                obj["updated_at"] = datetime.now(UTC).isoformat()
-                value = json.dumps(obj)
-        await self._redis.hset(self._descriptions_key, session_id, value)
-        return title
