@@ -25,11 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..aio import aclose
 from .context import CHARS_PER_TOKEN, STUB_OVER, STUB_SIZE, ContextBudget, wire_chars
 from .errors import ModelError
 from .messages import Message, now_ms
-from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
+from .model import ModelAdapter, ModelRequest, answer_text
 from .usage import Usage
 
 #: the thread setting (scope ``thread:<id>``) that holds the record
@@ -267,21 +266,12 @@ async def observe(
         request = ModelRequest(messages=[{"role": "system", "content": instructions},
                                          {"role": "user", "content": prompt}],
                                params={"max_tokens": answer})
-        parts: list[str] = []
-        stream = model.stream(request)
         try:
-            async for chunk in stream:
-                if isinstance(chunk, ModelTextDelta):
-                    parts.append(chunk.text)
-                elif isinstance(chunk, ModelUsage):
-                    usage = usage + chunk.usage
-                elif isinstance(chunk, ModelFinish):
-                    break
+            text, used = await answer_text(model, request)
         except ModelError as exc:
             return extractive_notes(messages, notes), usage, str(exc)
-        finally:
-            await aclose(stream)
-        written = _clean("".join(parts))
+        usage = usage + used
+        written = _clean(text)
         if written:
             notes = written[:notes_cap]
         else:

@@ -23,11 +23,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ..aio import aclose
 from ..store.base import MessageRecord, MessageStore, SettingsStore, ThreadStore
 from .compaction import OBSERVATIONS, Observations
 from .messages import Message
-from .model import ModelAdapter, ModelFinish, ModelRequest, ModelTextDelta, ModelUsage
+from .model import ModelAdapter, ModelRequest, answer_text
 from .tools import Tool, ToolContext
 from .usage import Usage
 
@@ -388,17 +387,5 @@ async def generate_title(model: ModelAdapter, user_text: str, assistant_text: st
         messages=[{"role": "system", "content": TITLE_INSTRUCTIONS}, {"role": "user", "content": prompt}],
         params={"max_tokens": 60},
     )
-    parts: list[str] = []
-    usage = Usage()
-    stream = model.stream(request)
-    try:
-        async for chunk in stream:
-            if isinstance(chunk, ModelTextDelta):
-                parts.append(chunk.text)
-            elif isinstance(chunk, ModelUsage):
-                usage = chunk.usage
-            elif isinstance(chunk, ModelFinish):
-                break
-    finally:
-        await aclose(stream)
-    return sanitize_title("".join(parts)), usage
+    text, usage = await answer_text(model, request)
+    return sanitize_title(text), usage

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..aio import aclose
 from .chunks import ReasoningDeltaChunk, TextDeltaChunk
 from .errors import (
     ModelCancelled,
@@ -211,3 +212,22 @@ class ToolCallAccumulator:
 
     def __bool__(self) -> bool:
         return bool(self._calls)
+
+
+async def answer_text(model: ModelAdapter, request: ModelRequest) -> tuple[str, Usage]:
+    """The text of one answer of ``model`` and its usage: the stream read to its finish, then closed
+    (the observer's notes, a thread's title). A ``ModelError`` of the stream is raised."""
+    parts: list[str] = []
+    usage = Usage()
+    stream = model.stream(request)
+    try:
+        async for chunk in stream:
+            if isinstance(chunk, ModelTextDelta):
+                parts.append(chunk.text)
+            elif isinstance(chunk, ModelUsage):
+                usage = usage + chunk.usage
+            elif isinstance(chunk, ModelFinish):
+                break
+    finally:
+        await aclose(stream)
+    return "".join(parts), usage
