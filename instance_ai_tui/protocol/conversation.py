@@ -51,6 +51,7 @@ from .events import (
 from .ingest import Item, StreamItem
 from .reducer import ReducerChanges, RunReducer
 from .safe_text import UNSAFE, visible, visible_model
+from .text_render import byte_size
 from .tree import AgentNode, Confirmation, RunSyncPayload, ToolCallState
 
 if TYPE_CHECKING:  # the messages endpoint's models: built only by ``to_message`` (a fold never needs them)
@@ -235,8 +236,7 @@ def attachment_lines(attachments: Any) -> str:
             lines.append(f"📎 {where} — not attached: {item['error']}")
             continue
         size = item["size"] if isinstance(item.get("size"), int) else 0
-        shown = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / 1048576:.1f} MB"
-        lines.append(f"📎 {where} ({item.get('mimeType') or 'text'}, {shown})")
+        lines.append(f"📎 {where} ({item.get('mimeType') or 'text'}, {byte_size(size)})")
     return "\n\n" + "\n".join(lines) if lines else ""
 
 

@@ -138,6 +138,13 @@ def _args_summary(args: dict[str, Any], limit: int) -> str:
     return _shorten(text, limit)
 
 
+
+def byte_size(num: int) -> str:
+    """A size for a person: ``512 B``, ``2.0 KB``, ``1.5 MB``."""
+    if num < 1024:
+        return f"{num} B"
+    return f"{num / 1024:.1f} KB" if num < 1024 * 1024 else f"{num / (1024 * 1024):.1f} MB"
+
 @dataclass
 class _Line:
     text: str

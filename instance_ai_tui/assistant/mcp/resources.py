@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...protocol.text_render import byte_size
 from ...runtime.tools import Tool, ToolContext, ToolError
 from .connection import McpCallError, ServerConnection
 from .tools import PREFIX
@@ -63,15 +64,7 @@ class Attachment(BaseModel):
         if self.error:
             return f"@{self.server}:{self.uri} (not attached: {self.error})"
         kind = self.mime_type or ("binary" if self.binary else "text")
-        return f"@{self.server}:{self.uri} ({kind}, {_size(self.size)})"
-
-
-def _size(num: int) -> str:
-    if num < 1024:
-        return f"{num} B"
-    if num < 1024 * 1024:
-        return f"{num / 1024:.1f} KB"
-    return f"{num / (1024 * 1024):.1f} MB"
+        return f"@{self.server}:{self.uri} ({kind}, {byte_size(self.size)})"
 
 
 async def read(conn: ServerConnection, uri: str) -> ResourceText:
@@ -101,7 +94,7 @@ async def read(conn: ServerConnection, uri: str) -> ResourceText:
                 break
             kept = raw[:budget].decode("utf-8", "ignore")
             if len(raw) > budget:
-                kept += f"\n[… {_size(len(raw) - budget)} cut: over the MCP size limit (max_result_bytes) …]"
+                kept += f"\n[… {byte_size(len(raw) - budget)} cut: over the MCP size limit (max_result_bytes) …]"
             budget -= len(raw)
             parts.append(conn.scrub(kept))
         else:
@@ -111,7 +104,7 @@ async def read(conn: ServerConnection, uri: str) -> ResourceText:
             except (ValueError, TypeError):
                 length = len(blob) * 3 // 4
             size += length
-            parts.append(f"[binary resource {item.uri}, {item.mime_type or 'unknown type'}, {_size(length)}: not shown]")
+            parts.append(f"[binary resource {item.uri}, {item.mime_type or 'unknown type'}, {byte_size(length)}: not shown]")
     return ResourceText(uri=uri, text="\n".join(parts), mime_type=mime, size=size, binary=binary and bool(parts))
 
 

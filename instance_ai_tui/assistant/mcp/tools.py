@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ...protocol.text_render import byte_size
 from ...runtime.images import IMAGES, reference
 from ...runtime.tools import Tool, ToolContext, ToolError
 from ..approvals import hinted_approval
@@ -146,14 +147,6 @@ class McpResult(BaseModel):
     is_error: bool = False
 
 
-def _size(num: int) -> str:
-    if num < 1024:
-        return f"{num} B"
-    if num < 1024 * 1024:
-        return f"{num / 1024:.1f} KB"
-    return f"{num / (1024 * 1024):.1f} MB"
-
-
 def _b64_size(data: str) -> int:
     try:
         return len(base64.b64decode(data, validate=False))
@@ -167,7 +160,7 @@ def _cut(text: str, budget: int) -> tuple[str, int]:
     if len(raw) <= budget:
         return text, len(raw)
     kept = raw[: max(budget, 0)].decode("utf-8", "ignore")
-    marker = f"\n[... {_size(len(raw) - len(kept.encode()))} cut: the result is over the MCP size limit ...]"
+    marker = f"\n[... {byte_size(len(raw) - len(kept.encode()))} cut: the result is over the MCP size limit ...]"
     return kept + marker, budget
 
 
@@ -186,10 +179,10 @@ def convert_result(result: Any, max_bytes: int) -> McpResult:
         elif isinstance(item, t.ImageContent):
             key = IMAGES.keep(item.mime_type, item.data)  # for a model that reads images: never stored
             said = reference(key) if key else ": not shown]"
-            text = f"[image {item.mime_type}, {_size(_b64_size(item.data))}{' ' if key else ''}{said}"
+            text = f"[image {item.mime_type}, {byte_size(_b64_size(item.data))}{' ' if key else ''}{said}"
             used = len(text)
         elif isinstance(item, t.AudioContent):
-            text = f"[audio {item.mime_type}, {_size(_b64_size(item.data))}: not shown]"
+            text = f"[audio {item.mime_type}, {byte_size(_b64_size(item.data))}: not shown]"
             used = len(text)
         elif isinstance(item, t.ResourceLink):
             label = item.title or item.name
@@ -201,7 +194,7 @@ def convert_result(result: Any, max_bytes: int) -> McpResult:
                 text, used = _cut(f"[resource {res.uri}]\n{res.text}", budget)
             else:
                 size = _b64_size(getattr(res, "blob", "") or "")
-                text = f"[resource {res.uri}, {res.mime_type or 'binary'}, {_size(size)}: not shown]"
+                text = f"[resource {res.uri}, {res.mime_type or 'binary'}, {byte_size(size)}: not shown]"
                 used = len(text)
         else:
             text = f"[{getattr(item, 'type', 'unknown')} content: not shown]"
