@@ -78,6 +78,113 @@ async def test_the_mcp_view_has_its_own_footer(tmp_path: Path) -> None:
         assert "Sign out (forget its tokens)" in shown  # the view's own keys
 
 
+def _modal_dialogs() -> set[type]:
+    """Every ModalScreen class of the app (each module of tui/ imported)."""
+    import importlib
+    import pkgutil
+
+    from textual.screen import ModalScreen
+
+    import instance_ai_tui.tui as tui
+
+    for module in pkgutil.walk_packages(tui.__path__, "instance_ai_tui.tui."):
+        importlib.import_module(module.name)
+    found: set[type] = set()
+    todo: list[type] = [ModalScreen]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            todo.append(sub)
+            if sub.__module__.startswith("instance_ai_tui."):
+                found.add(sub)
+    return found
+
+
+def _dialog(name: str, client: Any) -> Any:
+    """One of the app's dialogs, as the app opens it."""
+    from datetime import UTC, datetime
+
+    from instance_ai_tui.protocol.api import ModelInfo, ModelList, ThreadInfo
+    from instance_ai_tui.protocol.mcp import McpPromptArgument, McpPromptInfo
+    from instance_ai_tui.tui.screens import (
+        help,
+        login,
+        mcp,
+        mcp_prompt,
+        model_picker,
+        permissions,
+        resume_picker,
+        rewind,
+        setup,
+    )
+    from instance_ai_tui.tui.widgets import thread_list
+
+    now = datetime.now(UTC)
+    return {
+        "HelpScreen": lambda: help.HelpScreen("# Help\n\nsome words"),
+        "ModelPicker": lambda: model_picker.ModelPicker(
+            ModelList(models=[ModelInfo(name="demo"), ModelInfo(name="other")], current="demo", default="demo")),
+        "PermissionsScreen": lambda: permissions.PermissionsScreen(client, "thread-1", "A thread"),
+        "ResumePicker": lambda: resume_picker.ResumePicker(
+            [ThreadInfo(id="t1", title="Weather to Slack", created_at=now, updated_at=now)]),
+        "RewindPicker": lambda: rewind.RewindPicker([rewind.UserTurn("m1", "r1", "hello there")]),
+        "RenameThreadScreen": lambda: thread_list.RenameThreadScreen("A thread"),
+        "ConfirmDeleteScreen": lambda: thread_list.ConfirmDeleteScreen("A thread"),
+        "LoginScreen": lambda: login.LoginScreen(client, "n8n asked for a login", "me@example.com"),
+        "SetupScreen": lambda: setup.SetupScreen("gpt-4o-mini"),
+        "McpScreen": lambda: mcp.McpScreen(client),
+        "McpPromptForm": lambda: mcp_prompt.McpPromptForm(
+            "/mcp__everything__greet", McpPromptInfo(name="greet", arguments=[
+                McpPromptArgument(name="name", required=True)]), {}),
+    }[name]()
+
+
+#: each dialog and the keys its footer names (ids of tui/keymap's table)
+DIALOG_KEYS = {
+    "HelpScreen": ["help.close"],
+    "ModelPicker": ["model-picker-choose", "model-picker-cancel"],
+    "PermissionsScreen": ["permissions-close"],
+    "ResumePicker": ["resume-open", "resume-new"],
+    "RewindPicker": ["rewind-choose", "rewind-cancel"],
+    "RenameThreadScreen": ["rename-save", "rename-cancel"],
+    "ConfirmDeleteScreen": ["delete-confirm", "delete-cancel"],
+    "LoginScreen": ["login-cancel"],
+    "SetupScreen": ["setup-browse", "setup-quit"],
+    "McpScreen": ["mcp-close"],
+    "McpPromptForm": ["mcp-prompt-close"],
+}
+
+
+def test_every_dialog_of_the_app_is_in_the_footer_test() -> None:
+    assert {cls.__name__ for cls in _modal_dialogs()} == set(DIALOG_KEYS)
+
+
+@pytest.mark.parametrize("name", sorted(DIALOG_KEYS))
+async def test_a_dialog_shows_its_own_keys_in_the_footer(tmp_path: Path, name: str) -> None:
+    """Modal dialogs (help, model picker, permissions, resume, rewind…) showed the main screen's footer
+    ("⏎ Send the message", Ctrl+N…) behind them: keys that do nothing there. Each now has a footer
+    of its own keys, from the key table, in the user's keys (a remap shows)."""
+    from textual.widgets import Footer
+
+    from instance_ai_tui.tui import keymap
+
+    settings = settings_at(tmp_path)
+    client = EmbeddedClient(settings)
+    app = make_app(client, settings)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await app.wait_until_ready()
+        app.push_screen(_dialog(name, client))
+        await until(lambda: type(app.screen).__name__ == name, pilot)
+        await pilot.pause()
+        await app.wait_until_rendered()
+        bottom = screen_rows(app)[-1]
+        assert "Send the message" not in bottom, bottom
+        assert app.screen.query(Footer), "the dialog has no footer of its own"
+        shown = {b.binding.id for b in app.screen.active_bindings.values() if b.binding.show}
+        for binding_id in DIALOG_KEYS[name]:
+            assert binding_id in shown, (binding_id, bottom)
+            assert keymap.spec(binding_id).description in bottom, (binding_id, bottom)
+
+
 # --------------------------------------------------------------------------- item 1: the wizard
 
 

@@ -54,7 +54,7 @@ async def test_new_starts_in_a_new_thread() -> None:
 async def test_resume_picker_searches_and_opens_the_choice() -> None:
     app = _app("pick")
     async with app.run_test(size=SIZE) as pilot:
-        await until(lambda: isinstance(app.screen, ResumePicker), pilot)
+        await until(lambda: isinstance(app.screen, ResumePicker) and bool(app.screen.query("#resume-list")), pilot)
         picker = app.screen
         assert picker.query_one("#resume-list").option_count == 4  # three threads and "New thread"
         await pilot.press(*"weather")
@@ -67,7 +67,7 @@ async def test_resume_picker_searches_and_opens_the_choice() -> None:
 async def test_resume_picker_escape_starts_a_new_thread() -> None:
     app = _app("pick")
     async with app.run_test(size=SIZE) as pilot:
-        await until(lambda: isinstance(app.screen, ResumePicker), pilot)
+        await until(lambda: isinstance(app.screen, ResumePicker) and bool(app.screen.query("#resume-list")), pilot)
         await pilot.press("escape")
         await app.wait_until_ready()
         assert app.thread_id is None
@@ -87,7 +87,7 @@ async def test_resume_picker_finds_message_text_as_the_thread_list_does() -> Non
     client.search_threads = search_threads  # type: ignore[method-assign]
     app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False, start="pick")
     async with app.run_test(size=SIZE) as pilot:
-        await until(lambda: isinstance(app.screen, ResumePicker), pilot)
+        await until(lambda: isinstance(app.screen, ResumePicker) and bool(app.screen.query("#resume-list")), pilot)
         picker = app.screen
         options = picker.query_one("#resume-list")
         await pilot.press(*"db")

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Footer, Markdown
 
 from .. import commands, keymap
 
@@ -91,6 +91,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Markdown(self.markdown)
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from ...client.base import AuthError, Client, ClientError
 from .. import keymap
@@ -66,6 +66,7 @@ class LoginScreen(ModalScreen[bool]):
             with Horizontal():
                 yield Button("Log in", variant="primary", id="login-submit")
                 yield Button("Cancel", id="login-cancel")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         target = "#login-password" if self.email else "#login-email"

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, Static
 
 from ...protocol.safe_text import visible
 from .. import keymap
@@ -63,6 +63,7 @@ class McpPromptForm(ModalScreen[dict[str, str] | None]):
                                 placeholder=visible(argument.name))
             yield Static("Enter next field / send · Tab move · Esc close without sending", classes="form-hint",
                          markup=False)
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         fields = list(self.query(Input))

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...protocol.api import ModelList
@@ -54,6 +54,7 @@ class ModelPicker(ModalScreen[str | None]):
             yield Label("Model of this thread (from its next message on)")
             yield OptionList(*options, id="model-list")
             yield Label("Enter: use it · Esc: keep the current one", classes="hint")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -64,6 +65,11 @@ class ModelPicker(ModalScreen[str | None]):
     @on(OptionList.OptionSelected, "#model-list")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+    def action_choose(self) -> None:
+        options = self.query_one(OptionList)
+        if options.highlighted is not None:
+            self.dismiss(options.get_option_at_index(options.highlighted).id)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
@@ -65,6 +65,7 @@ The tools this thread may run without asking ("always allow" on a card).
             yield OptionList(id="grants")
             yield Static(f"{revoke} revoke the highlighted tool (it asks again next time) · {close} close",
                          classes="perm-hint", markup=False)
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     async def on_mount(self) -> None:
         await self.reload()

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, OptionList
+from textual.widgets import Footer, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...client.base import ClientError
@@ -81,6 +81,7 @@ class ResumePicker(ModalScreen[str | None]):
             yield Input(placeholder="Search threads…", id="resume-search")
             yield OptionList(id="resume-list")
             yield Label("↑/↓ choose · Enter opens · Esc starts a new thread", classes="hint")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         self._fill("")
@@ -130,7 +131,7 @@ class ResumePicker(ModalScreen[str | None]):
         self._fill(query)
 
     @on(Input.Submitted, "#resume-search")
-    def _open_highlighted(self) -> None:
+    def action_open(self) -> None:
         options = self.query_one(OptionList)
         if options.highlighted is not None:
             self._choose(options.get_option_at_index(options.highlighted).id)

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...protocol.conversation import Conversation
@@ -93,6 +93,7 @@ class RewindPicker(ModalScreen[UserTurn | None]):
                 "thread's history) and its text comes back to the prompt · Esc: cancel",
                 classes="hint",
             )
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -102,6 +103,11 @@ class RewindPicker(ModalScreen[UserTurn | None]):
     @on(OptionList.OptionSelected, "#rewind-list")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(self.turns[int(event.option.id or 0)])
+
+    def action_choose(self) -> None:
+        options = self.query_one(OptionList)
+        if options.highlighted is not None:
+            self.dismiss(self.turns[options.highlighted])
 
     def action_cancel(self) -> None:
         self.dismiss(None)

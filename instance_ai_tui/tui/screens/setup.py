@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Footer, Label, Static
 
 from .. import keymap
 
@@ -83,6 +83,7 @@ class SetupScreen(ModalScreen[str]):
             with Horizontal():
                 yield Button("Quit", variant="primary", id="setup-quit")
                 yield Button("Browse threads without sending", id="setup-browse")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     #: focused once the screen is laid out (a query in on_mount raced its children in CI)
     AUTO_FOCUS = "#setup-quit"

@@ -59,7 +59,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList
+from textual.widgets import Button, Footer, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...protocol.safe_text import visible
@@ -177,6 +177,7 @@ class RenameThreadScreen(ModalScreen[str | None]):
             yield Input(value=self.current, id="rename-input", placeholder="Thread title")
             yield Label("", id="rename-error")
             yield Label("Enter to save · Esc to cancel", classes="hint")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def on_mount(self) -> None:
         self.query_one("#rename-input", Input).focus()
@@ -184,7 +185,10 @@ class RenameThreadScreen(ModalScreen[str | None]):
     @on(Input.Submitted, "#rename-input")
     def _submit(self, event: Input.Submitted) -> None:
         event.stop()
-        title = event.value.strip()
+        self.action_save()
+
+    def action_save(self) -> None:
+        title = self.query_one("#rename-input", Input).value.strip()
         error = self.query_one("#rename-error", Label)
         if not title:
             error.update("✗ The title must not be empty.")
@@ -230,6 +234,7 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
                 yield Button(f"Delete ({self._key('delete-confirm')})", variant="error", id="confirm-delete")
             yield Label(f"Enter on a button · Tab or ←/→ moves · {self._key('delete-confirm')} deletes · "
                         f"{self._key('delete-cancel')} cancels", classes="hint")
+        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def _key(self, binding_id: str) -> str:
         km = getattr(self.app, "keys", None)
