@@ -776,6 +776,28 @@ async def test_a_markdown_table_has_a_rule_under_its_header_only() -> None:
         assert [i for i in range(top, bottom) if rows[i].startswith("├")] == [top + 2]
 
 
+async def test_the_help_tables_have_a_rule_under_their_header_only(tmp_path: Path) -> None:
+    """`/help`'s key table had a rule between every row (Textual's Markdown grid): ~140 keys took ~290
+    lines. Drawn as the conversation draws tables now: one rule, under the header."""
+    from instance_ai_tui.tui.screens.help import HelpScreen
+
+    from .test_interactions import send
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "/help")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        await pilot.pause()
+        await app.wait_until_rendered()
+        rows = [row.strip(" █▕▏▎▍▌") for row in screen_rows(app)]
+        tops = [i for i, row in enumerate(rows) if row.startswith("┌")]
+        rules = [i for i, row in enumerate(rows) if row.startswith("├")]
+        assert tops and "Ctrl+Q" in "\n".join(rows)
+        assert rules == [top + 2 for top in tops if top + 2 < len(rows)], "\n".join(rows)
+
+
 async def test_the_answer_needed_notice_goes_once_the_card_has_the_keys() -> None:
     """Item 3, seen in the screenshots: "ℹ The agent needs your answer — press Ctrl+G to go to it" stayed
     in the notice line after Ctrl+G and after the answer (its 6 s), over an idle status line. It goes

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import Markdown
-
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.screens.help import HelpScreen
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
+from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown
 from instance_ai_tui.tui.widgets.questions_card import QuestionsCard
 from tests.support.recorded import RecordedClient
 from tests.support.waiting import until
@@ -103,7 +102,7 @@ def test_light_theme_and_help(snap_compare: Any) -> None:
         await _settle(pilot)
         await pilot.press("f1")
         await until(lambda: isinstance(pilot.app.screen, HelpScreen)
-                    and bool(pilot.app.screen.query_one(Markdown).children), pilot, what="the help drawn")
+                    and pilot.app.screen.query_one(FlatMarkdown).settled, pilot, what="the help drawn")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=before)

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Markdown
 
 from .. import commands, keymap
+from ..widgets.flat_markdown import FlatMarkdown
 
 SLASH_HELP = commands.help_markdown()
 
@@ -90,7 +91,10 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Markdown(self.markdown)
+            try:  # drawn as the conversation draws a finished answer: a table ruled under its header only
+                yield FlatMarkdown(self.markdown)
+            except ValueError:  # a quote or a rule in a widget's HELP: the Markdown widget draws it
+                yield Markdown(self.markdown)
         yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def action_dismiss_help(self) -> None:
