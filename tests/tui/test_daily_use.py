@@ -185,6 +185,35 @@ async def test_a_dialog_shows_its_own_keys_in_the_footer(tmp_path: Path, name: s
             assert keymap.spec(binding_id).description in bottom, (binding_id, bottom)
 
 
+@pytest.mark.parametrize("opened_by", ["ctrl+p", "/theme"])
+async def test_the_command_palette_shows_no_keys_of_the_main_screen(tmp_path: Path, opened_by: str) -> None:
+    """Textual's command palette (Ctrl+P, and the theme picker of /theme and F9) has no footer of its
+    own: the main screen's "⏎ Send the message" showed under it. The main footer is hidden while a
+    screen is on top of it."""
+    from textual.command import CommandPalette
+
+    from .test_interactions import send
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await app.wait_until_ready()
+        await until(lambda: "Send the message" in screen_rows(app)[-1], pilot)
+        if opened_by.startswith("/"):
+            await send(pilot, app, opened_by)
+        else:
+            await pilot.press(opened_by)
+        await until(lambda: isinstance(app.screen, CommandPalette), pilot)
+        await pilot.pause()
+        await app.wait_until_rendered()
+        assert "Send the message" not in screen_rows(app)[-1]
+        await pilot.press("escape")
+        await until(lambda: not isinstance(app.screen, CommandPalette), pilot)
+        await pilot.pause()
+        await app.wait_until_rendered()
+        assert "Send the message" in screen_rows(app)[-1]  # back with the main screen
+
+
 # --------------------------------------------------------------------------- item 1: the wizard
 
 

@@ -90,6 +90,17 @@ class MainScreen(Screen[Any]):
             yield self.status_line
         yield Footer()
 
+    def on_screen_suspend(self) -> None:
+        """A screen on top (a dialog, Textual's command palette): the bottom row shows no keys of this
+        screen (the palette has no footer; "⏎ Send the message" showed under it). Hidden, not removed:
+        the conversation is not laid out again."""
+        for footer in self.query(Footer):
+            footer.styles.visibility = "hidden"
+
+    def on_screen_resume(self) -> None:
+        for footer in self.query(Footer):
+            footer.styles.visibility = "visible"
+
     def mount_hidden(self, *, banner: Widget, queued_bar: Widget) -> AwaitComplete | None:
         """Mount what is hidden at start (see the module docstring), with the connection's banner
         and queue (``tui.connection``). Once; ``None`` after that."""
