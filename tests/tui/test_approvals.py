@@ -380,6 +380,10 @@ async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help()
 # --------------------------------------------------------------------------- /permissions
 
 
+def bottom_row(app: Any) -> str:
+    return "".join(segment.text for segment in app.screen._compositor.render_strips()[-1])
+
+
 async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
     """Build with the demo model, answer "always allow", then revoke it in /permissions."""
     from instance_ai_tui.config import Settings
@@ -422,8 +426,13 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, PermissionsScreen) and app.screen.grants, pilot)
         assert app.screen.grants == ["activate-workflow"]
+        await app.wait_until_rendered()
+        assert "Revoke the grant" in bottom_row(app)  # the footer offers it while there is one
         await pilot.press("d")
         await until(lambda: isinstance(app.screen, PermissionsScreen) and not app.screen.grants, pilot)
+        await pilot.pause()
+        await app.wait_until_rendered()
+        assert "Revoke the grant" not in bottom_row(app)  # and not once nothing is left
         assert (await client.permissions(thread_id)).always_allow == []
         await pilot.press("escape")
         # the next build asks again

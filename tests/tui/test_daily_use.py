@@ -183,6 +183,12 @@ async def test_a_dialog_shows_its_own_keys_in_the_footer(tmp_path: Path, name: s
         for binding_id in DIALOG_KEYS[name]:
             assert binding_id in shown, (binding_id, bottom)
             assert keymap.spec(binding_id).description in bottom, (binding_id, bottom)
+        if name == "PermissionsScreen":  # nothing granted: nothing to revoke is offered
+            await until(lambda: "Nothing is always allowed" in str(app.screen.message.render())
+                        or "Cannot list" in str(app.screen.message.render()), pilot)
+            await pilot.pause()
+            await app.wait_until_rendered()
+            assert keymap.spec("permissions-revoke").description not in screen_rows(app)[-1]
 
 
 @pytest.mark.parametrize("opened_by", ["ctrl+p", "/theme"])

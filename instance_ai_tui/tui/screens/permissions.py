@@ -70,17 +70,23 @@ The tools this thread may run without asking ("always allow" on a card).
     async def on_mount(self) -> None:
         await self.reload()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Nothing granted: the footer does not offer to revoke, and the key does nothing."""
+        return not (action == "revoke" and not self.grants)
+
     async def reload(self) -> None:
         options = self.query_one("#grants", OptionList)
         try:
             grants = (await self.client.permissions(self.thread_id)).always_allow
         except ClientError as exc:
             self.grants = []
+            self.refresh_bindings()
             options.clear_options()
             options.display = False
             self.message.update(visible(f"Cannot list the grants: {exc}"))
             return
         self.grants = list(grants)
+        self.refresh_bindings()
         options.clear_options()
         options.add_options([Option(f"✓ {visible(name)} — runs without asking", id=name) for name in self.grants])
         options.display = bool(self.grants)
