@@ -524,6 +524,27 @@ async def test_notices_cover_no_card_prompt_or_canvas_and_nothing_is_cut(tmp_pat
             assert text.region.height >= 2 and "nothing real is changed." in words
 
 
+async def test_a_long_notice_shows_its_end(tmp_path: Path) -> None:
+    """/copy in tmux beside the canvas: "Not copied to your clipboard: tmux has set-clipboard external…
+    The last answer is" — the notice line stopped at 3 rows, and the path that says where the answer
+    went was cut off. The line grows to what the notice needs (up to MAX_ROWS, which a notice of the
+    app fits in at 60 columns)."""
+    from instance_ai_tui.tui.widgets.notice_line import NoticeLine
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(62, 24), notifications=True) as pilot:
+        await app.wait_until_ready()
+        app.notify("Not copied to your clipboard: tmux has set-clipboard external, so it drops a program's copy "
+                   "(`tmux set -g set-clipboard on` lets it through). The last answer is saved in "
+                   "/root/.local/share/instance-ai-tui/copied/last-answer.md.", severity="warning", timeout=30)
+        notices = app.screen.query_one(NoticeLine)
+        await until(lambda: notices.display and notices.region.height > 0, pilot, what="the notice line drawn")
+        await app.wait_until_rendered()
+        shown = " ".join(" ".join(screen_rows(app)).split())
+        assert "last-answer.md" in shown, shown
+
+
 async def test_the_background_tasks_strip_goes_with_the_run() -> None:
     """Item 3: the "Background tasks" strip stayed under the conversation after the run had
     ended (a finished task for its ten seconds); now what finished leaves with the run's end,

@@ -22,7 +22,7 @@ from ..textual_internals import live_notifications
 #: how often the line looks for expired notifications and ones it was not told of (seconds); the
 #: app's ``notify`` has it ``sync`` right after a notification is added
 POLL_SECONDS = 0.25
-MAX_ROWS = 3
+MAX_ROWS = 6
 _SEVERITY = {"information": ("ℹ", "$text-success"), "warning": ("⚠", "$text-warning"), "error": ("✗", "$text-error")}
 
 
