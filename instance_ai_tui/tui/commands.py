@@ -106,7 +106,8 @@ COMMANDS: tuple[Command, ...] = (
             lambda actions, arg: actions.compact(arg), arg="[what to keep]"),
     Command("theme", "pick a theme (or switch to `name`)", "Theme", "Pick a theme",
             lambda actions, arg: actions.set_theme(arg), arg="[name]"),
-    Command("export", "write the thread as Markdown (default: `<thread>.md` in the current folder)",
+    Command("export", "write the thread as Markdown (default: `<thread>.md` in your Downloads folder; a `file` "
+            "without a folder goes to the current one)",
             "Export thread", "Write the thread as Markdown", lambda actions, arg: actions.export(arg or None),
             arg="[file]"),
     Command("copy", "copy the agent's last answer", "Copy last answer", "Copy the agent's last answer",

@@ -89,6 +89,16 @@ async def test_ctrl_s_exports_to_the_export_folder_and_says_where(
     assert not list(tmp_path.glob("*.md"))
 
 
+def test_the_help_of_export_says_where_the_file_goes() -> None:
+    """/help said "/export [file] — default: `<thread>.md` in the current folder" while /export writes
+    to the Downloads folder (never the current one, the test above): seen in tmux, issue 45."""
+    from instance_ai_tui.tui import commands
+
+    line = next(row for row in commands.help_markdown().splitlines() if row.startswith("| `/export"))
+    assert "current folder" not in line.split("default:")[1].split(";")[0], line
+    assert "Downloads folder" in line
+
+
 async def test_ansi_theme_keeps_warning_words_readable() -> None:
     """16 colours cannot blend: no word may be drawn in its own background's colour."""
     from textual.widgets import Static
