@@ -123,6 +123,13 @@ class Actions:
         self.status_line.refresh_info()
         self.work(Deferred(self._cancel, thread.thread_id), "cancel")
 
+    def cancel_command(self) -> None:
+        """``/cancel``: stop the agent, or say there is none running (Esc says nothing then)."""
+        if not self.streaming or self.thread.thread_id is None:
+            self.ui.notify("Nothing is running: there is no agent to stop.", timeout=3)
+            return
+        self.cancel_run()
+
     async def _cancel(self, thread_id: str) -> None:
         try:
             await self.thread.client.cancel(thread_id)

@@ -41,6 +41,8 @@ class CommandActions(Protocol):
 
     def cancel_run(self) -> object: ...
 
+    def cancel_command(self) -> object: ...
+
     def open_workflow(self, argument: str) -> object: ...
 
     def show_permissions(self) -> object: ...
@@ -120,7 +122,7 @@ COMMANDS: tuple[Command, ...] = (
             "Go to pending approval", "Jump to the card waiting for you",
             lambda actions, arg: actions.next_pending_card(), available=lambda actions: actions.waiting),
     Command("cancel", "stop the running agent", "Cancel run", "Stop the agent",
-            lambda actions, arg: actions.cancel_run(), available=lambda actions: actions.streaming),
+            lambda actions, arg: actions.cancel_command(), available=lambda actions: actions.streaming),
     Command("workflow", "the workflow canvas beside the conversation (the thread's latest workflow, or `id`); "
             "again to close", "Workflow canvas", "Draw the workflow the agent builds, live",
             lambda actions, arg: actions.open_workflow(arg), arg="[id]"),

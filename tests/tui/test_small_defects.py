@@ -99,6 +99,16 @@ def test_the_help_of_export_says_where_the_file_goes() -> None:
     assert "Downloads folder" in line
 
 
+async def test_cancel_with_nothing_running_says_so() -> None:
+    """Typed /cancel with no run said nothing at all (seen in tmux, issue 45); /pending says
+    "Nothing is waiting for your answer." in the same case."""
+    app = make_app(recorded())
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "/cancel")
+        await until(lambda: any("Nothing is running" in str(n.message) for n in app._notifications), pilot)
+
+
 async def test_ansi_theme_keeps_warning_words_readable() -> None:
     """16 colours cannot blend: no word may be drawn in its own background's colour."""
     from textual.widgets import Static
