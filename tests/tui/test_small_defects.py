@@ -313,8 +313,13 @@ async def test_a_model_error_is_shown_once() -> None:
         turn = turns(app)[-1]
         footer = str(turn.footer.visual)
         assert "The run failed" in footer and message not in footer
-        screen = app.export_screenshot()
-        assert screen.count("Connection&#160;error") + screen.count("Connection error") == 1
+        def shown() -> int:
+            screen = app.export_screenshot()
+            return screen.count("Connection&#160;error") + screen.count("Connection error")
+
+        await until(lambda: shown() >= 1, pilot, what="the error drawn")  # (a frame later under load)
+        await pilot.pause()
+        assert shown() == 1
 
 
 async def test_a_failed_run_without_an_error_event_says_why_in_the_footer() -> None:
@@ -345,7 +350,9 @@ async def test_tool_summaries_use_the_width_and_stay_one_line() -> None:
         async with app.run_test(size=size) as pilot:
             await app.wait_until_ready()
             await send(pilot, app, "build")
-            await until(lambda app=app: not app.conversation.is_streaming and turns(app), pilot)
+            await until(lambda app=app: not app.conversation.is_streaming and turns(app)
+                        and "tc1" in turns(app)[-1].cards and turns(app)[-1].cards["tc1"].header.size.height > 0,
+                        pilot, what="the tool card laid out")  # (a frame later under load)
             await app.wait_until_rendered()
             header = turns(app)[-1].cards["tc1"].header
             assert header.size.height == 1
