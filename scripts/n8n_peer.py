@@ -275,6 +275,8 @@ class N8nPeer:
             "N8N_INSTANCE_AI_MODEL_API_KEY": "sk-local",
             "N8N_INSTANCE_AI_BROWSER_USE_ENABLED": "false",
             "N8N_INSTANCE_AI_THINKING_ENABLED": "false",
+            # the Agent Builder (n8n's ``build-agent`` tool and its ``targetApproval`` requests)
+            "N8N_ENABLED_MODULES": "agents",
         })
         env.update(self.extra_env)
         return env

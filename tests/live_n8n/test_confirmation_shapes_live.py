@@ -30,12 +30,13 @@ Live here or elsewhere in ``tests/live_n8n``:
   allowed (n8n then asks the setup on the same call) and refused here.
 * a destructive approval (``credentials`` ``delete``): no always-allow, here.
 * ``mcpConnectRequest`` — ``mcp-servers`` ``connect`` behind n8n's flags: ``test_mcp_connect_live.py``.
+* ``targetApproval`` — an Agent Builder test run's tool approval (``build-agent`` → ``call_agent`` → a draft
+  agent's tool with ``requireApproval``): approved and denied in ``test_target_approval_live.py``.
 
 Fake only (``tests/n8n/test_n8n_cards.py``), because this n8n cannot produce them offline:
 
-* ``channelConfig`` and ``targetApproval`` — the Agent Builder (``build-agent``): n8n maps a
-  builder sub-run's tool approval (a suspension carrying ``builderCheckpoint``) to ``targetApproval``;
-  the builder needs the ``agents`` module and its own builder model set up in n8n, not driven here.
+* ``channelConfig`` — the Agent Builder's ``configure_channel`` (a Slack/Telegram/... channel of the agent
+  being built); not driven live.
 * ``continue`` and ``text`` input types — no tool of n8n 2.41.1's agent suspends with them
   (``grep inputType`` in ``@n8n/instance-ai/dist/tools``: only questions, plan-review and
   resource-decision); they exist in api-types for other producers.

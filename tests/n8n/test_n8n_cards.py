@@ -497,3 +497,17 @@ def test_no_always_allow_where_n8ns_own_card_offers_none(fields: dict[str, Any])
         assert not card._supports_always()
     else:
         assert isinstance(card, n8n_cards.N8nCard) and not card.offers_always
+
+
+@pytest.mark.parametrize(("message", "title"), [
+    # n8n 2.41.1's build-agent approval carries no words of its own (map-chunk's fallback): say who asks
+    ("Confirmation required", "WARNING  The agent under test wants to run Clock"),
+    ("", "WARNING  The agent under test wants to run Clock"),
+    ("Run the clock of My agent?", "WARNING  Run the clock of My agent?"),  # words n8n chose: kept
+])
+def test_a_target_approval_says_which_tool_the_agent_under_test_wants(message: str, title: str) -> None:
+    fields = {"severity": "warning", "message": message,
+              "targetApproval": {"toolName": "clock", "displayName": "Clock", "args": {}}}
+    card = build_card(ToolCallState(tool_call_id="c1", tool_name="build-agent"), _conf(**fields))
+    assert isinstance(card, n8n_cards.TargetApprovalCard)
+    assert card.title().plain.endswith(title), card.title().plain

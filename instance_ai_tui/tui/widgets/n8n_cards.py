@@ -43,6 +43,7 @@ from ...protocol.api import (
     McpConnectConfirm,
 )
 from ...protocol.tree import Confirmation, ToolCallState
+from ..themes import SEVERITY
 from .confirmations import ConfirmCard, short_json
 from .n8n_card_base import (
     KNOWN_FIELDS,
@@ -481,11 +482,25 @@ always allowed from here (n8n's own card offers no "always" for it either).
 """
 
     KIND = "target-approval"
+    #: n8n 2.41.1's words when the suspension carries none (``stream/map-chunk.js``): its build-agent approvals
+    GENERIC_MESSAGE = "Confirmation required"
+
+    def _target_name(self) -> str:
+        target = self.data.get("targetApproval") or {}
+        return str(target.get("displayName") or target.get("toolName") or "a tool")
+
+    def title(self) -> Content:
+        said = (self.confirmation.message or "").strip()
+        if said and said != self.GENERIC_MESSAGE:
+            return super().title()
+        # n8n says only "Confirmation required": say who asks (the agent the Agent Builder test-runs) and what
+        mark = SEVERITY.get(self.confirmation.severity, SEVERITY["warning"])
+        return Content.assemble((f"{mark.glyph} {mark.label.upper()}", f"bold ${mark.variable}"), "  ",
+                                "The agent under test wants to run ", (self._target_name(), "bold"))
 
     def render_details(self) -> Content:
         target = self.data.get("targetApproval") or {}
-        name = target.get("displayName") or target.get("toolName") or "a tool"
-        return Content.assemble(("runs ", "$text-muted"), (str(name), "bold"),
+        return Content.assemble(("runs ", "$text-muted"), (self._target_name(), "bold"),
                                 ("  " + short_json(target.get("args"), 160) if target.get("args") else "", "$text-muted"))
 
 
