@@ -192,14 +192,14 @@ class ConnectionWatcher:
         self.status_line.refresh_info()
 
     def on_state(self, state: ConnectionState, detail: str) -> None:
-        self.show_state(state.value, detail)
+        wait = NEXT_TRY.search(detail) if state == ConnectionState.RECONNECTING else None
+        self._next_try_at = time.monotonic() + float(wait.group(1)) if wait else None
+        self.show_state(state.value, self._counted(detail))
         outbox = self.thread.outbox
         if state in (ConnectionState.RECONNECTING, ConnectionState.OFFLINE) and detail != "closed":
             self._was_away = self._was_away or state == ConnectionState.RECONNECTING
         if state == ConnectionState.OFFLINE and detail.startswith(UNAUTHORIZED):
             outbox.block(UNAUTHORIZED_HELP)
-        wait = NEXT_TRY.search(detail) if state == ConnectionState.RECONNECTING else None
-        self._next_try_at = time.monotonic() + float(wait.group(1)) if wait else None
         if wait and self._ticker is None:
             self._ticker = self.ui.set_interval(1.0, self._tick, name="reconnect-countdown")
         self._update_banner()
@@ -212,11 +212,14 @@ class ConnectionWatcher:
 
     def _detail(self) -> str:
         """The client's state detail, its "next try in Ns" counted down to now."""
-        detail = self.client.state_detail
+        return self._counted(self.client.state_detail)
+
+    def _counted(self, detail: str) -> str:
         if self._next_try_at is None:
             return detail
-        left = max(0, math.ceil(self._next_try_at - time.monotonic() - 0.05))
-        return NEXT_TRY.sub(f"next try in {left}s", detail)
+        left = math.ceil(self._next_try_at - time.monotonic() - 0.05)
+        # past the time (the try under way, or a back-off under 0.05 s): never "next try in 0s"
+        return NEXT_TRY.sub(f"next try in {left}s" if left > 0 else "retrying now", detail)
 
     def _tick(self) -> None:
         if self._next_try_at is None or self.client.state != ConnectionState.RECONNECTING:

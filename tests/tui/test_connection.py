@@ -547,3 +547,31 @@ def test_two_runs_of_another_client_in_a_row_each_get_their_own_message() -> Non
     assert _unshown_user_message(conversation, with_answer[:4], "r3") is None
     conversation.messages.insert(2, ConversationMessage("u2", "user", content="second"))
     assert _unshown_user_message(conversation, with_answer, "r3").id == "u3"
+
+
+async def test_the_reconnect_banner_never_says_next_try_in_0s() -> None:
+    """Seen by hand against n8n 2.41.1: 'next try in 0s' while the client's try was under way (n8n's
+    /healthz probe runs after its 1 s wait; a jittered back-off can be under 0.05 s). Past the time it
+    says 'retrying now', in the banner and the status line."""
+    from tests.support.recorded import RecordedClient
+
+    client = RecordedClient(model_name="scripted-test")
+    app = InstanceAiApp(client, Settings(), watch_themes=False, persist_theme=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.wait_until_ready()
+        banner = app.connection.banner
+        client._set_state(ConnectionState.RECONNECTING, "(attempt 4, next try in 0.0s)")  # a back-off this short
+        await until(lambda: banner.display and "attempt 4" in banner.message, pilot)
+        assert "(attempt 4, retrying now)" in banner.message and "0s" not in banner.message, banner.message
+        assert "retrying now" in app.status_info.connection_detail
+        client._set_state(ConnectionState.RECONNECTING, "(n8n is not answering yet; attempt 5, next try in 1s)")
+        await until(lambda: "attempt 5" in banner.message, pilot)
+        seen: list[str] = []
+
+        def past_the_time() -> bool:  # the countdown's ticks while the try (the probe) has not reported yet
+            seen.append(banner.message)
+            return "retrying now" in banner.message
+
+        await until(past_the_time, pilot, timeout=5)
+        assert not [m for m in seen if "next try in 0" in m], seen
+        assert "(n8n is not answering yet; attempt 5, retrying now)" in banner.message
