@@ -40,6 +40,7 @@ from ..protocol.api import (
 from ..protocol.events import EventParseError, parse_event
 from ..protocol.ingest import Batch, Item
 from ..protocol.tree import RunSyncPayload
+from . import n8n_shutdown
 from .base import (
     AuthError,
     Client,
@@ -444,7 +445,16 @@ class N8nClient(Client):
                 break
             seen.update(m.id for m in new)
             messages[:0] = new
-        return history.model_copy(update={"messages": messages})
+        return await self._with_shutdown_causes(tid, history.model_copy(update={"messages": messages}))
+
+    async def _with_shutdown_causes(self, tid: str, history: ThreadMessages) -> ThreadMessages:
+        """n8n's fold says "user" for a run its shutdown cut: the cause its log recorded first (``n8n_shutdown``)."""
+        runs = n8n_shutdown.suspects(history)
+        if not runs:
+            return history
+        causes = await n8n_shutdown.true_causes(self._http, f"{self.base_url}/rest/instance-ai/events/{tid}",
+                                                self._session.headers(), history.next_event_id, runs)
+        return n8n_shutdown.apply(history, causes)
 
     async def status(self, thread_id: str) -> ThreadStatus:
         data = await self._ai("GET", f"/threads/{_thread_uuid(thread_id)}/status")

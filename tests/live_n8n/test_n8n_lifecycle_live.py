@@ -294,10 +294,18 @@ async def test_a_run_cut_by_n8ns_shutdown_reads_as_the_shutdown_not_as_the_user(
         tree = answer.reducer.tree()
         assert tree.status == "cancelled" and tree.cancellation_reason == "shutdown", (
             tree.status, tree.cancellation_reason, [m for m in app.conversation.diagnostics])
-    # After a reload the tree is n8n's own fold of its log (agent-run-reducer.js), which keeps the last
-    # run-finish: n8n's history says "user" itself. Not asserted beyond "cancelled" (a known limit).
+    # After a reload n8n's history is its own fold of its log (agent-run-reducer.js), which keeps the last
+    # run-finish ("user"); the client reads the log's tail (client/n8n_shutdown.py) and still says the shutdown
     app2 = make_app(waiting_client(n8n, tmp_path / "cfg"), thread_id=thread)
     async with app2.run_test(size=SIZE) as pilot:
         await thread_open(app2, pilot, thread)
         answer = next(m for m in app2.conversation.messages if m.role == "assistant")
-        assert answer.reducer.tree().status == "cancelled"
+        tree = answer.reducer.tree()
+        assert (tree.status, tree.cancellation_reason) == ("cancelled", "shutdown")
+    reader = waiting_client(n8n, tmp_path / "cfg2")  # as `export` reads it
+    try:
+        history = await reader.messages(thread)
+    finally:
+        await reader.close()
+    folded = next(m for m in history.messages if m.role == "assistant").agent_tree
+    assert folded is not None and folded.cancellation_reason == "shutdown"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.config import Settings
@@ -133,3 +134,57 @@ async def test_the_channel_and_resource_cards_say_each_sentence_once() -> None:
         channel, decision = (card_text(card) for card in cards)
     assert channel.lower().count("set up the slack channel") == 1, channel
     assert decision.count(description) == 1 and "linked.txt" in decision, decision
+
+
+async def test_a_run_n8n_shut_down_still_reads_shutdown_after_a_reload(fake: FakeN8n, tmp_path: Path) -> None:
+    """After a reload the tree is n8n's history, n8n's own fold of its log (``agent-run-reducer.js``:
+    the *last* run-finish gives ``cancellationReason``), which says "user" for a run its shutdown cut.
+    The client reads the log's tail (n8n's SSE replay) and says the shutdown; a person's cancel stays
+    the person's. The fake folds as n8n does here."""
+    import asyncio
+    import json
+
+    from instance_ai_tui.protocol.reducer import RunReducer
+    from tests.support.fake_n8n import Emit, Pause, Say, apply_all_wire
+
+    def n8ns_fold(thread: Any, run_ids: list[str]) -> dict[str, Any]:
+        events = [json.loads(json.dumps(e)) for _seq, e in thread.log if e.get("runId") in set(run_ids)]
+        tree = json.loads(json.dumps(apply_all_wire(RunReducer(), events).tree_dict()))
+        finishes = [e for e in events if e["type"] == "run-finish"]
+        reason = finishes[-1]["payload"].get("reason") if finishes else None
+        if tree.get("status") == "cancelled":
+            tree["cancellationReason"] = {"service_shutdown": "shutdown", "user_cancelled": "user"}.get(reason)
+        return tree
+
+    fake._fold = n8ns_fold  # type: ignore[method-assign]
+    fake.script = lambda message: [Say("a long story", "r1"), *(
+        [Emit("run-finish", {"status": "cancelled", "reason": "service_shutdown"})] if "shutdown" in message else []),
+        Pause(30)]
+    client = make_client(fake, tmp_path / "cfg")
+    try:
+        reasons = []
+        for message in ("cut by the shutdown", "cancelled by me"):
+            thread = (await client.create_thread()).id
+            await client.send(thread, message)
+            await until_log(fake, thread, "run-finish" if "shutdown" in message else "run-start")
+            await asyncio.sleep(0.1)
+            await client.cancel(thread)  # n8n's aborted run: run-finish cancelled user_cancelled
+            await until_log(fake, thread, "user_cancelled")
+            history = await client.messages(thread)
+            tree = next(m for m in history.messages if m.role == "assistant").agent_tree
+            assert tree is not None
+            reasons.append((tree.status, tree.cancellation_reason))
+        assert reasons == [("cancelled", "shutdown"), ("cancelled", "user")]
+    finally:
+        await client.close()
+
+
+async def until_log(fake: FakeN8n, thread: str, word: str) -> None:
+    import asyncio
+    import json
+
+    for _ in range(200):
+        if any(word in json.dumps(e) for _seq, e in fake.events_of(thread)):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {word} in the fake's log of {thread}")
