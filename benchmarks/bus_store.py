@@ -49,7 +49,7 @@ def text_delta(n: int) -> Event:
 
 
 def stored_delta(n: int) -> NewEvent:
-    """What ``NewEvent.from_dict(text_delta(n))`` gives, built without json.dumps (faster load)."""
+    """The log record of ``text_delta(n)`` (type, run id, compact JSON), built without json.dumps (faster load)."""
     return NewEvent(
         "text-delta",
         "run-1",

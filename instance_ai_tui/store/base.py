@@ -28,14 +28,6 @@ class NewEvent:
     json: str
     event: Event | None = field(default=None, compare=False, repr=False)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NewEvent:
-        return cls(
-            type=str(data.get("type", "")),
-            run_id=str(data.get("runId", "")),
-            json=json.dumps(data, separators=(",", ":"), ensure_ascii=False),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:

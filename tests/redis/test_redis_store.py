@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,7 +24,8 @@ def now() -> datetime:
 
 
 def ev(i: int, run: str = "r1") -> NewEvent:
-    return NewEvent.from_dict({"type": "text-delta", "runId": run, "agentId": "a", "payload": {"text": f"t{i}"}})
+    data = {"type": "text-delta", "runId": run, "agentId": "a", "payload": {"text": f"t{i}"}}
+    return NewEvent("text-delta", run, json.dumps(data, separators=(",", ":")))
 
 
 async def test_is_a_store(store: RedisStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -26,7 +27,12 @@ async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 def delta(text: str, run_id: str = "r1") -> NewEvent:
-    return NewEvent.from_dict({"type": "text-delta", "runId": run_id, "agentId": "a1", "payload": {"text": text}})
+    return new_event({"type": "text-delta", "runId": run_id, "agentId": "a1", "payload": {"text": text}})
+
+
+def new_event(data: dict[str, Any]) -> NewEvent:
+    """A log record of ``data`` as the bus writes one (type, run id, compact JSON)."""
+    return NewEvent(data["type"], data.get("runId", ""), json.dumps(data, separators=(",", ":"), ensure_ascii=False))
 
 
 async def raw_sql(path: Path, fn: Callable[[sqlite3.Connection], Any]) -> Any:

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
-from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.coalesce import plan_coalesce
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.fold import apply_wire
+
+from .conftest import new_event
 
 RUN = "run_c"
 ROOT = f"orchestrator-{RUN}"
@@ -72,9 +73,9 @@ def test_the_plan_keeps_every_fact_and_one_block_per_segment() -> None:
 
 async def test_sqlite_coalesces_a_finished_run_and_resuming_inside_a_segment_still_converges(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "c.sqlite3") as store:
-        await store.append_events("t", [NewEvent.from_dict(e) for e in RUN_EVENTS])
+        await store.append_events("t", [new_event(e) for e in RUN_EVENTS])
         other = ev("thread-title-updated", {"title": "x"}) | {"runId": ""}
-        await store.append_events("t", [NewEvent.from_dict(other)])
+        await store.append_events("t", [new_event(other)])
         before = await store.read_events("t")
         removed = await store.coalesce_run("t", RUN)
         after = await store.read_events("t")

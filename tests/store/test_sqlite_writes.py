@@ -13,11 +13,11 @@ import pytest
 from instance_ai_tui.store.base import NewEvent
 from instance_ai_tui.store.sqlite import SqliteStore
 
-from .conftest import delta, raw_sql
+from .conftest import delta, new_event, raw_sql
 
 
 def tagged(producer: int, n: int) -> NewEvent:
-    return NewEvent.from_dict({"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"p": producer, "n": n}})
+    return new_event({"type": "text-delta", "runId": "r", "agentId": "a", "payload": {"p": producer, "n": n}})
 
 
 async def test_concurrent_appends_share_transactions(store: SqliteStore) -> None:
