@@ -131,10 +131,6 @@ class Workspace:
         target.close()
         return self.root.joinpath(*target.parts)
 
-    def relative(self, absolute: Path) -> str:
-        rel = absolute.relative_to(self.root).as_posix()
-        return rel or "."
-
     def _open_folder(self, path: str) -> Target:
         """``path`` as an open folder descriptor (``name`` is ``None``)."""
         return self._confined.open_folder(path)
