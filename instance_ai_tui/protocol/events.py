@@ -542,8 +542,6 @@ KNOWN_EVENT_CLASSES: tuple[type[EventBase], ...] = get_args(get_args(KnownEvent)
 EVENT_CLASSES: dict[str, type[EventBase]] = {cls.model_fields["type"].default: cls for cls in KNOWN_EVENT_CLASSES}
 EVENT_TYPES: frozenset[str] = frozenset(EVENT_CLASSES)
 
-#: Events n8n never persists nor gives an id (see the reference, section 2).
-EPHEMERAL_TYPES: frozenset[str] = frozenset({"text-delta", "reasoning-delta", "status", "filesystem-request"})
 
 @functools.cache
 def _known_adapter() -> TypeAdapter[Any]:

@@ -39,8 +39,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from instance_ai_tui.protocol.events import EPHEMERAL_TYPES
 from tests.support.fold import apply_all_wire
+
+#: Events n8n never persists nor gives an id (see the reference, section 2): the fake does the same.
+EPHEMERAL_TYPES: frozenset[str] = frozenset({"text-delta", "reasoning-delta", "status", "filesystem-request"})
 
 if TYPE_CHECKING:
     from .asgi import AsgiServer
