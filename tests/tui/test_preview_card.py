@@ -56,3 +56,29 @@ async def test_a_long_diff_scrolls_inside_the_card() -> None:
         box = app.query_one(".preview-diff")
         assert box.size.height <= 16 and box.max_scroll_y > 0
         assert "more lines not shown" in app.query_one(ChangePreviewView).query("Static").last().render().plain
+
+
+async def test_an_approval_whose_question_names_every_argument_leaves_out_the_args() -> None:
+    """At 80x24 the demo's "Activate workflow wf-104? It will start running on its trigger." card showed
+    `args {"workflowId": "wf-104"}` above it (4 of 24 rows; seen in tmux, issue 45): the question names
+    every argument. A card whose question does not name one (a value, a flag) still shows them."""
+    def run(message: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [ev("run-start", messageId="m1"),
+                ev("tool-call", toolCallId="tc1", toolName="activate-workflow", args=args),
+                ev("confirmation-request", requestId="cr-1", toolCallId="tc1", toolName="activate-workflow",
+                   args=args, severity="warning", message=message)]
+
+    cases = [("Activate workflow wf-104? It will start running on its trigger.", {"workflowId": "wf-104"}, False),
+             ("Activate this workflow?", {"workflowId": "wf-104"}, True),
+             ("Activate workflow wf-104?", {"workflowId": "wf-104", "force": True}, True)]
+    for message, args, shown in cases:
+        app = make_app(recorded([run(message, args)]))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.wait_until_ready()
+            await send(pilot, app, "activate it")
+            await until(lambda app=app: bool(app.query(ToolCallCard)), pilot)
+            tool = app.query_one(ToolCallCard)
+            await until(lambda app=app, tool=tool: tool.tc.confirmation is not None and tool.state == "awaiting"
+                        and bool(app.query(ApprovalCard)), pilot)
+            await app.wait_until_rendered()
+            assert (tool.body is not None) is shown, (message, args)

@@ -134,6 +134,19 @@ _STATE_MARK = {
 PLAN_SENT_BACK_GLYPH = "↺"
 
 
+def named_in(args: Any, message: str) -> bool:
+    """Every value of ``args`` is written in ``message`` (an approval's question that names them all:
+    its arguments only repeat it). A flag, ``null`` or an empty value is never "named"."""
+    if isinstance(args, dict):
+        return bool(args) and all(named_in(value, message) for value in args.values())
+    if isinstance(args, list):
+        return bool(args) and all(named_in(value, message) for value in args)
+    if args is None or isinstance(args, bool):
+        return False
+    text = str(args)
+    return bool(text.strip()) and text in message
+
+
 class ToolCallCard(Vertical, can_focus=True):
     """One card per tool call id; ``sync`` projects the model onto it."""
 
@@ -349,7 +362,9 @@ class ToolCallCard(Vertical, can_focus=True):
             from .n8n_cards import card_kind
 
             return (tc.confirmation.effective_input_type == "approval" and card_kind(tc.confirmation) is None
-                    and tc.confirmation.preview is None)
+                    and tc.confirmation.preview is None
+                    # "Activate workflow wf-104?" over {"workflowId": "wf-104"}: the question names them all
+                    and not named_in(tc.args, tc.confirmation.message))
         return True
 
     def _sync_body(self) -> None:
