@@ -135,7 +135,7 @@ async def take_screenshots(
             await pilot.pause()
 
             # 1. a build request: plan, sub-agent, tool calls, then the approval card
-            await app.send_message(BUILD_REQUEST)
+            await app.thread.outbox.send(BUILD_REQUEST)
             await _wait_for("the approval card", lambda: bool(app.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)
@@ -167,7 +167,7 @@ async def take_screenshots(
             # two short threads, so the sidebar has something to show
             for request in SHORT_REQUESTS:
                 await _new_thread(app, timeout)
-                await app.send_message(request)
+                await app.thread.outbox.send(request)
                 await _wait_for("a thread", lambda: app.thread_id is not None, timeout)
                 await _wait_for(f"the answer to {request!r}", _answered(app.conversation), timeout)
                 await settle()
@@ -175,7 +175,7 @@ async def take_screenshots(
             # 3. a vague request in a new thread: the agent asks questions
             await _new_thread(app, timeout)
             await settle()
-            await app.send_message(VAGUE_REQUEST)
+            await app.thread.outbox.send(VAGUE_REQUEST)
             await _wait_for("the questions", lambda: bool(app.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)

@@ -407,7 +407,7 @@ def test_the_package_graph_sees_relative_lazy_and_type_only_imports(tmp_path: Pa
 
 # What Textual calls by name (bindings, handlers, hooks) and the headless hooks tests, scripts and
 # benchmarks use may stay one-line calls into a room; nothing else on the app forwards.
-APP_ALLOWED_FORWARDS = {"attach", "wait_until_rendered", "send_message", "open_thread", "_frame", "_boot"}
+APP_ALLOWED_FORWARDS = {"attach", "wait_until_rendered", "open_thread", "_frame", "_boot"}
 ROOMS = {"thread", "threads", "sender", "cards", "run_status", "actions", "connection", "projection", "pending_watch",
          "terminal", "view", "heap", "boot"}
 

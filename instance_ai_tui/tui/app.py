@@ -20,7 +20,7 @@ Headless use (benchmarks, screenshots, tests)::
     app = InstanceAiApp(client, settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()            # first thread opened
-        await app.send_message("hello")         # what Enter in the prompt does
+        await app.thread.outbox.send("hello")   # what Enter in the prompt does
         await app.wait_until_rendered()         # ingest idle, frame drained, markdown parsed
         app.stats                               # events ingested, frames, slowest frame
 
