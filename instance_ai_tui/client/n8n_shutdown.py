@@ -26,8 +26,9 @@ import httpx
 from ..protocol.api import ThreadMessages
 from ..protocol.sse import SSEParser
 
-#: how far back the log is replayed (a run cut by a shutdown is among the thread's last)
-TAIL_EVENTS = 2000
+#: how far back the log is replayed (a run cut by a shutdown is among the thread's last; n8n stores text as
+#: blocks, so a run is tens to hundreds of events)
+TAIL_EVENTS = 500
 #: how many of the newest assistant messages are looked at
 NEWEST_MESSAGES = 5
 MAX_BYTES = 8 * 1024 * 1024
@@ -42,8 +43,9 @@ def suspects(history: ThreadMessages) -> set[str]:
     assistants = [m for m in history.messages if m.role == "assistant"][-NEWEST_MESSAGES:]
     for message in assistants:
         tree = message.agent_tree
-        if tree is not None and tree.status == "cancelled" and tree.cancellation_reason == "user":
-            found.update(message.run_ids or ([message.run_id] if message.run_id else []))
+        run = message.run_id or (message.run_ids[-1] if message.run_ids else None)
+        if run and tree is not None and tree.status == "cancelled" and tree.cancellation_reason == "user":
+            found.add(run)  # the group's last run: its run-finish gives the tree's cause
     return found
 
 
@@ -98,8 +100,8 @@ def apply(history: ThreadMessages, causes: Mapping[str, str]) -> ThreadMessages:
     messages = []
     for message in history.messages:
         tree = message.agent_tree
-        runs = set(message.run_ids or ([message.run_id] if message.run_id else []))
-        cause = next((causes[r] for r in runs if r in causes), None)
+        run = message.run_id or (message.run_ids[-1] if message.run_ids else None)
+        cause = causes.get(run) if run else None
         if tree is not None and cause is not None and tree.cancellation_reason == "user":
             message = message.model_copy(update={"agent_tree": tree.model_copy(update={"cancellation_reason": cause})})
         messages.append(message)
