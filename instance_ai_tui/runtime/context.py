@@ -299,21 +299,24 @@ class Sizes:
     """Characters per wire dict, cached by identity (the message list hands out the same dict for a
     message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
 
-    __slots__ = ("_cache", "_last", "_stubs", "_tools")
+    __slots__ = ("_cache", "_last", "_stubs", "_tools", "_user")
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._stubs: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         self._tools: tuple[Sequence[Mapping[str, Any]], int] | None = None
         self._last: tuple[list[Mapping[str, Any]], list[int], list[int], list[int]] | None = None
+        #: index of the last user message after message 0 in ``_last`` (-1: none)
+        self._user = -1
 
-    def measure(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+    def measure(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[int], int]:
         """``(chars, cum, saving)`` of a request's messages: characters per message; ``cum[i]``, the
         characters of messages 1 to i-1; ``saving[i]``, what stubbing the big tool results among them
-        would save. Message 0 (the system message, built anew for every request) is measured each
-        time; the rest is carried over from the previous request for the messages it shares (the
-        same dicts at the same places: a run's requests grow at their end), so a request costs a
-        look-up per new message, not per message."""
+        would save; and where the current turn begins: the index of the last user message (1 past a
+        leading system message when there is none). Message 0 (the system message, built anew for every
+        request) is measured each time; the rest is carried over from the previous request for the
+        messages it shares (the same dicts at the same places: a run's requests grow at their end), so
+        a request costs a look-up per new message, not a walk over the history."""
         n = len(messages)
         last = self._last
         keep = 1
@@ -323,9 +326,15 @@ class Sizes:
             if upto > 1 and before[upto - 1] is messages[upto - 1] and all(
                     map(operator.is_, islice(before, 1, upto), islice(messages, 1, upto))):
                 keep = upto
-        if keep > 1 and last is not None:
+        user = -1  # (the lists handed out before are read by their caller only until its next request)
+        if keep > 1 and last is not None and keep == len(last[0]):  # the last request and more: grown in place
+            listed, chars, cum, saving = last
+            user = self._user
+        elif keep > 1 and last is not None:
             chars, cum, saving = last[1][:keep], last[2][: keep + 1], last[3][: keep + 1]
             listed = list(last[0][:keep])
+            user = self._user if self._user < keep else next(
+                (i for i in range(keep - 1, 0, -1) if messages[i].get("role") == "user"), -1)
         else:
             chars, cum, saving, listed = [0], [0, 0], [0, 0], [messages[0]] if n else []
         if n:
@@ -342,10 +351,15 @@ class Sizes:
                 saved += size - STUB_SIZE
             cum.append(total)
             saving.append(saved)
+            if message.get("role") == "user":
+                user = index
         if not n:
-            return [], [0], [0]
+            return [], [0], [0], 0
         self._last = (listed, chars, cum, saving)
-        return chars, cum, saving
+        self._user = user
+        role = messages[0].get("role")
+        turn = user if user > 0 else 0 if role == "user" else 1 if role == "system" else 0
+        return chars, cum, saving, turn
 
     def stub(self, message: Mapping[str, Any], tool_name: str, arguments: str) -> tuple[dict[str, Any], int]:
         """The stub of a tool result and its size, made once per message."""
@@ -446,15 +460,6 @@ def keep_of(text: str, keep: int) -> int:
     return head + max(0, keep - head - 80)
 
 
-def current_turn_start(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Index of the last user message (the current turn begins there); 1 past a leading system
-    message when there is none."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("role") == "user":
-            return index
-    return 1 if messages and messages[0].get("role") == "system" else 0
-
-
 def fit_request(
     messages: list[dict[str, Any]],
     tools: Sequence[Mapping[str, Any]],
@@ -473,13 +478,13 @@ def fit_request(
     available = budget.available(params)
     ratio = budget.effective_ratio
     t_chars = sizes.tools_chars(tools) if tools_chars is None else tools_chars
-    chars, cum, saving = sizes.measure(messages)
+    chars, cum, saving, turn_start = sizes.measure(messages)
     count = len(messages)
     first = chars[0] if chars else 0
     total = t_chars + first + cum[-1]
     has_system = bool(messages) and messages[0].get("role") == "system"
     start = 1 if has_system else 0
-    turn = max(start, current_turn_start(messages))
+    turn = max(start, turn_start)
     # the characters the request may carry (the inverse of ``raw_tokens`` and the ratio)
     room = (available / ratio - MESSAGE_OVERHEAD * count) * CHARS_PER_TOKEN
     # a message of this turn takes at most half of what the request may take (the rest is for the

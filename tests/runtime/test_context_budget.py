@@ -182,3 +182,30 @@ def test_a_long_agentic_turn_keeps_its_question_and_latest_round() -> None:
     calls = [m["tool_calls"][0]["id"] for m in sent if m["role"] == "assistant"]
     results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
     assert calls == results  # every call sent has its result, every result its call
+
+
+def test_sizes_carried_from_request_to_request_read_as_a_fresh_count() -> None:
+    """``Sizes.measure`` carries a run's counts (and where its turn begins) from one request to the
+    next and grows them in place: whatever the history does between requests (grows, is cut back,
+    has a message replaced in the middle, gets a new system message), it reads as a fresh count."""
+    import random
+
+    rng = random.Random(7)
+    carried = Sizes()
+    messages: list[dict[str, object]] = [{"role": "system", "content": "x"}]
+    turns: set[int] = set()
+    for _ in range(1500):
+        roll = rng.random()
+        if roll < 0.5:
+            messages.append({"role": rng.choice(["user", "assistant", "tool"]), "content": "y" * rng.randint(0, 9000)})
+        elif roll < 0.6 and len(messages) > 2:
+            messages = messages[: rng.randint(1, len(messages) - 1)]
+        elif roll < 0.7 and len(messages) > 2:
+            at = rng.randint(1, len(messages) - 1)
+            messages = [*messages[:at], {"role": "assistant", "content": "z"}, *messages[at + 1 :]]
+        else:
+            messages = [{"role": "system", "content": "x" * rng.randint(0, 50)}, *messages[1:]]
+        got = carried.measure(messages)
+        assert got == Sizes().measure(messages)
+        turns.add(got[3])
+    assert len(turns) > 20  # the turn's start moved with the history
