@@ -46,6 +46,8 @@ from ..protocol.events import (
     TextPayload,
     ThreadTitlePayload,
     ThreadTitleUpdatedEvent,
+    ToolCallEvent,
+    ToolCallPayload,
 )
 from ..protocol.reducer import RunReducer, fold_json
 from ..runtime.agent import Agent, AgentStream
@@ -495,6 +497,9 @@ class RunManager:
             run.confirmations.pop(request_id, None)
             self.table.by_request.pop(request_id, None)
             await self._save_record(run, "active")
+            # the call's card counts its running time from here, not from before the question
+            run.ctx.emitter.emit(ToolCallEvent(agent_id=pending.agent_id, payload=ToolCallPayload.model_validate(
+                {"toolCallId": pending.tool_call_id, "toolName": pending.tool_name, "answered": True})))
             self._drive(run, scope, stream)
             return ConfirmResponse(ok=True, run_id=run.run_id)
 

@@ -592,6 +592,8 @@ class HeadlessRun:
 
             name = self._tool_names.get(payload.tool_call_id, payload.tool_name or "tool")
             self._note(f"  ↳ {name}: {AUTO_APPROVED_LABEL}")
+        elif kind == "tool-call" and (payload.model_extra or {}).get("answered") is True:
+            pass  # the person's answer resumed the call (a repeated tool-call: not a new call)
         elif kind == "tool-call" and isinstance(progress := (payload.model_extra or {}).get("progress"), str):
             # an MCP tool's progress while it runs (a repeated tool-call: not a new call)
             name = self._tool_names.get(payload.tool_call_id, payload.tool_name or "tool")

@@ -559,6 +559,12 @@ class RunReducer(ReducerReads):
                 announced.extra = {**(announced.extra or {}), "autoApproved": True}
                 self._touch_call(announced)
                 return
+            if announced is not None and (event.payload.model_extra or {}).get("answered") is True:
+                # ours: the person answered the call's confirmation (the run resumes): the time
+                # waited for them is not the tool's running time (tool_card.duration says both)
+                announced.extra = {**(announced.extra or {}), "answeredAt": iso(event.ts)}
+                self._touch_call(announced)
+                return
             progress = (event.payload.model_extra or {}).get("progress")
             if announced is not None and isinstance(progress, str):
                 # ours: the progress an MCP tool reports while it runs, shown on its card
@@ -624,6 +630,8 @@ class RunReducer(ReducerReads):
             data.pop(key, None)
         previous = call.confirmation
         call.confirmation = Confirmation.model_validate(data)
+        if previous is None and event.ts is not None:  # when the waiting for the person began
+            call.extra = {**(call.extra or {}), "askedAt": iso(event.ts)}
         if previous is not None and previous.request_id != call.confirmation.request_id:
             # a new question on the same call (n8n's setup after its credential-destination answer):
             # the earlier answer's status is not this one's

@@ -43,8 +43,11 @@ async def test_approve_runs_the_tool(make_ai: Any, workspace: Path) -> None:
     assert not (workspace / "notes/a.md").exists()
     await answer(ai, payload["requestId"], {"approved": True})
     rest = await collect(ai, "a", after=request["id"])
-    assert without_status(types(rest)) == ["tool-result", "text-delta", "run-finish"]
-    assert rest[0]["payload"]["toolCallId"] == payload["toolCallId"]
+    # the answer is marked on the call first (a repeated tool-call: the card's time leaves out the wait)
+    assert without_status(types(rest)) == ["tool-call", "tool-result", "text-delta", "run-finish"]
+    assert rest[0]["payload"] == {"toolCallId": payload["toolCallId"], "toolName": "write-file", "args": {},
+                                  "answered": True}
+    assert rest[1]["payload"]["toolCallId"] == payload["toolCallId"]
     assert (workspace / "notes/a.md").read_text() == "hello"
     assert "run-start" not in types(rest)  # the same run goes on
     with pytest.raises(ConfirmationNotFound):  # answered already
@@ -231,7 +234,10 @@ async def test_sub_agent_approval_travels_up(make_ai: Any, workspace: Path, appr
     assert child.tool_calls[0].confirmation is not None and child.tool_calls[0].is_loading
     await answer(ai, request["payload"]["requestId"], {"approved": approved})
     rest = await collect(ai, "sub", after=request["id"])
-    sub_outcome = next(e for e in rest if e["payload"].get("toolCallId") == sub_call["payload"]["toolCallId"])
+    same_call = [e for e in rest if e["payload"].get("toolCallId") == sub_call["payload"]["toolCallId"]]
+    assert same_call[0]["type"] == "tool-call" and same_call[0]["payload"].get("answered") is True
+    assert same_call[0]["agentId"] == sub  # the answer is marked on the sub-agent's call
+    sub_outcome = same_call[1]
     assert sub_outcome["agentId"] == sub
     assert sub_outcome["type"] == "tool-result"  # a denial is n8n's result {denied: true} (issue 26)
     assert (sub_outcome["payload"]["result"].get("denied") is True) is not approved

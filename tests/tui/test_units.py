@@ -159,3 +159,37 @@ def test_an_assistant_turn_not_composed_yet_is_not_settled() -> None:
     turn = AssistantTurn(message, set())
     assert turn.root is None
     assert not turn.settled
+
+
+def test_a_tool_card_time_leaves_out_the_wait_for_the_person_live_and_restored() -> None:
+    """Issue 45 (seen in tmux): "✓ activate-workflow 547.3 s" after the person took 9 minutes to
+    approve. The card says the tool's own time and the wait apart, folded live and from a snapshot."""
+    from instance_ai_tui.protocol.events import parse_event
+    from instance_ai_tui.protocol.reducer import RunReducer
+    from instance_ai_tui.tui.widgets.tool_card import call_duration
+
+    t0 = 1_800_000_000_000
+
+    def ev(kind: str, ts: int, **payload: Any) -> Any:
+        return parse_event({"type": kind, "runId": "r1", "agentId": "a1", "ts": ts, "payload": payload})
+
+    reducer = RunReducer("a1")
+    for event in (
+        ev("run-start", t0, messageId="m1"),
+        ev("tool-call", t0 + 100, toolCallId="t1", toolName="activate-workflow", args={"id": "wf-1"}),
+        ev("confirmation-request", t0 + 200, requestId="cr", toolCallId="t1", toolName="activate-workflow",
+           severity="warning", message="Activate?", inputType="approval"),
+        ev("tool-call", t0 + 200 + 540_000, toolCallId="t1", toolName="activate-workflow", answered=True),
+        ev("tool-result", t0 + 200 + 540_000 + 400, toolCallId="t1", result={"ok": True}),
+    ):
+        reducer.apply(event)
+    live = reducer.tree().tool_calls[0]
+    assert live.args == {"id": "wf-1"}  # the answer's repeated tool-call is no new call
+    assert call_duration(live) == "500 ms (waited 9 min for you)"
+    restored = RunReducer.from_tree(reducer.tree().to_wire()).tree().tool_calls[0]
+    assert call_duration(restored) == "500 ms (waited 9 min for you)"
+    # n8n's stream says nothing when the person answers: the whole span, said to include the wait
+    wire = live.to_wire()
+    wire.pop("answeredAt")
+    no_answer = ToolCallState.model_validate(wire)
+    assert call_duration(no_answer) == "540.5 s incl. your answer"

@@ -106,16 +106,50 @@ def _named_object(value: dict[str, Any]) -> str | None:
     return " · ".join(words)
 
 
-def duration(started: str | None, completed: str | None) -> str:
-    if not started or not completed:
-        return ""
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
     try:
-        seconds = (datetime.fromisoformat(completed) - datetime.fromisoformat(started)).total_seconds()
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except ValueError:
-        return ""
-    if seconds < 0:
-        return ""
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _short(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def _wait(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def duration(started: str | None, completed: str | None, asked: str | None = None, answered: str | None = None) -> str:
+    """The tool's own running time. A call that asked the person first (``asked`` .. ``answered``:
+    the tree's ``askedAt``/``answeredAt``) does not count their thinking time: "0.4 s (waited 9 min
+    for you)". Without the answer's time (n8n's stream has none) the whole span says it includes it."""
+    total = _seconds_between(started, completed)
+    if total is None:
+        return ""
+    if not asked:
+        return _short(total)
+    waited = _seconds_between(asked, answered)
+    if waited is None or waited > total:
+        return f"{_short(total)} incl. your answer"
+    ran = total - waited
+    return f"{_short(ran)} (waited {_wait(waited)} for you)" if waited >= 1 else _short(ran)
+
+
+def call_duration(tc: ToolCallState) -> str:
+    """``duration`` of one call of the tree (the same words live, restored and exported)."""
+    extra = tc.model_extra or {}
+    asked, answered = extra.get("askedAt"), extra.get("answeredAt")
+    return duration(tc.started_at, tc.completed_at, asked if isinstance(asked, str) else None,
+                    answered if isinstance(answered, str) else None)
 
 
 #: glyph and colour of each display state (the word comes from ``display_state``)
@@ -287,7 +321,7 @@ class ToolCallCard(Vertical, can_focus=True):
             (f"{glyph} ", style),
             (tc.tool_name or "tool", "bold"),
         ]
-        took = duration(tc.started_at, tc.completed_at)
+        took = call_duration(tc)
         if took:  # before the summary: the header is one line, cut at the width with "…"
             parts.append((f"  {took}", "$text-muted"))
         if sent_back:
