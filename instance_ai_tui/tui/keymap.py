@@ -73,9 +73,12 @@ if TYPE_CHECKING:
     from textual.dom import DOMNode
 
 __all__ = [
+    "FOOTER_DROP_FIRST",
+    "FOOTER_SHORT",
     "KEYS",
     "SCOPES",
     "SCOPE_TITLES",
+    "FooterItem",
     "HelpRow",
     "Hint",
     "KeyMap",
@@ -85,6 +88,7 @@ __all__ = [
     "bindings",
     "descriptions_for",
     "display_keys",
+    "fit_footer",
     "hint_bindings",
     "normalize_keys",
     "scopes_for",
@@ -290,6 +294,80 @@ KEYS: tuple[KeySpec, ...] = (
 )
 
 _BY_ID: dict[str, KeySpec] = {item.id: item for item in KEYS}
+
+#: the footer's shorter words for a binding, used when the full descriptions do not fit the width
+#: (the help screen keeps the full ones)
+FOOTER_SHORT: dict[str, str] = {
+    "help": "Help",
+    "command-palette": "Commands",
+    "new-thread": "New",
+    "toggle-threads": "Threads",
+    "toggle-tasks": "Tasks",
+    "next-pending-card": "Next approval",
+    "cancel-run": "Stop",
+    "send": "Send",
+    "scroll-to-end": "Latest",
+    "copy-block": "Copy",
+    "conversation-back": "Prompt",
+    "threads-back": "Prompt",
+    "always-allow": "Always allow…",
+    "edit-message": "Edit",
+    "search-threads": "Search",
+    "rename-thread": "Rename",
+    "delete-thread": "Delete",
+    "show-workflow": "Workflow",
+    "request-changes": "Changes",
+}
+
+#: the footer drops keys in this order when even the short words do not fit (least useful
+#: first: each is one key away in F1's help); a key not named here goes last, from the right
+FOOTER_DROP_FIRST: tuple[str, ...] = (
+    "command-palette",
+    "toggle-tasks",
+    "toggle-threads",
+    "new-thread",
+    "scroll-to-end",
+    "help",
+    "copy-block",
+    "conversation-back",
+    "threads-back",
+    "search-threads",
+    "rename-thread",
+    "delete-thread",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FooterItem:
+    """One key of the footer: its binding ``id`` (``None``: not from the key table), the key as
+    shown and the words."""
+
+    id: str | None
+    key: str
+    words: str
+
+    @property
+    def width(self) -> int:
+        from rich.cells import cell_len
+
+        return cell_len(self.key) + cell_len(self.words) + 3  # " key " + "words "
+
+
+def fit_footer(items: list[FooterItem], width: int) -> list[FooterItem]:
+    """The keys of ``items`` that fit ``width`` cells, each whole (never cut in a word): all in full
+    words if they fit, else in the short words of ``FOOTER_SHORT``, then without the keys of
+    ``FOOTER_DROP_FIRST`` in its order, then without the rightmost others."""
+    if sum(item.width for item in items) <= width:
+        return list(items)
+    kept = [FooterItem(i.id, i.key, FOOTER_SHORT.get(i.id or "", i.words)) for i in items]
+    rank = {binding_id: n for n, binding_id in enumerate(FOOTER_DROP_FIRST)}
+    while kept and sum(item.width for item in kept) > width:
+        droppable = [n for n, item in enumerate(kept) if item.id in rank]
+        if droppable:
+            kept.pop(min(droppable, key=lambda n: rank[kept[n].id or ""]))
+        else:
+            kept.pop()
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

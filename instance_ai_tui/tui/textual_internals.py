@@ -15,7 +15,8 @@ The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._contain
 ``Widget._border_title``/``_border_subtitle``, ``MarkdownStream._pending``, ``App._driver``,
 ``textual._resolve.resolve``, ``textual.keys._character_to_key`` (``character_key``),
 ``textual._xterm_parser.XTermParser`` (``parse_input``: keys typed before the app started, ``cli.type_ahead``),
-and the id of each screen's toast container (``TOASTS_CSS``).
+and the id of each screen's toast container (``TOASTS_CSS``), ``textual.widgets._footer.FooterKey`` and
+``Footer._bindings_ready`` (``widgets.key_footer``).
 
 A streamed answer repaints its new rows only.
 
@@ -250,3 +251,16 @@ def resolve_lengths(natural: list[int], total: int, gutter: int, minimums: list[
     resolved = resolve([Scalar.from_number(value) for value in natural], total, gutter, inner, inner,
                        expand=True, shrink=True, minimums=minimums)
     return [size for _offset, size in resolved]
+
+
+def footer_key_class() -> Any:
+    """Textual's widget of one footer key (``textual.widgets._footer.FooterKey``: not exported), which
+    ``widgets.key_footer.KeyFooter`` yields as Textual's ``Footer`` does (its CSS styles it)."""
+    from textual.widgets._footer import FooterKey
+
+    return FooterKey
+
+
+def footer_bindings_ready(footer: Widget) -> bool:
+    """Whether Textual's ``Footer`` has had its screen's bindings yet (``Footer._bindings_ready``)."""
+    return bool(getattr(footer, "_bindings_ready", False))

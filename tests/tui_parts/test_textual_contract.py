@@ -126,3 +126,17 @@ async def test_each_screen_has_the_toast_container_the_door_moves_to_the_top() -
         await until(lambda: toast_region() is not None, pilot, what="the toast drawn")
         region = toast_region()
         assert region.y <= 2 and region.right >= 76, (region, _broken("the toast container's placement"))  # type: ignore[attr-defined]
+
+
+def test_the_footer_names_behind_the_door_are_there() -> None:
+    """``footer_key_class`` (``textual.widgets._footer.FooterKey``) and ``footer_bindings_ready``
+    (``Footer._bindings_ready``) read what ``widgets.key_footer`` needs."""
+    import inspect
+
+    from textual.widgets import Footer
+
+    key = textual_internals.footer_key_class()
+    assert list(inspect.signature(key).parameters)[:4] == ["key", "key_display", "description", "action"], \
+        _broken("textual.widgets._footer.FooterKey")
+    assert "_bindings_ready" in dir(Footer) and textual_internals.footer_bindings_ready(Footer()) is False, \
+        _broken("Footer._bindings_ready")

@@ -26,6 +26,7 @@ from textual.widgets import Footer, Static
 
 from ..widgets.conversation_view import ConversationView
 from ..widgets.find_bar import FindBar
+from ..widgets.key_footer import KeyFooter
 from ..widgets.n8n_activity import N8nActivity
 from ..widgets.notice_line import NoticeLine
 from ..widgets.prompt import PromptInput
@@ -88,7 +89,7 @@ class MainScreen(Screen[Any]):
             yield self.view
             yield self.prompt
             yield self.status_line
-        yield Footer()
+        yield KeyFooter()  # fitted to the width (issue 45: at 160 columns its last keys fell off)
 
     def on_screen_suspend(self) -> None:
         """A screen on top (a dialog, Textual's command palette): the bottom row shows no keys of this

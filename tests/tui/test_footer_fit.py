@@ -1,0 +1,54 @@
+"""The main footer fits its width (issue 45, seen in tmux: at 160 columns during a run its last
+keys fell off, one cut in a word)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Footer
+
+from instance_ai_tui.tui import keymap
+from instance_ai_tui.tui.textual_internals import footer_key_class
+from tests.support.waiting import until
+
+from .scripts import endless_run, make_app, recorded
+from .test_interactions import send
+
+
+def _keys(app: object) -> list[Any]:
+    footer = app.screen.query_one(Footer)  # type: ignore[attr-defined]
+    return list(footer.query(footer_key_class()))
+
+
+def test_fit_footer_keeps_whole_keys_shortens_then_drops_the_least_useful() -> None:
+    items = [keymap.FooterItem(spec.id, "x", spec.description) for spec in keymap.KEYS
+             if spec.scope == "app" and spec.show]
+    assert keymap.fit_footer(items, 10_000) == items  # room: the full words
+    for width in (160, 80, 40, 12):
+        kept = keymap.fit_footer(items, width)
+        assert sum(item.width for item in kept) <= width
+        assert all(item.words in (keymap.spec(item.id or "").description, keymap.FOOTER_SHORT.get(item.id or ""))
+                   for item in kept)
+    narrow = [item.id for item in keymap.fit_footer(items, 40)]
+    assert "cancel-run" in narrow and "toggle-tasks" not in narrow  # the run's stop stays, the panel's toggle goes
+
+
+async def test_the_footer_during_a_run_fits_160_and_80_columns() -> None:
+    client = recorded([endless_run()], delay=0.01)
+    app = make_app(client)
+    words = {spec.description for spec in keymap.KEYS} | set(keymap.FOOTER_SHORT.values())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "go")
+        await until(lambda: app.conversation.is_streaming, pilot)
+        # the prompt focused (Esc stops the run), then the conversation (Esc goes back, c copies)
+        for focus, shown in ((app.prompt, ("Stop", "Cancel the running agent")),
+                             (app.view, ("Copy", "Copy the focused block"))):
+            focus.focus()
+            for width, height in ((160, 48), (80, 24)):
+                await pilot.resize_terminal(width, height)
+                await until(lambda shown=shown: any(k.description in shown for k in _keys(app)), pilot)
+                await pilot.pause()
+                keys = _keys(app)
+                assert all(key.region.right <= width for key in keys), [(k.description, k.region) for k in keys]
+                assert all(key.description in words for key in keys)  # whole words of the key table, never cut
