@@ -104,3 +104,31 @@ async def test_compact_that_gains_nothing_keeps_the_messages_and_says_so(tmp_pat
             asked = [r.body for r in server.requests if r.body["messages"][-1].get("content") == "what did I say?"]
             assert asked and "hello wf_Inv42" in [m.get("content") for m in asked[-1]["messages"]]
             assert "<observations>" not in str(asked[-1]["messages"][0]["content"])
+
+
+async def test_compact_is_no_message_to_edit(tmp_path: Path) -> None:
+    """Issue 45 (seen in tmux): /compact showed as a message of the person's, and /edit after it put
+    "/compact" back in the prompt as a message. Its record reads as a command, has no `e`, and /edit
+    goes back to the message the person wrote."""
+    from instance_ai_tui.tui.widgets.turns import UserMessage
+
+    async with MockOpenAIServer(_long_notes, context_window=8_192) as server:
+        settings = Settings.model_validate({
+            "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
+                      "context_windows": {"local-model": 8_192}},
+            "db_path": tmp_path / "db.sqlite3",
+        })
+        app = make_app(EmbeddedClient(settings), settings)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await app.wait_until_ready()
+            await type_and_send(pilot, app, "hello wf_Inv42")
+            await until(lambda: len(app.view.assistant_turns()) == 1 and not app.conversation.is_streaming, pilot,
+                        timeout=60)
+            await type_and_send(pilot, app, "/compact")
+            await until(lambda: bool(app.query(CompactedRow)) and not app.conversation.is_streaming, pilot,
+                        timeout=60)
+            command = next(m for m in app.query(UserMessage) if m.text == "/compact")
+            assert command.has_class("-command") and "a command, not a message" in str(command.render())
+            assert command.check_action("edit_message", ()) is False  # no `e` on it, none in the footer
+            await type_and_send(pilot, app, "/edit")
+            await until(lambda: app.prompt.text == "hello wf_Inv42", pilot, timeout=30)

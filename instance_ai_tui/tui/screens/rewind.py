@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 
 from ...protocol.conversation import Conversation
 from .. import keymap
+from ..command_turns import is_command_turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,7 @@ def user_turns(conversation: Conversation) -> list[UserTurn]:
     turns: list[UserTurn] = []
     messages = conversation.messages
     for index, message in enumerate(messages):
-        if message.role != "user":
+        if message.role != "user" or is_command_turn(message.content):  # /compact's run: not a message to edit
             continue
         for reply in messages[index + 1 :]:
             if reply.role == "user":

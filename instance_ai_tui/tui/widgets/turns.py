@@ -32,6 +32,7 @@ from textual.widgets import Static
 
 from ...protocol.reducer import ReducerChanges, RunReducer, SegmentChange
 from .. import keymap
+from ..command_turns import is_command_turn
 from ..textual_internals import BlankRows
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
@@ -582,8 +583,12 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
     def action_edit_message(self) -> None:
         self.post_message(self.EditRequested(self.message_id))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "edit_message" and self.command)  # /compact's record: nothing to edit
+
     def __init__(self, message_id: str, text: str) -> None:
-        super().__init__("", classes="user-message", markup=False)
+        self.command = is_command_turn(text)
+        super().__init__("", classes="user-message -command" if self.command else "user-message", markup=False)
         self.message_id = message_id
         self.text = text
         self.foldable = text.count("\n") + 1 > USER_FOLD_LINES or len(text) > USER_FOLD_CHARS
@@ -598,6 +603,8 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
         self.update(self._shown())
 
     def _shown(self) -> str:
+        if self.command:
+            return f"{self.text}  · a command, not a message"
         if not self.folded:
             return self.text
         head = "\n".join(self.text.split("\n")[:USER_FOLD_HEAD])[: USER_FOLD_CHARS // 4]
