@@ -124,5 +124,17 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return [str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "tool"]
 
 
+def called(body: dict[str, Any]) -> list[str]:
+    """The tools the model called so far in this request's history, in order."""
+    return [c.get("function", {}).get("name") for m in body.get("messages") or [] if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []]
+
+
+def last_tool_result(body: dict[str, Any]) -> str | None:
+    """The request's last message when it is a tool result (what the model is answering)."""
+    messages = body.get("messages") or []
+    return str(messages[-1].get("content")) if messages and messages[-1].get("role") == "tool" else None
+
+
 def tool_names(body: dict[str, Any]) -> list[str]:
     return [t.get("function", {}).get("name") for t in body.get("tools") or []]

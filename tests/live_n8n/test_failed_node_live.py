@@ -39,7 +39,7 @@ from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
 from tests.support.openai_server import MockResponse
 from tests.support.waiting import until
 
-from .conftest import tool_names, user_text
+from .conftest import called, tool_names, user_text
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -71,10 +71,6 @@ def failing_workflow(peer: Any, name: str) -> str:
 def delete_workflow(peer: Any, workflow_id: str) -> None:
     httpx.delete(f"{peer.url}/api/v1/workflows/{workflow_id}", headers={"X-N8N-API-KEY": peer.api_key}, timeout=30)
 
-
-def called(body: dict[str, Any]) -> list[str]:
-    return [c.get("function", {}).get("name") for m in body.get("messages") or [] if m.get("role") == "assistant"
-            for c in m.get("tool_calls") or []]
 
 
 class RunIt:

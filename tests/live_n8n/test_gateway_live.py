@@ -30,17 +30,12 @@ from instance_ai_tui.protocol.api import ResourceDecisionConfirm
 from tests.support.openai_server import MockResponse
 from tests.support.waiting import until
 
-from .conftest import tool_names, tool_results, user_text
+from .conftest import called, tool_names, tool_results, user_text
 
 pytestmark = pytest.mark.timeout(420)
 
 FILE_TEXT = "Deploys go through the staging pipeline (gw-live)."
 
-
-def called(body: dict[str, Any]) -> list[str]:
-    """The tools the model called so far in this request's history, in order."""
-    return [c.get("function", {}).get("name") for m in body.get("messages") or [] if m.get("role") == "assistant"
-            for c in m.get("tool_calls") or []]
 
 
 def read_result(body: dict[str, Any]) -> str | None:

@@ -35,20 +35,12 @@ from tests.support.cards import card_text
 from tests.support.openai_server import MockResponse
 from tests.support.waiting import until
 
-from .conftest import ModelServer, login_headers, tool_names, user_text
+from .conftest import ModelServer, called, last_tool_result, login_headers, tool_names, user_text
 from .driving import card_reached
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def called(body: dict[str, Any]) -> list[str]:
-    return [c.get("function", {}).get("name") for m in body.get("messages") or [] if m.get("role") == "assistant"
-            for c in m.get("tool_calls") or []]
-
-
-def last_tool_result(body: dict[str, Any]) -> str | None:
-    messages = body.get("messages") or []
-    return str(messages[-1].get("content")) if messages and messages[-1].get("role") == "tool" else None
 
 
 def draft_agent(peer: Any, model_url: str, tool: str) -> str:
