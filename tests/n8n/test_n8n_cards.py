@@ -470,6 +470,40 @@ async def test_a_card_keeps_the_focus_and_its_key_when_another_clients_message_i
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
 
 
+async def test_a_message_put_above_an_answer_that_came_in_the_same_frame_is_shown_above_it(
+    shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path
+) -> None:
+    """A client whose ``send`` returns after the run's answer was published (the Redis chat webhook) has
+    its bubble put above that answer; when both reach the view in one frame the bubble is still mounted,
+    above the answer (CI saw it missing: the answer was not mounted yet when the bubble looked for it)."""
+    from instance_ai_tui.protocol.events import RunStartEvent, RunStartPayload, TextDeltaEvent, TextPayload
+    from instance_ai_tui.protocol.ingest import StreamItem
+    from instance_ai_tui.tui.widgets.turns import AssistantTurn, UserMessage
+
+    fake, _shapes = shapes_fake
+    app = make_app(make_client(fake, tmp_path / "config"))
+    async with app.run_test(size=SIZE) as pilot:
+        await app.wait_until_ready()
+        app.prompt.focus()
+        app.prompt.load_text("hello")
+        await pilot.press("enter")
+        await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
+        run, agent = "run-same-frame", "agent-same-frame"
+        app.conversation.fold([
+            StreamItem(None, RunStartEvent(run_id=run, agent_id=agent, payload=RunStartPayload(message_id="answer-x"))),
+            StreamItem(None, TextDeltaEvent(run_id=run, agent_id=agent, payload=TextPayload(text="the answer"))),
+        ])
+        app.thread.sent(run, "the question")  # in the same turn of the loop: one frame draws both
+        message = app.conversation.message_for_run(run)
+        assert message is not None
+        await until(lambda: any(isinstance(w, AssistantTurn) and w.message_id == message.id
+                                for w in app.view.children), pilot, what="the answer drawn")
+        await pilot.pause()
+        shown = [w for w in app.view.children if isinstance(w, (UserMessage, AssistantTurn))]
+        answer = next(i for i, w in enumerate(shown) if isinstance(w, AssistantTurn) and w.message_id == message.id)
+        assert isinstance(shown[answer - 1], UserMessage) and shown[answer - 1].text == "the question"
+
+
 @pytest.mark.parametrize(("options", "always"), [
     (["denyOnce", "allowOnce", "allowForSession"], True),
     (["denyOnce", "allowOnce"], False),  # the gateway does not offer a session grant: no "always allow"

@@ -238,10 +238,10 @@ one at a time · **Ctrl+F** finds text.
             self.load(conversation)
             return True
         grew = False
-        if changes.inserted:
-            grew = self._mount_inserted(conversation, changes.inserted)
         if changes.added:
-            grew = self._mount_added(conversation, set(changes.added)) or grew
+            grew = self._mount_added(conversation, set(changes.added))
+        if changes.inserted:  # (after the added: the answer a message is put above may be new in this frame)
+            grew = self._mount_inserted(conversation, changes.inserted) or grew
         for message_id, reducer_changes in changes.messages.items():
             widget = self.turns.get(message_id)
             if isinstance(widget, _turns().AssistantTurn):
