@@ -56,6 +56,15 @@ async def open_card(app: InstanceAiApp, pilot: Any, shape: str) -> ConfirmCard:
     return await go_to_card(app, pilot)
 
 
+async def a_thread_answered(app: InstanceAiApp, pilot: Any) -> None:
+    """The app ready, a first message sent and answered: a thread is open and nothing runs."""
+    await app.wait_until_ready()
+    app.prompt.focus()
+    app.prompt.load_text("hello")
+    await pilot.press("enter")
+    await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
+
+
 async def answered(shapes: ShapeScript, pilot: Any, count: int = 1) -> list[tuple[str, dict[str, Any]]]:
     await until(lambda: len(shapes.bodies) >= count, pilot)
     return shapes.bodies
@@ -425,11 +434,7 @@ async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered
     app = make_app(make_client(fake, tmp_path / "config"))
     other = make_client(fake, tmp_path / "other-config")
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        app.prompt.focus()
-        app.prompt.load_text("hello")
-        await pilot.press("enter")
-        await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
+        await a_thread_answered(app, pilot)
         await other.send(app.thread_id, "shape:domain-access")  # as curl would POST /chat/<thread>
         card = await go_to_card(app, pilot)
         assert type(card) is n8n_cards.DomainAccessCard
@@ -483,11 +488,7 @@ async def test_a_message_put_above_an_answer_that_came_in_the_same_frame_is_show
     fake, _shapes = shapes_fake
     app = make_app(make_client(fake, tmp_path / "config"))
     async with app.run_test(size=SIZE) as pilot:
-        await app.wait_until_ready()
-        app.prompt.focus()
-        app.prompt.load_text("hello")
-        await pilot.press("enter")
-        await until(lambda: app.thread_id is not None and not app.conversation.is_streaming, pilot)
+        await a_thread_answered(app, pilot)
         run, agent = "run-same-frame", "agent-same-frame"
         app.conversation.fold([
             StreamItem(None, RunStartEvent(run_id=run, agent_id=agent, payload=RunStartPayload(message_id="answer-x"))),
