@@ -10,12 +10,23 @@ from typing import Any
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
+from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.widgets.compacted_row import CompactedRow
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 from tests.support.waiting import until
 
 from .scripts import make_app
 from .test_embedded import type_and_send
+
+
+def _embedded_app(server: MockOpenAIServer, tmp_path: Path, window: int) -> InstanceAiApp:
+    """The app embedded on the mock model server ``local-model`` with a ``window``-token context."""
+    settings = Settings.model_validate({
+        "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
+                  "context_windows": {"local-model": window}},
+        "db_path": tmp_path / "db.sqlite3",
+    })
+    return make_app(EmbeddedClient(settings), settings)
 
 
 def _answer(body: dict[str, Any]) -> MockResponse:
@@ -29,12 +40,7 @@ def _answer(body: dict[str, Any]) -> MockResponse:
 
 async def test_compact_shows_a_row_keeps_the_messages_and_lowers_the_context_share(tmp_path: Path) -> None:
     async with MockOpenAIServer(_answer, context_window=32_000) as server:
-        settings = Settings.model_validate({
-            "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
-                      "context_windows": {"local-model": 32_000}},
-            "db_path": tmp_path / "db.sqlite3",
-        })
-        app = make_app(EmbeddedClient(settings), settings)
+        app = _embedded_app(server, tmp_path, 32_000)
         async with app.run_test(size=(140, 40)) as pilot:
             await app.wait_until_ready()
             for index in range(3):
@@ -72,12 +78,7 @@ async def test_compact_that_gains_nothing_keeps_the_messages_and_says_so(tmp_pat
     messages they replaced). Now the messages are kept as they were, no notes are saved, and the row says
     there was nothing to gain; the context share does not rise."""
     async with MockOpenAIServer(_long_notes, context_window=8_192) as server:
-        settings = Settings.model_validate({
-            "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
-                      "context_windows": {"local-model": 8_192}},
-            "db_path": tmp_path / "db.sqlite3",
-        })
-        app = make_app(EmbeddedClient(settings), settings)
+        app = _embedded_app(server, tmp_path, 8_192)
         async with app.run_test(size=(140, 40)) as pilot:
             await app.wait_until_ready()
             await type_and_send(pilot, app, "hello wf_Inv42")
@@ -113,12 +114,7 @@ async def test_compact_is_no_message_to_edit(tmp_path: Path) -> None:
     from instance_ai_tui.tui.widgets.turns import UserMessage
 
     async with MockOpenAIServer(_long_notes, context_window=8_192) as server:
-        settings = Settings.model_validate({
-            "model": {"name": "local-model", "base_url": server.base_url, "api_key": "sk-test",
-                      "context_windows": {"local-model": 8_192}},
-            "db_path": tmp_path / "db.sqlite3",
-        })
-        app = make_app(EmbeddedClient(settings), settings)
+        app = _embedded_app(server, tmp_path, 8_192)
         async with app.run_test(size=(140, 40)) as pilot:
             await app.wait_until_ready()
             await type_and_send(pilot, app, "hello wf_Inv42")
