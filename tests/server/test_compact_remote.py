@@ -40,13 +40,18 @@ async def _until_finish(client: RemoteClient, thread: str, run_id: str) -> list[
     return seen
 
 
+def _serve_on(model_server: MockOpenAIServer, tmp_path: Path) -> Any:
+    """``serve``'s app on the mock model server ``local-model`` (a 32 k window), its SQLite in ``tmp_path``."""
+    settings = Settings(db_path=tmp_path / "serve.sqlite3", model=ModelSettings(
+        name="local-model", base_url=model_server.base_url, api_key="sk-test",
+        context_windows={"local-model": 32_000}))
+    return create_app(build_service(settings, generate_titles=False))
+
+
 async def test_a_remote_client_compacts_a_thread_of_the_server(tmp_path: Path) -> None:
     release = asyncio.Event()
     async with MockOpenAIServer(_answers(release), context_window=32_000) as model_server:
-        settings = Settings(db_path=tmp_path / "serve.sqlite3", model=ModelSettings(
-            name="local-model", base_url=model_server.base_url, api_key="sk-test",
-            context_windows={"local-model": 32_000}))
-        app = create_app(build_service(settings, generate_titles=False))
+        app = _serve_on(model_server, tmp_path)
         async with serve_app(app) as url:
             client = RemoteClient(url)
             try:
@@ -80,10 +85,7 @@ async def test_a_remote_compact_that_gains_nothing_says_so_and_keeps_the_context
         return MockResponse(text="Hi.")
 
     async with MockOpenAIServer(answer, context_window=32_000) as model_server:
-        settings = Settings(db_path=tmp_path / "serve.sqlite3", model=ModelSettings(
-            name="local-model", base_url=model_server.base_url, api_key="sk-test",
-            context_windows={"local-model": 32_000}))
-        app = create_app(build_service(settings, generate_titles=False))
+        app = _serve_on(model_server, tmp_path)
         async with serve_app(app) as url:
             client = RemoteClient(url)
             try:

@@ -38,11 +38,19 @@ def test_a_tool_summary_is_cut_at_a_word() -> None:
     assert summary_of("x" * 300).endswith("…") and len(summary_of("x" * 300)) == SUMMARY_CHARS
 
 
+async def _open_mcp(app: Any, pilot: Any) -> None:
+    """`/mcp` typed and sent in the ready app: the MCP view is on top."""
+    from instance_ai_tui.tui.screens.mcp import McpScreen
+
+    await app.wait_until_ready()
+    app.prompt.load_text("/mcp")
+    await pilot.press("enter")
+    await until(lambda: isinstance(app.screen, McpScreen), pilot)
+
+
 async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`/mcp` said "Add one to the config file" and `--help` never said where that file is."""
     from instance_ai_tui.cli import build_parser
-    from instance_ai_tui.tui.screens.mcp import McpScreen
-
     config = tmp_path / "conf" / "my config.toml"
     monkeypatch.setenv("INSTANCE_AI_CONFIG", str(config))
     assert f"\n  {config}\n" in build_parser(()).format_help()  # on a line of its own, whole
@@ -50,10 +58,7 @@ async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatc
     settings = settings_at(tmp_path)
     app = make_app(EmbeddedClient(settings), settings)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        app.prompt.load_text("/mcp")
-        await pilot.press("enter")
-        await until(lambda: isinstance(app.screen, McpScreen), pilot)
+        await _open_mcp(app, pilot)
         screen = app.screen
         await until(lambda: "No MCP server" in str(screen.message.render()), pilot)
         assert str(config) in str(screen.message.render())
@@ -62,15 +67,10 @@ async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatc
 
 async def test_the_mcp_view_has_its_own_footer(tmp_path: Path) -> None:
     """While `/mcp` was open the bottom row still showed the main screen's "⏎ Send the message"."""
-    from instance_ai_tui.tui.screens.mcp import McpScreen
-
     settings = settings_at(tmp_path)
     app = make_app(EmbeddedClient(settings), settings)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        app.prompt.load_text("/mcp")
-        await pilot.press("enter")
-        await until(lambda: isinstance(app.screen, McpScreen), pilot)
+        await _open_mcp(app, pilot)
         await until(lambda: "No MCP server" in str(app.screen.message.render()), pilot)
         await app.wait_until_rendered()
         shown = html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
