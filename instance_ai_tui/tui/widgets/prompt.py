@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, on
 from textual.binding import BindingType
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 from .. import commands, keymap
@@ -41,6 +42,14 @@ class PromptInput(TextArea):
 
     KEY_SCOPE = "input"
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("input")]
+
+    def render_line(self, y: int) -> Strip:
+        """Textual's line, except with no room at all for the placeholder: the prompt laid out 0 cells wide
+        for a frame (a whole-width panel beside it) made Rich divide the placeholder by a width of 0 and
+        the app crashed (``range() arg 3 must not be zero``, seen in CI)."""
+        if not self.text and self.placeholder and self.content_size.width <= 0:
+            return Strip.blank(self.size.width)
+        return super().render_line(y)
 
     HELP = f"""
 ## Prompt
