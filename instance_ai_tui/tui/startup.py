@@ -470,7 +470,10 @@ def preload_ui() -> None:
     from ..protocol import conversation  # noqa: F401
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
-    from .screens import setup  # noqa: F401  (boot's model check; on the loop it stalled it 34 ms)
+    from .screens import (
+        setup,  # noqa: F401  (boot's model check; on the loop it stalled it 34 ms)
+        workflow,  # noqa: F401  (the watchers' workflow room; on the loop it stalled the ingest 55 ms)
+    )
     from .widgets import turns  # noqa: F401
     from .widgets.markdown_document import parse_document
 
