@@ -43,6 +43,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -147,20 +148,53 @@ class Model:
         return MockResponse(tool_calls=[MockToolCall(name=kind, arguments=args)], first_chunk_delay=delay)
 
 
-class Tmux:
-    def __init__(self, session: str, width: int, height: int) -> None:
-        self.session, self.width, self.height = session, width, height
+class TmuxError(RuntimeError):
+    """A tmux command failed: its arguments, exit status and what tmux said."""
 
-    async def run(self, *args: str) -> str:
-        proc = await asyncio.create_subprocess_exec("tmux", *args, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE)
-        out, _err = await proc.communicate()
-        return out.decode("utf-8", "replace")
+
+class Tmux:
+    """The app's terminal: one session on a tmux server of this run's own (``-S`` a socket in the
+    work dir: never the person's default server, never another run's).
+
+    The session is created once and its pane respawned for each start of the app. Killing the
+    last session makes tmux's server exit, and a ``new-session`` in that moment fails ("server
+    exited unexpectedly") -- which, unchecked, left an empty pane and "no first frame in 60 s"
+    (the flake of ``start-ctrl-n``, which quits and starts the app again). Every command that
+    must work is checked (``TmuxError`` names it and what tmux said)."""
+
+    def __init__(self, session: str, width: int, height: int, socket: Path) -> None:
+        self.session, self.width, self.height, self.socket = session, width, height, socket
+
+    async def call(self, *args: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec("tmux", "-S", str(self.socket), *args,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+    async def run(self, *args: str, check: bool = False) -> str:
+        code, out, err = await self.call(*args)
+        if check and code != 0:
+            raise TmuxError(f"tmux {shlex.join(args)} failed (exit {code}): {err.strip() or out.strip()}")
+        return out
+
+    async def exists(self) -> bool:
+        return (await self.call("has-session", "-t", self.session))[0] == 0
 
     async def start(self, command: str) -> None:
-        await self.run("kill-session", "-t", self.session)
-        await self.run("new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height), command)
-        await self.run("set-option", "-t", self.session, "remain-on-exit", "on")  # a crash stays readable
+        """``command`` in the session's pane (a pane still running is killed first). A pane whose
+        program exits stays with its last screen (remain-on-exit: a crash stays readable)."""
+        if await self.exists():
+            await self.run("respawn-pane", "-k", "-t", self.session, command, check=True)
+        else:
+            await self.run("new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
+                           command, ";", "set-option", "-t", self.session, "remain-on-exit", "on", check=True)
+
+    async def pane(self) -> dict[str, str]:
+        """The pane's state: ``dead`` ("1" once its program exited), ``status`` (its exit status), ``pid``."""
+        out = await self.run("display-message", "-p", "-t", self.session,
+                             "#{pane_dead}|#{pane_dead_status}|#{pane_pid}")
+        dead, status, pid = [*out.strip().split("|"), "", "", ""][:3]
+        return {"dead": dead, "status": status, "pid": pid}
 
     async def keys(self, *keys: str) -> None:
         for key in keys:
@@ -177,7 +211,7 @@ class Tmux:
         return await self.run("capture-pane", "-p", "-t", self.session)
 
     async def stop(self) -> None:
-        await self.run("kill-session", "-t", self.session)
+        await self.run("kill-server")
 
 
 class TypingTest:
@@ -189,7 +223,7 @@ class TypingTest:
         self.workspace = self.work / "workspace"
         self.workspace.mkdir()
         self.db = self.work / "db.sqlite3"
-        self.tmux = Tmux(f"typing-{os.getpid()}", width, height)
+        self.tmux = Tmux(f"typing-{os.getpid()}", width, height, self.work / "tmux.sock")
         self.model = Model(self.rng)
         self.server: MockOpenAIServer | None = None
         self.stats = Stats()
@@ -202,6 +236,7 @@ class TypingTest:
             "OPENAI_BASE_URL": self.server.base_url, "OPENAI_API_KEY": "sk-typing-test",
             "XDG_CONFIG_HOME": str(self.work / "config"), "XDG_DATA_HOME": str(self.work / "data"),
             "INSTANCE_AI_CONFIG": str(self.work / "config" / "config.toml"), "TERM": "xterm-256color",
+            "PYTHONFAULTHANDLER": "1",  # a crash, or SIGABRT from post_mortem, prints every thread's stack
             # n8n's public API, so the agent has activate-workflow (whose card comes before any call:
             # nothing listens there, and no card is answered in the random phase)
             "N8N_URL": "http://127.0.0.1:9", "N8N_API_KEY": "typing-test",
@@ -222,8 +257,36 @@ class TypingTest:
                     await self.tmux.keys("C-n")
                 return time.monotonic() - started
             await asyncio.sleep(0.02)
-        history = await self.tmux.run("capture-pane", "-p", "-S", "-200", "-t", self.tmux.session)
-        raise RuntimeError(f"the app did not draw its first frame in 60 s (load {os.getloadavg()}):\n{history}")
+        raise RuntimeError(f"the app did not draw its first frame in 60 s (load {os.getloadavg()}):\n"
+                           f"{await self.post_mortem()}")
+
+    async def post_mortem(self) -> str:
+        """What the app left, for a failure's message: whether it runs or exited (and how), its
+        screen and scrollback, the tail of its log file. An app still running is sent SIGABRT
+        first, so Python's fault handler (PYTHONFAULTHANDLER, set by ``command``) writes where
+        each of its threads is onto its screen."""
+        parts: list[str] = []
+        try:
+            pane = await self.tmux.pane()
+            if pane["dead"] == "1":
+                parts.append(f"the app exited (status {pane['status'] or '?'})")
+            elif pane["pid"].isdigit():
+                parts.append(f"the app (pid {pane['pid']}) still runs: sent SIGABRT for its threads' stacks")
+                os.kill(int(pane["pid"]), signal.SIGABRT)
+                await poll(lambda: False, 1.5)
+            else:
+                parts.append(f"no pane: {await self.tmux.run('list-sessions')!r}")
+            history = await self.tmux.run("capture-pane", "-p", "-S", "-200", "-t", self.tmux.session)
+            parts.append("its pane:\n" + (history.strip("\n") or "(empty)"))
+        except (OSError, TmuxError) as exc:
+            parts.append(f"tmux: {exc}")
+        log_file = self.work / "data" / "instance-ai" / "instance-ai.log"
+        try:
+            tail = log_file.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+            parts.append(f"{log_file}:\n" + ("\n".join(tail) or "(empty)"))
+        except OSError as exc:
+            parts.append(f"no log: {exc}")
+        return "\n".join(parts)
 
     async def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
@@ -235,12 +298,16 @@ class TypingTest:
         raise RuntimeError("the app did not open its first thread in 30 s")
 
     async def quit_app(self) -> None:
+        """Ctrl+Q: the app must exit, with status 0 (its pane stays, dead, for the next start)."""
         await self.tmux.keys("C-q")
-        for _ in range(100):
-            if "keys: " not in await self.tmux.screen():
-                break
+        deadline = time.monotonic() + 30  # generous: a loaded machine
+        while (pane := await self.tmux.pane())["dead"] != "1":
+            if time.monotonic() > deadline:
+                self.fail(f"Ctrl+Q did not close the app in 30 s:\n{await self.post_mortem()}")
+                return
             await asyncio.sleep(0.05)
-        await self.tmux.stop()
+        if pane["status"] != "0":
+            self.fail(f"the app exited with status {pane['status']!r} at Ctrl+Q:\n{await self.post_mortem()}")
 
     # ----------------------------------------------------------------- what the screen says
     async def status(self) -> str:
@@ -292,6 +359,7 @@ class TypingTest:
         self.stats.failures.append(what)
         log(f"FAIL {what}")
         if self.args.stop_on_failure:
+            log(f"stopped; work dir kept: {self.work} (the app's terminal: tmux -S {self.tmux.socket} attach)")
             raise SystemExit(1)
 
     async def check_screen(self, where: str) -> None:
@@ -497,13 +565,17 @@ class TypingTest:
 
     async def _run(self) -> int:
         args = self.args
+        scenarios = tuple(name for name in args.scenarios.split(",") if name)
+        unknown = [name for name in scenarios if name not in SCENARIOS]
+        if unknown or not scenarios:
+            raise SystemExit(f"unknown scenario(s) {unknown!r}: choose from {', '.join(SCENARIOS)}")
         log(f"typing test: {self.tmux.width}x{self.tmux.height}, {args.duration:.0f} s, seed {args.seed}, "
             f"model server {self.server.base_url if self.server else '?'}, work dir {self.work}")
         await self.start_app()
         await self.wait_ready()
         started = time.monotonic()
         while time.monotonic() - started < args.duration:
-            name = self.rng.choice(SCENARIOS)
+            name = self.rng.choice(scenarios)
             self.stats.by_scenario[name] = self.stats.by_scenario.get(name, 0) + 1
             log(f"{name}")
             await self.scenario(name)
@@ -535,8 +607,10 @@ class TypingTest:
         }
         print(json.dumps(summary, indent=None if args.json else 2))
         if self.stats.failures:
-            log(f"{len(self.stats.failures)} FAILURE(S); work dir kept: {self.work}")
+            log(f"{len(self.stats.failures)} FAILURE(S); work dir kept: {self.work}"
+                + (f" (the app's terminal: tmux -S {self.tmux.socket} attach)" if args.stop_on_failure else ""))
             return 1
+        await self.tmux.stop()  # (its socket is in the work dir)
         shutil.rmtree(self.work, ignore_errors=True)
         log("OK: no card answered, no grant, no thread deleted or renamed, no block action, every sentence arrived")
         return 0
@@ -594,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
     parser.add_argument("--json", action="store_true", help="the summary on one line")
     parser.add_argument("--stop-on-failure", action="store_true", help="stop at the first failure (tmux kept)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help="comma-separated scenarios to choose from (default: all), e.g. start-ctrl-n")
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = int(time.time())
