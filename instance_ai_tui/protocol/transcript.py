@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .api import InstanceAiMessage
+from .command_turns import command_line, is_command_turn
 from .conversation import Conversation
 from .display_state import AUTO_APPROVED_LABEL, display_state
 from .events import TaskStatus
@@ -22,7 +23,7 @@ from .text_render import summarize_result, task_glyph
 from .tree import AgentNode, ToolCallState
 from .usage_words import usage_line
 
-__all__ = ["REDACTED", "redact", "to_json", "to_markdown", "usage_line"]
+__all__ = ["REDACTED", "compaction_marker", "redact", "to_json", "to_markdown", "usage_line"]
 
 REDACTED = "[redacted]"
 
@@ -120,6 +121,18 @@ def _tool_md(call: ToolCallState, run_active: bool) -> list[str]:
     return lines
 
 
+def compaction_marker(entry: dict[str, Any]) -> str:
+    """The one line of a ``context-compacted`` timeline entry, as the live view's row, the export and
+    the screen kept for the next start say it: "⟲ context compacted: 12 older messages became notes
+    (78% → 21% of 8 k)"."""
+    from .events import ContextCompactedPayload
+
+    try:
+        return f"⟲ {ContextCompactedPayload.model_validate(entry).words()}"
+    except ValueError:
+        return "⟲ context compacted"
+
+
 def _confirmation_word(call: ToolCallState, kind: str) -> str:
     """What became of a confirmation: pending only while someone can still answer it."""
     if kind == "denied":
@@ -158,12 +171,7 @@ def _agent_md(node: AgentNode, depth: int, run_active: bool = False) -> list[str
                 seen_calls.add(call.tool_call_id)
                 lines += _tool_md(call, run_active)
         elif entry.type == "context-compacted":  # the TUI's row and ``run``'s line, in the same words
-            from .events import ContextCompactedPayload
-
-            try:
-                lines += [f"*⟲ {redact(ContextCompactedPayload.model_validate(entry.model_dump()).words())}*", ""]
-            except ValueError:
-                lines += ["*⟲ context compacted*", ""]
+            lines += [f"*{redact(compaction_marker(entry.model_dump()))}*", ""]
         elif entry.type == "child":
             child = children.get(getattr(entry, "agent_id", ""))
             if child is not None and child.agent_id not in seen_children:
@@ -214,6 +222,9 @@ def to_markdown(source: Conversation | Sequence[InstanceAiMessage], *, title: st
         lines += [f"*Usage: {line}*", ""]
     for message in _messages(source):
         stamp = message.created_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        if message.role == "user" and is_command_turn(message.content):  # /compact's run: not a message
+            lines += [f"## ⟲ Command · {stamp}", "", command_line(redact(message.content).strip("\n")), ""]
+            continue
         if message.role == "user":
             lines += [f"## 👤 User · {stamp}", "", redact(message.content).strip("\n"), ""]
             continue

@@ -40,13 +40,17 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from ..protocol.command_turns import command_line
+
 if TYPE_CHECKING:
     from ..protocol.conversation import Conversation, ConversationMessage
     from ..protocol.tree import AgentNode
     from .widgets.conversation_view import ConversationView
 
-#: the file's format (a cache of another version is ignored)
-VERSION = 2
+#: the file's format (a cache of another version is ignored); 3: a command's record is a "command" entry
+VERSION = 3
+#: what an entry may be
+ROLES = ("user", "command", "assistant")
 #: at most this many of the newest messages, and this many lines of text in all
 MAX_MESSAGES = 12
 MAX_LINES = 160
@@ -76,7 +80,7 @@ def fingerprint(db_path: Path) -> list[list[int]]:
 class Entry:
     """One message as the cache shows it."""
 
-    role: str  # "user" or "assistant"
+    role: str  # "user", "command" (``/compact``'s record: ``protocol.command_turns``) or "assistant"
     text: str
 
 
@@ -114,7 +118,7 @@ def load(db_path: Path, thread_id: str | None = None) -> CachedScreen | None:
         if not isinstance(item, dict):
             return None
         role, text = item.get("role"), item.get("text")
-        if role not in ("user", "assistant") or not isinstance(text, str):
+        if role not in ROLES or not isinstance(text, str):
             return None
         entries.append(Entry(role, text))
     return CachedScreen(str(db_path.resolve()), cached_thread, title, cursor, tuple(entries))
@@ -122,14 +126,17 @@ def load(db_path: Path, thread_id: str | None = None) -> CachedScreen | None:
 
 def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
     """The newest messages as text, secrets redacted (``MAX_MESSAGES``, ``MAX_LINES``)."""
+    from ..protocol.command_turns import is_command_turn
     from ..protocol.safe_text import visible
     from ..protocol.transcript import redact
 
     out: list[Entry] = []
     lines = 0
     for message in reversed(messages[-MAX_MESSAGES:]):
+        role = "assistant"
         if message.role == "user":
             text = message.content
+            role = "command" if is_command_turn(text) else "user"
         else:
             tree = message.tree()
             text = answer_text(tree) if tree is not None else message.content
@@ -137,7 +144,7 @@ def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
         if not text.strip():
             continue
         kept = text.split("\n")[-MAX_LINES_PER_MESSAGE:]
-        out.append(Entry("user" if message.role == "user" else "assistant", "\n".join(kept)))
+        out.append(Entry(role, "\n".join(kept)))
         lines += len(kept) + 1
         if lines >= MAX_LINES:
             break
@@ -156,8 +163,9 @@ _CHILD_STATUS = {"completed": "✓ done", "failed": "✗ failed", "cancelled": "
 def answer_text(node: AgentNode) -> str:
     """An answer as the view shows it when folded, in the order it came: its text as plain text
     (Markdown's marks taken away), a line per tool call with its state (its arguments and result
-    left out), a line per sub-agent with its status."""
+    left out), a line per sub-agent with its status, the marker of a compaction."""
     from ..protocol.display_state import display_state
+    from ..protocol.transcript import compaction_marker
 
     calls = {call.tool_call_id: call for call in node.tool_calls}
     children = {child.agent_id: child for child in node.children}
@@ -183,6 +191,8 @@ def answer_text(node: AgentNode) -> str:
             if child is not None:
                 status = _CHILD_STATUS.get(child.status, child.status)
                 parts.append(f"│ ▸ ◆ {child.title or child.role}  {status}")
+        elif entry.type == "context-compacted":
+            parts.append(compaction_marker(entry.model_dump()))
     if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
         parts.append(markdown_plain(node.text_content.strip("\n")))
     # the one-line rows (tool calls, reasoning, sub-agents) follow each other as in the view; a
@@ -336,6 +346,7 @@ class CachedTurns(Vertical):
         background: $user-message-background;
         color: $text;
     }
+    CachedTurns > .cached-command { margin: 1 0 0 0; padding: 0 1; color: $text-muted; }
     CachedTurns > .cached-answer { padding: 1 1 0 1; }
     """
 
@@ -347,6 +358,8 @@ class CachedTurns(Vertical):
         for entry in self.cached.entries:
             if entry.role == "user":
                 yield Static(entry.text, classes="cached-user", markup=False)
+            elif entry.role == "command":  # as the live view draws it (``widgets.turns.UserMessage``)
+                yield Static(command_line(entry.text), classes="cached-command", markup=False)
             else:
                 yield Static(entry.text, classes="cached-answer", markup=False)
 

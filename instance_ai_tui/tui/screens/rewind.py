@@ -21,9 +21,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
+from ...protocol.command_turns import is_command_turn
 from ...protocol.conversation import Conversation
 from .. import keymap
-from ..command_turns import is_command_turn
 
 
 @dataclass(frozen=True, slots=True)

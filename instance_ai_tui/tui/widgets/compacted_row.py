@@ -14,14 +14,11 @@ class CompactedRow(Static):
     DEFAULT_CSS = "CompactedRow { height: auto; color: $text-muted; }"
 
     def __init__(self, entry: dict[str, object]) -> None:
-        from ...protocol.events import ContextCompactedPayload
         from ...protocol.safe_text import visible
+        from ...protocol.transcript import compaction_marker
 
-        try:
-            words = ContextCompactedPayload.model_validate(entry).words()
-        except ValueError:
-            words = "context compacted"
-        super().__init__(Content.styled(f"⟲ {visible(words)}", "italic"), classes="compacted-row", markup=False)
+        marker = visible(compaction_marker(entry))
+        super().__init__(Content.styled(marker, "italic"), classes="compacted-row", markup=False)
 
     def set_live(self, live: bool) -> None:
         """A finished line: nothing streams into it."""

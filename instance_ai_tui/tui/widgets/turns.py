@@ -30,9 +30,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ...protocol.command_turns import command_line, is_command_turn
 from ...protocol.reducer import ReducerChanges, RunReducer, SegmentChange
 from .. import keymap
-from ..command_turns import is_command_turn
 from ..textual_internals import BlankRows
 from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
@@ -604,7 +604,7 @@ thread's history) and its text comes back to the prompt to be edited and sent ag
 
     def _shown(self) -> str:
         if self.command:
-            return f"{self.text}  · a command, not a message"
+            return command_line(self.text)
         if not self.folded:
             return self.text
         head = "\n".join(self.text.split("\n")[:USER_FOLD_HEAD])[: USER_FOLD_CHARS // 4]
