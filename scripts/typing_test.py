@@ -190,11 +190,13 @@ class Tmux:
                            command, ";", "set-option", "-t", self.session, "remain-on-exit", "on", check=True)
 
     async def pane(self) -> dict[str, str]:
-        """The pane's state: ``dead`` ("1" once its program exited), ``status`` (its exit status), ``pid``."""
+        """The pane's state: ``dead`` ("1" once its program exited), ``exit`` (how: "status 0",
+        "status 2", "signal 6"; tmux 3.3 leaves a status 0 empty), ``pid``."""
         out = await self.run("display-message", "-p", "-t", self.session,
-                             "#{pane_dead}|#{pane_dead_status}|#{pane_pid}")
-        dead, status, pid = [*out.strip().split("|"), "", "", ""][:3]
-        return {"dead": dead, "status": status, "pid": pid}
+                             "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}|#{pane_pid}")
+        dead, status, signal_number, pid = [*out.strip().split("|"), "", "", "", ""][:4]
+        how = f"signal {signal_number}" if signal_number else f"status {status or 0}"
+        return {"dead": dead, "exit": how if dead == "1" else "", "pid": pid}
 
     async def keys(self, *keys: str) -> None:
         for key in keys:
@@ -269,7 +271,7 @@ class TypingTest:
         try:
             pane = await self.tmux.pane()
             if pane["dead"] == "1":
-                parts.append(f"the app exited (status {pane['status'] or '?'})")
+                parts.append(f"the app exited ({pane['exit']})")
             elif pane["pid"].isdigit():
                 parts.append(f"the app (pid {pane['pid']}) still runs: sent SIGABRT for its threads' stacks")
                 os.kill(int(pane["pid"]), signal.SIGABRT)
@@ -306,8 +308,8 @@ class TypingTest:
                 self.fail(f"Ctrl+Q did not close the app in 30 s:\n{await self.post_mortem()}")
                 return
             await asyncio.sleep(0.05)
-        if pane["status"] != "0":
-            self.fail(f"the app exited with status {pane['status']!r} at Ctrl+Q:\n{await self.post_mortem()}")
+        if pane["exit"] != "status 0":
+            self.fail(f"the app exited with {pane['exit']} at Ctrl+Q:\n{await self.post_mortem()}")
 
     # ----------------------------------------------------------------- what the screen says
     async def status(self) -> str:
