@@ -212,6 +212,11 @@ class Tmux:
     async def screen(self) -> str:
         return await self.run("capture-pane", "-p", "-t", self.session)
 
+    async def history(self) -> str:
+        """The screen with the 200 lines above it (once the program exited, tmux's "Pane is dead"
+        line scrolls what it wrote last up there)."""
+        return await self.run("capture-pane", "-p", "-S", "-200", "-t", self.session)
+
     async def stop(self) -> None:
         await self.run("kill-server")
 
@@ -278,7 +283,7 @@ class TypingTest:
                 await poll(lambda: False, 1.5)
             else:
                 parts.append(f"no pane: {await self.tmux.run('list-sessions')!r}")
-            history = await self.tmux.run("capture-pane", "-p", "-S", "-200", "-t", self.tmux.session)
+            history = await self.tmux.history()
             parts.append("its pane:\n" + (history.strip("\n") or "(empty)"))
         except (OSError, TmuxError) as exc:
             parts.append(f"tmux: {exc}")

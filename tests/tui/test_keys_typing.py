@@ -55,7 +55,7 @@ async def test_the_app_started_again_at_once_always_gets_its_terminal(tmp_path: 
         for start in range(30):
             await tmux.start(f"echo program {start} drew its frame; sleep 0.05")  # then it quits
             deadline = time.monotonic() + 20
-            while f"program {start} drew" not in await tmux.screen():
+            while f"program {start} drew" not in await tmux.history():
                 assert time.monotonic() < deadline, f"start {start}: the pane shows nothing: {await tmux.pane()}"
                 await asyncio.sleep(0.01)
             while (await tmux.pane())["dead"] != "1":  # as the typing test's quit_app waits
