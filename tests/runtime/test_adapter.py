@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from pydantic import BaseModel
 
@@ -163,20 +161,18 @@ async def test_a_chunk_that_is_not_an_object_is_a_clear_error(server, make_model
 
 async def test_first_token_timeout(server, make_model):
     server.set_script([MockResponse(text="late", first_chunk_delay=20.0)])
-    start = time.monotonic()
-    with pytest.raises(ModelTimeout, match="no response"):
+    with pytest.raises(ModelTimeout, match="no response"):  # (without the timeout: "late", after 20 s)
         await collect(make_model(first_token_timeout=0.3))
-    assert time.monotonic() - start < 15  # the timeout, not the late chunk (20 s): far from both
     await server.wait_disconnect(0)
+    assert server.requests[0].chunks_sent == 0  # the client hung up before the late answer began
 
 
 async def test_idle_timeout_between_chunks(server, make_model):
     server.set_script([MockResponse(text="a b c d", hang_after_chunks=2)])
-    start = time.monotonic()
-    with pytest.raises(ModelTimeout, match="stalled"):
+    with pytest.raises(ModelTimeout, match="stalled"):  # (without the timeout: a hang, for ever)
         await collect(make_model(idle_timeout=0.3))
-    assert time.monotonic() - start < 15  # the idle timeout, not the hang (for ever): far from both
     await server.wait_disconnect(0)
+    assert server.requests[0].chunks_sent == 2  # the client hung up in the stall, after the two chunks
 
 
 async def test_unreachable_server_is_a_clear_error():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .asgi import AsgiServer, serve_asgi
 from .config import isolate_config
-from .loop import loop_gaps
+from .loop import LoopTurns, loop_turns
 from .net import free_port, wait_for_port
 
-__all__ = ["AsgiServer", "free_port", "isolate_config", "loop_gaps", "serve_asgi", "wait_for_port"]
+__all__ = ["AsgiServer", "LoopTurns", "free_port", "isolate_config", "loop_turns", "serve_asgi", "wait_for_port"]
