@@ -196,10 +196,9 @@ async def test_kill_9_of_a_mid_run_is_swept_by_b(cluster: tuple[Serve, Serve]) -
         run_id = (await send(http, a.url, "t-crash")).json()["runId"]
         before = await read_events(http, b.url, "t-crash", until=of_type("tool-call"))
         a.kill()
-        killed_at = time.monotonic()
-        after = await read_events(http, b.url, "t-crash", last_id=before[-1]["id"], until=of_type("run-finish"),
-                                  timeout=LEASE_MS / 1000 + 10)
-        assert time.monotonic() - killed_at < LEASE_MS / 1000 + 5
+        # nothing of A's is left to end the run: only B's sweep of the lease A held can (the read's
+        # 20 s is a bound against a hang, far from the 1.5 s lease), and it says so
+        after = await read_events(http, b.url, "t-crash", last_id=before[-1]["id"], until=of_type("run-finish"))
         finish = after[-1]
         assert finish["runId"] == run_id
         assert {k: v for k, v in finish["payload"].items() if k != "usage"} == {"status": "interrupted", "reason": "crash_interrupted"}

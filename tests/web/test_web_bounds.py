@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -80,18 +79,44 @@ def test_the_terminal_size_a_tab_asks_for_is_capped() -> None:
     assert terminal_size(None, 10**9) == (80, MAX_ROWS)
 
 
-async def test_wrong_tokens_of_one_client_wait_one_after_another_and_longer_each_time() -> None:
+class _Waits:
+    """The throttle's waits (``asyncio.sleep`` in ``web.access``), recorded: how long each asked for and
+    the most that waited at once. Each wait lets the loop run a few turns, so every check that could
+    wait beside it has started its own first: waits one after another never overlap."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.now = 0
+        self.most = 0
+
+    async def sleep(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            for _ in range(10):
+                await _real_sleep(0)
+        finally:
+            self.now -= 1
+
+
+_real_sleep = asyncio.sleep
+
+
+async def test_wrong_tokens_of_one_client_wait_one_after_another_and_longer_each_time(monkeypatch) -> None:
+    """One client's five parallel wrong tokens wait in a row, doubling up to the cap; five clients'
+    wait side by side, once each (the waits counted, not timed)."""
+    import instance_ai_tui.web.access as access
+
+    waits = _Waits()
+    monkeypatch.setattr(access.asyncio, "sleep", waits.sleep)
     throttle = WrongTokenThrottle(base=0.05, cap=0.4)
-    started = time.monotonic()
     await asyncio.gather(*[throttle.wrong("10.0.0.1") for _ in range(5)])
-    one_client = time.monotonic() - started
-    assert one_client >= 0.05 + 0.1 + 0.2 + 0.4 + 0.4 - 0.02  # in a row, doubling up to the cap
-    # five clients wait side by side, once each: 1 s in all, where one after another would be 5 s
-    # (the bound sits between the two, far from both, so a busy machine cannot fail it)
+    assert (waits.asked, waits.most) == ([0.05, 0.1, 0.2, 0.4, 0.4], 1)  # in a row, doubling up to the cap
+    waits.asked, waits.most = [], 0
     side_by_side = WrongTokenThrottle(base=1.0, cap=4.0)
-    started = time.monotonic()
     await asyncio.gather(*[side_by_side.wrong(f"10.0.1.{n}") for n in range(5)])
-    assert time.monotonic() - started < 3.5
+    assert (waits.asked, waits.most) == ([1.0] * 5, 5)  # side by side, once each
     throttle.forget("10.0.0.1")
     assert throttle.delay(1) == 0.05
 
@@ -179,14 +204,40 @@ async def test_the_apps_end_with_the_server(start_web) -> None:
             await tab.close()
 
 
+async def _guess(url: str, source: str, token: str) -> int:
+    """One token check from the loopback address ``source`` (a client of its own to the throttle): its status."""
+    parsed = httpx.URL(url)
+    reader, writer = await asyncio.open_connection(parsed.host, parsed.port, local_addr=(source, 0))
+    try:
+        writer.write(f"GET /?token={token} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        await writer.drain()
+        return int((await reader.readline()).split()[1])
+    finally:
+        writer.close()
+
+
 async def test_parallel_wrong_tokens_from_one_client_are_slowed_down(start_web) -> None:
+    """The server checks one client's wrong tokens one after another (each answered after its doubling
+    delay, ``WrongTokenThrottle``, whose waits the test above counts): sent in parallel, they wait in
+    a row, and past ``max_waiting_per_client`` waiting the next is refused unchecked (429). Counted, not
+    timed: checked side by side (the bug), at most 14 - burst = 9 would wait, for the global rate only,
+    and none would be refused. A right token from another client is not held back by the guessing."""
     web: WebProcess = start_web("--token", "correct-horse-battery", "--model", "demo")
-    async with httpx.AsyncClient(base_url=web.url, timeout=60) as http:
-        started = time.monotonic()
-        answers = await asyncio.gather(*[http.get("/", params={"token": f"guess-{n}"}) for n in range(3)])
-        elapsed = time.monotonic() - started
-        assert [a.status_code for a in answers] == [401] * 3
-        assert elapsed >= 0.5 + 1.0 + 2.0 - 0.1, elapsed  # one after another, doubling (was 0.5 s for all)
-        right = await http.get("/", params={"token": "correct-horse-battery"}, follow_redirects=False)
-        assert right.status_code == 303  # the right token is not held back
+    defaults = WrongTokenThrottle()  # the server's
+    # one checked, max_waiting_per_client waiting, and the three answered in their first 3.5 s
+    # (0.5 + 1 + 2: the guesses need only come within that time for one to be refused)
+    count = 1 + defaults.max_waiting_per_client + 3
+    assert count - defaults.burst < defaults.max_waiting_per_client
+    pending = {asyncio.create_task(_guess(web.url, "127.0.7.7", f"guess-{n}")) for n in range(count)}
+    statuses: list[int] = []
+    try:
+        while pending and 429 not in statuses:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            statuses.extend(task.result() for task in done)
+    finally:
+        for task in pending:
+            task.cancel()
+    assert 429 in statuses and set(statuses) <= {401, 429}, statuses  # they waited in a row
+    assert await _guess(web.url, "127.0.8.8", "correct-horse-battery") == 303  # another client is not held back
     assert os.environ.get("INSTANCE_AI_WEB_TOKEN") is None
