@@ -37,10 +37,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from machine import load, machine  # noqa: E402
 
-from instance_ai_tui.runtime import Agent, ScriptedModel, ScriptedResponse, StoreMemory  # noqa: E402
+from instance_ai_tui.runtime.agent import Agent  # noqa: E402
 from instance_ai_tui.runtime.context import ContextBudget, Sizes, fit_request  # noqa: E402
+from instance_ai_tui.runtime.memory import StoreMemory  # noqa: E402
 from instance_ai_tui.runtime.messages import Message, MessageList, ToolCallPart  # noqa: E402
 from instance_ai_tui.runtime.run import Run  # noqa: E402
+from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse  # noqa: E402
 from instance_ai_tui.store.sqlite import SqliteStore  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {"name": f"tool-{i}", "description": "A tool. " * 20,

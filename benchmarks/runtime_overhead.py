@@ -40,16 +40,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from instance_ai_tui.runtime import (  # noqa: E402
-    Agent,
-    ModelRequest,
-    ScriptedModel,
-    ScriptedResponse,
-    ScriptedToolCall,
-    TextDeltaChunk,
-    tool,
-)
+from instance_ai_tui.runtime.agent import Agent  # noqa: E402
+from instance_ai_tui.runtime.chunks import TextDeltaChunk  # noqa: E402
 from instance_ai_tui.runtime.context import ContextBudget  # noqa: E402
+from instance_ai_tui.runtime.model import ModelRequest  # noqa: E402
+from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall  # noqa: E402
+from instance_ai_tui.runtime.tools import tool  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine  # noqa: E402

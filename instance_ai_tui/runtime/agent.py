@@ -1,8 +1,7 @@
 """The agent: the loop that streams the model, runs tools, suspends, resumes and persists.
 
 One ``Agent`` can serve many runs (also at the same time). Each run is an ``asyncio`` task that
-writes ``StreamChunk`` values into a queue read through ``AgentStream``. See the package
-docstring (``runtime/__init__.py``) for the public API.
+writes ``StreamChunk`` values into a queue read through ``AgentStream``.
 """
 
 from __future__ import annotations

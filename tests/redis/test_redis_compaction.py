@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from instance_ai_tui.runtime import StoreMemory
 from instance_ai_tui.runtime.chunks import ContextCompactedChunk
+from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.runtime.openai_model import OpenAIModel
 from instance_ai_tui.store.redis import RedisStore
 from tests.runtime.test_context_window import FIRST_ID, FIRST_NAME, agent_on, ask, respond

@@ -13,8 +13,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, StoreCheckpointStore, StoreMemory, Tool, ToolContext
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.checkpoints import StoreCheckpointStore
+from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 from instance_ai_tui.store.sqlite import SqliteStore
 
 

@@ -6,17 +6,11 @@ import asyncio
 
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import (
-    Agent,
-    ErrorChunk,
-    StoreMemory,
-    TextDeltaChunk,
-    Tool,
-    ToolContext,
-    ToolResultChunk,
-)
-from instance_ai_tui.runtime.memory import record_to_message
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import ErrorChunk, TextDeltaChunk, ToolResultChunk
+from instance_ai_tui.runtime.memory import StoreMemory, record_to_message
 from instance_ai_tui.runtime.messages import strip_orphaned_tool_messages
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 from tests.support.openai_server import MockResponse, MockToolCall
 from tests.support.waiting import until
 
@@ -142,7 +136,8 @@ async def test_abort_reaches_a_sub_agent(server, make_model):
 
 
 async def test_abort_right_after_start_and_at_any_point(server, make_model):
-    from instance_ai_tui.runtime import ScriptedModel, ScriptedResponse, ScriptedToolCall
+    from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+    from instance_ai_tui.runtime.tools import tool
 
     agent = Agent("main", "x", ScriptedModel(["never sent"]))
     stream = agent.stream("hi")
@@ -151,7 +146,7 @@ async def test_abort_right_after_start_and_at_any_point(server, make_model):
     assert len(chunks) == 1 and isinstance(chunks[0], ErrorChunk) and chunks[0].cancelled
     assert (await stream.result()).status == "cancelled"
 
-    @__import__("instance_ai_tui.runtime", fromlist=["tool"]).tool
+    @tool
     async def slow(n: int) -> int:
         "Slow."
         await asyncio.sleep(0.002)  # the scenario: a tool that takes a moment

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import (
-    Agent,
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.model import (
     ModelError,
     ModelFinish,
     ModelReasoningDelta,
@@ -16,12 +16,11 @@ from instance_ai_tui.runtime import (
     ModelToolCallDelta,
     ModelUnreachable,
     ModelUsage,
-    PriceTable,
-    Tool,
-    ToolContext,
+    ToolCallAccumulator,
 )
-from instance_ai_tui.runtime.model import ToolCallAccumulator
 from instance_ai_tui.runtime.openai_model import ThinkSplitter
+from instance_ai_tui.runtime.tools import Tool, ToolContext
+from instance_ai_tui.runtime.usage import PriceTable
 from tests.support.openai_server import MockResponse, MockToolCall
 
 

@@ -20,12 +20,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, StoreMemory, Tool, ToolContext
+from instance_ai_tui.runtime.agent import Agent
 from instance_ai_tui.runtime.chunks import ContextCompactedChunk
 from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
 from instance_ai_tui.runtime.errors import ModelContextExceeded
+from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 from instance_ai_tui.store.base import Store
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.openai_server import MockOpenAIServer, MockResponse

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, Tool, ToolContext
+from instance_ai_tui.runtime.agent import Agent
 from instance_ai_tui.runtime.limits import ModelLimits
-from instance_ai_tui.runtime.tools import MAX_ARGUMENT_DEPTH, parse_arguments
+from instance_ai_tui.runtime.tools import MAX_ARGUMENT_DEPTH, Tool, ToolContext, parse_arguments
 from tests.support.openai_server import MockOpenAIServer, MockResponse, MockToolCall
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import (
-    Agent,
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.limits import ModelLimits
+from instance_ai_tui.runtime.model import (
     ModelError,
     ModelHTTPError,
     ModelLimitExceeded,
-    ModelLimits,
     ModelMalformedStream,
     ModelRefused,
     ModelRequest,
@@ -26,10 +26,9 @@ from instance_ai_tui.runtime import (
     ModelTextDelta,
     ModelTimeout,
     ModelUnreachable,
-    Tool,
-    ToolContext,
 )
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 from instance_ai_tui.store.errors import is_unavailable
 from tests.support.openai_server import MockOpenAIServer, MockResponse, MockToolCall, closed_port_url
 

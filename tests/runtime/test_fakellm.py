@@ -11,8 +11,10 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, Tool, ToolCallDeltaChunk, ToolContext
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import ToolCallDeltaChunk
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 from tests.support import free_port
 
 FAKELLM = shutil.which("fakellm")

@@ -30,10 +30,12 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, StoreMemory, Tool
+from instance_ai_tui.runtime.agent import Agent
 from instance_ai_tui.runtime.chunks import ContextCompactedChunk
+from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.runtime.test_context_window import FIRST_ID, FIRST_NAME, GetWorkflow, get_workflow
 from tests.runtime.test_llama_smoke import MODEL, llama_peer

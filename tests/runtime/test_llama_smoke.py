@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import Agent, ModelFinish, ModelRequest, ModelTextDelta, Tool, ToolContext
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.model import ModelFinish, ModelRequest, ModelTextDelta
 from instance_ai_tui.runtime.openai_model import OpenAIModel
+from instance_ai_tui.runtime.tools import Tool, ToolContext
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("llama_peer", REPO / "scripts" / "llama_peer.py")

@@ -9,21 +9,19 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import (
-    Agent,
-    AgentEvent,
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import (
     ErrorChunk,
     FinishChunk,
     MessageChunk,
     ReasoningDeltaChunk,
     TextDeltaChunk,
-    Tool,
     ToolCallChunk,
     ToolCallDeltaChunk,
-    ToolContext,
     ToolResultChunk,
-    tool,
 )
+from instance_ai_tui.runtime.events import AgentEvent
+from instance_ai_tui.runtime.tools import Tool, ToolContext, tool
 from tests.support.openai_server import MockResponse, MockToolCall
 
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime
 
-from instance_ai_tui.runtime import Agent, HashingEmbedder, Message, StoreMemory, ToolCallPart, tool
-from instance_ai_tui.runtime.memory import message_to_record, record_to_message, sanitize_title
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.memory import (
+    HashingEmbedder,
+    StoreMemory,
+    message_to_record,
+    record_to_message,
+    sanitize_title,
+)
+from instance_ai_tui.runtime.messages import Message, ToolCallPart
+from instance_ai_tui.runtime.tools import tool
 from tests.support.openai_server import MockResponse, MockToolCall
 
 

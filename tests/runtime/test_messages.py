@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from instance_ai_tui.runtime import Message, MessageList, ToolCallPart, strip_orphaned_tool_messages
+from instance_ai_tui.runtime.messages import Message, MessageList, ToolCallPart, strip_orphaned_tool_messages
 
 
 def call(call_id: str, text: str = "") -> Message:

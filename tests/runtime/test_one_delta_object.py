@@ -7,16 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from instance_ai_tui.runtime import (
-    Agent,
-    ModelChunk,
-    ModelFinish,
-    ModelReasoningDelta,
-    ModelRequest,
-    ModelTextDelta,
-    ReasoningDeltaChunk,
-    TextDeltaChunk,
-)
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import ReasoningDeltaChunk, TextDeltaChunk
+from instance_ai_tui.runtime.model import ModelChunk, ModelFinish, ModelReasoningDelta, ModelRequest, ModelTextDelta
 
 
 class RecordingModel:

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from instance_ai_tui.runtime import Agent, StoreMemory, TextDeltaChunk
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import TextDeltaChunk
+from instance_ai_tui.runtime.memory import StoreMemory
 from instance_ai_tui.runtime.openai_model import OpenAIModel
 from instance_ai_tui.store.errors import StorageLocked, StoreClosed, retry_while_unavailable
 from instance_ai_tui.store.sqlite import SqliteStore

@@ -56,7 +56,7 @@ async def test_resume_in_a_fresh_process_from_sqlite(server, tmp_path):
         stored = [r.role for r in await store.list_messages("thread-1")]
         assert stored == ["user", "assistant", "tool", "assistant"]
     # a second resume of the finished run is refused, and the tool does not run twice
-    from instance_ai_tui.runtime import CheckpointNotFound
+    from instance_ai_tui.runtime.errors import CheckpointNotFound
 
     from .resume_child import build
 

@@ -11,18 +11,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from instance_ai_tui.runtime import (
-    Agent,
-    ModelCancelled,
-    ModelError,
-    ModelFinish,
-    ModelRequest,
-    ModelTextDelta,
-    ScriptedModel,
-    ScriptedResponse,
-    ScriptedToolCall,
-    tool,
-)
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.model import ModelCancelled, ModelError, ModelFinish, ModelRequest, ModelTextDelta
+from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall
+from instance_ai_tui.runtime.tools import tool
 from tests.support.openai_server import MockResponse, Rule
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,22 +8,11 @@ from datetime import timedelta
 import pytest
 from pydantic import BaseModel
 
-from instance_ai_tui.runtime import (
-    Agent,
-    CheckpointNotFound,
-    FinishChunk,
-    InMemoryCheckpointStore,
-    InvalidResumeData,
-    ResumeConflict,
-    StoreCheckpointStore,
-    Tool,
-    ToolCallSuspendedChunk,
-    ToolContext,
-    ToolResultChunk,
-    UnknownToolCall,
-    tool,
-)
-from instance_ai_tui.runtime.checkpoints import utcnow
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.checkpoints import InMemoryCheckpointStore, StoreCheckpointStore, utcnow
+from instance_ai_tui.runtime.chunks import FinishChunk, ToolCallSuspendedChunk, ToolResultChunk
+from instance_ai_tui.runtime.errors import CheckpointNotFound, InvalidResumeData, ResumeConflict, UnknownToolCall
+from instance_ai_tui.runtime.tools import Tool, ToolContext, tool
 from tests.support.openai_server import MockResponse, MockToolCall
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from instance_ai_tui.runtime import Agent, FinishChunk, PriceTable, ScriptedModel, ScriptedResponse, Usage
-from instance_ai_tui.runtime.usage import Price, compute_cost
+from instance_ai_tui.runtime.agent import Agent
+from instance_ai_tui.runtime.chunks import FinishChunk
+from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse
+from instance_ai_tui.runtime.usage import Price, PriceTable, Usage, compute_cost
 from tests.support.openai_server import MockResponse
 
 PRICES = {"m": {"input": 1.0, "output": 2.0, "cached_input": 0.5}}
