@@ -193,7 +193,7 @@ async def take_screenshots(
 
             # 5. the first thread in two more themes
             if first_thread is not None:
-                await app.open_thread(first_thread)
+                await app.threads.open(first_thread)
                 await settle()
                 _expand_subagents(app)
                 app.view.follow()

@@ -388,11 +388,6 @@ class InstanceAiApp(App[None]):
         if not self.is_headless and driver is not None:
             driver.write(sequence)
 
-    # ------------------------------------------------------------------ threads
-    async def open_thread(self, thread_id: str | None, source: str | None = None) -> None:
-        """Show ``thread_id`` (``None``: a new, not yet created thread); ``tui.threads``."""
-        await self.threads.open(thread_id, source)
-
     # ------------------------------------------------------------------ ingest and frame (tui.projection)
     async def _frame(self) -> None:
         """The frame timer's callback: project what changed in the model onto the widgets."""

@@ -270,7 +270,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
-        await again.open_thread(thread)
+        await again.threads.open(thread)
         await until(lambda: again.projection.frame_no > 3, pilot, what="frames after the history")
         assert panel_of(again.main_screen) is None  # a call in the history is not news
         await send(again, pilot, "/workflow")
