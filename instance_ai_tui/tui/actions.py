@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .run_status import RunStatus
     from .screens.main import MainScreen
     from .screens.workflow import Workflows
-    from .themes import ThemeManager
+    from .themes.manager import ThemeManager
     from .threads import Threads
     from .widgets.conversation_view import ConversationView
     from .widgets.prompt import PromptInput

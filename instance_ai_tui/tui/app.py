@@ -47,7 +47,7 @@ from textual.widgets import Static
 
 from ..client.base import Client, ClientError, ConnectionState
 from ..protocol.safe_text import visible
-from . import commands, keymap, screen_cache, themes
+from . import commands, keymap, screen_cache
 from .actions import Actions
 from .cards import Cards
 from .connection import ConnectionWatcher
@@ -61,6 +61,8 @@ from .screens.main import MainScreen
 from .sending import Sender
 from .startup import Boot, FirstFramePrefs, Started, StartingClient, Startup, is_demo
 from .textual_internals import TOASTS_CSS, app_driver
+from .themes.manager import ThemeManager
+from .themes.variables import app_variable_defaults
 from .threads import Threads
 from .widgets.conversation_view import ConversationView
 from .widgets.find_bar import FindBar
@@ -136,7 +138,7 @@ class InstanceAiApp(App[None]):
         self.redis_chat = (redis_chat, chat_webhook)
         self.status_info = StatusInfo(model=self.client.model_name)
         self.keys = self.load_keymap()
-        self.theme_manager: themes.ThemeManager | None = None
+        self.theme_manager: ThemeManager | None = None
         self._frame_timer: Any = None
         #: the cached screen of the last thread, shown in the first frame (``show_cached``)
         self.cached_screen: CachedScreen | None = None
@@ -310,11 +312,11 @@ class InstanceAiApp(App[None]):
         return self.main_screen
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        return themes.app_variable_defaults(self.current_theme)
+        return app_variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
-        self.theme_manager = themes.ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes,
-                                                 load_after=self.start_sent.wait)
+        self.theme_manager = ThemeManager(self, persist=self._persist_theme, watch=self._watch_themes,
+                                          load_after=self.start_sent.wait)
         self.theme_manager.install(self.prefs.theme)
         self.set_keymap(self.keys.textual_keymap())
         if self._keymap_error:

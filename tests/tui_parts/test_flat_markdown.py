@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 import instance_ai_tui.tui.app as app_module
-from instance_ai_tui.tui import themes
+from instance_ai_tui.tui.themes.variables import app_variable_defaults
 from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, layout_document
 from instance_ai_tui.tui.widgets.long_markdown import CHUNK_CHARS, ChunkedMarkdown, LiveMarkdown
 from instance_ai_tui.tui.widgets.markdown_document import parse_document
@@ -95,7 +95,7 @@ class Harness(App[None]):
     CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        return themes.app_variable_defaults(self.current_theme)
+        return app_variable_defaults(self.current_theme)
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="box")

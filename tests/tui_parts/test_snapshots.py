@@ -17,7 +17,9 @@ from textual.widgets import Static
 
 from instance_ai_tui.protocol.api import ThreadInfo
 from instance_ai_tui.tui.keymap import KeyMap
-from instance_ai_tui.tui.themes import SEVERITY, TASK_STATUS, TOOL_STATUS, ThemeManager, app_variable_defaults
+from instance_ai_tui.tui.themes.glyphs import SEVERITY, TASK_STATUS, TOOL_STATUS
+from instance_ai_tui.tui.themes.manager import ThemeManager
+from instance_ai_tui.tui.themes.variables import app_variable_defaults
 from instance_ai_tui.tui.widgets.thread_list import ThreadList
 
 REPO_THEMES = Path(__file__).resolve().parents[2] / "instance_ai_tui" / "tui" / "themes_builtin"

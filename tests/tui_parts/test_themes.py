@@ -9,18 +9,17 @@ from textual.app import App, ComposeResult
 from textual.theme import BUILTIN_THEMES
 from textual.widgets import Static
 
-from instance_ai_tui.tui import themes
-from instance_ai_tui.tui.themes import (
-    APP_VARIABLES,
-    SEVERITY,
-    TASK_STATUS,
-    TOOL_STATUS,
+from instance_ai_tui.tui.themes.files import (
     ThemeFileError,
-    ThemeManager,
-    app_variable_defaults,
+    builtin_themes_dir,
     load_theme_dirs,
     load_theme_file,
+    save_theme_choice,
+    theme_dirs,
 )
+from instance_ai_tui.tui.themes.glyphs import SEVERITY, TASK_STATUS, TOOL_STATUS
+from instance_ai_tui.tui.themes.manager import ThemeManager
+from instance_ai_tui.tui.themes.variables import ANSI_CLASS, APP_VARIABLES, app_variable_defaults
 from tests.support.waiting import until
 
 REPO_THEMES = Path(__file__).resolve().parents[2] / "instance_ai_tui" / "tui" / "themes_builtin"
@@ -79,7 +78,7 @@ def test_shipped_themes_load_and_define_every_app_variable() -> None:
 def test_the_app_reads_its_one_themes_folder() -> None:
     """Issue 46 item 5: the themes were kept twice (``themes/`` and its package copy, a test holding them
     equal); the package's folder is the one, in a checkout and installed."""
-    assert themes.theme_dirs()[0] == themes.builtin_themes_dir() == REPO_THEMES
+    assert theme_dirs()[0] == builtin_themes_dir() == REPO_THEMES
     assert sorted(p.name for p in REPO_THEMES.glob("*.yaml")) == [
         "instance-ansi.yaml", "instance-dark.yaml", "instance-high-contrast.yaml", "instance-light.yaml"]
     assert not (REPO_THEMES.parents[2] / "themes").exists()
@@ -297,7 +296,7 @@ async def test_persist_failure_is_notified(tmp_path: Path) -> None:
 
 
 def test_save_theme_choice_uses_config_path(tmp_path: Path) -> None:
-    themes.save_theme_choice("instance-ansi")
+    save_theme_choice("instance-ansi")
     config = Path(os.environ["INSTANCE_AI_CONFIG"])
     assert tomllib.loads(config.read_text()) == {"ui": {"theme": "instance-ansi"}}
 
@@ -339,13 +338,13 @@ async def test_ansi_class_follows_the_theme_and_other_subscribers_survive_stop(t
         manager = ThemeManager(app, dirs=[REPO_THEMES], config_path=tmp_path / "c.toml", watch=False)
         manager.install("instance-dark")
         await pilot.pause()
-        assert not app.has_class(themes.ANSI_CLASS)
+        assert not app.has_class(ANSI_CLASS)
         app.theme = "instance-ansi"
         await pilot.pause()
-        assert app.has_class(themes.ANSI_CLASS)
+        assert app.has_class(ANSI_CLASS)
         app.theme = "instance-light"
         await pilot.pause()
-        assert not app.has_class(themes.ANSI_CLASS)
+        assert not app.has_class(ANSI_CLASS)
         manager.stop()
         app.theme = "nord"
         await pilot.pause()

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual.theme import Theme
-
-if TYPE_CHECKING:
-    pass
-
-
 
 DEFAULT_THEME = "textual-dark"
 #: app class present while an ANSI theme is active (ANSI colours cannot be blended, so

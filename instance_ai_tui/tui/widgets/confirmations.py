@@ -46,7 +46,7 @@ from ...protocol.api import (
 )
 from ...protocol.tree import Confirmation, ToolCallState
 from .. import keymap
-from ..themes import SEVERITY
+from ..themes.glyphs import SEVERITY
 from .tasks_panel import render_tasks
 
 GRACE_SECONDS = 0.5

@@ -43,7 +43,7 @@ from ...protocol.api import (
     McpConnectConfirm,
 )
 from ...protocol.tree import Confirmation, ToolCallState
-from ..themes import SEVERITY
+from ..themes.glyphs import SEVERITY
 from .confirmations import ConfirmCard, short_json
 from .n8n_card_base import (
     KNOWN_FIELDS,

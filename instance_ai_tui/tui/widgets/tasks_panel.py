@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ..themes import TASK_STATUS
+from ..themes.glyphs import TASK_STATUS
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ...protocol.events import TaskList, TaskStatus

@@ -64,7 +64,7 @@ from textual.widgets.option_list import Option
 
 from ...protocol.safe_text import visible
 from .. import keymap
-from ..themes import GLYPH_ACTIVE, GLYPH_READ_ONLY
+from ..themes.glyphs import GLYPH_ACTIVE, GLYPH_READ_ONLY
 
 if TYPE_CHECKING:  # the wire models load after the app's first frame (start-up time)
     from ...protocol.api import ThreadInfo

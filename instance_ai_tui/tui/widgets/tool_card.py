@@ -31,7 +31,7 @@ from ...protocol.safe_text import visible
 from ...protocol.text_render import content_text, text_summary
 from ...protocol.tree import ToolCallState
 from .. import keymap
-from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
+from ..themes.glyphs import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .card_factory import build_card
 from .confirmations import ConfirmCard, short_json
 from .status_line import SPINNER

@@ -34,7 +34,7 @@ from ...protocol.command_turns import command_line, is_command_turn
 from ...protocol.reducer import ReducerChanges, RunReducer, SegmentChange
 from .. import keymap
 from ..textual_internals import BlankRows
-from ..themes import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
+from ..themes.glyphs import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
 from .compacted_row import CompactedRow
 from .frame import Frame as Frame  # (the projection's tick; where it was, for its users)
