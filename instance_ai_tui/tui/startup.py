@@ -417,7 +417,9 @@ class Boot:
         finally:
             self.start_sent.set()
         if self.is_running() and watchers:
-            self.watchers()
+            await asyncio.to_thread(preload_watchers)  # (not on the loop, beside the answer's first frames)
+            if self.is_running():
+                self.watchers()
         if preload:
             await asyncio.to_thread(preload_ui)
             await asyncio.to_thread(warm_up_markdown)
@@ -470,17 +472,21 @@ def preload_ui() -> None:
     from ..protocol import conversation  # noqa: F401
     from ..protocol.events import TaskList
     from ..protocol.tree import AgentNode, Confirmation, ToolCallState
-    from .screens import (
-        setup,  # noqa: F401  (boot's model check; on the loop it stalled it 34 ms)
-        workflow,  # noqa: F401  (the watchers' workflow room; on the loop it stalled the ingest 55 ms)
-    )
+    from .screens import setup  # noqa: F401  (boot's model check; on the loop it stalled it 34 ms)
     from .widgets import turns  # noqa: F401
     from .widgets.markdown_document import parse_document
 
+    preload_watchers()
     parse_document("warm *up*\n\n- list\n")  # builds the markdown-it parsers
     highlight("{}", language="json")  # loads the lexers
     for model in (ToolCallState, Confirmation, AgentNode, TaskList):
         model.model_rebuild()  # the wire models build their validators on first use
+
+
+def preload_watchers() -> None:
+    """Import what ``Boot.watchers`` builds: the workflow room (``screens.workflow`` and the canvas modules;
+    on the loop, 55-70 ms of CPU in one turn while the first thread's stream arrived)."""
+    from .screens import workflow  # noqa: F401
 
 
 class StartSend:
