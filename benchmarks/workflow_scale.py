@@ -11,6 +11,11 @@ Per case: ``layout_s`` (wall and CPU: the machine is shared, CPU says what the w
 ``undrawn`` (connections that found no way). Beside it, the floor: ``json.loads`` of the same workflow,
 which anything drawing it pays. ``growth``: the exponent of time between the two largest sizes (1 = linear;
 n log n from 1,000 to 5,000 is about 1.14). The budget (issue 41): <= 1 s and <= 200 MB at 5,000 nodes.
+
+Keys: the host app collects garbage as the real app does (``heap="app"``: ``HeapPolicy`` and the heap
+frozen once mounted); until 2026-12-07 it tuned nothing, and the worst waits it measured (249-297 ms) were
+full collections walking the whole unfrozen Textual heap, which the real app never walks (see
+``key_latency``; ``a process bare-heap`` still measures that host).
 """
 
 from __future__ import annotations
@@ -72,15 +77,21 @@ def case(shape: str, n: int, positions: bool) -> dict[str, Any]:
     return out
 
 
-async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", key: str = "m") -> dict[str, Any]:
+async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", key: str = "m",
+                      heap: str = "app") -> dict[str, Any]:
     """Keys pressed while the panel lays out ``n`` nodes of a random DAG: how long each waits for its
     answer (the panel's ``m`` toggles its width: the class is set when the key was handled). ``where``:
     ``process`` (the worker process, as the app does), ``thread`` (the layout in a thread, as before) or
     ``idle`` (no layout running: the floor, what a key costs anyway). ``key``: ``m`` (the panel's width:
-    the whole screen is laid out again) or ``a`` typed into a text field beside the panel (its echo)."""
+    the whole screen is laid out again) or ``a`` typed into a text field beside the panel (its echo).
+    ``heap``: ``app`` (the collector as the real app tunes it: ``HeapPolicy(True)``, and what exists once
+    the app has mounted frozen, as ``InstanceAiApp.on_mount`` does) or ``bare`` (Python's defaults).
+    Beside the waits: the cyclic collector's full (generation 2) passes while the keys were pressed
+    (``gc.callbacks``), and the longest turn of the event loop."""
     from textual.app import App, ComposeResult
     from textual.widgets import Input
 
+    from instance_ai_tui.tui.heap import HeapPolicy
     from instance_ai_tui.tui.screens.workflow import WorkflowPanel
     from instance_ai_tui.tui.widgets import workflow_canvas, workflow_canvas_worker
 
@@ -89,11 +100,34 @@ async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", 
             yield Input()
             yield WorkflowPanel(None)
 
+        def on_mount(self) -> None:
+            if heap == "app":
+                gc.freeze()
+
     saved = workflow_canvas.PROCESS_NODES
     workflow_canvas.PROCESS_NODES = 10**9 if where == "thread" else saved
+    policy = HeapPolicy(heap == "app")
     app = Host()
     waits: list[float] = []
     during = 0
+    full_passes: list[float] = []
+    turns = [0.0]
+    started_pass = [0.0]
+    pressing = [False]
+
+    def on_collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started_pass[0] = time.perf_counter()
+        elif info["generation"] == 2 and pressing[0]:
+            full_passes.append(time.perf_counter() - started_pass[0])
+
+    async def watch_turns() -> None:  # how late a 2 ms sleep wakes: the loop's longest turn, about
+        while True:
+            at = time.perf_counter()
+            await asyncio.sleep(0.002)
+            turns[0] = max(turns[0], time.perf_counter() - at - 0.002)
+
+    gc.callbacks.append(on_collection)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             panel = app.query_one(WorkflowPanel)
@@ -103,6 +137,8 @@ async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", 
             if where == "process":  # the worker started once before, as after the first big workflow
                 await workflow_canvas_worker.lay_out(parse_workflow(SHAPES["chain"](10, True)),
                                                      workflow_canvas.Detail.FULL, False)
+            watcher = asyncio.create_task(watch_turns())
+            pressing[0] = True
             if where != "idle":
                 panel.canvas.show(wf)
             def state() -> object:
@@ -119,12 +155,19 @@ async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", 
                 await asyncio.sleep(0.05)
             while panel.canvas.laying_out:
                 await asyncio.sleep(0.05)
+            pressing[0] = False
+            watcher.cancel()
     finally:
+        gc.callbacks.remove(on_collection)
+        policy.restore()
+        gc.unfreeze()
         workflow_canvas.PROCESS_NODES = saved
     waits.sort()
-    return {"nodes": n, "where": where, "key": key, "presses": presses, "pressed_while_laying_out": during,
+    return {"nodes": n, "where": where, "key": key, "heap": heap, "presses": presses,
+            "pressed_while_laying_out": during,
             "median_ms": round(1000 * waits[len(waits) // 2], 1), "max_ms": round(1000 * waits[-1], 1),
-            "budget_ms": 100}
+            "budget_ms": 100, "longest_loop_turn_ms": round(1000 * turns[0], 1),
+            "full_collections": len(full_passes), "full_collection_max_ms": round(1000 * max(full_passes, default=0), 1)}
 
 
 def main() -> None:
@@ -140,7 +183,7 @@ def main() -> None:
                            "cases": {}}
     for shape in [] if args.keys_only else args.shapes.split(","):
         for positions in (True, False):
-            rows = {str(n): case(shape, n, positions) for n in sizes}
+            rows: dict[str, Any] = {str(n): case(shape, n, positions) for n in sizes}
             key = f"{shape}{'' if positions else '_no_positions'}"
             if len(sizes) >= 2:
                 a, b = sizes[-2], sizes[-1]
@@ -149,8 +192,11 @@ def main() -> None:
             out["cases"][key] = rows
             print(f"# {key} done", file=sys.stderr, flush=True)
     if not args.no_keys:
-        out["keys_while_laying_out"] = {f"{key} {where}": asyncio.run(key_latency(max(sizes), where=where, key=key))
-                                        for key in ("a", "m") for where in ("idle", "process", "thread")}
+        keys = {f"{key} {where}": asyncio.run(key_latency(max(sizes), where=where, key=key))
+                for key in ("a", "m") for where in ("idle", "process", "thread")}
+        # beside it, the same with Python's own collector settings (a host app that tunes nothing)
+        keys["a process bare-heap"] = asyncio.run(key_latency(max(sizes), where="process", key="a", heap="bare"))
+        out["keys_while_laying_out"] = keys
     out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
     print(json.dumps(with_machine(out), indent=2))
 
