@@ -108,10 +108,12 @@ class Box:
     outputs: dict[int, int] = field(default_factory=dict)
     out_labels: dict[int, str] = field(default_factory=dict)
     #: input index -> rows on the left border (one per arriving line); the input's label (Merge: 1, 2)
-    inputs: dict[int, list[int]] = field(default_factory=dict)
+    #: (tuples, here and in ``Route.points``: a tuple of numbers is no work for the cyclic garbage
+    #: collector, where a list is one more object each of its full passes walks, see ``Layout``)
+    inputs: dict[int, tuple[int, ...]] = field(default_factory=dict)
     in_labels: dict[int, str] = field(default_factory=dict)
     #: AI connection type -> columns on the bottom border (one per arriving sub-node); the port's label
-    ai_ports: dict[str, list[int]] = field(default_factory=dict)
+    ai_ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
     ai_labels: dict[str, str] = field(default_factory=dict)
     #: the column on the top border where a sub-node's line leaves
     top_port: int | None = None
@@ -132,7 +134,7 @@ class Route:
     beside the source's port to the cell beside the target's."""
 
     edge: WfEdge
-    points: list[Point]
+    points: tuple[Point, ...]
     #: what leaves one port: lines of the same net may join, lines of different nets only cross
     net: Hashable = None
     #: the line starts on its net's earlier line (a branch of a fan-out), not at the port
@@ -351,12 +353,12 @@ def _boxes(workflow: Workflow, shapes: Mapping[str, _Shape], at: Mapping[str, tu
                 box.out_labels[port] = label
         row = y + 1
         for index, count in shape.input_rows.items():
-            box.inputs[index] = list(range(row, row + count))
+            box.inputs[index] = tuple(range(row, row + count))
             row += count
         box.in_labels = dict(shape.in_labels)
         px = x + 2
         for kind, count in shape.ai_ports.items():
-            box.ai_ports[kind] = list(range(px, px + count))
+            box.ai_ports[kind] = tuple(range(px, px + count))
             box.ai_labels[kind] = connection_label(kind)
             px += count + cell_len(box.ai_labels[kind]) + 1
         if shape.top_port:
@@ -378,14 +380,14 @@ def _ports(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
             arrivals[(e.target, e.input)].setdefault((e.source, ports[e]), []).append(e)
     row_of: dict[WfEdge, int] = {}
     for (target, index), nets in arrivals.items():
-        rows = boxes[target].inputs.get(index, [])
+        rows = boxes[target].inputs.get(index, ())
         order = sorted(nets, key=lambda n: (boxes[n[0]].outputs.get(n[1], boxes[n[0]].y), boxes[n[0]].x))
         for k, net in enumerate(order):
             for e in nets[net]:
                 row_of[e] = rows[min(k, len(rows) - 1)]
     column_of: dict[WfEdge, int] = {}
     for (target, kind), sources in ai_arrivals.items():
-        columns = boxes[target].ai_ports.get(kind, [])
+        columns = boxes[target].ai_ports.get(kind, ())
         for k, source in enumerate(sorted(sources, key=lambda s: boxes[s].x)):
             for e in sources[source]:
                 column_of[e] = columns[min(k, len(columns) - 1)]
@@ -456,7 +458,7 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
             failed.append(e)
             continue
         grid.lay(points, ai_net)
-        routes.append(Route(e, points, ai_net))
+        routes.append(Route(e, tuple(points), ai_net))
     main_edges = [e for e in workflow.edges if not e.is_ai]
     rank = _channel_order(main_edges, boxes, ports, row_of)
     main_edges.sort(key=lambda e: (-first.get(e, -1), boxes[e.target].x < boxes[e.source].x,  # loops last
@@ -479,7 +481,7 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
             continue
         points, joins = found
         lay_main(grid, main_net, points)
-        routes.append(Route(e, points, main_net, joins))
+        routes.append(Route(e, tuple(points), main_net, joins))
     return _Routing(routes, failed, stubs, grid, row_of)
 
 
@@ -669,11 +671,11 @@ def _escape(boxes: Mapping[str, Box], routing: _Routing, regions: list[Region],
         right = shift(b.x + b.w - 1)
         b.x = shift(b.x)
         b.w = right - b.x + 1
-        b.ai_ports = {k: [shift(x) for x in cols] for k, cols in b.ai_ports.items()}
+        b.ai_ports = {k: tuple(shift(x) for x in cols) for k, cols in b.ai_ports.items()}
         if b.top_port is not None:
             b.top_port = shift(b.top_port)
     for r in routing.routes:
-        r.points = [(shift(x), y) for x, y in r.points]
+        r.points = tuple((shift(x), y) for x, y in r.points)
     routing.stubs[:] = [(shift(x), y) for x, y in routing.stubs]
     labels[:] = [(shift(x), y, text) for x, y, text in labels]
     for reg in regions:
@@ -683,7 +685,7 @@ def _escape(boxes: Mapping[str, Box], routing: _Routing, regions: list[Region],
     for esc in escapes:
         edge = esc.key
         assert isinstance(edge, WfEdge)
-        routing.routes.append(Route(edge, esc.points(shift), esc.net))
+        routing.routes.append(Route(edge, tuple(esc.points(shift)), esc.net))
     return still
 
 
@@ -699,12 +701,12 @@ def _normalise(layout: Layout) -> None:
         b.x += dx
         b.y += dy
         b.outputs = {p: y + dy for p, y in b.outputs.items()}
-        b.inputs = {i: [y + dy for y in rows] for i, rows in b.inputs.items()}
-        b.ai_ports = {k: [x + dx for x in cols] for k, cols in b.ai_ports.items()}
+        b.inputs = {i: tuple(y + dy for y in rows) for i, rows in b.inputs.items()}
+        b.ai_ports = {k: tuple(x + dx for x in cols) for k, cols in b.ai_ports.items()}
         if b.top_port is not None:
             b.top_port += dx
     for r in routes:
-        r.points = [(x + dx, y + dy) for x, y in r.points]
+        r.points = tuple((x + dx, y + dy) for x, y in r.points)
     for reg in regions:
         reg.x += dx
         reg.y += dy

@@ -363,3 +363,34 @@ def test_the_items_of_a_labelled_output_stand_beside_its_label_in_words() -> Non
         big = parse_workflow(corpus_json(name))
         big_runs = {n.name: NodeRun(RunState.RAN, 12, runs=3, items_by_output=(12, 12, 12, 12)) for n in big.nodes}
         assert max(len(cells) for cells, _styles in fit(big, 80, runs=big_runs).lines) <= 80
+
+
+def test_a_layout_leaves_the_garbage_collector_one_object_per_box_and_line() -> None:
+    """Keys waited behind full (generation 2) collections while a big layout was read back from the worker
+    process and first painted: each collection walks every object the collector tracks, and a 5,000-node
+    layout brought 26,000 of them (a list per line's corners, a list per input's rows and the dict holding
+    them, beside the boxes and lines themselves), enough new old objects to start a full pass on its own.
+    Corners and port rows are tuples of numbers, which the collector stops tracking at its first young
+    pass: once collected, what is left to walk is the boxes and the lines, in the layout made here and in
+    the one read back from the worker's pickles."""
+    import gc
+
+    from instance_ai_tui.protocol.workflow_wire import LayoutReader, lay_out, workflow_parts
+    from tests.support.workflow_shapes_gen import SHAPES as GENERATED
+
+    for shape in ("random_dag", "ai_clusters"):
+        wf = parse_workflow(GENERATED[shape](200, True))
+        here = layout_workflow(wf)
+        reader = LayoutReader(wf)
+        for chunk in lay_out(list(workflow_parts(wf)), 0, False):
+            reader.feed(chunk)
+        read_back = reader.layout()
+        gc.collect()
+        for layout in (here, read_back):
+            assert any(box.inputs for box in layout.boxes.values())
+            assert shape != "ai_clusters" or any(box.ai_ports for box in layout.boxes.values())
+            parts = ([route.points for route in layout.routes]
+                     + [part for box in layout.boxes.values()
+                        for part in (box.inputs, box.ai_ports, *box.inputs.values(), *box.ai_ports.values())])
+            tracked = [part for part in parts if gc.is_tracked(part)]
+            assert not tracked, (shape, len(tracked), len(parts), type(tracked[0]).__name__)
