@@ -9,9 +9,11 @@ Like ``scripts/screenshots.py``: ``InstanceAiApp(EmbeddedClient(settings), setti
 demo model on a temporary SQLite file, inside ``App.run_test``, config and data dirs in a temporary folder.
 Then, as a person would:
 
-1. at 80×24, asks "every morning send the weather forecast to Slack": the builder's create-workflow
-   call opens the canvas beside the conversation -> ``workflow-live-80x24.svg``;
-2. the same at 160×48 -> ``workflow-live-160x48.svg``;
+1. at 80×24, asks "every morning send the weather forecast to Slack": on a screen this narrow the
+   builder's create-workflow call does not open the canvas by itself, a note names ``/workflow``; it is
+   typed, and the canvas opens across the screen -> ``workflow-live-80x24.svg``;
+2. the same at 160×48, where the call opens the canvas beside the conversation
+   -> ``workflow-live-160x48.svg``;
 3. at 120×40, an AI agent workflow (model, memory, two tools; created in the demo instance the way a
    tool call creates one) opened with ``/workflow ID``, widened with ``m``, a node's details with Enter
    -> ``workflow-ai-agent.svg``;
@@ -69,14 +71,26 @@ async def _settle(app: Any, pilot: Any) -> None:
 
 
 async def live_build(out: Path, tmp: Path, size: tuple[int, int]) -> Path:
-    from instance_ai_tui.tui.screens.workflow import panel_of
+    from instance_ai_tui.tui.screens.workflow import AUTO_OPEN_MIN_WIDTH, panel_of
+
+    def shown() -> bool:
+        panel = panel_of(app.main_screen)
+        return panel is not None and panel.workflow_id is not None
 
     app = await _demo_app(tmp, f"live-{size[0]}")
     async with app.run_test(size=size) as pilot:
         await app.wait_until_ready(timeout=60)
         await app.thread.outbox.send(BUILD_REQUEST)
-        await _wait_for("the canvas", lambda: (panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None))
         await _wait_for("the approval card", lambda: bool(app.pending))
+        if size[0] < AUTO_OPEN_MIN_WIDTH:
+            # a narrow screen does not open the panel by itself (it would leave the conversation and the
+            # card too narrow): a note names /workflow, and the person types it
+            await _wait_for("the note naming /workflow",
+                            lambda: any("/workflow" in str(n.message) for n in app._notifications))
+            app.prompt.focus()
+            await pilot.press(*"/workflow")
+            await pilot.press("enter")
+        await _wait_for("the canvas", shown)
         await asyncio.sleep(0.6)
         await _settle(app, pilot)
         return Path(app.save_screenshot(f"workflow-live-{size[0]}x{size[1]}.svg", path=str(out)))
