@@ -196,15 +196,21 @@ MAX_NOTE_LINES = 40
 _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MD_TAG = re.compile(r"<[^>]{0,200}>")
-_MD_MARKS = re.compile(r"\*\*|__|~~|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])")
+_MD_MARKS = re.compile(r"\*\*|__|~~|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])|(?<!\w)_(?=\S)|(?<=\S)_(?!\w)")
 _MD_RULE = re.compile(r"^([-*_=]\s*){3,}$")
 _MD_ITEM = re.compile(r"^[-*+]\s+")
+#: the line under a table's header: ``|---|:---:|``
+_MD_TABLE_RULE = re.compile(r"^\|?(\s*:?-+:?\s*\|)+\s*(:?-+:?\s*)?$")
 
 
 def _markdown_line(line: str) -> str:
-    """One line of a note's markdown as plain text ("" for a rule or a line of marks only)."""
-    if _MD_RULE.match(line):
+    """One line of a note's markdown as plain text ("" for a rule or a line of marks only); a table's row
+    as its cells two spaces apart (the line under its header left out)."""
+    if _MD_RULE.match(line) or _MD_TABLE_RULE.match(line):
         return ""
+    if line.startswith("|") and line.endswith("|") and len(line) > 1:
+        cells = (_markdown_line(cell.strip()) for cell in line[1:-1].split("|"))
+        return "  ".join(cell for cell in cells if cell)
     text = line.lstrip("#>").strip()
     text = _MD_ITEM.sub("• ", text)
     text = _MD_IMAGE.sub(lambda m: m.group(1), text)

@@ -190,3 +190,18 @@ def test_sticky_notes_are_not_steps() -> None:
     data["nodes"].append({"name": "Note", "type": "n8n-nodes-base.stickyNote", "position": [0, -300],
                           "parameters": {"content": "## Read me"}})
     assert [n.name for n in parse_workflow(data).nodes] == [n["name"] for n in if_merge()["nodes"]]
+
+
+def test_a_notes_markdown_table_reads_as_rows_of_cells() -> None:
+    """Beside n8n's editor (the dub.co workflow's README note): n8n shows the note's markdown table as a
+    table; the drawing wrote its source, pipes, a row of dashes and all (``| Required | Input Field |``,
+    ``|----------|------…``). A table's rows read as their cells, two spaces apart, without the pipes and
+    without the line under the header; an empty cell is left out."""
+    from instance_ai_tui.protocol.workflow_graph import Sticky
+
+    content = ("## README\n| Required | Input Field | Description |\n|----------|:-----:|---|\n"
+               "|✓| Dub API Key | _API Key for **Dub.co**._|\n| | Custom Slug | Slug is the path |\n"
+               "A line | with a pipe stays as it is")
+    assert Sticky((0, 0), 300, 200, content).body == (
+        "Required  Input Field  Description", "✓  Dub API Key  API Key for Dub.co.", "Custom Slug  Slug is the path",
+        "A line | with a pipe stays as it is")
