@@ -649,3 +649,40 @@ async def test_a_small_workflow_is_laid_out_in_the_app_and_a_stopped_worker_is_r
                     and not panel.canvas.laying_out, pilot, timeout=180, what="the layout in a new worker")
         assert workflow_canvas_worker.laid_out_in_worker == before + 1, workflow_canvas_worker.last_failure
         assert workflow_canvas_worker.pid() != pid
+
+
+async def test_the_node_under_the_cursor_stays_in_view_when_the_canvas_narrows(tmp_path: Path) -> None:
+    """Tried in tmux: ``/wait`` at 160x48 put the cursor on Wait, 115 columns in; the terminal made 80 wide,
+    the view stayed at the left and Wait was out of sight while Enter would still show its details (keys
+    never act on a node the person cannot see). When the canvas gets narrower or shorter (the terminal, the
+    details pane opening), the node under the cursor comes back into view."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    settings = settings_for(tmp_path)
+    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(None)
+        await app.screen_stack[0].mount(panel)
+        panel.add_class("-wide")
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json("n8n__Workflow_loop")))
+        await painted(canvas, pilot)
+        layout = canvas.graph_layout
+        assert layout is not None
+        name = max(layout.boxes, key=lambda n: layout.boxes[n].x + layout.boxes[n].w)
+        box = layout.boxes[name]
+        assert box.x + box.w > 80
+        canvas.focus()  # the keys are in the canvas (as after ``/``): the narrow terminal keeps the panel
+        canvas.select(name)
+        await pilot.pause(0.3)
+        assert canvas.scroll_offset.x + canvas.size.width >= box.x + box.w
+
+        def in_view() -> bool:
+            x, y = canvas.scroll_offset
+            return x <= box.x and box.x + box.w <= x + canvas.size.width and y <= box.y \
+                and box.y + box.h <= y + canvas.size.height
+
+        await pilot.resize_terminal(80, 24)
+        await until(lambda: 0 < canvas.size.width <= 80, pilot)
+        await until(in_view, pilot, what="the cursor's node in view")

@@ -436,6 +436,16 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         width = min(box.x + box.w + (1 + labels if box.outputs else 0) - left, max(box.w, self.size.width))
         self.scroll_to_region(Region(left, box.y, width, box.h), animate=animate, spacing=None, force=True)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """The canvas got another size (the terminal, the details pane): the node under the cursor stays in
+        view (Enter acts on it), or the fitted view is fitted again."""
+        if self.graph_layout is None:
+            return
+        if self.fitted:
+            self.call_after_refresh(self._centre)
+        else:
+            self.call_after_refresh(self.scroll_to_cursor, animate=False)
+
     def action_node(self, direction: str) -> None:
         """Move the cursor to the nearest box in ``direction`` (left/right/up/down)."""
         if self.graph_layout is None or not self.graph_layout.boxes:
