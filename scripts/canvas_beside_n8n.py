@@ -101,7 +101,9 @@ def main() -> int:
                     [sys.executable, "-m", "instance_ai_tui", "workflow", "show", ids[name], "--url", peer.url,
                      "--email", peer.email, "--width", str(args.width)],
                     env=env, capture_output=True, text=True, timeout=180, check=False)
-                (args.out / f"{name}.txt").write_text(shown.stdout + shown.stderr)
+                # the port is new at every run: written as PORT, so two runs differ only where the drawing does
+                text = (shown.stdout + shown.stderr).replace(peer.url, "http://127.0.0.1:PORT")
+                (args.out / f"{name}.txt").write_text(text)
                 index.append({"name": name, "id": ids[name], "png": f"{name}.png", "txt": f"{name}.txt",
                               "show_rc": shown.returncode})
                 print(f"# {name}: {ids[name]} (workflow show rc={shown.returncode})", file=sys.stderr)
