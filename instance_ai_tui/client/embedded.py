@@ -8,6 +8,7 @@ so callers handle the embedded and the remote client the same way.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -115,7 +116,9 @@ class EmbeddedClient(Client):
 
             try:
                 with _translated():  # (a data folder that cannot be made is the storage's failure)
-                    self._service = build_service(self._settings, **self._service_options)
+                    # in a thread: the model's HTTP client and its TLS context, the store and the tools
+                    # are built in 60-140 ms of CPU, one turn of the loop that keys typed at start waited for
+                    self._service = await asyncio.to_thread(build_service, self._settings, **self._service_options)
             except ValueError as exc:
                 raise ClientError(f"cannot start the assistant: {exc}") from None
         if self._owns_service:
