@@ -136,7 +136,7 @@ async def take_screenshots(
 
             # 1. a build request: plan, sub-agent, tool calls, then the approval card
             await app.thread.outbox.send(BUILD_REQUEST)
-            await _wait_for("the approval card", lambda: bool(app.pending), timeout)
+            await _wait_for("the approval card", lambda: bool(app.thread.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)
             await settle()
@@ -149,7 +149,7 @@ async def take_screenshots(
             conversation = app.conversation
             await _wait_for(
                 "the end of the run",
-                lambda: conversation is not None and not conversation.is_streaming and not app.pending,
+                lambda: conversation is not None and not conversation.is_streaming and not app.thread.pending,
                 timeout,
             )
             await settle()
@@ -176,7 +176,7 @@ async def take_screenshots(
             await _new_thread(app, timeout)
             await settle()
             await app.thread.outbox.send(VAGUE_REQUEST)
-            await _wait_for("the questions", lambda: bool(app.pending), timeout)
+            await _wait_for("the questions", lambda: bool(app.thread.pending), timeout)
             await settle()
             await asyncio.sleep(CARD_GRACE)
             app.cards.go_to()

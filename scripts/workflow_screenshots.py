@@ -81,7 +81,7 @@ async def live_build(out: Path, tmp: Path, size: tuple[int, int]) -> Path:
     async with app.run_test(size=size) as pilot:
         await app.wait_until_ready(timeout=60)
         await app.thread.outbox.send(BUILD_REQUEST)
-        await _wait_for("the approval card", lambda: bool(app.pending))
+        await _wait_for("the approval card", lambda: bool(app.thread.pending))
         if size[0] < AUTO_OPEN_MIN_WIDTH:
             # a narrow screen does not open the panel by itself (it would leave the conversation and the
             # card too narrow): a note names /workflow, and the person types it

@@ -76,10 +76,9 @@ from .widgets.thread_list import ThreadList
 # Imported when first needed, after the first frame (start-up time): the conversation model
 # (protocol.conversation / reducer), the turn widgets and cards (Markdown), the help screen.
 if TYPE_CHECKING:
-    from ..client.gateway_flag import GatewayHandle, GatewayRequest
+    from ..client.gateway_flag import GatewayRequest
     from ..config import Settings
     from ..protocol.conversation import Conversation
-    from .open_thread import Outbox
     from .screen_cache import CachedScreen
     from .widgets.confirmations import ConfirmationAnswered
     from .widgets.tool_card import ToolCallCard
@@ -243,20 +242,6 @@ class InstanceAiApp(App[None]):
     @property
     def thread_id(self) -> str | None:
         return self.thread.thread_id
-
-    @property
-    def pending(self) -> set[str]:
-        """The request ids of the cards waiting in the open thread."""
-        return self.thread.pending
-
-    @property
-    def outbox(self) -> Outbox:
-        return self.thread.outbox
-
-    @property
-    def gateway(self) -> GatewayHandle | None:
-        """``--gateway``: the local gateway start-up started."""
-        return self.boot.booted.gateway
 
     @property
     def start_error(self) -> str | None:

@@ -56,7 +56,7 @@ async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path
         await thread_open(app, pilot, thread)
         await send(app, pilot, f"{MARK}: read {URLS[key]}")
         try:
-            await until(lambda: bool(app.pending), pilot, 90)
+            await until(lambda: bool(app.thread.pending), pilot, 90)
         except AssertionError:
             conversation = app.conversation
             shown = [(m.role, m.content[:100]) for m in conversation.messages] if conversation else []
@@ -70,7 +70,7 @@ async def answer_once(peer: Any, llm: Any, key: str, expect: str, tmp_path: Path
         await pilot.press(key)
         if key in ("d", "a"):  # a grant that lasts: the letter says what it grants, Enter grants it (issue 32)
             await pilot.press("enter")
-        await until(lambda: not app.pending, pilot, 30)
+        await until(lambda: not app.thread.pending, pilot, 30)
         events: list[str] = []
 
         async def outcome_published() -> bool:  # n8n publishes the tool's outcome once it resumed

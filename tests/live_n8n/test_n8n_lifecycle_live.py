@@ -79,9 +79,9 @@ async def test_started_while_n8n_is_down_the_app_connects_once_it_answers_and_se
             await until(lambda: client.state == ConnectionState.RECONNECTING, pilot, 30, "waiting for n8n")
             await until(lambda: "queued" in app.connection.banner.message, pilot, 10, "the banner says so")
             await send(app, pilot, f"{mark}: hello while n8n is down")
-            await until(lambda: len(app.outbox.queue.items) == 1, pilot, 10, "the message queued")
+            await until(lambda: len(app.thread.outbox.queue.items) == 1, pilot, 10, "the message queued")
             await asyncio.sleep(20)  # n8n starts 20 s later
-            assert client.state == ConnectionState.RECONNECTING and len(app.outbox.queue.items) == 1
+            assert client.state == ConnectionState.RECONNECTING and len(app.thread.outbox.queue.items) == 1
             details: list[str] = []
             client.add_state_listener(lambda state, detail: details.append(detail))
             ready_at: list[float] = []
@@ -91,7 +91,7 @@ async def test_started_while_n8n_is_down_the_app_connects_once_it_answers_and_se
             await start
             await until(lambda: answered(app, f"{mark}-ANSWER"), pilot, 90, "the queued message answered")
             assert next(t for t in texts(app) if mark in t) == f"{mark}: hello while n8n is down"
-            assert not app.outbox.queue.items
+            assert not app.thread.outbox.queue.items
         # while n8n was down or booting the client tried again every second, never later (no back-off):
         # so it is in about a second after n8n's Instance AI answers (measured, not asserted: printed)
         waits = [d for d in details if "next try in" in d]
@@ -126,7 +126,7 @@ async def test_a_card_pending_across_an_n8n_restart_is_answered_and_n8n_acts(
                     pilot, 120, "reconnected")
         await asyncio.sleep(app.connection.settle_delay + 2)  # the resync read n8n's status meanwhile
         await pilot.pause()
-        assert app.pending, "the card is no longer answerable"
+        assert app.thread.pending, "the card is no longer answerable"
         assert "interrupted" not in " ".join(texts(app)).lower()
         card = await go_to_card(app, pilot, 30)
         assert isinstance(card, ApprovalCard) and not card.answered

@@ -172,7 +172,7 @@ async def test_the_canvas_follows_the_embedded_agent_building_on_the_real_n8n(n8
             assert panel.saved is not None and [n.name for n in panel.saved.nodes] == ["Hourly", "Mark"]
             assert panel.source is not None and panel.source.editor_url(panel.workflow_id or "") == \
                 f"{n8n.url}/workflow/{panel.workflow_id}"
-            await until(lambda: bool(app.pending), pilot, timeout=60)  # update-workflow asks first
+            await until(lambda: bool(app.thread.pending), pilot, timeout=60)  # update-workflow asks first
             # while it waits, the canvas draws what the update asks for, marked against the workflow now
             await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot, timeout=30)
             assert canvas.marks == {"Done": "new", "Mark": "changed"}  # against the workflow as created

@@ -124,7 +124,7 @@ async def test_tui_shows_the_gateway_state(fake: FakeN8n, shared: Path, tmp_path
     async with app.run_test(size=(140, 40)) as pilot:
         await app.wait_until_ready()
         await until(lambda: app.status_info.gateway_state == "sharing" and fake.gateway() is not None, pilot)
-        assert app.gateway is not None
+        assert app.boot.booted.gateway is not None
         await until(lambda: "⇄ shared sharing" in app.status_line.plain, pilot)
         state = fake.gateway()
         assert state is not None and state.root_path == str(shared.resolve())
@@ -133,8 +133,8 @@ async def test_tui_shows_the_gateway_state(fake: FakeN8n, shared: Path, tmp_path
         # n8n ends the session (it does so when it shuts down): the gateway pairs again (issue 13)
         first = fake.gateway()
         fake.send_gateway_disconnect()
-        await until(lambda: app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing", pilot)
-        assert app.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing"
+        await until(lambda: app.boot.booted.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing", pilot)
+        assert app.boot.booted.gateway.gateway.repairs == 1 and app.status_info.gateway_state == "sharing"
         assert len(fake.requests_to("/rest/instance-ai/gateway/create-link")) == 2
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
         assert result["content"][0]["text"].startswith("# Project") and first is not None
@@ -170,8 +170,8 @@ async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared:
         await app.wait_until_ready()
         await until(lambda: app.status_info.gateway_state == "sharing" and fake.gateway() is not None, pilot)
         states: list[str] = []
-        app.gateway.gateway._set_state = (lambda f: lambda s, d: (states.append(f"{s.value} {d}"), f(s, d)))(
-            app.gateway.gateway._set_state)
+        app.boot.booted.gateway.gateway._set_state = (lambda f: lambda s, d: (states.append(f"{s.value} {d}"), f(s, d)))(
+            app.boot.booted.gateway.gateway._set_state)
         await restart(fake, html_answers=1, not_found_seconds=0.5, gateway_disconnect=clean)
         await until(lambda: fake.gateway() is not None and app.status_info.gateway_state == "sharing", pilot)
         assert fake.gateway() is not None and app.status_info.gateway_state == "sharing", (
@@ -179,7 +179,7 @@ async def test_tui_gateway_pairs_again_after_n8n_restarts(fake: FakeN8n, shared:
         assert any("pairing again" in s for s in states), states
         result = await fake.gateway_call("read_file", {"path": "docs/readme.md"})
         assert result["content"][0]["text"].startswith("# Project")
-        assert app.gateway.gateway.repairs >= 1  # once, or twice when a boot-window 404 met the new stream
+        assert app.boot.booted.gateway.gateway.repairs >= 1  # once, or twice when a boot-window 404 met the new stream
 
 
 async def test_a_forbidden_gateway_ends_with_n8ns_words(fake: FakeN8n, shared: Path, tmp_path: Path) -> None:
@@ -200,5 +200,5 @@ async def test_a_forbidden_gateway_ends_with_n8ns_words(fake: FakeN8n, shared: P
         await until(lambda: any("Local gateway is disabled (HTTP 403)" in n for n in notices), pilot,
                     what="n8n's words told")
         assert app.status_info.gateway_state == "stopped"
-        assert app.gateway.gateway.repairs == 0
+        assert app.boot.booted.gateway.gateway.repairs == 0
         assert len(fake.requests_to("/rest/instance-ai/gateway/create-link")) == 1  # never paired again

@@ -149,7 +149,7 @@ async def test_each_card_answers_with_the_body_n8n_expects(
         bodies = await answered(shapes, pilot)
         assert bodies == [(shape, body)]
         # the run goes on: the tool result arrives and the card gives way to the tool call's state
-        await until(lambda: not app.pending and not app.conversation.is_streaming, pilot)
+        await until(lambda: not app.thread.pending and not app.conversation.is_streaming, pilot)
 
 
 async def test_keys_during_the_grace_period_answer_nothing(shapes_fake: tuple[FakeN8n, ShapeScript], tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ async def test_an_unknown_request_shows_every_field_and_the_n8n_url_and_sends_no
         await pilot.pause(0.3)  # a window in which no answer may be sent (the scenario)
         assert shapes.bodies == []
         assert not [r for r in fake.requests if r.path.startswith("/rest/instance-ai/confirm/")]
-        assert app.pending  # still waiting: it is answered in the browser
+        assert app.thread.pending  # still waiting: it is answered in the browser
 
 
 # --------------------------------------------------------------------------- restored from history
@@ -262,7 +262,7 @@ async def test_a_card_restored_from_messages_is_the_same_card(
         if shape != "unknown":
             await pilot.press("n")
             await until(lambda: len(shapes.bodies) == 1, pilot)
-            await until(lambda: not second.pending and not second.conversation.is_streaming, pilot)
+            await until(lambda: not second.thread.pending and not second.conversation.is_streaming, pilot)
     await second_client.close()
 
 
@@ -276,7 +276,7 @@ async def test_answered_cards_look_the_same_live_and_restored(
         await app.wait_until_ready()
         await open_card(app, pilot, "mcp-connect")
         await pilot.press("enter")
-        await until(lambda: not app.conversation.is_streaming and not app.pending, pilot)
+        await until(lambda: not app.conversation.is_streaming and not app.thread.pending, pilot)
         live = app.view.assistant_turns()[-1].cards["call_mcp_connect"]
         await until(lambda: live.card is None, pilot)
         live_header, live_state = str(live.header.visual), live.state
@@ -287,7 +287,7 @@ async def test_answered_cards_look_the_same_live_and_restored(
         await until(lambda: bool(again.view.assistant_turns()), pilot)
         await until(lambda: "call_mcp_connect" in again.view.assistant_turns()[-1].cards, pilot)
         restored = again.view.assistant_turns()[-1].cards["call_mcp_connect"]
-        assert restored.card is None and not again.pending
+        assert restored.card is None and not again.thread.pending
         assert (restored.state, str(restored.header.visual)) == (live_state, live_header)
         assert live_state == "done" and "mcp" in live_header
 
@@ -442,7 +442,7 @@ async def test_a_card_of_a_run_started_by_another_client_is_reached_and_answered
         await pilot.press("y")
         assert (await answered(shapes, pilot)) == [
             ("domain-access", {"kind": "domainAccessApprove", "domainAccessAction": "allow_once"})]
-        await until(lambda: not app.pending and not app.conversation.is_streaming, pilot)
+        await until(lambda: not app.thread.pending and not app.conversation.is_streaming, pilot)
     await other.close()
 
 

@@ -83,7 +83,7 @@ async def test_the_app_started_while_n8n_is_down_queues_a_message_and_sends_it_w
             app.prompt.focus()
             app.prompt.load_text("hello while n8n is down")
             await pilot.press("enter")
-            await until(lambda: len(app.outbox.queue.items) == 1, pilot, what="queued, not refused")
+            await until(lambda: len(app.thread.outbox.queue.items) == 1, pilot, what="queued, not refused")
             assert app.prompt.text == ""
             await asyncio.sleep(1.5 * PROBE_INTERVAL)
             await fake.start(port)
@@ -92,7 +92,7 @@ async def test_the_app_started_while_n8n_is_down_queues_a_message_and_sends_it_w
                 "2 workflows" in m.content for m in app.conversation.messages if m.role == "assistant"),
                 pilot, 30, "the queued message answered")
             assert [m.content for m in app.conversation.messages if m.role == "user"] == ["hello while n8n is down"]
-            assert not app.outbox.queue.items and app.connection.banner.message == ""
+            assert not app.thread.outbox.queue.items and app.connection.banner.message == ""
     finally:
         await fake.stop()
 

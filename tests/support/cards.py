@@ -27,7 +27,7 @@ async def go_to_card(app: Any, pilot: Any, timeout: float = DEFAULT_TIMEOUT) -> 
     """Wait for a pending card, then Ctrl+G until a card has the focus, is past its grace period and
     still has the focus then (a card drawn from the history is rebuilt when the stream's
     ``run-sync`` frame arrives, so the first one reached may go away)."""
-    await until(lambda: bool(app.pending) and bool(app.query(ConfirmCard)), pilot, timeout, "a pending card")
+    await until(lambda: bool(app.thread.pending) and bool(app.query(ConfirmCard)), pilot, timeout, "a pending card")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:

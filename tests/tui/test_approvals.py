@@ -96,7 +96,7 @@ async def test_card_appears_while_typing_a_search_query_one_key_at_a_time() -> N
         assert isinstance(search, Input) and search.id == "thread-search"
         query = "weather slack daily yes always no"
         await type_slowly(pilot, query, at=12, publish=lambda: client.publish("work", ask()))
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         assert search.value == query and app.focused is search
         await pilot.pause(1.5)  # the user stops typing: the search field keeps the focus
         assert app.focused is search and confirms(client) == []
@@ -116,7 +116,7 @@ async def test_card_never_takes_focus_from_a_prompt_with_text() -> None:
         await opened(app, pilot)
         app.prompt.focus()
         await type_slowly(pilot, "yes and always and no", at=5, publish=lambda: client.publish("work", ask()))
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert app.focused is app.prompt and app.prompt.text == "yes and always and no"
         assert confirms(client) == [] and "keys: prompt" in app.status_line.plain
@@ -154,7 +154,7 @@ async def test_card_never_takes_focus_even_from_an_empty_idle_prompt() -> None:
         await opened(app, pilot)
         app.prompt.focus()
         client.publish("work", ask())
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(2.0)  # long past the old "1 s idle" rule: still the prompt's
         assert app.focused is app.prompt and "keys: prompt" in app.status_line.plain
         card = app.view.assistant_turns()[-1].cards["w-r1"].card
@@ -179,7 +179,7 @@ async def test_a_card_drawn_just_now_ignores_keys_for_the_grace_period() -> None
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
         client.publish("work", ask())
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.press("ctrl+g")
         await until(lambda: card_of(app) is not None, pilot)
         card = card_of(app)
@@ -205,7 +205,7 @@ async def test_card_never_takes_focus_from_the_thread_list() -> None:
                 client.publish("work", ask())
             await pilot.press(key)
             await pilot.pause(0.1)  # the scenario: a person's pace between keys
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.focused, OptionList) and confirms(client) == []
 
@@ -222,7 +222,7 @@ async def test_card_never_takes_focus_from_the_rename_dialog() -> None:
         field = app.screen.query_one(Input)
         field.value = ""
         await type_slowly(pilot, "yay notes", at=3, publish=lambda: client.publish("work", ask()))
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.screen, RenameThreadScreen) and app.focused is field
         assert field.value == "yay notes" and confirms(client) == []
@@ -237,7 +237,7 @@ async def test_card_never_takes_focus_from_the_command_palette() -> None:
         await pilot.press("ctrl+p")
         await until(lambda: isinstance(app.screen, CommandPalette), pilot)
         await type_slowly(pilot, "yan", at=1, publish=lambda: client.publish("work", ask()))
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert isinstance(app.screen, CommandPalette) and confirms(client) == []
 
@@ -266,7 +266,7 @@ async def test_card_never_takes_focus_from_a_wizard_text_field() -> None:
         await until(lambda: app.focused is field, pilot)
         await until(lambda: not wizard.in_grace, pilot)
         await type_slowly(pilot, "yearly news", at=2, publish=lambda: client.publish("work", ask()))
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.pause(1.5)  # the scenario: the person stops; nothing takes the keys meanwhile
         assert app.focused is field and field.value == "yearly news" and confirms(client) == []
 
@@ -313,7 +313,7 @@ async def test_the_open_threads_card_is_counted_and_the_bell_can_be_turned_off()
         app.prompt.load_text("archive it")
         await pilot.press("enter")
         await until(lambda: "1 answer waiting: 1 here (Ctrl+G)" in app.status_line.plain, pilot)
-        assert "cr-1" in app.pending
+        assert "cr-1" in app.thread.pending
         assert app.thread_list.pending_marks == {"work": 1}
         assert app.terminal.signals == ["title:(1) answer waiting — Instance AI"]  # no bell
 
@@ -331,7 +331,7 @@ async def test_card_labels_hints_and_help_follow_a_remapped_key_map() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
         client.publish("work", ask())
-        await until(lambda: "cr-1" in app.pending, pilot)
+        await until(lambda: "cr-1" in app.thread.pending, pilot)
         await pilot.press("ctrl+g")
         await until(lambda: card_of(app) is not None, pilot)
         card = card_of(app)
@@ -365,7 +365,7 @@ async def test_plan_review_says_reject_plan_on_the_card_the_footer_and_in_help()
     app = make_app(client)
     async with app.run_test(size=SIZE) as pilot:
         await opened(app, pilot)
-        await until(lambda: "cr-p" in app.pending, pilot)
+        await until(lambda: "cr-p" in app.thread.pending, pilot)
         await pilot.press("ctrl+g")
         await until(lambda: isinstance(app.focused, PlanReviewCard), pilot)
         card = app.focused
@@ -394,7 +394,7 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         await app.wait_until_ready()
         app.prompt.load_text("every morning send the weather forecast to Slack")
         await pilot.press("enter")
-        await until(lambda: bool(app.pending), pilot, timeout=20)
+        await until(lambda: bool(app.thread.pending), pilot, timeout=20)
         await pilot.press("ctrl+g")
         await until(lambda: card_of(app) is not None, pilot, timeout=20)
         await pilot.pause(GRACE_SECONDS)
@@ -436,7 +436,7 @@ async def _grant_and_revoke(client: Any, tmp_path: Any) -> None:
         # the next build asks again
         app.prompt.load_text("every evening send the RSS news to Slack")
         await pilot.press("enter")
-        await until(lambda: bool(app.pending), pilot, timeout=20)
+        await until(lambda: bool(app.thread.pending), pilot, timeout=20)
 
 
 async def test_permissions_lists_and_revokes_always_allow_embedded(tmp_path: Any) -> None:
@@ -512,7 +512,7 @@ async def test_a_rejected_plan_is_not_shown_as_the_checklist() -> None:
         await app.wait_until_ready()
         app.prompt.load_text("plan it")
         await pilot.press("enter")
-        await until(lambda: "cr-p" in app.pending, pilot)
+        await until(lambda: "cr-p" in app.thread.pending, pilot)
         await pilot.press("ctrl+g")
         await until(lambda: isinstance(card_of(app) or app.focused, PlanReviewCard), pilot)
         assert app.tasks_panel.tasks is not None  # the plan under review is shown
@@ -555,7 +555,7 @@ async def test_a_plan_sent_back_to_n8n_leaves_the_task_panel_with_n8ns_verify_ro
         await app.wait_until_ready()
         app.prompt.load_text("plan a digest")
         await pilot.press("enter")
-        await until(lambda: "cr-p" in app.pending, pilot)
+        await until(lambda: "cr-p" in app.thread.pending, pilot)
         await pilot.press("ctrl+g")
         await until(lambda: isinstance(card_of(app) or app.focused, PlanReviewCard), pilot)
         await pilot.pause(GRACE_SECONDS)
@@ -610,7 +610,7 @@ async def test_a_restored_n8n_tree_shows_denied_and_expired_truthfully() -> None
         assert denied.state == "denied" and "✗" in str(denied.header.visual) and "denied" in str(denied.header.visual)
         assert "✓" not in str(denied.header.visual)
         assert expired.state == "expired" and "expired" in str(expired.header.visual)
-        assert expired.card is None and not app.pending  # nothing to answer, no spinner
+        assert expired.card is None and not app.thread.pending  # nothing to answer, no spinner
 
 
 async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_missed(tmp_path: Any) -> None:

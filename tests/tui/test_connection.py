@@ -172,7 +172,7 @@ async def test_a_message_sent_while_the_agent_works_is_queued_then_sent(fake: Fa
         row.focus()
         await pilot.press("e")
         await until(lambda: app.prompt.text == "second task", pilot)
-        assert not app.outbox.queue.items
+        assert not app.thread.outbox.queue.items
         await pilot.press("end", "space", *"please", "enter")
         await until(lambda: "queued: second task please" in screen_text(app), pilot, what="queued again")
         assert app.conversation.is_streaming  # still the first run
@@ -311,7 +311,7 @@ async def test_a_failed_login_opens_the_dialog_and_a_right_password_connects(fak
         await pilot.press("enter")
         await app.wait_until_ready()
         assert not isinstance(app.screen, LoginScreen)
-        assert app.client.state == ConnectionState.CONNECTED and not app.outbox.blocked
+        assert app.client.state == ConnectionState.CONNECTED and not app.thread.outbox.blocked
         await send(app, pilot, "hello after login")
         await until(lambda: any("2 workflows" in a for a in answers(app)), pilot, what="answer")
 

@@ -493,7 +493,7 @@ async def test_notices_cover_no_card_prompt_or_canvas_and_nothing_is_cut(tmp_pat
     async with app.run_test(size=size, notifications=True) as pilot:
         await app.wait_until_ready()
         await app.thread.outbox.send("every morning send the weather forecast to Slack")
-        await until(lambda: bool(app.pending), pilot, timeout=60)
+        await until(lambda: bool(app.thread.pending), pilot, timeout=60)
         if size[0] >= 150:
             await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None, pilot)
         app.notify("The agent is changing a workflow: /workflow (or w on its tool card) shows it drawn.", timeout=30)

@@ -36,7 +36,7 @@ def focused_card(app: Any, kind: type) -> Any:
 
 async def reach(app: Any, pilot: Any, kind: type) -> Any:
     """A card waits for the person to go to it (issue 32): Ctrl+G, as a person does."""
-    await until(lambda: bool(app.pending), pilot)
+    await until(lambda: bool(app.thread.pending), pilot)
     await pilot.press("ctrl+g")
     await until(lambda: focused_card(app, kind) is not None, pilot)
     return focused_card(app, kind)
@@ -110,7 +110,7 @@ async def test_questions_wizard_answers_reach_the_agent(tmp_path: Path) -> None:
         await pilot.press("1")
         assert card.on_review
         await pilot.press("enter")
-        await until(lambda: bool(app.pending) or not app.conversation.is_streaming, pilot)
+        await until(lambda: bool(app.thread.pending) or not app.conversation.is_streaming, pilot)
         turn = app.view.assistant_turns()[-1]
         ask = next(c for c in turn.cards.values() if c.tc.tool_name == "ask-user")
         assert ask.state == "done"

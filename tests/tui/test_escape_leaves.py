@@ -30,7 +30,7 @@ async def test_esc_esc_out_of_the_workflow_panel_keeps_the_run_and_its_approval(
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
-        await until(lambda: bool(app.pending), pilot, 60, "the approval card")
+        await until(lambda: bool(app.thread.pending), pilot, 60, "the approval card")
         await send(app, pilot, "/workflow")
         panel = await panel_shows(app, pilot)
         await until(lambda: panel.canvas.has_focus, pilot, what="the keys in the panel")
@@ -38,7 +38,7 @@ async def test_esc_esc_out_of_the_workflow_panel_keeps_the_run_and_its_approval(
         await until(lambda: panel_of(app.main_screen) is None, pilot, what="the panel closed")
         await pilot.pause()
         assert app.prompt.has_focus
-        assert app.pending and app.conversation is not None and app.conversation.is_streaming
+        assert app.thread.pending and app.conversation is not None and app.conversation.is_streaming
         assert any("Esc again stops the agent" in str(n.message) for n in app._notifications)
         await pilot.press("escape")  # the person means it now
         await until(lambda: app.conversation is not None and not app.conversation.is_streaming, pilot, 30,
@@ -51,12 +51,12 @@ async def test_esc_esc_from_a_card_keeps_the_run_and_typing_in_between_is_a_new_
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
-        await until(lambda: bool(app.pending), pilot, 60, "the approval card")
+        await until(lambda: bool(app.thread.pending), pilot, 60, "the approval card")
         await pilot.press("ctrl+g")  # to the card
         await until(lambda: not app.prompt.has_focus, pilot, what="the keys on the card")
         await pilot.press("escape", "escape")
         await pilot.pause()
-        assert app.prompt.has_focus and app.pending and app.conversation is not None
+        assert app.prompt.has_focus and app.thread.pending and app.conversation is not None
         assert app.conversation.is_streaming
         await pilot.press("ctrl+g")
         await until(lambda: not app.prompt.has_focus, pilot, what="the keys on the card again")

@@ -154,7 +154,7 @@ async def _sweep(card: str) -> str:
     async with app.run_test(size=(160, 220), headless=False, notifications=True) as pilot:
         await app.wait_until_ready()
         await app.wait_until_rendered()
-        await until(lambda: app.thread_id == "t" and bool(app.pending), pilot)
+        await until(lambda: app.thread_id == "t" and bool(app.thread.pending), pilot)
         app.actions.show_threads()
         app.show_error(f"Cannot list threads: {ClientError(HOSTILE)}")  # as the app words a server's error
         app.connection.on_state(ConnectionState.OFFLINE, client_detail(HOSTILE))

@@ -60,7 +60,7 @@ def confirm_calls(client: RecordedClient) -> list[tuple[str, Any]]:
 
 async def pending_card(app: Any, pilot: Any, kind: type) -> Any:
     """Go to the waiting card as a person does (Ctrl+G: a card never takes the keys by itself)."""
-    await until(lambda: bool(app.pending), pilot)
+    await until(lambda: bool(app.thread.pending), pilot)
     await pilot.press("ctrl+g")
     await until(lambda: isinstance(app.focused, kind) or (app.focused is not None and isinstance(app.focused.parent, kind)), pilot)
     card = app.focused if isinstance(app.focused, kind) else app.focused.parent
@@ -111,10 +111,10 @@ async def test_second_message_while_running_is_not_sent() -> None:
         await send(pilot, app, "go")
         await until(lambda: app.conversation.is_streaming, pilot)
         await send(pilot, app, "and another thing")
-        await until(lambda: bool(app.outbox.queue.items), pilot)  # decided: queued, not sent
+        await until(lambda: bool(app.thread.outbox.queue.items), pilot)  # decided: queued, not sent
         assert [c for c in client.calls if c[0] == "send"] == [("send", (app.thread_id, "go"))]
         # queued, shown above the prompt, sent when the run ends (issue 13; tests/tui/test_connection.py)
-        assert [q.text for q in app.outbox.queue.items] == ["and another thing"]
+        assert [q.text for q in app.thread.outbox.queue.items] == ["and another thing"]
 
 
 # --------------------------------------------------------------------------- approvals
@@ -141,7 +141,7 @@ async def test_approve_after_the_grace_period(key: str) -> None:
         await app.wait_until_rendered()
         tool = turns(app)[-1].cards["tc9"]
         assert tool.state == "done" and tool.card is None
-        assert app.pending == set()
+        assert app.thread.pending == set()
         assert app.focused is app.prompt
 
 
@@ -185,7 +185,7 @@ async def test_pending_card_reachable_when_scrolled_away_and_typing() -> None:
         app.prompt.focus()
         app.prompt.load_text("x")  # the card appears while the user is typing: no focus steal
         await app.thread.outbox.send("archive it")
-        await until(lambda: bool(app.pending), pilot)
+        await until(lambda: bool(app.thread.pending), pilot)
         await pilot.pause(0.2)  # the scenario: a window in which the card must not take the focus
         assert app.focused is app.prompt
         app.view.scroll_home(animate=False)

@@ -39,7 +39,7 @@ async def send(pilot: Any, app: Any, text: str) -> None:
 
 
 async def go_to_card(app: Any, pilot: Any) -> ConfirmCard:
-    await until(lambda: bool(app.pending), pilot)
+    await until(lambda: bool(app.thread.pending), pilot)
     await pilot.press("ctrl+g")
     await until(lambda: card_with_keys(app) is not None, pilot)
     card = card_with_keys(app)
@@ -109,10 +109,10 @@ async def test_esc_on_a_card_goes_back_to_the_prompt_and_a_card_that_goes_away_g
         assert "keys: card · Esc back" in app.status_line.plain
         await pilot.press("escape")  # back to the prompt; the run goes on waiting
         await until(lambda: app.focused is app.prompt, pilot)
-        assert app.pending and not [c for c in client.calls if c[0] == "cancel"]
+        assert app.thread.pending and not [c for c in client.calls if c[0] == "cancel"]
         await go_to_card(app, pilot)
         await pilot.press("ctrl+c")  # an empty prompt: stop the agent; its card goes away
-        await until(lambda: not app.conversation.is_streaming and not app.pending, pilot)
+        await until(lambda: not app.conversation.is_streaming and not app.thread.pending, pilot)
         await until(lambda: app.focused is app.prompt, pilot)  # not a block of the transcript
         await type_text(pilot, "check each key")  # c, k, e: block keys, if a block had them
         assert app.prompt.text == "check each key"
@@ -126,11 +126,11 @@ async def test_ctrl_c_clears_a_non_empty_prompt_first_even_with_a_card_waiting()
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "archive it")
-        await until(lambda: bool(app.pending), pilot)
+        await until(lambda: bool(app.thread.pending), pilot)
         await type_text(pilot, "and also")
         await pilot.press("ctrl+c")
         await pilot.pause(0.1)  # the scenario: a window in which nothing may be cancelled or answered
-        assert app.prompt.text == "" and app.pending and app.conversation.is_streaming
+        assert app.prompt.text == "" and app.thread.pending and app.conversation.is_streaming
         assert not [c for c in client.calls if c[0] == "cancel"] and confirms(client) == []
 
 
@@ -182,7 +182,7 @@ async def test_esc_in_a_text_card_goes_back_without_declining_and_decline_is_a_b
         await until(lambda: card.field.has_focus, pilot)
         await pilot.press("escape")
         await until(lambda: app.focused is app.prompt, pilot)
-        assert confirms(client) == [] and app.pending
+        assert confirms(client) == [] and app.thread.pending
         await pilot.press("ctrl+g")
         await until(lambda: card.field.has_focus, pilot)
         await pilot.press("tab", "enter")  # Tab to Decline, Enter

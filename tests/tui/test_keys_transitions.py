@@ -78,7 +78,7 @@ async def test_ctrl_n_at_the_first_frame_then_send_the_message_reaches_the_model
             await until(lambda: text in _user_texts(server), pilot)
             await app.wait_until_ready()
             assert app.thread_id is not None and app.thread_id != old.id  # the thread Ctrl+N opened
-            await until(lambda: not app.outbox.queue.items, pilot)
+            await until(lambda: not app.thread.outbox.queue.items, pilot)
             assert [m.content for m in app.conversation.messages if m.role == "user"] == [text]
 
 
@@ -106,7 +106,7 @@ async def test_a_message_sent_while_a_thread_opens_waits_and_goes_to_that_thread
         await until(lambda: app.thread.opening > 0 and app.focused is app.prompt, pilot)
         await pilot.press(*["space" if c == " " else c for c in "list my workflows"])
         await pilot.press("enter")
-        await until(lambda: [i.text for i in app.outbox.queue.items] == ["list my workflows"], pilot)
+        await until(lambda: [i.text for i in app.thread.outbox.queue.items] == ["list my workflows"], pilot)
         assert app.prompt.text == ""
         assert "queued: list my workflows" in " ".join(str(w.render()) for w in app.query(".queued-text"))
         assert not [c for c in client.calls if c[0] == "send"]
@@ -115,7 +115,7 @@ async def test_a_message_sent_while_a_thread_opens_waits_and_goes_to_that_thread
                     or any(c[0] == "send" for c in client.calls), pilot)
         sends = [c for c in client.calls if c[0] == "send"]
         assert sends and sends[0][1][0] == "older"  # the thread the person sees
-        assert not app.outbox.queue.items
+        assert not app.thread.outbox.queue.items
 
 
 class _SlowToLetGo(RecordedClient):
@@ -148,10 +148,10 @@ async def test_a_message_queued_behind_a_run_being_stopped_is_sent_once_the_run_
         await app.wait_until_ready()
         app.prompt.load_text("build it")
         await pilot.press("enter")
-        await until(lambda: bool(app.pending), pilot)
+        await until(lambda: bool(app.thread.pending), pilot)
         app.prompt.load_text("list my workflows instead")
         await pilot.press("enter")  # the agent waits for an answer: queued
-        await until(lambda: [i.text for i in app.outbox.queue.items] == ["list my workflows instead"], pilot)
+        await until(lambda: [i.text for i in app.thread.outbox.queue.items] == ["list my workflows instead"], pilot)
         await pilot.press("escape")  # stop it; the server takes a moment to let the run go
         await until(lambda: ("send", (app.thread_id, "list my workflows instead")) in client.calls, pilot)
         assert [c for c in client.calls if c[0] == "refused"]  # it was refused meanwhile, and retried

@@ -59,7 +59,7 @@ async def test_a_message_typed_at_the_first_frame_reaches_the_model(
             assert isinstance(app.client, StartingClient) and app.focused is app.prompt
             await pilot.press(*"first words")
             await pilot.press("enter")
-            await until(lambda: [i.text for i in app.outbox.queue.items] == ["first words"], pilot)
+            await until(lambda: [i.text for i in app.thread.outbox.queue.items] == ["first words"], pilot)
             gate.set()
             await until(lambda: "first words" in _user_texts(server), pilot, what="the model received the message")
             await until(lambda: app.conversation is not None and not app.conversation.is_streaming

@@ -41,7 +41,7 @@ async def main():
     async with app.run_test(size=(100, 30)) as pilot:
         if TYPED:  # a message typed at the first frame: the watchers start once it reached the model
             await pilot.press(*"hello", "enter")
-            while not app.outbox.queue.items:
+            while not app.thread.outbox.queue.items:
                 await pilot.pause(0.02)
         gate.set()
         await app.wait_until_ready(timeout=60)

@@ -96,7 +96,7 @@ async def test_a_servers_form_is_a_card_answered_by_keyboard(tmp_path: Path) -> 
         async with app.run_test(size=SIZE) as pilot:
             await ready(app, pilot)
             await pilot.press(*"fill in the form", "enter")
-            await until(lambda: bool(app.pending), pilot, timeout=60)  # the call's approval first
+            await until(lambda: bool(app.thread.pending), pilot, timeout=60)  # the call's approval first
             await pilot.press("ctrl+g")
             await pilot.pause(GRACE_SECONDS)
             await pilot.press("y")

@@ -68,7 +68,7 @@ async def test_write_tool_card_approve_and_result_then_mcp_view_with_stderr_and_
             await servers_started(app, pilot)
             app.prompt.load_text("save a note: buy milk")
             await pilot.press("enter")
-            await until(lambda: bool(app.pending), pilot)
+            await until(lambda: bool(app.thread.pending), pilot)
             await pilot.press("ctrl+g")
             await until(lambda: card_of(app) is not None, pilot)
             waiting = tool_cards(app)["mcp__notes__write_note"]

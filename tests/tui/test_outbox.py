@@ -85,7 +85,7 @@ async def test_a_message_sent_while_another_program_locks_the_database_is_kept_a
             await until(lambda: f"PID {holder.pid}" in notes(app) and "will be sent when it is free" in notes(app),
                         pilot, what="the notification")
             # kept, not lost: in the outbox, no bubble for it, nothing swallowed silently
-            assert [item.text for item in app.outbox.queue.items] == ["second question"]
+            assert [item.text for item in app.thread.outbox.queue.items] == ["second question"]
             assert users(app) == ["first question"]
             assert app.prompt.text == ""
             stored = await client.messages(thread_id)
@@ -95,7 +95,7 @@ async def test_a_message_sent_while_another_program_locks_the_database_is_kept_a
                     what="the message sent once the database is free")
         await until(lambda: not app.conversation.is_streaming and len(app.conversation.messages) == 4, pilot,
                     timeout=30, what="its answer")
-        assert not app.outbox.queue.items and not rows(app)
+        assert not app.thread.outbox.queue.items and not rows(app)
         stored = await client.messages(thread_id)
         assert [m.content for m in stored.messages if m.role == "user"] == ["first question", "second question"]
 

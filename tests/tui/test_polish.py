@@ -137,7 +137,7 @@ async def test_a_delegation_says_its_summary_once_on_one_line(tmp_path: Path) ->
     async with app.run_test(size=(100, 40)) as pilot:
         await app.wait_until_ready()
         await app.thread.outbox.send("every morning send the weather forecast to Slack")
-        await until(lambda: bool(app.pending), pilot, timeout=60)  # the run waits for "activate?"
+        await until(lambda: bool(app.thread.pending), pilot, timeout=60)  # the run waits for "activate?"
         await app.wait_until_rendered()
         delegate = next(c for c in app.query(ToolCallCard) if c.tc.tool_name == "delegate")
         section = next(iter(app.query(SubAgentSection)))

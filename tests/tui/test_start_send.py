@@ -52,7 +52,7 @@ async def test_a_message_typed_at_start_reaches_the_model_before_the_deferred_st
             watcher = asyncio.create_task(watch_start_sent())
             await pilot.press(*"early words")
             await pilot.press("enter")
-            await until(lambda: [i.text for i in app.outbox.queue.items] == ["early words"], pilot)
+            await until(lambda: [i.text for i in app.thread.outbox.queue.items] == ["early words"], pilot)
             await pilot.pause(0.2)
             assert not app.start_sent.is_set()  # the theme files and the model list wait for the message
             assert app.theme_manager is not None and not app.theme_manager.file_themes

@@ -55,8 +55,8 @@ async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Pat
         assert "connecting" in shown and "starting…" in shown, shown
         await pilot.press(*"hello")
         await pilot.press("enter")  # nothing to send it with yet: it waits in the queue, visibly
-        await until(lambda: bool(app.outbox.queue.items), pilot)
-        assert app.prompt.text == "" and [item.text for item in app.outbox.queue.items] == ["hello"]
+        await until(lambda: bool(app.thread.outbox.queue.items), pilot)
+        assert app.prompt.text == "" and [item.text for item in app.thread.outbox.queue.items] == ["hello"]
         assert "queued: hello" in " ".join(str(w.render()) for w in app.query(".queued-text"))
         # the hidden parts were mounted after the first frame
         assert app.find_bar.is_mounted and app.tasks_panel.is_mounted and app.connection.banner.is_mounted
@@ -72,7 +72,7 @@ async def test_the_first_frame_takes_keys_before_the_client_exists(tmp_path: Pat
         gc.collect()
         assert not [obj for obj in gc.get_objects() if isinstance(obj, StartingClient)]
         # the queued message was sent in the thread that opened (a new one: there were none)
-        await until(lambda: app.thread_id is not None and not app.outbox.queue.items, pilot)
+        await until(lambda: app.thread_id is not None and not app.thread.outbox.queue.items, pilot)
         await until(lambda: app.conversation is not None and not app.conversation.is_streaming
                     and any(m.role == "user" for m in app.conversation.messages), pilot)
         assert [m.content for m in app.conversation.messages if m.role == "user"] == ["hello"]

@@ -45,7 +45,7 @@ async def left_waiting(db: Path) -> str:
         app.prompt.load_text(BUILD)
         app.prompt.focus()
         await pilot.press("enter")
-        await until(lambda: bool(app.pending), pilot, timeout=30, what="the approval card")
+        await until(lambda: bool(app.thread.pending), pilot, timeout=30, what="the approval card")
         thread_id = app.thread_id
     assert thread_id is not None
     return thread_id
@@ -70,10 +70,10 @@ async def test_a_run_restored_after_a_restart_waiting_for_an_approval_is_stopped
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready(timeout=30)
         assert app.thread_id == thread_id
-        await until(lambda: bool(app.pending) and "awaiting approval" in status(app), pilot, timeout=20,
+        await until(lambda: bool(app.thread.pending) and "awaiting approval" in status(app), pilot, timeout=20,
                     what="the restored card and its state")
         await stop(app, pilot, how)
-        await until(lambda: not app.pending and last_turn(app).reducer.status == "cancelled", pilot, timeout=20,
+        await until(lambda: not app.thread.pending and last_turn(app).reducer.status == "cancelled", pilot, timeout=20,
                     what="the restored run stopped")
         await app.wait_until_rendered()
         assert "Cancelled (user)" in str(last_turn(app).footer.visual)
@@ -88,14 +88,14 @@ async def test_a_restored_run_that_resumed_shows_running_and_is_stopped(tmp_path
     app, client = app_on(db, demo_delay=0.2)  # the answer after the approval streams slowly
     async with app.run_test(size=SIZE) as pilot:
         await app.wait_until_ready(timeout=30)
-        await until(lambda: bool(app.pending), pilot, timeout=20, what="the restored card")
+        await until(lambda: bool(app.thread.pending), pilot, timeout=20, what="the restored card")
         await pilot.press("ctrl+g")
         await until(lambda: app.cards.where_keys_go() == "card", pilot, what="the keys on the card")
         from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 
         await pilot.pause(GRACE_SECONDS)
         await pilot.press("y")  # approve: the run resumes in this process, from its checkpoint
-        await until(lambda: not app.pending and "running" in status(app), pilot, timeout=20,
+        await until(lambda: not app.thread.pending and "running" in status(app), pilot, timeout=20,
                     what="the resumed run shown running")
         await stop(app, pilot, "escape")
         await until(lambda: last_turn(app).reducer.status == "cancelled", pilot, timeout=20,

@@ -82,7 +82,7 @@ async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_open
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
         await until(lambda: any("/workflow" in str(n.message) for n in app._notifications), pilot, timeout=30)
-        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        await until(lambda: bool(app.thread.pending), pilot, timeout=30)  # the run waits for "activate?"
         assert panel_of(app.main_screen) is None
         notes = [str(n.message) for n in app._notifications if "/workflow" in str(n.message)]
         assert len(notes) == 1  # once per workflow, not per call
@@ -103,7 +103,7 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
         panel = await panel_shows(app, pilot)
-        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        await until(lambda: bool(app.thread.pending), pilot, timeout=30)  # the run waits for "activate?"
         assert panel.display and not panel.has_class("-wide") and app.prompt.has_focus
         await pilot.resize_terminal(80, 24)
         await until(lambda: not panel.display, pilot, what="the panel hidden at 80 columns")
@@ -137,7 +137,7 @@ async def test_keys_that_leave_a_whole_width_panel_are_never_behind_it(tmp_path:
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
-        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        await until(lambda: bool(app.thread.pending), pilot, timeout=30)  # the run waits for "activate?"
         await send(app, pilot, "/workflow")
         panel = await panel_shows(app, pilot)
         await until(lambda: panel.canvas.has_focus and panel.outer_size.width == 80, pilot)
@@ -266,7 +266,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).workflow_id is not None, pilot, timeout=30)
         built = panel_of(app.main_screen).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
-        await until(lambda: bool(app.pending), pilot, timeout=30)  # the run waits for "activate?"
+        await until(lambda: bool(app.thread.pending), pilot, timeout=30)  # the run waits for "activate?"
     again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
     async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
