@@ -338,8 +338,7 @@ async def show_foreign_user_message(thread: OpenThread, conversation: Conversati
         msg = conversation.message_for_run(run_id)
         if thread_id is None or msg is None or thread.conversation is not conversation:
             return False
-        index = conversation.messages.index(msg)
-        if index > 0 and conversation.messages[index - 1].role == "user":
+        if not lacks_user_message(conversation, run_id):
             return False
         try:
             history = await thread.client.messages(thread_id)
@@ -356,7 +355,7 @@ async def show_foreign_user_message(thread: OpenThread, conversation: Conversati
 
 
 def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMessage],
-                          run_id: str = "") -> InstanceAiMessage | None:
+                          run_id: str) -> InstanceAiMessage | None:
     """The user message of another client's run ``run_id``: the one right before that run's stored
     answer when n8n has stored it; else the oldest not shown that no other run's stored answer follows
     (two runs of another client in a row: a poll can read the history once both messages are stored,
@@ -378,8 +377,6 @@ def _unshown_user_message(conversation: Conversation, history: list[InstanceAiMe
             typed_here[text] -= 1
             continue
         unshown.append(item)
-    if not run_id:
-        return unshown[-1] if unshown else None
     # n8n stores a run's answer right after its user message: a message followed by another run's answer
     # is that run's; one followed by this run's answer is this run's; else the oldest of those left
     position = {id(m): i for i, m in enumerate(history)}
