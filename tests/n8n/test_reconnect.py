@@ -32,7 +32,7 @@ async def test_the_stream_survives_a_restart_with_html_then_404_then_the_stream(
     async with Stream(client, tid) as stream:
         await client.send(tid, "hello before")
         await stream.until(is_type("run-finish"))
-        window = await restart(fake, html_answers=1, not_found_seconds=0.8)
+        window = await restart(fake, html_answers=1, not_found_seconds=0.8, not_found_answers=1)
         # the client went through the whole boot window, kept trying, and is connected again
         await until(lambda: client.state == ConnectionState.CONNECTED and window.not_found_served > 0,
                     what="connected again after the boot window")

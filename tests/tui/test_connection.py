@@ -111,7 +111,7 @@ async def test_n8n_restart_mid_conversation_reconnects_settles_the_cut_run_and_a
         await until(lambda: any("long job" in a for a in answers(app)), pilot, what="long job started")
         seen_states: list[str] = []
         app.client.add_state_listener(lambda s, d: seen_states.append(f"{s.value} {d}"))
-        window = await restart(fake, html_answers=1, not_found_seconds=0.6)
+        window = await restart(fake, html_answers=1, not_found_seconds=0.6, not_found_answers=1)
         await until(lambda: "Reconnecting to" in screen_text(app), pilot, what="banner")
         assert app.status_info.connection == "reconnecting"
         await until(lambda: app.client.state == ConnectionState.CONNECTED and window.not_found_served > 0,
