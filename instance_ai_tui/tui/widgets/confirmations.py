@@ -144,6 +144,9 @@ class ConfirmCard(Vertical, can_focus=True):
         .card-buttons Button { margin-right: 1; }
         /* too narrow for the buttons side by side (a card beside both side panels): one a row */
         .card-buttons.-stacked { layout: vertical; }
+        /* ... their labels in one column, a list of choices (centred, each in its own width, they
+           read as a staircase) */
+        .card-buttons.-stacked Button { text-align: left; content-align: left middle; }
         .card-always { height: auto; margin-top: 1; padding: 0 1; border-left: double $error; }
         .card-focus { color: $text-muted; }
         &:focus-within .card-focus { color: $text; text-style: bold; }
