@@ -271,6 +271,7 @@ class InstanceAiApp(App[None]):
     def show_cached(self, cached: CachedScreen) -> None:
         """The last thread's newest turns in the first frame (``tui.screen_cache``; before ``run``)."""
         screen_cache.show(self.view, cached)
+        self.thread_list.expect_threads()  # (not "No threads yet" beside it)
         self.cached_screen = cached
         self.sub_title = cached.title
 

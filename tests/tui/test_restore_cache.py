@@ -131,6 +131,33 @@ async def test_the_first_frame_shows_the_kept_screen_until_the_thread_replaces_i
         assert list(app.view.turns) and all(turn.display for turn in app.view.turns.values())
 
 
+def listed(app: InstanceAiApp) -> list[str]:
+    from textual.widgets import OptionList
+
+    options = app.thread_list.query_one(OptionList)
+    return [str(options.get_option_at_index(index).prompt) for index in range(options.option_count)]
+
+
+async def test_the_thread_list_beside_the_kept_screen_does_not_say_no_threads(tmp_path: Path) -> None:
+    """Seen in tmux (issue 45): `instance-ai --continue` drew the kept thread at once, and beside it the
+    thread list said "No threads yet" until the threads were read."""
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db)
+    cached = screen_cache.load(db)
+    assert cached is not None
+    app, gate = gated_app(db)
+    app.show_cached(cached)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(lambda: app.stats.first_frame_at is not None, pilot, what="the first frame")
+        assert app.client.mode == "starting" and app.thread_list.display
+        assert not any("No threads yet" in row for row in listed(app)), listed(app)
+        assert any("Reading the threads…" in row for row in listed(app)), listed(app)
+        gate.set()
+        await app.wait_until_ready()
+        await until(lambda: cached.thread_id in app.thread_list.visible_thread_ids(), pilot, what="the thread listed")
+        assert not any("Reading the threads" in row for row in listed(app)), listed(app)
+
+
 async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
     await a_used_thread(db)

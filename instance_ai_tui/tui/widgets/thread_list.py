@@ -329,6 +329,8 @@ class ThreadList(Vertical):
         self._content_query = ""
         self._content_ids: set[str] = set()
         self._ready = False  # children composed and mounted
+        #: a thread is on screen before the threads are listed (``expect_threads``)
+        self._expecting = False
         #: thread id -> answers waiting in it (a marker on its row: glyph and word)
         self._pending: dict[str, int] = {}
         #: `` (n)`` of the threads whose title others share, by section (``_twin_marks``)
@@ -348,6 +350,13 @@ class ThreadList(Vertical):
     def set_threads(self, threads: Iterable[ThreadInfo]) -> None:
         self.set_section(LOCAL, threads)
 
+    def expect_threads(self) -> None:
+        """The first frame shows the last thread kept from the previous run (``tui.screen_cache``)
+        before the threads are read: until they are (``set_threads``), the list says so, not
+        "No threads yet" beside a thread on screen."""
+        self._expecting = True
+        self._rebuild()
+
     def set_section(
         self,
         source: str,
@@ -363,6 +372,8 @@ class ThreadList(Vertical):
             section.title = title if title is not None else section.title
             section.read_only = read_only
         section.threads = {thread.id: _visible_thread(thread) for thread in threads}
+        if source == LOCAL:
+            self._expecting = False
         self._rebuild()
 
     def upsert_thread(self, thread: ThreadInfo, source: str = LOCAL) -> None:
@@ -561,7 +572,10 @@ class ThreadList(Vertical):
                 options.append(Option(self._prompt(thread, section, now), id=option_id))
             total_visible += len(visible)
         if total_visible == 0:
-            message = f"No threads match {self._filter!r}" if self._filter.strip() else "No threads yet"
+            if self._filter.strip():
+                message = f"No threads match {self._filter!r}"
+            else:
+                message = "Reading the threads…" if self._expecting else "No threads yet"
             options.append(Option(Text(message, style="dim italic"), disabled=True))
         options_widget.set_options(options)
         target = keep if keep is not None and keep in self.visible_thread_ids() else None
