@@ -83,9 +83,10 @@ class QueuedBar(Static):
 
     DEFAULT_CSS = """
     QueuedBar { height: auto; max-height: 6; display: none; }
-    QueuedBar .queued-row { height: auto; }
+    QueuedBar .queued-row { height: 1; }
     QueuedBar .queued-row:focus { background: $boost; }
-    QueuedBar .queued-text { width: 1fr; color: $text-warning; }
+    /* one row each, cut with "…" (wrapped, at 80 columns four of them took 6 rows, the keys mid-text) */
+    QueuedBar .queued-text { width: 1fr; height: 1; color: $text-warning; text-wrap: nowrap; text-overflow: ellipsis; }
     QueuedBar .queued-keys { width: auto; color: $text-muted; }
     """
 
