@@ -21,7 +21,7 @@ from instance_ai_tui.tui.widgets.compacted_row import CompactedRow
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 from tests.support.waiting import until
 
-from .scripts import make_app
+from .scripts import make_app, recorded
 from .test_embedded import type_and_send
 
 
@@ -69,7 +69,7 @@ async def test_the_export_and_the_kept_screen_show_compact_as_a_command_and_its_
     assert [entry.role for entry in cached.entries] == ["user", "assistant", "command", "assistant"], cached.entries
     assert cached.entries[2].text == "/compact the greeting"
     assert marker in cached.entries[3].text
-    shown = make_app(EmbeddedClient(settings), settings)
+    shown = make_app(recorded([]))  # (the kept screen drawn by the app's stylesheet; no database opened)
     async with shown.run_test(size=(120, 36)):
         turns = screen_cache.CachedTurns(cached)
         await shown.screen.mount(turns)
