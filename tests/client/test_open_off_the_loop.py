@@ -90,3 +90,51 @@ def test_the_remote_client_opens_without_importing_on_the_loop(tmp_path: Path) -
                             check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"model": "m", "imported_on_the_loop": []}
+
+
+EMBEDDED_MODEL_REQUEST = """
+import asyncio, json, sys, threading
+on_loop = []
+watching = [False]
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if watching[0] and threading.current_thread() is threading.main_thread():
+            on_loop.append(name)
+        return None
+sys.meta_path.insert(0, Finder())
+from instance_ai_tui.client.embedded import EmbeddedClient
+from instance_ai_tui.config import Settings
+async def main():
+    settings = Settings.model_validate({"model": {"name": "gpt-4o-mini", "base_url": sys.argv[1], "api_key": "sk-x"},
+                                        "db_path": sys.argv[2]})
+    client = EmbeddedClient(settings)
+    await asyncio.to_thread(client.preload)  # as the app's boot does, before it opens the client
+    async with client:
+        watching[0] = True
+        models = await client.list_models()  # the model's first request (the app's first frames ask it)
+        watching[0] = False
+    print(json.dumps({"models": sorted(m.name for m in models.models),
+                      "network_imports_on_the_loop": sorted({n for n in on_loop
+                                                             if n.split(".")[0] in ("anyio", "sniffio", "httpcore", "h11")})}))
+asyncio.run(main())
+"""
+
+
+def test_the_embedded_models_first_request_imports_nothing_of_the_network_on_the_loop(tmp_path: Path) -> None:
+    """In a fresh interpreter, after ``preload`` in a thread, the model's first request (its model list,
+    from an OpenAI-wire server in a process of its own) imports none of the HTTP stack on the loop."""
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)}
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server"], stdout=subprocess.PIPE,
+                              text=True, env=env, cwd=root)
+    try:
+        assert server.stdout is not None
+        base_url = json.loads(server.stdout.readline())["base_url"]
+        result = subprocess.run([sys.executable, "-c", EMBEDDED_MODEL_REQUEST, base_url, str(tmp_path / "db.sqlite3")],
+                                capture_output=True, text=True, timeout=120, check=False, env=env)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["models"] and seen["network_imports_on_the_loop"] == []
