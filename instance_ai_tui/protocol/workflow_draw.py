@@ -19,7 +19,7 @@ from enum import IntEnum
 from rich.cells import cell_len, get_character_cell_size
 
 from .workflow_graph import RUN_GLYPH, NodeKind, NodeRun, RunState, Workflow
-from .workflow_layout import Box, Detail, Layout, layout_workflow
+from .workflow_layout import Box, Detail, Layout, LineEnds, layout_workflow
 
 
 class Style(IntEnum):
@@ -458,7 +458,7 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
                 bottom[start + k] = char
                 bottom_styles[start + k] = Style.LABEL
     _put_styled(drawing, x0, y0 + h - 1, bottom, bottom_styles)
-    lines = _arriving(layout)
+    lines = line_ends(layout)
     for port, row in box.outputs.items():
         connected = (name, port) in lines.out_ports or (x0 + w, row) in lines.stubs
         _put(drawing, x0 + w - 1, row, ["├" if connected else "│"], border)
@@ -503,18 +503,14 @@ def draw_box(drawing: Drawing, name: str, *, runs: Mapping[str, NodeRun] | None 
     return box
 
 
-_NAMES_CACHE: dict[int, tuple[Layout, dict[str, str]]] = {}
-
-
 def shown_names(layout: Layout) -> dict[str, str]:
-    """The names cut so that no two boxes read the same (cached per layout). A name too long for its box
+    """The names cut so that no two boxes read the same (made once per layout, kept on it). A name too long for its box
     is cut at the end with ``…`` (``Send an emai…``); where two or more would then read the same
     ("Chat Memory M…" for "Chat Memory Manager" and "…Manager1"), each keeps its start, ``…``, and the
     part where it differs from the others (``Chat…y Manager`` / ``Chat… Manager1``). Only the names that
     are cut are in the map."""
-    cached = _NAMES_CACHE.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
+    if layout.names_cut is not None:
+        return layout.names_cut
     room: dict[str, int] = {}
     cut: dict[str, str] = {}
     for name, box in layout.boxes.items():
@@ -533,9 +529,7 @@ def shown_names(layout: Layout) -> dict[str, str]:
         tried = {n: _cut_where_it_differs(n, [m for m in names if m != n], room[n]) for n in names}
         if len(set(tried.values())) == len(names):
             cut.update(tried)
-    if len(_NAMES_CACHE) > 8:
-        _NAMES_CACHE.clear()
-    _NAMES_CACHE[id(layout)] = (layout, cut)
+    layout.names_cut = cut
     return cut
 
 
@@ -566,29 +560,15 @@ def _cut_where_it_differs(name: str, others: list[str], cells: int) -> str:
     return head + "…" + "".join(cells_of(name[start:], budget)).rstrip()
 
 
-@dataclass(slots=True)
-class _Lines:
-    out_ports: set[tuple[str, int]]
-    arrows: set[tuple[int, int]]
-    stubs: set[tuple[int, int]]
-    ai_sources: set[str]
-
-
-_LINES_CACHE: dict[int, tuple[Layout, _Lines]] = {}
-
-
-def _arriving(layout: Layout) -> _Lines:
-    """Which ports have lines (cached per layout: boxes are redrawn one by one)."""
-    cached = _LINES_CACHE.get(id(layout))
-    if cached is not None and cached[0] is layout:
-        return cached[1]
-    lines = _Lines({(r.edge.source, layout.ports[r.edge]) for r in layout.routes if not r.edge.is_ai},
-                   {r.points[-1] for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
-                   {r.edge.source for r in layout.routes if r.edge.is_ai})
-    if len(_LINES_CACHE) > 8:
-        _LINES_CACHE.clear()
-    _LINES_CACHE[id(layout)] = (layout, lines)
-    return lines
+def line_ends(layout: Layout) -> LineEnds:
+    """Which ports have lines (made once per layout, kept on it: boxes are drawn one by one)."""
+    ends = layout.line_ends
+    if ends is None:
+        ends = layout.line_ends = LineEnds(
+            {(r.edge.source, layout.ports[r.edge]) for r in layout.routes if not r.edge.is_ai},
+            {r.points[-1] for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
+            {r.edge.source for r in layout.routes if r.edge.is_ai})
+    return ends
 
 
 def _put(drawing: Drawing, x: int, y: int, cells: list[str], style: int) -> None:

@@ -187,6 +187,23 @@ class Layout:
     failed: list[WfEdge] = field(default_factory=list)
     #: the port each connection leaves from: edge -> output port number of its source
     ports: dict[WfEdge, int] = field(default_factory=dict)
+    #: what drawing any box needs to know of the whole layout, made once (``workflow_draw.shown_names`` and
+    #: ``line_ends`` fill them at the first box drawn; the worker process sends them with the layout, so
+    #: the app's first paint of a big workflow makes no pass over all of its boxes and lines)
+    names_cut: dict[str, str] | None = None
+    line_ends: LineEnds | None = None
+
+
+@dataclass(slots=True)
+class LineEnds:
+    """Which ports lines leave and where they arrive (a box's border shows ``├`` / ``┤`` / ``┴`` there)."""
+
+    #: (source, output port) of every main line; the cell each main line ends on (beside an input)
+    out_ports: set[tuple[str, int]]
+    arrows: set[Point]
+    #: the stubs of outputs nothing is connected to; the sub-nodes whose line leaves their top
+    stubs: set[Point]
+    ai_sources: set[str]
 
 
 # --------------------------------------------------------------------------- 1. roles

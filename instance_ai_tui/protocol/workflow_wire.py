@@ -17,8 +17,9 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+from .workflow_draw import line_ends, shown_names
 from .workflow_graph import NodeKind, Sticky, WfEdge, WfNode, Workflow
-from .workflow_layout import Box, Detail, Layout, Region, Route, layout_workflow
+from .workflow_layout import Box, Detail, Layout, LineEnds, Region, Route, layout_workflow
 
 #: boxes or lines per pickle of a layout
 CHUNK = 1000
@@ -65,10 +66,12 @@ def lay_out(parts: list[bytes], detail: int, status_row: bool) -> list[bytes]:
 
 def _layout_chunks(layout: Layout) -> Iterator[bytes]:
     index = {e: k for k, e in enumerate(layout.workflow.edges)}
+    ends = line_ends(layout)  # made here, in the worker: the app's first paint would pass over every line
     head = (int(layout.detail), layout.width, layout.height, layout.status_row, layout.labels,
             [(r.x, r.y, r.w, r.h, r.label, r.body) for r in layout.regions], layout.stubs,
             [index[e] for e in layout.failed], [layout.ports.get(e, -1) for e in layout.workflow.edges],
-            len(layout.boxes), len(layout.routes))
+            len(layout.boxes), len(layout.routes), shown_names(layout),
+            (ends.out_ports, ends.arrows, ends.stubs, ends.ai_sources))
     yield pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)
     boxes = list(layout.boxes.values())
     for k in range(0, len(boxes), CHUNK):
@@ -113,8 +116,9 @@ class LayoutReader:
 
     def layout(self) -> Layout:
         assert self._head is not None and self.done
-        (detail, width, height, status_row, labels, regions, stubs, failed, ports, _nb, _nr) = self._head
+        (detail, width, height, status_row, labels, regions, stubs, failed, ports, _nb, _nr, names_cut,
+         ends) = self._head
         edges = self.workflow.edges
         return Layout(self.workflow, Detail(detail), self._boxes, self._routes, labels, width, height,
                       status_row, [Region(*r) for r in regions], stubs, [edges[k] for k in failed],
-                      {e: p for e, p in zip(edges, ports, strict=True) if p >= 0})
+                      {e: p for e, p in zip(edges, ports, strict=True) if p >= 0}, names_cut, LineEnds(*ends))
