@@ -19,7 +19,10 @@ per item than over 1,000 (caches), so the layout's exponent is read against the 
 Keys: the host app collects garbage as the real app does (``heap="app"``: ``HeapPolicy`` and the heap
 frozen once mounted); until 2026-12-07 it tuned nothing, and the worst waits it measured (249-297 ms) were
 full collections walking the whole unfrozen Textual heap, which the real app never walks (see
-``key_latency``; ``a process bare-heap`` still measures that host).
+``key_latency``; ``a process bare-heap`` still measures that host). A key's wait is until its effect is
+there (the field's value, the panel's class), no longer until ``pilot.press`` returns: that also waits for
+the process to be idle, which added some 60 ms to every press and, with a layout thread running, the
+rest of the layout (the 63-85 ms medians and 0.4-2.3 s maxima measured before 14:20 that day).
 """
 
 from __future__ import annotations
@@ -169,11 +172,17 @@ async def key_latency(n: int = 5000, presses: int = 12, where: str = "process", 
             for _ in range(presses):
                 before = state()
                 started = time.perf_counter()
-                await pilot.press(key)
+                # the wait is until the key's effect is there, not until ``pilot.press`` returns: that also
+                # waits for the whole process to be idle (Textual's wait_for_idle compares process and wall
+                # time), so with a layout thread running it returned only when the layout was done
+                pressing_task = asyncio.create_task(pilot.press(key))
+                while state() == before and not pressing_task.done():
+                    await asyncio.sleep(0.001)
                 while state() == before:
                     await asyncio.sleep(0.001)
                 waits.append(time.perf_counter() - started)
                 during += panel.canvas.laying_out
+                await pressing_task
                 await asyncio.sleep(0.05)
             while panel.canvas.laying_out:
                 await asyncio.sleep(0.05)
