@@ -22,7 +22,7 @@ full collections walking the whole unfrozen Textual heap, which the real app nev
 ``key_latency``; ``a process bare-heap`` still measures that host). A key's wait is until its effect is
 there (the field's value, the panel's class), no longer until ``pilot.press`` returns: that also waits for
 the process to be idle, which added some 60 ms to every press and, with a layout thread running, the
-rest of the layout (the 63-85 ms medians and 0.4-2.3 s maxima measured before 14:20 that day).
+rest of the layout (the 63-85 ms medians and 0.4-2.3 s maxima measured before this change).
 """
 
 from __future__ import annotations
