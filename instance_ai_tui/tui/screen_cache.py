@@ -347,7 +347,7 @@ class CachedTurns(Vertical):
         color: $text;
     }
     CachedTurns > .cached-command { margin: 1 0 0 0; padding: 0 1; color: $text-muted; }
-    CachedTurns > .cached-answer { padding: 1 1 0 1; }
+    CachedTurns > .cached-answer { padding: 1 1 0 3; }  /* where the real view draws an answer's rows */
     """
 
     def __init__(self, cached: CachedScreen) -> None:

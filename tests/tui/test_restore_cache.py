@@ -158,6 +158,33 @@ async def test_the_thread_list_beside_the_kept_screen_does_not_say_no_threads(tm
         assert not any("Reading the threads" in row for row in listed(app)), listed(app)
 
 
+def column_of(app: InstanceAiApp, text: str) -> int | None:
+    """The screen column where ``text`` is drawn (its first row), None when it is not on screen."""
+    rows = ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+    return next((row.index(text) for row in rows if text in row), None)
+
+
+async def test_the_kept_answer_is_drawn_where_the_real_view_draws_it(tmp_path: Path) -> None:
+    """Seen in tmux (issue 45): the kept screen's answer rows were two columns left of the real view's, so the
+    whole answer moved right when the real view replaced it."""
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db)
+    cached = screen_cache.load(db)
+    assert cached is not None
+    line = next(text for text in cached.entries[1].text.splitlines() if text.strip())[:14]
+    app, gate = gated_app(db)
+    app.show_cached(cached)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: column_of(app, line) is not None, pilot, what=f"{line!r} in the first frame")
+        assert app.client.mode == "starting"
+        kept = column_of(app, line)
+        gate.set()
+        await app.wait_until_ready()
+        await until(lambda: not app.query(screen_cache.CachedTurns) and column_of(app, line) is not None, pilot,
+                    what="the real view")
+        assert column_of(app, line) == kept, (line, kept, column_of(app, line))
+
+
 async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
     await a_used_thread(db)
