@@ -168,7 +168,7 @@ class Region:
     body: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Layout:
     workflow: Workflow
     detail: Detail

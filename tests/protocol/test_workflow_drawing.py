@@ -422,16 +422,13 @@ def test_a_layout_drawn_then_dropped_is_freed() -> None:
     nine layouts drawn: a canvas showing one big workflow after another kept eight it no longer showed
     (measured: four 2,000-node random DAGs drawn and dropped, 21 MB still held). They live on the layout."""
     import gc
+    import weakref
 
-    from instance_ai_tui.protocol.workflow_layout import Layout
-
-    def alive() -> int:
-        gc.collect()
-        return sum(isinstance(o, Layout) for o in gc.get_objects())
-
-    before = alive()
+    refs = []
     for shape in (if_merge, ai_agent):
         layout = layout_workflow(parse_workflow(shape()))
         draw(layout).text()
+        refs.append(weakref.ref(layout))
         del layout
-    assert alive() == before
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
