@@ -106,11 +106,11 @@ class EmbeddedClient(Client):
         """The in-process assistant is a large import (the runtime, the tools, the store)."""
         if self._service is None:
             from ..assistant import factory, service  # noqa: F401  (the model's adapter is light: httpx, no SDK)
-        with contextlib.suppress(ImportError):  # (a speed-up only: other versions may lay them out otherwise)
-            # the model's first request imports anyio's asyncio backend and sniffio: on the loop, 30 ms
-            # of CPU in one turn (list_models at the first frames, or the first message's request)
-            import anyio._backends._asyncio  # noqa: F401
-            import sniffio  # noqa: F401
+        # the model's first request (list_models at the first frames, or the first message's) imported
+        # anyio's asyncio backend and sniffio on the loop: 30 ms of CPU in one turn
+        from .remote import warm_http_stack
+
+        warm_http_stack()
 
     async def open(self) -> None:
         if self._opened:
