@@ -50,6 +50,22 @@ async def panel_shows(app: Any, pilot: Any, workflow_id: str | None = None, time
     return panel
 
 
+def embedded_app(tmp_path: Path) -> Any:
+    """The app on the offline demo's embedded client, its data under ``tmp_path``."""
+    settings = settings_for(tmp_path)
+    return make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+
+
+async def mounted_panel(app: Any, *, wide: bool = False) -> WorkflowPanel:
+    """A workflow panel mounted on the main screen once the app is ready (``wide``: the whole width)."""
+    await app.wait_until_ready()
+    panel = WorkflowPanel(None)
+    await app.screen_stack[0].mount(panel)
+    if wide:
+        panel.add_class("-wide")
+    return panel
+
+
 async def painted(canvas: WorkflowCanvas, pilot: Any) -> None:
     """Until the canvas painted rows since its last ``reset_painted`` (``show`` lays out at once; rows
     are painted on the next refresh), then until the messages that refresh queued (the scroll to
@@ -59,8 +75,7 @@ async def painted(canvas: WorkflowCanvas, pilot: Any) -> None:
 
 
 async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
@@ -76,8 +91,7 @@ async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_
 async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_opens_it_whole(tmp_path: Path) -> None:
     """At 80x24 the panel beside the conversation left both too narrow (the approval card's keys were
     cut): the agent's write does not open it there; a note names /workflow, which opens it whole."""
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
@@ -97,8 +111,7 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
     had opened before the resize, and the conversation kept 40 of 80 columns): the panel the keys are
     not in hides, the conversation takes the width, /workflow shows it whole with the keys; wide
     again, a panel the width hid comes back beside the conversation."""
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
@@ -132,8 +145,7 @@ async def test_keys_that_leave_a_whole_width_panel_are_never_behind_it(tmp_path:
     """A whole-width panel (80x24, or ``m``) covers the conversation and the prompt: Tab moved the
     keys to a block behind it, and typed letters acted there unseen. When the keys leave it, it
     stops covering: hidden at 80 columns (``/workflow`` shows it again), half width on a wide screen."""
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
@@ -158,8 +170,7 @@ async def test_keys_that_leave_a_whole_width_panel_are_never_behind_it(tmp_path:
 
 
 async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, "/workflow wf-102")
@@ -185,13 +196,9 @@ async def test_workflow_command_keys_details_zoom_and_close(tmp_path: Path) -> N
 
 
 async def test_one_node_state_change_repaints_only_its_rows(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
-        panel.add_class("-wide")
+        panel = await mounted_panel(app, wide=True)
         wf = parse_workflow(big(60))
         runs = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
         panel.canvas.show(wf, runs=runs)
@@ -208,12 +215,9 @@ async def test_one_node_state_change_repaints_only_its_rows(tmp_path: Path) -> N
 
 
 async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
+        panel = await mounted_panel(app)
         panel.canvas.show(parse_workflow(if_merge()))
         canvas = panel.canvas
         await painted(canvas, pilot)
@@ -239,12 +243,9 @@ async def test_mouse_click_selects_and_drag_pans(tmp_path: Path) -> None:
 
 
 async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
+        panel = await mounted_panel(app)
         runs = {"New order": NodeRun(RunState.RAN, 1), "Big order?": NodeRun(RunState.FAILED, 0, "x")}
         panel.canvas.show(parse_workflow(if_merge()), runs=runs)
         for theme in list(app.available_themes)[:6]:
@@ -258,8 +259,7 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
 async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:
     """The follower is driven by the frame: a thread opened with its history (the frame's reset) holds
     history, whatever time it is; there is no clock to wait for."""
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await app.thread.outbox.send(BUILD)
@@ -267,7 +267,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         built = panel_of(app.main_screen).workflow_id  # type: ignore[union-attr]
         thread = app.thread_id
         await until(lambda: bool(app.thread.pending), pilot, timeout=30)  # the run waits for "activate?"
-    again = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    again = embedded_app(tmp_path)
     async with again.run_test(size=(160, 48)) as pilot:
         await again.wait_until_ready()
         await again.threads.open(thread)
@@ -316,13 +316,9 @@ async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carri
 
 
 async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
-        panel.add_class("-wide")
+        panel = await mounted_panel(app, wide=True)
         wf = parse_workflow({**if_merge(), "id": "w1"})
         first = {n.name: NodeRun(RunState.RAN, 1) for n in wf.nodes}
         panel.canvas.show(wf, runs=first)
@@ -345,8 +341,7 @@ async def test_a_reload_with_new_run_states_repaints_only_the_changed_boxes(tmp_
 async def test_w_on_a_workflow_tool_card_opens_its_workflow(tmp_path: Path) -> None:
     from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()
         await app.thread.outbox.send("list my workflows")
@@ -378,8 +373,7 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
     from instance_ai_tui.assistant.n8n_client import N8nPublicApi
     from instance_ai_tui.client.workflows import BackendSource
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     opened: list[str] = []
     app.open_url = lambda url, new_tab=True: opened.append(url)  # type: ignore[method-assign]
     api = N8nPublicApi("http://n8n.example:5678/", "not-a-real-key")
@@ -408,8 +402,7 @@ async def test_o_opens_the_workflow_in_n8ns_editor_when_the_instance_is_known(tm
 
 
 async def test_after_a_run_each_node_shows_its_state_and_r_reads_it_again(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
         await send(app, pilot, "/workflow wf-101")
@@ -431,9 +424,7 @@ async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_pat
 
     app = make_app(recorded())
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
+        panel = await mounted_panel(app)
         shown = parse_workflow({**if_merge(), "id": "w1"})
         panel.show_preview(shown, "read", answered=True)
         await painted(panel.canvas, pilot)
@@ -502,8 +493,7 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
     round the matches; f fits and goes back."""
     from tests.protocol.workflow_corpus import corpus_json
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
@@ -544,8 +534,7 @@ async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
     block wide enough now carries its node's name (cut with …); the cursor's block still starts with ◆."""
     from tests.protocol.workflow_corpus import corpus_json
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
@@ -568,13 +557,9 @@ async def test_a_node_found_comes_into_view_with_its_branch_labels(tmp_path: Pat
     labels just past it. The view now holds the box, its arrows in and its outputs' labels."""
     from tests.protocol.workflow_corpus import corpus_json
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
-        panel.add_class("-wide")
+        panel = await mounted_panel(app, wide=True)
         canvas = panel.canvas
         canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
         await painted(canvas, pilot)
@@ -597,12 +582,9 @@ async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> 
 
     before = workflow_canvas_worker.laid_out_in_worker
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
+        panel = await mounted_panel(app)
         panel.canvas.show(parse_workflow(chain(5000)))
         assert panel.canvas.laying_out and panel.canvas.graph_layout is None
         panel.canvas.focus()
@@ -623,12 +605,9 @@ async def test_a_small_workflow_is_laid_out_in_the_app_and_a_stopped_worker_is_r
 
     from tests.support.workflow_shapes_gen import chain, random_dag
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
+        panel = await mounted_panel(app)
         before = workflow_canvas_worker.laid_out_in_worker
         panel.canvas.show(parse_workflow(chain(200)))
         await until(lambda: panel.canvas.graph_layout is not None, pilot, timeout=60, what="the layout")
@@ -658,13 +637,9 @@ async def test_the_node_under_the_cursor_stays_in_view_when_the_canvas_narrows(t
     details pane opening), the node under the cursor comes back into view."""
     from tests.protocol.workflow_corpus import corpus_json
 
-    settings = settings_for(tmp_path)
-    app = make_app(EmbeddedClient(settings, demo_delay=0.002), settings)
+    app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        await app.wait_until_ready()
-        panel = WorkflowPanel(None)
-        await app.screen_stack[0].mount(panel)
-        panel.add_class("-wide")
+        panel = await mounted_panel(app, wide=True)
         canvas = panel.canvas
         canvas.show(parse_workflow(corpus_json("n8n__Workflow_loop")))
         await painted(canvas, pilot)
