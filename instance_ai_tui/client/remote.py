@@ -9,6 +9,7 @@ as such instead of as a confusing 404 later.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -85,13 +86,17 @@ def status_error(status: int, message: str, what: str = "") -> ClientError:
 def warm_http_stack() -> None:
     """Import what an httpx client's first request imports (httpcore's pool, h11, sniffio, anyio's
     asyncio backend), from a thread before the client is used: on the event loop that was 30-45 ms of
-    CPU in one turn. Public names only (anyio loads its backend for a run: one trivial run here)."""
-    import anyio
-    import h11  # noqa: F401
-    import httpcore  # noqa: F401
-    import sniffio  # noqa: F401
+    CPU in one turn. Public names only (anyio loads its backend for a run: one trivial run here). Never
+    raises: a module that is not installed is simply not warmed (``Client.preload``'s contract)."""
+    import importlib
 
-    anyio.run(anyio.sleep, 0)
+    for name in ("h11", "httpcore", "sniffio"):  # (sniffio: not a dependency of every anyio/httpx)
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):  # a speed-up only: a start never fails for it
+        import anyio
+
+        anyio.run(anyio.sleep, 0)
 
 
 class RemoteClient(Client):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 
 #: the theme of a first frame when neither ``--theme`` nor the settings file names one
 DEFAULT_THEME = "textual-dark"
+
+log = logging.getLogger(__name__)
 
 
 class StartError(Exception):
@@ -273,6 +276,11 @@ class Boot:
         handed_over = False
         try:
             handed_over = await self._run()
+        except Exception as exc:  # a start that broke says so (never "connecting" for ever with no word)
+            where = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            log.exception("the start-up failed")
+            await self.fail(f"the start-up failed: {where}: {exc} (the details are in instance-ai.log beside the "
+                            "database: please report it)", "startup_failed")
         finally:
             if not handed_over:
                 self.start_sent.set()
@@ -306,7 +314,10 @@ class Boot:
             # client's own preload and opening; done before the first thread opens, whose replay would
             # otherwise share the interpreter with it (every loop callback then takes twice as long)
             warm_up = ui.run_worker(warm_up_markdown, thread=True, group="warm-up", exit_on_error=False)
-        await asyncio.to_thread(client.preload)
+        try:  # imports only, a speed-up: one that fails leaves the import to ``open``, which names its error
+            await asyncio.to_thread(client.preload)
+        except Exception:
+            log.warning("the client's preload failed; opening it anyway", exc_info=True)
         if client.mode == "embedded":
             from .screens.setup import check_model_setup
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.tui.app import InstanceAiApp
@@ -126,3 +127,53 @@ async def test_an_unknown_thread_id_is_refused_not_opened(tmp_path: Path) -> Non
         assert "No such thread" in words and "'no-such-thread'" in words and "instance-ai threads" in words
         await pilot.press("enter")
     assert app.return_code == 2
+
+
+class _BrokenPreload(EmbeddedClient):
+    """A client whose optional preload raises, as ``import sniffio`` did in a fresh venv whose anyio no
+    longer depends on it (seen with the README's first command: the app said "connecting" for ever)."""
+
+    def preload(self) -> None:
+        raise ModuleNotFoundError("No module named 'sniffio'")
+
+
+class _BrokenOpen(EmbeddedClient):
+    async def open(self) -> None:
+        raise RuntimeError("the runtime fell over")
+
+
+def app_with(client_type: type[EmbeddedClient], db: Path) -> InstanceAiApp:
+    async def load() -> Started:
+        settings = Settings.model_validate({"model": {"name": "demo"}, "db_path": db})
+        return Started(client_type(settings, demo_delay=0.002), settings)
+
+    return InstanceAiApp(startup=Startup(FirstFramePrefs(), load), watch_themes=False, persist_theme=False)
+
+
+async def test_a_preload_that_fails_does_not_stop_the_start(tmp_path: Path) -> None:
+    app = app_with(_BrokenPreload, tmp_path / "db.sqlite3")
+    async with app.run_test(size=SIZE):
+        await app.wait_until_ready()
+        assert app.client.state == ConnectionState.EMBEDDED and app.start_error is None
+        assert not isinstance(app.screen, StartFailureScreen)
+
+
+async def test_an_unexpected_error_at_start_is_shown_with_its_part_not_a_hang(tmp_path: Path) -> None:
+    app = app_with(_BrokenOpen, tmp_path / "db.sqlite3")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await failure_screen(app, pilot)
+        words = shown(screen)
+        assert "The start-up failed" in words and "RuntimeError" in words and "the runtime fell over" in words
+        assert "instance-ai.log" in words
+        await pilot.press("q")
+    assert app.return_code == 2
+
+
+def test_the_http_warm_up_never_raises_for_a_module_that_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """anyio 4.12 and httpx no longer depend on sniffio: a fresh `pip install -e .` may not have it."""
+    import sys
+
+    from instance_ai_tui.client.remote import warm_http_stack
+
+    monkeypatch.setitem(sys.modules, "sniffio", None)  # `import sniffio` raises ModuleNotFoundError
+    warm_http_stack()

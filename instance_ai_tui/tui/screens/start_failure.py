@@ -60,4 +60,5 @@ def failure_title(code: str | None) -> str:
         "storage_full": "The disk is full",
         "storage_schema": "The database is from a newer version",
         "thread_not_found": "No such thread",
+        "startup_failed": "The start-up failed",
     }.get(code or "", "instance-ai cannot start")
