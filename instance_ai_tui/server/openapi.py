@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -97,6 +98,83 @@ def _match_the_validation(schemas: dict[str, Any]) -> None:
             schema["required"] = sorted({*schema.get("required", []), "kind"})
 
 
+_PREFIX = "/instance-ai"
+_EVENT_STREAM = {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
+
+
+def _param(name: str, where: str = "path", schema: dict[str, Any] = _ID_PARAM_SCHEMA) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": where == "path", "schema": schema}
+
+
+_THREAD = (_param("threadId"),)
+_MCP = (_param("name", schema={"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}),)
+_INT = "integer"
+
+#: path, method, operationId, summary, parameters, request body, answer (None: the SSE stream),
+#: the error codes of its own (the ones every route and every write has are added)
+_OPERATIONS: tuple[tuple[str, str, str, str, tuple[dict[str, Any], ...], str | None, str | None,
+                         tuple[int, ...]], ...] = (
+    ("/chat/{threadId}", "post", "sendMessage",
+     "Start a run in the thread (created if new; 409 while a run or a rewind is going on)",
+     _THREAD, "SendMessageRequest", "SendMessageResponse", (400, 409, 413)),
+    ("/chat/{threadId}/cancel", "post", "cancelRun", "Cancel the thread's active run (idempotent)",
+     _THREAD, None, "Ok", (400, 404)),
+    ("/confirm/{requestId}", "post", "confirm", "Answer a confirmation request",
+     (_param("requestId"),), "ConfirmRequest", "ConfirmResponse", (400, 404, 413)),
+    ("/events/{threadId}", "get", "events", "The thread's event stream (SSE): replay after the cursor, then live",
+     (*_THREAD, _param("lastEventId", "query", {"type": _INT, "minimum": 0}),
+      _param("Last-Event-ID", "header", {"type": "string", "pattern": "^ *[0-9]{1,18} *$"})),
+     None, None, (400, 404)),
+    ("/threads", "get", "listThreads", "List threads, newest first",
+     (_param("search", "query", {"type": "string"}),), None, "ThreadList", ()),
+    ("/threads", "post", "createThread", "Create a thread (returns the existing one with 200 if the id is taken)",
+     (), "CreateThreadRequest", "ThreadInfo", (400, 413)),
+    ("/threads/{threadId}", "patch", "renameThread", "Rename a thread",
+     _THREAD, "UpdateThreadRequest", "ThreadInfo", (400, 404, 413)),
+    ("/threads/{threadId}", "delete", "deleteThread", "Delete a thread and its history",
+     _THREAD, None, "Ok", (400, 404)),
+    ("/threads/{threadId}/messages", "get", "threadMessages",
+     "History with agent trees and the SSE cursor (nextEventId); with limit, one page "
+     "(page 0 the newest; hasMore says whether older messages exist)",
+     (*_THREAD, _param("limit", "query", {"type": _INT, "minimum": 1, "maximum": 200}),
+      _param("page", "query", {"type": _INT, "minimum": 0, "maximum": 1000})),
+     None, "ThreadMessages", (400, 404)),
+    ("/threads/{threadId}/status", "get", "threadStatus", "Whether a run is active or suspended, and background tasks",
+     _THREAD, None, "ThreadStatus", (400, 404)),
+    ("/threads/{threadId}/model", "put", "setThreadModel",
+     "Use a model in this thread from its next run on (empty: the default); the thread must exist",
+     _THREAD, "SetModelRequest", "ThreadInfo", (400, 404, 409, 413)),
+    ("/threads/{threadId}/permissions", "get", "threadPermissions",
+     "The tools the user chose 'always allow' for in this thread", _THREAD, None, "ThreadPermissions", (400, 404)),
+    ("/threads/{threadId}/permissions/{toolName}", "delete", "revokePermission",
+     "Revoke 'always allow' for one tool in this thread (it asks again)",
+     (*_THREAD, _param("toolName")), None, "ThreadPermissions", (400, 404)),
+    ("/models", "get", "listModels", "The models a thread can use, the one it uses, context windows where known",
+     (_param("threadId", "query"),), None, "ModelList", (400, 404)),
+    ("/mcp", "get", "mcpStatus", "The assistant's MCP servers: state, tools, last error, the end of their stderr",
+     (), None, "McpStatus", ()),
+    ("/mcp/{name}/restart", "post", "restartMcpServer", "Stop and start one MCP server; the status after its start",
+     _MCP, None, "McpStatus", (404,)),
+    ("/mcp/{name}/prompts/{prompt}", "post", "mcpPrompt",
+     "One prompt of an MCP server, with its arguments, as the text of a message",
+     (*_MCP, _param("prompt", schema={"type": "string"})), "McpPromptRequest", "McpPromptText", (400, 404, 413, 502)),
+    ("/mcp/{name}/approve", "post", "approveMcpServer",
+     "Approve a project's (.mcp.json) MCP server: it starts, now and at later starts", _MCP, None, "McpStatus",
+     (404, 409)),
+    ("/mcp/{name}/sign-out", "post", "signOutMcpServer",
+     "Forget an MCP server's sign-in (its OAuth tokens) and stop it", _MCP, None, "McpStatus", (404, 409)),
+    ("/mcp/{name}/log-level", "post", "setMcpLogLevel",
+     "Ask an MCP server to send its log lines from a level up (logging/setLevel)",
+     _MCP, "McpLogLevelRequest", "McpStatus", (400, 404, 413, 502)),
+    ("/threads/{threadId}/compact", "post", "compactThread",
+     "Compact the thread's context into notes now, as a run of its own (409 while a run is on)",
+     _THREAD, "CompactRequest", "SendMessageResponse", (400, 404, 409, 413)),
+    ("/threads/{threadId}/rewind", "post", "rewindThread",
+     "Supersede the turn of a user message and every later one (retry, edit, rewind)",
+     _THREAD, "RewindRequest", "RewindResponse", (400, 404, 409, 413)),
+)
+
+
 def build_openapi(version: str) -> dict[str, Any]:
     refs, schemas = _component_schemas()
     _match_the_validation(schemas)
@@ -120,234 +198,28 @@ def build_openapi(version: str) -> dict[str, Any]:
         "required": ["service", "version", "model", "authRequired"],
     }
     error = _json(refs["ErrorBody"])
-
-    def responses(ok: dict[str, Any], *codes: int, status: str = "200", write: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {status: {"description": "OK", **ok}}
+    paths: dict[str, Any] = {
+        f"{_PREFIX}/health": {"get": {"operationId": "health", "summary": "Identify the server (no token needed)",
+                                      "responses": {"200": {"description": "OK", **_json(_ref("Health"))}}}},
+    }
+    for path, method, operation_id, summary, parameters, request, answer, codes in _OPERATIONS:
+        ok = _json(refs.get(answer) or _ref(answer)) if answer else _EVENT_STREAM
+        status = "201" if operation_id == "createThread" else "200"
+        responses: dict[str, Any] = {status: {"description": "OK", **ok}}
         # every route: a token (401), the Host guard (421), the storage (503); writes: the
         # cross-site guard (403) and JSON bodies only (415)
-        for code in (*codes, 401, 421, 503, *((403, 415) if write else ())):
-            out.setdefault(str(code), {"description": _ERROR_TEXT[code], **error})
-        return out
-
-    def body(ref: dict[str, Any], required: bool = True) -> dict[str, Any]:
-        return {"required": required, **_json(ref)}
-
-    thread_param = [{"name": "threadId", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}]
-    request_param = [{"name": "requestId", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}]
-    p = "/instance-ai"
-    paths: dict[str, Any] = {
-        f"{p}/health": {
-            "get": {
-                "operationId": "health",
-                "summary": "Identify the server (no token needed)",
-                "responses": {"200": {"description": "OK", **_json(_ref("Health"))}},
-            }
-        },
-        f"{p}/chat/{{threadId}}": {
-            "post": {
-                "operationId": "sendMessage",
-                "summary": "Start a run in the thread (created if new; 409 while a run or a rewind is going on)",
-                "parameters": thread_param,
-                "requestBody": body(refs["SendMessageRequest"]),
-                "responses": responses(_json(refs["SendMessageResponse"]), 400, 409, 413),
-            }
-        },
-        f"{p}/chat/{{threadId}}/cancel": {
-            "post": {
-                "operationId": "cancelRun",
-                "summary": "Cancel the thread's active run (idempotent)",
-                "parameters": thread_param,
-                "responses": responses(_json(_ref("Ok")), 400, 404),
-            }
-        },
-        f"{p}/confirm/{{requestId}}": {
-            "post": {
-                "operationId": "confirm",
-                "summary": "Answer a confirmation request",
-                "parameters": request_param,
-                "requestBody": body(_ref("ConfirmRequest")),
-                "responses": responses(_json(refs["ConfirmResponse"]), 400, 404, 413),
-            }
-        },
-        f"{p}/events/{{threadId}}": {
-            "get": {
-                "operationId": "events",
-                "summary": "The thread's event stream (SSE): replay after the cursor, then live",
-                "parameters": [
-                    *thread_param,
-                    {"name": "lastEventId", "in": "query", "required": False,
-                     "schema": {"type": "integer", "minimum": 0}},
-                    {"name": "Last-Event-ID", "in": "header", "required": False,
-                     "schema": {"type": "string", "pattern": "^ *[0-9]{1,18} *$"}},
-                ],
-                "responses": responses(
-                    {"content": {"text/event-stream": {"schema": {"type": "string"}}}}, 400, 404, write=False
-                ),
-            }
-        },
-        f"{p}/threads": {
-            "get": {
-                "operationId": "listThreads",
-                "summary": "List threads, newest first",
-                "parameters": [{"name": "search", "in": "query", "required": False, "schema": {"type": "string"}}],
-                "responses": responses(_json(refs["ThreadList"]), write=False),
-            },
-            "post": {
-                "operationId": "createThread",
-                "summary": "Create a thread (returns the existing one with 200 if the id is taken)",
-                "requestBody": body(refs["CreateThreadRequest"], required=False),
-                "responses": {
-                    **responses(_json(refs["ThreadInfo"]), 400, 413, status="201"),
-                    "200": {"description": "Existing thread", **_json(refs["ThreadInfo"])},
-                },
-            },
-        },
-        f"{p}/threads/{{threadId}}": {
-            "patch": {
-                "operationId": "renameThread",
-                "summary": "Rename a thread",
-                "parameters": thread_param,
-                "requestBody": body(refs["UpdateThreadRequest"]),
-                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 413),
-            },
-            "delete": {
-                "operationId": "deleteThread",
-                "summary": "Delete a thread and its history",
-                "parameters": thread_param,
-                "responses": responses(_json(_ref("Ok")), 400, 404),
-            },
-        },
-        f"{p}/threads/{{threadId}}/messages": {
-            "get": {
-                "operationId": "threadMessages",
-                "summary": "History with agent trees and the SSE cursor (nextEventId); with limit, one page "
-                "(page 0 the newest; hasMore says whether older messages exist)",
-                "parameters": [
-                    *thread_param,
-                    {"name": "limit", "in": "query", "required": False,
-                     "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
-                    {"name": "page", "in": "query", "required": False,
-                     "schema": {"type": "integer", "minimum": 0, "maximum": 1000}},
-                ],
-                "responses": responses(_json(refs["ThreadMessages"]), 400, 404, write=False),
-            }
-        },
-        f"{p}/threads/{{threadId}}/status": {
-            "get": {
-                "operationId": "threadStatus",
-                "summary": "Whether a run is active or suspended, and background tasks",
-                "parameters": thread_param,
-                "responses": responses(_json(refs["ThreadStatus"]), 400, 404, write=False),
-            }
-        },
-        f"{p}/threads/{{threadId}}/model": {
-            "put": {
-                "operationId": "setThreadModel",
-                "summary": "Use a model in this thread from its next run on (empty: the default); the thread must exist",
-                "parameters": thread_param,
-                "requestBody": body(refs["SetModelRequest"]),
-                "responses": responses(_json(refs["ThreadInfo"]), 400, 404, 409, 413),
-            }
-        },
-        f"{p}/threads/{{threadId}}/permissions": {
-            "get": {
-                "operationId": "threadPermissions",
-                "summary": "The tools the user chose 'always allow' for in this thread",
-                "parameters": thread_param,
-                "responses": responses(_json(refs["ThreadPermissions"]), 400, 404, write=False),
-            }
-        },
-        f"{p}/threads/{{threadId}}/permissions/{{toolName}}": {
-            "delete": {
-                "operationId": "revokePermission",
-                "summary": "Revoke 'always allow' for one tool in this thread (it asks again)",
-                "parameters": [*thread_param,
-                               {"name": "toolName", "in": "path", "required": True, "schema": _ID_PARAM_SCHEMA}],
-                "responses": responses(_json(refs["ThreadPermissions"]), 400, 404),
-            }
-        },
-        f"{p}/models": {
-            "get": {
-                "operationId": "listModels",
-                "summary": "The models a thread can use, the one it uses, context windows where known",
-                "parameters": [{"name": "threadId", "in": "query", "required": False, "schema": _ID_PARAM_SCHEMA}],
-                "responses": responses(_json(refs["ModelList"]), 400, 404),
-            }
-        },
-        f"{p}/mcp": {
-            "get": {
-                "operationId": "mcpStatus",
-                "summary": "The assistant's MCP servers: state, tools, last error, the end of their stderr",
-                "responses": responses(_json(refs["McpStatus"]), write=False),
-            }
-        },
-        f"{p}/mcp/{{name}}/restart": {
-            "post": {
-                "operationId": "restartMcpServer",
-                "summary": "Stop and start one MCP server; the status after its start",
-                "parameters": [{"name": "name", "in": "path", "required": True,
-                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
-                "responses": responses(_json(refs["McpStatus"]), 404),
-            }
-        },
-        f"{p}/mcp/{{name}}/prompts/{{prompt}}": {
-            "post": {
-                "operationId": "mcpPrompt",
-                "summary": "One prompt of an MCP server, with its arguments, as the text of a message",
-                "parameters": [{"name": "name", "in": "path", "required": True,
-                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}},
-                               {"name": "prompt", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "requestBody": body(refs["McpPromptRequest"]),
-                "responses": responses(_json(refs["McpPromptText"]), 400, 404, 413, 502),
-            }
-        },
-        f"{p}/mcp/{{name}}/approve": {
-            "post": {
-                "operationId": "approveMcpServer",
-                "summary": "Approve a project's (.mcp.json) MCP server: it starts, now and at later starts",
-                "parameters": [{"name": "name", "in": "path", "required": True,
-                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
-                "responses": responses(_json(refs["McpStatus"]), 404, 409),
-            }
-        },
-        f"{p}/mcp/{{name}}/sign-out": {
-            "post": {
-                "operationId": "signOutMcpServer",
-                "summary": "Forget an MCP server's sign-in (its OAuth tokens) and stop it",
-                "parameters": [{"name": "name", "in": "path", "required": True,
-                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
-                "responses": responses(_json(refs["McpStatus"]), 404, 409),
-            }
-        },
-        f"{p}/mcp/{{name}}/log-level": {
-            "post": {
-                "operationId": "setMcpLogLevel",
-                "summary": "Ask an MCP server to send its log lines from a level up (logging/setLevel)",
-                "parameters": [{"name": "name", "in": "path", "required": True,
-                                "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}}],
-                "requestBody": body(refs["McpLogLevelRequest"]),
-                "responses": responses(_json(refs["McpStatus"]), 400, 404, 413, 502),
-            }
-        },
-        f"{p}/threads/{{threadId}}/compact": {
-            "post": {
-                "operationId": "compactThread",
-                "summary": "Compact the thread's context into notes now, as a run of its own (409 while a run is on)",
-                "parameters": thread_param,
-                "requestBody": body(refs["CompactRequest"]),
-                "responses": responses(_json(refs["SendMessageResponse"]), 400, 404, 409, 413),
-            }
-        },
-        f"{p}/threads/{{threadId}}/rewind": {
-            "post": {
-                "operationId": "rewindThread",
-                "summary": "Supersede the turn of a user message and every later one (retry, edit, rewind)",
-                "parameters": thread_param,
-                "requestBody": body(refs["RewindRequest"]),
-                "responses": responses(_json(refs["RewindResponse"]), 400, 404, 409, 413),
-            }
-        },
-    }
+        for code in (*codes, 401, 421, 503, *((403, 415) if method != "get" else ())):
+            responses[str(code)] = {"description": _ERROR_TEXT[code], **error}
+        operation: dict[str, Any] = {"operationId": operation_id, "summary": summary}
+        if parameters:
+            operation["parameters"] = copy.deepcopy(list(parameters))
+        if request:
+            operation["requestBody"] = {"required": operation_id != "createThread",
+                                        **_json(refs.get(request) or _ref(request))}
+        operation["responses"] = responses
+        if operation_id == "createThread":
+            responses["200"] = {"description": "Existing thread", **ok}
+        paths.setdefault(f"{_PREFIX}{path}", {})[method] = operation
     return {
         "openapi": "3.1.0",
         "info": {
