@@ -14,7 +14,9 @@ is the failure's class (``describe_failure``: ``runtime.errors``, ``store.errors
     ├── ConfirmationNotFound 404  no such pending confirmation
     ├── MessageNotFound     409   rewinding to a message the thread lacks
     ├── ModelNotAvailable   409   switching to a model that is not offered
-    └── RunActive           409   a run is active or suspended in the thread
+    ├── RunActive           409   a run is active or suspended in the thread
+    ├── UnknownMcpServer    404   no MCP server of that name is configured
+    └── McpRequestFailed    502   an MCP server could not do it (409: not in a state to: no sign-in to forget)
 
 On the client side (``for_status``): 400 -> ``ClientError``, 404 -> ``NotFoundError``, 409 ->
 ``RunActiveError``.
@@ -76,6 +78,16 @@ class RunActive(AssistantError):
     """A run is active or suspended in the thread."""
 
     status = 409
+
+
+class UnknownMcpServer(AssistantError):
+    status = 404
+
+
+class McpRequestFailed(AssistantError):
+    def __init__(self, message: str, status: int = 502) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def describe_failure(exc: BaseException | None, error: str, status_code: int | None) -> tuple[str, str, str | None]:

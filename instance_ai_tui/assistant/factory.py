@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import McpRequestFailed, UnknownMcpServer
+
 if TYPE_CHECKING:
     from ..config import Settings
     from ..protocol.mcp import McpPromptText, McpStatus
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
     from .service import InstanceAI
 
 __all__ = [
-    "McpRequestFailed",
-    "UnknownMcpServer",
     "approve_mcp_server",
     "build_service",
     "mcp_prompt",
@@ -27,10 +27,6 @@ __all__ = [
     "set_mcp_log_level",
     "sign_out_mcp_server",
 ]
-
-
-class UnknownMcpServer(LookupError):
-    """No MCP server of that name is configured."""
 
 
 def _mcp_of(service: Any) -> McpServers | None:
@@ -51,10 +47,6 @@ async def restart_mcp_server(service: Any, name: str) -> McpStatus:
     if servers is None or not await servers.restart(name):
         raise UnknownMcpServer(f"no MCP server named {name!r} is configured")
     return servers.status()
-
-
-class McpRequestFailed(RuntimeError):
-    """An MCP server could not do what was asked (the words say why)."""
 
 
 def _server(service: Any, name: str) -> Any:
@@ -91,7 +83,7 @@ async def sign_out_mcp_server(service: Any, server: str) -> McpStatus:
     """Forget MCP server ``server``'s sign-in (its tokens) and stop it: its next use signs in again."""
     conn = _server(service, server)
     if not conn.sign_out():
-        raise McpRequestFailed(f"MCP server {server!r} has no sign-in to forget")
+        raise McpRequestFailed(f"MCP server {server!r} has no sign-in to forget", 409)
     await conn.stop()
     return mcp_status(service)
 
@@ -102,7 +94,7 @@ def approve_mcp_server(service: Any, server: str) -> McpStatus:
     _server(service, server)
     assert servers is not None
     if not servers.approve(server):
-        raise McpRequestFailed(f"MCP server {server!r} is not a project server waiting for your approval")
+        raise McpRequestFailed(f"MCP server {server!r} is not a project server waiting for your approval", 409)
     return mcp_status(service)
 
 

@@ -20,7 +20,6 @@ from .base import (
     Client,
     ClientError,
     ConnectionState,
-    NotFoundError,
     StorageError,
     for_status,
 )
@@ -226,52 +225,34 @@ class EmbeddedClient(Client):
         return mcp_status(self.service)
 
     async def restart_mcp_server(self, name: str) -> McpStatus:
-        from ..assistant.factory import UnknownMcpServer, restart_mcp_server
+        from ..assistant.factory import restart_mcp_server
 
-        try:
+        with _translated():
             return await restart_mcp_server(self.service, name)
-        except UnknownMcpServer as exc:
-            raise NotFoundError(str(exc), 404) from None
 
     async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, mcp_prompt
+        from ..assistant.factory import mcp_prompt
 
-        try:
+        with _translated():
             return await mcp_prompt(self.service, server, name, arguments)
-        except UnknownMcpServer as exc:
-            raise NotFoundError(str(exc), 404) from None
-        except McpRequestFailed as exc:
-            raise ClientError(str(exc)) from None
 
     async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, set_mcp_log_level
+        from ..assistant.factory import set_mcp_log_level
 
-        try:
+        with _translated():
             return await set_mcp_log_level(self.service, server, level)
-        except UnknownMcpServer as exc:
-            raise NotFoundError(str(exc), 404) from None
-        except McpRequestFailed as exc:
-            raise ClientError(str(exc)) from None
 
     async def sign_out_mcp_server(self, server: str) -> McpStatus:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, sign_out_mcp_server
+        from ..assistant.factory import sign_out_mcp_server
 
-        try:
+        with _translated():
             return await sign_out_mcp_server(self.service, server)
-        except UnknownMcpServer as exc:
-            raise NotFoundError(str(exc), 404) from None
-        except McpRequestFailed as exc:
-            raise ClientError(str(exc)) from None
 
     async def approve_mcp_server(self, server: str) -> McpStatus:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, approve_mcp_server
+        from ..assistant.factory import approve_mcp_server
 
-        try:
+        with _translated():
             return approve_mcp_server(self.service, server)  # a small private file written, then it starts
-        except UnknownMcpServer as exc:
-            raise NotFoundError(str(exc), 404) from None
-        except McpRequestFailed as exc:
-            raise ClientError(str(exc)) from None
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         """The thread's events as models: a live one is the model the assistant built

@@ -479,57 +479,34 @@ class InstanceAIApi:
         return self._ok(mcp_status(self.service))
 
     async def restart_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import UnknownMcpServer, restart_mcp_server
+        from ..assistant.factory import restart_mcp_server
 
-        try:
-            return self._ok(await restart_mcp_server(self.service, request.path_params.get("name", "")))
-        except UnknownMcpServer as exc:
-            raise ApiError(404, str(exc)) from None
+        return self._ok(await restart_mcp_server(self.service, request.path_params.get("name", "")))
 
     async def mcp_prompt(self, request: Request) -> Response:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, mcp_prompt
+        from ..assistant.factory import mcp_prompt
         from ..protocol.mcp import McpPromptRequest
 
         body: McpPromptRequest = self._model(McpPromptRequest, await self._json(request))
-        try:
-            return self._ok(await mcp_prompt(self.service, request.path_params.get("name", ""),
-                                             request.path_params.get("prompt", ""), body.arguments))
-        except UnknownMcpServer as exc:
-            raise ApiError(404, str(exc)) from None
-        except McpRequestFailed as exc:
-            raise ApiError(502, str(exc)) from None
+        return self._ok(await mcp_prompt(self.service, request.path_params.get("name", ""),
+                                         request.path_params.get("prompt", ""), body.arguments))
 
     async def set_mcp_log_level(self, request: Request) -> Response:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, set_mcp_log_level
+        from ..assistant.factory import set_mcp_log_level
         from ..protocol.mcp import McpLogLevelRequest
 
         body: McpLogLevelRequest = self._model(McpLogLevelRequest, await self._json(request))
-        try:
-            return self._ok(await set_mcp_log_level(self.service, request.path_params.get("name", ""), body.level))
-        except UnknownMcpServer as exc:
-            raise ApiError(404, str(exc)) from None
-        except McpRequestFailed as exc:
-            raise ApiError(502, str(exc)) from None
+        return self._ok(await set_mcp_log_level(self.service, request.path_params.get("name", ""), body.level))
 
     async def sign_out_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, sign_out_mcp_server
+        from ..assistant.factory import sign_out_mcp_server
 
-        try:
-            return self._ok(await sign_out_mcp_server(self.service, request.path_params.get("name", "")))
-        except UnknownMcpServer as exc:
-            raise ApiError(404, str(exc)) from None
-        except McpRequestFailed as exc:
-            raise ApiError(409, str(exc)) from None
+        return self._ok(await sign_out_mcp_server(self.service, request.path_params.get("name", "")))
 
     async def approve_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import McpRequestFailed, UnknownMcpServer, approve_mcp_server
+        from ..assistant.factory import approve_mcp_server
 
-        try:
-            return self._ok(approve_mcp_server(self.service, request.path_params.get("name", "")))
-        except UnknownMcpServer as exc:
-            raise ApiError(404, str(exc)) from None
-        except McpRequestFailed as exc:
-            raise ApiError(409, str(exc)) from None
+        return self._ok(approve_mcp_server(self.service, request.path_params.get("name", "")))
 
     def routes(self) -> list[Route]:
         p = PREFIX

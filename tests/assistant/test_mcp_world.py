@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from instance_ai_tui.assistant.mcp.manager import McpServers
 from instance_ai_tui.assistant.service import AssistantOptions, InstanceAI
 from instance_ai_tui.config import McpServerSettings, Settings
@@ -333,6 +335,7 @@ async def test_prompts_as_message_text_embedded_and_through_serve(tmp_path: Any)
             raise AssertionError("a missing required argument was not refused")
         after = await client.set_mcp_log_level("ev", "error")
         assert after.servers[0].log_level == "error"
+        await _refused_alike(client)
     write = tmp_path / "config" / "instance-ai" / "config.toml"
     write.parent.mkdir(parents=True, exist_ok=True)
     ev = everything_stdio()
@@ -347,8 +350,22 @@ async def test_prompts_as_message_text_embedded_and_through_serve(tmp_path: Any)
                 assert "Porto" in text.text
                 level = await remote.set_mcp_log_level("ev", "warning")
                 assert level.servers[0].log_level == "warning"
+                await _refused_alike(remote)
         finally:
             await asyncio.to_thread(server.terminate)
+
+
+async def _refused_alike(client: Any) -> None:
+    """What the MCP server is not in a state to do, and a server that is not there, are refused with
+    the same class embedded and by URL (409, 404)."""
+    from instance_ai_tui.client.base import NotFoundError, RunActiveError
+
+    with pytest.raises(RunActiveError, match="has no sign-in to forget"):
+        await client.sign_out_mcp_server("ev")
+    with pytest.raises(RunActiveError, match="not a project server waiting"):
+        await client.approve_mcp_server("ev")
+    with pytest.raises(NotFoundError, match="no MCP server named 'nobody'"):
+        await client.set_mcp_log_level("nobody", "error")
 
 
 async def _ready(client: Any) -> Any:
