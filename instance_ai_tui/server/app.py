@@ -1,24 +1,8 @@
 """The ASGI app that speaks the streaming protocol over HTTP and SSE (Starlette).
 
-``create_app(service)`` exposes an ``AssistantService`` under ``/instance-ai/...``:
-
-====================================  ===========================================================
-``POST chat/{threadId}``              ``{message}`` -> ``{runId}``; 409 while a run is active
-``POST chat/{threadId}/cancel``       ``{ok: true}`` (idempotent)
-``GET  events/{threadId}``            SSE: replay after ``Last-Event-ID`` / ``?lastEventId=``, live
-``POST confirm/{requestId}``          seed ``{approved}`` or a ``kind`` body -> ``{ok, runId?}``
-``GET  threads``                      ``{threads, total, hasMore}`` (``?search=``)
-``POST threads``                      ``{threadId?, title?}`` -> thread (201 created, 200 existing)
-``PATCH/DELETE threads/{threadId}``   rename (``{title}``) / delete
-``GET  threads/{threadId}/messages``  ``{threadId, messages, nextEventId}``
-``GET  threads/{threadId}/status``    ``{hasActiveRun, isSuspended, runId?, backgroundTasks}``
-``POST threads/{threadId}/compact``   ``{keep?}`` -> ``{runId}``: a run that compacts the context; 409 while busy
-``POST threads/{threadId}/rewind``    ``{messageId}`` -> ``{supersededRunIds, text}``; 409 while busy
-``PUT  threads/{threadId}/model``     ``{model}`` -> thread: the model of its next runs (``""``: default)
-``GET  models``                       ``{models: [{name, contextWindow?}], current, default}`` (``?threadId=``)
-``GET  health``                       ``{service: "instance-ai", version, model, authRequired}``
-``GET  openapi.json``                 the OpenAPI 3.1 document
-====================================  ===========================================================
+``create_app(service)`` exposes an ``AssistantService`` under ``/instance-ai/...``: the routes of
+``openapi.OPERATIONS`` (each served by the handler of its operationId's name, and described in
+``GET openapi.json``), plus ``GET health`` (``{service: "instance-ai", version, model, authRequired}``).
 
 Errors are JSON ``{code, message}`` with ``code`` equal to the HTTP status: 400 for invalid
 input, 401 without a valid token, 404 for unknown threads and requests, 409 when busy, 413
@@ -63,12 +47,11 @@ from ..protocol.api import (
     parse_confirm_body,
 )
 from ..store.errors import is_unavailable
-from .openapi import build_openapi
+from .openapi import OPERATIONS, PREFIX, build_openapi
 from .sse import SSE_HEADERS, SSE_MEDIA_TYPE, EventStream, StreamHub
 
 log = logging.getLogger("instance_ai_tui.server")
 
-PREFIX = "/instance-ai"
 SERVICE_NAME = "instance-ai"
 #: ids in paths (the assistant's rule for thread ids): letters, digits and ._:@-, at most 128
 _ID_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
@@ -348,7 +331,7 @@ class InstanceAIApi:
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(request.app.state.openapi)
 
-    async def send(self, request: Request) -> Response:
+    async def send_message(self, request: Request) -> Response:
         thread_id = self._path_id(request, "threadId")
         body: SendMessageRequest = self._model(SendMessageRequest, await self._json(request))
         if not body.message.strip():
@@ -356,7 +339,7 @@ class InstanceAIApi:
         run_id = await self.service.send(thread_id, body.message)
         return self._ok(SendMessageResponse(run_id=run_id))
 
-    async def cancel(self, request: Request) -> Response:
+    async def cancel_run(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         await self.service.cancel(thread_id)
         return JSONResponse({"ok": True})
@@ -416,7 +399,7 @@ class InstanceAIApi:
         created = await self.service.create_thread(body.thread_id, body.title or "")
         return self._ok(created, status=201)
 
-    async def update_thread(self, request: Request) -> Response:
+    async def rename_thread(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         body: UpdateThreadRequest = self._model(UpdateThreadRequest, await self._json(request))
         if body.metadata is not None:
@@ -430,39 +413,39 @@ class InstanceAIApi:
         await self.service.delete_thread(thread_id)
         return JSONResponse({"ok": True})
 
-    async def messages(self, request: Request) -> Response:
+    async def thread_messages(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         # n8n's paging: ``limit`` 1-200, ``page`` 0-1000 (page 0 the newest); no limit: the whole thread
         limit = _bounded_int(request, "limit", 1, 200)
         page = _bounded_int(request, "page", 0, 1000)
         return self._ok(await self.service.messages(thread_id, limit=limit, page=page or 0))
 
-    async def status(self, request: Request) -> Response:
+    async def thread_status(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         return self._ok(await self.service.status(thread_id))
 
-    async def models(self, request: Request) -> Response:
+    async def list_models(self, request: Request) -> Response:
         thread_id = request.query_params.get("threadId")
         if thread_id is not None and not _ID_RE.match(thread_id):
             raise ApiError(400, "invalid threadId: use 1-128 letters, digits or ._:@-")
         return self._ok(await self.service.models(thread_id))
 
-    async def set_model(self, request: Request) -> Response:
+    async def set_thread_model(self, request: Request) -> Response:
         thread_id = await self._thread(request)  # an unknown thread is a 404 (it was created)
         body: SetModelRequest = self._model(SetModelRequest, await self._json(request))
         return self._ok(await self.service.set_model(thread_id, body.model))
 
-    async def compact(self, request: Request) -> Response:
+    async def compact_thread(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         body: CompactRequest = self._model(CompactRequest, await self._json(request))
         return self._ok(SendMessageResponse(run_id=await self.service.compact(thread_id, body.keep)))
 
-    async def rewind(self, request: Request) -> Response:
+    async def rewind_thread(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         body: RewindRequest = self._model(RewindRequest, await self._json(request))
         return self._ok(await self.service.rewind(thread_id, body.message_id))
 
-    async def permissions(self, request: Request) -> Response:
+    async def thread_permissions(self, request: Request) -> Response:
         thread_id = await self._thread(request)
         return self._ok(await self.service.permissions(thread_id))
 
@@ -509,33 +492,13 @@ class InstanceAIApi:
         return self._ok(approve_mcp_server(self.service, request.path_params.get("name", "")))
 
     def routes(self) -> list[Route]:
-        p = PREFIX
-        return [
-            Route(f"{p}/health", self.health, methods=["GET"]),
-            Route(f"{p}/openapi.json", self.openapi, methods=["GET"]),
-            Route(f"{p}/chat/{{threadId}}", self.send, methods=["POST"]),
-            Route(f"{p}/chat/{{threadId}}/cancel", self.cancel, methods=["POST"]),
-            Route(f"{p}/confirm/{{requestId}}", self.confirm, methods=["POST"]),
-            Route(f"{p}/events/{{threadId}}", self.events, methods=["GET"]),
-            Route(f"{p}/threads", self.list_threads, methods=["GET"]),
-            Route(f"{p}/threads", self.create_thread, methods=["POST"]),
-            Route(f"{p}/threads/{{threadId}}", self.update_thread, methods=["PATCH"]),
-            Route(f"{p}/threads/{{threadId}}", self.delete_thread, methods=["DELETE"]),
-            Route(f"{p}/threads/{{threadId}}/messages", self.messages, methods=["GET"]),
-            Route(f"{p}/threads/{{threadId}}/status", self.status, methods=["GET"]),
-            Route(f"{p}/threads/{{threadId}}/permissions", self.permissions, methods=["GET"]),
-            Route(f"{p}/threads/{{threadId}}/permissions/{{toolName}}", self.revoke_permission, methods=["DELETE"]),
-            Route(f"{p}/threads/{{threadId}}/rewind", self.rewind, methods=["POST"]),
-            Route(f"{p}/threads/{{threadId}}/compact", self.compact, methods=["POST"]),
-            Route(f"{p}/threads/{{threadId}}/model", self.set_model, methods=["PUT"]),
-            Route(f"{p}/models", self.models, methods=["GET"]),
-            Route(f"{p}/mcp", self.mcp_status, methods=["GET"]),
-            Route(f"{p}/mcp/{{name}}/restart", self.restart_mcp_server, methods=["POST"]),
-            Route(f"{p}/mcp/{{name}}/prompts/{{prompt}}", self.mcp_prompt, methods=["POST"]),
-            Route(f"{p}/mcp/{{name}}/log-level", self.set_mcp_log_level, methods=["POST"]),
-            Route(f"{p}/mcp/{{name}}/sign-out", self.sign_out_mcp_server, methods=["POST"]),
-            Route(f"{p}/mcp/{{name}}/approve", self.approve_mcp_server, methods=["POST"]),
-        ]
+        """Each operation of the OpenAPI document, served by the method of its operationId's name."""
+        routes = [Route(f"{PREFIX}/health", self.health, methods=["GET"]),
+                  Route(f"{PREFIX}/openapi.json", self.openapi, methods=["GET"])]
+        for path, method, operation_id, *_ in OPERATIONS:
+            handler = getattr(self, re.sub(r"[A-Z]", lambda m: "_" + m[0].lower(), operation_id))
+            routes.append(Route(PREFIX + path, handler, methods=[method.upper()]))
+        return routes
 
 
 # --------------------------------------------------------------------------- errors

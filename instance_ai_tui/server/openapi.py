@@ -98,7 +98,7 @@ def _match_the_validation(schemas: dict[str, Any]) -> None:
             schema["required"] = sorted({*schema.get("required", []), "kind"})
 
 
-_PREFIX = "/instance-ai"
+PREFIX = "/instance-ai"
 _EVENT_STREAM = {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
 
 
@@ -110,9 +110,10 @@ _THREAD = (_param("threadId"),)
 _MCP = (_param("name", schema={"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"}),)
 _INT = "integer"
 
-#: path, method, operationId, summary, parameters, request body, answer (None: the SSE stream),
-#: the error codes of its own (the ones every route and every write has are added)
-_OPERATIONS: tuple[tuple[str, str, str, str, tuple[dict[str, Any], ...], str | None, str | None,
+#: the routes (``server.app`` serves each with its handler of the operationId's name in snake case):
+#: path, method, operationId, summary, parameters, request body, answer (None: the SSE stream), the
+#: error codes of its own (the ones every route and every write has are added)
+OPERATIONS: tuple[tuple[str, str, str, str, tuple[dict[str, Any], ...], str | None, str | None,
                          tuple[int, ...]], ...] = (
     ("/chat/{threadId}", "post", "sendMessage",
      "Start a run in the thread (created if new; 409 while a run or a rewind is going on)",
@@ -199,10 +200,10 @@ def build_openapi(version: str) -> dict[str, Any]:
     }
     error = _json(refs["ErrorBody"])
     paths: dict[str, Any] = {
-        f"{_PREFIX}/health": {"get": {"operationId": "health", "summary": "Identify the server (no token needed)",
+        f"{PREFIX}/health": {"get": {"operationId": "health", "summary": "Identify the server (no token needed)",
                                       "responses": {"200": {"description": "OK", **_json(_ref("Health"))}}}},
     }
-    for path, method, operation_id, summary, parameters, request, answer, codes in _OPERATIONS:
+    for path, method, operation_id, summary, parameters, request, answer, codes in OPERATIONS:
         ok = _json(refs.get(answer) or _ref(answer)) if answer else _EVENT_STREAM
         status = "201" if operation_id == "createThread" else "200"
         responses: dict[str, Any] = {status: {"description": "OK", **ok}}
@@ -219,7 +220,7 @@ def build_openapi(version: str) -> dict[str, Any]:
         operation["responses"] = responses
         if operation_id == "createThread":
             responses["200"] = {"description": "Existing thread", **ok}
-        paths.setdefault(f"{_PREFIX}{path}", {})[method] = operation
+        paths.setdefault(f"{PREFIX}{path}", {})[method] = operation
     return {
         "openapi": "3.1.0",
         "info": {
