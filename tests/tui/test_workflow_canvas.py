@@ -528,6 +528,36 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
         assert canvas.cursor == first  # back at the node under the cursor
 
 
+async def test_the_status_of_a_match_goes_when_the_cursor_leaves_it(tmp_path: Path) -> None:
+    """Tried in tmux: ``/wait`` Enter said "match 1/1: Wait"; the cursor moved on to Loop Over Items and the
+    line still said "match 1/1: Wait" (a reader takes the node under the cursor for Wait). When the cursor
+    leaves the match the line says again what it said before the search (the execution shown)."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
+        await app.screen_stack[0].mount(panel)
+        assert await panel.load("loop-1")
+        canvas = panel.canvas
+        canvas.focus()
+        await pilot.pause()
+        before = str(panel.status_line.render())
+        assert "last execution 3" in before
+        await pilot.press("slash", *"wait", "enter")
+        await until(lambda: canvas.has_focus and canvas.cursor == "Wait", pilot, what="the cursor on Wait")
+        await pilot.pause()
+        assert "match 1/1: Wait" in str(panel.status_line.render())
+        await pilot.press("left")
+        await until(lambda: canvas.cursor != "Wait", pilot, what="the cursor moved on")
+        await until(lambda: "match" not in str(panel.status_line.render()), pilot, what="the match's status gone")
+        assert str(panel.status_line.render()) == before
+        await pilot.press("n")  # the search is still there: n goes back to it, and says so
+        await until(lambda: canvas.cursor == "Wait", pilot, what="n back on Wait")
+        assert "match 1/1: Wait" in str(panel.status_line.render())
+
+
 async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
     """Tried in tmux: ``f`` on the 5-node loop in the panel beside the conversation (even zoomed out wider
     than the view) gave blocks of ``▪`` and no name: a reader could not tell which block is which. Each

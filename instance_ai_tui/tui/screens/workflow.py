@@ -129,6 +129,10 @@ class WorkflowPanel(Vertical):
         #: the names the last search matched, and which one the cursor is on
         self.matches: list[str] = []
         self.match_index = 0
+        #: what the status line said last that is not about one node or a search being typed (said again
+        #: when the cursor leaves the node a status was about), and that node
+        self._standing_status = ""
+        self._status_about: str | None = None
         #: the workflow's recent executions (newest first) and which one is shown
         self.executions: list[dict[str, Any]] = []
         self.execution_index = 0
@@ -143,7 +147,12 @@ class WorkflowPanel(Vertical):
         yield Static(_hint(self.app), id="wf-hint", markup=False)
 
     # ----------------------------------------------------------------- content
-    def set_status(self, text: str) -> None:
+    def set_status(self, text: str, *, about: str | None = None, transient: bool = False) -> None:
+        """``about``: the node the text is about ("match 1/3: Wait"): when the cursor leaves it, the line says
+        again what it said before; ``transient`` (a search being typed): never said again."""
+        if about is None and not transient:
+            self._standing_status = text
+        self._status_about = about
         self.status_line.update(visible(text))
 
     def _title(self, workflow: Workflow) -> None:
@@ -282,13 +291,13 @@ class WorkflowPanel(Vertical):
         layout = self.canvas.graph_layout
         if not wanted or layout is None:
             self.matches = []
-            self.set_status("")
+            self.set_status("", transient=True)
             return
         names = [n for n in layout.boxes if wanted in n.casefold()]
         self.matches = sorted(names, key=lambda n: (layout.boxes[n].x, layout.boxes[n].y))
         self.match_index = 0
         self.set_status(f"{len(self.matches)} node{'s' if len(self.matches) != 1 else ''} match “{visible(text)}”"
-                        if self.matches else f"no node matches “{visible(text)}”")
+                        if self.matches else f"no node matches “{visible(text)}”", transient=True)
 
     def action_find_next(self, step: int) -> None:
         """``n`` / ``N``: the next / previous match of the last search."""
@@ -301,11 +310,15 @@ class WorkflowPanel(Vertical):
     def _go_to_match(self) -> None:
         name = self.matches[self.match_index]
         self.canvas.select(name)
-        self.set_status(f"match {self.match_index + 1}/{len(self.matches)}: {visible(name)} (n next · N previous)")
+        self.set_status(f"match {self.match_index + 1}/{len(self.matches)}: {visible(name)} (n next · N previous)",
+                        about=name)
 
     def on_workflow_canvas_cursor_moved(self, message: WorkflowCanvas.CursorMoved) -> None:
         if self.canvas.overview is not None:  # the overview draws blocks: the node's name is said here
-            self.set_status(f"overview · {visible(message.name)} (f: back to it, full detail)")
+            self.set_status(f"overview · {visible(message.name)} (f: back to it, full detail)", about=message.name)
+        elif self._status_about is not None and message.name != self._status_about:
+            # the cursor left the node the line spoke of ("match 1/1: Wait"): it says what it said before
+            self.set_status(self._standing_status)
 
     # ----------------------------------------------------------------- executions
     async def action_execution(self, step: int) -> None:
