@@ -558,6 +558,44 @@ async def test_the_status_of_a_match_goes_when_the_cursor_leaves_it(tmp_path: Pa
         assert "match 1/1: Wait" in str(panel.status_line.render())
 
 
+async def test_fit_shows_a_drawing_a_few_columns_too_wide_cropped_not_as_blocks(tmp_path: Path) -> None:
+    """Tried in tmux at 80x24: ``f`` on the loop after a run gave the overview of blocks because the zoomed-out
+    drawing is 84 columns and the view 79 (n8n's fit would shrink it a little). A drawing a few cells larger
+    than the view is shown zoomed out and cropped: every box drawn with its name, the cursor's box in view,
+    the status says how many columns are past the edge; a drawing much larger still gives the blocks."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
+        await app.screen_stack[0].mount(panel)
+        panel.add_class("-wide")
+        assert await panel.load("loop-1")
+        canvas = panel.canvas
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT
+                    and canvas.fitted, pilot, what="the fitted drawing")
+        await pilot.pause(0.2)
+        layout = canvas.graph_layout
+        assert layout is not None
+        width = canvas.size.width
+        assert width < layout.width <= width + 8, (width, layout.width)  # the case seen: a few columns too wide
+        assert canvas.overview is None and canvas.cropped == (layout.width - width, 0)
+        rows = "\n".join("".join(seg.text for seg in canvas.render_line(y)) for y in range(canvas.size.height))
+        assert "Loop Over" in rows and "◇ Wait" in rows and "Code" in rows, rows  # boxes, not blocks
+        assert "▪▪" not in rows
+        assert f"{layout.width - width} columns past the view" in str(panel.status_line.render())
+        canvas.select("Code1")  # the furthest right: the view follows it
+        await pilot.pause(0.2)
+        box = layout.boxes["Code1"]
+        assert canvas.scroll_offset.x + width >= box.x + box.w
+        await pilot.resize_terminal(60, 24)  # now far larger than the view: the blocks
+        await until(lambda: canvas.overview is not None, pilot, what="the overview")
+        assert canvas.cropped is None
+
+
 async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
     """Tried in tmux: ``f`` on the 5-node loop in the panel beside the conversation (even zoomed out wider
     than the view) gave blocks of ``▪`` and no name: a reader could not tell which block is which. Each

@@ -320,6 +320,19 @@ class WorkflowPanel(Vertical):
             # the cursor left the node the line spoke of ("match 1/1: Wait"): it says what it said before
             self.set_status(self._standing_status)
 
+    def on_workflow_canvas_fitted(self, message: WorkflowCanvas.Fitted) -> None:
+        canvas = self.canvas
+        if canvas.cropped is not None:  # a few cells past the view: said, and how to see them
+            cols, rows = canvas.cropped
+            past = " and ".join(part for part in (f"{cols} column{'s' if cols != 1 else ''}" if cols else "",
+                                                  f"{rows} row{'s' if rows != 1 else ''}" if rows else "") if part)
+            fit = _key(self.app, "workflow-fit", "f")
+            self.set_status(f"fitted, zoomed out: {past} past the view's edge (⇧+arrows pan · {fit}: full detail)",
+                            transient=True)
+        elif canvas.overview is not None and canvas.cursor:
+            fit = _key(self.app, "workflow-fit", "f")
+            self.set_status(f"overview · {visible(canvas.cursor)} ({fit}: back to it, full detail)", about=canvas.cursor)
+
     # ----------------------------------------------------------------- executions
     async def action_execution(self, step: int) -> None:
         """``[`` / ``]``: an older / newer execution of the workflow, its node states drawn."""

@@ -63,6 +63,14 @@ THREAD_NODES = 150
 PROCESS_NODES = 400
 #: the overview's block for a box, and for the box under the cursor
 OVERVIEW_BOX, OVERVIEW_CURSOR = "▪", "◆"
+#: ``f``: a zoomed-out drawing at most this share of the view (and ``CROP_MIN`` cells) wider or taller than
+#: the view is shown cropped, the cursor's box in view and the rest a pan away, rather than as blocks
+CROP_SHARE, CROP_MIN = 8, 4
+
+
+def crop_slack(cells: int) -> int:
+    """How many cells past a view of ``cells`` a fitted drawing may reach and still be shown, cropped."""
+    return max(CROP_MIN, cells // CROP_SHARE)
 
 
 def _layout_key(workflow: Workflow) -> tuple[object, ...]:
@@ -128,6 +136,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         #: "fit": the overview's scale (columns, rows per cell) when even zoomed out is larger than the view
         self.fitted = False
         self.overview: tuple[int, int] | None = None
+        #: "fit" shows the zoomed-out drawing cropped: the columns and rows past the view
+        self.cropped: tuple[int, int] | None = None
 
     async def on_unmount(self) -> None:
         await workflow_canvas_worker.stop()  # started again for the next big workflow
@@ -203,7 +213,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
     def zoom(self, detail: Detail | None = None) -> None:
         self.detail = detail if detail is not None else (Detail.COMPACT if self.detail is Detail.FULL else Detail.FULL)
-        self.fitted, self.overview = False, None
+        self.fitted, self.overview, self.cropped = False, None, None
         self._relayout()
 
     def _relayout(self) -> None:
@@ -281,7 +291,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         """Fit the workflow to the view: zoomed out and centred; an overview of blocks when even zoomed
         out it is larger than the view. Again: back to full detail at the node under the cursor."""
         if self.fitted:
-            self.fitted, self.overview = False, None
+            self.fitted, self.overview, self.cropped = False, None, None
             self.detail = Detail.FULL
             self._relayout()
             return
@@ -293,19 +303,37 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self._centre()
 
     def _centre(self) -> None:
+        """The fitted view: the whole zoomed-out drawing when it fits; cropped when it is a few cells larger
+        than the view (``crop_slack``: n8n's fit would shrink it a little; blocks would hide every name),
+        the cursor's box in view; else the overview of blocks."""
         layout = self.graph_layout
         if layout is None:
             return
         width, height = max(1, self.size.width), max(1, self.size.height)
-        if layout.width <= width and layout.height <= height:
+        over_x, over_y = layout.width - width, layout.height - height
+        self.cropped = None
+        if over_x <= 0 and over_y <= 0:
             self.overview = None
             self.virtual_size = Size(layout.width, layout.height)
             self.scroll_to(0, 0, animate=False)
+        elif over_x <= crop_slack(width) and over_y <= crop_slack(height):
+            self.overview = None
+            self.cropped = (max(0, over_x), max(0, over_y))
+            self.virtual_size = Size(layout.width, layout.height)
+            self.scroll_to(0, 0, animate=False)
+            self.call_after_refresh(self.scroll_to_cursor, animate=False)
         else:
             self.overview = (-(-layout.width // width), -(-layout.height // height))
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
             self.scroll_to(0, 0, animate=False)
         self.refresh()
+        self.post_message(self.Fitted(self))
+
+    @dataclass
+    class Fitted(Message):
+        """``f`` fitted the view (whole, ``cropped`` or as an ``overview``): the panel says which."""
+
+        canvas: WorkflowCanvas
 
     def _overview_line(self, y: int, width: int) -> Strip:
         """One row of the overview: a block per box (the cursor's box stands out) with its node's name where
