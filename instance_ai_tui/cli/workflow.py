@@ -298,7 +298,10 @@ def _print_coloured(head: list[str], fitted: Fitted) -> None:
                Style.TRIGGER: "bold yellow", Style.ACTION: "bold", Style.AI: "bold magenta", Style.FLOW: "bold cyan",
                Style.MUTED: "grey50", Style.RAN: "green", Style.FAILED: "bold red", Style.NOT_REACHED: "grey50",
                Style.NEW: "bold green", Style.CHANGED: "bold yellow", Style.ARROW: "grey70", Style.DISABLED: "grey50",
-               Style.NOTE: "yellow dim", Style.ERROR_EDGE: "red"}
+               Style.NOTE: "yellow dim", Style.ERROR_EDGE: "red",
+               Style.NOTE_YELLOW: "yellow", Style.NOTE_GOLD: "dark_goldenrod", Style.NOTE_RED: "red",
+               Style.NOTE_GREEN: "green", Style.NOTE_BLUE: "blue", Style.NOTE_PURPLE: "medium_purple",
+               Style.NOTE_GREY: "grey62"}
     console = Console(highlight=False, soft_wrap=True)
     for line in head:
         console.print(Text(line, style="bold"))

@@ -46,6 +46,19 @@ class Style(IntEnum):
     ERROR_EDGE = 18
     #: items on a connection after a run
     COUNT = 19
+    #: a sticky note's frame and label in n8n's colour of the note (``Sticky.color`` 1-7; its text is ``NOTE``)
+    NOTE_YELLOW = 20
+    NOTE_GOLD = 21
+    NOTE_RED = 22
+    NOTE_GREEN = 23
+    NOTE_BLUE = 24
+    NOTE_PURPLE = 25
+    NOTE_GREY = 26
+
+
+def note_style(color: int) -> Style:
+    """The style of a note's frame and label for n8n's ``color`` (1-7; anything else as 1, yellow)."""
+    return Style(Style.NOTE_YELLOW + (color - 1 if 1 <= color <= 7 else 0))
 
 
 KIND_STYLE = {NodeKind.TRIGGER: Style.TRIGGER, NodeKind.ACTION: Style.ACTION, NodeKind.AI: Style.AI,
@@ -179,7 +192,8 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     x1, y1 = x0 + w, y0 + h
     for region in layout.regions:
         if region.x < x1 and x0 < region.x + region.w and region.y < y1 and y0 < region.y + region.h:
-            _draw_region(drawing, region.x, region.y, region.w, region.h, region.label, region.body)
+            _draw_region(drawing, region.x, region.y, region.w, region.h, region.label, region.body,
+                         note_style(region.color))
     masks = _draw_lines(drawing, layout)
     if runs:
         _draw_counts(drawing, layout, runs, masks)
@@ -398,9 +412,10 @@ def _is_error_port(layout: Layout, route: object) -> bool:
 
 
 def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: str,
-                 body: tuple[str, ...] = ()) -> None:
-    """A sticky note: a dotted frame, its heading on the top edge, the first lines of its text inside
-    (each cut to the frame with ``…``; what does not fit below is left out). The text is the author's,
+                 body: tuple[str, ...] = (), frame: Style = Style.NOTE_YELLOW) -> None:
+    """A sticky note: a dotted frame, its heading on the top edge (both in the note's colour, ``frame``: the
+    heading says what the note is whatever the colour), the first lines of its text inside (each cut to the
+    frame with ``…``; what does not fit below is left out). The text is the author's,
     from outside: already made visible (``Sticky``), and here no character of it may read as a line
     (``│``, ``┼``, ``▶``…: a reader following the lines would take it for one)."""
     chars, styles = drawing.chars, drawing.styles
@@ -411,15 +426,15 @@ def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: st
             row, srow = chars[y - y0], styles[y - y0]
             for x in range(max(rx, x0), min(rx + rw, x0 + w)):
                 row[x - x0] = NOTE_CHAR
-                srow[x - x0] = Style.NOTE
+                srow[x - x0] = frame
     for y in range(max(ry + 1, y0), min(ry + rh - 1, y0 + h)):
         for x in (rx, rx + rw - 1):
             if 0 <= x - x0 < w:
                 chars[y - y0][x - x0] = NOTE_CHAR
-                styles[y - y0][x - x0] = Style.NOTE
+                styles[y - y0][x - x0] = frame
     text = f" {label} "
     if rw > 6 and 0 <= ry - y0 < h:
-        _put(drawing, rx + 2, ry, cells_of(_not_a_line(text), min(cell_len(text), rw - 4)), Style.NOTE)
+        _put(drawing, rx + 2, ry, cells_of(_not_a_line(text), min(cell_len(text), rw - 4)), frame)
     if rw > 6:
         for k, line in enumerate(body[:max(0, rh - 2)]):
             y = ry + 1 + k

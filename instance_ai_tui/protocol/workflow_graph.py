@@ -163,6 +163,8 @@ class Sticky:
     width: float
     height: float
     content: str
+    #: n8n's colour of the note, 1-7 (yellow, gold, red, green, blue, purple, grey; 1 when not one of them)
+    color: int = 1
 
     @property
     def label(self) -> str:
@@ -312,7 +314,19 @@ def _sticky(raw: Mapping[str, Any]) -> Sticky | None:
     return Sticky((float(pos[0]), float(pos[1])),
                   float(width) if _number(width) and 0 < width < 100_000 else 240.0,
                   float(height) if _number(height) and 0 < height < 100_000 else 160.0,
-                  _text(content, 2_000) if isinstance(content, str) else "")
+                  _text(content, 2_000) if isinstance(content, str) else "", _sticky_color(params.get("color")))
+
+
+#: n8n's sticky note colours (its editor's ``--sticky--color--background--variant-N``), in the order of ``color``
+STICKY_COLORS = ("yellow", "gold", "red", "green", "blue", "purple", "grey")
+
+
+def _sticky_color(value: Any) -> int:
+    """A note's ``color``: 1-7 (a number, or its digits as text); 1 (n8n's default, yellow) for anything else
+    (a custom colour, nothing)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= len(STICKY_COLORS) else 1
 
 
 def parse_connections(connections: Any, names: set[str]) -> list[WfEdge]:

@@ -166,6 +166,8 @@ class Region:
     label: str
     #: the note's text under its label (``Sticky.body``), as many lines as the frame holds are drawn
     body: tuple[str, ...] = ()
+    #: n8n's colour of the note (``Sticky.color``, 1-7): its frame and label are drawn in it
+    color: int = 1
 
 
 @dataclass(slots=True, weakref_slot=True)
@@ -576,7 +578,7 @@ def _regions(workflow: Workflow, x_axis: Axis, y_axis: Axis, origin: tuple[int, 
         x0, y0 = x_axis(s.position[0]) - ox, y_axis(s.position[1]) - oy
         x1, y1 = x_axis(s.position[0] + s.width) - ox, y_axis(s.position[1] + s.height) - oy
         if x1 - x0 >= 4 and y1 - y0 >= 2:
-            regions.append(Region(x0, y0, x1 - x0, y1 - y0, s.label, s.body))
+            regions.append(Region(x0, y0, x1 - x0, y1 - y0, s.label, s.body, s.color))
     return regions
 
 

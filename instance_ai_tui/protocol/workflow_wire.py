@@ -27,7 +27,7 @@ CHUNK = 1000
 def workflow_to_wire(workflow: Workflow) -> tuple[Any, ...]:
     return (workflow.id, workflow.name, _nodes(workflow.nodes),
             [(e.source, e.target, e.kind, e.output, e.input, e.input_kind) for e in workflow.edges],
-            workflow.active, [(s.position, s.width, s.height, s.content) for s in workflow.stickies])
+            workflow.active, [(s.position, s.width, s.height, s.content, s.color) for s in workflow.stickies])
 
 
 def _nodes(nodes: tuple[WfNode, ...]) -> list[tuple[Any, ...]]:
@@ -68,7 +68,7 @@ def _layout_chunks(layout: Layout) -> Iterator[bytes]:
     index = {e: k for k, e in enumerate(layout.workflow.edges)}
     ends = line_ends(layout)  # made here, in the worker: the app's first paint would pass over every line
     head = (int(layout.detail), layout.width, layout.height, layout.status_row, layout.labels,
-            [(r.x, r.y, r.w, r.h, r.label, r.body) for r in layout.regions], layout.stubs,
+            [(r.x, r.y, r.w, r.h, r.label, r.body, r.color) for r in layout.regions], layout.stubs,
             [index[e] for e in layout.failed], [layout.ports.get(e, -1) for e in layout.workflow.edges],
             len(layout.boxes), len(layout.routes), shown_names(layout),
             (ends.out_ports, ends.arrows, ends.stubs, ends.ai_sources))

@@ -336,6 +336,42 @@ def test_a_sticky_note_shows_the_first_lines_of_its_text_cut_to_its_frame() -> N
     assert reader.layout().regions == layout.regions
 
 
+def test_a_sticky_notes_colour_is_drawn_beside_its_heading_never_instead() -> None:
+    """n8n colours its notes (``color`` 1-7: yellow, gold, red, green, blue, purple, grey; 213 grey, 27 red of
+    the corpus's 251): authors group and warn with them. The frame and heading are drawn in the note's colour
+    (a style per colour, and in the worker's layout too); the characters are the same whatever the colour, so
+    the heading still says what the note is; anything that is not 1-7 is n8n's default, yellow."""
+    from instance_ai_tui.protocol.workflow_draw import note_style
+    from instance_ai_tui.protocol.workflow_wire import LayoutReader, lay_out, workflow_parts
+
+    def with_notes(colours: list[Any]) -> dict[str, Any]:
+        data = if_merge()
+        for k, colour in enumerate(colours):
+            data["nodes"].append({"name": f"Note{k}", "type": "n8n-nodes-base.stickyNote",
+                                  "position": [-40 + 400 * k, -300],
+                                  "parameters": {"content": f"## Part {k}\ntext", "width": 300, "height": 120,
+                                                 **({"color": colour} if colour is not None else {})}})
+        return data
+
+    coloured = parse_workflow(with_notes([3, 5, 7, None, 99, "4"]))
+    assert [s.color for s in coloured.stickies] == [3, 5, 7, 1, 1, 4]
+    plain = parse_workflow(with_notes([1, 1, 1, 1, 1, 1]))
+    layout = layout_workflow(coloured)
+    drawing = draw(layout)
+    assert drawing.text() == draw(layout_workflow(plain)).text()  # the same characters: colour is never alone
+    for region, colour in zip(layout.regions, [3, 5, 7, 1, 1, 4], strict=True):
+        frame = {drawing.styles[region.y][x] for x in range(region.x, region.x + region.w)}
+        assert frame == {note_style(colour)}, (region.label, frame)  # frame and heading in the note's colour
+        assert f"Part {region.label[-1]}" in drawing.lines()[region.y]
+        inside = drawing.styles[region.y + 1][region.x + 2]
+        assert inside == Style.NOTE  # the text keeps the note's one style
+    assert len({note_style(c) for c in range(1, 8)}) == 7
+    reader = LayoutReader(coloured)
+    for chunk in lay_out(list(workflow_parts(coloured)), 0, False):
+        reader.feed(chunk)
+    assert [r.color for r in reader.layout().regions] == [3, 5, 7, 1, 1, 4]
+
+
 def test_the_items_of_a_labelled_output_stand_beside_its_label_in_words() -> None:
     """Beside n8n's editor after a run of the loop workflow: n8n writes "3 items total" next to the loop's
     ``done`` and ``loop`` labels and "1 item" beside an IF's ``true``; the drawing turned right after the

@@ -8,7 +8,7 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.protocol.workflow_draw import render_text
+from instance_ai_tui.protocol.workflow_draw import note_style, render_text
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
@@ -254,6 +254,9 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             lines = [panel.canvas.render_line(y).text for y in range(panel.canvas.size.height)]
             joined = "\n".join(lines)
             assert "✗ failed" in joined or "✗ fail" in joined
+            # sticky notes' frames in n8n's seven colours: seven different colours in every theme
+            notes = {panel.canvas._style(note_style(colour)).color for colour in range(1, 8)}
+            assert len(notes) == 7 and None not in notes, theme
 
 
 async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:
@@ -618,6 +621,35 @@ async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
         for name in ("Code", "Wait", "Loop"):
             assert name in shown, shown
         assert "◆When" in shown or "◆Whe" in shown, shown  # the cursor: the trigger
+
+
+async def test_the_overview_writes_a_small_blocks_name_on_past_it_where_it_fits(tmp_path: Path) -> None:
+    """Tried in tmux at 160x48: the overview of Auto Categorise Outlook (26 nodes, 420 columns zoomed out)
+    cut every name to its block: "Mi…" for eight different Microsoft Outlook nodes. A name now runs on past
+    its block over free cells (lines' dots) up to a cell before the next block: whole where there is room,
+    cut with … where not; no name ever covers another node's block."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app, wide=True)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
+        await painted(canvas, pilot)
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.overview is not None, pilot, what="the overview")
+        await pilot.pause()
+        rows = ["".join(seg.text for seg in canvas.render_line(y)) for y in range(canvas.size.height)]
+        shown = "\n".join(rows)
+        for name in ("Microsoft Outlook22", "Microsoft Outlook21", "Ollama Chat Model1", "Catch Erro"):
+            assert name in shown, shown  # cut to "Mi…", "Ol…", "Ca…" before
+        layout, scale = canvas.graph_layout, canvas.overview
+        assert layout is not None and scale is not None
+        sx, sy = scale
+        for box in layout.boxes.values():  # every block still starts where its box is
+            for y in range(box.y // sy, min(len(rows), (box.y + box.h - 1) // sy + 1)):
+                assert rows[y][box.x // sx] in "▪◆", (box.name, y, rows[y])
 
 
 async def test_a_node_found_comes_into_view_with_its_branch_labels(tmp_path: Path) -> None:

@@ -53,6 +53,11 @@ _COMPONENTS: dict[int, str] = {
     Style.NOT_REACHED: "workflow-canvas--not-reached", Style.NEW: "workflow-canvas--new",
     Style.CHANGED: "workflow-canvas--changed", Style.ARROW: "workflow-canvas--edge",
     Style.DISABLED: "workflow-canvas--muted", Style.COUNT: "workflow-canvas--ran",
+    # sticky notes' frames and headings in n8n's colours of the notes (their text keeps the canvas's colour)
+    Style.NOTE_YELLOW: "workflow-canvas--note-yellow", Style.NOTE_GOLD: "workflow-canvas--note-gold",
+    Style.NOTE_RED: "workflow-canvas--note-red", Style.NOTE_GREEN: "workflow-canvas--note-green",
+    Style.NOTE_BLUE: "workflow-canvas--note-blue", Style.NOTE_PURPLE: "workflow-canvas--note-purple",
+    Style.NOTE_GREY: "workflow-canvas--note-grey",
 }
 _CURSOR = "workflow-canvas--cursor"
 PAN_STEP = 8
@@ -104,6 +109,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     WorkflowCanvas > .workflow-canvas--not-reached { color: $text-muted; }
     WorkflowCanvas > .workflow-canvas--new { color: $text-success; text-style: bold; }
     WorkflowCanvas > .workflow-canvas--changed { color: $text-warning; text-style: bold; }
+    WorkflowCanvas > .workflow-canvas--note-yellow { color: $text-warning; }
+    WorkflowCanvas > .workflow-canvas--note-gold { color: $warning-darken-2; }
+    WorkflowCanvas > .workflow-canvas--note-red { color: $text-error; }
+    WorkflowCanvas > .workflow-canvas--note-green { color: $text-success; }
+    WorkflowCanvas > .workflow-canvas--note-blue { color: $text-primary; }
+    WorkflowCanvas > .workflow-canvas--note-purple { color: mediumpurple; }
+    WorkflowCanvas > .workflow-canvas--note-grey { color: $text-muted; }
     WorkflowCanvas > .workflow-canvas--cursor { color: $text-accent; text-style: bold; }
     WorkflowCanvas:focus > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
     """
@@ -350,16 +362,31 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                     for x in range(min(ax, bx) // sx, min(width, max(ax, bx) // sx + 1)):
                         if cells[x] == " ":
                             cells[x], codes[x] = "·", Style.EDGE
+        blocks: list[tuple[int, int, str]] = []  # (first cell, end, name) of the blocks named on this row
+        taken = [False] * width  # cells of a block or of a name written
         for name, box in layout.boxes.items():
             if box.y < bottom and box.y + box.h > top:
                 mark = OVERVIEW_CURSOR if name == self.cursor else OVERVIEW_BOX
                 code = -1 if name == self.cursor else Style.BORDER
                 first, last = box.x // sx, min(width, (box.x + box.w - 1) // sx + 1)
                 for x in range(first, last):
-                    cells[x], codes[x] = mark, code
-                if last - first >= 4 and (box.y + (box.h - 1) // 2) // sy == y:  # its name on its middle row
-                    for k, char in enumerate(cells_of(name, last - first - 1), start=first + 1):
-                        cells[k] = char
+                    cells[x], codes[x], taken[x] = mark, code, True
+                if (box.y + (box.h - 1) // 2) // sy == y:  # its name on its middle row
+                    blocks.append((first, last, name))
+        for first, last, name in sorted(blocks):
+            # the name from the block's second cell on, over its own block and on over free cells (lines'
+            # dots) up to a cell before the next block or name: a small block says more than 2 letters
+            end = last
+            while end < width and not taken[end] and (end + 1 >= width or not taken[end + 1]):
+                end += 1
+            room = end - first - 1
+            if room < 3:
+                continue
+            shown = cells_of(name, min(room, cell_len(name)))
+            for k, char in enumerate(shown, start=first + 1):
+                cells[k] = char
+                if k >= last:
+                    codes[k], taken[k] = Style.LABEL, True
         base = self.rich_style
         segments = [Segment(char, base + self._style(code) if code else base) for char, code in zip(cells, codes,
                                                                                                    strict=True)]
