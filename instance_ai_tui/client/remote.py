@@ -222,7 +222,9 @@ class RemoteClient(Client):
         json: Any = None,
         params: Mapping[str, str] | None = None,
         what: str = "",
+        answer: type[BaseModel] | None = None,
     ) -> Any:
+        """The server's JSON answer to the request; with ``answer``, as that model."""
         what = what or f"{method} {path}"
         try:
             response = await self._client().request(
@@ -236,16 +238,15 @@ class RemoteClient(Client):
         if response.status_code >= 400:
             raise status_error(response.status_code, _error_message(response), what)
         try:
-            return response.json()
+            data = response.json()
         except ValueError:
             raise ServerProtocolError(f"{what}: the server at {self.base_url} answered with something that is not JSON") from None
-
-    @staticmethod
-    def _parse(model: type[BaseModel], data: Any, what: str) -> Any:
+        if answer is None:
+            return data
         from pydantic import ValidationError
 
         try:
-            return model.model_validate(data)
+            return answer.model_validate(data)
         except ValidationError as exc:
             raise ServerProtocolError(f"{what}: unexpected answer from the server ({exc.errors()[0]['msg']})") from None
 
@@ -257,30 +258,26 @@ class RemoteClient(Client):
     async def list_threads(self) -> list[ThreadInfo]:
         from ..protocol.api import ThreadList
 
-        data = await self._request("GET", "/threads", what="list threads")
-        return self._parse(ThreadList, data, "list threads").threads
+        return (await self._request("GET", "/threads", what="list threads", answer=ThreadList)).threads
 
     async def search_threads(self, query: str) -> list[ThreadInfo]:
         from ..protocol.api import ThreadList
 
         """Full text on the server (``GET threads?search=``: titles and message text)."""
-        data = await self._request("GET", "/threads", params={"search": query}, what="search threads")
-        return self._parse(ThreadList, data, "search threads").threads
+        return (await self._request("GET", "/threads", params={"search": query},
+                                    what="search threads", answer=ThreadList)).threads
 
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo:
         from ..protocol.api import CreateThreadRequest, ThreadInfo
 
         body = CreateThreadRequest(thread_id=thread_id, title=title or None).to_wire()
-        data = await self._request("POST", "/threads", json=body, what="create thread")
-        return self._parse(ThreadInfo, data, "create thread")
+        return await self._request("POST", "/threads", json=body, what="create thread", answer=ThreadInfo)
 
     async def rename_thread(self, thread_id: str, title: str) -> ThreadInfo:
         from ..protocol.api import ThreadInfo
 
-        data = await self._request(
-            "PATCH", f"/threads/{self._quote(thread_id)}", json={"title": title}, what="rename thread"
-        )
-        return self._parse(ThreadInfo, data, "rename thread")
+        return await self._request("PATCH", f"/threads/{self._quote(thread_id)}", json={"title": title},
+                                   what="rename thread", answer=ThreadInfo)
 
     async def delete_thread(self, thread_id: str) -> None:
         await self._request("DELETE", f"/threads/{self._quote(thread_id)}", what="delete thread")
@@ -289,8 +286,8 @@ class RemoteClient(Client):
     async def send(self, thread_id: str, text: str) -> str:
         from ..protocol.api import SendMessageResponse
 
-        data = await self._request("POST", f"/chat/{self._quote(thread_id)}", json={"message": text}, what="send")
-        return self._parse(SendMessageResponse, data, "send").run_id
+        return (await self._request("POST", f"/chat/{self._quote(thread_id)}", json={"message": text},
+                                    what="send", answer=SendMessageResponse)).run_id
 
     async def cancel(self, thread_id: str) -> None:
         await self._request("POST", f"/chat/{self._quote(thread_id)}/cancel", what="cancel")
@@ -298,30 +295,26 @@ class RemoteClient(Client):
     async def confirm(self, request_id: str, body: ConfirmBody) -> ConfirmResponse:
         from ..protocol.api import ConfirmResponse
 
-        data = await self._request(
-            "POST", f"/confirm/{self._quote(request_id)}", json=body.to_wire(), what="confirm"
-        )
-        return self._parse(ConfirmResponse, data, "confirm")
+        return await self._request("POST", f"/confirm/{self._quote(request_id)}", json=body.to_wire(),
+                                   what="confirm", answer=ConfirmResponse)
 
     async def messages(self, thread_id: str) -> ThreadMessages:
         from ..protocol.api import ThreadMessages
 
-        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/messages", what="messages")
-        return self._parse(ThreadMessages, data, "messages")
+        return await self._request("GET", f"/threads/{self._quote(thread_id)}/messages",
+                                   what="messages", answer=ThreadMessages)
 
     async def recent_messages(self, thread_id: str, limit: int) -> ThreadMessages:
         from ..protocol.api import ThreadMessages
 
-        data = await self._request(
-            "GET", f"/threads/{self._quote(thread_id)}/messages", params={"limit": str(limit)}, what="messages"
-        )
-        return self._parse(ThreadMessages, data, "messages")
+        return await self._request("GET", f"/threads/{self._quote(thread_id)}/messages", params={"limit": str(limit)},
+                                   what="messages", answer=ThreadMessages)
 
     async def status(self, thread_id: str) -> ThreadStatus:
         from ..protocol.api import ThreadStatus
 
-        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/status", what="status")
-        return self._parse(ThreadStatus, data, "status")
+        return await self._request("GET", f"/threads/{self._quote(thread_id)}/status",
+                                   what="status", answer=ThreadStatus)
 
     can_rewind = True
     can_switch_model = True
@@ -330,82 +323,75 @@ class RemoteClient(Client):
     async def compact(self, thread_id: str, keep: str = "") -> str:
         from ..protocol.api import SendMessageResponse
 
-        data = await self._request("POST", f"/threads/{self._quote(thread_id)}/compact", json={"keep": keep},
-                                   what="compact")
-        return self._parse(SendMessageResponse, data, "compact").run_id
+        return (await self._request("POST", f"/threads/{self._quote(thread_id)}/compact", json={"keep": keep},
+                                    what="compact", answer=SendMessageResponse)).run_id
 
     async def list_models(self, thread_id: str | None = None) -> ModelList:
         from ..protocol.api import ModelList
 
         params = {"threadId": thread_id} if thread_id else None
-        data = await self._request("GET", "/models", params=params, what="models")
-        return self._parse(ModelList, data, "models")
+        return await self._request("GET", "/models", params=params, what="models", answer=ModelList)
 
     async def set_model(self, thread_id: str, name: str) -> ThreadInfo:
         from ..protocol.api import ThreadInfo
 
-        data = await self._request("PUT", f"/threads/{self._quote(thread_id)}/model", json={"model": name},
-                                   what="set model")
-        return self._parse(ThreadInfo, data, "set model")
+        return await self._request("PUT", f"/threads/{self._quote(thread_id)}/model", json={"model": name},
+                                   what="set model", answer=ThreadInfo)
 
     async def permissions(self, thread_id: str) -> ThreadPermissions:
         from ..protocol.api import ThreadPermissions
 
-        data = await self._request("GET", f"/threads/{self._quote(thread_id)}/permissions", what="permissions")
-        return self._parse(ThreadPermissions, data, "permissions")
+        return await self._request("GET", f"/threads/{self._quote(thread_id)}/permissions",
+                                   what="permissions", answer=ThreadPermissions)
 
     async def revoke_permission(self, thread_id: str, tool_name: str) -> ThreadPermissions:
         from ..protocol.api import ThreadPermissions
 
         path = f"/threads/{self._quote(thread_id)}/permissions/{self._quote(tool_name)}"
-        data = await self._request("DELETE", path, what="revoke permission")
-        return self._parse(ThreadPermissions, data, "permissions")
+        return await self._request("DELETE", path, what="revoke permission", answer=ThreadPermissions)
 
     async def mcp_status(self) -> McpStatus:
         from ..protocol.mcp import McpStatus
 
-        data = await self._request("GET", "/mcp", what="MCP servers")
-        return self._parse(McpStatus, data, "MCP servers")
+        return await self._request("GET", "/mcp", what="MCP servers", answer=McpStatus)
 
     async def restart_mcp_server(self, name: str) -> McpStatus:
         from ..protocol.mcp import McpStatus
 
-        data = await self._request("POST", f"/mcp/{self._quote(name)}/restart", what="restart MCP server")
-        return self._parse(McpStatus, data, "MCP servers")
+        return await self._request("POST", f"/mcp/{self._quote(name)}/restart",
+                                   what="restart MCP server", answer=McpStatus)
 
     async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
         from ..protocol.mcp import McpPromptText
 
-        data = await self._request("POST", f"/mcp/{self._quote(server)}/prompts/{self._quote(name)}",
-                                   json={"arguments": arguments}, what="MCP prompt")
-        return self._parse(McpPromptText, data, "MCP prompt")
+        return await self._request("POST", f"/mcp/{self._quote(server)}/prompts/{self._quote(name)}", json={"arguments": arguments},
+                                   what="MCP prompt", answer=McpPromptText)
 
     async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
         from ..protocol.mcp import McpStatus
 
-        data = await self._request("POST", f"/mcp/{self._quote(server)}/log-level", json={"level": level},
-                                   what="MCP log level")
-        return self._parse(McpStatus, data, "MCP servers")
+        return await self._request("POST", f"/mcp/{self._quote(server)}/log-level", json={"level": level},
+                                   what="MCP log level", answer=McpStatus)
 
     async def sign_out_mcp_server(self, server: str) -> McpStatus:
         from ..protocol.mcp import McpStatus
 
-        data = await self._request("POST", f"/mcp/{self._quote(server)}/sign-out", what="MCP sign-out")
-        return self._parse(McpStatus, data, "MCP servers")
+        return await self._request("POST", f"/mcp/{self._quote(server)}/sign-out",
+                                   what="MCP sign-out", answer=McpStatus)
 
     async def approve_mcp_server(self, server: str) -> McpStatus:
         from ..protocol.mcp import McpStatus
 
-        data = await self._request("POST", f"/mcp/{self._quote(server)}/approve", what="approve MCP server")
-        return self._parse(McpStatus, data, "MCP servers")
+        return await self._request("POST", f"/mcp/{self._quote(server)}/approve",
+                                   what="approve MCP server", answer=McpStatus)
 
     async def rewind(self, thread_id: str, message_id: str) -> RewindResponse:
         from ..protocol.api import RewindResponse
 
         # the server validates the body (an empty id is its 400, shown as a ClientError)
         body = {"messageId": message_id}
-        data = await self._request("POST", f"/threads/{self._quote(thread_id)}/rewind", json=body, what="rewind")
-        return self._parse(RewindResponse, data, "rewind")
+        return await self._request("POST", f"/threads/{self._quote(thread_id)}/rewind", json=body,
+                                   what="rewind", answer=RewindResponse)
 
     async def thread_gone(self, thread_id: str) -> bool:
         """Whether the server proves ``thread_id`` is gone: its status route answers our JSON
