@@ -117,25 +117,7 @@ def theme_file_model() -> type[BaseModel]:
 
         def to_theme(self) -> Theme:
             """The Textual ``Theme``, with every app variable resolved to a concrete value."""
-            base = Theme(
-                name=self.name,
-                primary=self.primary,
-                secondary=self.secondary,
-                accent=self.accent,
-                foreground=self.foreground,
-                background=self.background,
-                surface=self.surface,
-                panel=self.panel,
-                boost=self.boost,
-                warning=self.warning,
-                error=self.error,
-                success=self.success,
-                dark=self.dark,
-                luminosity_spread=self.luminosity_spread,
-                text_alpha=self.text_alpha,
-                variables=dict(self.variables),
-                ansi=self.ansi,
-            )
+            base = Theme(**self.model_dump(exclude={"description", "author", "app"}))  # (the rest are its fields)
             generated = generated_variables(base)
             resolved: dict[str, str] = {}
             for name, source in APP_VARIABLE_SOURCES.items():
