@@ -10,8 +10,8 @@
 └── 💬 Done! Your workflow runs daily at 8am...
 ```
 
-``render_text`` returns plain text (``text_lines`` its lines one at a time; no Rich needed; ``ascii=True`` avoids emoji and box
-characters). ``render_rich`` returns a ``rich.tree.Tree`` with the same content.
+``render_text`` returns plain text (``text_lines`` its lines one at a time; ``ascii=True`` avoids emoji and box
+characters).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .events import TaskList, TaskStatus
 from .safe_text import visible
 from .tree import AgentNode, ToolCallState
 
-__all__ = ["render_rich", "render_text", "summarize_result", "task_glyph", "text_lines"]
+__all__ = ["render_text", "summarize_result", "task_glyph", "text_lines"]
 
 _TASK_GLYPHS = {
     TaskStatus.TODO: ("○", "[ ]"),
@@ -312,21 +312,3 @@ def text_lines(
         for extra in rest:
             yield visible(prefix + child_prefix + extra)
         push(node.children, prefix + child_prefix)
-
-
-def render_rich(tree: AgentNode, *, reasoning_limit: int = 160, result_limit: int = 80) -> Any:
-    """The tree as a ``rich.tree.Tree`` (Rich is imported only when this is called)."""
-    from rich.text import Text
-    from rich.tree import Tree
-
-    root = _build(tree, False, reasoning_limit, result_limit)
-
-    def add(parent: Tree, node: _Line) -> None:
-        branch = parent.add(Text(visible(node.text)))
-        for child in node.children:
-            add(branch, child)
-
-    rich_tree = Tree(Text(visible(root.text), style="bold"))
-    for child in root.children:
-        add(rich_tree, child)
-    return rich_tree

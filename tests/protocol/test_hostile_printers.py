@@ -4,14 +4,13 @@
 ``run`` / ``threads`` / ``export`` (Markdown and JSON) of the embedded agent whose model (the
 repo's OpenAI-wire test server) answers with it: no ESC, C1, BEL, CR or bidi override reaches
 stdout or stderr, and the stand-ins (``␛]52;``) do. The printing functions themselves
-(``render_text``, ``render_rich``, ``to_markdown``, ``to_json``) are checked too, on a tree that
+(``render_text``, ``to_markdown``, ``to_json``) are checked too, on a tree that
 did not pass through ``Conversation``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import re
@@ -19,11 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
-from instance_ai_tui.protocol.text_render import render_rich, render_text
+from instance_ai_tui.protocol.text_render import render_text
 from instance_ai_tui.protocol.transcript import to_json, to_markdown
 from tests.support.fold import apply
 from tests.support.openai_server import MockOpenAIServer, MockResponse
@@ -99,9 +96,6 @@ def test_printing_functions_make_text_visible_on_their_own() -> None:
     tree = reducer.tree()
     assert_clean(render_text(tree))
     assert_clean(render_text(tree, ascii=True))
-    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=200)
-    console.print(render_rich(tree))
-    assert_clean(console.file.getvalue())  # type: ignore[attr-defined]
     message = {"id": "m1", "role": "assistant", "createdAt": "2026-01-01T00:00:00Z", "content": HOSTILE,
                "agentTree": tree.to_wire()}
     from instance_ai_tui.protocol.api import InstanceAiMessage

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
 from instance_ai_tui.protocol.reducer import build_agent_tree_wire
-from instance_ai_tui.protocol.text_render import render_rich, render_text, summarize_result
+from instance_ai_tui.protocol.text_render import render_text, summarize_result
 
 from .conftest import ev
 
@@ -41,10 +39,6 @@ def test_pending_confirmation_status_error_and_multiline_text() -> None:
             "└── ⏳ Waiting for approval",
         ]
     )
-    console = Console(width=100, record=True, color_system=None)
-    console.print(render_rich(tree))
-    drawn = console.export_text()
-    assert "Archive workflow 'W'? (pending)" in drawn and "Sub-Agent A (builder)" in drawn
 
 
 def test_summaries() -> None:
