@@ -41,4 +41,3 @@ class aclosing(Generic[T]):  # named as contextlib's, which it replaces
         await aclose(self._iterator)
 
 
-__all__ = ["aclose", "aclosing"]

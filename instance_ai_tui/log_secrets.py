@@ -17,8 +17,6 @@ import re
 import threading
 from typing import Any
 
-__all__ = ["install", "register", "scrub"]
-
 _URL = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,20}://)([^\s'\"<>`]+)")
 _QUERY_VALUE = re.compile(r"([?&;][^=&;#\s]*=)[^&;#\s]*")
 #: secrets shorter than this are not replaced (they would turn ordinary words into ``***``)

@@ -18,16 +18,6 @@ if TYPE_CHECKING:
     from .mcp.manager import McpServers
     from .service import InstanceAI
 
-__all__ = [
-    "approve_mcp_server",
-    "build_service",
-    "mcp_prompt",
-    "mcp_status",
-    "restart_mcp_server",
-    "set_mcp_log_level",
-    "sign_out_mcp_server",
-]
-
 
 def _mcp_of(service: Any) -> McpServers | None:
     return getattr(getattr(service, "services", None), "mcp", None)

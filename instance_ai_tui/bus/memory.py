@@ -351,4 +351,3 @@ class InProcessBus:
 _to_new_event = to_new_event
 
 
-__all__ = ["GAP_WAIT_SECONDS", "BusClosed", "BusStats", "InProcessBus"]

@@ -57,11 +57,6 @@ from typing import Any, Literal
 
 from .tree import ToolCallState
 
-__all__ = [
-    "AUTO_APPROVED_LABEL", "PLAN_APPROVED", "PLAN_CHANGES", "PLAN_REJECTED", "SKIPPED_LABEL", "DisplayState", "Kind",
-    "display_state", "is_denied_result", "result_failure", "waiting_label",
-]
-
 Kind = Literal["running", "waiting", "done", "failed", "denied", "not-run", "expired", "unresolved"]
 
 #: how an auto-approved call ("always allow" of the thread) is marked everywhere

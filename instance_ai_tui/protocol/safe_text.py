@@ -32,8 +32,6 @@ from typing import Any, TypeVar
 
 _M = TypeVar("_M")
 
-__all__ = ["UNSAFE", "has_unsafe", "json_safe", "unsafe_in_json", "visible", "visible_data", "visible_model"]
-
 #: every character ``visible`` replaces
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 

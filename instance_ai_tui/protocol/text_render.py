@@ -26,8 +26,6 @@ from .events import TaskList, TaskStatus
 from .safe_text import visible
 from .tree import AgentNode, ToolCallState
 
-__all__ = ["render_text", "summarize_result", "task_glyph", "text_lines"]
-
 _TASK_GLYPHS = {
     TaskStatus.TODO: ("○", "[ ]"),
     TaskStatus.IN_PROGRESS: ("◐", "[~]"),

@@ -23,8 +23,6 @@ from .text_render import summarize_result, task_glyph
 from .tree import AgentNode, ToolCallState
 from .usage_words import usage_line
 
-__all__ = ["REDACTED", "compaction_marker", "redact", "to_json", "to_markdown", "usage_line"]
-
 REDACTED = "[redacted]"
 
 _SECRET_KEY = re.compile(

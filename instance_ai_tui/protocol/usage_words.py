@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["usage_line"]
-
 
 def usage_line(usage: dict[str, Any] | None) -> str:
     """``1,234 tokens in · 567 out · $0.0123 (3 runs)``, or "" when nothing was counted."""

@@ -790,4 +790,3 @@ class SqliteStore:
         )
 
 
-__all__ = ["SchemaError", "SqliteStore", "StoreClosed", "StoreError", "WriteStats"]

@@ -34,8 +34,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigWriteError", "dumps", "set_config_value"]
-
 
 class ConfigWriteError(Exception):
     """The config file could not be updated (unreadable, not valid TOML, not writable)."""
