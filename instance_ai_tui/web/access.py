@@ -21,6 +21,7 @@ Pure functions (no aiohttp), so the rules are tested on their own:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -155,6 +156,10 @@ class TooManyGuesses(Exception):
     """Too many token checks are waiting already: this one is answered without being checked."""
 
 
+class ThrottleClosed(Exception):
+    """The server is stopping (``WrongTokenThrottle.close``): this check was not made."""
+
+
 @dataclass
 class _Guesses:
     failures: int = 0
@@ -178,7 +183,11 @@ class WrongTokenThrottle:
     right guess among many is not found faster. Past ``max_waiting`` checks waiting, a check is
     not made at all, nor past ``max_waiting_per_client`` of one client (``TooManyGuesses``: the
     page says to try again later). One sign-in by a
-    person is one check: it waits only while someone is guessing."""
+    person is one check: it waits only while someone is guessing.
+
+    ``close()`` (the server stops) ends every wait at once: a wrong token already compared is
+    answered now, a check still waiting for its turn raises ``ThrottleClosed`` unmade, and so
+    does any check after it. A SIGTERM never waits for the guessers' delays."""
 
     def __init__(self, base: float = 0.5, cap: float = 30.0, forget_after: float = 600.0,
                  max_clients: int = 10_000, per_second: float = 5.0, burst: int = 5, max_waiting: int = 50,
@@ -195,6 +204,22 @@ class WrongTokenThrottle:
         #: the global bucket: when the next check may be made, and how many wait for theirs
         self._next_slot = 0.0
         self.waiting = 0
+        #: set by ``close``: every sleep ends, no check is made any more
+        self._closed = asyncio.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def close(self) -> None:
+        """The server stops: wake every waiting check (see the class's docstring)."""
+        self._closed.set()
+
+    async def _sleep(self, seconds: float) -> None:
+        """``seconds`` of waiting, or less: until ``close``."""
+        if seconds > 0 and not self.closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), seconds)
 
     def delay(self, failures: int) -> float:
         return min(self.cap, self.base * 2 ** max(0, failures - 1))
@@ -219,12 +244,15 @@ class WrongTokenThrottle:
         slot = max(self._next_slot, now - (self.burst - 1) * interval)
         self._next_slot = slot + interval
         if slot > now:
-            await asyncio.sleep(slot - now)
+            await self._sleep(slot - now)
 
     async def check(self, client: str, right: Callable[[], bool]) -> bool:
         """Make one token check of ``client`` (``right()`` compares the token) when its turn has
         come; a wrong one returns after its delay. Raises ``TooManyGuesses`` when ``max_waiting``
-        checks (or ``max_waiting_per_client`` of this client) wait already."""
+        checks (or ``max_waiting_per_client`` of this client) wait already, ``ThrottleClosed``
+        once ``close`` was called (the check is not made)."""
+        if self.closed:
+            raise ThrottleClosed
         entry = self._entry(client)
         if self.waiting >= self.max_waiting or entry.waiting >= self.max_waiting_per_client:
             raise TooManyGuesses
@@ -237,12 +265,14 @@ class WrongTokenThrottle:
                 self.waiting -= 1
                 entry.waiting -= 1
                 counted = False
+                if self.closed:
+                    raise ThrottleClosed
                 if right():
                     self._clients.pop(client, None)  # its wrong ones are forgiven
                     return True
                 entry.failures += 1
                 entry.last = time.monotonic()
-                await asyncio.sleep(self.delay(entry.failures))
+                await self._sleep(self.delay(entry.failures))
                 entry.last = time.monotonic()
                 return False
         finally:

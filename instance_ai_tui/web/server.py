@@ -41,6 +41,7 @@ from textual_serve.server import Server, to_int
 from .access import (
     COOKIE_NAME,
     TOKEN_PARAM,
+    ThrottleClosed,
     TooManyGuesses,
     WrongTokenThrottle,
     client_key,
@@ -59,6 +60,8 @@ COOKIE_MAX_AGE = 30 * 24 * 3600
 WRONG_TOKEN_DELAY = 0.5
 #: what a sign-in is told while too many token checks wait (someone is guessing): it was not checked
 BUSY = "Too many sign-in attempts are waiting right now (someone may be guessing the token); try again in a minute."
+#: what a sign-in still waiting for its check is told when the server stops
+STOPPING = "The server is stopping: the token was not checked."
 #: app processes at once (each browser tab runs one); ``instance-ai web --max-apps``
 DEFAULT_MAX_APPS = 8
 #: the largest terminal a tab may ask for (cells): more is drawn at this size
@@ -168,6 +171,8 @@ class WebServer(Server):
                 right = await self.throttle.check(self._client(request), lambda: token_matches(given.strip(), token))
             except TooManyGuesses:
                 return self._login_page(BUSY, status=429, retry_after=True)
+            except ThrottleClosed:
+                return self._login_page(STOPPING, status=503)
             if right:  # once from the URL: into the cookie, out of the address bar
                 query = {k: v for k, v in request.query.items() if k != TOKEN_PARAM}
                 response = web.HTTPSeeOther(str(request.rel_url.with_query(query)))
@@ -190,6 +195,8 @@ class WebServer(Server):
                 self._client(request), lambda: isinstance(given, str) and token_matches(given.strip(), token))
         except TooManyGuesses:
             return self._login_page(BUSY, status=429, retry_after=True)
+        except ThrottleClosed:
+            return self._login_page(STOPPING, status=503)
         if right:
             response = web.HTTPSeeOther("/")
             self._set_cookie(response, request)
@@ -287,7 +294,9 @@ class WebServer(Server):
 
     async def on_shutdown(self, app: web.Application) -> None:
         """The server stops: every app ends with it (they run in process groups of their own,
-        which a Ctrl+C in the server's terminal does not reach)."""
+        which a Ctrl+C in the server's terminal does not reach), and no token check keeps it waiting:
+        aiohttp waits for every request in hand (up to 60 s), and a guesser's checks sleep up to 30 s each."""
+        self.throttle.close()
         await asyncio.gather(*(service.end(grace=1.0) for service in list(self.services)), return_exceptions=True)
 
     async def _relay(self, websocket: web.WebSocketResponse, service: AppService) -> None:
