@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from instance_ai_tui.assistant.workspace import Workspace, WorkspaceError
 from tests.support import loop_turns
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -157,6 +161,41 @@ async def test_hard_link_to_an_outside_file_is_not_read(root: Path, tmp_path: Pa
     assert (tmp_path / "secret.txt").read_text(encoding="utf-8") == "top secret\n"
 
 
+def _fifo_in_use(fifo: Path) -> str | None:
+    """Who has ``fifo`` open, or waits in ``open()`` for a partner (the kernel counts both): 'a reader',
+    'a writer' or ``None``. The probes never block (O_NONBLOCK); a correct workspace never opens the FIFO
+    (it is refused after a stat), so they cannot disturb it."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads it
+    except OSError:
+        pass
+    else:
+        os.close(fd)
+        return "a reader"
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return None if os.read(fd, 1) == b"" else "a writer"  # b"": end of file, so no writer
+    except BlockingIOError:
+        return "a writer"
+    finally:
+        os.close(fd)
+
+
+async def _unless_stuck_on(fifo: Path, call: Awaitable[T], what: str) -> T:
+    """``call``'s result, however long a busy machine makes its worker thread take; fails as soon as a
+    thread of ours is seen on ``fifo`` (the bug: a worker blocked in ``open()`` until a partner came).
+    A condition, not a time guess: before, a 3 s bound per call failed a correct workspace whose
+    to_thread waited behind other work."""
+    task = asyncio.ensure_future(call)
+    while not task.done():
+        holder = _fifo_in_use(fifo)
+        if holder is not None:
+            task.cancel()
+            raise AssertionError(f"{what} opened the FIFO as {holder} (it blocks until a partner comes)")
+        await asyncio.wait({task}, timeout=0.05)  # (how often to look, not a bound)
+    return task.result()
+
+
 async def test_fifo_does_not_block_a_worker(root: Path) -> None:
     """A FIFO blocked the reading thread for good (six of them exhausted the default executor)."""
     fifo = root / "pipe"
@@ -164,14 +203,14 @@ async def test_fifo_does_not_block_a_worker(root: Path) -> None:
     ws = Workspace(root)
     try:
         with pytest.raises(WorkspaceError, match="FIFO"):
-            await asyncio.wait_for(ws.read("pipe"), 3)
+            await _unless_stuck_on(fifo, ws.read("pipe"), "read")
         with pytest.raises(WorkspaceError, match="FIFO"):
-            await asyncio.wait_for(ws.edit("pipe", "a", "b"), 3)
+            await _unless_stuck_on(fifo, ws.edit("pipe", "a", "b"), "edit")
         with pytest.raises(WorkspaceError, match="FIFO"):
-            await asyncio.wait_for(ws.write("pipe", "data"), 3)
-        found = await asyncio.wait_for(ws.search("hello"), 3)
+            await _unless_stuck_on(fifo, ws.write("pipe", "data"), "write")
+        found = await _unless_stuck_on(fifo, ws.search("hello"), "search")
         assert [m["path"] for m in found["matches"]] == ["src/app.py"]
-        listing = await asyncio.wait_for(ws.list("."), 3)
+        listing = await _unless_stuck_on(fifo, ws.list("."), "list")
         assert {"path": "pipe", "type": "file", "size": None} in listing["entries"]
     finally:
         # unblock a reader the old code left waiting, so the test run can end
