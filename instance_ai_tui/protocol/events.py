@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_serializer, model_validator
 
 from .base import WireModel
+from .usage_words import format_tokens
 
 
 class EventParseError(ValueError):
@@ -328,9 +329,9 @@ class ContextCompactedPayload(Payload):
     kept: bool = False
 
     def words(self) -> str:
-        """One line: "context compacted: 12 older messages became notes (78% → 21% of 8 k)"."""
+        """One line: "context compacted: 12 older messages became notes (78% → 21% of 8.2k)"."""
         if self.reason == "cut":
-            size = f"{self.context_window // 1000} k" if self.context_window >= 1000 else str(self.context_window)
+            size = format_tokens(self.context_window)
             return (f"context full: your message was cut to {self.sent_chars:,} of its {self.written_chars:,} "
                     f"characters to fit the model's {size} context (its head and tail were sent; it stays "
                     "whole in the thread)")
@@ -347,8 +348,8 @@ class ContextCompactedPayload(Payload):
 
 def _share(before: int, after: int, window: int, *, kept: bool = False) -> str:
     if window <= 0:
-        return f"{after:,} tokens" if kept else f"{before:,} → {after:,} tokens"
-    size = f"{window // 1000} k" if window >= 1000 else str(window)
+        return f"{format_tokens(after)} tokens" if kept else f"{format_tokens(before)} → {format_tokens(after)} tokens"
+    size = format_tokens(window)
     if kept:
         return f"{round(100 * after / window)}% of {size}"
     return f"{round(100 * before / window)}% → {round(100 * after / window)}% of {size}"

@@ -122,7 +122,7 @@ def _tool_md(call: ToolCallState, run_active: bool) -> list[str]:
 def compaction_marker(entry: dict[str, Any]) -> str:
     """The one line of a ``context-compacted`` timeline entry, as the live view's row, the export and
     the screen kept for the next start say it: "⟲ context compacted: 12 older messages became notes
-    (78% → 21% of 8 k)"."""
+    (78% → 21% of 8.2k)"."""
     from .events import ContextCompactedPayload
 
     try:

@@ -1,4 +1,6 @@
-"""The usage line of a run or thread (``1,234 tokens in · 567 out · $0.0123``), from its wire form.
+"""The usage line of a run or thread (``1,234 tokens in · 567 out · $0.0123``), from its wire form, and
+``format_tokens``: the one short form of a token count (``8.2k``) that the status line, the compaction row,
+the model picker and the runtime's context errors all use, so one window reads the same everywhere.
 
 Standard library only: ``instance-ai run --url``'s lean path (``cli.run_lean``) says it without
 importing the protocol's models; the transcript (``protocol.transcript``) says it too."""
@@ -6,6 +8,18 @@ importing the protocol's models; the transcript (``protocol.transcript``) says i
 from __future__ import annotations
 
 from typing import Any
+
+
+def format_tokens(count: int) -> str:
+    """A token count, short: ``999``, ``1.5k``, ``8.2k`` (8,192), ``8k`` (8,000), ``25k``, ``128k``,
+    ``3.2M``, ``1M``: two digits from a thousand up, a trailing ``.0`` dropped."""
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}".removesuffix(".0") + "M"
+    if count >= 10_000:
+        return f"{count // 1000}k"
+    if count >= 1000:
+        return f"{count / 1000:.1f}".removesuffix(".0") + "k"
+    return str(count)
 
 
 def usage_line(usage: dict[str, Any] | None) -> str:

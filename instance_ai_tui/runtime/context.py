@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Literal
 
+from ..protocol.usage_words import format_tokens
 from .errors import ModelContextExceeded
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,6 @@ def known_window(name: str, overrides: Mapping[str, int] | None = None) -> tuple
             if short.startswith(prefix.lower()) or low == prefix.lower():
                 return int(size), source
     return None
-
-
-def format_tokens(count: int) -> str:
-    """``8192`` -> ``"8 k"``, ``131072`` -> ``"128 k"``, ``1047576`` -> ``"1 M"``, ``900`` -> ``"900"``."""
-    if count >= 1_000_000:
-        return f"{count / 1e6:.3g} M"
-    if count >= 1_000:
-        return f"{(count / 1024 if count % 1024 == 0 and count % 1000 else count / 1000):.3g} k"
-    return str(count)
 
 
 class ContextBudget:

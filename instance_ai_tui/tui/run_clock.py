@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.usage_words import format_tokens
+
 #: seconds without anything new before the words say the model is being waited for
 WAIT_AFTER = 5.0
 #: characters per token, for the estimate shown while the run streams
@@ -94,7 +96,7 @@ class RunClock:
                 return f"{STORAGE_WAIT} {now - self._last_activity:.0f} s: {held}"
             return f"{MODEL_WAIT} {now - self._last_activity:.0f} s"
         tokens = self._chars // CHARS_PER_TOKEN
-        spent = f" · ~{tokens:,} tokens" if tokens else ""
+        spent = f" · ~{format_tokens(tokens)} tokens" if tokens else ""
         return f"running {now - self._step_started:.0f} s{spent}"
 
     def _running_tools(self, message: Any, now: float) -> tuple[str, float] | None:

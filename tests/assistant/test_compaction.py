@@ -152,7 +152,7 @@ async def test_headless_run_says_the_compaction_in_the_same_words(tmp_path: Path
             errs.append(err.decode())
     assert server.refused == 0
     lines = [line for text in errs for line in text.splitlines() if line.startswith("⟲ context compacted: ")]
-    assert lines and "of 8 k)" in lines[0], errs
+    assert lines and "of 8.2k)" in lines[0], errs
     # (each 12.8 k-character message is more than half of what an 8 k window leaves: cut, and said so)
     cut = [line for text in errs for line in text.splitlines() if line.startswith("⟲ context full: your message")]
     assert cut and "of its 12,807 characters" in cut[0], errs
@@ -192,7 +192,7 @@ async def test_a_message_cut_to_fit_is_said_to_the_person(make_ai: Any) -> None:
         row = ContextCompactedPayload.model_validate(rows[0]["payload"])
         assert row.reason == "cut" and row.written_chars == len(paste) and 0 < row.sent_chars < len(paste) / 2
         assert row.words().startswith(f"context full: your message was cut to {row.sent_chars:,} of its "
-                                      f"{len(paste):,} characters to fit the model's 4 k context")
+                                      f"{len(paste):,} characters to fit the model's 4.1k context")
         sent = server.requests[-1].body["messages"][-1]["content"]
         assert "characters cut here to fit the model's context" in sent and sent.startswith("Here is my log:")
         history = await ai.messages("t")

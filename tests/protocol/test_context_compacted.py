@@ -23,11 +23,11 @@ WIRE = [
 def test_the_event_parses_and_says_itself_in_one_line() -> None:
     event = parse_event(WIRE[2])
     assert isinstance(event, ContextCompactedEvent)
-    assert event.payload.words() == "context compacted: 12 older messages became notes (72% → 15% of 8 k)"
+    assert event.payload.words() == "context compacted: 12 older messages became notes (72% → 15% of 8.2k)"
     refused = ContextCompactedPayload(messages=1, tokens_before=2100, tokens_after=900, context_window=2048,
                                       reason="refused", error="the model server failed")
     assert refused.words() == ("context compacted: the model refused a request as too big; 1 older message became "
-                               "notes (103% → 44% of 2 k) (notes without the model: the model server failed)")
+                               "notes (103% → 44% of 2k) (notes without the model: the model server failed)")
 
 
 def test_the_reducer_puts_it_in_the_timeline_where_it_happened_and_snapshots_keep_it() -> None:
@@ -42,6 +42,6 @@ def test_the_reducer_puts_it_in_the_timeline_where_it_happened_and_snapshots_kee
 
 def test_the_export_reads_it_in_the_same_words() -> None:
     lines = _agent_md(build_agent_tree_wire(WIRE), 0)
-    assert "*⟲ context compacted: 12 older messages became notes (72% → 15% of 8 k)*" in lines
+    assert "*⟲ context compacted: 12 older messages became notes (72% → 15% of 8.2k)*" in lines
     assert lines.index("Before.") < lines.index("*⟲ context compacted: 12 older messages became notes (72% → 15% "
-                                                "of 8 k)*") < lines.index("After.")
+                                                "of 8.2k)*") < lines.index("After.")

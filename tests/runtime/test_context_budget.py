@@ -45,7 +45,7 @@ def test_windows_come_from_config_then_the_table_then_8k() -> None:
     assert known_window("openrouter/qwen2.5-coder", {"qwen2.5": 4_096}) == (4_096, "config")
     assert known_window("my-local-model") is None
     assert ContextBudget("my-local-model").window == DEFAULT_WINDOW
-    assert format_tokens(8_192) == "8 k" and format_tokens(128_000) == "128 k" and format_tokens(2_048) == "2 k"
+    assert format_tokens(8_192) == "8.2k" and format_tokens(128_000) == "128k" and format_tokens(2_048) == "2k"
 
 
 def test_a_window_learned_from_a_refusal_outranks_the_rest_and_only_shrinks() -> None:

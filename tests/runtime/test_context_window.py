@@ -193,7 +193,7 @@ async def test_a_model_that_keeps_refusing_gets_words_that_say_what_to_do(tmp_pa
             result, _ = await ask(agent_on(model, store), "t", "hello")
             await model.aclose()
     assert result.status == "failed"
-    assert result.error.startswith("this thread is over 'local-model''s 8 k token context even compacted")
+    assert result.error.startswith("this thread is over 'local-model''s 8.2k token context even compacted")
     assert result.error.endswith("/compact [what to keep], or start a new thread (Ctrl+N)")
     assert len(server.requests) == 2  # the request and one retry, no more
 

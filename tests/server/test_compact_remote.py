@@ -98,7 +98,7 @@ async def test_a_remote_compact_that_gains_nothing_says_so_and_keeps_the_context
                 await client.close()
     row = next(e for e in events if e.run_id == run_id and e.type == "context-compacted").payload
     assert row.kept and row.messages == 2 and row.tokens_after == row.tokens_before
-    share = f"{round(100 * row.tokens_after / 32_000)}% of 32 k"
+    share = f"{round(100 * row.tokens_after / 32_000)}% of 32k"
     assert row.words() == f"nothing to gain: these 2 messages are already shorter than notes about them (context {share})"
     usage = (events[-1].payload.model_extra or {})["usage"]
     assert usage["contextTokens"] == row.tokens_after

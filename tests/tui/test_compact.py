@@ -55,7 +55,7 @@ async def test_compact_shows_a_row_keeps_the_messages_and_lowers_the_context_sha
                         timeout=60)
             row = app.query_one(CompactedRow)
             text = str(row.render())
-            assert text.startswith("⟲ context compacted: 6 older messages became notes (") and "of 32 k)" in text
+            assert text.startswith("⟲ context compacted: 6 older messages became notes (") and "of 32k)" in text
             await until(lambda: app.status_info.context_tokens < before / 3, pilot)
             assert "context" in app.status_line.render().plain
             # the compacted messages are still on screen
@@ -93,11 +93,13 @@ async def test_compact_that_gains_nothing_keeps_the_messages_and_says_so(tmp_pat
             text = str(app.query_one(CompactedRow).render())
             assert text.startswith("⟲ nothing to gain: these 2 messages are already shorter than notes about them "
                                    "(context "), text
-            assert text.endswith("% of 8 k)") and "→" not in text, text
+            assert text.endswith("% of 8.2k)") and "→" not in text, text
+            # the same window in the same words as the status line's (before: "of 8 k" beside "/8.2k")
+            assert "/8.2k (" in app.status_line.render().plain, app.status_line.render().plain
             await until(lambda: len(app.view.assistant_turns()) == 2, pilot)
             # the status line shows the same context as the row (the thread's answer counted, no notes added)
             now = app.status_info.context_tokens
-            assert before <= now < before + 50 and f"(context {round(100 * now / 8_192)}% of 8 k)" in text, (now, text)
+            assert before <= now < before + 50 and f"(context {round(100 * now / 8_192)}% of 8.2k)" in text, (now, text)
             # the next question still carries the messages themselves, and no notes
             await type_and_send(pilot, app, "what did I say?")
             await until(lambda: len(app.view.assistant_turns()) == 3 and not app.conversation.is_streaming, pilot,

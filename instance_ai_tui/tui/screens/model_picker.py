@@ -19,8 +19,8 @@ from textual.widgets.option_list import Option
 
 from ...protocol.api import ModelList
 from ...protocol.safe_text import visible
+from ...protocol.usage_words import format_tokens
 from .. import keymap
-from ..widgets.status_line import format_tokens
 
 
 class ModelPicker(ModalScreen[str | None]):

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 class CompactedRow(Static):
     """The one line of a ``context-compacted`` timeline entry: "⟲ context compacted: 12 older messages
-    became notes (78% → 21% of 8 k)". The messages stay above it, on screen and in the store."""
+    became notes (78% → 21% of 8.2k)". The messages stay above it, on screen and in the store."""
 
     DEFAULT_CSS = "CompactedRow { height: auto; color: $text-muted; }"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
+from ...protocol.usage_words import format_tokens
 from ..run_clock import MODEL_WAIT, STORAGE_WAIT
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -84,16 +85,6 @@ class StatusInfo:
             self.back_key,
             self.clock,
         )
-
-
-def format_tokens(count: int) -> str:
-    if count >= 1_000_000:
-        return f"{count / 1_000_000:.1f}M"
-    if count >= 10_000:
-        return f"{count // 1000}k"
-    if count >= 1000:
-        return f"{count / 1000:.1f}k"
-    return str(count)
 
 
 _CONNECTION_STYLE = {
