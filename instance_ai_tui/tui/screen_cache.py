@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from ..protocol.tree import AgentNode
     from .widgets.conversation_view import ConversationView
 
-#: the file's format (a cache of another version is ignored); 3: a command's record is a "command" entry
-VERSION = 3
+#: the file's format (a cache of another version is ignored); 3: a command's record is a "command" entry;
+#: 4: a compaction's row is a "marker" entry of its own (drawn where the live view draws it)
+VERSION = 4
 #: what an entry may be
-ROLES = ("user", "command", "assistant")
+ROLES = ("user", "command", "assistant", "marker")
 #: at most this many of the newest messages, and this many lines of text in all
 MAX_MESSAGES = 12
 MAX_LINES = 160
@@ -80,7 +81,8 @@ def fingerprint(db_path: Path) -> list[list[int]]:
 class Entry:
     """One message as the cache shows it."""
 
-    role: str  # "user", "command" (``/compact``'s record: ``protocol.command_turns``) or "assistant"
+    role: str  # "user", "command" (``/compact``'s record: ``protocol.command_turns``), "assistant" or "marker"
+    # (a compaction's "⟲ …" row, part of an answer: ``answer_parts``)
     text: str
 
 
@@ -133,19 +135,19 @@ def entries_of(messages: Sequence[ConversationMessage]) -> list[Entry]:
     out: list[Entry] = []
     lines = 0
     for message in reversed(messages[-MAX_MESSAGES:]):
-        role = "assistant"
+        parts: list[Entry]
         if message.role == "user":
-            text = message.content
-            role = "command" if is_command_turn(text) else "user"
+            parts = [Entry("command" if is_command_turn(message.content) else "user", message.content)]
         else:
             tree = message.tree()
-            text = answer_text(tree) if tree is not None else message.content
-        text = visible(str(redact(text)).strip("\n"))
-        if not text.strip():
-            continue
-        kept = text.split("\n")[-MAX_LINES_PER_MESSAGE:]
-        out.append(Entry(role, "\n".join(kept)))
-        lines += len(kept) + 1
+            parts = answer_parts(tree) if tree is not None else [Entry("assistant", message.content)]
+        for part in reversed(parts):
+            text = visible(str(redact(part.text)).strip("\n"))
+            if not text.strip():
+                continue
+            kept = text.split("\n")[-MAX_LINES_PER_MESSAGE:]
+            out.append(Entry(part.role, "\n".join(kept)))
+            lines += len(kept) + 1
         if lines >= MAX_LINES:
             break
     out.reverse()
@@ -161,15 +163,22 @@ _CHILD_STATUS = {"completed": "✓ done", "failed": "✗ failed", "cancelled": "
 
 
 def answer_text(node: AgentNode) -> str:
+    """An answer as the view shows it when folded, as one text (``answer_parts``, markers among them)."""
+    return "\n\n".join(part.text for part in answer_parts(node))
+
+
+def answer_parts(node: AgentNode) -> list[Entry]:
     """An answer as the view shows it when folded, in the order it came: its text as plain text
     (Markdown's marks taken away), a line per tool call with its state (its arguments and result
-    left out), a line per sub-agent with its status, the marker of a compaction."""
+    left out), a line per sub-agent with its status (together, "assistant" entries), and the row of
+    a compaction (a "marker" entry: the view draws it one column left of the answer's rows)."""
     from ..protocol.display_state import display_state
     from ..protocol.transcript import compaction_marker
 
     calls = {call.tool_call_id: call for call in node.tool_calls}
     children = {child.agent_id: child for child in node.children}
     parts: list[str] = []
+    markers: set[int] = set()  # the indexes in ``parts`` of compaction rows
     for entry in node.timeline:
         if entry.type == "text":
             content = str(getattr(entry, "content", "")).strip("\n")
@@ -192,16 +201,26 @@ def answer_text(node: AgentNode) -> str:
                 status = _CHILD_STATUS.get(child.status, child.status)
                 parts.append(f"│ ▸ ◆ {child.title or child.role}  {status}")
         elif entry.type == "context-compacted":
+            markers.add(len(parts))
             parts.append(compaction_marker(entry.model_dump()))
     if not any(entry.type == "text" for entry in node.timeline) and node.text_content.strip():
         parts.append(markdown_plain(node.text_content.strip("\n")))
     # the one-line rows (tool calls, reasoning, sub-agents) follow each other as in the view; a
-    # block of text is set apart by a blank line
-    out = ""
+    # block of text is set apart by a blank line; a compaction's row is an entry of its own
+    out: list[Entry] = []
+    text = ""
     for index, part in enumerate(parts):
-        if index:
-            out += "\n" if part.startswith(_ROW_MARKS) and parts[index - 1].startswith(_ROW_MARKS) else "\n\n"
-        out += part
+        if index in markers:
+            if text:
+                out.append(Entry("assistant", text))
+            out.append(Entry("marker", part))
+            text = ""
+            continue
+        if text:
+            text += "\n" if part.startswith(_ROW_MARKS) and parts[index - 1].startswith(_ROW_MARKS) else "\n\n"
+        text += part
+    if text:
+        out.append(Entry("assistant", text))
     return out
 
 
@@ -348,6 +367,7 @@ class CachedTurns(Vertical):
     }
     CachedTurns > .cached-command { margin: 1 0 0 0; padding: 0 1; color: $text-muted; }
     CachedTurns > .cached-answer { padding: 1 1 0 3; }  /* where the real view draws an answer's rows */
+    CachedTurns > .cached-marker { padding: 1 1 0 2; color: $text-muted; text-style: italic; }  /* its CompactedRow */
     """
 
     def __init__(self, cached: CachedScreen) -> None:
@@ -360,6 +380,8 @@ class CachedTurns(Vertical):
                 yield Static(entry.text, classes="cached-user", markup=False)
             elif entry.role == "command":  # as the live view draws it (``widgets.turns.UserMessage``)
                 yield Static(command_line(entry.text), classes="cached-command", markup=False)
+            elif entry.role == "marker":
+                yield Static(entry.text, classes="cached-marker", markup=False)
             else:
                 yield Static(entry.text, classes="cached-answer", markup=False)
 

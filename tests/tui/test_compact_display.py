@@ -66,9 +66,9 @@ async def test_the_export_and_the_kept_screen_show_compact_as_a_command_and_its_
     # the screen kept for the next start: the same
     cached = screen_cache.load(db)
     assert cached is not None
-    assert [entry.role for entry in cached.entries] == ["user", "assistant", "command", "assistant"], cached.entries
+    assert [entry.role for entry in cached.entries] == ["user", "assistant", "command", "marker"], cached.entries
     assert cached.entries[2].text == "/compact the greeting"
-    assert marker in cached.entries[3].text
+    assert cached.entries[3].text == marker
     shown = make_app(recorded([]))  # (the kept screen drawn by the app's stylesheet; no database opened)
     async with shown.run_test(size=(120, 36)):
         turns = screen_cache.CachedTurns(cached)

@@ -21,6 +21,7 @@ from instance_ai_tui.store.sqlite import SqliteStore
 from instance_ai_tui.tui import screen_cache
 from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.startup import FirstFramePrefs, Started, Startup, release_collector
+from instance_ai_tui.tui.widgets.compacted_row import CompactedRow
 from tests.support.waiting import until
 
 from .scripts import SIZE
@@ -32,9 +33,10 @@ def demo_settings(db: Path) -> Settings:
     return Settings.model_validate({"model": {"name": "demo"}, "db_path": db})
 
 
-async def a_used_thread(db: Path) -> str:
-    """Run the app once on ``db``: one message (with a secret in it) answered by the demo model,
-    then quit; ``save_screen`` keeps its screen as ``cli.tui`` does. Returns the thread's id."""
+async def a_used_thread(db: Path, *, compact: bool = False) -> str:
+    """Run the app once on ``db``: one message (with a secret in it) answered by the demo model
+    (``compact``: then ``/compact``), then quit; ``save_screen`` keeps its screen as ``cli.tui`` does.
+    Returns the thread's id."""
     settings = demo_settings(db)
     app = InstanceAiApp(EmbeddedClient(settings, demo_delay=0.001), settings, watch_themes=False,
                         persist_theme=False)
@@ -43,6 +45,13 @@ async def a_used_thread(db: Path) -> str:
         await app.thread.outbox.send(f"list my workflows, my key is {SECRET}")
         await until(lambda: app.conversation is not None and len(app.conversation.messages) == 2
                     and not app.conversation.is_streaming, pilot, timeout=20, what="the demo answer")
+        if compact:
+            app.prompt.focus()
+            app.prompt.load_text("/compact")
+            await pilot.press("enter")
+            await until(lambda: app.conversation is not None and len(app.conversation.messages) == 4
+                        and not app.conversation.is_streaming and bool(app.query(CompactedRow)), pilot,
+                        what="the compaction's row")
         await app.wait_until_rendered()
         thread_id = app.thread_id
     assert thread_id is not None
@@ -183,6 +192,28 @@ async def test_the_kept_answer_is_drawn_where_the_real_view_draws_it(tmp_path: P
         await until(lambda: not app.query(screen_cache.CachedTurns) and column_of(app, line) is not None, pilot,
                     what="the real view")
         assert column_of(app, line) == kept, (line, kept, column_of(app, line))
+
+
+async def test_the_kept_compaction_marker_is_drawn_where_the_real_view_draws_it(tmp_path: Path) -> None:
+    """Seen in tmux (160x48, ``instance-ai --continue``): the kept screen drew "⟲ context compacted …" one column
+    right of the real view's row (it was a line of the answer's text, whose rows sit one column further in), so
+    the marker moved left when the real view replaced it."""
+    db = tmp_path / "db.sqlite3"
+    await a_used_thread(db, compact=True)
+    cached = screen_cache.load(db)
+    assert cached is not None
+    marker = "⟲ context compacted"
+    app, gate = gated_app(db)
+    app.show_cached(cached)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: column_of(app, marker) is not None, pilot, what="the marker in the first frame")
+        assert app.client.mode == "starting"
+        kept = column_of(app, marker)
+        gate.set()
+        await app.wait_until_ready()
+        await until(lambda: not app.query(screen_cache.CachedTurns) and column_of(app, marker) is not None, pilot,
+                    what="the real view's marker")
+        assert column_of(app, marker) == kept, (kept, column_of(app, marker))
 
 
 async def test_a_kept_screen_of_another_thread_goes_at_once(tmp_path: Path) -> None:
