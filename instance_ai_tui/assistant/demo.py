@@ -457,7 +457,12 @@ def _final_text(goal: Goal, workflow_id: str, activated: bool, can_activate: boo
     else:
         lines.append("It has a manual trigger, so run it from the editor when you need it.")
     if goal.destinations:
-        lines.append(f"\n> Remember to connect your {goal.destinations[0][1]} credential before the first run.")
+        node_type, label = goal.destinations[0]
+        if node_type == _OWN_WORDS_NODE and label.startswith("Send to "):  # the person's own words: no credential
+            lines.append(f"\n> Remember to fill in the address of **{label}** (an HTTP request: the demo has no node "
+                         "for it) before the first run.")
+        else:
+            lines.append(f"\n> Remember to connect your {label} credential before the first run.")
     return "\n".join(lines)
 
 

@@ -119,6 +119,17 @@ async def test_a_free_text_answer_builds_what_the_person_said(make_ai: Any, type
     assert nodes[-1]["type"] == node_type and nodes[-1].get("name") == label  # a known node: n8n names it
 
 
+def test_the_last_words_about_a_destination_in_the_persons_own_words_read_right() -> None:
+    """Seen in tmux: "Other…" answered "Matrix" ended with "Remember to connect your Send to Matrix credential"."""
+    from instance_ai_tui.assistant.demo import _final_text, apply_answers, understand
+
+    own = apply_answers(understand("build me a workflow please"), "Every morning Matrix", {"destination": "Matrix"})
+    text = _final_text(own, "wf-1", False, False, [])
+    assert "credential" not in text and "fill in the address of **Send to Matrix**" in text, text
+    known = apply_answers(understand("build me a workflow please"), "Every morning Slack", {"destination": "Slack"})
+    assert "Remember to connect your Slack credential" in _final_text(known, "wf-1", False, False, [])
+
+
 async def test_files_and_notes(make_ai: Any, workspace: Path) -> None:
     ai = await make_ai("demo", workspace_root=workspace)
     await ai.send("f", "show me the files in my workspace")
