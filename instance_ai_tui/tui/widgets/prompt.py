@@ -37,6 +37,22 @@ def normalize_line_ends(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def fit_placeholder(text: str, width: int) -> str:
+    """``text`` on one row of ``width`` cells: whole; else without its parenthesis ("Message Instance AI…
+    (Enter sends, …)" -> "Message Instance AI…"); else cut with "…". (Textual wraps a placeholder, and the
+    one-row prompt showed its first row, cut mid-phrase.)"""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width:
+        return text
+    short = text.split("  (", 1)[0].rstrip()
+    if cell_len(short) <= width:
+        return short
+    from textual.content import Content
+
+    return Content(short).truncate(max(1, width), ellipsis=True).plain
+
+
 class PromptInput(TextArea):
     """Where the user types. Posts ``PromptInput.Submitted`` with the text."""
 
@@ -49,7 +65,18 @@ class PromptInput(TextArea):
         the app crashed (``range() arg 3 must not be zero``, seen in CI)."""
         if not self.text and self.placeholder and self.content_size.width <= 0:
             return Strip.blank(self.size.width)
-        return super().render_line(y)
+        placeholder = self.placeholder
+        if self.text or not placeholder:
+            return super().render_line(y)
+        fitted = fit_placeholder(str(placeholder), self.content_size.width)
+        if fitted == placeholder:
+            return super().render_line(y)
+        # Textual's placeholder drawing (style, cursor) on the fitted words; what was asked for is kept
+        self.set_reactive(TextArea.placeholder, fitted)
+        try:
+            return super().render_line(y)
+        finally:
+            self.set_reactive(TextArea.placeholder, placeholder)
 
     HELP = f"""
 ## Prompt
