@@ -338,6 +338,25 @@ async def test_other_by_its_number_opens_a_field_that_shows_what_is_typed() -> N
 
 
 
+async def test_the_other_fields_placeholder_is_whole_in_a_narrow_card() -> None:
+    """Seen in tmux at 160x48, the card beside the workflow panel: the field of "Other…" read "Type your
+    answer · Enter continue · Esc" (Textual's Input cuts a placeholder, without "…"). At 60 columns the
+    card is as narrow; the field's words fit it whole."""
+    from rich.cells import cell_len
+    from textual.widgets import Input
+
+    from .scripts import questions_run, recorded
+
+    app = make_app(recorded([questions_run()]))
+    async with app.run_test(size=(60, 30)) as pilot:
+        card = await _wizard(pilot, app)
+        other = card.query_one("#other", Input)
+        await pilot.press("3")  # "Other…"
+        await until(lambda: app.focused is other and other.content_size.width > 0, pilot)
+        assert cell_len(other.placeholder) <= other.content_size.width, (other.placeholder, other.content_size)
+        assert "Esc leave the field" in other.placeholder
+
+
 async def test_a_yes_no_question_offers_no_other_and_the_field_says_what_esc_does() -> None:
     """Seen today: a yes/no question offered "3. Other…"; the text field said "Esc to cancel" while
     the card's line said "Esc leave the field" (Esc keeps the words and gives the page's keys back)."""

@@ -77,9 +77,11 @@ declines to answer.
 
     def on_mount(self) -> None:
         super().on_mount()
-        # the field's words are the card line's (it said "Esc to cancel": Esc leaves the field)
+        # the field's words are the card line's (it said "Esc to cancel": Esc leaves the field); short, so the
+        # field beside the workflow panel shows them whole (Textual's Input cuts a placeholder without "…"),
+        # the line under it says the rest
         self.query_one("#other", Input).placeholder = "Type your answer · " + card_keys(self).hint_line(
-            [Hint("wizard-leave-field")], lead="Enter continue")
+            [Hint("wizard-leave-field")])
         self._render_page()
 
     # ------------------------------------------------------------------ state
