@@ -840,8 +840,15 @@ async def test_a_markdown_table_has_a_rule_under_its_header_only() -> None:
         await app.wait_until_ready()
         await send(pilot, app, "list the nodes")
         await until(lambda: len(app.view.assistant_turns()) == 1 and not app.conversation.is_streaming, pilot)
-        await app.wait_until_rendered()
-        rows = [row.strip(" ▕▏▎▍▌") for row in screen_rows(app)]
+
+        def drawn() -> list[str]:
+            return [row.strip(" ▕▏▎▍▌") for row in screen_rows(app)]
+
+        # (the run's end is in the model before a frame draws it: on a busy machine the table was not on
+        # screen yet, and next() found no "┌")
+        await until(lambda: any(row.startswith("└") for row in drawn()) and any("Done." in row for row in drawn()),
+                    pilot, what="the whole table and the text after it drawn")
+        rows = drawn()
         top = next(i for i, row in enumerate(rows) if row.startswith("┌"))
         bottom = next(i for i, row in enumerate(rows) if row.startswith("└"))
         assert bottom - top + 1 == 1 + 1 + 1 + 15 + 1  # top, header, its rule, 15 rows, bottom
