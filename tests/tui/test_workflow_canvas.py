@@ -594,6 +594,13 @@ async def test_fit_shows_a_drawing_a_few_columns_too_wide_cropped_not_as_blocks(
         await pilot.pause(0.2)
         box = layout.boxes["Code1"]
         assert canvas.scroll_offset.x + width >= box.x + box.w
+        # tmux: / finds Wait in the cropped view; the field folding fits the view again, and that said
+        # "fitted…" over "match 1/1: Wait"
+        await pilot.press("slash", *"wait", "enter")
+        await until(lambda: canvas.has_focus and canvas.cursor == "Wait", pilot, what="the cursor on Wait")
+        await until(lambda: not panel.has_class("-finding"), pilot, what="the field folded")
+        await pilot.pause(0.5)
+        assert "match 1/1: Wait" in str(panel.status_line.render())
         await pilot.resize_terminal(60, 24)  # now far larger than the view: the blocks
         await until(lambda: canvas.overview is not None, pilot, what="the overview")
         assert canvas.cropped is None

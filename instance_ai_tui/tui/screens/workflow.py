@@ -322,6 +322,8 @@ class WorkflowPanel(Vertical):
 
     def on_workflow_canvas_fitted(self, message: WorkflowCanvas.Fitted) -> None:
         canvas = self.canvas
+        if message.refit and self._status_about is not None and self._status_about == canvas.cursor:
+            return  # fitted again as the find field folded: "match 1/1: Wait" stays
         if canvas.cropped is not None:  # a few cells past the view: said, and how to see them
             cols, rows = canvas.cropped
             past = " and ".join(part for part in (f"{cols} column{'s' if cols != 1 else ''}" if cols else "",

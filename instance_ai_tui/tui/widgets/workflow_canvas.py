@@ -314,10 +314,11 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         else:
             self._centre()
 
-    def _centre(self) -> None:
+    def _centre(self, refit: bool = False) -> None:
         """The fitted view: the whole zoomed-out drawing when it fits; cropped when it is a few cells larger
         than the view (``crop_slack``: n8n's fit would shrink it a little; blocks would hide every name),
-        the cursor's box in view; else the overview of blocks."""
+        the cursor's box in view; else the overview of blocks. ``refit``: again, because the view's size
+        changed."""
         layout = self.graph_layout
         if layout is None:
             return
@@ -339,13 +340,15 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
             self.scroll_to(0, 0, animate=False)
         self.refresh()
-        self.post_message(self.Fitted(self))
+        self.post_message(self.Fitted(self, refit))
 
     @dataclass
     class Fitted(Message):
-        """``f`` fitted the view (whole, ``cropped`` or as an ``overview``): the panel says which."""
+        """``f`` fitted the view (whole, ``cropped`` or as an ``overview``): the panel says which. ``refit``:
+        fitted again because the view's size changed (the find field folding, the terminal resized)."""
 
         canvas: WorkflowCanvas
+        refit: bool = False
 
     def _overview_line(self, y: int, width: int) -> Strip:
         """One row of the overview: a block per box (the cursor's box stands out) with its node's name where
@@ -497,7 +500,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self.graph_layout is None:
             return
         if self.fitted:
-            self.call_after_refresh(self._centre)
+            self.call_after_refresh(self._centre, True)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
 
