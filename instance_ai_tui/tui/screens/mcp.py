@@ -191,22 +191,13 @@ the level of the log lines it sends (shown below its tools); **Esc** closes.
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._show(event.option_index)
 
-    async def action_restart(self) -> None:
-        options = self.query_one("#mcp-servers", OptionList)
-        index = options.highlighted
-        if index is None or index >= len(self.servers):
-            self.notify("No MCP server to restart.", severity="warning")
+    def action_restart(self) -> None:
+        server = self._highlighted("restart")
+        if server is None:
             return
-        name = self.servers[index].name
-        self.message.update(f"Restarting {visible(name)}…")
-        self.run_worker(self._restart(name), group="mcp-restart", exclusive=True)
-
-    async def _restart(self, name: str) -> None:
-        try:
-            await self.client.restart_mcp_server(name)
-        except ClientError as exc:
-            self.notify(visible(f"Could not restart {name}: {exc}"), severity="error", timeout=8)
-        await self.reload()
+        self.message.update(f"Restarting {visible(server.name)}…")
+        self.run_worker(self._call(self.client.restart_mcp_server(server.name), f"restart {server.name}"),
+                        group="mcp-restart", exclusive=True)
 
     def _highlighted(self, what: str) -> McpServerInfo | None:
         index = self.query_one("#mcp-servers", OptionList).highlighted
