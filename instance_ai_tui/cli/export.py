@@ -24,14 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..client.base import ClientError
     from .connection import settings_from_args
 
-    try:
-        text = asyncio.run(export_thread(settings_from_args(args), args.thread, args.format))
-    except ClientError as exc:
-        print(f"instance-ai export: {exc}", file=sys.stderr)
-        return 1
+    text = asyncio.run(export_thread(settings_from_args(args), args.thread, args.format))  # (cli.main: ClientError)
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -13,17 +13,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:  # (a ClientError: ``cli.main`` says it, exit code 1)
     import asyncio
 
-    from ..client.base import ClientError
     from .connection import settings_from_args
 
-    try:
-        return asyncio.run(_main(settings_from_args(args), args.json))
-    except ClientError as exc:
-        print(f"instance-ai threads: {exc}", file=sys.stderr)
-        return 1
+    return asyncio.run(_main(settings_from_args(args), args.json))
 
 
 async def _main(settings: object, as_json: bool) -> int:
