@@ -504,13 +504,8 @@ class InstanceAIApi:
 # --------------------------------------------------------------------------- errors
 
 
-async def _api_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.message)
-
-
-async def _assistant_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, AssistantError)
+async def _error_with_status(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError | AssistantError)
     return error_response(exc.status, exc.message)
 
 
@@ -594,8 +589,8 @@ def create_app(
     app = Starlette(
         routes=api.routes(),
         exception_handlers={
-            ApiError: _api_error,
-            AssistantError: _assistant_error,
+            ApiError: _error_with_status,
+            AssistantError: _error_with_status,
             ValidationError: _validation_error,
             HTTPException: _http_error,
         },
