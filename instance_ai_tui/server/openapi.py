@@ -7,56 +7,20 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..protocol.api import (
-    CompactRequest,
-    ConfirmBody,
-    ConfirmResponse,
-    CreateThreadRequest,
-    ErrorBody,
-    ModelList,
-    RewindRequest,
-    RewindResponse,
-    SendMessageRequest,
-    SendMessageResponse,
-    SetModelRequest,
-    ThreadInfo,
-    ThreadList,
-    ThreadMessages,
-    ThreadPermissions,
-    ThreadStatus,
-    UpdateThreadRequest,
-)
-from ..protocol.mcp import McpLogLevelRequest, McpPromptRequest, McpPromptText, McpStatus
-
 _REF = "#/components/schemas/{model}"
 
 _ID_PARAM_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9._:@-]{1,128}$", "minLength": 1, "maxLength": 128}
 
 
 def _component_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The schemas of the bodies (validation) and answers (serialization) the operations name."""
+    from ..protocol import api, mcp
+
+    bodies = {"ConfirmBody"} | {op[5] for op in OPERATIONS if op[5] and op[5] != "ConfirmRequest"}
+    answers = {"ErrorBody"} | {op[6] for op in OPERATIONS if op[6] and op[6] != "Ok"}
     inputs: list[tuple[str, Any, TypeAdapter[Any]]] = [
-        ("SendMessageRequest", "validation", TypeAdapter(SendMessageRequest)),
-        ("SendMessageResponse", "serialization", TypeAdapter(SendMessageResponse)),
-        ("ConfirmBody", "validation", TypeAdapter(ConfirmBody)),
-        ("ConfirmResponse", "serialization", TypeAdapter(ConfirmResponse)),
-        ("CreateThreadRequest", "validation", TypeAdapter(CreateThreadRequest)),
-        ("UpdateThreadRequest", "validation", TypeAdapter(UpdateThreadRequest)),
-        ("ThreadInfo", "serialization", TypeAdapter(ThreadInfo)),
-        ("ThreadList", "serialization", TypeAdapter(ThreadList)),
-        ("ThreadMessages", "serialization", TypeAdapter(ThreadMessages)),
-        ("ThreadStatus", "serialization", TypeAdapter(ThreadStatus)),
-        ("RewindRequest", "validation", TypeAdapter(RewindRequest)),
-        ("CompactRequest", "validation", TypeAdapter(CompactRequest)),
-        ("SetModelRequest", "validation", TypeAdapter(SetModelRequest)),
-        ("ModelList", "serialization", TypeAdapter(ModelList)),
-        ("ThreadPermissions", "serialization", TypeAdapter(ThreadPermissions)),
-        ("RewindResponse", "serialization", TypeAdapter(RewindResponse)),
-        ("ErrorBody", "serialization", TypeAdapter(ErrorBody)),
-        ("McpStatus", "serialization", TypeAdapter(McpStatus)),
-        ("McpPromptRequest", "validation", TypeAdapter(McpPromptRequest)),
-        ("McpPromptText", "serialization", TypeAdapter(McpPromptText)),
-        ("McpLogLevelRequest", "validation", TypeAdapter(McpLogLevelRequest)),
-    ]
+        (name, mode, TypeAdapter(getattr(api, name, None) or getattr(mcp, name)))
+        for mode, names in (("validation", bodies), ("serialization", answers)) for name in sorted(names)]
     mapping, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
     refs = {key[0]: value for key, value in mapping.items()}
     return refs, dict(defs.get("$defs", {}))
