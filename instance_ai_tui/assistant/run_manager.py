@@ -475,13 +475,9 @@ class RunManager:
                 raise RunActive(BUSY_MESSAGE)
             try:
                 try:
-                    if pending.resume_kind == "approval":
-                        decision = approval_decision(data)
-                        stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, decision,
-                                                                extra=scope.extra(), model=run.ctx.model)
-                    else:
-                        stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, data,
-                                                                extra=scope.extra(), model=run.ctx.model)
+                    answer = approval_decision(data) if pending.resume_kind == "approval" else data
+                    stream = await self.orchestrator.resume(run.run_id, pending.resume_tool_call_id, answer,
+                                                            extra=scope.extra(), model=run.ctx.model)
                 except InvalidResumeData as exc:
                     raise InvalidRequest(str(exc)) from None
                 except ResumeConflict:
