@@ -601,6 +601,17 @@ async def test_fit_shows_a_drawing_a_few_columns_too_wide_cropped_not_as_blocks(
         await until(lambda: not panel.has_class("-finding"), pilot, what="the field folded")
         await pilot.pause(0.5)
         assert "match 1/1: Wait" in str(panel.status_line.render())
+        # the agent changes the workflow while it is fitted: laid out and fitted again, the line keeps what
+        # the change says
+        source = panel.source
+        assert isinstance(source, _Executions)
+        source.workflow = {**source.workflow, "nodes": [
+            {**node, "parameters": {**node.get("parameters", {}), "amount": 9}} if node["name"] == "Wait" else node
+            for node in source.workflow["nodes"]]}
+        assert await panel.load("loop-1", changed_by_call=True)
+        await until(lambda: canvas.marks == {"Wait": "changed"} and canvas.graph_layout is not layout, pilot)
+        await pilot.pause(0.5)
+        assert canvas.cropped is not None and "~ 1 changed" in str(panel.status_line.render())
         await pilot.resize_terminal(60, 24)  # now far larger than the view: the blocks
         await until(lambda: canvas.overview is not None, pilot, what="the overview")
         assert canvas.cropped is None

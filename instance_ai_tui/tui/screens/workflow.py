@@ -133,6 +133,8 @@ class WorkflowPanel(Vertical):
         #: when the cursor leaves the node a status was about), and that node
         self._standing_status = ""
         self._status_about: str | None = None
+        #: the line says what the last fit made ("fitted… 5 columns past"): a fit made again updates it
+        self._fit_said = False
         #: the workflow's recent executions (newest first) and which one is shown
         self.executions: list[dict[str, Any]] = []
         self.execution_index = 0
@@ -153,6 +155,7 @@ class WorkflowPanel(Vertical):
         if about is None and not transient:
             self._standing_status = text
         self._status_about = about
+        self._fit_said = False  # what the line says is not (or no longer) what a fit said
         self.status_line.update(visible(text))
 
     def _title(self, workflow: Workflow) -> None:
@@ -316,14 +319,15 @@ class WorkflowPanel(Vertical):
     def on_workflow_canvas_cursor_moved(self, message: WorkflowCanvas.CursorMoved) -> None:
         if self.canvas.overview is not None:  # the overview draws blocks: the node's name is said here
             self.set_status(f"overview · {visible(message.name)} (f: back to it, full detail)", about=message.name)
+            self._fit_said = True  # a fit made again (another size) says what it made instead
         elif self._status_about is not None and message.name != self._status_about:
             # the cursor left the node the line spoke of ("match 1/1: Wait"): it says what it said before
             self.set_status(self._standing_status)
 
     def on_workflow_canvas_fitted(self, message: WorkflowCanvas.Fitted) -> None:
         canvas = self.canvas
-        if message.refit and self._status_about is not None and self._status_about == canvas.cursor:
-            return  # fitted again as the find field folded: "match 1/1: Wait" stays
+        if message.refit and not self._fit_said:
+            return  # fitted again, not asked: the line keeps what it says ("match 1/1: Wait", "~ 2 changed")
         if canvas.cropped is not None:  # a few cells past the view: said, and how to see them
             cols, rows = canvas.cropped
             past = " and ".join(part for part in (f"{cols} column{'s' if cols != 1 else ''}" if cols else "",
@@ -331,9 +335,13 @@ class WorkflowPanel(Vertical):
             fit = _key(self.app, "workflow-fit", "f")
             self.set_status(f"fitted, zoomed out: {past} past the view's edge (⇧+arrows pan · {fit}: full detail)",
                             transient=True)
+            self._fit_said = True
         elif canvas.overview is not None and canvas.cursor:
             fit = _key(self.app, "workflow-fit", "f")
             self.set_status(f"overview · {visible(canvas.cursor)} ({fit}: back to it, full detail)", about=canvas.cursor)
+            self._fit_said = True
+        elif message.refit:  # fitted again, whole now: the line says what it said before the fit
+            self.set_status(self._standing_status)
 
     # ----------------------------------------------------------------- executions
     async def action_execution(self, step: int) -> None:

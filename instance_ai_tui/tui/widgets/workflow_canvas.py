@@ -150,6 +150,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.overview: tuple[int, int] | None = None
         #: "fit" shows the zoomed-out drawing cropped: the columns and rows past the view
         self.cropped: tuple[int, int] | None = None
+        #: ``f`` asked for the fit about to be made (``Fitted.refit`` is false once)
+        self._fit_asked = False
 
     async def on_unmount(self) -> None:
         await workflow_canvas_worker.stop()  # started again for the next big workflow
@@ -308,17 +310,18 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self._relayout()
             return
         self.fitted = True
+        self._fit_asked = True
         if self.detail is not Detail.COMPACT:
             self.detail = Detail.COMPACT
             self._relayout()
         else:
             self._centre()
 
-    def _centre(self, refit: bool = False) -> None:
+    def _centre(self) -> None:
         """The fitted view: the whole zoomed-out drawing when it fits; cropped when it is a few cells larger
         than the view (``crop_slack``: n8n's fit would shrink it a little; blocks would hide every name),
-        the cursor's box in view; else the overview of blocks. ``refit``: again, because the view's size
-        changed."""
+        the cursor's box in view; else the overview of blocks. ``Fitted`` says whether ``f`` asked for it or
+        it is fitted again (the view's size or the layout changed)."""
         layout = self.graph_layout
         if layout is None:
             return
@@ -340,12 +343,14 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
             self.scroll_to(0, 0, animate=False)
         self.refresh()
-        self.post_message(self.Fitted(self, refit))
+        self.post_message(self.Fitted(self, refit=not self._fit_asked))
+        self._fit_asked = False
 
     @dataclass
     class Fitted(Message):
         """``f`` fitted the view (whole, ``cropped`` or as an ``overview``): the panel says which. ``refit``:
-        fitted again because the view's size changed (the find field folding, the terminal resized)."""
+        fitted again, not asked for (the view's size changed: the find field folding, the terminal resized;
+        a new layout: the workflow changed)."""
 
         canvas: WorkflowCanvas
         refit: bool = False
@@ -500,7 +505,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self.graph_layout is None:
             return
         if self.fitted:
-            self.call_after_refresh(self._centre, True)
+            self.call_after_refresh(self._centre)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
 
