@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import aclosing
+from ..assistant import factory  # (light: the assistant itself is imported when a service is built)
 from ..assistant.errors import AssistantError
 from ..protocol.ingest import Batch, Item, Page, StreamItem, decode_lines, events_of, join
 from .base import (
@@ -116,13 +117,11 @@ class EmbeddedClient(Client):
             return
         if self._service is None:
             assert self._settings is not None
-            from ..assistant.factory import build_service
-
             try:
                 with _translated():  # (a data folder that cannot be made is the storage's failure)
                     # in a thread: the model's HTTP client and its TLS context, the store and the tools
                     # are built in 60-140 ms of CPU, one turn of the loop that keys typed at start waited for
-                    self._service = await asyncio.to_thread(build_service, self._settings, **self._service_options)
+                    self._service = await asyncio.to_thread(factory.build_service, self._settings, **self._service_options)
             except ValueError as exc:
                 raise ClientError(f"cannot start the assistant: {exc}") from None
         if self._owns_service:
@@ -220,39 +219,27 @@ class EmbeddedClient(Client):
             return await self.service.rewind(thread_id, message_id)
 
     async def mcp_status(self) -> McpStatus:
-        from ..assistant.factory import mcp_status
-
-        return mcp_status(self.service)
+        return factory.mcp_status(self.service)
 
     async def restart_mcp_server(self, name: str) -> McpStatus:
-        from ..assistant.factory import restart_mcp_server
-
         with _translated():
-            return await restart_mcp_server(self.service, name)
+            return await factory.restart_mcp_server(self.service, name)
 
     async def mcp_prompt(self, server: str, name: str, arguments: dict[str, str]) -> McpPromptText:
-        from ..assistant.factory import mcp_prompt
-
         with _translated():
-            return await mcp_prompt(self.service, server, name, arguments)
+            return await factory.mcp_prompt(self.service, server, name, arguments)
 
     async def set_mcp_log_level(self, server: str, level: str) -> McpStatus:
-        from ..assistant.factory import set_mcp_log_level
-
         with _translated():
-            return await set_mcp_log_level(self.service, server, level)
+            return await factory.set_mcp_log_level(self.service, server, level)
 
     async def sign_out_mcp_server(self, server: str) -> McpStatus:
-        from ..assistant.factory import sign_out_mcp_server
-
         with _translated():
-            return await sign_out_mcp_server(self.service, server)
+            return await factory.sign_out_mcp_server(self.service, server)
 
     async def approve_mcp_server(self, server: str) -> McpStatus:
-        from ..assistant.factory import approve_mcp_server
-
         with _translated():
-            return approve_mcp_server(self.service, server)  # a small private file written, then it starts
+            return factory.approve_mcp_server(self.service, server)  # a small private file written, then it starts
 
     async def events(self, thread_id: str, after: int | None = None) -> AsyncIterator[StreamItem]:
         """The thread's events as models: a live one is the model the assistant built
