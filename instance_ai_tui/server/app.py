@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..assistant import factory
 from ..assistant.errors import AssistantError, InvalidRequest
 from ..assistant.service_api import AssistantService
 from ..protocol.api import (
@@ -46,6 +47,7 @@ from ..protocol.api import (
     UpdateThreadRequest,
     parse_confirm_body,
 )
+from ..protocol.mcp import McpLogLevelRequest, McpPromptRequest
 from ..store.errors import is_unavailable
 from .openapi import OPERATIONS, PREFIX, build_openapi
 from .sse import SSE_HEADERS, SSE_MEDIA_TYPE, EventStream, StreamHub
@@ -457,39 +459,25 @@ class InstanceAIApi:
         return self._ok(await self.service.revoke_permission(thread_id, tool_name))
 
     async def mcp_status(self, request: Request) -> Response:
-        from ..assistant.factory import mcp_status
-
-        return self._ok(mcp_status(self.service))
+        return self._ok(factory.mcp_status(self.service))
 
     async def restart_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import restart_mcp_server
-
-        return self._ok(await restart_mcp_server(self.service, request.path_params.get("name", "")))
+        return self._ok(await factory.restart_mcp_server(self.service, request.path_params.get("name", "")))
 
     async def mcp_prompt(self, request: Request) -> Response:
-        from ..assistant.factory import mcp_prompt
-        from ..protocol.mcp import McpPromptRequest
-
         body: McpPromptRequest = self._model(McpPromptRequest, await self._json(request))
-        return self._ok(await mcp_prompt(self.service, request.path_params.get("name", ""),
-                                         request.path_params.get("prompt", ""), body.arguments))
+        return self._ok(await factory.mcp_prompt(self.service, request.path_params.get("name", ""),
+                                                 request.path_params.get("prompt", ""), body.arguments))
 
     async def set_mcp_log_level(self, request: Request) -> Response:
-        from ..assistant.factory import set_mcp_log_level
-        from ..protocol.mcp import McpLogLevelRequest
-
         body: McpLogLevelRequest = self._model(McpLogLevelRequest, await self._json(request))
-        return self._ok(await set_mcp_log_level(self.service, request.path_params.get("name", ""), body.level))
+        return self._ok(await factory.set_mcp_log_level(self.service, request.path_params.get("name", ""), body.level))
 
     async def sign_out_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import sign_out_mcp_server
-
-        return self._ok(await sign_out_mcp_server(self.service, request.path_params.get("name", "")))
+        return self._ok(await factory.sign_out_mcp_server(self.service, request.path_params.get("name", "")))
 
     async def approve_mcp_server(self, request: Request) -> Response:
-        from ..assistant.factory import approve_mcp_server
-
-        return self._ok(approve_mcp_server(self.service, request.path_params.get("name", "")))
+        return self._ok(factory.approve_mcp_server(self.service, request.path_params.get("name", "")))
 
     def routes(self) -> list[Route]:
         """Each operation of the OpenAPI document, served by the method of its operationId's name."""
