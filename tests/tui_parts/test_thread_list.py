@@ -236,3 +236,17 @@ def test_format_age() -> None:
     assert format_age(NOW - timedelta(days=40), NOW) == "Mar 22"
     assert format_age(NOW - timedelta(days=400), NOW) == "2025-03-27"
     assert format_age(NOW.replace(tzinfo=None) - timedelta(hours=1), NOW) == "1h"  # naive = UTC
+
+
+async def test_the_cursor_stops_at_the_ends_of_the_list(sample_threads: list[ThreadInfo]) -> None:
+    """Seen in tmux: Down, Down, Enter from the newest of two threads made a new thread: the cursor went round
+    from the oldest thread to "+ New thread" (Textual's OptionList wraps). It stops at the last and first rows."""
+    app = ListApp(sample_threads)
+    async with app.run_test() as pilot:
+        thread_list = app.query_one(ThreadList)
+        await pilot.press(*["down"] * 7)
+        assert thread_list.highlighted_thread_id == "thread-4"  # the oldest, and it stays there
+        await pilot.press("enter")
+        assert [type(m) for m in app.messages] == [ThreadList.Selected] and app.messages[0].thread_id == "thread-4"
+        await pilot.press(*["up"] * 7)
+        assert app.query_one("#thread-options", OptionList).highlighted == 0  # "+ New thread", not the oldest

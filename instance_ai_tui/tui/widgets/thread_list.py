@@ -261,6 +261,28 @@ class ConfirmDeleteScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
+class _ThreadOptions(OptionList):
+    """The list's rows; the cursor stops at the first and the last row. (Textual's OptionList goes round:
+    one Down too many at the oldest thread went to "+ New thread", and Enter there made a thread.)"""
+
+    def action_cursor_down(self) -> None:
+        self._step(1)
+
+    def action_cursor_up(self) -> None:
+        self._step(-1)
+
+    def _step(self, direction: int) -> None:
+        if self.highlighted is None:
+            super().action_cursor_down() if direction > 0 else super().action_cursor_up()
+            return
+        index = self.highlighted + direction
+        while 0 <= index < self.option_count:
+            if not self.get_option_at_index(index).disabled:
+                self.highlighted = index
+                return
+            index += direction
+
+
 @dataclass
 class ThreadListMessage(Message):
     """What the thread list asks the app for (``ThreadList.Selected``, ``.SearchRequested``, ...)."""
@@ -340,7 +362,7 @@ class ThreadList(Vertical):
 
     def compose(self) -> ComposeResult:
         yield _SearchInput(placeholder="Search threads  /", id="thread-search", select_on_focus=False)
-        yield OptionList(id="thread-options")
+        yield _ThreadOptions(id="thread-options")
 
     def on_mount(self) -> None:
         self._ready = True
