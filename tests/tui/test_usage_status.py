@@ -128,7 +128,7 @@ async def test_recorded_run_finish_usage_and_the_last_counted_run_is_not_added_t
         await until(lambda: app.status_info.input_tokens, pilot)
         assert (app.status_info.input_tokens, app.status_info.output_tokens) == (5000, 700)
         assert round(app.status_info.cost or 0, 6) == 0.25
-        assert "5.0k in · 700 out · $0.2500" in app.status_line.plain
+        assert "5k in · 700 out · $0.2500" in app.status_line.plain
         app.prompt.focus()
         app.prompt.load_text("again")
         await pilot.press("enter")
