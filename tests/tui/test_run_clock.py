@@ -150,3 +150,20 @@ def test_a_silent_run_while_the_connection_is_down_waits_for_the_server_not_the_
     assert "waiting for the model 9 s" in up
     busy = render_status(StatusInfo(connection="reconnecting", run_state="running", clock="running 3 s · ~8 tokens")).plain
     assert "running 3 s · ~8 tokens" in busy
+
+
+def test_the_running_tool_is_named_once() -> None:
+    """Seen in tmux (the demo's delegate): '⠧ running delegate 2 s │ Running delegate…': the clock and the
+    server's status said the same. The status is left out when the clock says it, and a tool's progress
+    keeps only its own words."""
+    from instance_ai_tui.tui.widgets.status_line import StatusInfo, render_status
+
+    same = render_status(StatusInfo(run_state="running", clock="running delegate 2 s",
+                                    message="Running delegate…")).plain
+    assert "running delegate 2 s" in same and "Running delegate" not in same, same
+    progress = render_status(StatusInfo(run_state="running", clock="running search-files 4 s",
+                                        message="Running search-files… 3 of 10 folders")).plain
+    assert "running search-files 4 s  │  3 of 10 folders" in progress and "Running" not in progress, progress
+    other = render_status(StatusInfo(run_state="running", clock="waiting for the model 9 s",
+                                     message="Running delegate…")).plain
+    assert "Running delegate…" in other, other  # (the clock says something else: the status stays)

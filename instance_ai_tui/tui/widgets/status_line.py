@@ -164,9 +164,13 @@ def render_status(info: StatusInfo, frame: int = 0) -> Content:
     if info.waiting:
         parts.append(sep)
         parts.append((f"◷ {info.waiting} ({info.waiting_key})", "bold $text-warning"))
-    if info.message and not words.startswith(info.message):  # (a retry's or compaction's: the run state's already)
+    message = info.message
+    head, dots, rest = message.partition("…")
+    if dots and words.lower().startswith(head.lower()):  # "Running delegate…": the clock names the tool already
+        message = rest.strip()
+    if message and not words.startswith(message):  # (a retry's or compaction's: the run state's already)
         parts.append(sep)
-        parts.append((info.message, "italic"))
+        parts.append((message, "italic"))
     parts.append(sep)
     if info.demo:
         parts.append((" DEMO ", "bold $background on $warning"))
