@@ -28,10 +28,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: symbolic links followed while resolving one path (as the kernel's own limit)
 MAX_SYMLINKS = 40
@@ -117,6 +119,42 @@ def read_fd(fd: int, limit: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     return b"".join(chunks)
+
+
+def read_text(fd: int, limit: int) -> tuple[str, bool] | None:
+    """The text of the first ``limit`` bytes of the open file ``fd`` (closed; bad UTF-8 replaced) and whether
+    there was more; ``None`` for a binary file (a NUL byte in its first 8 KiB)."""
+    data = read_fd(fd, limit + 1)
+    if b"\x00" in data[:8192]:
+        return None
+    return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+
+def compile_pattern(query: str, is_regex: bool, case_sensitive: bool, error: Callable[[str], Exception],
+                    max_length: int | None = None) -> Any:
+    """A model's search text (or regular expression) compiled on the ``regex`` engine, for
+    :func:`matching_lines`; a pattern that cannot be compiled (or nests too deep) raises ``error``."""
+    import regex  # type: ignore[import-untyped,unused-ignore]  # (loads with the first search)
+
+    if max_length is not None and len(query) > max_length:
+        raise error(f"search query is longer than {max_length} characters")
+    try:
+        return regex.compile(query if is_regex else regex.escape(query),
+                             regex.V0 if case_sensitive else regex.V0 | regex.IGNORECASE)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise error(f"invalid regular expression: {exc}") from None
+
+
+def matching_lines(pattern: Any, text: str, deadline: float) -> Iterator[tuple[int, str]]:
+    """The number and text (stripped, at most 300 characters) of each line of ``text`` that ``pattern`` finds in.
+    The search runs with a time budget, releasing the GIL: ``TimeoutError`` once ``time.monotonic()`` passes
+    ``deadline``, so that a catastrophic pattern such as (a+)+$ can neither hang the search nor stall the app."""
+    for number, line in enumerate(text.splitlines(), 1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        if pattern.search(line, timeout=remaining, concurrent=True):
+            yield number, line.strip()[:300]
 
 
 class ConfinedRoot:

@@ -27,12 +27,9 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..confine import ConfinedRoot, Target, Walk, kind_of, read_fd
-
-if TYPE_CHECKING:  # the ``regex`` engine loads with the first search (the assistant's start skips it)
-    import regex  # type: ignore[import-untyped,unused-ignore]
+from ..confine import ConfinedRoot, Walk, compile_pattern, kind_of, matching_lines, read_fd, read_text
 
 #: directories never listed or searched (noise, not user content)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".pytest_cache"})
@@ -118,22 +115,11 @@ class Workspace:
                                       skipped_dirs=SKIPPED_DIRS)
 
     # ----------------------------------------------------------------- paths
-    def _components(self, path: str) -> list[str]:
-        return self._confined.components(path)
-
-    def _resolve(self, path: str, *, create_parents: bool = False) -> Target:
-        """Walk ``path`` below the root one component at a time (:mod:`instance_ai_tui.confine`)."""
-        return self._confined.resolve(path, create_parents=create_parents)
-
     def resolve(self, path: str) -> Path:
         """The absolute path of ``path`` (relative to the root), refusing anything outside it."""
-        target = self._resolve(path)
+        target = self._confined.resolve(path)
         target.close()
         return self.root.joinpath(*target.parts)
-
-    def _open_folder(self, path: str) -> Target:
-        """``path`` as an open folder descriptor (``name`` is ``None``)."""
-        return self._confined.open_folder(path)
 
     def _open_file(self, dir_fd: int, name: str, display: str, limit: int | None = None) -> tuple[int, os.stat_result]:
         """An open descriptor of the regular file ``name`` in ``dir_fd``; anything else (a folder, a FIFO, a
@@ -146,16 +132,12 @@ class Workspace:
             raise WorkspaceError(f"'{display}' is a folder; use list-files")
         return self._confined.open_file(dir_fd, name, display, limit)
 
-    @staticmethod
-    def _read_fd(fd: int, limit: int) -> bytes:
-        return read_fd(fd, limit)
-
     # ----------------------------------------------------------------- list
     async def list(self, path: str = ".", recursive: bool = False, limit: int = 500) -> dict[str, Any]:
         return await asyncio.to_thread(self._list_sync, path, recursive, max(1, min(limit, 5000)))
 
     def _list_sync(self, path: str, recursive: bool, limit: int) -> dict[str, Any]:
-        folder = self._open_folder(path)
+        folder = self._confined.open_folder(path)
         entries: builtins.list[dict[str, Any]] = []
         truncated = False
         walk = Walk()
@@ -181,7 +163,7 @@ class Workspace:
         return await asyncio.to_thread(self._read_sync, path, max(1, start_line), max_lines)
 
     def _read_sync(self, path: str, start_line: int, max_lines: int | None) -> dict[str, Any]:
-        target = self._resolve(path)
+        target = self._confined.resolve(path)
         try:
             if target.name is None:
                 raise WorkspaceError(f"'{target.display}' is a folder; use list-files")
@@ -191,13 +173,12 @@ class Workspace:
         finally:
             target.close()
         try:
-            data = self._read_fd(fd, self.max_read_bytes + 1)
+            read = read_text(fd, self.max_read_bytes)
         except OSError as exc:
             raise WorkspaceError(f"cannot read '{target.display}': {exc.strerror}") from None
-        if b"\x00" in data[:8192]:
+        if read is None:
             raise WorkspaceError(f"'{target.display}' looks like a binary file; not read")
-        truncated = len(data) > self.max_read_bytes
-        text = data[: self.max_read_bytes].decode("utf-8", errors="replace")
+        text, truncated = read
         text, hidden = redact_secrets(target.parts[-1] if target.parts else "", text)
         lines = text.splitlines(keepends=True)
         end = len(lines) if max_lines is None else min(len(lines), start_line - 1 + max(0, max_lines))
@@ -224,24 +205,12 @@ class Workspace:
     ) -> dict[str, Any]:
         if not query:
             raise WorkspaceError("search query must not be empty")
-        pattern = self._compile(query, regex, case_sensitive)
+        pattern = compile_pattern(query, regex, case_sensitive, WorkspaceError, max_length=1000)
         return await asyncio.to_thread(self._search_sync, pattern, path, max(1, min(limit, 1000)))
 
-    @staticmethod
-    def _compile(query: str, is_regex: bool, case_sensitive: bool) -> regex.Pattern[str]:
-        import regex  # type: ignore[import-untyped,unused-ignore]
-
-        flags = regex.V0 if case_sensitive else regex.V0 | regex.IGNORECASE
-        if len(query) > 1000:
-            raise WorkspaceError("search query is longer than 1000 characters")
-        try:
-            return regex.compile(query if is_regex else regex.escape(query), flags)
-        except (regex.error, OverflowError, RecursionError) as exc:
-            raise WorkspaceError(f"invalid regular expression: {exc}") from None
-
-    def _search_sync(self, pattern: regex.Pattern[str], path: str, limit: int) -> dict[str, Any]:
+    def _search_sync(self, pattern: Any, path: str, limit: int) -> dict[str, Any]:
         deadline = time.monotonic() + self.search_timeout
-        target = self._resolve(path)
+        target = self._confined.resolve(path)
         files: builtins.list[tuple[int, str, str]] = []  # (dir fd, name, display); the fds are closed below
         owned: builtins.list[int] = []
         walk = Walk()
@@ -254,7 +223,7 @@ class Workspace:
                 if not stat.S_ISDIR(st.st_mode):
                     files.append((target.dir_fd, target.name, target.display))
             if not files:
-                folder = self._open_folder(path)
+                folder = self._confined.open_folder(path)
                 owned.append(folder.dir_fd)
                 for entry in self._confined.walk_files(folder.dir_fd, folder.parts, owned, walk):
                     files.append((entry.dir_fd, entry.name, entry.display))
@@ -267,7 +236,7 @@ class Workspace:
             result["skipped"] = walk.notes
         return result
 
-    def _search_files(self, pattern: regex.Pattern[str], files: builtins.list[tuple[int, str, str]], limit: int,
+    def _search_files(self, pattern: Any, files: builtins.list[tuple[int, str, str]], limit: int,
                       deadline: float, walk: Walk) -> dict[str, Any]:
         hits: builtins.list[SearchHit] = []
         truncated = False
@@ -276,32 +245,27 @@ class Workspace:
                 continue
             try:
                 fd, _st = self._open_file(dir_fd, name, display, limit=self.max_read_bytes * 5)
-                data = self._read_fd(fd, self.max_read_bytes * 5)
+                read = read_text(fd, self.max_read_bytes * 5)
             except WorkspaceError as exc:
                 if "hard link" in str(exc):
                     walk.note(f"'{display}' skipped: {exc}")
                 continue
             except OSError:
                 continue
-            if b"\x00" in data[:8192]:
+            if read is None:
                 continue
-            text, _hidden = redact_secrets(name, data.decode("utf-8", errors="replace"))
-            for number, line in enumerate(text.splitlines(), start=1):
-                remaining = deadline - time.monotonic()
-                try:
-                    if remaining <= 0:
-                        raise TimeoutError
-                    found = pattern.search(line, timeout=remaining, concurrent=True)
-                except TimeoutError:
-                    raise WorkspaceError(
-                        f"the search took longer than {self.search_timeout:g} s (a regular expression that "
-                        "backtracks too much?); stopped — simplify the pattern or narrow the path"
-                    ) from None
-                if found:
+            text, _hidden = redact_secrets(name, read[0])
+            try:
+                for number, line in matching_lines(pattern, text, deadline):
                     if len(hits) >= limit:
                         truncated = True
                         break
-                    hits.append(SearchHit(display, number, line.strip()[:300]))
+                    hits.append(SearchHit(display, number, line))
+            except TimeoutError:
+                raise WorkspaceError(
+                    f"the search took longer than {self.search_timeout:g} s (a regular expression that "
+                    "backtracks too much?); stopped — simplify the pattern or narrow the path"
+                ) from None
             if truncated:
                 break
         return {"matches": [h.to_dict() for h in hits], "truncated": truncated}
@@ -321,8 +285,8 @@ class Workspace:
         return encoded
 
     def _write_sync(self, path: str, encoded: bytes) -> dict[str, Any]:
-        self._components(path)  # validation errors before anything is created
-        target = self._resolve(path, create_parents=True)
+        self._confined.components(path)  # validation errors before anything is created
+        target = self._confined.resolve(path, create_parents=True)
         try:
             if target.name is None:
                 raise WorkspaceError(f"'{target.display}' is a folder")
@@ -378,7 +342,7 @@ class Workspace:
         return await asyncio.to_thread(self._edit_sync, path, old_text, new_text, replace_all)
 
     def _edit_sync(self, path: str, old_text: str, new_text: str, replace_all: bool) -> dict[str, Any]:
-        target = self._resolve(path)
+        target = self._confined.resolve(path)
         try:
             if target.name is None:
                 raise WorkspaceError(f"'{target.display}' is a folder")
@@ -389,7 +353,7 @@ class Workspace:
                     raise WorkspaceError(f"'{target.display}' does not exist or is not a file") from None
                 raise
             try:
-                data = self._read_fd(fd, self.max_write_bytes + 1)
+                data = read_fd(fd, self.max_write_bytes + 1)
             except OSError as exc:
                 raise WorkspaceError(f"cannot read '{target.display}': {exc.strerror}") from None
             if len(data) > self.max_write_bytes:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..confine import ConfinedRoot, Target, Walk, kind_of, read_fd
+from ..confine import ConfinedRoot, Target, Walk, compile_pattern, kind_of, matching_lines, read_text
 
 CONFIRMATION_PREFIX = "GATEWAY_CONFIRMATION_REQUIRED::"
 DECISIONS = ("denyOnce", "allowOnce", "allowForSession")
@@ -204,11 +204,10 @@ class FolderTools:
         finally:
             target.close()
         rel = target.display
-        data = read_fd(fd, cap + 1)
-        if b"\x00" in data[:8192]:
+        read = read_text(fd, cap)
+        if read is None:
             raise ToolFailure(f"{rel} is a binary file ({st.st_size} bytes); only text can be read")
-        truncated = len(data) > cap
-        text = data[:cap].decode("utf-8", errors="replace")
+        text, truncated = read
         if start is not None or count is not None:
             lines = text.splitlines(keepends=True)
             first = (start or 1) - 1
@@ -253,15 +252,7 @@ class FolderTools:
         query = args.get("query")
         if not isinstance(query, str) or not query:
             raise ToolFailure("query must be a non-empty string")
-        # the agent's pattern runs on the regex engine with a time budget, releasing the GIL:
-        # a catastrophic pattern such as (a+)+$ can neither hang the search nor stall the app
-        import regex
-
-        flags = regex.VERSION0 | (0 if args.get("caseSensitive") else regex.IGNORECASE)
-        try:
-            pattern = regex.compile(query if args.get("regex") else regex.escape(query), flags)
-        except regex.error as exc:
-            raise ToolFailure(f"invalid regular expression: {exc}") from None
+        pattern = compile_pattern(query, bool(args.get("regex")), bool(args.get("caseSensitive")), ToolFailure)
         deadline = time.monotonic() + self.policy.search_timeout
         glob = args.get("glob") if isinstance(args.get("glob"), str) else None
         limit = _positive(args.get("maxResults"), "maxResults") or 100
@@ -284,24 +275,19 @@ class FolderTools:
                     fd, _st = self.confined.open_file(entry.dir_fd, entry.name, entry.display,
                                                       self.policy.max_search_file_bytes,
                                                       hard_links=entry.display in self._session_allowed)
-                    data = read_fd(fd, self.policy.max_search_file_bytes + 1)
+                    read = read_text(fd, self.policy.max_search_file_bytes)
                 except (ToolFailure, OSError):
                     continue  # too large, changed, or not a regular file (a pipe is never opened)
-                if b"\x00" in data[:8192]:
+                if read is None:
                     continue
-                for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                    remaining = deadline - time.monotonic()
-                    try:
-                        if remaining <= 0:
-                            raise TimeoutError
-                        found = pattern.search(line, timeout=remaining, concurrent=True)
-                    except TimeoutError:
-                        raise ToolFailure(f"the search took longer than {self.policy.search_timeout:g} s and was "
-                                          "stopped; use a simpler pattern or search a sub-folder") from None
-                    if found:
-                        matches.append(f"{entry.display}:{number}: {line.strip()[:300]}")
+                try:
+                    for number, line in matching_lines(pattern, read[0], deadline):
+                        matches.append(f"{entry.display}:{number}: {line}")
                         if len(matches) >= limit:
                             break
+                except TimeoutError:
+                    raise ToolFailure(f"the search took longer than {self.policy.search_timeout:g} s and was "
+                                      "stopped; use a simpler pattern or search a sub-folder") from None
                 if len(matches) >= limit:
                     matches.append(f"[... stopped at {limit} matches]")
                     break

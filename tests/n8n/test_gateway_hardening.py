@@ -36,6 +36,14 @@ async def test_a_catastrophic_pattern_is_stopped_and_never_holds_the_loop(tmp_pa
     assert turns.count > 0  # ... and the loop ran other tasks meanwhile
 
 
+async def test_a_pattern_nested_too_deep_is_an_error_result_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("slack alerts\n", encoding="utf-8")
+    result = await FolderTools(tmp_path).call("search_files", {"query": "(" * 50_000 + ")" * 50_000, "regex": True})
+    # (the regex engine's compiler recurses per level: before the shared compile_pattern the RecursionError
+    # escaped the tool call instead of coming back to the agent as an error)
+    assert result.get("isError") and "invalid regular expression" in _text(result)
+
+
 async def test_a_link_swapped_in_after_the_listing_is_not_followed(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
