@@ -130,20 +130,21 @@ Scope = Literal[
     "questions_review",
 ]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
-#: for the help screen
+#: for the help screen (its Where column) and the status line's "keys: …": short, so the Action column
+#: keeps the room
 SCOPE_TITLES: dict[str, str] = {
     "app": "Anywhere",
     "conversation": "Conversation",
     "input": "Message input",
     "card": "Confirmation card",
-    "card_always": "Always allow: the second step",
+    "card_always": "Always allow: step 2",
     "thread_list": "Threads",
     "block": "Block",
     "tool_card": "Tool call",
     "plan": "Plan review",
     "more_steps": "Earlier steps line",
     "earlier_text": "Earlier text line",
-    "earlier_turns": "Earlier messages line",
+    "earlier_turns": "Earlier turns line",
     "help": "Help",
     "thread_search": "Thread search",
     "thread_rename": "Rename dialog",
@@ -152,18 +153,18 @@ SCOPE_TITLES: dict[str, str] = {
     "permissions": "Permissions",
     "rewind": "Rewind picker",
     "user_message": "Your message",
-    "find": "Find in the conversation",
+    "find": "Find bar",
     "model_picker": "Model picker",
     "queued": "A queued message",
     "login": "n8n login",
     "setup": "Model setup",
-    "n8n_tasks": "n8n background tasks",
+    "n8n_tasks": "n8n tasks",
     "workflow": "Workflow canvas",
     "mcp": "MCP servers",
-    "mcp_prompt": "An MCP prompt's arguments",
+    "mcp_prompt": "MCP prompt form",
     "start_failure": "Start failure",
     "questions": "Questions wizard",
-    "questions_review": "Questions wizard: the review page",
+    "questions_review": "Questions: review",
 }
 
 

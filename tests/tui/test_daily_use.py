@@ -877,6 +877,27 @@ async def test_the_help_tables_have_a_rule_under_their_header_only(tmp_path: Pat
         assert rules == [top + 2 for top in tops if top + 2 < len(rows)], "\n".join(rows)
 
 
+async def test_the_help_tables_action_column_is_not_squeezed_by_where(tmp_path: Path) -> None:
+    """Seen in tmux at 160x48: /help's Action column was 25 cells (its words on 2-4 lines) beside a Where
+    column of 35, kept that wide by one place's name ("Questions wizard: the review page"). The places'
+    names are short now; the Action column is the wider."""
+    from instance_ai_tui.tui.screens.help import HelpScreen
+
+    from .test_interactions import send
+
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "/help")
+        await until(lambda: isinstance(app.screen, HelpScreen), pilot)
+        await until(lambda: any(row.strip(" █▕▏▎▍▌").startswith("┌") for row in screen_rows(app)), pilot,
+                    what="the key table drawn")
+        top = next(row.strip(" █▕▏▎▍▌") for row in screen_rows(app) if row.strip(" █▕▏▎▍▌").startswith("┌"))
+        widths = [len(cell) for cell in top.strip("┌┐").split("┬")]
+        assert len(widths) == 4 and widths[1] > widths[2], (widths, top)
+
+
 async def test_the_answer_needed_notice_goes_once_the_card_has_the_keys() -> None:
     """Item 3, seen in the screenshots: "ℹ The agent needs your answer — press Ctrl+G to go to it" stayed
     in the notice line after Ctrl+G and after the answer (its 6 s), over an idle status line. It goes
