@@ -445,6 +445,8 @@ class HeadlessRun:
 
     def _server_doing(self) -> str:
         """What the server sent instead of the run's events, in words (for the waiting notes)."""
+        if self.run_id is None:
+            return "the server has not answered the message yet"
         skipped = [note for note in getattr(self.client, "diagnostics", [])[self._diagnostics_seen:]
                    if note.startswith(("skipped malformed frame", "skipped SSE frame"))]
         if skipped:
@@ -508,6 +510,7 @@ class HeadlessRun:
                 cursor = 0
         if self._sent_run_id is None:
             self.run_id = await self.client.send(self.thread_id, self.message)
+            self._progressed(None)  # the run exists from here: its clock starts now, not at the send
         if not self.json_mode and resume is None:
             self._note(f"[thread {self.thread_id} · run {self.run_id}]")
         conversation = self._conversation = Conversation(self.thread_id)

@@ -39,6 +39,8 @@ def hostile(mode: str):
         elif path.endswith(f"/threads/{THREAD}/status"):
             yield json_response(200, {"hasActiveRun": True, "isSuspended": False, "backgroundTasks": []})
         elif path.endswith(f"/chat/{THREAD}"):
+            if mode == "slow-send":  # the message is answered late, then the run sends only keep-alives
+                await asyncio.sleep(2.5)
             yield json_response(200, {"runId": RUN})
         elif path.endswith("/cancel"):
             yield json_response(200, {"ok": True})
@@ -173,6 +175,20 @@ async def test_run_says_what_the_server_does_while_it_waits_and_when_it_gives_up
     assert notes and expected in notes[0] and "giving up after 4 s (--idle-timeout)" in notes[0], err
     final = [line for line in err.splitlines() if "giving up: " in line]
     assert len(final) == 1 and expected in final[0], err
+
+
+async def test_the_wait_for_the_message_to_be_answered_is_not_told_as_the_runs(tmp_path: Path) -> None:
+    """A busy machine or server answers the message late: the run's clock starts when the run exists, and
+    the note before says the message is not answered (once it blamed keep-alives the server had not sent)."""
+    async with RawServer(hostile("slow-send")) as server:
+        code, out, err, _ = await run_cli(tmp_path, server.url, "--idle-timeout", "4", "--max-retries", "0")
+    assert code == 1, (out, err)
+    lines = err.splitlines()
+    started = next(i for i, line in enumerate(lines) if line.startswith("[thread t-h · run run-h]"))
+    before, after = lines[:started], lines[started + 1:]
+    assert before and all("has not answered the message yet" in line for line in before), err
+    assert any("only keep-alives" in line and "giving up after 4 s" in line for line in after), err
+    assert "giving up: no new event of the run for 4 s (the server sends only keep-alives" in err, err
 
 
 async def test_a_line_without_end_is_cut_off_not_buffered(tmp_path: Path) -> None:
