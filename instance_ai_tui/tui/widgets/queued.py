@@ -82,7 +82,7 @@ class QueuedBar(Static):
     """The queued messages of the open thread, above the prompt (hidden when there are none)."""
 
     DEFAULT_CSS = """
-    QueuedBar { height: auto; max-height: 6; display: none; }
+    QueuedBar { height: auto; max-height: 6; display: none; padding: 0 1; }  /* in line with the prompt below */
     QueuedBar .queued-row { height: 1; }
     QueuedBar .queued-row:focus { background: $boost; }
     /* one row each, cut with "…" (wrapped, at 80 columns four of them took 6 rows, the keys mid-text) */
