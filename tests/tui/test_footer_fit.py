@@ -11,7 +11,7 @@ from instance_ai_tui.tui import keymap
 from instance_ai_tui.tui.textual_internals import footer_key_class
 from tests.support.waiting import until
 
-from .scripts import endless_run, make_app, recorded
+from .scripts import endless_run, make_app, recorded, simple_run, text_deltas
 from .test_interactions import send
 
 
@@ -52,3 +52,33 @@ async def test_the_footer_during_a_run_fits_160_and_80_columns() -> None:
                 keys = _keys(app)
                 assert all(key.region.right <= width for key in keys), [(k.description, k.region) for k in keys]
                 assert all(key.description in words for key in keys)  # whole words of the key table, never cut
+
+
+async def test_the_footer_mounts_only_the_keys_that_change() -> None:
+    """Textual's footer unmounted and mounted every key whenever the screen said its bindings
+    changed (each focus change, each run's start and end): its whole row was dirty beside the
+    answer, and the screen update that drew both cropped the whole screen (issue 44). Now an
+    unchanged footer keeps its key widgets, and the run's "Stop" coming and going mounts or
+    removes that key alone; what is shown is what a fresh footer shows."""
+    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 200, size=5), simple_run()[-1]]], delay=0.005)
+    app = make_app(client)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        await send(pilot, app, "go")
+        await until(lambda: app.conversation.is_streaming and any(k.description == "Stop" for k in _keys(app)),
+                    pilot)
+        during = _keys(app)
+        app.refresh_bindings()
+        app.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        assert [id(k) for k in _keys(app)] == [id(k) for k in during]  # nothing changed: nothing mounted
+        await until(lambda: not app.conversation.is_streaming and all(k.description != "Stop" for k in _keys(app)),
+                    pilot, timeout=20)
+        await pilot.pause()
+        after = _keys(app)
+        kept = {id(k) for k in during}
+        assert [k.description for k in after if id(k) not in kept] == []  # the end of the run mounted no key
+        footer = app.screen.query_one(Footer)
+        fresh = [key.words for key in footer._plan()]  # type: ignore[attr-defined]
+        assert [k.description for k in after] == fresh

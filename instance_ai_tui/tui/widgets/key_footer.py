@@ -8,19 +8,53 @@ width or the bindings change."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from textual import events
 from textual.app import ComposeResult
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from .. import keymap
 from ..textual_internals import footer_bindings_ready, footer_key_class
 
 
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """One key as the footer shows it (what ``FooterKey`` is built from)."""
+
+    key: str
+    display: str
+    words: str
+    action: str
+    disabled: bool
+    tooltip: str
+    palette: bool
+
+    def same_key(self, other: _Key) -> bool:
+        """The same key, maybe in other words (shortened to fit, or full again)."""
+        return (self.key, self.display, self.action, self.disabled, self.tooltip, self.palette) == (
+            other.key, other.display, other.action, other.disabled, other.tooltip, other.palette)
+
+
 class KeyFooter(Footer):
-    def compose(self) -> ComposeResult:
-        if not footer_bindings_ready(self):
-            return
-        FooterKey = footer_key_class()
+    """Textual's ``Footer`` recomposes (every key unmounted and mounted again) whenever the screen
+    says its bindings changed: each focus change and each run's start and end. That made the
+    footer's whole row dirty beside the answer in the same screen update. This one recomposes
+    only when the keys it shows change, and then mounts and removes only the keys that differ
+    (the run's "Stop" appearing is one key mounted) and changes the words of the others in
+    place (they are shortened to fit beside it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the keys mounted, in order (``None``: not composed yet)
+        self._shown: list[_Key] | None = None
+        #: keys mounted by ``recompose`` since the footer was made (tests read it)
+        self.keys_mounted = 0
+
+    def _plan(self) -> list[_Key]:
+        """The keys to show now, fitted to the width."""
         active = self.screen.active_bindings
         seen: set[str] = set()
         entries = []
@@ -44,17 +78,75 @@ class KeyFooter(Footer):
         kept = keymap.fit_footer(items, width)
         words = {id(item): fitted.words for item, fitted in zip(items, _aligned(items, kept), strict=True)
                  if fitted is not None}
-        self.styles.grid_size_columns = max(1, len(kept))
-        for item, (binding, enabled, tooltip) in zip(items, entries, strict=False):
-            if id(item) not in words:
-                continue
-            yield FooterKey(binding.key, item.key, words[id(item)], binding.action, disabled=not enabled,
-                            tooltip=tooltip or binding.description).data_bind(compact=Footer.compact)
+        plan = [_Key(binding.key, item.key, words[id(item)], binding.action, not enabled,
+                     tooltip or binding.description, False)
+                for item, (binding, enabled, tooltip) in zip(items, entries, strict=False) if id(item) in words]
         if palette is not None and id(items[-1]) in words:
-            _node, binding, enabled, tooltip = palette
-            yield FooterKey(binding.key, items[-1].key, words[id(items[-1])], binding.action,
-                            classes="-command-palette", disabled=not enabled,
-                            tooltip=binding.tooltip or binding.description)
+            _node, binding, enabled, _tooltip = palette
+            plan.append(_Key(binding.key, items[-1].key, words[id(items[-1])], binding.action, not enabled,
+                             binding.tooltip or binding.description, True))
+        return plan
+
+    def _key_widget(self, key: _Key) -> Widget:
+        FooterKey = footer_key_class()
+        widget: Widget = FooterKey(key.key, key.display, key.words, key.action, disabled=key.disabled,
+                                   tooltip=key.tooltip, classes="-command-palette" if key.palette else "")
+        if not key.palette:
+            widget = widget.data_bind(compact=Footer.compact)
+        self.keys_mounted += 1
+        return widget
+
+    def compose(self) -> ComposeResult:
+        if not footer_bindings_ready(self):
+            self._shown = None
+            return
+        plan = self._plan()
+        self.styles.grid_size_columns = max(1, len(plan))
+        self._shown = plan
+        for key in plan:
+            yield self._key_widget(key)
+
+    async def recompose(self) -> None:
+        """Mount and remove only the keys that changed (nothing when none did)."""
+        shown = self._shown
+        if shown is None or not self.is_attached or not footer_bindings_ready(self):
+            await super().recompose()
+            return
+        plan = self._plan()
+        if plan == shown:
+            return
+        FooterKey = footer_key_class()
+        widgets = [child for child in self.children if isinstance(child, FooterKey)]
+        if len(widgets) != len(shown):  # not what was composed: compose again
+            await super().recompose()
+            return
+        # the keys at both ends that stay (their words may be shortened or lengthened in place)
+        head = 0
+        while head < min(len(plan), len(shown)) and plan[head].same_key(shown[head]):
+            head += 1
+        tail = 0
+        while tail < min(len(plan), len(shown)) - head and plan[-1 - tail].same_key(shown[-1 - tail]):
+            tail += 1
+        kept = [*zip(widgets[:head], plan[:head], strict=True),
+                *zip(widgets[len(widgets) - tail:], plan[len(plan) - tail:], strict=True)]
+        for widget, key in kept:
+            if getattr(widget, "description", key.words) != key.words:
+                widget.description = key.words  # (what FooterKey.render draws)
+                widget.refresh(layout=True)
+        gone = widgets[head:len(widgets) - tail]
+        new = [self._key_widget(key) for key in plan[head:len(plan) - tail]]
+        self._shown = plan
+        self.styles.grid_size_columns = max(1, len(plan))
+        async with self.batch():
+            if gone:
+                await self.remove_children(gone)
+            if new:
+                if tail:
+                    await self.mount_all(new, before=widgets[len(widgets) - tail])
+                elif head:
+                    await self.mount_all(new, after=widgets[head - 1])
+                else:
+                    await self.mount_all(new)
 
     def on_resize(self, event: events.Resize) -> None:
         if footer_bindings_ready(self) and self.is_attached:
