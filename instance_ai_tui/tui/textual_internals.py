@@ -16,7 +16,9 @@ The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._contain
 ``textual._resolve.resolve``, ``textual.keys._character_to_key`` (``character_key``),
 ``textual._xterm_parser.XTermParser`` (``parse_input``: keys typed before the app started, ``cli.type_ahead``),
 and the id of each screen's toast container (``TOASTS_CSS``), ``textual.widgets._footer.FooterKey`` and
-``Footer._bindings_ready`` (``widgets.key_footer``).
+``Footer._bindings_ready`` (``widgets.key_footer``), ``Screen._compositor`` and ``textual._compositor``'s
+``Compositor`` (``_dirty_regions``, ``_regions_to_spans``, ``_render_chops``, ``cuts``, ``visible_widgets``) and
+``ChopsUpdate`` (``split_partial_updates``: one crop per cluster of dirty regions).
 
 A streamed answer repaints its new rows only.
 
@@ -264,3 +266,113 @@ def footer_key_class() -> Any:
 def footer_bindings_ready(footer: Widget) -> bool:
     """Whether Textual's ``Footer`` has had its screen's bindings yet (``Footer._bindings_ready``)."""
     return bool(getattr(footer, "_bindings_ready", False))
+
+
+#: at most this many separate crops in one partial update (more: Textual's one crop around all)
+MAX_CROPS = 6
+
+
+def _crop_clusters(regions: list[Region]) -> list[Region]:
+    """The dirty regions grouped into boxes that do not overlap (each box the union of its
+    regions; rows of one column or cells of one row that touch are one box too)."""
+    boxes = [region for region in regions if region]
+    merged = True
+    while merged and len(boxes) > 1:
+        merged = False
+        out: list[Region] = []
+        for box in boxes:
+            for index, other in enumerate(out):
+                if box.overlaps(other) or (
+                    (box.x, box.width) == (other.x, other.width) and box.grow((1, 0, 1, 0)).overlaps(other)
+                ) or ((box.y, box.height) == (other.y, other.height) and box.grow((0, 1, 0, 1)).overlaps(other)):
+                    out[index] = other.union(box)
+                    merged = True
+                    break
+            else:
+                out.append(box)
+        boxes = out
+    return boxes
+
+
+def split_partial_updates(screen: object) -> bool:
+    """Paint a screen's partial updates one crop per cluster of dirty regions.
+
+    Textual's ``Compositor.render_partial_update`` renders every widget that meets the *box
+    around all* dirty regions: a full-width row (the footer's keys at a run's start and end, the
+    title) dirty in the same update as the answer makes that box the whole screen, so the thread
+    list and everything else are drawn again though nothing of them changed (issue 44); and a
+    widget is drawn when its *clip* (its container's area) meets the box, so the thread list was
+    drawn for an update of the answer alone too. Here each cluster of regions gets its own crop,
+    only the widgets whose visible part meets it are drawn, and of each crop's rendering only the
+    cuts that meet it are kept (every widget that covers such a cut meets the crop and was drawn,
+    front first, as Textual does), so the same cells go out. Needs ``Screen._compositor``,
+    ``Compositor._dirty_regions``, ``._regions_to_spans``, ``._render_chops``, ``.cuts`` and
+    ``textual._compositor.ChopsUpdate``; ``False`` (Textual's own update kept) when they are not
+    there."""
+    compositor = getattr(screen, "_compositor", None)
+    split = _split_crops_class()
+    if split is None or type(compositor) is not split.__base__:
+        return False
+    compositor.__class__ = split
+    return True
+
+
+_SPLIT_CROPS: list[type] = []
+
+
+def _split_crops_class() -> type | None:
+    """``Compositor`` with ``render_partial_update`` one crop per cluster (made once)."""
+    if _SPLIT_CROPS:
+        return _SPLIT_CROPS[0]
+    try:
+        from textual._compositor import ChopsUpdate, Compositor
+    except ImportError:  # pragma: no cover - a Textual without it: its own update
+        return None
+    if not all(hasattr(Compositor, name) for name in ("_regions_to_spans", "_render_chops", "cuts")) or not \
+            isinstance(getattr(Compositor, "visible_widgets", None), property):
+        return None
+
+    textual_visible = Compositor.visible_widgets.fget  # type: ignore[attr-defined]
+
+    class SplitCrops(Compositor):
+        #: while a crop is rendered: only the widgets whose visible part meets it
+        _only: Region | None = None
+
+        @property
+        def visible_widgets(self) -> dict[Widget, tuple[Region, Region]]:
+            widgets: dict[Widget, tuple[Region, Region]] = textual_visible(self)
+            only = self._only
+            if only is None:
+                return widgets
+            meets = only.overlaps
+            return {widget: (region, clip) for widget, (region, clip) in widgets.items()
+                    if meets(region.intersection(clip))}
+
+        def render_partial_update(self) -> Any:
+            screen_region = self.size.region
+            regions = [region.intersection(screen_region) for region in self._dirty_regions]
+            clusters = _crop_clusters(regions)
+            if not clusters or len(clusters) > MAX_CROPS:
+                return super().render_partial_update()
+            update_regions = self._dirty_regions.copy()
+            self._dirty_regions.clear()
+            spans = list(self._regions_to_spans(update_regions))
+            cuts = self.cuts
+            chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+            for crop in clusters:
+                lines = {y for y, _, _ in self._regions_to_spans(r for r in regions if r and crop.contains_region(r))}
+                self._only = crop
+                try:
+                    part = self._render_chops(crop, lines.__contains__)
+                finally:
+                    self._only = None
+                x1, x2 = crop.x, crop.right
+                for y in lines:
+                    line = chops[y]
+                    for (x, strip), end in zip(part[y].items(), cuts[y][1:], strict=False):
+                        if strip is not None and x < x2 and end > x1 and line[x] is None:
+                            line[x] = strip
+            return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in cuts])
+
+    _SPLIT_CROPS.append(SplitCrops)
+    return SplitCrops

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..textual_internals import split_partial_updates
 from ..widgets.conversation_view import ConversationView
 from ..widgets.find_bar import FindBar
 from ..widgets.key_footer import KeyFooter
@@ -61,6 +62,7 @@ class MainScreen(Screen[Any]):
 
     def __init__(self, *, status_info: StatusInfo, pending: set[str], client: Client, placeholder: str) -> None:
         super().__init__(id="_default")
+        split_partial_updates(self)  # a footer or title row dirty beside the answer: not the whole screen
         self.status_info = status_info
         self.view = ConversationView(pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
