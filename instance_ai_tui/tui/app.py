@@ -42,6 +42,7 @@ from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.notifications import SeverityLevel
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -95,6 +96,9 @@ class InstanceAiApp(App[None]):
     CSS_PATH = "app.tcss"
     CSS = TOASTS_CSS
     TITLE = "Instance AI"
+    #: the open thread's title; no Header draws it, so a new one repaints nothing (Textual's
+    #: repaints the whole screen: at a new thread's first frame, beside its answer; issue 44)
+    sub_title: Reactive[str] = Reactive("", compute=False, repaint=False)
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("app")]
     PAUSE_GC_ON_SCROLL = True
     ENABLE_COMMAND_PALETTE = True
