@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from textual.css.scalar import Unit
 from textual.dom import NoScreen
 from textual.geometry import Region
 from textual.strip import Strip
@@ -132,6 +133,31 @@ class KeepsPaintedRows(LaidOutOnce):
         return any(edge[0] not in ("", "none", "hidden") for edge in outline)
 
 
+_HEIGHT_FREE_UNITS = frozenset({Unit.AUTO, Unit.CELLS})
+
+
+def _heights_free(widget: Widget) -> bool:
+    """No child's height can depend on ``widget``'s (see ``BlankRows.arrange``)."""
+    styles = widget.styles
+    if not styles.is_auto_height or styles.align_vertical != "top":
+        return False
+    free = _HEIGHT_FREE_UNITS
+    for child in widget.children:
+        child_styles = child.styles
+        height, low, high = child_styles.height, child_styles.min_height, child_styles.max_height
+        if (
+            height is None
+            or height.unit not in free
+            or (low is not None and low.unit is not Unit.CELLS)
+            or (high is not None and high.unit is not Unit.CELLS)
+            or child_styles.is_docked
+            or child_styles.is_split
+            or child_styles.overlay == "screen"
+        ):
+            return False
+    return True
+
+
 class BlankRows(LaidOutOnce):
     """Mixin (before the Textual container class) for a container that draws nothing of its
     own: every row is the same blank, drawn once per width and style, and a frame hands the
@@ -160,6 +186,17 @@ class BlankRows(LaidOutOnce):
             and self._border_title is None
             and self._border_subtitle is None
         )
+
+    def arrange(self, size: Size, optimal: bool = False) -> Any:
+        """Arranged at height 0 when no child's height can depend on this container's (the
+        container's height is its content's; each child's is ``auto`` or cells, neither
+        docked nor split): Textual keys each child's box model by the size of its container,
+        so when a growing block made the container taller every block beside it was measured
+        again, each frame of a stream (issue 44); and the measure pass (``get_content_height``)
+        and the compositor's pass now share one arrangement."""
+        if size.height and _heights_free(self):
+            size = size.with_height(0)
+        return super().arrange(size, optimal)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if crop.height <= 1 or not self._uniform_rows():
