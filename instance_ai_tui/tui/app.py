@@ -55,7 +55,7 @@ from .connection import ConnectionWatcher
 from .heap import HeapPolicy
 from .open_thread import OpenThread
 from .pending_watch import PendingWatch, TerminalSignals
-from .projection import FRAME_HZ, Projection
+from .projection import Projection
 from .run_clock import RunClock
 from .run_status import RunStatus
 from .screens.main import MainScreen
@@ -316,7 +316,7 @@ class InstanceAiApp(App[None]):
         self.run_status.fit_panels(self.size.width, initial=True)
         self.prompt.focus()
         self.connection.follow(self.client)
-        self._frame_timer = self.set_interval(1 / FRAME_HZ, self._frame, name="frame")
+        self._frame_timer = self.projection.run_frames(self._frame)  # (it rests while the app is idle)
         # the keyboard model: focus that moved by itself goes back to the prompt, and the
         # status line names where keys go (also checked before every key: ``Cards.on_input``)
         self.set_interval(0.1, self.cards.guard_focus, name="focus-guard")
@@ -446,6 +446,7 @@ class InstanceAiApp(App[None]):
         self.actions.escape()
 
     def on_key(self, event: events.Key) -> None:
+        self.projection.wake()  # (the frames may rest while the app is idle: ``tui.projection``)
         if event.key != "escape":
             self.actions.other_key()
 

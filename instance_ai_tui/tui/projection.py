@@ -22,7 +22,7 @@ import asyncio
 import gc
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..aio import aclose
 from ..client.base import ClientError
@@ -60,6 +60,12 @@ STREAM_FRAME_HZ = 12.5
 #: the status line's spinner turns at most this often (seconds), whatever the frame rate: a
 #: frame that only grows the answer leaves the rows below the view (prompt, status line) alone
 SPINNER_INTERVAL = 0.1
+#: empty frames in a row with nothing streaming, arriving, opening, waiting (cards) or left to
+#: mount before the frame timer rests (issue 44: an idle app ran the frame 25 times a second)
+IDLE_AFTER_FRAMES = 25
+#: while it rests, how often the model is looked at for a change no ``wake`` announced (a few
+#: attribute reads; the stream, a thread opening and keys wake the frames at once)
+IDLE_CHECK_SECONDS = 0.25
 #: a frame's tick at which the source still holds at least this many events behind the last
 #: batch read (``Batch.queued``) is in a flood (``Projection.flooded``): a page of the log, a
 #: piece of a socket's backlog; a live stream has none waiting
@@ -155,10 +161,55 @@ class Projection:
         #: when the status line's spinner last turned (``time.perf_counter``)
         self.spun_at = 0.0
         self.end_frame_pending = False
+        #: the frame timer (``run_frames``); resting: paused while the app is idle, and
+        #: ``idle_check`` looks at the model now and then instead
+        self.frame_timer: Any = None
+        self.idle_check: Any = None
+        self.resting = False
+        self.idle_frames = 0
+
+    # ------------------------------------------------------------------ the frame timer
+    def run_frames(self, callback: Callable[[], Any]) -> Any:
+        """Start the frame timer (``FRAME_HZ``) with ``callback`` (the app's frame); returns it."""
+        self.frame_timer = self.ui.set_interval(1 / FRAME_HZ, callback, name="frame")
+        return self.frame_timer
+
+    def wake(self) -> None:
+        """Something may change on screen soon (the stream, a thread opening, a key): the
+        frames run again if they rested."""
+        self.idle_frames = 0
+        if not self.resting:
+            return
+        self.resting = False
+        check, self.idle_check = self.idle_check, None
+        if check is not None:
+            check.stop()
+        if self.frame_timer is not None:
+            self.frame_timer.resume()
+
+    def _rest(self) -> None:
+        if self.resting or self.frame_timer is None:
+            return
+        self.resting = True
+        self.frame_timer.pause()
+        self.idle_check = self.ui.set_interval(IDLE_CHECK_SECONDS, self._look, name="frame-idle")
+
+    def _look(self) -> None:
+        """While the frames rest: wake them when the model changed or a run streams."""
+        conversation = self.opened.conversation
+        if (conversation is not None and (conversation.has_changes or conversation.is_streaming)) \
+                or self.view.behind or not self.ingest_idle or self.opened.opening or self.opened.pending:
+            self.wake()
+
+    def _idle(self, streaming: bool) -> bool:
+        """Nothing can change on screen without the model changing (see ``IDLE_AFTER_FRAMES``)."""
+        return not (streaming or self.opened.pending or self.opened.opening or self.catching_up
+                    or self.end_frame_pending or not self.ingest_idle or not self.view.settled)
 
     # ------------------------------------------------------------------ ingest
     def start(self, conversation: Conversation, thread_id: str, after: int) -> None:
         self.stop()
+        self.wake()
         self.ingest_task = asyncio.create_task(self._ingest(conversation, thread_id, after), name="ingest")
 
     def stop(self) -> None:
@@ -186,6 +237,8 @@ class Projection:
             asked = clock()
             async for batch in stream:
                 self.ingest_waiting = False
+                if self.resting:
+                    self.wake()
                 self.queued = batch.queued
                 if clock() - asked > INGEST_SLICE / 5:  # the stream made us wait: the loop had its turn
                     slice_end = clock() + INGEST_SLICE
@@ -227,6 +280,7 @@ class Projection:
     def stream_ended(self) -> None:
         """A run of the open thread finished: draw its end now, not at the next tick (up to
         1 / FRAME_HZ later, or later still when the pacer holds the frames back)."""
+        self.wake()
         if not self.end_frame_pending:
             self.end_frame_pending = True
             self.ui.call_later(self._end_frame)
@@ -272,6 +326,12 @@ class Projection:
         behind = view.behind
         if changes.empty and not behind:
             self.last_frame_empty = True
+            if self._idle(streaming):
+                self.idle_frames += 1
+                if self.idle_frames >= IDLE_AFTER_FRAMES:
+                    self._rest()
+            else:
+                self.idle_frames = 0
             self.sink.focus_new_cards()
             if self.frame_no % 3 == 0:
                 view.ticks()
@@ -279,6 +339,7 @@ class Projection:
                 self._refresh_status(started)
             return
         self.last_frame_empty = False
+        self.idle_frames = 0
         from .widgets.turns import Frame
 
         sink = self.sink
