@@ -56,6 +56,23 @@ async def _settle_with_the_follower(pilot: Any) -> None:
     view = app.view  # (a view shorter than its room sits at the bottom: max_scroll_y 0, scroll_y below 0)
     await until(lambda: not view.following or view.max_scroll_y <= 0 or view.scroll_y >= view.max_scroll_y, pilot,
                 what="the view at its end")
+    # a card's answer buttons are fitted to its width after it is laid out (``_fit_buttons``, after a
+    # refresh): stacked when the row is too narrow, by rule, not by when the screenshot came
+    from textual.widgets import Button
+
+    def fitted() -> bool:
+        for row in app.screen.query(".card-buttons"):
+            buttons = list(row.query(Button))
+            if not buttons or not row.size.width:
+                continue
+            needed = sum(button.outer_size.width + button.styles.margin.right for button in buttons)
+            if row.has_class("-stacked") != (needed > row.size.width):
+                return False
+        return True
+
+    await until(fitted, pilot, what="the card's buttons fitted to its width")
+    await until(lambda: not view.following or view.max_scroll_y <= 0 or view.scroll_y >= view.max_scroll_y, pilot,
+                what="the view at its end again")
     await pilot.pause()
 
 

@@ -70,23 +70,16 @@ class NoticeLine(Static):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
         self._shown: tuple[int, ...] = ()
-        #: looks every ``POLL_SECONDS`` while notifications show (they expire), and not otherwise:
-        #: a new one is shown by ``InstanceAiApp.notify`` (issue 44: an idle app polled 4 times a second)
-        self._poll: Any = None
 
     def on_mount(self) -> None:
         self.sync()
+        self.set_interval(POLL_SECONDS, self.sync)
 
     def sync(self) -> None:
         """Show the live notifications (only when they changed)."""
         if not self.is_attached:
             return  # (its ``on_mount`` shows what is live then)
         notes = live_notifications(self.app)
-        if notes and self._poll is None:
-            self._poll = self.set_interval(POLL_SECONDS, self.sync, name="notices")
-        elif not notes and self._poll is not None:
-            self._poll.stop()
-            self._poll = None
         shown = tuple(id(n) for n in notes)
         if shown == self._shown:
             return
