@@ -61,7 +61,8 @@ def _running_timers(app: Any) -> set[str]:
 
 
 async def test_an_idle_app_runs_only_the_timers_it_needs() -> None:
-    """An idle app ran its frame 25 times a second (issue 44: ~2 % CPU doing nothing). After a run, once nothing changes, the frame timer rests and only the
+    """An idle app ran its frame 25 times a second (issue 44: ~2 % CPU doing nothing). After a run, once
+    nothing changes, the frame timer rests and only the
     timers named in ``IDLE_TIMERS`` run; a message sent then wakes the frames and its answer is
     drawn."""
     app = make_app(recorded([simple_run(), simple_run()]))
