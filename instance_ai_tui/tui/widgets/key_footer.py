@@ -13,6 +13,7 @@ from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -147,6 +148,14 @@ class KeyFooter(Footer):
                     await self.mount_all(new, after=widgets[head - 1])
                 else:
                     await self.mount_all(new)
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        """Textual's footer ignores a change while the terminal has not the focus (a window in the
+        background, a detached tmux): the run's "Stop" stayed after the run had ended until the
+        focus came back. The keys follow the bindings whatever the focus."""
+        super().bindings_changed(screen)
+        if not screen.app.app_focus and self.is_attached and screen is self.screen:
+            self.call_after_refresh(self.recompose)
 
     def on_resize(self, event: events.Resize) -> None:
         if footer_bindings_ready(self) and self.is_attached:
