@@ -87,14 +87,14 @@ async def test_the_footer_mounts_only_the_keys_that_change() -> None:
 async def test_the_footers_stop_follows_the_run_when_the_terminal_has_not_the_focus() -> None:
     """Textual's footer skipped every bindings change while the app had not the terminal's focus
     (issue 44: "esc Stop" lingered after the run ended, seen in a tmux session in the background)."""
-    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 200, size=5), simple_run()[-1]]], delay=0.005)
+    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 500, size=5), simple_run()[-1]]], delay=0.005)
     app = make_app(client)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "go")
-        app.app_focus = False  # the terminal window went to the background (Textual's AppBlur)
         await until(lambda: app.conversation.is_streaming and any(k.description == "Stop" for k in _keys(app)),
                     pilot)
+        app.app_focus = False  # the terminal window went to the background (Textual's AppBlur)
         await until(lambda: not app.conversation.is_streaming, pilot, timeout=20)
         await until(lambda: all(k.description != "Stop" for k in _keys(app)), pilot, what="Stop gone with the run")
         assert not app.app_focus
