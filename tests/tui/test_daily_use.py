@@ -155,7 +155,8 @@ DIALOG_KEYS = {
 
 
 def test_every_dialog_of_the_app_is_in_the_footer_test() -> None:
-    assert {cls.__name__ for cls in _modal_dialogs()} == set(DIALOG_KEYS)
+    # (ListPicker: the base of ModelPicker and RewindPicker, never opened itself)
+    assert {cls.__name__ for cls in _modal_dialogs()} - {"ListPicker"} == set(DIALOG_KEYS)
 
 
 @pytest.mark.parametrize("name", sorted(DIALOG_KEYS))

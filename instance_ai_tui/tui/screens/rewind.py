@@ -13,17 +13,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ...protocol.command_turns import is_command_turn
 from ...protocol.conversation import Conversation
 from .. import keymap
+from .list_picker import ListPicker
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +58,7 @@ def _one_line(text: str, width: int = 70) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-class RewindPicker(ModalScreen[UserTurn | None]):
+class RewindPicker(ListPicker[UserTurn]):
     """Choose the user message to go back to (newest first); Esc cancels."""
 
     DEFAULT_CSS = """
@@ -79,36 +75,10 @@ class RewindPicker(ModalScreen[UserTurn | None]):
     BINDINGS: ClassVar[list[BindingType]] = [*keymap.bindings("rewind")]
 
     def __init__(self, turns: list[UserTurn]) -> None:
-        super().__init__()
         self.turns = list(reversed(turns))
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label("Rewind to which message?")
-            yield OptionList(
-                *[Option(Text(_one_line(turn.text)), id=str(n)) for n, turn in enumerate(self.turns)],
-                id="rewind-list",
-            )
-            yield Label(
-                "Enter: go back to it — it and every later turn leave the agent's memory (kept in the "
-                "thread's history) and its text comes back to the prompt · Esc: cancel",
-                classes="hint",
-            )
-        yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
-
-    def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
-
-    @on(OptionList.OptionSelected, "#rewind-list")
-    def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.turns[int(event.option.id or 0)])
-
-    def action_choose(self) -> None:
-        options = self.query_one(OptionList)
-        if options.highlighted is not None:
-            self.dismiss(self.turns[options.highlighted])
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+        super().__init__(
+            "Rewind to which message?",
+            "Enter: go back to it — it and every later turn leave the agent's memory (kept in the "
+            "thread's history) and its text comes back to the prompt · Esc: cancel",
+            "rewind-list", [(Option(Text(_one_line(turn.text)), id=str(n)), turn) for n, turn in enumerate(self.turns)],
+        )
