@@ -117,7 +117,10 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
 
 
 def _short(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+    """A running time: "400 ms", "12.3 s", then as a wait is said ("15 min", "1.2 h": not "920.3 s")."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s" if seconds < 60 else _wait(seconds)
 
 
 def _wait(seconds: float) -> str:
