@@ -69,6 +69,27 @@ def help_markdown(km: keymap.KeyMap, focused: DOMNode | None, *, everything: boo
     return "\n\n".join(parts)
 
 
+#: below this many columns the key table leaves out its Id column (at 80 the ids took 22 cells and the
+#: actions 14, their words on 2-3 lines); the ids are in docs/keymap.md and in the wider table
+IDS_FROM_COLUMNS = 100
+_KEY_TABLE_HEADER = "| Key | Action | Where | Id |"
+
+
+def without_ids(markdown: str) -> str:
+    """``markdown`` with the key table's Id column left out (the other tables as they are)."""
+    out: list[str] = []
+    in_keys = False
+    for line in markdown.split("\n"):
+        if line == _KEY_TABLE_HEADER:
+            in_keys = True
+        elif not line.startswith("|"):
+            in_keys = False
+        if in_keys:  # (the separator row "|---|---|---|---|" has no spaces)
+            line = "|---|---|---|" if set(line) <= set("|-: ") else line[: line.rstrip().rstrip("|").rstrip().rfind(" |") + 2]
+        out.append(line)
+    return "\n".join(out)
+
+
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -90,11 +111,12 @@ class HelpScreen(ModalScreen[None]):
         self.markdown = markdown
 
     def compose(self) -> ComposeResult:
+        markdown = self.markdown if self.app.size.width >= IDS_FROM_COLUMNS else without_ids(self.markdown)
         with VerticalScroll():
             try:  # drawn as the conversation draws a finished answer: a table ruled under its header only
-                yield FlatMarkdown(self.markdown)
+                yield FlatMarkdown(markdown)
             except ValueError:  # a quote or a rule in a widget's HELP: the Markdown widget draws it
-                yield Markdown(self.markdown)
+                yield Markdown(markdown)
         yield Footer()  # the dialog's own keys (the main screen's footer said "⏎ Send the message")
 
     def action_dismiss_help(self) -> None:
