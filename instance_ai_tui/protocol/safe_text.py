@@ -84,11 +84,6 @@ def json_safe(document: str) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
-def has_unsafe(text: str) -> bool:
-    """Whether ``visible(text)`` would change ``text``."""
-    return _search(text) is not None
-
-
 def unsafe_in_json(document: str | bytes) -> bool:
     """Whether the data a JSON document encodes holds a string ``visible`` would change
     (may say yes when it would not; never no when it would)."""
