@@ -106,10 +106,13 @@ _real_sleep = asyncio.sleep
 async def test_wrong_tokens_of_one_client_wait_one_after_another_and_longer_each_time(monkeypatch) -> None:
     """One client's five parallel wrong tokens wait in a row, doubling up to the cap; five clients'
     wait side by side, once each (the waits counted, not timed)."""
-    import instance_ai_tui.web.access as access
-
     waits = _Waits()
-    monkeypatch.setattr(access.asyncio, "sleep", waits.sleep)
+
+    async def counted(_throttle: WrongTokenThrottle, seconds: float) -> None:  # the throttle's one way to wait
+        if seconds > 0:
+            await waits.sleep(seconds)
+
+    monkeypatch.setattr(WrongTokenThrottle, "_sleep", counted)
     throttle = WrongTokenThrottle(base=0.05, cap=0.4)
     await asyncio.gather(*[throttle.wrong("10.0.0.1") for _ in range(5)])
     assert (waits.asked, waits.most) == ([0.05, 0.1, 0.2, 0.4, 0.4], 1)  # in a row, doubling up to the cap
