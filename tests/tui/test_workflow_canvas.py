@@ -490,20 +490,28 @@ class _Executions:
         return []
 
 
+async def _loop_panel(app: Any, wide: bool = False) -> tuple[WorkflowPanel, Any]:
+    """n8n's loop fixture with its executions on a panel mounted on the main screen, loaded, the keys on
+    its canvas (``wide``: the panel takes the whole width, as on a narrow screen)."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
+    await app.screen_stack[0].mount(panel)
+    if wide:
+        panel.add_class("-wide")
+    assert await panel.load("loop-1")
+    panel.canvas.focus()
+    return panel, panel.canvas
+
+
 async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
     """n8n's own loop fixture: the panel opens on the trigger; a loop's nodes say their passes and items;
     [ and ] go to older and newer executions (a failed node says its error); / finds a node, n / N go
     round the matches; f fits and goes back."""
-    from tests.protocol.workflow_corpus import corpus_json
-
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
-        await app.screen_stack[0].mount(panel)
-        assert await panel.load("loop-1")
-        canvas = panel.canvas
-        canvas.focus()
+        panel, canvas = await _loop_panel(app)
         await pilot.pause()
         assert canvas.cursor == "When clicking ‘Execute workflow’"  # opens on the trigger
         assert "✓ 3 runs · 3 items" in canvas_text(canvas)  # the Wait node ran once per pass
@@ -535,16 +543,10 @@ async def test_the_status_of_a_match_goes_when_the_cursor_leaves_it(tmp_path: Pa
     """Tried in tmux: ``/wait`` Enter said "match 1/1: Wait"; the cursor moved on to Loop Over Items and the
     line still said "match 1/1: Wait" (a reader takes the node under the cursor for Wait). When the cursor
     leaves the match the line says again what it said before the search (the execution shown)."""
-    from tests.protocol.workflow_corpus import corpus_json
-
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
-        await app.screen_stack[0].mount(panel)
-        assert await panel.load("loop-1")
-        canvas = panel.canvas
-        canvas.focus()
+        panel, canvas = await _loop_panel(app)
         await pilot.pause()
         before = str(panel.status_line.render())
         assert "last execution 3" in before
@@ -566,17 +568,10 @@ async def test_fit_shows_a_drawing_a_few_columns_too_wide_cropped_not_as_blocks(
     drawing is 84 columns and the view 79 (n8n's fit would shrink it a little). A drawing a few cells larger
     than the view is shown zoomed out and cropped: every box drawn with its name, the cursor's box in view,
     the status says how many columns are past the edge; a drawing much larger still gives the blocks."""
-    from tests.protocol.workflow_corpus import corpus_json
-
     app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.wait_until_ready()
-        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
-        await app.screen_stack[0].mount(panel)
-        panel.add_class("-wide")
-        assert await panel.load("loop-1")
-        canvas = panel.canvas
-        canvas.focus()
+        panel, canvas = await _loop_panel(app, wide=True)
         await pilot.press("f")
         await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT
                     and canvas.fitted, pilot, what="the fitted drawing")
@@ -621,16 +616,10 @@ async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
     """Tried in tmux: ``f`` on the 5-node loop in the panel beside the conversation (even zoomed out wider
     than the view) gave blocks of ``▪`` and no name: a reader could not tell which block is which. Each
     block wide enough now carries its node's name (cut with …); the cursor's block still starts with ◆."""
-    from tests.protocol.workflow_corpus import corpus_json
-
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
-        panel = WorkflowPanel(_Executions(corpus_json("n8n__Workflow_loop")))  # type: ignore[arg-type]
-        await app.screen_stack[0].mount(panel)
-        assert await panel.load("loop-1")
-        canvas = panel.canvas
-        canvas.focus()
+        _, canvas = await _loop_panel(app)
         await pilot.press("f")
         await until(lambda: canvas.overview is not None, pilot, what="the overview")
         await pilot.pause()
