@@ -18,7 +18,8 @@ The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._contain
 and the id of each screen's toast container (``TOASTS_CSS``), ``textual.widgets._footer.FooterKey`` and
 ``Footer._bindings_ready`` (``widgets.key_footer``), ``Screen._compositor`` and ``textual._compositor``'s
 ``Compositor`` (``_dirty_regions``, ``_regions_to_spans``, ``_render_chops``, ``cuts``, ``visible_widgets``) and
-``ChopsUpdate`` (``split_partial_updates``: one crop per cluster of dirty regions).
+``ChopsUpdate`` (``split_partial_updates``: one crop per cluster of dirty regions), and ``Compositor.full_map``,
+``.reflow`` and ``._full_map``/``._full_map_invalidated`` (``keep_reflow_baseline``).
 
 A streamed answer repaints its new rows only.
 
@@ -413,3 +414,63 @@ def _split_crops_class() -> type | None:
 
     _SPLIT_CROPS.append(SplitCrops)
     return SplitCrops
+
+
+def keep_reflow_baseline(screen: object) -> bool:
+    """A layout pass compares with the last layout pass, so every widget it places anew or resizes
+    gets its ``Resize`` and its cells are painted again.
+
+    Textual's compositor compares a new layout (``Compositor.reflow``) with ``_full_map``. An
+    update that is not a layout (a widget just mounted is dirty, not yet placed) marks that map
+    stale, and the next ``find_widget`` (any widget's ``size`` or ``region`` read, Textual's own
+    ``_set_dirty`` among them) builds it again, lazily, from the widgets as they are *now*: the
+    next layout pass then finds the new widget already there, at the same size. It sends it no
+    ``Resize`` nor ``Show`` and marks none of its cells dirty. Seen: an approval card mounted in
+    that gap never had a ``Resize``, so its answer buttons were never fitted to its width (the
+    last one cut); and cells that changed were left as they were until something repainted them.
+    Here the lazily built map serves lookups only: the layout pass compares with the map of the
+    layout pass before. Needs ``Screen._compositor``, ``Compositor.full_map`` (a property),
+    ``.reflow``, ``._full_map`` and ``._full_map_invalidated``; ``False`` (Textual's own
+    behaviour) when they are not there."""
+    compositor = getattr(screen, "_compositor", None)
+    if compositor is None or not hasattr(compositor, "_full_map_invalidated") or \
+            not hasattr(compositor, "_full_map"):
+        return False
+    keeps = _keeps_baseline_class(type(compositor))
+    if keeps is None:
+        return False
+    compositor.__class__ = keeps
+    return True
+
+
+_KEEPS_BASELINE: dict[type, type] = {}
+
+
+def _keeps_baseline_class(base: type) -> type | None:
+    """``base`` (Textual's ``Compositor`` or a subclass here) whose layout pass compares with the
+    layout pass before (made once per base)."""
+    if base in _KEEPS_BASELINE or base in _KEEPS_BASELINE.values():
+        return _KEEPS_BASELINE.get(base, base)
+    full_map = getattr(base, "full_map", None)
+    if not isinstance(full_map, property) or full_map.fget is None or not callable(getattr(base, "reflow", None)):
+        return None
+    textual_full_map = full_map.fget
+
+    class KeepsReflowBaseline(base):
+        #: the map of the last layout pass, while ``_full_map`` is one built lazily since
+        _reflowed: Any = None
+
+        @property
+        def full_map(self) -> Any:
+            if self._full_map_invalidated and self._reflowed is None:
+                self._reflowed = self._full_map
+            return textual_full_map(self)
+
+        def reflow(self, parent: Widget, size: Size) -> Any:
+            if self._reflowed is not None:
+                self._full_map, self._reflowed = self._reflowed, None
+            return super().reflow(parent, size)
+
+    KeepsReflowBaseline.__name__ = f"KeepsReflowBaseline{base.__name__}"
+    _KEEPS_BASELINE[base] = KeepsReflowBaseline
+    return KeepsReflowBaseline

@@ -140,3 +140,28 @@ def test_the_footer_names_behind_the_door_are_there() -> None:
         _broken("textual.widgets._footer.FooterKey")
     assert "_bindings_ready" in dir(Footer) and textual_internals.footer_bindings_ready(Footer()) is False, \
         _broken("Footer._bindings_ready")
+
+
+def test_the_compositor_names_keep_reflow_baseline_reads_are_there() -> None:
+    """``keep_reflow_baseline`` (``Compositor.full_map`` a property, ``.reflow``, ``._full_map``,
+    ``._full_map_invalidated``) takes effect on the installed Textual, and on the app's screen."""
+    from textual._compositor import Compositor
+    from textual.screen import Screen
+
+    assert isinstance(Compositor.__dict__.get("full_map"), property), _broken("Compositor.full_map")
+    compositor = Compositor()
+    assert {"_full_map", "_full_map_invalidated"} <= set(vars(compositor)), _broken("Compositor._full_map")
+    screen = Screen()
+    assert textual_internals.keep_reflow_baseline(screen), _broken("Compositor.reflow / Screen._compositor")
+    assert type(screen._compositor).__name__.startswith("KeepsReflowBaseline")
+    assert textual_internals.keep_reflow_baseline(screen)  # twice: the same class, not one more layer
+    assert type(screen._compositor).__mro__[1] is Compositor
+
+
+async def test_the_main_screen_keeps_its_reflow_baseline() -> None:
+    from tests.tui.scripts import make_app, recorded
+
+    app = make_app(recorded([]))
+    async with app.run_test(size=(80, 24)):
+        await app.wait_until_ready()
+        assert type(app.screen._compositor).__name__.startswith("KeepsReflowBaseline")

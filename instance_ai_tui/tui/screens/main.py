@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..textual_internals import split_partial_updates
+from ..textual_internals import keep_reflow_baseline, split_partial_updates
 from ..widgets.conversation_view import ConversationView
 from ..widgets.find_bar import FindBar
 from ..widgets.key_footer import KeyFooter
@@ -63,6 +63,7 @@ class MainScreen(Screen[Any]):
     def __init__(self, *, status_info: StatusInfo, pending: set[str], client: Client, placeholder: str) -> None:
         super().__init__(id="_default")
         split_partial_updates(self)  # a footer or title row dirty beside the answer: not the whole screen
+        keep_reflow_baseline(self)  # a widget placed between two layouts gets its Resize and its paint
         self.status_info = status_info
         self.view = ConversationView(pending, id="conversation")
         self.badge = Static("", id="new-output", markup=False)
