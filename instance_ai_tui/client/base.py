@@ -245,8 +245,7 @@ class Client(abc.ABC):
     async def search_threads(self, query: str) -> list[ThreadInfo]:
         """Threads whose title or messages match ``query``. This default matches titles only
         (every word, ignoring case); clients whose server searches message text override it."""
-        words = query.casefold().split()
-        return [t for t in await self.list_threads() if all(w in f"{t.title} {t.id}".casefold() for w in words)]
+        return [t for t in await self.list_threads() if t.matches(query)]
 
     @abc.abstractmethod
     async def create_thread(self, thread_id: str | None = None, title: str = "") -> ThreadInfo: ...

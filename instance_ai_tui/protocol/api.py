@@ -181,6 +181,10 @@ class ThreadInfo(WireModel):
     updated_at: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def matches(self, query: str) -> bool:
+        """Every word of ``query`` is in the title or the id, case folded ("strasse" finds "Straße")."""
+        return all(word in f"{self.title} {self.id}".casefold() for word in query.casefold().split())
+
 
 class ThreadList(WireModel):
     threads: list[ThreadInfo] = Field(default_factory=list)

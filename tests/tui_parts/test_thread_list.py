@@ -105,6 +105,24 @@ async def test_search_filters_as_you_type(sample_threads: list[ThreadInfo]) -> N
         assert thread_list.visible_thread_ids() == ["thread-3"]
 
 
+async def test_search_folds_case_as_unicode_does() -> None:
+    """"strasse" finds "Straße" and "STRASSE" finds "straße" (str.casefold; str.lower keeps "ß", so
+    neither was found when the list lowered). The resume picker and the clients' default search
+    share the same ThreadInfo.matches."""
+    threads = [ThreadInfo(id=f"t-{n}", title=title, created_at=NOW, updated_at=NOW)
+               for n, title in enumerate(["Straße sperren", "straße räumen", "Weather"])]
+    app = ListApp(threads)
+    async with app.run_test() as pilot:
+        thread_list = app.query_one(ThreadList)
+        thread_list.set_filter("strasse")
+        await pilot.pause()
+        assert sorted(thread_list.visible_thread_ids()) == ["t-0", "t-1"]
+        thread_list.set_filter("STRASSE SPERREN")
+        await pilot.pause()
+        assert thread_list.visible_thread_ids() == ["t-0"]
+        assert "in messages" not in " ".join(option_texts(app))
+
+
 async def test_live_title_update_upsert_and_remove(
     sample_threads: list[ThreadInfo], make_thread: Callable[..., ThreadInfo]
 ) -> None:

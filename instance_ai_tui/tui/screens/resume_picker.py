@@ -42,12 +42,6 @@ def _age(when: datetime, now: datetime) -> str:
     return "just now"
 
 
-def matches(thread: ThreadInfo, query: str) -> bool:
-    """Every word of ``query`` occurs in the title or the id (case-insensitive)."""
-    haystack = f"{thread.title} {thread.id}".lower()
-    return all(word in haystack for word in query.lower().split())
-
-
 class ResumePicker(ModalScreen[str | None]):
     """Recent threads, newest first, filtered as you type."""
 
@@ -91,7 +85,7 @@ class ResumePicker(ModalScreen[str | None]):
         options = self.query_one(OptionList)
         options.clear_options()
         now = datetime.now(UTC)
-        shown = [t for t in self.threads if matches(t, query)]
+        shown = [t for t in self.threads if t.matches(query)]
         for thread in shown:
             label = Text.assemble(
                 (thread.title or "Untitled thread", "bold"), "  ", (_age(thread.updated_at, now), "dim")

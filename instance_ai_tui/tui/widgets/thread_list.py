@@ -449,14 +449,7 @@ class ThreadList(Vertical):
         self._rebuild(highlight_first=True)
 
     def _matches(self, thread: ThreadInfo) -> bool:
-        return self._title_matches(thread) or self._content_matches(thread)
-
-    def _title_matches(self, thread: ThreadInfo) -> bool:
-        words = self._filter.lower().split()
-        if not words:
-            return True
-        haystack = f"{thread.title.lower()} {thread.id.lower()}"
-        return all(word in haystack for word in words)
+        return thread.matches(self._filter) or self._content_matches(thread)
 
     def _content_matches(self, thread: ThreadInfo) -> bool:
         return bool(self._filter.strip()) and self._content_query == self._filter and thread.id in self._content_ids
@@ -547,7 +540,7 @@ class ThreadList(Vertical):
         if section.read_only:
             title.append(f" {GLYPH_READ_ONLY}", style="dim")
 
-        if self._filter.strip() and not self._title_matches(thread):
+        if self._filter.strip() and not thread.matches(self._filter):
             title.append(" · in messages", style="dim italic")
         twin = self._twin_mark(thread, section).strip()
         if not twin:
