@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from instance_ai_tui.client.base import RunActiveError, StreamItem  # noqa: E402
+from instance_ai_tui.client.factory import detect_dialect  # noqa: E402
 from instance_ai_tui.client.n8n import N8nClient  # noqa: E402
 from instance_ai_tui.client.n8n_auth import Credentials, N8nSession, login  # noqa: E402
 from instance_ai_tui.protocol.api import ApprovalConfirm, ResourceDecisionConfirm  # noqa: E402
@@ -146,7 +147,7 @@ async def check(url: str, email: str, password: str, thread_id: str, jsonl: Path
                 workflow = await http.get(f"{url}/rest/workflows/{workflow_id}", headers=client.session.headers())
                 archived = workflow.status_code == 200 and workflow.json()["data"].get("isArchived") is True
                 report(archived, "n8n really archived the workflow", workflow.status_code)
-                report(await N8nClient.detect(http, url), "N8nClient.detect recognises n8n (GET /rest/settings)")
+                report(await detect_dialect(url) == "n8n", "detect_dialect recognises n8n (GET /rest/settings)")
                 # what the client works around: the cookie is Secure and bound to the browser id
                 raw = await http.post(f"{url}/rest/login", json={"emailOrLdapLoginId": email, "password": password},
                                       headers={"browser-id": client.session.browser_id})

@@ -69,8 +69,6 @@ if TYPE_CHECKING:
     from .n8n_capabilities import InstanceCapabilities
 
 THREAD_SOURCE = "assistant_page"
-#: keys of n8n's ``/rest/settings`` data, public part and full part
-_N8N_SETTINGS_KEYS = ("settingsMode", "authCookie", "userManagement", "versionCli")
 HISTORY_LIMIT = 100
 #: at most this many pages of history (of ``HISTORY_LIMIT``) and of threads are read
 MAX_PAGES = 50
@@ -147,23 +145,6 @@ class N8nClient(Client):
 
     def __repr__(self) -> str:
         return f"N8nClient({self.base_url!r}, email={self._email!r})"
-
-    # ------------------------------------------------------------------ detection
-    @staticmethod
-    async def detect(http: httpx.AsyncClient, base_url: str) -> bool:
-        """Whether ``base_url`` is an n8n instance: its ``GET /rest/settings`` answers
-        ``{"data": {...}}`` with n8n's keys (before login n8n 2.41 gives only the public part:
-        ``settingsMode: "public"``, ``authCookie``, ``userManagement``; after login also
-        ``versionCli``). Never raises; any failure means "no"."""
-        try:
-            response = await http.get(base_url.rstrip("/") + "/rest/settings", timeout=10.0)
-            if response.status_code != 200:
-                return False
-            body = response.json()
-        except (httpx.HTTPError, ValueError):
-            return False
-        data = body.get("data") if isinstance(body, dict) else None
-        return isinstance(data, dict) and any(key in data for key in _N8N_SETTINGS_KEYS)
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from instance_ai_tui.client.base import AuthError, ClientError, NotFoundError, RunActiveError, StreamItem
+from instance_ai_tui.client.factory import detect_dialect
 from instance_ai_tui.client.n8n import N8nClient, _error_for
 from instance_ai_tui.client.n8n_auth import BROWSER_ID_FILE
 from instance_ai_tui.client.sse import SseFrame
@@ -174,15 +175,20 @@ async def test_an_expired_session_logs_in_again_once(fake: FakeN8n, client: N8nC
     assert fake.logins == 2
 
 
-async def test_detect_tells_n8n_from_other_servers(fake: FakeN8n) -> None:
+async def test_detect_dialect_tells_n8n_from_other_servers(fake: FakeN8n) -> None:
+    """What ``open_client`` asks of a URL given without ``--dialect``: the fake n8n's
+    ``/rest/settings`` (n8n's public settings) is n8n; a server answering that path with
+    something else, or nothing listening, is a named error."""
     async def settings(request: Any) -> JSONResponse:
         return JSONResponse({"version": "ours"})
 
     other = Starlette(routes=[Route("/rest/settings", settings)])
-    async with httpx.AsyncClient() as http, serve_asgi(other) as other_url:
-        assert await N8nClient.detect(http, fake.base_url + "/") is True
-        assert await N8nClient.detect(http, other_url) is False
-        assert await N8nClient.detect(http, "http://127.0.0.1:9") is False
+    async with serve_asgi(other) as other_url:
+        assert await detect_dialect(fake.base_url + "/") == "n8n"
+        with pytest.raises(ClientError, match="neither an Instance AI server"):
+            await detect_dialect(other_url)
+        with pytest.raises(ClientError, match="cannot reach"):
+            await detect_dialect("http://127.0.0.1:9")
 
 
 # --------------------------------------------------------------------------- envelope, errors, threads
