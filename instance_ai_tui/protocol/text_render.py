@@ -10,7 +10,7 @@
 └── 💬 Done! Your workflow runs daily at 8am...
 ```
 
-``render_text`` returns plain text (``text_lines`` its lines one at a time; ``ascii=True`` avoids emoji and box
+``text_lines`` yields its lines of plain text one at a time (``ascii=True`` avoids emoji and box
 characters).
 """
 
@@ -275,17 +275,10 @@ def _build(tree: AgentNode, ascii: bool, reasoning_limit: int, result_limit: int
     return builder.agent(tree, title)
 
 
-def render_text(
-    tree: AgentNode, *, ascii: bool = False, reasoning_limit: int = 160, result_limit: int = 80
-) -> str:
-    """The tree as plain text lines (no trailing newline): ``text_lines`` joined."""
-    return "\n".join(text_lines(tree, ascii=ascii, reasoning_limit=reasoning_limit, result_limit=result_limit))
-
-
 def text_lines(
     tree: AgentNode, *, ascii: bool = False, reasoning_limit: int = 160, result_limit: int = 80
 ) -> Iterator[str]:
-    """The lines of ``render_text`` one at a time (each made visible, without its newline), as they
+    """The tree's lines one at a time (each made visible, without its newline), as they
     are drawn: a printer writes them as they come instead of holding the whole drawing."""
     root = _build(tree, ascii, reasoning_limit, result_limit)
     tee, last, pipe, blank = ("|-- ", "`-- ", "|   ", "    ") if ascii else ("├── ", "└── ", "│   ", "    ")

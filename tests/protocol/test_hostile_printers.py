@@ -4,7 +4,7 @@
 ``run`` / ``threads`` / ``export`` (Markdown and JSON) of the embedded agent whose model (the
 repo's OpenAI-wire test server) answers with it: no ESC, C1, BEL, CR or bidi override reaches
 stdout or stderr, and the stand-ins (``␛]52;``) do. The printing functions themselves
-(``render_text``, ``to_markdown``, ``to_json``) are checked too, on a tree that
+(``text_lines``, ``to_markdown``, ``to_json``) are checked too, on a tree that
 did not pass through ``Conversation``.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from instance_ai_tui.protocol.events import parse_event
 from instance_ai_tui.protocol.reducer import RunReducer
-from instance_ai_tui.protocol.text_render import render_text
 from instance_ai_tui.protocol.transcript import to_json, to_markdown
+from tests.support.drawings import tree_text
 from tests.support.fold import apply
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
@@ -94,8 +94,8 @@ def test_printing_functions_make_text_visible_on_their_own() -> None:
     for event in hostile_stream():
         apply(reducer, parse_event(event))  # straight into a reducer: no Conversation on the way
     tree = reducer.tree()
-    assert_clean(render_text(tree))
-    assert_clean(render_text(tree, ascii=True))
+    assert_clean(tree_text(tree))
+    assert_clean(tree_text(tree, ascii=True))
     message = {"id": "m1", "role": "assistant", "createdAt": "2026-01-01T00:00:00Z", "content": HOSTILE,
                "agentTree": tree.to_wire()}
     from instance_ai_tui.protocol.api import InstanceAiMessage

@@ -11,7 +11,7 @@ from instance_ai_tui.protocol.display_state import display_state
 from instance_ai_tui.protocol.events import EVENT_TYPES, UnknownEvent, parse_event
 from instance_ai_tui.protocol.reducer import RunReducer, build_agent_tree_wire
 from instance_ai_tui.protocol.sse import EventStreamDecoder
-from instance_ai_tui.protocol.text_render import render_text
+from tests.support.drawings import tree_text
 from tests.support.fold import apply_wire
 
 from .conftest import fenced_blocks, seed_json_examples, seed_text
@@ -81,7 +81,7 @@ def test_simple_query_listing_gives_the_drawn_tree(simple_listing: list[dict[str
     assert [e.type for e in tree.timeline] == ["reasoning", "tool-call", "text"]
     assert tree.timeline[1].tool_call_id == call.tool_call_id
     assert tree.children == []
-    assert render_text(tree) == "\n".join(
+    assert tree_text(tree) == "\n".join(
         [
             "🤖 Orchestrator",
             '├── 💭 "Let me look up..."',
@@ -139,7 +139,7 @@ def test_autonomous_loop_listing_gives_the_drawn_tree(autonomous_listing: list[d
         ("tool-call", None),
         ("text", None),
     ]
-    assert render_text(tree) == "\n".join(
+    assert tree_text(tree) == "\n".join(
         [
             "🤖 Orchestrator",
             "├── 🔧 plan → Weather to Slack",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from instance_ai_tui.protocol.reducer import build_agent_tree_wire
-from instance_ai_tui.protocol.text_render import render_text, summarize_result
+from instance_ai_tui.protocol.text_render import summarize_result
+from tests.support.drawings import tree_text
 
 from .conftest import ev
 
@@ -25,7 +26,7 @@ def test_pending_confirmation_status_error_and_multiline_text() -> None:
             ev("status", ROOT, {"message": "Waiting for approval"}),
         ]
     )
-    assert render_text(tree) == "\n".join(
+    assert tree_text(tree) == "\n".join(
         [
             "🤖 Orchestrator",
             "├── 💬 Line one",
