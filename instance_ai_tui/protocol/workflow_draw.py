@@ -18,8 +18,8 @@ from enum import IntEnum
 
 from rich.cells import cell_len, get_character_cell_size
 
-from .workflow_graph import RUN_GLYPH, NodeKind, NodeRun, RunState, Workflow
-from .workflow_layout import Box, Detail, Layout, LineEnds, layout_workflow
+from .workflow_graph import RUN_GLYPH, NodeKind, NodeRun, RunState
+from .workflow_layout import Box, Detail, Layout, LineEnds
 
 
 class Style(IntEnum):
@@ -610,9 +610,3 @@ def _put_styled(drawing: Drawing, x: int, y: int, cells: list[str], styles: list
         if 0 <= rx < drawing.width:
             row[rx] = char
             srow[rx] = styles[k]
-
-
-def render_text(workflow: Workflow, detail: Detail = Detail.FULL, *, runs: Mapping[str, NodeRun] | None = None,
-                marks: Mapping[str, str] | None = None) -> str:
-    """The workflow drawn as plain text (``instance-ai workflow show``, snapshots)."""
-    return draw(layout_workflow(workflow, detail, runs=runs), runs=runs, marks=marks).text()

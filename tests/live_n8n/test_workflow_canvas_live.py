@@ -32,7 +32,6 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.client.n8n import N8nClient
 from instance_ai_tui.client.workflows import BackendSource, N8nRestSource
 from instance_ai_tui.config import Settings
-from instance_ai_tui.protocol.workflow_draw import render_text
 from instance_ai_tui.protocol.workflow_graph import RunState, parse_execution, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.runtime.model import ModelRequest
@@ -42,6 +41,7 @@ from instance_ai_tui.tui.app import InstanceAiApp
 from instance_ai_tui.tui.screens.workflow import panel_of
 from instance_ai_tui.tui.widgets.confirmations import GRACE_SECONDS
 from tests.protocol.workflow_shapes import SHAPES
+from tests.support.drawings import workflow_text
 from tests.support.waiting import until, until_async
 
 FAILING = {"name": "Canvas: a failing node", "nodes": [
@@ -78,7 +78,7 @@ async def test_real_n8n_workflow_draws_as_the_same_json_offline(
             live = parse_workflow(await source.get_workflow(wid))
             assert live.id == wid and len(live.nodes) == len(offline.nodes) and set(live.edges) == set(offline.edges)
             for detail in (Detail.FULL, Detail.COMPACT):
-                assert render_text(live, detail) == render_text(offline, detail)
+                assert workflow_text(live, detail) == workflow_text(offline, detail)
         assert rest.editor_url(wid) == f"{api.base.removesuffix('/api/v1')}/workflow/{wid}"
         assert public.editor_url(wid) == rest.editor_url(wid)
     finally:
@@ -113,7 +113,7 @@ async def test_a_failing_node_shows_which_one_failed(
             assert view.run("Every second").state is RunState.RAN
             assert view.run("Boom").state is RunState.FAILED and "boom from the canvas test" in view.run("Boom").error
             assert view.run("After").state is RunState.NOT_REACHED
-            text = render_text(parse_workflow(await rest.get_workflow(wid)), runs=view.runs)
+            text = workflow_text(parse_workflow(await rest.get_workflow(wid)), runs=view.runs)
             boom_col = text.splitlines()[1].index("Boom")
             status_row = text.splitlines()[3]
             assert status_row[boom_col - 2:].lstrip(" │").startswith("✗ failed")

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from instance_ai_tui.protocol.workflow_draw import Drawing, Style, draw, draw_box, render_text
+from instance_ai_tui.protocol.workflow_draw import Drawing, Style, draw, draw_box
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, Workflow, connection_label, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail, Layout, layout_workflow
+from tests.support.drawings import workflow_text
 
 from .workflow_reader import read_drawing
 from .workflow_shapes import SHAPES, ai_agent, big, if_merge, without_positions
@@ -80,9 +81,9 @@ def test_execution_states_are_glyph_and_word(snapshot: Any) -> None:
     wf = parse_workflow(if_merge())
     runs = {"New order": NodeRun(RunState.RAN, 1), "Big order?": NodeRun(RunState.RAN, 1),
             "Notify sales": NodeRun(RunState.FAILED, 0, "channel not found")}
-    text = render_text(wf, runs=runs)
+    text = workflow_text(wf, runs=runs)
     assert "✓ ran · 1 item" in text and "✗ failed" in text and "○ not reached" in text
-    compact = render_text(wf, Detail.COMPACT, runs=runs)
+    compact = workflow_text(wf, Detail.COMPACT, runs=runs)
     assert "✗ failed" in compact
     assert text + compact == snapshot
 
@@ -105,7 +106,7 @@ def test_a_state_is_never_cut_whatever_the_box_width() -> None:
             assert inside.startswith(tuple(whole)), (name, inside, drawing.text())
             if not inside.startswith("✗ failed:"):  # only an error's message may be cut
                 assert "…" not in inside, (name, inside)
-    text = render_text(wf, Detail.COMPACT, runs=runs)
+    text = workflow_text(wf, Detail.COMPACT, runs=runs)
     assert text.count("○ not reached") == 2  # Merge, Save row
 
 
@@ -118,14 +119,14 @@ def test_items_are_written_on_the_lines_after_a_run() -> None:
     runs["Notify sales"] = NodeRun(RunState.RAN, 3, items_by_output=(3,))
     runs["Tag small"] = NodeRun(RunState.RAN, 1, items_by_output=(1,))
     runs["Merge"] = NodeRun(RunState.RAN, 0, items_by_output=(0,))
-    text = render_text(wf, runs=runs)
+    text = workflow_text(wf, runs=runs)
     lines = text.splitlines()
     assert any("New order" in line and "──5 items──▶┤◇ Big order?" in line for line in lines), text
     assert any("─3 items─▶┤1 ◇ Merge" in line for line in lines), text
     assert any("─1 item──▶┤2 merge" in line for line in lines), text
     assert "0 item" not in text.replace("✓ ran · 0 items", "")  # Merge passed nothing on
-    assert "item" not in render_text(wf).replace("items", "")  # before a run: nothing on the lines
-    compact = render_text(wf, Detail.COMPACT, runs=runs)
+    assert "item" not in workflow_text(wf).replace("items", "")  # before a run: nothing on the lines
+    compact = workflow_text(wf, Detail.COMPACT, runs=runs)
     assert "─3──▶┤▪ Notify sales" in compact, compact  # the IF's true branch: 3 of its 5 items
     for detail in (Detail.FULL, Detail.COMPACT):
         layout = layout_workflow(wf, detail, runs=runs)
@@ -134,7 +135,7 @@ def test_items_are_written_on_the_lines_after_a_run() -> None:
 
 
 def test_marks_of_a_change(snapshot: Any) -> None:
-    text = render_text(parse_workflow(if_merge()), marks={"Save row": "new", "Notify sales": "changed"})
+    text = workflow_text(parse_workflow(if_merge()), marks={"Save row": "new", "Notify sales": "changed"})
     assert "+ new" in text and "~ changed" in text
     assert text == snapshot
 

@@ -8,13 +8,14 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.protocol.workflow_draw import note_style, render_text
+from instance_ai_tui.protocol.workflow_draw import note_style
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
 from instance_ai_tui.tui.widgets import workflow_canvas_worker
 from instance_ai_tui.tui.widgets.workflow_canvas import WorkflowCanvas
 from tests.protocol.workflow_shapes import big, if_merge
+from tests.support.drawings import workflow_text
 from tests.support.waiting import until
 
 from .scripts import ev, make_app, recorded
@@ -701,7 +702,7 @@ async def test_a_big_workflow_is_laid_out_off_the_event_loop(tmp_path: Path) -> 
         assert len(panel.canvas.graph_layout.boxes) == 5000  # type: ignore[union-attr]
         assert panel.canvas.cursor == "N0"
         assert workflow_canvas_worker.laid_out_in_worker == before + 1, workflow_canvas_worker.last_failure
-        assert panel.canvas.text() == render_text(parse_workflow(chain(5000)))  # the same drawing
+        assert panel.canvas.text() == workflow_text(parse_workflow(chain(5000)))  # the same drawing
 
 
 async def test_a_small_workflow_is_laid_out_in_the_app_and_a_stopped_worker_is_replaced(tmp_path: Path) -> None:
