@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 import instance_ai_tui.tui.app as app_module
 from instance_ai_tui.tui.themes.variables import app_variable_defaults
-from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, layout_document
+from instance_ai_tui.tui.widgets.flat_markdown import FlatMarkdown, lay_out
 from instance_ai_tui.tui.widgets.long_markdown import CHUNK_CHARS, ChunkedMarkdown, LiveMarkdown
 from instance_ai_tui.tui.widgets.markdown_document import parse_document
 from tests.support.waiting import until
@@ -173,7 +173,7 @@ def test_only_what_is_drawn_flat_parses() -> None:
     assert parse_document("") == []
     document = parse_document("- a\n\n  ```\n  x\n  ```\n")
     assert document is not None
-    lines = layout_document(document, 20)
+    lines, _clipped = lay_out(document, 20)
     # the item's paragraph, the fence's top margin and padding, the code (indented by the
     # bullet and the fence's padding), the padding and margin below, the list's margin
     assert [line.plain.rstrip() for line in lines] == ["• a", "", "", "    x", "", "", ""]

@@ -205,17 +205,12 @@ def _lay_list(
     return (0, bottom, lines)
 
 
-def layout_document(document: Document, width: int, *, dark: bool = True, ansi: bool = False) -> list[Content]:
-    """The document's lines at ``width`` cells (each line at most ``width`` wide)."""
-    return lay_out(document, width, dark=dark, ansi=ansi)[0]
-
-
 def lay_out(
     document: Document, width: int, *, dark: bool = True, ansi: bool = False, joins: Joins = NO_JOINS
 ) -> tuple[list[Content], bool]:
-    """``layout_document``, and whether a code line is cut at the right edge (Textual's
-    Markdown lets the reader scroll such a code block sideways; a flat one cannot).
-    ``joins``: the document is a chunk of a longer text (see ``Joins``)."""
+    """The document's lines at ``width`` cells (each at most ``width`` wide), and whether a code line
+    is cut at the right edge (Textual's Markdown lets the reader scroll such a code block sideways; a
+    flat one cannot). ``joins``: the document is a chunk of a longer text (see ``Joins``)."""
     ctx = _Context(max(1, width), dark, ansi)
     if joins is NO_JOINS:
         return _stack([_lay_block(block, ctx, True, False) for block in document]), bool(ctx.clipped)
