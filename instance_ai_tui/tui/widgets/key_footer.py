@@ -51,8 +51,6 @@ class KeyFooter(Footer):
         super().__init__(*args, **kwargs)
         #: the keys mounted, in order (``None``: not composed yet)
         self._shown: list[_Key] | None = None
-        #: keys mounted by ``recompose`` since the footer was made (tests read it)
-        self.keys_mounted = 0
 
     def _plan(self) -> list[_Key]:
         """The keys to show now, fitted to the width."""
@@ -94,7 +92,6 @@ class KeyFooter(Footer):
                                    tooltip=key.tooltip, classes="-command-palette" if key.palette else "")
         if not key.palette:
             widget = widget.data_bind(compact=Footer.compact)
-        self.keys_mounted += 1
         return widget
 
     def compose(self) -> ComposeResult:
