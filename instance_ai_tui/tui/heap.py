@@ -47,7 +47,6 @@ an app built by a test leaves the process's collector as it found it.
 from __future__ import annotations
 
 import gc
-import time
 
 #: while an answer streams, a full collection is due after this many generation-1 collections
 #: (Python's default threshold is 10)
@@ -61,9 +60,8 @@ class HeapPolicy:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        #: how many times ``settle`` froze the heap, and how long the last one took (seconds)
+        #: how many times ``settle`` froze the heap
         self.settles = 0
-        self.last_settle_s = 0.0
         #: ``settle`` froze objects of the open thread that ``release`` has not handed back
         #: (kept here: ``gc.get_freeze_count()`` walks the whole permanent generation, 55 ms
         #: for the 700,000 objects of ``benchmarks/tui_ingest.py``)
@@ -92,7 +90,6 @@ class HeapPolicy:
         is made after this."""
         if not self.enabled or not gc.isenabled():
             return  # (a flood holds the collector: Projection.flooded)
-        started = time.perf_counter()
         if collect_young and self.held_thresholds is not None:
             gc.collect()  # the full collection deferred while the answer streamed
             self.full_collections += 1
@@ -103,7 +100,6 @@ class HeapPolicy:
         gc.freeze()
         self.holding = True
         self.settles += 1
-        self.last_settle_s = time.perf_counter() - started
 
     def release(self) -> None:
         """What was frozen may become garbage now (the open thread's widgets and model are
