@@ -9,7 +9,6 @@ runs stay in the database and can be confirmed after the next start.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -43,16 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --redis: ms after which a crashed process's runs are taken over (default: 15000)")
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def main(args: argparse.Namespace) -> int:
+    from ..web.access import is_loopback
+
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     if token is not None and (not token.strip() or token != token.strip() or any(c.isspace() for c in token)
                               or not token.isprintable()):

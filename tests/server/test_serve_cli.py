@@ -5,12 +5,26 @@ from __future__ import annotations
 import pytest
 
 from instance_ai_tui.cli import build_parser
-from instance_ai_tui.cli.serve import is_loopback, main
+from instance_ai_tui.cli.serve import main
 
 
-def test_loopback_detection() -> None:
-    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1") and is_loopback("127.8.0.1")
-    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.10") and not is_loopback("example.com")
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.8.0.1", "localhost.localdomain", "app.localhost"])
+def test_a_loopback_host_needs_no_token(host: str, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve asks web.access.is_loopback, the one loopback check (``instance-ai web`` asks it too):
+    the last two names were refused without a token while serve had its own check ("localhost"
+    or an address only). The port after it is invalid, so nothing is started."""
+    monkeypatch.delenv("INSTANCE_AI_TOKEN", raising=False)
+    assert main(build_parser().parse_args(["serve", "--host", host, "--port", "70000"])) == 2
+    assert "invalid port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.invalid"])
+def test_another_host_needs_a_token(host: str, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("INSTANCE_AI_TOKEN", raising=False)
+    assert main(build_parser().parse_args(["serve", "--host", host, "--port", "70000"])) == 2
+    assert f"refusing to listen on {host} without a token" in capsys.readouterr().err
 
 
 def test_refuses_a_public_host_without_a_token(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
