@@ -107,10 +107,10 @@ async def python_heap(runs: int, start: int, workers: int, db: Path) -> dict[str
     import tracemalloc
 
     sys.path.insert(0, str(REPO))
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.config import ModelSettings, Settings
     from instance_ai_tui.server.app import create_app
     from instance_ai_tui.server.runner import make_server
-    from instance_ai_tui.server.service_factory import build_service
 
     app = create_app(build_service(Settings(db_path=db, model=ModelSettings(name="demo")), demo_delay=0.0))
     sock = socket.socket()

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import os
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
-from instance_ai_tui.server.service_factory import build_service
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine

@@ -64,10 +64,10 @@ def main(args: argparse.Namespace) -> int:
 
     import asyncio
 
+    from ..assistant.factory import build_service
     from ..config import load_settings
     from ..server.app import create_app, loopback_hosts
     from ..server.runner import make_server
-    from ..server.service_factory import build_service
     from .logs import SERVE_FORMAT, install
 
     install(level=args.log_level.upper(), fmt=SERVE_FORMAT)  # every line visible text (cli.logs)

@@ -6,10 +6,10 @@ import asyncio
 from pathlib import Path
 
 from instance_ai_tui.assistant.errors import RunActive
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.runtime.model import ModelRequest
 from instance_ai_tui.runtime.scripted import ScriptedModel
-from instance_ai_tui.server.service_factory import build_service
 
 
 async def test_no_lock_is_kept_per_thread_id(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.protocol.reducer import build_agent_tree_wire
-from instance_ai_tui.server.service_factory import build_service
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ import asyncio, os, sys
 from pathlib import Path
 from instance_ai_tui.assistant.emitter import RunEmitter
 from instance_ai_tui.config import ModelSettings, Settings
-from instance_ai_tui.server.service_factory import build_service
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.store.sqlite import SqliteStore
 
 db, point = Path(sys.argv[1]), sys.argv[2]

@@ -10,7 +10,6 @@ from instance_ai_tui.assistant.errors import ThreadNotFound
 from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.assistant.service import InstanceAI
 from instance_ai_tui.config import ModelSettings, Settings
-from instance_ai_tui.server import service_factory
 from instance_ai_tui.store.base import ThreadNotFound as StoreThreadNotFound
 
 
@@ -24,7 +23,6 @@ def settings(tmp_path: Path) -> Settings:
 async def test_build_service_wires_the_assistant_to_a_sqlite_file(tmp_path: Path) -> None:
     service = build_service(settings(tmp_path), demo_delay=0.0, generate_titles=False)
     assert isinstance(service, InstanceAI) and service.options.generate_titles is False
-    assert service_factory.build_service is build_service  # the server starts the same root
     await service.start()
     try:
         created = await service.create_thread("t-1", title="First")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.protocol.api import parse_confirm_body
-from instance_ai_tui.server.service_factory import build_service
 
 
 async def test_data_folder_is_0700_and_an_existing_0644_database_becomes_0600(tmp_path: Path) -> None:

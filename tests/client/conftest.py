@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from server.live import serve_app
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.base import Client, StreamItem
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 
 DEMO_DELAY = 0.005
 

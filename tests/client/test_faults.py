@@ -11,13 +11,13 @@ import httpx
 import pytest
 from server.live import ServeProcess, serve_app
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.base import AuthError, ClientError, ConnectionState, ServerUnreachable, StreamItem
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.protocol.api import ApprovalConfirm
 from instance_ai_tui.protocol.events import UnknownEvent
 from instance_ai_tui.protocol.tree import AgentNode
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from tests.support.coalesced import assert_increasing, assert_same_run
 
 from .conftest import demo_settings, read_run

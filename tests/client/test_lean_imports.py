@@ -44,8 +44,8 @@ async def test_a_run_by_url_builds_no_settings_and_never_imports_the_embedded_st
     the TUI: ``-X importtime`` of the real command lists every module it imported."""
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     from .conftest import demo_settings
 

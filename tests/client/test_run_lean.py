@@ -78,8 +78,8 @@ async def test_a_plain_run_on_our_server_imports_neither_httpx_nor_pydantic(tmp_
     its answer printed, and ``-X importtime`` lists no httpx, anyio, pydantic nor protocol models."""
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     from .conftest import demo_settings
 

@@ -94,8 +94,8 @@ async def test_send_first_creates_sends_and_leaves_servers_not_ours_alone(tmp_pa
     protocol's models are imported; on n8n (not ours) or a server that wants a token, nothing is sent."""
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     from .conftest import demo_settings
 
@@ -126,8 +126,8 @@ async def test_send_first_creates_sends_and_leaves_servers_not_ours_alone(tmp_pa
 async def test_a_refused_send_is_reported_by_the_usual_path(tmp_path: Path) -> None:
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     from .conftest import demo_settings
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.base import RunActiveError
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.runtime.compaction import OBSERVER_INSTRUCTIONS
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from tests.support.openai_server import MockOpenAIServer, MockResponse
 
 from .live import serve_app

@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.protocol.conversation import Conversation
 from instance_ai_tui.protocol.sse import SSEParser
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from tests.support.coalesced import assert_same_run
 from tests.support.fold import apply_wire
 from tests.support.waiting import until_async

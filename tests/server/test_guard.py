@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 
 from .live import serve_app
 

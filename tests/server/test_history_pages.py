@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.store.sqlite import SqliteStore
 from tests.support.finished_runs import fill_runs
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.base import ClientError
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 
 from .live import serve_app
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from tests.support.waiting import until_async
 
 from .live import serve_app

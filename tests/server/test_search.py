@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from tests.support.waiting import until_settled
 
 from .live import serve_app

@@ -450,10 +450,10 @@ async def test_permissions_lists_and_revokes_always_allow_embedded(tmp_path: Any
 async def test_permissions_lists_and_revokes_always_allow_on_our_server(tmp_path: Any) -> None:
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.client.remote import RemoteClient
     from instance_ai_tui.config import ModelSettings, Settings
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
     async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:
@@ -616,10 +616,10 @@ async def test_a_restored_n8n_tree_shows_denied_and_expired_truthfully() -> None
 async def test_a_card_in_a_thread_another_client_started_on_our_server_is_never_missed(tmp_path: Any) -> None:
     from server.live import serve_app
 
+    from instance_ai_tui.assistant.factory import build_service
     from instance_ai_tui.client.remote import RemoteClient
     from instance_ai_tui.config import ModelSettings, Settings
     from instance_ai_tui.server.app import create_app
-    from instance_ai_tui.server.service_factory import build_service
 
     settings = Settings(db_path=tmp_path / "s.sqlite3", model=ModelSettings(name="demo"))
     async with serve_app(create_app(build_service(settings, demo_delay=0.0), ping_interval=0.5)) as url:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from server.live import ServeProcess, serve_app
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.base import ConnectionState
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.connection import UNAUTHORIZED
 from instance_ai_tui.tui.widgets.status_line import render_status
 from tests.support.waiting import until

@@ -10,10 +10,10 @@ from server.live import serve_app
 from textual.app import App
 from textual.widgets import Label
 
+from instance_ai_tui.assistant.factory import build_service
 from instance_ai_tui.client.remote import RemoteClient
 from instance_ai_tui.config import ModelSettings, Settings
 from instance_ai_tui.server.app import create_app
-from instance_ai_tui.server.service_factory import build_service
 from instance_ai_tui.tui.screens.rewind import RewindPicker, UserTurn
 from tests.support.waiting import until
 
