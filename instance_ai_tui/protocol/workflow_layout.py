@@ -527,30 +527,41 @@ def _channel_order(edges: list[WfEdge], boxes: Mapping[str, Box], ports: Mapping
                 arriving[row_of[e]].append((boxes[e.target].x, net))
     after: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
     indeg: dict[tuple[str, int], int] = dict.fromkeys(nets, 0)
-    chunk = 64
     for row, outs in leaving.items():
         ins = arriving.get(row)
         if not ins:
             continue
-        # the nets arriving on this row, filed by the columns they cross (only those whose stretch
-        # overlaps a leaving net's can get in its way)
-        filed: dict[int, list[tuple[int, tuple[str, int]]]] = defaultdict(list)
-        for target_x, b in ins:
-            for c in range(reach[b][0] // chunk, target_x // chunk + 1):
-                filed[c].append((target_x, b))
-        for start, a in outs:
-            for c in range(start // chunk, reach[a][1] // chunk + 1):
-                for target_x, b in filed.get(c, ()):
-                    if a != b and start < target_x and b not in after[a] and reach[b][0] < reach[a][1]:
-                        after[a].add(b)
-                        indeg[b] += 1
+        # a sweep along the row: the nets leaving it by how far they reach, the nets arriving on it by
+        # where they start; those started left of a leaving net's reach are kept by the column they
+        # arrive at, so the ones arriving right of its start are one slice (what gets in its way and
+        # nothing else: the work is the conflicts found, not the columns the lines cross)
+        ins.sort(key=lambda item: reach[item[1]][0])
+        arrive_x: list[int] = []  # the started ones' columns, sorted, and the nets beside them
+        started: list[tuple[str, int]] = []
+        k = 0
+        for start, a in sorted(outs, key=lambda item: reach[item[1]][1]):
+            end = reach[a][1]
+            if end // _OVERTAKE_CHUNK < start // _OVERTAKE_CHUNK:
+                continue  # all its lines go back (a loop) farther than a chunk: it gets in no one's way
+            while k < len(ins) and reach[ins[k][1]][0] < end:
+                target_x, b = ins[k]
+                i = bisect.bisect_right(arrive_x, target_x)
+                arrive_x.insert(i, target_x)
+                started.insert(i, b)
+                k += 1
+            for b in started[bisect.bisect_right(arrive_x, start):]:
+                if a != b and b not in after[a]:
+                    after[a].add(b)
+                    indeg[b] += 1
+
     def near(net: tuple[str, int]) -> tuple[int, int, str, int]:
         src = boxes[net[0]]
         span = min(abs(boxes[e.target].x - src.x) + abs(row_of[e] - src.y) for e in nets[net])
         return (span, src.x, net[0], net[1])
-    ready = [(near(n), n) for n, d in indeg.items() if d == 0]
+    keys = {n: near(n) for n in nets}  # once per net (a net waiting for others was measured twice)
+    ready = [(keys[n], n) for n, d in indeg.items() if d == 0]
     heapq.heapify(ready)
-    waiting = sorted(((near(n), n) for n, d in indeg.items() if d > 0), reverse=True)
+    waiting = sorted(((keys[n], n) for n, d in indeg.items() if d > 0), reverse=True)
     rank: dict[tuple[str, int], int] = {}
     while len(rank) < len(nets):
         if not ready:  # a cycle: the nearest net still waiting goes first
@@ -564,8 +575,14 @@ def _channel_order(edges: list[WfEdge], boxes: Mapping[str, Box], ports: Mapping
         for b in after[net]:
             indeg[b] -= 1
             if indeg[b] == 0 and b not in rank:
-                heapq.heappush(ready, (near(b), b))
+                heapq.heappush(ready, (keys[b], b))
     return rank
+
+
+#: a net whose lines all go back (a loop) is ordered with the nets arriving on its row only when its
+#: start and its farthest target lie in one chunk of this many columns (as the filing by chunks that
+#: came before the sweep did: the drawings stay the same)
+_OVERTAKE_CHUNK = 64
 
 
 # --------------------------------------------------------------------------- 6. sticky notes
