@@ -353,7 +353,7 @@ def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
     words and a cell of line either side, nothing crossing it there (else the one before; else the number
     alone the same way; else none)."""
     x0, y0, w, h = drawing.x0, drawing.y0, drawing.width, drawing.height
-    compact = layout.detail is Detail.COMPACT
+    compact = layout.detail is not Detail.FULL
     taken = {(x + k, y) for x, y, text in layout.labels if y0 <= y < y0 + h
              for k in range(-1, cell_len(text) + 1)}  # branch labels (and a cell either side)
     for route in layout.routes:

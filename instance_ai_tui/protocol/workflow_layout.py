@@ -60,10 +60,13 @@ from .workflow_route import Grid, Point, Rect, lay_main, route_main, route_up
 
 
 class Detail(IntEnum):
-    """How much a box shows: FULL (name, subtitle, state) or COMPACT (name; zoomed out)."""
+    """How much a box shows: FULL (name, subtitle, state), COMPACT (name; zoomed out) or TIGHT (name cut
+    shorter, branch labels shorter, the boxes closer: zoomed out further, where a fit would otherwise show
+    only blocks)."""
 
     FULL = 0
     COMPACT = 1
+    TIGHT = 2
 
 
 #: cells per pixel of n8n's canvas: its usual 220 px between nodes in a row -> 34 columns; 200 px between
@@ -71,9 +74,12 @@ class Detail(IntEnum):
 SX = 34 / 220
 SY = 7 / 200
 #: zoomed out, distances shrink with the boxes (as n8n's zoom does)
-SCALE = {0: (SX, SY), 1: (SX * 0.55, SY * 0.65)}
-#: branch labels are cut to this many cells (with ``…``)
+SCALE = {0: (SX, SY), 1: (SX * 0.55, SY * 0.65), 2: (SX * 0.3, SY * 0.4)}
+#: branch labels are cut to this many cells (with ``…``); zoomed out furthest, to fewer
 LABEL_CELLS = 12
+LABEL_CELLS_TIGHT = 6
+#: zoomed out furthest, a box is at most this wide (its name cut with ``…``, never two alike)
+TIGHT_CELLS = 12
 #: a zoomed-out box after a run is wide enough for its state whole ("○ not reached", "✓ 120 runs")
 STATE_CELLS = 13
 #: how many times the layout widens the drawing for connections that found no way
@@ -314,7 +320,8 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
         ai_ports = {k: max(1, len(ai_in.get((name, k), ()))) for k in sorted(kinds, key=lambda k: (ai_order(k), k))}
         labels = {**output_labels(node), **extra_labels.get(name, {})}
         n_out = counts[name]
-        outputs = {p: (1 + p, _cut(labels.get(p, ""), LABEL_CELLS) if n_out > 1 or p in labels else "")
+        label_cells = LABEL_CELLS_TIGHT if detail is Detail.TIGHT else LABEL_CELLS
+        outputs = {p: (1 + p, _cut(labels.get(p, ""), label_cells) if n_out > 1 or p in labels else "")
                    for p in range(n_out)}
         n_in = 0 if (node.kind is NodeKind.TRIGGER or name in roles.serves) else input_count(node)
         n_in = max(n_in, inputs_used.get(name, 0))
@@ -328,7 +335,7 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
             if status_row:
                 w = max(w, 22)
         else:
-            w = max(8, min(18, cell_len(label) + 2 + pad))
+            w = max(8, min(18 if detail is Detail.COMPACT else TIGHT_CELLS, cell_len(label) + 2 + pad))
             h = 3
             if status_row:  # the state written whole on the bottom border: "○ not reached" (13 cells)
                 w = max(w, 2 + STATE_CELLS)

@@ -1,5 +1,5 @@
 """The reader-trace over the corpus of real workflows: a program that follows the drawn characters from
-every output port must read back exactly each workflow's connections (100 %), in both levels of detail,
+every output port must read back exactly each workflow's connections (100 %), at every level of detail,
 with and without an execution's state rows; and the drawing keeps n8n's order of the nodes on each axis."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .workflow_reader import read_drawing
 NAMES = corpus_names()
 
 
-@pytest.mark.parametrize("detail", [Detail.FULL, Detail.COMPACT])
+@pytest.mark.parametrize("detail", list(Detail))
 @pytest.mark.parametrize("name", NAMES)
 def test_every_connection_reads_back(name: str, detail: Detail) -> None:
     wf = parse_workflow(corpus_json(name))

@@ -8,7 +8,7 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.protocol.workflow_draw import note_style
+from instance_ai_tui.protocol.workflow_draw import note_style, shown_names
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
@@ -533,7 +533,7 @@ async def test_fit_find_and_executions_on_a_real_loop(tmp_path: Path) -> None:
         await pilot.press("N")
         assert canvas.cursor == first
         await pilot.press("f")
-        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "COMPACT", pilot)
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name != "FULL", pilot)
         assert canvas.fitted
         await pilot.press("f")
         await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail.name == "FULL", pilot)
@@ -613,12 +613,47 @@ async def test_fit_shows_a_drawing_a_few_columns_too_wide_cropped_not_as_blocks(
         assert canvas.cropped is None
 
 
+async def test_fit_zooms_out_further_with_names_before_it_shows_blocks(tmp_path: Path) -> None:
+    """``f`` had two steps: the zoomed-out drawing (whole, or cropped when a few cells too large) and, past
+    that, blocks. A 12-node template at 160x48 is 232 columns zoomed out: blocks, where n8n's fit shrinks it
+    and every name stays readable. Between the two, the drawing zoomed out further (``Detail.TIGHT``: names
+    cut shorter, boxes closer) is shown where it fits: boxes with their names, no blocks."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app, wide=True)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json(
+            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
+        await painted(canvas, pilot)
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.fitted and (canvas.overview is not None or (
+            canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT)), pilot,
+            what="the fitted view")
+        await pilot.pause(0.2)
+        layout = canvas.graph_layout
+        assert layout is not None
+        assert canvas.overview is None, f"blocks at {layout.detail.name} {layout.width}x{layout.height}"
+        assert layout.detail is Detail.TIGHT and layout.width <= canvas.size.width, layout.width
+        rows = "\n".join("".join(seg.text for seg in canvas.render_line(y)) for y in range(canvas.size.height))
+        assert "▪▪" not in rows
+        cut = shown_names(layout)
+        for name in layout.boxes:  # every box with its name (cut, never two alike), none hidden in a block
+            assert cut.get(name, name) in rows, (name, rows)
+        await pilot.press("f")  # and back to full detail
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.FULL, pilot)
+
+
 async def test_the_overview_names_its_blocks(tmp_path: Path) -> None:
     """Tried in tmux: ``f`` on the 5-node loop in the panel beside the conversation (even zoomed out wider
     than the view) gave blocks of ``▪`` and no name: a reader could not tell which block is which. Each
-    block wide enough now carries its node's name (cut with …); the cursor's block still starts with ◆."""
+    block wide enough now carries its node's name (cut with …); the cursor's block still starts with ◆.
+    (At 160x48 that panel now shows the loop zoomed out further, with its boxes; at 100x30 even that is
+    larger than the view.)"""
     app = embedded_app(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:
         await app.wait_until_ready()
         _, canvas = await _loop_panel(app)
         await pilot.press("f")
@@ -650,7 +685,7 @@ async def test_the_overview_writes_a_small_blocks_name_on_past_it_where_it_fits(
         await pilot.pause()
         rows = ["".join(seg.text for seg in canvas.render_line(y)) for y in range(canvas.size.height)]
         shown = "\n".join(rows)
-        for name in ("Microsoft Outlook22", "Microsoft Outlook21", "Ollama Chat Model1", "Catch Erro"):
+        for name in ("Microsoft Outlook22", "Microsoft Outlook21", "Ollama Chat Model1", "Catch Er"):
             assert name in shown, shown  # cut to "Mi…", "Ol…", "Ca…" before
         layout, scale = canvas.graph_layout, canvas.overview
         assert layout is not None and scale is not None

@@ -13,7 +13,8 @@ theme through component classes, so every theme (and the ANSI one) shows the sam
 
 Keys (scope ``workflow``): arrows / hjkl move the node cursor to the nearest box in that direction,
 Shift+arrows pan, ``z`` zooms out and in (fewer details: names only), ``f`` fits the workflow to the
-view (zoomed out and centred; an overview of blocks when even that is larger than the view; ``f`` again
+view (zoomed out and centred; zoomed out further when that is larger than the view; an overview of blocks
+when even that is larger; ``f`` again
 goes back, at the node under the cursor), Enter shows the node's details. It opens on the trigger.
 The mouse: a click selects a box (a double click shows its details), a drag pans, the wheel scrolls,
 Ctrl+wheel zooms (where the terminal reports it).
@@ -215,7 +216,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     def _count(self, runs: Mapping[str, NodeRun], route: Route) -> str:
         layout = self.graph_layout
         port = layout.ports.get(route.edge, route.edge.output) if layout is not None else route.edge.output
-        return count_text(runs.get(route.edge.source), port, compact=self.detail is Detail.COMPACT)
+        return count_text(runs.get(route.edge.source), port, compact=self.detail is not Detail.FULL)
 
     def redraw_node(self, name: str) -> None:
         if self.graph_layout is None or name not in self.graph_layout.boxes:
@@ -320,7 +321,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     def _centre(self) -> None:
         """The fitted view: the whole zoomed-out drawing when it fits; cropped when it is a few cells larger
         than the view (``crop_slack``: n8n's fit would shrink it a little; blocks would hide every name),
-        the cursor's box in view; else the overview of blocks. ``Fitted`` says whether ``f`` asked for it or
+        the cursor's box in view; else the same zoomed out further (``Detail.TIGHT``: names cut shorter, boxes
+        closer), whole or cropped; else the overview of blocks. ``Fitted`` says whether ``f`` asked for it or
         it is fitted again (the view's size or the layout changed)."""
         layout = self.graph_layout
         if layout is None:
@@ -338,6 +340,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.virtual_size = Size(layout.width, layout.height)
             self.scroll_to(0, 0, animate=False)
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
+        elif layout.detail is Detail.COMPACT:  # zoomed out further first: names, not blocks, where that fits
+            self.detail = Detail.TIGHT
+            self._relayout()
+            return
         else:
             self.overview = (-(-layout.width // width), -(-layout.height // height))
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
