@@ -301,7 +301,9 @@ def _print_coloured(head: list[str], fitted: Fitted) -> None:
                Style.NOTE: "yellow dim", Style.ERROR_EDGE: "red",
                Style.NOTE_YELLOW: "yellow", Style.NOTE_GOLD: "dark_goldenrod", Style.NOTE_RED: "red",
                Style.NOTE_GREEN: "green", Style.NOTE_BLUE: "blue", Style.NOTE_PURPLE: "medium_purple",
-               Style.NOTE_GREY: "grey62"}
+               Style.NOTE_GREY: "grey62",
+               # a note's inside: its text as before (a printed drawing gets no background: any terminal reads it)
+               **dict.fromkeys(range(Style.NOTE_FILL_YELLOW, Style.NOTE_FILL_GREY + 1), "yellow dim")}
     console = Console(highlight=False, soft_wrap=True)
     for line in head:
         console.print(Text(line, style="bold"))

@@ -54,11 +54,25 @@ class Style(IntEnum):
     NOTE_BLUE = 24
     NOTE_PURPLE = 25
     NOTE_GREY = 26
+    #: the inside of a sticky note and its text, filled with the note's colour as n8n fills it (what is drawn
+    #: over it, boxes and lines, keeps its own style)
+    NOTE_FILL_YELLOW = 27
+    NOTE_FILL_GOLD = 28
+    NOTE_FILL_RED = 29
+    NOTE_FILL_GREEN = 30
+    NOTE_FILL_BLUE = 31
+    NOTE_FILL_PURPLE = 32
+    NOTE_FILL_GREY = 33
 
 
 def note_style(color: int) -> Style:
     """The style of a note's frame and label for n8n's ``color`` (1-7; anything else as 1, yellow)."""
     return Style(Style.NOTE_YELLOW + (color - 1 if 1 <= color <= 7 else 0))
+
+
+def note_fill(color: int) -> Style:
+    """The style of a note's inside and text for n8n's ``color`` (as ``note_style``)."""
+    return Style(Style.NOTE_FILL_YELLOW + (color - 1 if 1 <= color <= 7 else 0))
 
 
 KIND_STYLE = {NodeKind.TRIGGER: Style.TRIGGER, NodeKind.ACTION: Style.ACTION, NodeKind.AI: Style.AI,
@@ -193,7 +207,7 @@ def draw(layout: Layout, *, runs: Mapping[str, NodeRun] | None = None, marks: Ma
     for region in layout.regions:
         if region.x < x1 and x0 < region.x + region.w and region.y < y1 and y0 < region.y + region.h:
             _draw_region(drawing, region.x, region.y, region.w, region.h, region.label, region.body,
-                         note_style(region.color))
+                         note_style(region.color), note_fill(region.color))
     masks = _draw_lines(drawing, layout)
     if runs:
         _draw_counts(drawing, layout, runs, masks)
@@ -412,10 +426,12 @@ def _is_error_port(layout: Layout, route: object) -> bool:
 
 
 def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: str,
-                 body: tuple[str, ...] = (), frame: Style = Style.NOTE_YELLOW) -> None:
+                 body: tuple[str, ...] = (), frame: Style = Style.NOTE_YELLOW,
+                 fill: Style = Style.NOTE_FILL_YELLOW) -> None:
     """A sticky note: a dotted frame, its heading on the top edge (both in the note's colour, ``frame``: the
-    heading says what the note is whatever the colour), the first lines of its text inside (each cut to the
-    frame with ``…``; what does not fit below is left out). The text is the author's,
+    heading says what the note is whatever the colour), its inside filled with the colour (``fill``: blank
+    cells, the same characters), the first lines of its text inside (each cut to the frame with ``…``; what
+    does not fit below is left out). The text is the author's,
     from outside: already made visible (``Sticky``), and here no character of it may read as a line
     (``│``, ``┼``, ``▶``…: a reader following the lines would take it for one)."""
     chars, styles = drawing.chars, drawing.styles
@@ -432,6 +448,10 @@ def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: st
             if 0 <= x - x0 < w:
                 chars[y - y0][x - x0] = NOTE_CHAR
                 styles[y - y0][x - x0] = frame
+    for y in range(max(ry + 1, y0), min(ry + rh - 1, y0 + h)):
+        srow = styles[y - y0]
+        for x in range(max(rx + 1, x0), min(rx + rw - 1, x0 + w)):
+            srow[x - x0] = fill
     text = f" {label} "
     if rw > 6 and 0 <= ry - y0 < h:
         _put(drawing, rx + 2, ry, cells_of(_not_a_line(text), min(cell_len(text), rw - 4)), frame)
@@ -439,7 +459,7 @@ def _draw_region(drawing: Drawing, rx: int, ry: int, rw: int, rh: int, label: st
         for k, line in enumerate(body[:max(0, rh - 2)]):
             y = ry + 1 + k
             if y0 <= y < y0 + h:
-                _put(drawing, rx + 2, y, cells_of(_not_a_line(line), min(cell_len(line), rw - 4)), Style.NOTE)
+                _put(drawing, rx + 2, y, cells_of(_not_a_line(line), min(cell_len(line), rw - 4)), fill)
 
 
 def _not_a_line(text: str) -> str:

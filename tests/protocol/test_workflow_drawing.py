@@ -337,12 +337,39 @@ def test_a_sticky_note_shows_the_first_lines_of_its_text_cut_to_its_frame() -> N
     assert reader.layout().regions == layout.regions
 
 
+def test_a_sticky_notes_inside_is_filled_with_its_colour() -> None:
+    """n8n fills a note with its colour (the author's grouping reads at a glance); the drawing coloured only
+    its frame and heading. Every cell inside the frame that nothing else is drawn on takes the note's fill
+    (blank cells and its text), per colour; boxes and lines over the note keep their own styles; the
+    characters are the same as without colours."""
+    from instance_ai_tui.protocol.workflow_draw import note_fill
+
+    data = if_merge()
+    for k, colour in enumerate((4, 2)):
+        data["nodes"].append({"name": f"Note{k}", "type": "n8n-nodes-base.stickyNote",
+                              "position": [-40 + 400 * k, -300],
+                              "parameters": {"content": f"## Part {k}\ntext", "width": 300, "height": 160,
+                                             "color": colour}})
+    layout = layout_workflow(parse_workflow(data))
+    drawing = draw(layout)
+    for region, colour in zip(layout.regions, (4, 2), strict=True):
+        inside = [(x, y) for y in range(region.y + 1, region.y + region.h - 1)
+                  for x in range(region.x + 1, region.x + region.w - 1)]
+        blank = [(x, y) for x, y in inside if drawing.chars[y][x] == " "
+                 and not any(b.contains(x, y) for b in layout.boxes.values())]
+        assert blank and {drawing.styles[y][x] for x, y in blank} == {note_fill(colour)}, region.label
+        assert drawing.styles[region.y + 1][region.x + 2] == note_fill(colour)  # its text too
+    assert note_fill(4) != note_fill(2)
+    for box in layout.boxes.values():  # a box over a note keeps its own styles
+        assert not {drawing.styles[box.y][x] for x in range(box.x, box.x + box.w)} & set(map(note_fill, range(1, 8)))
+
+
 def test_a_sticky_notes_colour_is_drawn_beside_its_heading_never_instead() -> None:
     """n8n colours its notes (``color`` 1-7: yellow, gold, red, green, blue, purple, grey; 213 grey, 27 red of
     the corpus's 251): authors group and warn with them. The frame and heading are drawn in the note's colour
     (a style per colour, and in the worker's layout too); the characters are the same whatever the colour, so
     the heading still says what the note is; anything that is not 1-7 is n8n's default, yellow."""
-    from instance_ai_tui.protocol.workflow_draw import note_style
+    from instance_ai_tui.protocol.workflow_draw import note_fill, note_style
     from instance_ai_tui.protocol.workflow_wire import LayoutReader, lay_out, workflow_parts
 
     def with_notes(colours: list[Any]) -> dict[str, Any]:
@@ -365,7 +392,7 @@ def test_a_sticky_notes_colour_is_drawn_beside_its_heading_never_instead() -> No
         assert frame == {note_style(colour)}, (region.label, frame)  # frame and heading in the note's colour
         assert f"Part {region.label[-1]}" in drawing.lines()[region.y]
         inside = drawing.styles[region.y + 1][region.x + 2]
-        assert inside == Style.NOTE  # the text keeps the note's one style
+        assert inside == note_fill(colour)  # the text on the note's fill
     assert len({note_style(c) for c in range(1, 8)}) == 7
     reader = LayoutReader(coloured)
     for chunk in lay_out(list(workflow_parts(coloured)), 0, False):

@@ -8,7 +8,7 @@ from typing import Any
 
 from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
-from instance_ai_tui.protocol.workflow_draw import note_style, shown_names
+from instance_ai_tui.protocol.workflow_draw import note_fill, note_style, shown_names
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
 from instance_ai_tui.protocol.workflow_layout import Detail
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
@@ -258,6 +258,9 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             # sticky notes' frames in n8n's seven colours: seven different colours in every theme
             notes = {panel.canvas._style(note_style(colour)).color for colour in range(1, 8)}
             assert len(notes) == 7 and None not in notes, theme
+            # and their insides on seven different tints (n8n fills a note), none the canvas's own background
+            fills = {panel.canvas._style(note_fill(colour)).bgcolor for colour in range(1, 8)}
+            assert len(fills) == 7 and None not in fills and panel.canvas.rich_style.bgcolor not in fills, theme
 
 
 async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:

@@ -59,6 +59,11 @@ _COMPONENTS: dict[int, str] = {
     Style.NOTE_RED: "workflow-canvas--note-red", Style.NOTE_GREEN: "workflow-canvas--note-green",
     Style.NOTE_BLUE: "workflow-canvas--note-blue", Style.NOTE_PURPLE: "workflow-canvas--note-purple",
     Style.NOTE_GREY: "workflow-canvas--note-grey",
+    # their insides and text on a tint of that colour, as n8n fills a note
+    Style.NOTE_FILL_YELLOW: "workflow-canvas--note-fill-yellow", Style.NOTE_FILL_GOLD: "workflow-canvas--note-fill-gold",
+    Style.NOTE_FILL_RED: "workflow-canvas--note-fill-red", Style.NOTE_FILL_GREEN: "workflow-canvas--note-fill-green",
+    Style.NOTE_FILL_BLUE: "workflow-canvas--note-fill-blue",
+    Style.NOTE_FILL_PURPLE: "workflow-canvas--note-fill-purple", Style.NOTE_FILL_GREY: "workflow-canvas--note-fill-grey",
 }
 _CURSOR = "workflow-canvas--cursor"
 PAN_STEP = 8
@@ -117,6 +122,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     WorkflowCanvas > .workflow-canvas--note-blue { color: $text-primary; }
     WorkflowCanvas > .workflow-canvas--note-purple { color: mediumpurple; }
     WorkflowCanvas > .workflow-canvas--note-grey { color: $text-muted; }
+    WorkflowCanvas > .workflow-canvas--note-fill-yellow { background: $warning 12%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-gold { background: $warning-darken-2 16%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-red { background: $error 12%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-green { background: $success 12%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-blue { background: $primary 14%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-purple { background: mediumpurple 14%; }
+    WorkflowCanvas > .workflow-canvas--note-fill-grey { background: $foreground 8%; }
     WorkflowCanvas > .workflow-canvas--cursor { color: $text-accent; text-style: bold; }
     WorkflowCanvas:focus > .workflow-canvas--cursor { color: $accent; text-style: bold reverse; }
     """
