@@ -259,8 +259,15 @@ async def test_every_theme_draws_words_not_only_colours(tmp_path: Path) -> None:
             notes = {panel.canvas._style(note_style(colour)).color for colour in range(1, 8)}
             assert len(notes) == 7 and None not in notes, theme
             # and their insides on seven different tints (n8n fills a note), none the canvas's own background
+            # a tint: near the canvas's background, never the colour whole (a block of bright paint)
             fills = {panel.canvas._style(note_fill(colour)).bgcolor for colour in range(1, 8)}
-            assert len(fills) == 7 and None not in fills and panel.canvas.rich_style.bgcolor not in fills, theme
+            canvas_bg = panel.canvas.rich_style.bgcolor
+            assert len(fills) == 7 and None not in fills and canvas_bg not in fills, theme
+            assert canvas_bg is not None
+            for fill in fills:
+                assert fill is not None
+                near = zip(fill.get_truecolor(), canvas_bg.get_truecolor(), strict=True)
+                assert max(abs(a - b) for a, b in near) <= 60, (theme, fill, canvas_bg)
 
 
 async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp_path: Path) -> None:

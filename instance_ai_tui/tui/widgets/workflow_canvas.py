@@ -437,7 +437,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         style = self._styles.get(code)
         if style is None:
             component = _CURSOR if code < 0 else _COMPONENTS.get(code)
-            style = self.get_component_rich_style(component, partial=True) if component else RichStyle()
+            if component is not None and Style.NOTE_FILL_YELLOW <= code <= Style.NOTE_FILL_GREY:
+                # a note's tint: its colour's share laid over the canvas's own background (a component's
+                # rich style would give the colour whole, a block of bright paint behind the note)
+                tint = self.styles.background + self.get_component_styles(component).background
+                style = RichStyle(bgcolor=tint.rich_color)
+            else:
+                style = self.get_component_rich_style(component, partial=True) if component else RichStyle()
             self._styles[code] = style
         return style
 
