@@ -144,10 +144,13 @@ class ReasoningBlock(Vertical, can_focus=True):
             self._body = None
 
     def set_content(self, content: str, frame: Frame) -> None:
-        """New reasoning text; only drawn while expanded (the header counts words otherwise)."""
+        """New reasoning text; only drawn while expanded (the header counts words otherwise). Folded,
+        the count follows it: a frame that brings the next entry and the last words folds it first."""
         self.content = content
         if self._body is not None and self._body.set_target(content):
             frame.add_flush(self._body)
+        if not self.live and self._started:
+            self.header.update(self._header(), layout=False)
 
     def set_live(self, live: bool) -> None:
         if live == self.live:
