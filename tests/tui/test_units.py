@@ -194,3 +194,30 @@ def test_a_tool_card_time_leaves_out_the_wait_for_the_person_live_and_restored()
     no_answer = ToolCallState.model_validate(wire)
     # (in minutes past a minute, as the wait itself: seen in tmux, "920.3 s incl. your answer" for 15 minutes)
     assert call_duration(no_answer) == "9 min incl. your answer"
+
+
+async def test_a_running_delegation_names_its_sub_agent_and_task_not_its_json() -> None:
+    """Seen in tmux (the demo): while the builder worked, the delegate row read
+    'delegate {"role": "workflow builder", "instructions": "Build a workflow named …'."""
+    from textual.app import ComposeResult
+
+    from instance_ai_tui.tui.widgets.tool_card import ToolCallCard
+    from tests.tui_parts.test_flat_markdown import Harness
+
+    args = {"role": "workflow builder", "tools": ["list-nodes"],
+            "instructions": 'Build a workflow named "Weather to Slack"\nwith these nodes: [Schedule, Slack].'}
+
+    class OneCard(Harness):
+        def compose(self) -> ComposeResult:
+            yield ToolCallCard(ToolCallState(tool_call_id="d1", tool_name="delegate", args=args))
+            yield ToolCallCard(ToolCallState(tool_call_id="d2", tool_name="delegate", args={"tools": []}))
+            yield ToolCallCard(ToolCallState(tool_call_id="t1", tool_name="list-workflows", args={"limit": 10}))
+
+    app = OneCard()
+    async with app.run_test(size=(160, 10)) as pilot:
+        await pilot.pause()
+        headers = [card.header.visual.plain for card in app.query(ToolCallCard)]  # type: ignore[union-attr]
+    assert 'delegate  ◆ workflow builder: Build a workflow named "Weather to Slack" with these nodes: ' in headers[0]
+    assert "{" not in headers[0] and "tools" not in headers[0]
+    assert headers[1].endswith('delegate  {"tools": []}')  # no role nor task: its arguments as they are
+    assert headers[2].endswith('list-workflows  {"limit": 10}')  # other tools: their arguments

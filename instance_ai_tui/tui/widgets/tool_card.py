@@ -91,6 +91,20 @@ def result_summary(value: Any, limit: int = SUMMARY_LIMIT) -> str:
     return short_json(value, limit)
 
 
+def args_summary(tool_name: str, args: dict[str, Any], limit: int = SUMMARY_LIMIT) -> str:
+    """A running call's arguments for its header: a delegation's sub-agent and task in words
+    ("◆ workflow builder: Build a workflow named …"; its JSON was '{"role": "workflow builder",
+    "instructions": …'), any other tool's arguments as JSON."""
+    if tool_name == "delegate":
+        role, task = args.get("role"), args.get("instructions")
+        words = [f"◆ {visible(' '.join(role.split()))}" if isinstance(role, str) and role.strip() else "",
+                 visible(" ".join(task.split())) if isinstance(task, str) and task.strip() else ""]
+        text = ": ".join(word for word in words if word)
+        if text:
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short_json(args, limit)
+
+
 def _named_object(value: dict[str, Any]) -> str | None:
     """An object with a name and an id (a workflow, a credential, an execution's workflow) in
     words: 'Daily digest (wf-104) · active', not its JSON ('{"id": "wf-104", …')."""
@@ -361,7 +375,7 @@ class ToolCallCard(Vertical, can_focus=True):
         elif isinstance(progress := (tc.model_extra or {}).get("progress"), str) and progress:
             parts.append(("  " + visible(progress), "$text-muted italic"))  # an MCP tool's progress
         elif tc.args:
-            parts.append(("  " + short_json(tc.args, SUMMARY_LIMIT), "$text-muted"))
+            parts.append(("  " + args_summary(tc.tool_name, tc.args), "$text-muted"))
         if self.shown_state is not None and self.shown_state.auto_approved:
             parts.append((f"  · {AUTO_APPROVED_LABEL}", "$text-muted italic"))
         self.header.update(Content.assemble(*parts), layout=False)
