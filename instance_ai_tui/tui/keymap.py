@@ -618,12 +618,16 @@ class KeyMap:
     def hint_line(self, hints: Iterable[Hint], *, lead: str = "") -> str:
         """A card's hint line: each hint's keys (all of them, as ``↑/↓``) and words, the same
         words as the footer (``hint_bindings``); ``lead`` (e.g. "1–4 choose") goes first."""
+        return " · ".join(self.hint_parts(hints, lead=lead))
+
+    def hint_parts(self, hints: Iterable[Hint], *, lead: str = "") -> list[str]:
+        """The pieces of ``hint_line``, one per hint (a card breaks its line between them)."""
         parts = [lead] if lead else []
         for hint in hints:
             keys = [k.strip() for k in self.keys(hint.id) if k.strip()]
             shown = "/".join(_display_one(k) for k in (keys if hint.all_keys else keys[:1]))
             parts.append(f"{shown} {hint.description[:1].lower()}{hint.description[1:]}")
-        return " · ".join(parts)
+        return parts
 
     def send_hint(self) -> str:
         """"Enter sends, Ctrl+J new line" in this key map's keys."""

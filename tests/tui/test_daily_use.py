@@ -358,6 +358,33 @@ async def test_the_other_fields_placeholder_is_whole_in_a_narrow_card() -> None:
         assert "Esc leave the field" in other.placeholder
 
 
+async def test_the_wizards_key_line_breaks_between_hints_only() -> None:
+    """Seen in tmux at 80x24: the wizard's key line wrapped as "1–4 choose · ↑/↓ move · Enter choose · s skip"
+    / "· ← back" (Textual wraps at any space): a row began with "·", and at other widths a hint was cut in two.
+    Each row now holds whole hints; every hint is still there, in order."""
+    from textual.geometry import Region
+
+    from instance_ai_tui.tui.widgets.hint_line import HintLine
+
+    from .scripts import questions_run, recorded
+
+    app = make_app(recorded([questions_run()]))
+    async with app.run_test(size=(64, 30)) as pilot:
+        card = await _wizard(pilot, app)
+        await pilot.press("1")  # page 2 of 3: "← back" joins the line
+        await until(lambda: card.page == 1, pilot)
+        line = card.query_one("#keys", HintLine)
+        await app.wait_until_rendered()
+        await until(lambda: line.size.height > 1, pilot, what="the key line on two rows at this width")
+        rows = ["".join(s.text for s in strip).strip()
+                for strip in line.render_lines(Region(0, 0, line.size.width, line.size.height))]
+        hints = line.hints
+        assert [hint for hint in hints if hint.endswith("back")], hints
+        assert not any(row.startswith("·") or row.endswith("·") for row in rows), rows
+        # whole hints on each row, all of them, in order
+        assert [hint for row in rows for hint in row.split(" · ")] == hints, (rows, hints)
+
+
 async def test_a_yes_no_question_offers_no_other_and_the_field_says_what_esc_does() -> None:
     """Seen today: a yes/no question offered "3. Other…"; the text field said "Esc to cancel" while
     the card's line said "Esc leave the field" (Esc keeps the words and gives the page's keys back)."""

@@ -26,6 +26,7 @@ from ...protocol.tree import Confirmation, ToolCallState
 from .. import keymap
 from ..keymap import Hint
 from .confirmations import ConfirmCard, card_keys
+from .hint_line import HintLine
 
 #: the most of a stray typed text the card keeps (and shows) for the prompt
 STRAY_LIMIT = 2000
@@ -73,7 +74,7 @@ declines to answer.
             yield Static(self.intro() or "", markup=False)
         yield Static(id="question", markup=False)
         yield Input(id="other")
-        yield Static(id="keys", classes="card-keys", markup=False)
+        yield HintLine(id="keys", classes="card-keys")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -151,13 +152,14 @@ declines to answer.
         self._bindings = BindingsMap([*own, *keymap.hint_bindings(hints)])
         self.refresh_bindings()
 
-    def _keys_line(self) -> str:
+    def _keys_line(self) -> list[str]:
+        """The hints of the card's key line (``HintLine`` breaks it between them only)."""
         lead, hints = self.page_hints()
-        line = card_keys(self).hint_line(hints, lead=lead)
+        parts = card_keys(self).hint_parts(hints, lead=lead)
         if lead.startswith("type"):  # the page's other keys work once the field is left
             after = [Hint("wizard-skip")] + ([Hint("wizard-back")] if self.page else [])
-            line += f" (then {card_keys(self).hint_line(after)})"
-        return line
+            parts[-1] += f" (then {card_keys(self).hint_line(after)})"
+        return parts
 
     # ------------------------------------------------------------------ rendering
     def _render_page(self, *, fresh: bool = False) -> None:
@@ -165,7 +167,7 @@ declines to answer.
         even while the field still has the focus: the focus moves after this draw)."""
         other = self.query_one("#other", Input)
         question = self.query_one("#question", Static)
-        keys = self.query_one("#keys", Static)
+        keys = self.query_one("#keys", HintLine)
         stray: list[tuple[str, str] | str] = []
         if self.stray:
             shown = visible(self.stray if len(self.stray) <= 60 else "…" + self.stray[-59:])
@@ -178,7 +180,7 @@ declines to answer.
                 lines.append((self._answer_text(q.id) + "\n", "$text-accent"))
             question.update(Content.assemble(*lines, *stray))
             other.display = False
-            keys.update(self._keys_line())
+            keys.set_hints(self._keys_line())
             self._bind_page()
             return
         q = self.questions[self.page]
@@ -210,7 +212,7 @@ declines to answer.
         other.display = free_text or q.id in self.custom or typing
         if (free_text and not typing) or fresh:
             other.value = self.custom.get(q.id, "")
-        keys.update(self._keys_line())
+        keys.set_hints(self._keys_line())
         self._bind_page()
 
     def focus_default(self, scroll_visible: bool = True) -> None:
