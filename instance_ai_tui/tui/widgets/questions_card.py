@@ -152,8 +152,11 @@ declines to answer.
         self._bindings = BindingsMap([*own, *keymap.hint_bindings(hints)])
         self.refresh_bindings()
 
-    def _keys_line(self) -> list[str]:
-        """The hints of the card's key line (``HintLine`` breaks it between them only)."""
+    def _keys_line(self) -> str:
+        """The card's key line, on one line (``HintLine`` breaks it between its hints only)."""
+        return " · ".join(self._key_hints())
+
+    def _key_hints(self) -> list[str]:
         lead, hints = self.page_hints()
         parts = card_keys(self).hint_parts(hints, lead=lead)
         if lead.startswith("type"):  # the page's other keys work once the field is left
@@ -180,7 +183,7 @@ declines to answer.
                 lines.append((self._answer_text(q.id) + "\n", "$text-accent"))
             question.update(Content.assemble(*lines, *stray))
             other.display = False
-            keys.set_hints(self._keys_line())
+            keys.set_hints(self._key_hints())
             self._bind_page()
             return
         q = self.questions[self.page]
@@ -212,7 +215,7 @@ declines to answer.
         other.display = free_text or q.id in self.custom or typing
         if (free_text and not typing) or fresh:
             other.value = self.custom.get(q.id, "")
-        keys.set_hints(self._keys_line())
+        keys.set_hints(self._key_hints())
         self._bind_page()
 
     def focus_default(self, scroll_visible: bool = True) -> None:

@@ -118,9 +118,7 @@ class ReasoningBlock(Vertical, can_focus=True):
         if self.live:
             return Content.assemble((f"{arrow} ∴ ", "$reasoning-text"), ("Thinking…", "italic $reasoning-text"))
         words = len(self.content.split()) if len(self.content) < 20_000 else len(self.content) // 6
-        return Content.assemble(
-            (f"{arrow} ∴ ", "$reasoning-text"), (f"Reasoning · {words} words", "italic $reasoning-text")
-        )
+        return Content.assemble((f"{arrow} ∴ ", "$reasoning-text"), (f"Reasoning · {words} words", "italic $reasoning-text"))
 
     def _sync(self, frame: Frame | None) -> None:
         if not self._started:
@@ -144,8 +142,7 @@ class ReasoningBlock(Vertical, can_focus=True):
             self._body = None
 
     def set_content(self, content: str, frame: Frame) -> None:
-        """New reasoning text; only drawn while expanded (the header counts words otherwise). Folded,
-        the count follows it: a frame that brings the next entry and the last words folds it first."""
+        """New reasoning text; drawn while expanded, counted in the header when folded (a frame can fold it first)."""
         self.content = content
         if self._body is not None and self._body.set_target(content):
             frame.add_flush(self._body)
