@@ -69,25 +69,47 @@ def help_markdown(km: keymap.KeyMap, focused: DOMNode | None, *, everything: boo
     return "\n\n".join(parts)
 
 
-#: below this many columns the key table leaves out its Id column (at 80 the ids took 22 cells and the
-#: actions 14, their words on 2-3 lines); the ids are in docs/keymap.md and in the wider table
+#: below this many columns the key table is one two-column table per place (Key, Action): at 80 the ids took
+#: 22 cells and the actions 14, and without the ids the Where column still took 22 of the actions' cells
+#: (their words on 2-3 lines); the ids are in docs/keymap.md and in the wider table
 IDS_FROM_COLUMNS = 100
 _KEY_TABLE_HEADER = "| Key | Action | Where | Id |"
 
 
-def without_ids(markdown: str) -> str:
-    """``markdown`` with the key table's Id column left out (the other tables as they are)."""
+def _cells(row: str) -> list[str]:
+    """The cells of a Markdown table row (an escaped ``\\|`` stays in its cell)."""
+    cells = re.split(r"(?<!\\)\|", row.strip())
+    return [cell.strip() for cell in cells[1:-1]]
+
+
+def by_place(markdown: str) -> str:
+    """``markdown`` with the key table made one table per place, headed by the place's name, of the
+    keys and their actions only (the other tables as they are)."""
     out: list[str] = []
+    places: dict[str, list[str]] = {}
     in_keys = False
+
+    def flush() -> None:
+        for place, rows in places.items():
+            out.extend([f"**{place}**", "", "| Key | Action |", "|---|---|", *rows, ""])
+        places.clear()
+
     for line in markdown.split("\n"):
         if line == _KEY_TABLE_HEADER:
             in_keys = True
-        elif not line.startswith("|"):
+            continue
+        if in_keys and line.startswith("|"):
+            cells = _cells(line)
+            if len(cells) == 4 and not set(line) <= set("|-: "):
+                places.setdefault(cells[2], []).append(f"| {cells[0]} | {cells[1]} |")
+            continue
+        if in_keys:
             in_keys = False
-        if in_keys:  # (the separator row "|---|---|---|---|" has no spaces)
-            line = "|---|---|---|" if set(line) <= set("|-: ") else line[: line.rstrip().rstrip("|").rstrip().rfind(" |") + 2]
+            flush()
         out.append(line)
-    return "\n".join(out)
+    if in_keys:
+        flush()
+    return "\n".join(out).rstrip("\n")
 
 
 class HelpScreen(ModalScreen[None]):
@@ -111,7 +133,7 @@ class HelpScreen(ModalScreen[None]):
         self.markdown = markdown
 
     def compose(self) -> ComposeResult:
-        markdown = self.markdown if self.app.size.width >= IDS_FROM_COLUMNS else without_ids(self.markdown)
+        markdown = self.markdown if self.app.size.width >= IDS_FROM_COLUMNS else by_place(self.markdown)
         with VerticalScroll():
             try:  # drawn as the conversation draws a finished answer: a table ruled under its header only
                 yield FlatMarkdown(markdown)
