@@ -106,8 +106,8 @@ class RedisCoordinator:
         await self._control.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(self._heartbeat_loop(), name="coordinator-heartbeat"),
-            loop.create_task(self._sweep_loop(), name="coordinator-sweeper"),
+            loop.create_task(self._every(self.lease_ms / 3000, self.heartbeat, "heartbeat"), name="coordinator-heartbeat"),
+            loop.create_task(self._every(self.sweep_interval, self.sweep, "sweep"), name="coordinator-sweeper"),
         ]
         log.info("instance %s: coordinating runs over Redis (lease %d ms)", self.instance_id, self.lease_ms)
 
@@ -125,16 +125,14 @@ class RedisCoordinator:
             # our suspended runs can be adopted at once by the processes still running
             await self._instances.remove(self.instance_id)
 
-    async def _heartbeat_loop(self) -> None:
-        interval = self.lease_ms / 3000
+    async def _every(self, seconds: float, step: Callable[[], Awaitable[object]], what: str) -> None:
+        """``step`` every ``seconds``, until cancelled."""
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(seconds)
             try:
-                await self.heartbeat()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a background loop: one failed heartbeat is logged, the next one retries
-                log.warning("instance %s: heartbeat failed: %s", self.instance_id, exc)
+                await step()
+            except Exception as exc:  # noqa: BLE001 - a background loop: one failure is logged, the next one retries
+                log.warning("instance %s: %s failed: %s", self.instance_id, what, exc)
 
     async def heartbeat(self) -> None:
         """Refresh our instance key and every held lock; drop runs we were fenced out of."""
@@ -158,16 +156,6 @@ class RedisCoordinator:
             if record is not None and record.owner not in (None, self.instance_id):
                 log.warning("run %s was adopted by %s", run.run_id, record.owner)
                 self.runs.abandon(run.thread_id, run.run_id)
-
-    async def _sweep_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.sweep_interval)
-            try:
-                await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a background loop: one failed sweep is logged, the next one retries
-                log.warning("instance %s: sweep failed: %s", self.instance_id, exc)
 
     async def sweep(self) -> int:
         """End or adopt the unfinished runs nobody owns any more; returns how many."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -318,3 +319,24 @@ async def test_local_coordinator_is_the_default(tmp_path: Any) -> None:
     assert await coordinator.acquire("t", "r1") and not await coordinator.acquire("t", "r2")
     await coordinator.release("t", "r1", finished=True)
     assert await coordinator.acquire("t", "r2")
+
+
+async def test_a_failed_heartbeat_is_logged_and_the_next_one_comes(make: Make, monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The coordinator's background loops (heartbeat, sweep) outlive a failure: it is logged with
+    the instance and what failed, and the next beat comes (a dead loop would let the lease lapse)."""
+    original = RedisCoordinator.heartbeat
+    beats = 0
+
+    async def flaky(self: RedisCoordinator) -> None:
+        nonlocal beats
+        beats += 1
+        if beats == 1:
+            raise ConnectionError("redis went away")
+        await original(self)
+
+    monkeypatch.setattr(RedisCoordinator, "heartbeat", flaky)
+    with caplog.at_level(logging.WARNING, logger="instance_ai_tui.assistant.redis_coordinator"):
+        await make("a", slow())
+        await until(lambda: beats >= 2, what="a second heartbeat after the failed one")
+    assert "instance a: heartbeat failed: redis went away" in caplog.text
