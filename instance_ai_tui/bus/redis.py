@@ -97,8 +97,6 @@ class RedisBus:
                         await asyncio.wait_for(self._subscribed.wait(), 1.0)
                     continue
                 message = await self._pubsub.get_message(timeout=1.0)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # noqa: BLE001 - connection trouble: subscribers catch up from the log
                 log.warning("redis pub/sub listener: %s", exc)
                 await asyncio.sleep(0.5)

@@ -206,8 +206,6 @@ class ControlChannel:
         while not self._closed:
             try:
                 message = await self._pubsub.get_message(timeout=1.0)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # noqa: BLE001 - connection trouble: requests time out and fall back
                 log.warning("redis control listener: %s", exc)
                 await asyncio.sleep(0.5)

@@ -80,8 +80,6 @@ class GatewayHandle:
     async def _wait(self) -> None:
         try:
             await self.gateway.wait()
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # noqa: BLE001 - a fatal answer (refused key, feature disabled): tell the user
             if not self._stopping and self._on_end is not None:
                 self._on_end(f"the local gateway stopped: {exc}")

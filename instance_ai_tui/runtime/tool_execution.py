@@ -139,8 +139,6 @@ class ToolExecution:
             pending.resume_schema = tool.resume_json_schema
             pending.announced = False
             return
-        except asyncio.CancelledError:
-            raise
         except ToolError as exc:
             await self._event(run, AgentEvent.TOOL_EXECUTION_END, tool_call_id=pending.tool_call_id,
                               tool_name=tool.name, result=str(exc), is_error=True)
@@ -219,8 +217,6 @@ async def approval_preview(tool: Tool, args: Any, ctx: ToolContext) -> dict[str,
         return None
     try:
         preview = await asyncio.wait_for(tool.approval_preview(args, ctx), 5.0)
-    except asyncio.CancelledError:
-        raise
     except Exception:
         log.debug("the approval preview of %s failed", tool.name, exc_info=True)
         return None

@@ -62,8 +62,6 @@ class PendingWatch:
         while True:
             try:
                 await self.poll_once()
-            except asyncio.CancelledError:
-                raise
             except Exception:  # noqa: BLE001 - a watcher must never take the app down
                 pass
             await asyncio.sleep(POLL_SECONDS)

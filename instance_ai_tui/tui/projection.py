@@ -263,8 +263,6 @@ class Projection:
                         return
                 self.ingest_waiting = True
                 asked = clock()
-        except asyncio.CancelledError:
-            raise
         except ClientError as exc:
             if self.opened.conversation is conversation:
                 self.sink.stream_failed(f"The event stream stopped: {exc}")

@@ -605,8 +605,6 @@ class ServerConnection:
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=self.settings.call_timeout,
                                            progress_callback=progress)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # noqa: BLE001 - every failure of a call is this server's, told to the model
             from mcp import MCPError
             from mcp_types import REQUEST_TIMEOUT
