@@ -215,9 +215,9 @@ class Fitted:
 
 
 def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, crop: bool = False) -> Fitted:
-    """The drawing in at most ``width`` columns: full detail if it fits, else zoomed out, else cut into
-    bands of columns (each headed by a note of its columns and rows), or (``crop``) the first band and a
-    note of what was left out."""
+    """The drawing in at most ``width`` columns: full detail if it fits, else zoomed out, else zoomed out
+    further (names cut shorter) if that fits, else the zoomed-out drawing cut into bands of columns (each
+    headed by a note of its columns and rows), or (``crop``) the first band and a note of what was left out."""
     from ..protocol.workflow_draw import draw
     from ..protocol.workflow_layout import Detail, layout_workflow
 
@@ -225,6 +225,10 @@ def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, c
     layout = layout_workflow(workflow, Detail.COMPACT if compact else Detail.FULL, runs=runs)
     if layout.width > width and not compact:
         layout = layout_workflow(workflow, Detail.COMPACT, runs=runs)
+    if layout.width > width:  # zoomed out further where that fits whole (else bands keep the longer names)
+        tight = layout_workflow(workflow, Detail.TIGHT, runs=runs)
+        if tight.width <= width:
+            layout = tight
     lines: list[tuple[list[str], list[int] | None]] = []
     if layout.width <= width:
         drawing = draw(layout, runs=runs)
@@ -278,6 +282,8 @@ def _print(workflow: Any, execution: Any, args: argparse.Namespace, editor_url: 
                      "drawing and are not drawn")
     if fitted.detail is Detail.COMPACT and not args.compact:
         notes.append(f"zoomed out to fit {max(MIN_WIDTH, width)} columns (names only)")
+    elif fitted.detail is Detail.TIGHT:
+        notes.append(f"zoomed out further to fit {max(MIN_WIDTH, width)} columns (names cut shorter)")
     out_lines = textwrap.wrap(visible(title), max(MIN_WIDTH, width))
     out_lines += [line for note in notes for line in textwrap.wrap(visible(note), max(MIN_WIDTH, width))]
     if sys.stdout.isatty():

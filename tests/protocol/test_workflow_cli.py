@@ -69,6 +69,27 @@ def test_show_a_file_exported_from_n8n_in_any_width(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "no file" in missing.stderr
 
 
+def test_show_zooms_out_further_before_it_cuts_into_bands(tmp_path: Path) -> None:
+    """A 7-node template is 105 columns zoomed out: at 80 columns it was cut into two bands, a reader
+    joining lines across them. Zoomed out further (names cut shorter) it is 79 columns: one drawing, said
+    in a note; every node's name there (cut, never two alike)."""
+    from instance_ai_tui.cli.workflow import fit
+    from instance_ai_tui.protocol.workflow_draw import shown_names
+    from instance_ai_tui.protocol.workflow_layout import Detail, layout_workflow
+
+    path = CORPUS / "enescingoz__Extract_personal_data_with_self_hosted_LLM_Mistral_NeMo.json"
+    shown = cli(tmp_path, "workflow", "show", str(path), "--width", "80")
+    assert shown.returncode == 0, shown.stderr
+    assert "── band" not in shown.stdout
+    assert "zoomed out further to fit 80 columns" in " ".join(shown.stdout.split())
+    assert max(cell_len(line) for line in shown.stdout.splitlines()) <= 80
+    workflow = parse_workflow(corpus_json(path.stem))
+    assert fit(workflow, 80).detail is Detail.TIGHT
+    cut = shown_names(layout_workflow(workflow, Detail.TIGHT))
+    for node in workflow.nodes:
+        assert cut.get(node.name, node.name) in shown.stdout, node.name
+
+
 @pytest.mark.parametrize("name", corpus_names())
 def test_every_corpus_drawing_fits_80_columns(name: str) -> None:
     from instance_ai_tui.cli.workflow import fit
