@@ -11,7 +11,7 @@ from instance_ai_tui.tui import keymap
 from instance_ai_tui.tui.textual_internals import footer_key_class
 from tests.support.waiting import until
 
-from .scripts import endless_run, make_app, recorded, simple_run, text_deltas
+from .scripts import endless_run, ev, make_app, recorded, simple_run, text_deltas
 from .test_interactions import send
 
 
@@ -59,8 +59,13 @@ async def test_the_footer_mounts_only_the_keys_that_change() -> None:
     changed (each focus change, each run's start and end): its whole row was dirty beside the
     answer, and the screen update that drew both cropped the whole screen (issue 44). Now an
     unchanged footer keeps its key widgets, and the run's "Stop" coming and going mounts or
-    removes that key alone; what is shown is what a fresh footer shows."""
-    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 200, size=5), simple_run()[-1]]], delay=0.005)
+    removes that key alone; what is shown is what a fresh footer shows.
+
+    The run ends when the test says (its run-finish is published below, not scripted): with the
+    end scripted, a busy machine's pauses (``pilot.pause`` waits up to a second while the process
+    works) outlasted the rest of the run, and its end came between the two samples that were to be
+    equal -- or before the first sample saw it running at all."""
+    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 200, size=5)]], delay=0.005)
     app = make_app(client)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
@@ -72,9 +77,13 @@ async def test_the_footer_mounts_only_the_keys_that_change() -> None:
         app.refresh_bindings()
         await pilot.pause()
         await pilot.pause()
+        assert app.conversation.is_streaming  # (the run is held: nothing changed)
         assert [id(k) for k in _keys(app)] == [id(k) for k in during]  # nothing changed: nothing mounted
+        # the whole script streamed, then its end
+        await until(lambda: app.view.assistant_turns()[-1].answer_text().endswith("more " * 200), pilot)
+        client.publish(app.thread_id, ev("run-finish", run=app.conversation.active_run_id, status="completed"))
         await until(lambda: not app.conversation.is_streaming and all(k.description != "Stop" for k in _keys(app)),
-                    pilot, timeout=20)
+                    pilot)
         await pilot.pause()
         after = _keys(app)
         kept = {id(k) for k in during}
