@@ -11,7 +11,7 @@ from instance_ai_tui.tui import keymap
 from instance_ai_tui.tui.textual_internals import footer_key_class
 from tests.support.waiting import until
 
-from .scripts import endless_run, ev, make_app, recorded, simple_run, text_deltas
+from .scripts import ANSWER, endless_run, ev, make_app, recorded, simple_run, text_deltas
 from .test_interactions import send
 
 
@@ -95,15 +95,19 @@ async def test_the_footer_mounts_only_the_keys_that_change() -> None:
 
 async def test_the_footers_stop_follows_the_run_when_the_terminal_has_not_the_focus() -> None:
     """Textual's footer skipped every bindings change while the app had not the terminal's focus
-    (issue 44: "esc Stop" lingered after the run ended, seen in a tmux session in the background)."""
-    client = recorded([[*simple_run()[:-1], *text_deltas("more " * 500, size=5), simple_run()[-1]]], delay=0.005)
+    (issue 44: "esc Stop" lingered after the run ended, seen in a tmux session in the background).
+
+    The run ends when the test says (its run-finish is published below): a scripted end after
+    500 deltas was not reached within 20 s on a busy machine."""
+    client = recorded([simple_run()[:-1]], delay=0.005)
     app = make_app(client)
     async with app.run_test(size=(160, 48)) as pilot:
         await app.wait_until_ready()
         await send(pilot, app, "go")
-        await until(lambda: app.conversation.is_streaming and any(k.description == "Stop" for k in _keys(app)),
-                    pilot)
+        await until(lambda: app.conversation.is_streaming and any(k.description == "Stop" for k in _keys(app))
+                    and app.view.assistant_turns()[-1].answer_text().endswith(ANSWER), pilot)
         app.app_focus = False  # the terminal window went to the background (Textual's AppBlur)
-        await until(lambda: not app.conversation.is_streaming, pilot, timeout=20)
+        client.publish(app.thread_id, ev("run-finish", run=app.conversation.active_run_id, status="completed"))
+        await until(lambda: not app.conversation.is_streaming, pilot)
         await until(lambda: all(k.description != "Stop" for k in _keys(app)), pilot, what="Stop gone with the run")
         assert not app.app_focus
