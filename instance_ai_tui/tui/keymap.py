@@ -318,6 +318,10 @@ FOOTER_SHORT: dict[str, str] = {
     "delete-thread": "Delete",
     "show-workflow": "Workflow",
     "request-changes": "Changes",
+    "mcp-restart": "Restart",
+    "mcp-approve": "Approve",
+    "mcp-sign-out": "Sign out",
+    "mcp-log-level": "Log level",
 }
 
 #: the footer drops keys in this order when even the short words do not fit (least useful

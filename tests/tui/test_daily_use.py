@@ -49,6 +49,45 @@ async def _open_mcp(app: Any, pilot: Any) -> None:
     await until(lambda: isinstance(app.screen, McpScreen), pilot)
 
 
+async def test_the_mcp_views_footer_keeps_its_keys_whole_and_offers_none_without_a_server(tmp_path: Path) -> None:
+    """Seen in tmux at 80x24: /mcp's footer (Textual's) was cut in a word with no "…" ("o Sign out (f"), its
+    last keys gone, Esc's "Close" among them; and with no server configured it still offered restart, approve,
+    sign out and log level, which do nothing then. The dialog's footer is the fitted one (whole keys, the
+    least useful left out first); without a server it offers Close only, and so does the line above it."""
+    from instance_ai_tui.tui.screens.mcp import McpScreen
+    from instance_ai_tui.tui.widgets.key_footer import KeyFooter
+    from tests.support.mcp_servers import stdio_config
+
+    on_a_server = {"restart", "approve", "sign_out", "log_level"}
+    settings = settings_at(tmp_path)
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_mcp(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, McpScreen)
+        await until(lambda: "No MCP server" in str(screen.message.render()), pilot)
+        footer = screen.query_one(KeyFooter)
+        await until(lambda: bool(footer._shown) and "Close" in screen_rows(app)[-1], pilot, what="the footer drawn")
+        assert not {key.action for key in footer._shown or []} & on_a_server, footer._shown
+        assert "restart" not in str(screen.query_one(".mcp-hint").render())
+
+    settings = settings_at(tmp_path / "b", mcp={"servers": {"broken": stdio_config("fail")}})
+    app = make_app(EmbeddedClient(settings), settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_mcp(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, McpScreen)
+        await until(lambda: bool(screen.servers), pilot, timeout=30, what="the server listed")
+        footer = screen.query_one(KeyFooter)
+        await until(lambda: bool({key.action for key in footer._shown or []} & on_a_server), pilot,
+                    what="the server's keys in the footer")
+        await app.wait_until_rendered()
+        bottom = screen_rows(app)[-1]
+        for key in footer._shown or []:
+            assert f"{key.display} {key.words}" in bottom, (key, bottom)  # each whole
+        assert "esc" in bottom and "Close" in bottom, bottom
+
+
 async def test_mcp_view_and_help_name_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`/mcp` said "Add one to the config file" and `--help` never said where that file is."""
     from instance_ai_tui.cli import build_parser

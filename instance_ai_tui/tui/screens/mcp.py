@@ -16,13 +16,14 @@ from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...client.base import Client, ClientError
 from ...config_file import config_path
 from ...protocol.safe_text import visible
 from .. import keymap
+from ..widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from ...protocol.mcp import McpServerInfo
@@ -91,6 +92,10 @@ def describe_server(server: McpServerInfo) -> str:
     return "\n".join(lines)
 
 
+#: the actions on the highlighted server (not offered when there is none)
+_ON_A_SERVER = frozenset({"restart", "approve", "sign_out", "log_level"})
+
+
 class McpScreen(ModalScreen[None]):
     """The MCP servers; ``r`` restarts the highlighted one, Esc closes."""
 
@@ -134,10 +139,18 @@ the level of the log lines it sends (shown below its tools); **Esc** closes.
             yield OptionList(id="mcp-servers")
             with VerticalScroll(id="mcp-detail-box"):
                 yield self.detail
-            yield Static("r restart · a approve (.mcp.json) · o sign out · l log level · Esc close\n"
-                         f"config file: {visible(str(config_path()))}",
-                         classes="mcp-hint", markup=False)
-        yield Footer()  # its own keys: the main screen's footer behind said "⏎ Send the message"
+            yield Static(self._hint(), classes="mcp-hint", markup=False)
+        # its own keys (the main screen's footer behind said "⏎ Send the message"), each whole: at 80x24
+        # Textual's footer cut them ("o Sign out (f")
+        yield KeyFooter()
+
+    def _hint(self) -> str:
+        keys = "r restart · a approve (.mcp.json) · o sign out · l log level · " if self.servers else ""
+        return f"{keys}Esc close\nconfig file: {visible(str(config_path()))}"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No server: the footer does not offer what acts on one (the keys do nothing)."""
+        return bool(self.servers) or action not in _ON_A_SERVER
 
     async def on_mount(self) -> None:
         await self.reload()
@@ -148,12 +161,15 @@ the level of the log lines it sends (shown below its tools); **Esc** closes.
             status = await self.client.mcp_status()
         except ClientError as exc:
             self.servers = []
+            self.refresh_bindings()
             options.display = False
             self.detail.update("")
             self.message.update(visible(f"Cannot list the MCP servers: {exc}"))
             return
         highlighted = options.highlighted
         self.servers = list(status.servers)
+        self.refresh_bindings()
+        self.query_one(".mcp-hint", Static).update(self._hint())
         options.clear_options()
         options.add_options([Option(self._line(s), id=s.name) for s in self.servers])
         options.display = bool(self.servers)
