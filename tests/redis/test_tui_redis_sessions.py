@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from textual.widgets import Input
 
 from instance_ai_tui.client.base import ReadOnlyError
 from instance_ai_tui.config import Settings
@@ -99,7 +100,7 @@ def assistant_texts(app: InstanceAiApp) -> list[str]:
 
 async def open_by_search(pilot: Any, app: InstanceAiApp, words: str, session_id: str) -> None:
     app.actions.show_threads()  # the search takes the keys; it still holds the last search: start afresh
-    app.thread_list.set_filter("")
+    app.thread_list.query_one("#thread-search", Input).value = ""
     await pilot.press(*words)
     await until(lambda: app.thread_list.highlighted_thread_id == session_id, pilot)
     await pilot.press("enter")

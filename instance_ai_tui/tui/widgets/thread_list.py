@@ -22,9 +22,9 @@ Data (call these from the app; none of them does I/O):
 - ``update_title(thread_id, title) -> bool``: live ``thread-title-updated``.
 - ``remove_thread(thread_id, source=None) -> bool``: after a successful delete.
 - ``active_thread_id`` (reactive ``str | None``): the open thread, marked ▸ and bold.
-- ``filter_text`` / ``set_filter(text)``: the search (every word must occur in the title or id,
-  case-insensitive; and threads whose messages match, from ``set_content_matches(query, ids)``,
-  the app's answer to ``SearchRequested``). ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
+- the search field ``#thread-search``: every word must occur in the title or id (case folded,
+  ``ThreadInfo.matches``); and threads whose messages match, from ``set_content_matches(query, ids)``,
+  the app's answer to ``SearchRequested``. ``visible_thread_ids()``, ``highlighted_thread_id``, ``focus_search()``,
   ``focus_list()``, ``thread(thread_id) -> ThreadInfo | None``, ``label(thread_id)``: the title
   with ``(n)`` when threads of its section share it (the row shows the same).
 
@@ -435,19 +435,6 @@ class ThreadList(Vertical):
         return None
 
     # ----------------------------------------------------------------- search
-    @property
-    def filter_text(self) -> str:
-        return self._filter
-
-    def set_filter(self, text: str) -> None:
-        if self._ready:
-            search = self.query_one("#thread-search", Input)
-            if search.value != text:
-                search.value = text  # fires Input.Changed -> _on_search_changed
-                return
-        self._filter = text
-        self._rebuild(highlight_first=True)
-
     def _matches(self, thread: ThreadInfo) -> bool:
         return thread.matches(self._filter) or self._content_matches(thread)
 
