@@ -38,7 +38,7 @@ async def test_find_goes_through_matches_and_loads_older_turns() -> None:
         assert view.first_index > 10  # the oldest turns are not mounted
         await pilot.press("ctrl+f")
         bar = app.query_one(FindBar)
-        assert bar.is_open
+        assert bar.has_class("-open")  # shown (display: none without it)
         await pilot.press(*"zebrafish")
         await until(lambda: len(bar.matches) == 2, pilot)
         count = bar.query_one(".find-count")
@@ -59,5 +59,5 @@ async def test_find_goes_through_matches_and_loads_older_turns() -> None:
         await pilot.press(*["backspace"] * 7, *"nothing like it")
         await until(lambda: str(count.render()) == "no matches", pilot)
         await pilot.press("escape")
-        assert not bar.is_open and app.focused is app.prompt
+        assert not bar.has_class("-open") and app.focused is app.prompt
         assert not app.query(".-find-hit")

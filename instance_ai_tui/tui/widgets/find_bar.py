@@ -165,10 +165,6 @@ Type to search your messages, the answers, reasoning and tool calls. **Enter**/*
         self.post_message(self.Show(None))
         self.post_message(self.Closed())
 
-    @property
-    def is_open(self) -> bool:
-        return self.has_class("-open")
-
     @on(Input.Changed, "#find-input")
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
