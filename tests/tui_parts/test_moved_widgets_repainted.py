@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.cells import cell_len
-from rich.segment import ControlType
 from textual.app import App, ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
 from instance_ai_tui.tui.textual_internals import keep_reflow_baseline, split_partial_updates
+from tests.support.terminal_cells import painted_cells
 
 
 class Terminal:
@@ -33,20 +32,9 @@ class Terminal:
         self.rows = [[" "] * width for _ in range(height)]
 
     def apply(self, update: Any, console: Any) -> None:
-        x = y = 0
-        for segment in update.__rich_console__(console, console.options):
-            if segment.control:
-                for control in segment.control:
-                    if control[0] == ControlType.CURSOR_MOVE_TO:
-                        x, y = control[1], control[2]
-                continue
-            for char in segment.text:
-                if char == "\n":
-                    x, y = 0, y + 1
-                    continue
-                if y < len(self.rows) and x < len(self.rows[y]):
-                    self.rows[y][x] = char
-                x += cell_len(char)
+        for (x, y), (char, _style) in painted_cells(update, console).items():
+            if y < len(self.rows) and x < len(self.rows[y]):
+                self.rows[y][x] = char
 
     def lines(self) -> list[str]:
         return ["".join(row) for row in self.rows]

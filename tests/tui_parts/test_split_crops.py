@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 
 from instance_ai_tui.tui.textual_internals import split_partial_updates
+from tests.support.terminal_cells import painted_cells
 
 
 class Side(OptionList):
@@ -56,27 +57,6 @@ class Two(App[None]):
         self.push_screen(Split(self._split))
 
 
-def _painted(update: Any, console: Any) -> dict[tuple[int, int], tuple[str, object]]:
-    """The cells an update writes to the terminal (a cursor move that writes nothing is no cell)."""
-    from rich.segment import ControlType
-
-    cells: dict[tuple[int, int], tuple[str, object]] = {}
-    x = y = 0
-    for segment in update.__rich_console__(console, console.options):
-        if segment.control:
-            for control in segment.control:
-                if control[0] == ControlType.CURSOR_MOVE_TO:
-                    x, y = control[1], control[2]
-            continue
-        for char in segment.text:
-            if char == "\n":
-                x, y = 0, y + 1
-                continue
-            cells[(x, y)] = (char, segment.style)
-            x += 1
-    return cells
-
-
 async def _drawn_after_answer_and_footer(split: bool) -> int:
     app = Two(split)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -115,6 +95,6 @@ async def test_the_split_update_sends_what_textuals_one_crop_sends() -> None:
             compositor._dirty_regions = set(regions)
             whole = Compositor.render_partial_update(compositor)
             assert split is not None and whole is not None
-            assert _painted(split, app.console) == _painted(whole, app.console)
+            assert painted_cells(split, app.console) == painted_cells(whole, app.console)
             compared += 1
         assert compared == 60
