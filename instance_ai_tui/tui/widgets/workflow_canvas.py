@@ -352,7 +352,9 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.virtual_size = Size(layout.width, layout.height)
             self.scroll_to(0, 0, animate=False)
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
-        elif layout.detail is Detail.COMPACT:  # zoomed out further first: names, not blocks, where that fits
+        elif layout.detail is Detail.COMPACT and over_x <= width and over_y <= height:
+            # zoomed out further first (names, not blocks) where that can fit: at most twice the view on each
+            # axis (it is 0.55-0.75 as wide); a bigger workflow goes to blocks without a second layout
             self.detail = Detail.TIGHT
             self._relayout()
             return
