@@ -209,7 +209,6 @@ class Fitted:
     #: (text, style codes or None for a plain note line)
     lines: list[tuple[list[str], list[int] | None]]
     detail: Any
-    bands: int
     #: connections the layout found no way for (not drawn)
     failed: int = 0
 
@@ -233,7 +232,7 @@ def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, c
     if layout.width <= width:
         drawing = draw(layout, runs=runs)
         lines += list(zip(drawing.chars, drawing.styles, strict=True))
-        return Fitted(lines, layout.detail, 1, len(layout.failed))
+        return Fitted(lines, layout.detail, len(layout.failed))
     starts = list(range(0, layout.width, width))
     if crop:
         starts = starts[:1]
@@ -253,7 +252,7 @@ def fit(workflow: Any, width: int, *, runs: Any = None, compact: bool = False, c
             note = f"── band {k + 1}/{len(starts)}: columns {x0}–{x1} of {layout.width}, rows {first}–{last} ──"
         lines += [(list(text), None) for text in textwrap.wrap(note, width)]
         lines += list(zip(drawing.chars[first:last + 1], drawing.styles[first:last + 1], strict=True))
-    return Fitted(lines, layout.detail, len(starts), len(layout.failed))
+    return Fitted(lines, layout.detail, len(layout.failed))
 
 
 def _print(workflow: Any, execution: Any, args: argparse.Namespace, editor_url: str | None, *,
