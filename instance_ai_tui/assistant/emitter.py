@@ -82,11 +82,8 @@ class RunEmitter:
         self._idle = asyncio.Event()
         self._idle.set()
         self._closed = False
-        self.published = 0
         self.dropped = 0
         self.failures = 0
-        #: events that could not be stored (storage down longer than ``retry_for``, or a bug)
-        self.lost = 0
         #: seconds a batch is retried while the storage is unavailable
         self.retry_for = RETRY_FOR
         #: id of the first event this emitter published (the run's ``run-start``)
@@ -160,10 +157,8 @@ class RunEmitter:
                             await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
                             continue
                         self.held = ""
-                        self.lost += len(batch)
                         log.error("run %s: publishing %d event(s) failed: %s", self.run_id, len(batch), exc)
                         break
-                    self.published += len(batch)
                     self.held = ""
                     if self.first_id is None and stored:
                         self.first_id = stored[0].id
