@@ -61,7 +61,7 @@ from .run_status import RunStatus
 from .screens.main import MainScreen
 from .sending import Sender
 from .startup import Boot, FirstFramePrefs, Started, StartingClient, Startup, is_demo
-from .textual_internals import TOASTS_CSS, app_driver
+from .textual_internals import TOASTS_CSS, app_driver, keep_reflow_baseline
 from .themes.manager import ThemeManager
 from .themes.variables import app_variable_defaults
 from .threads import Threads
@@ -300,6 +300,11 @@ class InstanceAiApp(App[None]):
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main_screen
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(screen, Screen):  # every screen shown: a widget placed between two layouts gets its Resize
+            keep_reflow_baseline(screen)
+        return super().push_screen(screen, *args, **kwargs)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return app_variable_defaults(self.current_theme)

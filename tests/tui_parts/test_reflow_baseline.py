@@ -114,3 +114,55 @@ async def test_the_widget_gets_its_show_and_resize_on_a_running_screen() -> None
                 break
             await pilot.pause()
         assert "show" in late.events and "resize 60x1" in late.events
+
+
+def _screen_classes() -> list[type[Screen[Any]]]:
+    """Every Screen subclass defined in ``instance_ai_tui.tui`` (found by walking the package, so a new
+    screen is in the list the day it is written)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import instance_ai_tui.tui as tui
+
+    found: dict[str, type[Screen[Any]]] = {}
+    for module_info in pkgutil.walk_packages(tui.__path__, prefix="instance_ai_tui.tui."):
+        module = importlib.import_module(module_info.name)
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Screen) and cls.__module__.startswith("instance_ai_tui.tui."):
+                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return [found[name] for name in sorted(found)]
+
+
+def test_every_screen_the_app_pushes_keeps_its_reflow_baseline(monkeypatch: Any) -> None:
+    """The app's ``push_screen`` (``push_screen_wait`` goes through it too) gives every screen of the
+    package a compositor that keeps its reflow baseline: the modal screens as the main one."""
+    from tests.tui.scripts import make_app, recorded
+
+    classes = _screen_classes()
+    names = {cls.__name__ for cls in classes}
+    assert {"MainScreen", "StartFailureScreen", "HelpScreen", "RenameThreadScreen", "ConfirmDeleteScreen",
+            "ModelPicker", "RewindPicker"} <= names, names
+    pushed: list[Screen[Any]] = []
+    monkeypatch.setattr(App, "push_screen", lambda self, screen, *args, **kwargs: pushed.append(screen))
+    app = make_app(recorded([]))
+    for cls in classes:
+        screen = cls.__new__(cls)  # its own arguments do not matter here: the compositor Screen.__init__ makes
+        Screen.__init__(screen)
+        assert not type(screen._compositor).__name__.startswith("KeepsReflowBaseline")
+        app.push_screen(screen)
+        assert pushed[-1] is screen
+        assert type(screen._compositor).__name__.startswith("KeepsReflowBaseline"), cls
+
+
+async def test_a_modal_screen_pushed_on_the_running_app_keeps_its_reflow_baseline() -> None:
+    from instance_ai_tui.tui.screens.help import HelpScreen
+    from tests.tui.scripts import make_app, recorded
+
+    app = make_app(recorded([]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.wait_until_ready()
+        await app.push_screen(HelpScreen("# Help"))
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert type(app.screen._compositor).__name__.startswith("KeepsReflowBaseline")
