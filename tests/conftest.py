@@ -7,6 +7,8 @@ add only what their tests need beyond it (the TUI tests also run in ``tmp_path``
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -30,6 +32,19 @@ def pytest_configure(config: pytest.Config) -> None:
         pass
     if reruns and str(reruns) != "0":
         raise pytest.UsageError(NO_RERUNS)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A pytest-xdist worker ends within execnet's 5 s: one collection here, then the objects that
+    survive it are frozen, so pytest's own cleanup after it (5 full ``gc.collect()`` passes, looking
+    for unraisable exceptions) walks only what is new since. A whole run's worker holds ~10^6
+    objects: five full passes on a busy machine took more than 5 s after the worker had reported
+    finished, execnet then sent it a SIGINT (``_terminate_execution``) and the run ended on
+    "PytestUnraisableExceptionWarning: Exception ignored in: gc_callback ... KeyboardInterrupt".
+    The garbage found here still reaches pytest's unraisable hook (it runs before that cleanup)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        gc.collect()
+        gc.freeze()
 
 
 #: tests that share one heavy real peer (a session or module fixture) run in one worker of pytest-xdist, so
