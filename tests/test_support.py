@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,15 @@ async def test_serve_asgi_serves_and_stops() -> None:
             await http.get("/hello")
     with socket.socket() as sock:  # the port is free again
         sock.bind(("127.0.0.1", port))
+
+
+async def test_a_served_app_leaves_the_tests_signal_handlers_alone() -> None:
+    """uvicorn takes SIGINT in ``serve()``: a Ctrl+C during the test would only stop the test's server,
+    and at stop it put back the handler it found, a fixture's asyncio Runner handler long finished."""
+    before = signal.getsignal(signal.SIGINT)
+    async with serve_asgi(app()):
+        assert signal.getsignal(signal.SIGINT) is before
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 async def test_serve_asgi_reports_a_port_in_use() -> None:

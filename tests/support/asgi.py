@@ -59,7 +59,10 @@ class AsgiServer:
             instance = uvicorn.Server(config)
         else:
             instance = self._factory(sock)
-        instance.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        instance.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # (uvicorn < 0.29)
+        # uvicorn >= 0.29 takes SIGINT/SIGTERM in serve() and puts back, at stop, the handler it found at
+        # start: a test's Ctrl+C only stopped this server, and a fixture's stale asyncio Runner handler came back
+        instance.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
         self.server = instance
 
         async def run() -> None:
