@@ -96,10 +96,13 @@ async def test_rewind_picker_goes_back_to_the_chosen_message(tmp_path: Path) -> 
     app = make_app(client, settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.wait_until_ready()
-        for text in ("what can you do?", "list my workflows", "show my executions"):
+        for n, text in enumerate(("what can you do?", "list my workflows", "show my executions"), start=1):
             await type_and_send(pilot, app, text)
-            await until(lambda: len(app.view.assistant_turns()) >= 1 and not app.conversation.is_streaming
-                        and app.conversation.messages[-1].role == "assistant", pilot)
+            # this message's answer is in (the send is a worker: until it ran, the previous answer
+            # looked the same, and on a busy machine the next message went while this one ran)
+            await until(lambda n=n: [m.role for m in app.conversation.messages].count("user") == n
+                        and not app.conversation.is_streaming and app.conversation.messages[-1].role == "assistant",
+                        pilot)
         await type_and_send(pilot, app, "/rewind")
         await until(lambda: isinstance(app.screen, RewindPicker), pilot)
         await pilot.press("down", "enter")  # newest first: the second message

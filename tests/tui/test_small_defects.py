@@ -309,10 +309,9 @@ async def test_a_model_error_is_shown_once() -> None:
         await app.wait_until_ready()
         await send(pilot, app, "hello")
         await until(lambda: not app.conversation.is_streaming and turns(app), pilot)
-        await app.wait_until_rendered()
-        turn = turns(app)[-1]
-        footer = str(turn.footer.visual)
-        assert "The run failed" in footer and message not in footer
+        # the footer follows the run's end in a frame of its own: waited for by what it says
+        await until(lambda: "The run failed" in str(turns(app)[-1].footer.visual), pilot, what="the footer says so")
+        assert message not in str(turns(app)[-1].footer.visual)
         def shown() -> int:
             screen = app.export_screenshot()
             return screen.count("Connection&#160;error") + screen.count("Connection error")
