@@ -231,9 +231,6 @@ class McpServers:
                                  read_only=is_read_only(t.mcp_tool), asks=asks_first(conn, t.mcp_tool))
                      for t in tools if isinstance(t, McpTool) and t.conn is conn]
             notes = [STARTING_NOTE] if conn.state == "starting" and not conn.sign_in_url else []
-            if conn.state == "unapproved" and conn.origin is not None:
-                notes.append(f"from the project's {conn.origin}: it starts once you approve it (a in /mcp), since "
-                             "a project file is someone else's command line")
             if conn.sign_in_url:
                 notes.append(f"waiting for you to sign in (a browser was opened where one could be): {conn.sign_in_url}")
             notes += [conn.note] if conn.note else []

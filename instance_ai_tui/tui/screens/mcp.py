@@ -56,7 +56,8 @@ def describe_server(server: McpServerInfo) -> str:
     lines = [f"{server.name} — {server.state}  ({server.transport}: {visible(server.target)})"]
     if server.origin:
         lines.append(f"from the project's {visible(server.origin)}"
-                     + (": a approves it (it starts, now and later)" if server.state == "unapproved" else ""))
+                     + (": it starts once you approve it (a approves it, now and later), since a project file "
+                        "is someone else's command line" if server.state == "unapproved" else ""))
     if server.signed_in:
         lines.append("signed in (o signs out: its tokens are forgotten)")
     if server.starts:
