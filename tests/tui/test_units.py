@@ -59,6 +59,12 @@ def test_tool_card_formatting() -> None:
     assert pretty({"a": [1, 2]}) == ('{\n  "a": [\n    1,\n    2\n  ]\n}', "json")
     assert pretty('{"x": 1}')[1] == "json" and pretty("plain words") == ("plain words", "text")
     assert result_summary({"workflows": [1, 2, 3]}) == "3 workflows"
+    # a checklist's updates read apart, not as the same "2 tasks" line each time
+    todo, done = {"id": "a", "status": "todo"}, {"id": "b", "status": "done"}
+    assert result_summary({"tasks": [todo, dict(todo, id="b")]}) == "2 tasks"
+    assert result_summary({"tasks": [todo, done]}) == "2 tasks · 1 done"
+    assert result_summary({"tasks": [dict(done, id="a"), dict(done, status="completed")]}) == "2 tasks · all done"
+    assert result_summary({"executions": [{"id": 1, "status": "success"}, {"id": 2}]}) == "2 executions"
     # a named object in words (issue 45: "✓ activate-workflow → {"id": "wf-104", …" in the demo)
     workflow = {"id": "wf-104", "name": "HTTP to Discord", "active": True, "tags": ["a", "b"], "nodeCount": 3}
     assert result_summary(workflow) == "HTTP to Discord (wf-104) · active"

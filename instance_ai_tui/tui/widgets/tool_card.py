@@ -86,9 +86,24 @@ def result_summary(value: Any, limit: int = SUMMARY_LIMIT) -> str:
             return named if len(named) <= limit else named[: limit - 1] + "…"
         for key, val in value.items():
             if isinstance(val, list):
-                return f"{len(val)} {key}"
+                return f"{len(val)} {key}{_progress(val)}"
         return short_json(value, limit)
     return short_json(value, limit)
+
+
+#: statuses of a finished step (ours and the seed's words)
+_DONE = frozenset({"done", "completed"})
+
+
+def _progress(items: list[Any]) -> str:
+    """How far a list of steps has come (' · 1 done', ' · all done'): a checklist's updates read
+    apart ('3 tasks', '3 tasks · 1 done', '3 tasks · all done'), not as the same line three times.
+    Nothing for items without a status."""
+    statuses = [item.get("status") for item in items if isinstance(item, dict)]
+    if not items or len(statuses) != len(items) or not all(isinstance(status, str) for status in statuses):
+        return ""
+    done = sum(status in _DONE for status in statuses)
+    return " · all done" if done == len(items) else (f" · {done} done" if done else "")
 
 
 def args_summary(tool_name: str, args: dict[str, Any], limit: int = SUMMARY_LIMIT) -> str:
