@@ -434,7 +434,7 @@ def _build(turn: Turn) -> ScriptedResponse:
         return _call("activate-workflow", {"workflowId": workflow_id},
                      reasoning="The workflow is built. Activating it changes production behaviour, so I need approval.")
     activated = bool(activations) and not activations[-1].failed
-    if len(plans) == 2:
+    if len(plans) == 2 and can_activate:  # without an activation the first update already ended the list
         last = "completed" if activated or not can_activate else "cancelled"
         return _call("plan", {"action": "update", "tasks": _tasks(["completed", "completed", last], goal, activate=can_activate)})
     return ScriptedResponse(text=_final_text(goal, workflow_id, activated, can_activate, activations))
