@@ -6,8 +6,11 @@ Prints one JSON object:
 
 * ``loop``: a ``ScriptedModel`` asks for one no-op tool call per response, ``rounds`` times, then
   answers. The time spent inside the model's stream is measured and subtracted, so
-  ``overhead_per_round_trip_us`` is the loop's own cost (message list, request building, tool
-  validation and execution, chunks, state) per model-call + tool-call round trip.
+  ``overhead_per_round_trip_us`` is the loop's own cost (message list, request building, context
+  fitting, tool validation and execution, chunks, state) per model-call + tool-call round trip, in
+  wall time; ``cpu_overhead_per_round_trip_us`` the same in this thread's CPU time (what a busy machine
+  changes least). The script counts its calls and says its usage, so the model's own time stays the
+  same per call however long the run grows (``--rounds 3000``: a thread ten times the default).
 * ``round_trips``: ``--trips`` tool round trips (a no-op tool asked for each time, then an answer) against
   the same local OpenAI-wire server, each variant in a fresh process: our ``Agent`` + ``OpenAIModel``
   (``ours``: its own httpx requests and event-stream reader, no SDK since issue 46), and the peers
@@ -20,7 +23,9 @@ Prints one JSON object:
 
 With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/before <commit>``) each part
 runs in a fresh process of that checkout's own script and then of this one, ``--repeats`` times in
-turn, so the load falls on both alike: ``before`` and ``after``, a list of results each.
+turn, so the load falls on both alike: ``before`` and ``after``, a list of results each. The ``loop``
+part runs this script on both sides, over the baseline's package (``RUNTIME_OVERHEAD_PACKAGE``): the
+same measurement of two loops (``package`` says which was imported).
 """
 
 from __future__ import annotations
@@ -38,14 +43,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the checkout whose package is measured (``--baseline`` sets it for the loop's ``before``)
+PACKAGE = Path(os.environ.get("RUNTIME_OVERHEAD_PACKAGE") or ROOT)
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(PACKAGE))
 
 from instance_ai_tui.runtime.agent import Agent  # noqa: E402
 from instance_ai_tui.runtime.chunks import TextDeltaChunk  # noqa: E402
-from instance_ai_tui.runtime.context import ContextBudget  # noqa: E402
+
+try:
+    from instance_ai_tui.runtime.context import ContextBudget
+except ImportError:  # a baseline from before the context budget (issue 47)
+    ContextBudget = None  # type: ignore[assignment,misc]
 from instance_ai_tui.runtime.model import ModelRequest  # noqa: E402
 from instance_ai_tui.runtime.scripted import ScriptedModel, ScriptedResponse, ScriptedToolCall  # noqa: E402
 from instance_ai_tui.runtime.tools import tool  # noqa: E402
+from instance_ai_tui.runtime.usage import Usage  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import with_machine  # noqa: E402
@@ -57,76 +70,66 @@ class TimedModel:
     def __init__(self, inner: ScriptedModel) -> None:
         self.inner = inner
         self.name = inner.name
-        self.seconds = 0.0
-        # the policies count the results they are sent: a window that holds every round (issue 47's
-        # fitting would otherwise leave the oldest rounds of the turn out, as it should)
-        self.context = ContextBudget(inner.name, window=100_000_000)
+        self.seconds = self.cpu_seconds = 0.0
+        # a window that holds every round (issue 47's fitting would otherwise leave the oldest rounds
+        # of the turn out, as it should)
+        if ContextBudget is not None:
+            self.context = ContextBudget(inner.name, window=100_000_000)
 
     async def stream(self, request: ModelRequest, *, cancel: asyncio.Event | None = None) -> AsyncIterator[Any]:
         it = self.inner.stream(request, cancel=cancel).__aiter__()
         while True:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 chunk = await it.__anext__()
             except StopAsyncIteration:
-                self.seconds += time.perf_counter() - start
                 return
-            self.seconds += time.perf_counter() - start
+            finally:
+                self.seconds += time.perf_counter() - start
+                self.cpu_seconds += time.thread_time() - cpu
             yield chunk
 
 
-async def bench_loop(rounds: int) -> dict[str, Any]:
+async def _loop_once(rounds: int) -> tuple[float, float]:
+    """One run of ``rounds`` tool round trips: the loop's own wall and CPU seconds (model time out)."""
     @tool
     def noop(n: int) -> dict:
         "Do nothing."
         return {"n": n}
 
-    def policy(request: ModelRequest) -> ScriptedResponse:
-        done = sum(1 for m in request.messages if m["role"] == "tool")
-        if done >= rounds:
-            return ScriptedResponse(text="finished")
-        return ScriptedResponse(tool_calls=[ScriptedToolCall("noop", {"n": done})])
+    calls = 0
+    usage = Usage(input_tokens=0, output_tokens=1, total_tokens=1)  # (said: nothing estimated per call)
 
-    results = []
-    for _ in range(3):
-        model = TimedModel(ScriptedModel(policy))
-        agent = Agent("bench", "Benchmark.", model, [noop], max_iterations=rounds + 1)
-        start = time.perf_counter()
-        result = await agent.generate("go")
-        total = time.perf_counter() - start
-        assert result.status == "success" and result.text == "finished", result.error
-        results.append((total, model.seconds))
-    total, model_seconds = min(results)
+    def policy(request: ModelRequest) -> ScriptedResponse:
+        nonlocal calls
+        calls += 1
+        if calls > rounds:
+            return ScriptedResponse(text="finished", usage=usage)
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("noop", {"n": calls})], usage=usage)
+
+    model = TimedModel(ScriptedModel(policy))
+    agent = Agent("bench", "Benchmark.", model, [noop], max_iterations=rounds + 1)
+    start, cpu = time.perf_counter(), time.thread_time()
+    result = await agent.generate("go")
+    wall, cpu = time.perf_counter() - start - model.seconds, time.thread_time() - cpu - model.cpu_seconds
+    assert result.status == "success" and result.text == "finished", result.error
+    return wall, cpu
+
+
+async def bench_loop(rounds: int) -> dict[str, Any]:
+    import instance_ai_tui
+
+    runs = [await _loop_once(rounds) for _ in range(3)]
+    short = [await _loop_once(50) for _ in range(5)]
     return {
         "rounds": rounds,
-        "total_s": round(total, 4),
-        "model_s": round(model_seconds, 4),
-        "overhead_per_round_trip_us": round((total - model_seconds) / rounds * 1e6, 1),
-        "overhead_first_50_rounds_us": await _short(policy_rounds=50),
-        "note": "best of several runs; model time (ScriptedModel) excluded; the model context is built "
-        "incrementally (no per-call rebuild of the history)",
+        "package": str(Path(instance_ai_tui.__file__).parents[1]),
+        "overhead_per_round_trip_us": round(min(w for w, _ in runs) / rounds * 1e6, 1),
+        "cpu_overhead_per_round_trip_us": round(min(c for _, c in runs) / rounds * 1e6, 1),
+        "overhead_first_50_rounds_us": round(min(w for w, _ in short) / 50 * 1e6, 1),
+        "cpu_overhead_first_50_rounds_us": round(min(c for _, c in short) / 50 * 1e6, 1),
+        "note": "best of 3 runs (5 of 50 rounds); model time (ScriptedModel) excluded",
     }
-
-
-async def _short(policy_rounds: int) -> float:
-    @tool
-    def noop(n: int) -> dict:
-        "Do nothing."
-        return {"n": n}
-
-    def policy(request: ModelRequest) -> ScriptedResponse:
-        done = sum(1 for m in request.messages if m["role"] == "tool")
-        return ScriptedResponse(text="ok") if done >= policy_rounds else ScriptedResponse(
-            tool_calls=[ScriptedToolCall("noop", {"n": done})])
-
-    best = float("inf")
-    for _ in range(5):
-        model = TimedModel(ScriptedModel(policy))
-        agent = Agent("bench", "Benchmark.", model, [noop], max_iterations=policy_rounds + 1)
-        start = time.perf_counter()
-        await agent.generate("go")
-        best = min(best, (time.perf_counter() - start - model.seconds) / policy_rounds * 1e6)
-    return round(best, 1)
 
 
 async def start_server(script: list[dict[str, Any]], *flags: str) -> tuple[asyncio.subprocess.Process, str]:
@@ -306,9 +309,10 @@ async def _before_after(args: argparse.Namespace) -> dict[str, Any]:
     for part in ([args.only] if args.only else ["loop", "adapter", "round_trips"]):
         for _ in range(args.repeats):
             for side, root in sides.items():
+                script = ROOT if part == "loop" else root  # (the loop: one measurement of two packages)
                 run = await asyncio.create_subprocess_exec(
-                    sys.executable, str(root / "benchmarks" / "runtime_overhead.py"), "--only", part, *sizes,
-                    cwd=str(root), env={**os.environ, "PYTHONPATH": str(root)},
+                    sys.executable, str(script / "benchmarks" / "runtime_overhead.py"), "--only", part, *sizes,
+                    cwd=str(root), env={**os.environ, "PYTHONPATH": str(root), "RUNTIME_OVERHEAD_PACKAGE": str(root)},
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
                 stdout, stderr = await run.communicate()
                 result = json.loads(stdout) if run.returncode == 0 else {"error": stderr.decode()[-500:]}

@@ -434,7 +434,7 @@ class Agent(ToolExecution):
         strict = bool(getattr(run.model, "supports_strict_tools", False))
         tools = [t.definition(strict=strict) for t in run.tools.values()]
         params = dict(self.model_params)
-        fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
+        fit = fit_request(await self._messages(run), tools, budget, params, run.sizes, epoch=run.list.wire_epoch)
         # (a guessed window, the 8 k default, is no reason to summarise: the server's refusal, if any,
         # teaches the real one; fit_request sends such a request as it is)
         over = budget.source != "default" and fit.pressure > self.context_threshold * fit.available
@@ -444,7 +444,8 @@ class Agent(ToolExecution):
             before = fit.pressure
             compacted = await self._compact(run, budget, reason="auto", fit=fit, half=full and not over)
             if compacted is not None:
-                fit = fit_request(await self._messages(run), tools, budget, params, run.sizes)
+                fit = fit_request(await self._messages(run), tools, budget, params, run.sizes,
+                                  epoch=run.list.wire_epoch)
                 self._emit_compacted(run, rid, compacted, before, fit, "auto")
         return ModelRequest(messages=fit.messages, tools=tools, params=params), fit
 

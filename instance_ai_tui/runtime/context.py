@@ -291,42 +291,56 @@ class Sizes:
     """Characters per wire dict, cached by identity (the message list hands out the same dict for a
     message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
 
-    __slots__ = ("_cache", "_last", "_stubs", "_tools", "_user")
+    __slots__ = ("_cache", "_epoch", "_last", "_peak", "_stubs", "_tools", "_user")
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._stubs: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         self._tools: tuple[Sequence[Mapping[str, Any]], int] | None = None
         self._last: tuple[list[Mapping[str, Any]], list[int], list[int], list[int]] | None = None
-        #: index of the last user message after message 0 in ``_last`` (-1: none)
+        #: index of the last user message after message 0 in ``_last`` (-1: none), the most characters
+        #: of one message from there (from message 1 when there is none) to the end, and what the message
+        #: list said of ``_last`` (``MessageList.wire_epoch``)
         self._user = -1
+        self._peak = 0
+        self._epoch: object = None
 
-    def measure(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[int], int]:
-        """``(chars, cum, saving)`` of a request's messages: characters per message; ``cum[i]``, the
-        characters of messages 1 to i-1; ``saving[i]``, what stubbing the big tool results among them
-        would save; and where the current turn begins: the index of the last user message (1 past a
-        leading system message when there is none). Message 0 (the system message, built anew for every
-        request) is measured each time; the rest is carried over from the previous request for the
-        messages it shares (the same dicts at the same places: a run's requests grow at their end), so
-        a request costs a look-up per new message, not a walk over the history."""
+    def measure(self, messages: Sequence[Mapping[str, Any]], epoch: object = None,
+                ) -> tuple[list[int], list[int], list[int], int, int]:
+        """``(chars, cum, saving, turn, peak)`` of a request's messages: characters per message;
+        ``cum[i]``, the characters of messages 1 to i-1; ``saving[i]``, what stubbing the big tool results
+        among them would save; where the current turn begins: the index of the last user message (1 past
+        a leading system message when there is none); and the most characters of one message of that
+        turn (message 0 left out). Message 0 (the system message, built anew for every request) is
+        measured each time; the rest is carried over from the previous request for the messages it
+        shares (the same dicts at the same places: a run's requests grow at their end), so a request
+        costs a look-up per new message, not a walk over the history.
+
+        ``epoch`` is what the message list says of ``messages`` (``MessageList.wire_epoch``): the same
+        epoch as the previous request's means they only grew at their end since, and not even the
+        shared messages are compared (None: they are, one by one)."""
         n = len(messages)
         last = self._last
         keep = 1
         if last is not None:
             before = last[0]
             upto = min(len(before), n)
-            if upto > 1 and before[upto - 1] is messages[upto - 1] and all(
+            if epoch is not None and epoch == self._epoch and upto == len(before):
+                keep = upto
+            elif upto > 1 and before[upto - 1] is messages[upto - 1] and all(
                     map(operator.is_, islice(before, 1, upto), islice(messages, 1, upto))):
                 keep = upto
-        user = -1  # (the lists handed out before are read by their caller only until its next request)
+        self._epoch = epoch
+        user, peak = -1, 0  # (the lists handed out before are read by their caller only until its next request)
         if keep > 1 and last is not None and keep == len(last[0]):  # the last request and more: grown in place
             listed, chars, cum, saving = last
-            user = self._user
+            user, peak = self._user, self._peak
         elif keep > 1 and last is not None:
             chars, cum, saving = last[1][:keep], last[2][: keep + 1], last[3][: keep + 1]
             listed = list(last[0][:keep])
             user = self._user if self._user < keep else next(
                 (i for i in range(keep - 1, 0, -1) if messages[i].get("role") == "user"), -1)
+            peak = max(islice(chars, max(user, 1), None), default=0)
         else:
             chars, cum, saving, listed = [0], [0, 0], [0, 0], [messages[0]] if n else []
         if n:
@@ -339,19 +353,23 @@ class Sizes:
             chars.append(size)
             listed.append(message)
             total += size
-            if size > STUB_OVER and message.get("role") == "tool":
+            role = message.get("role")
+            if size > STUB_OVER and role == "tool":
                 saved += size - STUB_SIZE
             cum.append(total)
             saving.append(saved)
-            if message.get("role") == "user":
-                user = index
+            if role == "user":
+                user, peak = index, size
+            elif size > peak:
+                peak = size
         if not n:
-            return [], [0], [0], 0
+            self._last, self._epoch = None, None
+            return [], [0], [0], 0, 0
         self._last = (listed, chars, cum, saving)
-        self._user = user
+        self._user, self._peak = user, peak
         role = messages[0].get("role")
         turn = user if user > 0 else 0 if role == "user" else 1 if role == "system" else 0
-        return chars, cum, saving, turn
+        return chars, cum, saving, turn, peak
 
     def stub(self, message: Mapping[str, Any], tool_name: str, arguments: str) -> tuple[dict[str, Any], int]:
         """The stub of a tool result and its size, made once per message."""
@@ -460,17 +478,19 @@ def fit_request(
     sizes: Sizes,
     *,
     tools_chars: int | None = None,
+    epoch: object = None,
 ) -> Fit:
     """``messages`` (OpenAI chat format, system message first) fitted to ``budget`` with ``tools``
     and the answer's reserve. The dicts given are never changed (stubs and cuts are new dicts).
     Raises ``ModelContextExceeded`` when even the cut request cannot fit.
 
-    The work is one look-up per message (``Sizes``) plus what must be left out, each step counting
-    its characters as it goes (never the whole request again)."""
+    The work is one look-up per new message (``Sizes``; ``epoch``: ``MessageList.wire_epoch`` of
+    ``messages``, which spares comparing the messages the previous request had) plus what must be
+    left out, each step counting its characters as it goes (never the whole request again)."""
     available = budget.available(params)
     ratio = budget.effective_ratio
     t_chars = sizes.tools_chars(tools) if tools_chars is None else tools_chars
-    chars, cum, saving, turn_start = sizes.measure(messages)
+    chars, cum, saving, turn_start, peak = sizes.measure(messages, epoch)
     count = len(messages)
     first = chars[0] if chars else 0
     total = t_chars + first + cum[-1]
@@ -486,7 +506,9 @@ def fit_request(
     lead = 1 if start == 0 and turn > 0 else 0
     zero_saving = (first - STUB_SIZE if lead and first > STUB_OVER and messages[0].get("role") == "tool" else 0)
     stub_saving = saving[turn] - saving[max(start, 1)] + zero_saving
-    cap_saving = sum(size - share_chars for size in islice(chars, turn, None) if size > share_chars)
+    # (none of this turn's messages over the share, the usual case: nothing to sum)
+    cap_saving = 0 if max(peak, first if turn == 0 else 0) <= share_chars else sum(
+        size - share_chars for size in islice(chars, turn, None) if size > share_chars)
     history_chars = cum[turn] - cum[max(start, 1)] + (first if lead else 0) - stub_saving
     pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count))
     history = budget.tokens(raw_tokens(history_chars, turn - start))

@@ -14,6 +14,7 @@ Live (input/response) messages get a strictly increasing ``created_at``:
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -161,6 +162,10 @@ def strip_orphaned_tool_messages(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+#: epochs of ``MessageList.wire_epoch``, unique in the process
+_EPOCHS = itertools.count()
+
+
 class MessageList:
     """One turn's messages: history, input and response, with monotonic ``created_at``."""
 
@@ -180,6 +185,12 @@ class MessageList:
         self._open_calls: set[str] = set()
         self._answered: set[str] = set()
         self._dirty = False
+        self._epoch = next(_EPOCHS)
+        #: what the last ``for_llm`` answer was: ``(epoch, with a system message)`` when its messages
+        #: after the system message are ``_wire`` as it was (an answer of the same epoch has the same
+        #: dicts at the same places and maybe more at the end: ``Sizes.measure`` compares none of them),
+        #: None when it was built anew; a new epoch each time ``_wire`` is replaced
+        self.wire_epoch: tuple[int, bool] | None = None
 
     def _track(self, m: Message) -> None:
         if m.role == "assistant" and m.tool_calls:
@@ -258,7 +269,7 @@ class MessageList:
             return
         keep = [m for m in self._messages if m.id not in ids]
         self.history_ids -= ids
-        self._messages, self._index, self._wire = [], {}, []
+        self._messages, self._index, self._wire, self._epoch = [], {}, [], next(_EPOCHS)
         self._open_calls, self._answered, self._dirty = set(), set(), False
         for m in keep:
             self._index[m.id] = len(self._messages)
@@ -295,9 +306,12 @@ class MessageList:
         if not self._dirty and replay_reasoning != self._wire_replay:
             self._wire_replay = replay_reasoning
             self._wire = [w for w in (self._to_wire(m, replay_reasoning) for m in self._messages) if w is not None]
+            self._epoch = next(_EPOCHS)
         if not self._dirty and not self._open_calls:
             out.extend(self._wire)
+            self.wire_epoch = (self._epoch, bool(system))
             return out
+        self.wire_epoch = None
         for m in strip_orphaned_tool_messages(self._messages):
             wire = self._to_wire(m, replay_reasoning)
             if wire is not None:

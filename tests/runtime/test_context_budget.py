@@ -6,18 +6,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
 from instance_ai_tui.runtime.context import (
+    CHARS_PER_TOKEN,
     DEFAULT_WINDOW,
+    STUB_OVER,
+    STUB_SIZE,
     ContextBudget,
+    Fit,
     Sizes,
     context_refusal,
     fit_request,
     format_tokens,
     known_window,
+    raw_tokens,
+    wire_chars,
 )
 from instance_ai_tui.runtime.errors import ModelContextExceeded
+from instance_ai_tui.runtime.messages import Message, MessageList, ToolCallPart
 
 
 def turn(index: int, result_chars: int = 0) -> list[dict[str, Any]]:
@@ -209,3 +218,101 @@ def test_sizes_carried_from_request_to_request_read_as_a_fresh_count() -> None:
         assert got == Sizes().measure(messages)
         turns.add(got[3])
     assert len(turns) > 20  # the turn's start moved with the history
+
+
+def _naive_pressure_and_history(messages: list[dict[str, Any]], tools_chars: int, budget: ContextBudget,
+                                params: dict[str, Any]) -> tuple[int, int]:
+    """What ``Fit.pressure`` and ``Fit.history`` say, counted the slow way: every message measured
+    again, the turn found by a walk, every message of the turn compared with the share."""
+    if not messages:
+        return budget.tokens(raw_tokens(tools_chars, 0)), 0
+    sizes = [wire_chars(m) for m in messages]
+    has_system = messages[0].get("role") == "system"
+    start = 1 if has_system else 0
+    users = [i for i in range(1, len(messages)) if messages[i].get("role") == "user"]
+    turn = max(start, users[-1] if users else 1 if has_system else 0)
+    share = int(budget.available(params) / 2 / budget.effective_ratio * CHARS_PER_TOKEN)
+    stub_saving = sum(sizes[i] - STUB_SIZE for i in range(start, turn)
+                      if messages[i].get("role") == "tool" and sizes[i] > STUB_OVER)
+    cap_saving = sum(size - share for size in sizes[turn:] if size > share)
+    pressure = budget.tokens(raw_tokens(tools_chars + sum(sizes) - stub_saving - cap_saving, len(messages)))
+    return pressure, budget.tokens(raw_tokens(sum(sizes[start:turn]) - stub_saving, turn - start))
+
+
+_STEP = st.tuples(st.sampled_from(["user", "call", "result", "answer", "replace", "forget", "system", "replay"]),
+                  st.integers(0, 12_000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=st.lists(st.tuples(st.sampled_from(["user", "answer", "call", "result"]), st.integers(0, 6_000)),
+                        max_size=12),
+       steps=st.lists(_STEP, min_size=1, max_size=40), window=st.integers(1_500, 40_000),
+       guessed=st.booleans(), max_tokens=st.sampled_from([None, 300, 2_000]), with_tools=st.booleans())
+def test_the_carried_fast_path_fits_every_request_as_a_fresh_full_count_does(
+        history: list[tuple[str, int]], steps: list[tuple[str, int]], window: int, guessed: bool,
+        max_tokens: int | None, with_tools: bool) -> None:
+    """A run's requests fitted with its carried ``Sizes`` and the message list's epoch (nothing compared
+    that the list says only grew, nothing summed when no message of the turn is over the share, the
+    request sent as it is when it is under the room) come out exactly as fitting each request from a
+    fresh count does, and their pressure and history as counting the slow way does: on random threads
+    that grow, answer calls, replace a message, forget their oldest history, change the system message
+    and replay reasoning, against windows small enough to stub, cut, drop and refuse."""
+    budget = ContextBudget("m", window=window, source="config")
+    if guessed:
+        budget = ContextBudget("a-model-nobody-knows")
+    params: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
+    tools = [{"type": "function", "function": {"name": "get-workflow", "parameters": {"type": "object"}}}] \
+        if with_tools else []
+    counter = iter(range(10_000))
+    open_calls: list[str] = []
+
+    def message(kind: str, size: int) -> Message | None:
+        text = "w" * size
+        if kind == "user":
+            return Message.user(text)
+        if kind == "answer":
+            return Message.assistant(text)
+        if kind == "call":  # (the reasoning is sent again with the call when the model wants it)
+            call_id = f"c{next(counter)}"
+            open_calls.append(call_id)
+            return Message(role="assistant", content="", reasoning="r" * (size // 7), tool_calls=[
+                ToolCallPart(id=call_id, name="get-workflow", arguments={"q": text[:size // 3]})])
+        if kind == "result" and open_calls:
+            return Message.tool(open_calls.pop(0), "get-workflow", text)
+        return None
+
+    lst = MessageList()
+    lst.add_history([m for m in (message(kind, size) for kind, size in history) if m is not None])
+    carried = Sizes()
+    system, replay = "You help.", False
+    for kind, size in steps:
+        if kind == "replace":
+            texts = [m for m in lst.messages if m.role in ("user", "assistant") and not m.tool_calls]
+            if texts:
+                old = texts[size % len(texts)]
+                lst.replace(old.model_copy(update={"content": "v" * (size // 2)}))
+        elif kind == "forget":
+            lst.forget({m.id for m in lst.messages[: size % 5] if m.id in lst.history_ids})
+        elif kind == "system":
+            system = "s" * (size // 4 if size % 3 else 0)
+        elif kind == "replay":
+            replay = not replay
+        else:
+            new = message(kind, size)
+            if new is not None:
+                lst.add_response([new])
+        messages = lst.for_llm(system, replay_reasoning=replay)
+        if not messages:  # (no run asks with nothing: there is always its question)
+            continue
+        try:
+            fast: Fit | str = fit_request(messages, tools, budget, params, carried, epoch=lst.wire_epoch)
+        except ModelContextExceeded as exc:
+            fast = str(exc)
+        try:
+            full: Fit | str = fit_request(messages, tools, budget, params, Sizes())
+        except ModelContextExceeded as exc:
+            full = str(exc)
+        assert fast == full
+        if isinstance(fast, Fit):
+            tools_chars = Sizes().tools_chars(tools)
+            assert (fast.pressure, fast.history) == _naive_pressure_and_history(messages, tools_chars, budget, params)
