@@ -398,8 +398,10 @@ class Agent(ToolExecution):
         run.response_id = rid = new_id("resp")
         await self._event(run, AgentEvent.TURN_START, iteration=run.iteration, response_id=rid)
         budget = budget_of(run.model)
-        await probe_window(run.model, budget)
-        await recall_window(self.memory, run.model, budget)
+        if not budget.probed:  # (once per adapter: no coroutine a call)
+            await probe_window(run.model, budget)
+        if not budget.recalled and self.memory is not None:
+            await recall_window(self.memory, run.model, budget)
         request, fit = await self._fitted_request(run, budget, rid)
         self._say_cut(run, rid, fit)
         try:

@@ -343,13 +343,20 @@ class Sizes:
             peak = max(islice(chars, max(user, 1), None), default=0)
         else:
             chars, cum, saving, listed = [0], [0, 0], [0, 0], [messages[0]] if n else []
-        if n:
-            chars[0] = self.chars(messages[0])
+        if n:  # (a new dict each request, not kept: a run's thousandth request holds no 999 system prompts)
+            hit = self._cache.get(id(messages[0]))
+            chars[0] = hit[1] if hit is not None and hit[0] is messages[0] else wire_chars(messages[0])
             listed[0] = messages[0]
         total, saved = cum[-1], saving[-1]
+        cache = self._cache
         for index in range(keep, n):
             message = messages[index]
-            size = self.chars(message)
+            hit = cache.get(id(message))
+            if hit is not None and hit[0] is message:
+                size = hit[1]
+            else:
+                size = wire_chars(message)
+                cache[id(message)] = (message, size)
             chars.append(size)
             listed.append(message)
             total += size
@@ -510,13 +517,15 @@ def fit_request(
     cap_saving = 0 if max(peak, first if turn == 0 else 0) <= share_chars else sum(
         size - share_chars for size in islice(chars, turn, None) if size > share_chars)
     history_chars = cum[turn] - cum[max(start, 1)] + (first if lead else 0) - stub_saving
-    pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count))
-    history = budget.tokens(raw_tokens(history_chars, turn - start))
-    if budget.source == "default" or (total <= room and budget.tokens(raw_tokens(total, count)) <= available):
+    raw = raw_tokens(total, count)
+    tokens = math.ceil(raw * ratio)  # (budget.tokens(raw))
+    pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count)) if stub_saving or cap_saving \
+        else tokens
+    history = budget.tokens(raw_tokens(history_chars, turn - start)) if turn > start else 0
+    if budget.source == "default" or (total <= room and tokens <= available):
         # (a guessed window, the 8 k default, leaves nothing out: the server says whether it fits, and
         # its refusal teaches the real window; fitting to a guess would lose what a bigger one holds)
-        return Fit(messages, budget.tokens(raw_tokens(total, count)), raw_tokens(total, count), available,
-                   budget.window, pressure=pressure, history=history)
+        return Fit(messages, tokens, raw, available, budget.window, pressure=pressure, history=history)
     out = list(messages)
     sizes_now = list(chars)
 

@@ -408,7 +408,8 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
         return {}, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
     except RecursionError:  # the parser itself gave up (some thousand levels)
         return {}, too_deep
-    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+    # (no deeper than the brackets it has, in strings or not: most arguments are not walked)
+    if text.count("{") + text.count("[") > MAX_ARGUMENT_DEPTH and _deeper_than(value, MAX_ARGUMENT_DEPTH):
         return {}, too_deep
     if value is None:
         return {}, None

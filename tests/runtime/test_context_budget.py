@@ -316,3 +316,25 @@ def test_the_carried_fast_path_fits_every_request_as_a_fresh_full_count_does(
         if isinstance(fast, Fit):
             tools_chars = Sizes().tools_chars(tools)
             assert (fast.pressure, fast.history) == _naive_pressure_and_history(messages, tools_chars, budget, params)
+
+
+def test_a_runs_sizes_keep_no_system_message_of_an_earlier_request() -> None:
+    """Every request has a system message of its own (instructions, observations and working memory
+    joined anew): a run's ``Sizes`` must not keep them, or a run of a thousand model calls holds a
+    thousand system prompts."""
+    import gc
+    import weakref
+
+    class Wire(dict):  # (a dict that can be weakly referenced)
+        pass
+
+    sizes, budget = Sizes(), ContextBudget("m", window=128_000)
+    thread: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    first = Wire(role="system", content="You help. " * 500)
+    fit_request([first, *thread], [], budget, {}, sizes)
+    gone = weakref.ref(first)
+    del first
+    thread.append({"role": "assistant", "content": "done"})
+    fit_request([Wire(role="system", content="You help. " * 500), *thread], [], budget, {}, sizes)
+    gc.collect()
+    assert gone() is None
