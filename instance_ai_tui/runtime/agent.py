@@ -785,8 +785,8 @@ def _oldest_turns(history: list[Message], budget: ContextBudget, fit: Fit, thres
 def _estimate(messages: list[dict[str, Any]], tools: list[dict[str, Any]], budget: ContextBudget, run: Run) -> int:
     from .context import raw_tokens
 
-    chars = run.sizes.tools_chars(tools) + sum(run.sizes.chars(m) for m in messages)
-    return budget.tokens(raw_tokens(chars, len(messages)))
+    sizes, cum, *_ = run.sizes.measure(messages)
+    return budget.tokens(raw_tokens(run.sizes.tools_chars(tools) + (sizes[0] if sizes else 0) + cum[-1], len(messages)))
 
 
 __all__ = [

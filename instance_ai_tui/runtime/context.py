@@ -29,8 +29,8 @@ default of a model nobody knows is a guess, and a request is sent as it is until
 teaches the real window (then it is fitted, and the thread compacted, like any other).
 
 Fitting only shapes what is sent: the run's messages, the store and the screen keep everything.
-The estimates of a message's size are cached per wire dict (``Sizes``), so fitting a request costs
-one look-up per message it keeps (``benchmarks/context_budget.py``).
+A run's sizes are carried from request to request (``Sizes``: a request is the last one grown at its
+end), so fitting a request measures only its new messages (``benchmarks/context_budget.py``).
 """
 
 from __future__ import annotations
@@ -288,13 +288,13 @@ def wire_chars(message: Mapping[str, Any]) -> int:
 
 
 class Sizes:
-    """Characters per wire dict, cached by identity (the message list hands out the same dict for a
-    message each time). Held by a run; holds the dicts it measured, so an id is never reused."""
+    """Characters of a run's requests, carried from one request to the next (the message list hands
+    out the same dict for a message each time). Held by a run; holds the dicts of its last request, so
+    their ids are not reused while it compares them."""
 
-    __slots__ = ("_cache", "_epoch", "_last", "_peak", "_stubs", "_tools", "_user")
+    __slots__ = ("_epoch", "_last", "_peak", "_stubs", "_tools", "_user")
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Mapping[str, Any], int]] = {}
         self._stubs: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         self._tools: tuple[Sequence[Mapping[str, Any]], int] | None = None
         self._last: tuple[list[Mapping[str, Any]], list[int], list[int], list[int]] | None = None
@@ -343,20 +343,19 @@ class Sizes:
             peak = max(islice(chars, max(user, 1), None), default=0)
         else:
             chars, cum, saving, listed = [0], [0, 0], [0, 0], [messages[0]] if n else []
-        if n:  # (a new dict each request, not kept: a run's thousandth request holds no 999 system prompts)
-            hit = self._cache.get(id(messages[0]))
-            chars[0] = hit[1] if hit is not None and hit[0] is messages[0] else wire_chars(messages[0])
+        # the sizes of the last request's dicts, for a request that is not it grown (alive in ``last``:
+        # an id found is the same dict); nothing kept per message beyond the last request
+        known = {id(m): c for m, c in zip(last[0], last[1], strict=True)} \
+            if last is not None and keep < len(last[0]) else {}
+        if n:  # (a new dict each request)
+            chars[0] = wire_chars(messages[0])
             listed[0] = messages[0]
         total, saved = cum[-1], saving[-1]
-        cache = self._cache
         for index in range(keep, n):
             message = messages[index]
-            hit = cache.get(id(message))
-            if hit is not None and hit[0] is message:
-                size = hit[1]
-            else:
+            size = known.get(id(message))
+            if size is None:
                 size = wire_chars(message)
-                cache[id(message)] = (message, size)
             chars.append(size)
             listed.append(message)
             total += size
@@ -389,14 +388,6 @@ class Sizes:
         chars = wire_chars(stub)
         self._stubs[id(message)] = (message, stub, chars)
         return stub, chars
-
-    def chars(self, message: Mapping[str, Any]) -> int:
-        hit = self._cache.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        chars = wire_chars(message)
-        self._cache[id(message)] = (message, chars)
-        return chars
 
     def tools_chars(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Characters of the tools' schemas (measured again only when the list is another one with
@@ -491,7 +482,7 @@ def fit_request(
     and the answer's reserve. The dicts given are never changed (stubs and cuts are new dicts).
     Raises ``ModelContextExceeded`` when even the cut request cannot fit.
 
-    The work is one look-up per new message (``Sizes``; ``epoch``: ``MessageList.wire_epoch`` of
+    The work is measuring the new messages (``Sizes``; ``epoch``: ``MessageList.wire_epoch`` of
     ``messages``, which spares comparing the messages the previous request had) plus what must be
     left out, each step counting its characters as it goes (never the whole request again)."""
     available = budget.available(params)
