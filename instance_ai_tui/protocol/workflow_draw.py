@@ -11,6 +11,7 @@ with their heading. Every state is a glyph and a word (never colour alone).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -604,6 +605,44 @@ def line_ends(layout: Layout) -> LineEnds:
             {r.points[-1] for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
             {r.edge.source for r in layout.routes if r.edge.is_ai})
     return ends
+
+
+def row_extents(layout: Layout) -> tuple[list[int], list[int]]:
+    """Per row of ``layout``: the first column anything is drawn in and the column after the last (a row with
+    nothing: ``width`` and 0). From the boxes, notes, labels, stubs and every piece of every line, swept
+    row by row (a line's vertical piece spans many rows): the edges of a view say whether the drawing goes
+    on past them without drawing the rows whole."""
+    if layout.row_extents is not None:
+        return layout.row_extents
+    rects: list[tuple[int, int, int, int]] = []  # (first row, last row, first column, column after the last)
+    rects += [(b.y, b.y + b.h - 1, b.x, b.x + b.w) for b in layout.boxes.values()]
+    rects += [(r.y, r.y + r.h - 1, r.x, r.x + r.w) for r in layout.regions]
+    rects += [(y, y, x, x + cell_len(text)) for x, y, text in layout.labels]
+    rects += [(y, y, x, x + 1) for x, y in layout.stubs]
+    for route in layout.routes:
+        points = route.points
+        for (ax, ay), (bx, by) in itertools.pairwise(points):
+            rects.append((min(ay, by), max(ay, by), min(ax, bx), max(ax, bx) + 1))
+    rects.sort()
+    height = layout.height
+    left, right = [layout.width] * height, [0] * height
+    lows: list[tuple[int, int]] = []  # (first column, last row) of the pieces open on this row
+    highs: list[tuple[int, int]] = []  # (-column after the last, last row)
+    i = 0
+    for y in range(height):
+        while i < len(rects) and rects[i][0] <= y:
+            _, last, x0, x1 = rects[i]
+            heapq.heappush(lows, (x0, last))
+            heapq.heappush(highs, (-x1, last))
+            i += 1
+        while lows and lows[0][1] < y:
+            heapq.heappop(lows)
+        while highs and highs[0][1] < y:
+            heapq.heappop(highs)
+        if lows:
+            left[y], right[y] = lows[0][0], -highs[0][0]
+    layout.row_extents = (left, right)
+    return left, right
 
 
 def _put(drawing: Drawing, x: int, y: int, cells: list[str], style: int) -> None:

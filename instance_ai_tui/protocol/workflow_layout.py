@@ -200,6 +200,9 @@ class Layout:
     #: the app's first paint of a big workflow makes no pass over all of its boxes and lines)
     names_cut: dict[str, str] | None = None
     line_ends: LineEnds | None = None
+    #: per row, the first column anything is drawn in and the column after the last (``workflow_draw.row_extents``:
+    #: the panel's edges say whether the drawing goes on past them)
+    row_extents: tuple[list[int], list[int]] | None = None
 
 
 @dataclass(slots=True)

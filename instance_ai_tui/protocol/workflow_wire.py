@@ -17,7 +17,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
-from .workflow_draw import line_ends, shown_names
+from .workflow_draw import line_ends, row_extents, shown_names
 from .workflow_graph import NodeKind, Sticky, WfEdge, WfNode, Workflow
 from .workflow_layout import Box, Detail, Layout, LineEnds, Region, Route, layout_workflow
 
@@ -71,7 +71,7 @@ def _layout_chunks(layout: Layout) -> Iterator[bytes]:
             [(r.x, r.y, r.w, r.h, r.label, r.body, r.color) for r in layout.regions], layout.stubs,
             [index[e] for e in layout.failed], [layout.ports.get(e, -1) for e in layout.workflow.edges],
             len(layout.boxes), len(layout.routes), shown_names(layout),
-            (ends.out_ports, ends.arrows, ends.stubs, ends.ai_sources))
+            (ends.out_ports, ends.arrows, ends.stubs, ends.ai_sources), row_extents(layout))
     yield pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)
     boxes = list(layout.boxes.values())
     for k in range(0, len(boxes), CHUNK):
@@ -117,8 +117,9 @@ class LayoutReader:
     def layout(self) -> Layout:
         assert self._head is not None and self.done
         (detail, width, height, status_row, labels, regions, stubs, failed, ports, _nb, _nr, names_cut,
-         ends) = self._head
+         ends, extents) = self._head
         edges = self.workflow.edges
         return Layout(self.workflow, Detail(detail), self._boxes, self._routes, labels, width, height,
                       status_row, [Region(*r) for r in regions], stubs, [edges[k] for k in failed],
-                      {e: p for e, p in zip(edges, ports, strict=True) if p >= 0}, names_cut, LineEnds(*ends))
+                      {e: p for e, p in zip(edges, ports, strict=True) if p >= 0}, names_cut, LineEnds(*ends),
+                      extents)

@@ -81,8 +81,8 @@ async def test_demo_build_opens_the_canvas_live_without_taking_the_keyboard(tmp_
         await app.wait_until_ready()
         await send(app, pilot, BUILD)
         panel = await panel_shows(app, pilot)
-        text = canvas_text(panel.canvas)
-        assert "Schedule Trigger" in text and "Slack" in text and "▶" in text
+        text = canvas_text(panel.canvas)  # (zoomed out to fit the panel: names cut at 16 cells)
+        assert "Schedule Tri" in text and "Slack" in text and "▶" in text
         assert "+ new" in text  # the call created every node
         assert panel.canvas.marks and set(panel.canvas.marks.values()) == {"new"}
         assert not panel.canvas.has_focus  # the person did not ask for it: the keyboard stays where it was
@@ -104,7 +104,7 @@ async def test_on_a_narrow_screen_the_build_says_how_to_see_it_and_workflow_open
         await send(app, pilot, "/workflow")
         panel = await panel_shows(app, pilot)
         assert panel.has_class("-wide") and panel.outer_size.width == 80
-        assert "Schedule Trigger" in canvas_text(panel.canvas)
+        assert "Schedule Tri" in canvas_text(panel.canvas)  # zoomed out to fit 80 columns
 
 
 async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conversation_whole(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ async def test_a_terminal_made_narrow_hides_the_agents_panel_and_keeps_the_conve
         await send(app, pilot, "/workflow")  # asked for: shown whole, with the keys, on the same workflow
         await until(lambda: panel.display and panel.outer_size.width == 80 and panel.canvas.has_focus, pilot,
                     what="the panel whole width with the keys")
-        assert panel_of(app.main_screen) is panel and "Schedule Trigger" in canvas_text(panel.canvas)
+        assert panel_of(app.main_screen) is panel and "Schedule Tri" in canvas_text(panel.canvas)  # (fitted)
         await pilot.resize_terminal(160, 48)  # the width made it whole: half again, the keys stay
         await until(lambda: panel.outer_size.width < 100, pilot, what="the panel half width again")
         assert panel.display and panel.canvas.has_focus
@@ -288,7 +288,7 @@ async def test_history_does_not_open_the_panel_and_workflow_opens_its_latest(tmp
         await until(lambda: again.projection.frame_no > 3, pilot, what="frames after the history")
         assert panel_of(again.main_screen) is None  # a call in the history is not news
         await send(again, pilot, "/workflow")
-        assert "Schedule Trigger" in canvas_text((await panel_shows(again, pilot, built)).canvas)
+        assert "Schedule Tri" in canvas_text((await panel_shows(again, pilot, built)).canvas)  # (opens fitted)
 
 
 def _workflow_run(run: str, call: str, tool: str, args: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -426,9 +426,11 @@ async def test_after_a_run_each_node_shows_its_state_and_r_reads_it_again(tmp_pa
         await until(lambda: panel.canvas.has_focus, pilot)
         await pilot.press("r")
         await until(lambda: panel.execution is not None, pilot)
-        text = canvas_text(panel.canvas)
-        assert text.count("✓ ran · 1 item") == 3
+        text = canvas_text(panel.canvas)  # (opened fitted at 80 columns: zoomed out, each box's state)
+        assert text.count("✓ ran") == 3 and text.count("─1─▶") == 2
         assert "last execution exec-" in str(panel.status_line.render())
+        await pilot.press("f")  # full detail: the items in words
+        await until(lambda: canvas_text(panel.canvas).count("✓ ran · 1 item") == 3, pilot, what="full detail")
 
 
 async def test_a_create_preview_is_not_marked_against_the_workflow_shown(tmp_path: Path) -> None:
@@ -816,3 +818,84 @@ async def test_the_node_under_the_cursor_stays_in_view_when_the_canvas_narrows(t
         await pilot.resize_terminal(80, 24)
         await until(lambda: 0 < canvas.size.width <= 80, pilot)
         await until(in_view, pilot, what="the cursor's node in view")
+
+
+def view_rows(canvas: WorkflowCanvas) -> list[str]:
+    """The canvas's cells as the terminal shows them: one string per row of the view."""
+    return [canvas.render_line(y).text for y in range(canvas.size.height)]
+
+
+async def test_a_workflow_a_little_wider_than_the_panel_opens_fitted_not_sliced(tmp_path: Path) -> None:
+    """Seen by the coordinator in tmux at 160x48: the demo's build opened the panel in full detail, a little
+    wider than the panel, and its right-most box (Slack) was sliced at the panel's edge with nothing saying
+    more lay to the right. A workflow that zoomed out fits the view whole opens fitted (as n8n's editor opens
+    a workflow), every box whole in the cells shown, and the line says how to see full detail."""
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.wait_until_ready()
+        await send(app, pilot, BUILD)
+        panel = await panel_shows(app, pilot)
+        canvas = panel.canvas
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT
+                    and "zoomed out to fit" in str(panel.status_line.render()), pilot, timeout=30,
+                    what="the panel opened fitted")
+        layout = canvas.graph_layout
+        assert layout is not None and canvas.fitted and canvas.auto_fitted
+        rows = view_rows(canvas)
+        for name, box in layout.boxes.items():  # each box's four corners are in the cells shown
+            assert rows[box.y][box.x] == "╭" and rows[box.y][box.x + box.w - 1] == "╮", name
+            assert rows[box.y + box.h - 1][box.x] == "╰" and rows[box.y + box.h - 1][box.x + box.w - 1] == "╯", name
+        assert "Slack│" in "".join(rows)
+        assert not any(row.rstrip().endswith("›") for row in rows)
+        await send(app, pilot, "/workflow")  # (closes it) and again: the person's panel opens the same way
+        await send(app, pilot, "/workflow")
+        panel = await panel_shows(app, pilot)
+        canvas = panel.canvas
+        canvas.focus()
+        await until(lambda: canvas.auto_fitted, pilot, what="fitted again")
+        await pilot.press("f")  # f: full detail (the boxes' types), wider than the view
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.FULL
+                    and not canvas.fitted, pilot, what="full detail")
+        assert canvas.graph_layout.width > canvas.size.width
+
+
+async def test_a_drawing_cut_at_an_edge_of_the_view_says_so_on_that_edge(tmp_path: Path) -> None:
+    """A box sliced at the view's edge read as a whole (narrower) box. Where the drawing goes on past an edge,
+    the view's cells on that edge say so: ``›`` in the last column of each row with more to its right, ``‹``
+    in the first column of each row with more to its left, ``˅`` where a line or a box's side goes on below
+    the bottom row; the drawing itself (``workflow show``, the reader) is unchanged."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = await mounted_panel(app, wide=True)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
+        await painted(canvas, pilot)
+        layout = canvas.graph_layout
+        assert layout is not None and layout.detail is Detail.FULL and not canvas.fitted
+        width, height = canvas.size.width, canvas.size.height
+        whole = canvas.text().splitlines()
+        assert "›" not in "".join(whole) and "‹" not in "".join(whole) and "˅" not in "".join(whole)
+
+        def edges_say_what_lies_past_them() -> list[str]:
+            x, y = canvas.scroll_offset
+            rows = view_rows(canvas)
+            for i, row in enumerate(rows):
+                line = whole[y + i] if y + i < len(whole) else ""
+                assert (row[-1] == "›") == bool(line[x + width:].strip()), (i, row)
+                assert (row[0] == "‹") == bool(line[:x].strip()), (i, row)
+            below = whole[y + height] if y + height < len(whole) else ""
+            assert ("˅" in rows[-1]) == any(c in "│├┤┼╭╮┬" and below[x + i:x + i + 1] not in ("", " ", "─")
+                                            for i, c in enumerate(whole[y + height - 1][x:x + width]))
+            return rows
+
+        canvas.scroll_to(0, 0, animate=False)
+        await until(lambda: canvas.scroll_offset == (0, 0), pilot)
+        rows = edges_say_what_lies_past_them()
+        assert any(row[-1] == "›" for row in rows) and not any(row[0] == "‹" for row in rows)
+        middle = (layout.width - width) // 2, (layout.height - height) // 2
+        canvas.scroll_to(*middle, animate=False)
+        await until(lambda: canvas.scroll_offset == middle, pilot)
+        rows = edges_say_what_lies_past_them()
+        assert any(row[-1] == "›" for row in rows) and any(row[0] == "‹" for row in rows) and "˅" in rows[-1]

@@ -326,6 +326,13 @@ class WorkflowPanel(Vertical):
 
     def on_workflow_canvas_fitted(self, message: WorkflowCanvas.Fitted) -> None:
         canvas = self.canvas
+        if message.opened:  # zoomed out to show it whole: said after what the line says, with the way back
+            fit = _key(self.app, "workflow-fit", "f")
+            said = self._standing_status
+            self.set_status(f"{said} · zoomed out to fit ({fit}: full detail)" if said
+                            else f"zoomed out to fit ({fit}: full detail)")
+            self._fit_said = True
+            return
         if message.refit and not self._fit_said:
             return  # fitted again, not asked: the line keeps what it says ("match 1/1: Wait", "~ 2 changed")
         if canvas.cropped is not None:  # a few cells past the view: said, and how to see them

@@ -38,7 +38,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box
+from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box, row_extents
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
 from ...protocol.workflow_layout import Box, Detail, Layout, Route, layout_workflow
 from .. import keymap
@@ -77,6 +77,20 @@ OVERVIEW_BOX, OVERVIEW_CURSOR = "▪", "◆"
 #: ``f``: a zoomed-out drawing at most this share of the view (and ``CROP_MIN`` cells) wider or taller than
 #: the view is shown cropped, the cursor's box in view and the rest a pan away, rather than as blocks
 CROP_SHARE, CROP_MIN = 8, 4
+#: a workflow new to the canvas at most this share of the view wider or taller in full detail opens fitted
+#: when zoomed out it fits whole (the demo's build at 160x48: 83 columns in a 71-column canvas, its Slack box
+#: sliced at the edge)
+OPEN_SHARE = 4
+
+
+#: the marks of a view's edge past which the drawing goes on (right, left, below, above)
+CUT_RIGHT, CUT_LEFT, CUT_BELOW, CUT_ABOVE = "›", "‹", "˅", "˄"
+#: characters of the drawing that go on downwards / upwards (lines and boxes' sides), and those that
+#: cannot continue one from above / below (the bottom row of the view marks only what is really cut)
+_GOES_DOWN = frozenset("│┃├┤┬┼╭╮▼┆┊")
+_GOES_UP = frozenset("│┃├┤┴┼╰╯▲┆┊")
+_OPEN_ABOVE = frozenset(" ─━▶◀")
+_OPEN_BELOW = frozenset(" ─━▶◀")
 
 
 def crop_slack(cells: int) -> int:
@@ -165,6 +179,11 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.cropped: tuple[int, int] | None = None
         #: ``f`` asked for the fit about to be made (``Fitted.refit`` is false once)
         self._fit_asked = False
+        #: a workflow new to the canvas is being shown: it opens fitted when zoomed out it fits the view whole
+        #: and in full detail it does not (``_open``); ``auto_fitted``: the view was fitted that way, not by ``f``
+        self._opening = False
+        self.auto_fitted = False
+        self._fit_opened = False
 
     async def on_unmount(self) -> None:
         await workflow_canvas_worker.stop()  # started again for the next big workflow
@@ -183,6 +202,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                         and _layout_key(workflow) == self._layout_key and bool(runs) == bool(self.runs)
                         and previous.name == workflow.name)
         self.workflow = workflow
+        if previous is None and not self.fitted:
+            self._opening = True
         if same_drawing:  # the same boxes and lines: only the nodes whose state changed are redrawn
             self.set_runs(runs or {})
             return
@@ -240,7 +261,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
     def zoom(self, detail: Detail | None = None) -> None:
         self.detail = detail if detail is not None else (Detail.COMPACT if self.detail is Detail.FULL else Detail.FULL)
-        self.fitted, self.overview, self.cropped = False, None, None
+        self.fitted, self.overview, self.cropped, self.auto_fitted = False, None, None, False
         self._relayout()
 
     def _relayout(self) -> None:
@@ -277,9 +298,34 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.refresh()
         if self.fitted:
             self.call_after_refresh(self._centre)
+        elif self._opening:
+            self.call_after_refresh(self._open)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
         self.post_message(self.LaidOut(self))
+
+    def _open(self) -> None:
+        """A workflow new to the canvas, laid out in full detail: when that is a little larger than the view
+        (``OPEN_SHARE``) and the same zoomed out fits it whole, it opens fitted (as n8n's editor opens a
+        workflow fitted) rather than with its right-most box sliced at the edge; else at the cursor, in full
+        detail (the edges that cut it say so). Not yet sized: the first resize tries again."""
+        layout, workflow = self.graph_layout, self.workflow
+        width, height = self.size.width, self.size.height
+        if layout is None or workflow is None or width <= 0 or height <= 0:
+            return
+        self._opening = False
+        over_x, over_y = layout.width - width, layout.height - height
+        if (self.fitted or layout.detail is not Detail.FULL or len(workflow.nodes) >= THREAD_NODES
+                or (over_x <= 0 and over_y <= 0) or over_x > width // OPEN_SHARE or over_y > height // OPEN_SHARE):
+            self.scroll_to_cursor(animate=False)
+            return
+        zoomed = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None)
+        if zoomed.width > width or zoomed.height > height:
+            self.scroll_to_cursor(animate=False)
+            return
+        self.fitted, self.detail, self.auto_fitted, self._fit_opened = True, Detail.COMPACT, True, True
+        self._generation += 1
+        self._apply(zoomed, self._generation)
 
     @dataclass
     class CursorMoved(Message):
@@ -317,6 +363,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     def action_fit(self) -> None:
         """Fit the workflow to the view: zoomed out and centred; an overview of blocks when even zoomed
         out it is larger than the view. Again: back to full detail at the node under the cursor."""
+        self.auto_fitted = False
         if self.fitted:
             self.fitted, self.overview, self.cropped = False, None, None
             self.detail = Detail.FULL
@@ -342,6 +389,12 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         width, height = max(1, self.size.width), max(1, self.size.height)
         over_x, over_y = layout.width - width, layout.height - height
         self.cropped = None
+        if self.auto_fitted and (over_x > 0 or over_y > 0):
+            # opened fitted because it fitted whole; grown past the view (the agent added nodes, the view
+            # narrowed): full detail at the cursor again, as it would have opened
+            self.fitted, self.auto_fitted, self.overview, self.detail = False, False, None, Detail.FULL
+            self._relayout()
+            return
         if over_x <= 0 and over_y <= 0:
             self.overview = None
             self.virtual_size = Size(layout.width, layout.height)
@@ -363,8 +416,9 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
             self.scroll_to(0, 0, animate=False)
         self.refresh()
-        self.post_message(self.Fitted(self, refit=not self._fit_asked))
-        self._fit_asked = False
+        self.post_message(self.Fitted(self, refit=not self._fit_asked and not self._fit_opened,
+                                      opened=self._fit_opened))
+        self._fit_asked = self._fit_opened = False
 
     @dataclass
     class Fitted(Message):
@@ -374,6 +428,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
         canvas: WorkflowCanvas
         refit: bool = False
+        #: the workflow opened fitted (``_open``): zoomed out because in full detail it was larger than the view
+        opened: bool = False
 
     def _overview_line(self, y: int, width: int) -> Strip:
         """One row of the overview: a block per box (the cursor's box stands out) with its node's name where
@@ -482,6 +538,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             for x in range(max(cursor.x, scroll_x), min(cursor.x + cursor.w, scroll_x + width)):
                 if codes[x - scroll_x] == Style.BORDER:
                     codes[x - scroll_x] = -1
+        chars, codes = self._mark_cut_edges(drawing, row_index, ox, width, y, height, chars, codes)
         segments: list[Segment] = []
         start = 0
         for i in range(1, len(chars) + 1):
@@ -491,6 +548,35 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                 segments.append(Segment(text, base + self._style(code) if code else base))
                 start = i
         return Strip(segments).adjust_cell_length(width, base)
+
+    def _mark_cut_edges(self, drawing: Drawing, row_index: int, ox: int, width: int, y: int, height: int,
+                        chars: list[str], codes: list[int]) -> tuple[list[str], list[int]]:
+        """Where the drawing goes on past an edge of the view, that edge says so (a box sliced at the edge
+        read as whole): ``›`` in the last column of a row with more to its right, ``‹`` in the first column of
+        a row with more to its left, ``˅`` / ``˄`` on the bottom / top row where a line or a box's side goes
+        on below / above. The cells of the whole drawing are not touched (only this view's row)."""
+        marks: dict[int, str] = {}
+        if y == height - 1 and row_index + 1 < drawing.y0 + drawing.height:
+            below = drawing.chars[row_index + 1 - drawing.y0]
+            marks.update({i: CUT_BELOW for i, char in enumerate(chars)
+                          if char in _GOES_DOWN and below[ox + i] not in _OPEN_ABOVE})
+        if y == 0 and row_index > drawing.y0:
+            above = drawing.chars[row_index - 1 - drawing.y0]
+            marks.update({i: CUT_ABOVE for i, char in enumerate(chars)
+                          if char in _GOES_UP and above[ox + i] not in _OPEN_BELOW})
+        left, right = row_extents(drawing.layout)
+        x = drawing.x0 + ox
+        if len(chars) == width and right[row_index] > x + width:
+            marks[width - 1] = CUT_RIGHT
+        if left[row_index] < x:
+            marks[0] = CUT_LEFT
+        if not marks:
+            return chars, codes
+        chars, codes = list(chars), list(codes)
+        for i, mark in marks.items():
+            if i < len(chars):
+                chars[i], codes[i] = mark, Style.LABEL
+        return chars, codes
 
     def _screen_region(self, box: Box) -> Region:
         scroll_x, scroll_y = self.scroll_offset
@@ -530,7 +616,12 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         view (Enter acts on it), or the fitted view is fitted again."""
         if self.graph_layout is None:
             return
-        if self.fitted:
+        if self._opening:
+            self.call_after_refresh(self._open)
+        elif self.fitted and self.detail is Detail.TIGHT:
+            self.detail = Detail.COMPACT  # zoomed out further for a smaller view: the one zoomed out may fit now
+            self._relayout()
+        elif self.fitted:
             self.call_after_refresh(self._centre)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
