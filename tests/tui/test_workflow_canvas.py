@@ -899,3 +899,28 @@ async def test_a_drawing_cut_at_an_edge_of_the_view_says_so_on_that_edge(tmp_pat
         await until(lambda: canvas.scroll_offset == middle, pilot)
         rows = edges_say_what_lies_past_them()
         assert any(row[-1] == "›" for row in rows) and any(row[0] == "‹" for row in rows) and "˅" in rows[-1]
+
+
+async def test_a_view_fitted_further_goes_back_to_zoomed_out_when_it_grows_enough(tmp_path: Path) -> None:
+    """Fitted zoomed out further (``Detail.TIGHT``: names cut shorter) because the view was too small, then the
+    view grew (the terminal, the details pane closing) so that the plain zoomed-out drawing fits: the fit
+    stayed at the further level until ``f`` twice. It is fitted again from the zoomed-out level."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app, wide=True)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json(
+            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
+        await painted(canvas, pilot)
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT, pilot,
+                    what="zoomed out further (232 columns zoomed out in a 159-column canvas)")
+        await pilot.resize_terminal(250, 48)
+        await until(lambda: canvas.size.width >= 240, pilot, what="the wider canvas")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT
+                    and canvas.fitted and canvas.overview is None and canvas.cropped is None, pilot,
+                    what="fitted zoomed out, whole")
+        assert canvas.graph_layout.width <= canvas.size.width
