@@ -321,6 +321,9 @@ async def test_update_call_marks_new_and_changed_nodes_from_what_the_calls_carri
         canvas = panel_of(app.main_screen).canvas  # type: ignore[union-attr]
         assert canvas.marks == {"Hook": "new", "Tag": "new"}
         await until(lambda: not app.conversation.is_streaming, pilot)  # type: ignore[union-attr]
+        # the panel laid out (its first drawing fits it: full detail, not opened fitted); without this wait the
+        # canvas could get its size only after the update, whose 3 boxes are a little wider: opened fitted
+        await until(lambda: canvas.size.width > 0 and not canvas.opening, pilot, what="the panel's size")
         await app.thread.outbox.send("add a notification")
         await until(lambda: canvas.workflow is not None and len(canvas.workflow.nodes) == 3, pilot)
         assert canvas.marks == {"Notify": "new", "Tag": "changed"}

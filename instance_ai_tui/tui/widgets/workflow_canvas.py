@@ -181,7 +181,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self._fit_asked = False
         #: a workflow new to the canvas is being shown: it opens fitted when zoomed out it fits the view whole
         #: and in full detail it does not (``_open``); ``auto_fitted``: the view was fitted that way, not by ``f``
-        self._opening = False
+        self.opening = False
         self.auto_fitted = False
         self._fit_opened = False
 
@@ -202,8 +202,9 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                         and _layout_key(workflow) == self._layout_key and bool(runs) == bool(self.runs)
                         and previous.name == workflow.name)
         self.workflow = workflow
-        if previous is None and not self.fitted:
-            self._opening = True
+        # the first layout of a workflow new to the canvas decides whether it opens fitted (``_open``, once
+        # the canvas has a size); a later one (the agent's next call) never does, however late the size came
+        self.opening = previous is None and not self.fitted
         if same_drawing:  # the same boxes and lines: only the nodes whose state changed are redrawn
             self.set_runs(runs or {})
             return
@@ -298,7 +299,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.refresh()
         if self.fitted:
             self.call_after_refresh(self._centre)
-        elif self._opening:
+        elif self.opening:
             self.call_after_refresh(self._open)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
@@ -313,7 +314,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         width, height = self.size.width, self.size.height
         if layout is None or workflow is None or width <= 0 or height <= 0:
             return
-        self._opening = False
+        self.opening = False
         over_x, over_y = layout.width - width, layout.height - height
         if (self.fitted or layout.detail is not Detail.FULL or len(workflow.nodes) >= THREAD_NODES
                 or (over_x <= 0 and over_y <= 0) or over_x > width // OPEN_SHARE or over_y > height // OPEN_SHARE):
@@ -616,7 +617,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         view (Enter acts on it), or the fitted view is fitted again."""
         if self.graph_layout is None:
             return
-        if self._opening:
+        if self.opening:
             self.call_after_refresh(self._open)
         elif self.fitted and self.detail is Detail.TIGHT:
             self.detail = Detail.COMPACT  # zoomed out further for a smaller view: the one zoomed out may fit now
