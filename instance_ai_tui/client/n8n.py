@@ -37,7 +37,7 @@ from ..protocol.api import (
     ThreadStatus,
     parse_confirm_body,
 )
-from ..protocol.events import EventParseError, parse_event
+from ..protocol.events import EventParseError, first_error, parse_event
 from ..protocol.ingest import Batch, Item
 from ..protocol.tree import RunSyncPayload
 from . import n8n_shutdown
@@ -699,9 +699,7 @@ def _model(cls: Any, data: Any, what: str) -> Any:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise ClientError(f"n8n sent a {what} this client cannot read ({where}: {first.get('msg')})") from None
+        raise ClientError(f"n8n sent a {what} this client cannot read ({first_error(exc)})") from None
 
 
 def _error_for(response: httpx.Response, method: str, path: str) -> ClientError:

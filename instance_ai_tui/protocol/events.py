@@ -550,6 +550,12 @@ def _known_adapter() -> TypeAdapter[Any]:
     return TypeAdapter(KnownEvent)
 
 
+def first_error(exc: ValidationError) -> str:
+    """The first problem pydantic found, as ``where: what`` (``where``: the path to the field)."""
+    first = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg')}"
+
+
 def parse_event(data: Any) -> Event:
     """Parse one event from a dict or a JSON string.
 
@@ -572,6 +578,4 @@ def parse_event(data: Any) -> Event:
             return _known_adapter().validate_python(data)
         return UnknownEvent.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise EventParseError(f"invalid {kind} event: {where}: {first.get('msg')}") from None
+        raise EventParseError(f"invalid {kind} event: {first_error(exc)}") from None

@@ -235,15 +235,13 @@ def decode(event_id: int | None, data: Any) -> Item:
 def _run_sync(data: Any) -> RunSyncPayload:
     from pydantic import ValidationError
 
-    from .events import EventParseError
+    from .events import EventParseError, first_error
     from .tree import RunSyncPayload
 
     try:
         return RunSyncPayload.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        raise EventParseError(f"invalid run-sync frame: {where}: {first.get('msg')}") from None
+        raise EventParseError(f"invalid run-sync frame: {first_error(exc)}") from None
 
 
 def join(items: Iterable[Item]) -> list[Item]:

@@ -335,11 +335,11 @@ class EventStreamDecoder:
         self.frames = 0
         from pydantic import ValidationError
 
-        from .events import EventParseError, parse_event
+        from .events import EventParseError, first_error, parse_event
         from .tree import RunSyncPayload
 
         #: the models (imported with the first decoder: the parser alone needs none)
-        self._models = (ValidationError, EventParseError, parse_event, RunSyncPayload)
+        self._models = (ValidationError, EventParseError, parse_event, RunSyncPayload, first_error)
 
     def feed(self, chunk: str | bytes | bytearray | memoryview) -> list[tuple[int | None, StreamItemData]]:
         return self._decode_all(self._parsed(self.parser.feed, chunk))
@@ -383,15 +383,13 @@ class EventStreamDecoder:
         except ValueError as exc:
             self._diag(f"{where}: data is not JSON ({exc}): {frame.data[:80]!r}")
             return None
-        ValidationError, EventParseError, parse_event, RunSyncPayload = self._models
+        ValidationError, EventParseError, parse_event, RunSyncPayload, first_error = self._models
 
         if frame.event == "run-sync":
             try:
                 return event_id, RunSyncPayload.model_validate(data)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first.get("loc", ()))
-                self._diag(f"{where}: invalid run-sync frame: {loc}: {first.get('msg')}")
+                self._diag(f"{where}: invalid run-sync frame: {first_error(exc)}")
                 return None
         if isinstance(data, dict) and "type" not in data and frame.event not in ("message", ""):
             data = {"type": frame.event, **data}

@@ -165,3 +165,29 @@ def test_garbage_never_raises(chunks: list[bytes | str]) -> None:
     for chunk in chunks:
         decoder.feed(chunk)
     decoder.close(dispatch_incomplete=True)
+
+
+def test_a_frame_pydantic_refuses_is_named_by_where_and_what_on_every_path() -> None:
+    """The stream decoder, the ingest path and ``parse_event`` name a refused frame alike: the path to
+    the field, then what is wrong with it (``protocol.events.first_error``)."""
+    from instance_ai_tui.protocol.events import EventParseError, parse_event
+    from instance_ai_tui.protocol.ingest import decode
+
+    bad_status = {"type": "status", "runId": "r", "agentId": "a", "payload": {"message": 1}}
+    try:
+        parse_event(bad_status)
+    except EventParseError as exc:
+        assert str(exc) == "invalid status event: status.payload.message: Input should be a valid string"
+    else:
+        raise AssertionError("a status with a number for its message was taken")
+    bad_sync = {"runId": "r", "agentTree": 3}
+    try:
+        decode(None, {"type": "run-sync", "payload": bad_sync})
+    except EventParseError as exc:
+        said = str(exc)
+    else:
+        raise AssertionError("a run-sync frame whose tree is a number was taken")
+    assert said.startswith("invalid run-sync frame: ") and ": " in said.removeprefix("invalid run-sync frame: ")
+    decoder = EventStreamDecoder()
+    assert decoder.feed(f"event: run-sync\ndata: {json.dumps(bad_sync)}\n\n") == []
+    assert decoder.diagnostics[-1].endswith(said)
