@@ -179,3 +179,26 @@ async def test_the_reducers_change_is_taken_without_re_diffing(monkeypatch: pyte
         assert block.take_change("zzz", False, len(TABLE) + 10) is None
         await _finish(block, pilot)
         assert _cells(app) == whole
+
+
+async def test_the_earlier_text_line_says_what_is_hidden_and_shows_it_on_enter_and_click(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(long_markdown, "CHUNK_CHARS", 300)
+    app = Harness()
+    async with app.run_test(size=(72, 60)) as pilot:
+        block = ChunkedMarkdown(BULLETS, chunk_classes="text-chunk", live=False)
+        await app.query_one("#box").mount(block)
+        await pilot.pause()
+        starts = block._splitter.starts
+        assert len(starts) > 4 and block.first == len(starts) - long_markdown.KEEP_CHUNKS
+        line = block.earlier
+        assert line.display and str(line.visual) == (
+            f"… {starts[block.first]:,} earlier characters (Enter or click to show)")
+        line.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert block.first == len(starts) - long_markdown.KEEP_CHUNKS - 1
+        assert str(line.visual) == f"… {starts[block.first]:,} earlier characters (Enter or click to show)"
+        await pilot.click(line)
+        await pilot.pause()
+        assert block.first == len(starts) - long_markdown.KEEP_CHUNKS - 2

@@ -19,6 +19,7 @@ layout next to nothing. Chunks Textual's ``Markdown`` alone can draw (tables, qu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -229,24 +230,32 @@ class _Splitter:
         self._pos, self._fence, self._blank = pos, fence, blank
 
 
-class EarlierLine(Static, can_focus=True):
+class ShowEarlierLine(Static, can_focus=True):
+    """A '… earlier' line above what is mounted: Enter/click calls ``show`` (its owner's
+    ``show_earlier``); the subclass names what is earlier and its keys."""
+
+    def __init__(self, show: Callable[[], object], classes: str) -> None:
+        super().__init__("", classes=classes, markup=False)
+        self.show_earlier = show
+
+    def say(self, earlier: str) -> None:
+        self.update(Content.styled(f"… {earlier} (Enter or click to show)", "italic $text-muted"))
+
+    def action_more(self) -> None:
+        self.show_earlier()
+
+    def on_click(self) -> None:
+        self.show_earlier()
+
+
+class EarlierLine(ShowEarlierLine):
     """'… earlier text' above the mounted chunks; Enter/click mounts one more."""
 
     KEY_SCOPES = ("earlier_text",)
     BINDINGS = keymap.bindings("earlier_text")
 
-    def __init__(self, owner: ChunkedMarkdown) -> None:
-        super().__init__("", classes="earlier-text", markup=False)
-        self.owner = owner
-
     def set_hidden(self, chars: int) -> None:
-        self.update(Content.styled(f"… {chars:,} earlier characters (Enter or click to show)", "italic $text-muted"))
-
-    def action_more(self) -> None:
-        self.owner.show_earlier()
-
-    def on_click(self) -> None:
-        self.owner.show_earlier()
+        self.say(f"{chars:,} earlier characters")
 
 
 Chunk = LiveMarkdown | FlatMarkdown
@@ -282,7 +291,7 @@ class ChunkedMarkdown(BlankRows, Vertical, can_focus=True):
         self.chunks: dict[int, Chunk] = {}
         self.keep = KEEP_CHUNKS
         self.first = max(0, len(self._splitter.starts) - self.keep)
-        self.earlier = EarlierLine(self)
+        self.earlier = EarlierLine(self.show_earlier, "earlier-text")
         #: stream writes of chunks that were replaced by a flat one
         self._retired_writes = 0
         #: first chunk of a run of joined chunks -> the width of its ordered numbers

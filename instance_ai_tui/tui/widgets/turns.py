@@ -38,7 +38,7 @@ from ..themes.glyphs import GLYPH_COLLAPSED, GLYPH_EXPANDED, TOOL_STATUS
 from .agent_info import AgentInfo, agent_info
 from .compacted_row import CompactedRow
 from .frame import Frame as Frame  # (the projection's tick; where it was, for its users)
-from .long_markdown import ChunkedMarkdown
+from .long_markdown import ChunkedMarkdown, ShowEarlierLine
 from .status_line import SPINNER
 from .tool_card import ToolCallCard
 
@@ -288,24 +288,14 @@ A sub-agent collapses to its summary when it completes.
         """Liveness of a sub-agent comes from its own status."""
 
 
-class MoreLine(Static, can_focus=True):
+class MoreLine(ShowEarlierLine):
     """'… N earlier steps' at the top of a windowed timeline; Enter/click shows more."""
 
     KEY_SCOPES = ("more_steps",)
     BINDINGS = keymap.bindings("more_steps")
 
-    def __init__(self, section: AgentSection) -> None:
-        super().__init__("", classes="more-line", markup=False)
-        self.section = section
-
     def set_count(self, hidden: int) -> None:
-        self.update(Content.styled(f"… {hidden} earlier step{'s' if hidden != 1 else ''} (Enter or click to show)", "italic $text-muted"))
-
-    def action_more(self) -> None:
-        self.section.show_earlier()
-
-    def on_click(self) -> None:
-        self.section.show_earlier()
+        self.say(f"{hidden} earlier step{'s' if hidden != 1 else ''}")
 
 
 def entry_cost(widget: Widget | None) -> int:
@@ -334,7 +324,7 @@ class AgentSection(BlankRows, Vertical):
         self.length = 0
         self.target_first = 0
         self.window = self.WINDOW
-        self.more = MoreLine(self)
+        self.more = MoreLine(self.show_earlier, "more-line")
 
     @property
     def reducer(self) -> RunReducer:
