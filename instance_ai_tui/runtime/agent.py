@@ -690,14 +690,7 @@ class Agent(ToolExecution):
         run.status = "cancelled"
         run.finish_reason = "error"
         run.error = "aborted"
-        try:
-            self._settle_unfinished(run, ABORTED_RESULT)
-            await self._close_batch(run, turn_end=False)
-            await self._persist(run)
-            if run.checkpointed:
-                await self.checkpoints.complete(run.run_id)
-        except Exception:
-            log.exception("cleaning up aborted run %s failed", run.run_id)
+        await self._wind_up(run, ABORTED_RESULT, "aborted")
         run.result = self._result(run, "cancelled")
         run.emit(ErrorChunk(run.run_id, run.rid(), "aborted", cancelled=True))
 
@@ -708,17 +701,22 @@ class Agent(ToolExecution):
         run.status_code = getattr(exc, "status_code", None)
         if not isinstance(exc, ModelError | RunStopped):
             log.exception("agent %s run %s failed", self.name, run.run_id, exc_info=exc)
+        await self._wind_up(run, FAILED_RESULT, "failed")
+        run.result = self._result(run, "failed")
+        await self._event(run, AgentEvent.ERROR, message=run.error, error=exc)
+        run.emit(ErrorChunk(run.run_id, run.rid(), run.error, status_code=run.status_code, exception=exc))
+
+    async def _wind_up(self, run: Run, unfinished: str, what: str) -> None:
+        """A stopped run's open calls settled, its batch closed, the run stored and its checkpoint
+        ended; a failure here is logged (what the run says is how it ended)."""
         try:
-            self._settle_unfinished(run, FAILED_RESULT)
+            self._settle_unfinished(run, unfinished)
             await self._close_batch(run, turn_end=False)
             await self._persist(run)
             if run.checkpointed:
                 await self.checkpoints.complete(run.run_id)
         except Exception:
-            log.exception("cleaning up failed run %s failed", run.run_id)
-        run.result = self._result(run, "failed")
-        await self._event(run, AgentEvent.ERROR, message=run.error, error=exc)
-        run.emit(ErrorChunk(run.run_id, run.rid(), run.error, status_code=run.status_code, exception=exc))
+            log.exception("cleaning up %s run %s failed", what, run.run_id)
 
     # -- titles --------------------------------------------------------------------------------------
 
