@@ -302,8 +302,9 @@ class Grid:
     #: corners and ends of lines (and reserved cells: label letters, ports): per row, per column
     corner_row: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
     corner_col: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
-    #: the arms (U=1, D=2, L=4, R=8) of the lines at every corner and end laid so far
-    arms: dict[Point, int] = field(default_factory=dict)
+    #: the arms (U=1, D=2, L=4, R=8) of the lines at every corner and end laid so far, keyed by the cell as
+    #: one int, ``(y << 32) + x`` (a point tuple per key was one more object to hash and keep per corner)
+    arms: dict[int, int] = field(default_factory=dict)
     #: corners whose arms include both left and right (per column), both up and down (per row)
     lr_corners: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
     ud_corners: dict[int, _Points] = field(default_factory=lambda: defaultdict(_Points))
@@ -431,7 +432,7 @@ class Grid:
 
     def _arms_of_net(self, x: int, y: int, net: Net) -> int:
         """The arms ``net``'s lines already have in cell (x, y)."""
-        arms = self.arms.get((x, y), 0)
+        arms = self.arms.get((y << 32) + x, 0)
         segs = self.hsegs.get(y)
         for a, b in segs.of_net(x, net) if segs is not None else ():
             arms |= (_L if x > a else 0) | (_R if x < b else 0)
@@ -497,7 +498,8 @@ class Grid:
                 self.hsegs[y0].add(a, b, net)
                 points_row = self.corner_row.get(y0)
                 for x in points_row.of_net_between(a + 1, b - 1, net) if points_row is not None else ():
-                    self.arms[(x, y0)] = self.arms.get((x, y0), 0) | _L | _R
+                    key = (y0 << 32) + x
+                    self.arms[key] = self.arms.get(key, 0) | _L | _R
                     touched.add((x, y0))
             elif x0 == x1 and y0 != y1:
                 a, b = min(y0, y1), max(y0, y1)
@@ -505,16 +507,19 @@ class Grid:
                 self._mask_v(x0, a, b, net)
                 points_col = self.corner_col.get(x0)
                 for y in points_col.of_net_between(a + 1, b - 1, net) if points_col is not None else ():
-                    self.arms[(x0, y)] = self.arms.get((x0, y), 0) | _U | _D
+                    key = (y << 32) + x0
+                    self.arms[key] = self.arms.get(key, 0) | _U | _D
                     touched.add((x0, y))
         for point, arms in _path_arms(points).items():
-            before = self.arms.get(point)
-            self.arms[point] = self._arms_of_net(point[0], point[1], net) | arms
+            x, y = point
+            key = (y << 32) + x
+            before = self.arms.get(key)
+            self.arms[key] = self._arms_of_net(x, y, net) | arms
             if before is None:
-                self.mark(point[0], point[1], net)
+                self.mark(x, y, net)
             touched.add(point)
         for x, y in touched:
-            arms = self.arms[(x, y)]
+            arms = self.arms[(y << 32) + x]
             if arms & (_L | _R) == _L | _R:
                 self.lr_corners[x].add(y, net)
             if arms & (_U | _D) == _U | _D:
