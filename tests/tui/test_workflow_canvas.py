@@ -840,7 +840,7 @@ async def test_a_workflow_a_little_wider_than_the_panel_opens_fitted_not_sliced(
         panel = await panel_shows(app, pilot)
         canvas = panel.canvas
         await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT
-                    and "zoomed out to fit" in str(panel.status_line.render()), pilot, timeout=30,
+                    and "fitted (f: full detail)" in str(panel.status_line.render()), pilot, timeout=30,
                     what="the panel opened fitted")
         layout = canvas.graph_layout
         assert layout is not None and canvas.fitted and canvas.auto_fitted

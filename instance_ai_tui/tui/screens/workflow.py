@@ -329,8 +329,7 @@ class WorkflowPanel(Vertical):
         if message.opened:  # zoomed out to show it whole: said after what the line says, with the way back
             fit = _key(self.app, "workflow-fit", "f")
             said = self._standing_status
-            self.set_status(f"{said} · zoomed out to fit ({fit}: full detail)" if said
-                            else f"zoomed out to fit ({fit}: full detail)")
+            self.set_status(f"{said} · fitted ({fit}: full detail)" if said else f"fitted, zoomed out ({fit}: full detail)")
             self._fit_said = True
             return
         if message.refit and not self._fit_said:
