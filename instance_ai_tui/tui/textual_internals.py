@@ -18,7 +18,9 @@ The private names: ``Widget._size_updated``, ``Widget._size``, ``Widget._contain
 and the id of each screen's toast container (``TOASTS_CSS``), ``textual.widgets._footer.FooterKey`` and
 ``Footer._bindings_ready`` (``widgets.key_footer``), ``Screen._compositor`` and ``textual._compositor``'s
 ``Compositor`` (``_dirty_regions``, ``_regions_to_spans``, ``_render_chops``, ``cuts``, ``visible_widgets``) and
-``ChopsUpdate`` (``split_partial_updates``: one crop per cluster of dirty regions), and ``Compositor.full_map``,
+``ChopsUpdate`` (``split_partial_updates``: one crop per cluster of dirty regions; and, overriding
+``Compositor.render_update`` and adding the screen to ``Screen._dirty_widgets``, a big change painted in
+bands), and ``Compositor.full_map``,
 ``.reflow`` and ``._full_map``/``._full_map_invalidated`` (``keep_reflow_baseline``).
 
 A streamed answer repaints its new rows only.
@@ -62,6 +64,7 @@ streams is, cell for cell, what Textual paints from scratch.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from textual.css.scalar import Unit
@@ -309,6 +312,38 @@ def footer_bindings_ready(footer: Widget) -> bool:
 #: at most this many separate crops in one partial update (more: Textual's one crop around all)
 MAX_CROPS = 6
 
+#: at most this many cells of dirty rows painted in one screen update once the screen has been painted:
+#: a bigger change (a layout that moved everything, the end of a flood scrolled into view) is painted
+#: in bands, top first, one band a screen update (``split_partial_updates``)
+PAINT_CELLS = 2400
+
+
+def paint_band(regions: list[Region], budget: int = PAINT_CELLS) -> tuple[list[Region], list[Region]] | None:
+    """The dirty regions split at a row into those painted now (rows from the top, at least one row,
+    whose spans add up to at most ``budget`` cells) and those left for the next update; ``None``
+    when all of them fit."""
+    cells: dict[int, int] = {}
+    for y, x1, x2 in _regions_to_spans(regions):
+        cells[y] = cells.get(y, 0) + x2 - x1
+    if sum(cells.values()) <= budget:
+        return None
+    total, cut = 0, None
+    for y in sorted(cells):
+        total += cells[y]
+        if total > budget and cut is not None:
+            break
+        cut = y + 1
+    assert cut is not None
+    now = [region.intersection(Region(region.x, region.y, region.width, cut - region.y)) for region in regions]
+    later = [region.intersection(Region(region.x, cut, region.width, max(0, region.bottom - cut))) for region in regions]
+    return [region for region in now if region], [region for region in later if region]
+
+
+def _regions_to_spans(regions: list[Region]) -> Any:
+    from textual._compositor import Compositor
+
+    return Compositor._regions_to_spans(regions)
+
 
 def _crop_clusters(regions: list[Region]) -> list[Region]:
     """The dirty regions grouped into boxes that do not overlap (each box the union of its
@@ -346,13 +381,44 @@ def split_partial_updates(screen: object) -> bool:
     front first, as Textual does), so the same cells go out. Needs ``Screen._compositor``,
     ``Compositor._dirty_regions``, ``._regions_to_spans``, ``._render_chops``, ``.cuts`` and
     ``textual._compositor.ChopsUpdate``; ``False`` (Textual's own update kept) when they are not
-    there."""
+    there.
+
+    Once the screen has been painted, an update whose dirty rows hold more than ``PAINT_CELLS``
+    cells (a layout that moved everything, the end of a flood scrolled into view: 20-30 ms of one
+    loop turn at 120x40, issue 44.1c) paints a band of rows from the top (``paint_band``) and
+    leaves the rest for the screen's next update, which it asks for (the screen in
+    ``Screen._dirty_widgets``, ``check_idle``): one band a screen update, so no loop turn paints
+    the whole screen, and keys and the stream are served between bands. Every region left is
+    painted at the next update whatever happened meanwhile (painting a region again is always
+    right); ``render_update(full=True)`` (a screenshot) paints all and leaves what is left."""
     compositor = getattr(screen, "_compositor", None)
     split = _split_crops_class()
     if split is None or type(compositor) is not split.__base__:
         return False
     compositor.__class__ = split
+    if all(hasattr(screen, name) for name in ("_dirty_widgets", "check_idle", "call_later")):
+        compositor._paint_left = _paint_left_of(screen, compositor)  # type: ignore[attr-defined]
     return True
+
+
+def _paint_left_of(screen: Any, compositor: Any) -> Any:
+    """What asks the screen for one more update while a band is left (the screen marked dirty
+    with no region of its own: its update paints what is left). Called from within an update,
+    whose end clears the screen's dirty widgets: the request comes after it, as a message."""
+    ref = weakref.ref(screen)
+
+    def again() -> None:
+        live = ref()
+        if live is not None and compositor._left:
+            live._dirty_widgets.add(live)
+            live.check_idle()
+
+    def later() -> None:
+        live = ref()
+        if live is not None:
+            live.call_later(again)
+
+    return later
 
 
 _SPLIT_CROPS: list[type] = []
@@ -375,6 +441,30 @@ def _split_crops_class() -> type | None:
     class SplitCrops(Compositor):
         #: while a crop is rendered: only the widgets whose visible part meets it
         _only: Region | None = None
+        #: dirty regions left for the next update (a big change painted in bands: ``paint_band``)
+        _left: tuple[Region, ...] = ()
+        #: whether the screen has had an update (its first is painted whole)
+        _painted = False
+        #: asks the screen for one more update (``split_partial_updates``; ``None``: no bands)
+        _paint_left: Any = None
+
+        def render_update(self, full: bool = False, screen_stack: Any = None, simplify: bool = False) -> Any:
+            if full:  # (asked for the whole screen: a screenshot; what is left stays left)
+                return super().render_update(full, screen_stack, simplify)
+            if self._left:
+                self._dirty_regions.update(self._left)
+                self._left = ()
+            if self._painted and self._paint_left is not None and self._dirty_regions:
+                screen_region = self.size.region
+                band = paint_band([region.intersection(screen_region) for region in self._dirty_regions])
+                if band is not None:
+                    now, later = band
+                    self._dirty_regions.clear()
+                    self._dirty_regions.update(now)
+                    self._left = tuple(later)
+                    self._paint_left()
+            self._painted = True
+            return super().render_update(full, screen_stack, simplify)
 
         @property
         def visible_widgets(self) -> dict[Widget, tuple[Region, Region]]:

@@ -55,6 +55,18 @@ def test_the_private_names_behind_the_doors_functions_still_work() -> None:
     assert [event.key for event in keys] == ["h", "i", "enter"], _broken("textual._xterm_parser.XTermParser")
 
 
+def test_the_compositor_and_screen_have_what_the_paint_bands_use() -> None:
+    """``split_partial_updates``' bands override ``Compositor.render_update`` and add the screen to
+    ``Screen._dirty_widgets`` (tests/tui_parts/test_paint_bands.py shows the bands on screen)."""
+    from textual._compositor import Compositor
+    from textual.screen import Screen
+
+    params = list(inspect.signature(Compositor.render_update).parameters)
+    assert params == ["self", "full", "screen_stack", "simplify"], _broken("Compositor.render_update")
+    assert "self._dirty_widgets" in inspect.getsource(Screen._on_timer_update), _broken("Screen._dirty_widgets")
+    assert callable(getattr(Screen, "check_idle", None)), _broken("Screen.check_idle")
+
+
 def test_markdown_stream_keeps_pending_fragments() -> None:
     assert hasattr(Markdown, "get_stream"), _broken("Markdown.get_stream")
     from textual.widgets._markdown import MarkdownStream
