@@ -312,31 +312,64 @@ def footer_bindings_ready(footer: Widget) -> bool:
 #: at most this many separate crops in one partial update (more: Textual's one crop around all)
 MAX_CROPS = 6
 
-#: at most this many cells of dirty rows painted in one screen update once the screen has been painted:
-#: a bigger change (a layout that moved everything, the end of a flood scrolled into view) is painted
-#: in bands, top first, one band a screen update (``split_partial_updates``)
+#: at most this many cells of dirty rows painted in one screen update once the screen has been painted
+#: (or a ``MAX_BANDS``-th of the screen, if that is more): a bigger change (a layout that moved
+#: everything, the end of a flood scrolled into view) is painted in bands, one band a screen update
+#: (``split_partial_updates``)
 PAINT_CELLS = 2400
+#: a change of the whole screen is painted in at most this many bands
+MAX_BANDS = 4
 
 
-def paint_band(regions: list[Region], budget: int = PAINT_CELLS) -> tuple[list[Region], list[Region]] | None:
-    """The dirty regions split at a row into those painted now (rows from the top, at least one row,
-    whose spans add up to at most ``budget`` cells) and those left for the next update; ``None``
-    when all of them fit."""
+def paint_budget(width: int, height: int) -> int:
+    """The cells one screen update paints at most, for a screen of this size."""
+    return max(PAINT_CELLS, -(-width * height // MAX_BANDS))
+
+
+def paint_band(regions: list[Region], budget: int = PAINT_CELLS,
+               start: int = 0) -> tuple[list[Region], list[Region], int] | None:
+    """The dirty regions split into those painted now and those left for the next update, and the
+    row the next band starts at; ``None`` when all of them fit in ``budget`` cells.
+
+    Rows are taken from ``start`` down, then from the top (where the last band stopped: rows made
+    dirty above it meanwhile wait for their turn, so no row waits for ever however often the rows
+    above change), at least one row, as long as their spans add up to at most ``budget`` cells."""
     cells: dict[int, int] = {}
     for y, x1, x2 in _regions_to_spans(regions):
         cells[y] = cells.get(y, 0) + x2 - x1
     if sum(cells.values()) <= budget:
         return None
-    total, cut = 0, None
-    for y in sorted(cells):
-        total += cells[y]
-        if total > budget and cut is not None:
+    rows = sorted(cells)
+    ordered = [y for y in rows if y >= start] + [y for y in rows if y < start]
+    taken: set[int] = set()
+    total = 0
+    for y in ordered:
+        if taken and total + cells[y] > budget:
             break
-        cut = y + 1
-    assert cut is not None
-    now = [region.intersection(Region(region.x, region.y, region.width, cut - region.y)) for region in regions]
-    later = [region.intersection(Region(region.x, cut, region.width, max(0, region.bottom - cut))) for region in regions]
-    return [region for region in now if region], [region for region in later if region]
+        taken.add(y)
+        total += cells[y]
+    now: list[Region] = []
+    later: list[Region] = []
+    for region in regions:
+        for top, bottom, painted in _row_runs(region.y, region.bottom, taken):
+            part = Region(region.x, top, region.width, bottom - top)
+            (now if painted else later).append(part)
+    following = [y for y in ordered if y not in taken]
+    if not following:  # (one row wider than the budget: painted alone, nothing left)
+        return None
+    return now, later, following[0]
+
+
+def _row_runs(top: int, bottom: int, taken: set[int]) -> list[tuple[int, int, bool]]:
+    """Rows ``top`` to ``bottom`` (excluded) as runs of rows in ``taken`` or not."""
+    runs: list[tuple[int, int, bool]] = []
+    for y in range(top, bottom):
+        painted = y in taken
+        if runs and runs[-1][2] is painted and runs[-1][1] == y:
+            runs[-1] = (runs[-1][0], y + 1, painted)
+        else:
+            runs.append((y, y + 1, painted))
+    return runs
 
 
 def _regions_to_spans(regions: list[Region]) -> Any:
@@ -384,9 +417,10 @@ def split_partial_updates(screen: object) -> bool:
     there.
 
     Once the screen has been painted, an update whose dirty rows hold more than ``PAINT_CELLS``
-    cells (a layout that moved everything, the end of a flood scrolled into view: 20-30 ms of one
-    loop turn at 120x40, issue 44.1c) paints a band of rows from the top (``paint_band``) and
-    leaves the rest for the screen's next update, which it asks for (the screen in
+    cells (or a quarter of the screen: ``paint_budget``; a layout that moved everything, the end of
+    a flood scrolled into view: 20-30 ms of one loop turn at 120x40, issue 44.1c) paints a band of
+    rows (``paint_band``: from where the last band stopped) and leaves the rest for the screen's
+    next update, which it asks for (the screen in
     ``Screen._dirty_widgets``, ``check_idle``): one band a screen update, so no loop turn paints
     the whole screen, and keys and the stream are served between bands. Every region left is
     painted at the next update whatever happened meanwhile (painting a region again is always
@@ -445,6 +479,8 @@ def _split_crops_class() -> type | None:
         _left: tuple[Region, ...] = ()
         #: whether the screen has had an update (its first is painted whole)
         _painted = False
+        #: the row the next band starts at (where the last one stopped)
+        _band_start = 0
         #: asks the screen for one more update (``split_partial_updates``; ``None``: no bands)
         _paint_left: Any = None
 
@@ -456,9 +492,10 @@ def _split_crops_class() -> type | None:
                 self._left = ()
             if self._painted and self._paint_left is not None and self._dirty_regions:
                 screen_region = self.size.region
-                band = paint_band([region.intersection(screen_region) for region in self._dirty_regions])
+                band = paint_band([region.intersection(screen_region) for region in self._dirty_regions],
+                                  paint_budget(*self.size), self._band_start)
                 if band is not None:
-                    now, later = band
+                    now, later, self._band_start = band
                     self._dirty_regions.clear()
                     self._dirty_regions.update(now)
                     self._left = tuple(later)

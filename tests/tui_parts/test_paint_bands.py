@@ -14,7 +14,7 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import OptionList, Static
 
-from instance_ai_tui.tui.textual_internals import PAINT_CELLS, paint_band, split_partial_updates
+from instance_ai_tui.tui.textual_internals import PAINT_CELLS, paint_band, paint_budget, split_partial_updates
 from tests.support.terminal_cells import painted_cells
 
 SIZE = (120, 40)
@@ -110,14 +110,38 @@ async def test_textual_alone_paints_it_in_one_update() -> None:
     assert max(updates) > PAINT_CELLS, updates
 
 
-def test_a_band_is_rows_from_the_top_within_the_budget() -> None:
+def test_a_band_is_rows_within_the_budget_from_where_the_last_stopped() -> None:
     screen = Region(0, 0, 120, 40)
+    assert paint_budget(120, 40) == PAINT_CELLS and paint_budget(160, 220) == 160 * 220 // 4
     assert paint_band([Region(0, 0, 120, 20)]) is None  # 2,400 cells: fits
-    band = paint_band([screen])
-    assert band is not None
-    now, later = band
-    assert now == [Region(0, 0, 120, PAINT_CELLS // 120)] and later == [Region(0, 20, 120, 20)]
-    # regions side by side: cut at the same row; a row wider than the budget is painted alone
+    assert paint_band([screen]) == ([Region(0, 0, 120, 20)], [Region(0, 20, 120, 20)], 20)
+    # from row 30 down, then from the top
+    assert paint_band([screen], start=30) == ([Region(0, 0, 120, 10), Region(0, 30, 120, 10)],
+                                              [Region(0, 10, 120, 20)], 10)
+    # regions side by side: cut at the same row
     band = paint_band([Region(0, 0, 30, 40), Region(30, 0, 90, 40)], budget=600)
-    assert band == ([Region(0, 0, 30, 5), Region(30, 0, 90, 5)], [Region(0, 5, 30, 35), Region(30, 5, 90, 35)])
-    assert paint_band([Region(0, 3, 120, 2)], budget=50) == ([Region(0, 3, 120, 1)], [Region(0, 4, 120, 1)])
+    assert band == ([Region(0, 0, 30, 5), Region(30, 0, 90, 5)], [Region(0, 5, 30, 35), Region(30, 5, 90, 35)], 5)
+    # a row wider than the budget is painted alone
+    assert paint_band([Region(0, 3, 120, 2)], budget=50) == ([Region(0, 3, 120, 1)], [Region(0, 4, 120, 1)], 4)
+    assert paint_band([Region(0, 3, 120, 1)], budget=50) is None
+
+
+def test_no_row_waits_for_ever_while_the_rows_above_change_at_every_update() -> None:
+    """The whole screen dirty again before each update (a layout at every frame): every row is
+    painted within the bands of one screen's worth, the bottom ones too."""
+    width, height = 120, 40
+    budget = paint_budget(width, height)
+    left: list[Region] = []
+    start = 0
+    last_painted = dict.fromkeys(range(height), -1)
+    for update in range(12):
+        dirty = [*left, Region(0, 0, width, height)]
+        band = paint_band(dirty, budget, start)
+        assert band is not None
+        now, left, start = band
+        for region in now:
+            for y in region.line_range:
+                last_painted[y] = update
+        assert len({y for region in now for y in region.line_range}) * width <= budget  # (full-width rows)
+        if update >= 1:
+            assert min(last_painted.values()) >= update - 1, last_painted  # (2 bands at 120x40)
