@@ -639,8 +639,8 @@ def row_extents(layout: Layout) -> tuple[list[int], list[int]]:
             heapq.heappop(lows)
         while highs and highs[0][1] < y:
             heapq.heappop(highs)
-        if lows:
-            left[y], right[y] = lows[0][0], -highs[0][0]
+        if lows:  # (within the drawing: a note's frame may reach a cell past its width)
+            left[y], right[y] = max(0, lows[0][0]), min(layout.width, -highs[0][0])
     layout.row_extents = (left, right)
     return left, right
 

@@ -484,7 +484,7 @@ def test_the_worker_sends_what_drawing_a_box_needs_of_the_whole_layout() -> None
     cut so that no two read the same) and every line (the ports lines leave and reach) before its first box
     was drawn: the longest turn of the app's loop then. The worker makes both with the layout and sends
     them; the layout read back carries them, the same as the ones made here."""
-    from instance_ai_tui.protocol.workflow_draw import line_ends, shown_names
+    from instance_ai_tui.protocol.workflow_draw import line_ends, row_extents, shown_names
     from instance_ai_tui.protocol.workflow_wire import LayoutReader, lay_out, workflow_parts
     from tests.protocol.workflow_corpus import corpus_json
 
@@ -498,6 +498,12 @@ def test_the_worker_sends_what_drawing_a_box_needs_of_the_whole_layout() -> None
     assert read_back.names_cut == shown_names(here) and read_back.names_cut  # two names cut apart here
     assert read_back.line_ends == line_ends(here)
     assert draw(read_back).text() == draw(here).text()
+    # and the rows' extents (the panel's edges say what lies past them: 85-90 ms at 5,000 nodes)
+    assert read_back.row_extents is not None and read_back.row_extents == row_extents(here)
+    left, right = read_back.row_extents
+    for y, row in enumerate(draw(here).chars):  # exactly the cells drawn on each row ("" after a wide character)
+        drawn = [x for x, char in enumerate(row) if char not in (" ", "")]
+        assert (left[y], right[y]) == ((drawn[0], drawn[-1] + 1) if drawn else (here.width, 0)), y
 
 
 def test_a_layout_drawn_then_dropped_is_freed() -> None:

@@ -93,6 +93,14 @@ _OPEN_ABOVE = frozenset(" ─━▶◀")
 _OPEN_BELOW = frozenset(" ─━▶◀")
 
 
+def _lay_out_with_extents(workflow: Workflow, detail: Detail, runs: Mapping[str, NodeRun] | None) -> Layout:
+    """The layout (in the layout thread) with its rows' extents made there too: the first paint would make them
+    on the event loop (5-25 ms at 400 nodes)."""
+    layout = layout_workflow(workflow, detail, runs=runs)
+    row_extents(layout)
+    return layout
+
+
 def crop_slack(cells: int) -> int:
     """How many cells past a view of ``cells`` a fitted drawing may reach and still be shown, cropped."""
     return max(CROP_MIN, cells // CROP_SHARE)
@@ -282,7 +290,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if len(workflow.nodes) >= PROCESS_NODES:
             layout = await workflow_canvas_worker.lay_out(workflow, detail, bool(runs))
         else:
-            layout = await asyncio.to_thread(layout_workflow, workflow, detail, runs=runs)
+            layout = await asyncio.to_thread(_lay_out_with_extents, workflow, detail, runs)
         self._apply(layout, generation)
 
     def _apply(self, layout: Layout, generation: int) -> None:
