@@ -477,6 +477,7 @@ async def test_the_narrow_screens_workflow_note_follows_the_run(end: str, said: 
         await app.thread.outbox.send("change it")
         await until(lambda: app.conversation is not None and app.conversation.messages
                     and not app.conversation.is_streaming, pilot)
+        await app.wait_until_rendered()  # the frame that hands the finished call to the follower has run
         await until(lambda: all(w.is_finished for w in app.workers if w.group == "workflow-follower"), pilot)
         await pilot.pause()
         notes = [n for n in told if "workflow" in n]
