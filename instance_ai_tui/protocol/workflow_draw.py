@@ -252,20 +252,11 @@ def _draw_lines(drawing: Drawing, layout: Layout) -> _Masks:
     grid = [[0] * w for _ in range(h)]
     arrows: list[tuple[int, int]] = []
     for route in layout.routes:
-        pts = route.points
-        lo_x = hi_x = pts[0][0]
-        lo_y = hi_y = pts[0][1]
-        for px, py in pts:
-            if px < lo_x:
-                lo_x = px
-            elif px > hi_x:
-                hi_x = px
-            if py < lo_y:
-                lo_y = py
-            elif py > hi_y:
-                hi_y = py
-        if hi_x < x0 or lo_x >= x1 or hi_y < y0 or lo_y >= y1:
+        flat = route.flat
+        xs, ys = flat[0::2], flat[1::2]
+        if max(xs) < x0 or min(xs) >= x1 or max(ys) < y0 or min(ys) >= y1:
             continue
+        pts = route.points
         main = not route.edge.is_ai
         flag = (_MAIN | (_ERROR if route.edge.kind != "main" or _is_error_port(layout, route) else 0)) if main else 0
         sx, sy = pts[0]
@@ -378,10 +369,10 @@ def _draw_counts(drawing: Drawing, layout: Layout, runs: Mapping[str, NodeRun],
         text = count_text(runs.get(edge.source), layout.ports.get(edge, edge.output), compact=compact)
         if not text:
             continue
-        pts = route.points
-        if not (min(p[1] for p in pts) < y0 + h and max(p[1] for p in pts) >= y0
-                and min(p[0] for p in pts) < x0 + w and max(p[0] for p in pts) >= x0):
+        xs, ys = route.flat[0::2], route.flat[1::2]
+        if not (min(ys) < y0 + h and max(ys) >= y0 and min(xs) < x0 + w and max(xs) >= x0):
             continue
+        pts = route.points
         pieces = list(itertools.pairwise(pts))
         number = text.split(" ", 1)[0]
         shorter = text.removesuffix(" total")
@@ -602,7 +593,7 @@ def line_ends(layout: Layout) -> LineEnds:
     if ends is None:
         ends = layout.line_ends = LineEnds(
             {(r.edge.source, layout.ports[r.edge]) for r in layout.routes if not r.edge.is_ai},
-            {r.points[-1] for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
+            {(r.flat[-2], r.flat[-1]) for r in layout.routes if not r.edge.is_ai}, set(layout.stubs),
             {r.edge.source for r in layout.routes if r.edge.is_ai})
     return ends
 
@@ -620,8 +611,7 @@ def row_extents(layout: Layout) -> tuple[list[int], list[int]]:
     rects += [(y, y, x, x + cell_len(text)) for x, y, text in layout.labels]
     rects += [(y, y, x, x + 1) for x, y in layout.stubs]
     for route in layout.routes:
-        points = route.points
-        for (ax, ay), (bx, by) in itertools.pairwise(points):
+        for (ax, ay), (bx, by) in itertools.pairwise(route.points):
             rects.append((min(ay, by), max(ay, by), min(ax, bx), max(ax, bx) + 1))
     rects.sort()
     height = layout.height

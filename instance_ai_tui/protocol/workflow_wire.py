@@ -80,7 +80,7 @@ def _layout_chunks(layout: Layout) -> Iterator[bytes]:
              b.top_port, b.subtitle) for b in boxes[k:k + CHUNK]], protocol=pickle.HIGHEST_PROTOCOL)
     routes = layout.routes
     for k in range(0, len(routes), CHUNK):
-        yield pickle.dumps([(index[r.edge], r.points, r.net, r.joins) for r in routes[k:k + CHUNK]],
+        yield pickle.dumps([(index[r.edge], r.flat, r.net, r.joins) for r in routes[k:k + CHUNK]],
                            protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -107,7 +107,7 @@ class LayoutReader:
                                         ai_labels, top_port, subtitle)
             return
         edges = self.workflow.edges
-        self._routes.extend(Route(edges[k], points, net, joins) for k, points, net, joins in data)
+        self._routes.extend(Route(edges[k], flat, net, joins) for k, flat, net, joins in data)
 
     @property
     def done(self) -> bool:

@@ -450,7 +450,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         codes = [0] * width
         top, bottom = y * sy, (y + 1) * sy
         for route in layout.routes:
-            for (ax, ay), (bx, by) in zip(route.points, route.points[1:], strict=False):
+            for (ax, ay), (bx, by) in itertools.pairwise(route.points):
                 if min(ay, by) < bottom and max(ay, by) >= top:
                     for x in range(min(ax, bx) // sx, min(width, max(ax, bx) // sx + 1)):
                         if cells[x] == " ":
