@@ -3,6 +3,7 @@ builds a workflow and the canvas opens and draws it live; keys, details, zoom, o
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -927,3 +928,92 @@ async def test_a_view_fitted_further_goes_back_to_zoomed_out_when_it_grows_enoug
                     and canvas.fitted and canvas.overview is None and canvas.cropped is None, pilot,
                     what="fitted zoomed out, whole")
         assert canvas.graph_layout.width <= canvas.size.width
+
+
+def _weather() -> dict[str, Any]:
+    """The demo's build as n8n stores it: three nodes in a row, a little wider than a half-width panel at
+    160x48 in full detail (it opens fitted)."""
+    nodes = [("Schedule Trigger", "n8n-nodes-base.scheduleTrigger"), ("OpenWeatherMap", "n8n-nodes-base.openWeatherMap"),
+             ("Slack", "n8n-nodes-base.slack")]
+    return {"id": "wf-weather", "name": "Morning weather", "nodes": [
+        {"name": n, "type": t, "position": [220 * i, 0], "parameters": {}} for i, (n, t) in enumerate(nodes)],
+        "connections": {a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
+                        for (a, _), (b, _) in itertools.pairwise(nodes)}}
+
+
+async def test_m_on_a_fitted_panel_paints_the_canvas_once_and_leaves_the_line_alone(tmp_path: Path) -> None:
+    """``m`` (panel wider / narrower) costs a layout and repaint of the whole screen (both panes change width).
+    A fitted panel (it opened fitted) then painted every row of its canvas twice (the new size, then the fit
+    made again repainted it whole though it showed the same) and wrote the same words on its status line
+    again (a second layout of the whole screen: the line's height is its text's). Counts the canvas's rows
+    painted and the line's updates for each ``m``."""
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(_weather()))
+        await until(lambda: canvas.auto_fitted and "fitted" in str(panel.status_line.render()), pilot,
+                    what="the panel opened fitted")
+        canvas.focus()
+        await pilot.pause()
+        painted_rows: list[int] = []
+        render_line = canvas.render_line
+
+        def counted(y: int) -> Any:
+            painted_rows.append(y)
+            return render_line(y)
+
+        canvas.render_line = counted  # type: ignore[method-assign]
+        updates: list[object] = []
+        update = panel.status_line.update
+        panel.status_line.update = lambda *a, **k: (updates.append(a), update(*a, **k))[1]  # type: ignore[method-assign]
+        for _ in range(2):
+            width = canvas.size.width
+            painted_rows.clear()
+            await pilot.press("m")
+            await until(lambda w=width: canvas.size.width != w and bool(painted_rows), pilot, what="the new width")
+            await pilot.pause(0.2)
+            assert canvas.fitted and canvas.overview is None and canvas.cropped is None
+            assert len(painted_rows) <= canvas.size.height, (len(painted_rows), canvas.size.height)
+        assert updates == []
+
+
+async def test_m_never_lays_out_again_a_level_the_workflow_was_laid_out_at(tmp_path: Path) -> None:
+    """The layout does not depend on the view: ``m`` on a view fitted zoomed out further (``Detail.TIGHT``)
+    laid the workflow out again at the zoomed-out level when it narrowed and zoomed out further again when it
+    widened, though both had been made for the first fit. Counts the layouts made for two ``m``."""
+    from instance_ai_tui.tui.widgets import workflow_canvas
+    from tests.protocol.workflow_corpus import corpus_json
+
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app, wide=True)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(corpus_json(
+            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
+        await painted(canvas, pilot)
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT
+                    and canvas.overview is None, pilot, what="zoomed out further")
+        made: list[Detail] = []
+        lay_out = workflow_canvas.layout_workflow
+
+        def counted(workflow: Any, detail: Detail, **kwargs: Any) -> Any:
+            made.append(detail)
+            return lay_out(workflow, detail, **kwargs)
+
+        workflow_canvas.layout_workflow = counted  # type: ignore[assignment]
+        try:
+            await pilot.press("m")  # narrower: the zoomed-out drawing is over twice the view: blocks
+            await until(lambda: canvas.overview is not None and not panel.has_class("-wide"), pilot,
+                        what="the overview in the narrow panel")
+            await pilot.press("m")
+            await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT
+                        and canvas.overview is None and panel.has_class("-wide"), pilot,
+                        what="zoomed out further again")
+        finally:
+            workflow_canvas.layout_workflow = lay_out  # type: ignore[assignment]
+        assert made == []
+        assert canvas.text() == workflow_text(parse_workflow(corpus_json(
+            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")), Detail.TIGHT)

@@ -135,6 +135,8 @@ class WorkflowPanel(Vertical):
         self._status_about: str | None = None
         #: the line says what the last fit made ("fitted… 5 columns past"): a fit made again updates it
         self._fit_said = False
+        #: what the status line shows
+        self._status_shown = ""
         #: the workflow's recent executions (newest first) and which one is shown
         self.executions: list[dict[str, Any]] = []
         self.execution_index = 0
@@ -156,7 +158,10 @@ class WorkflowPanel(Vertical):
             self._standing_status = text
         self._status_about = about
         self._fit_said = False  # what the line says is not (or no longer) what a fit said
-        self.status_line.update(visible(text))
+        shown = visible(text)
+        if shown != self._status_shown:  # (the same words again: no new layout of the screen)
+            self._status_shown = shown
+            self.status_line.update(shown)
 
     def _title(self, workflow: Workflow) -> None:
         parts = [f"◇ {workflow.name or '(unnamed)'}", workflow.id or "preview", f"{len(workflow.nodes)} nodes"]

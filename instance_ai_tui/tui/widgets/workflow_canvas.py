@@ -192,6 +192,11 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.opening = False
         self.auto_fitted = False
         self._fit_opened = False
+        #: the layouts made of this workflow with these runs, per level of detail: the view's size changing
+        #: (``m``, the terminal, the details pane) never lays the same workflow out again at a level it was
+        #: laid out at (a fitted view goes from one level to another as it grows and shrinks)
+        self._layouts: dict[Detail, Layout] = {}
+        self._layouts_of: tuple[Workflow | None, dict[str, NodeRun] | None] = (None, None)
 
     async def on_unmount(self) -> None:
         await workflow_canvas_worker.stop()  # started again for the next big workflow
@@ -273,24 +278,44 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.fitted, self.overview, self.cropped, self.auto_fitted = False, None, None, False
         self._relayout()
 
+    def _made(self, detail: Detail) -> Layout | None:
+        """The layout already made of the workflow shown with its runs at ``detail`` (``None``: not made)."""
+        workflow, runs = self._layouts_of
+        if workflow is not self.workflow or runs is not self.runs:
+            self._layouts, self._layouts_of = {}, (self.workflow, self.runs)
+        return self._layouts.get(detail)
+
+    def _keep(self, layout: Layout, workflow: Workflow, runs: dict[str, NodeRun]) -> None:
+        """``layout`` (made of ``workflow`` with ``runs``) is kept while they are the ones shown."""
+        self._made(layout.detail)
+        if self._layouts_of[0] is workflow and self._layouts_of[1] is runs:
+            self._layouts[layout.detail] = layout
+
     def _relayout(self) -> None:
         if self.workflow is None:
             return
         self._generation += 1
-        generation, workflow, detail, runs = self._generation, self.workflow, self.detail, self.runs or None
+        generation, workflow, detail, runs = self._generation, self.workflow, self.detail, self.runs
+        made = self._made(detail)
+        if made is not None:
+            self._apply(made, generation)
+            return
         if len(workflow.nodes) < THREAD_NODES or not self.is_mounted:
-            self._apply(layout_workflow(workflow, detail, runs=runs), generation)
+            layout = layout_workflow(workflow, detail, runs=runs or None)
+            self._keep(layout, workflow, runs)
+            self._apply(layout, generation)
             return
         self.laying_out = True
         self.run_worker(self._layout_off_loop(generation, workflow, detail, runs), group="workflow-layout",
                         exit_on_error=False)
 
     async def _layout_off_loop(self, generation: int, workflow: Workflow, detail: Detail,
-                               runs: Mapping[str, NodeRun] | None) -> None:
+                               runs: dict[str, NodeRun]) -> None:
         if len(workflow.nodes) >= PROCESS_NODES:
             layout = await workflow_canvas_worker.lay_out(workflow, detail, bool(runs))
         else:
-            layout = await asyncio.to_thread(_lay_out_with_extents, workflow, detail, runs)
+            layout = await asyncio.to_thread(_lay_out_with_extents, workflow, detail, runs or None)
+        self._keep(layout, workflow, runs)
         self._apply(layout, generation)
 
     def _apply(self, layout: Layout, generation: int) -> None:
@@ -328,7 +353,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                 or (over_x <= 0 and over_y <= 0) or over_x > width // OPEN_SHARE or over_y > height // OPEN_SHARE):
             self.scroll_to_cursor(animate=False)
             return
-        zoomed = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None)
+        zoomed = self._made(Detail.COMPACT)
+        if zoomed is None:
+            zoomed = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None)
+            self._keep(zoomed, workflow, self.runs)
         if zoomed.width > width or zoomed.height > height:
             self.scroll_to_cursor(animate=False)
             return
@@ -397,6 +425,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             return
         width, height = max(1, self.size.width), max(1, self.size.height)
         over_x, over_y = layout.width - width, layout.height - height
+        shown = (self.overview, self.cropped)
         self.cropped = None
         if self.auto_fitted and (over_x > 0 or over_y > 0):
             # opened fitted because it fitted whole; grown past the view (the agent added nodes, the view
@@ -424,7 +453,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self.overview = (-(-layout.width // width), -(-layout.height // height))
             self.virtual_size = Size(min(width, layout.width), min(height, layout.height))
             self.scroll_to(0, 0, animate=False)
-        self.refresh()
+        if (self.overview, self.cropped) != shown:  # (a new size or a new layout is painted whole anyway)
+            self.refresh()
         self.post_message(self.Fitted(self, refit=not self._fit_asked and not self._fit_opened,
                                       opened=self._fit_opened))
         self._fit_asked = self._fit_opened = False
@@ -627,13 +657,24 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             return
         if self.opening:
             self.call_after_refresh(self._open)
-        elif self.fitted and self.detail is Detail.TIGHT:
+        elif self.fitted and self.detail is Detail.TIGHT and not self._zoomed_out_goes_tighter():
             self.detail = Detail.COMPACT  # zoomed out further for a smaller view: the one zoomed out may fit now
             self._relayout()
         elif self.fitted:
             self.call_after_refresh(self._centre)
         else:
             self.call_after_refresh(self.scroll_to_cursor, animate=False)
+
+    def _zoomed_out_goes_tighter(self) -> bool:
+        """The zoomed-out layout is already made and ``_centre`` would zoom it out further again in this view
+        (so the fit stays at the further level, without laying out or applying the zoomed-out one between)."""
+        zoomed = self._made(Detail.COMPACT)
+        if zoomed is None:
+            return False
+        width, height = max(1, self.size.width), max(1, self.size.height)
+        over_x, over_y = zoomed.width - width, zoomed.height - height
+        return not (over_x <= crop_slack(width) and over_y <= crop_slack(height)) \
+            and over_x <= width and over_y <= height
 
     def action_node(self, direction: str) -> None:
         """Move the cursor to the nearest box in ``direction`` (left/right/up/down)."""
