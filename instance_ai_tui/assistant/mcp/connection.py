@@ -62,9 +62,28 @@ def _import_sdk() -> None:
         importlib.import_module(name)
 
 
+#: the longest a start waits for the event loop to have nothing to do (``quiet_moment``)
+QUIET_WAIT = 1.5
+
+
+async def quiet_moment(limit: float | None = None, *, step: float = 0.02, beats: int = 3) -> None:
+    """Until the event loop has been idle for ``beats`` steps in a row (each sleep ended at most a
+    quarter of a step late), at most ``limit`` seconds: an app starting up, or sending its first
+    message, goes first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (QUIET_WAIT if limit is None else limit)
+    calm = 0
+    while calm < beats and loop.time() < deadline:
+        asked = loop.time()
+        await asyncio.sleep(step)
+        calm = calm + 1 if loop.time() - asked <= step * 1.25 else 0
+
+
 async def load_sdk() -> None:
-    """Import the ``mcp`` SDK off the event loop (the app keeps drawing while servers start)."""
+    """Import the ``mcp`` SDK off the event loop (the app keeps drawing while servers start), once
+    the loop is quiet: the import holds the interpreter's lock for about half a CPU-second."""
     if not all(name in sys.modules for name in _SDK_MODULES):
+        await quiet_moment()
         await asyncio.to_thread(_import_sdk)
 
 
