@@ -80,6 +80,10 @@ LABEL_CELLS = 12
 LABEL_CELLS_TIGHT = 6
 #: zoomed out furthest, a box is at most this wide (its name cut with ``…``, never two alike)
 TIGHT_CELLS = 12
+#: zoomed out (COMPACT), the widest box (a longer name is cut with ``…``); a view that has the room may ask for
+#: wider boxes (``layout_workflow``'s ``box_cells``, up to ``ROOMY_CELLS``, full detail's widest) to keep names whole
+COMPACT_CELLS = 18
+ROOMY_CELLS = 30
 #: a zoomed-out box after a run is wide enough for its state whole ("○ not reached", "✓ 120 runs")
 STATE_CELLS = 13
 #: how many times the layout widens the drawing for connections that found no way
@@ -312,7 +316,7 @@ def _port_numbers(workflow: Workflow, roles: _Roles) -> tuple[dict[str, int], di
 
 
 def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool,
-             counts: Mapping[str, int], ports: Mapping[WfEdge, int]) -> dict[str, _Shape]:
+             counts: Mapping[str, int], ports: Mapping[WfEdge, int], box_cells: int = COMPACT_CELLS) -> dict[str, _Shape]:
     nets_in: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
     ai_in: dict[tuple[str, str], set[str]] = defaultdict(set)
     extra_labels: dict[str, dict[int, str]] = defaultdict(dict)
@@ -355,7 +359,7 @@ def _measure(workflow: Workflow, roles: _Roles, detail: Detail, status_row: bool
             if status_row:
                 w = max(w, 22)
         else:
-            w = max(8, min(18 if detail is Detail.COMPACT else TIGHT_CELLS, cell_len(label) + 2 + pad))
+            w = max(8, min(box_cells if detail is Detail.COMPACT else TIGHT_CELLS, cell_len(label) + 2 + pad))
             h = 3
             if status_row:  # the state written whole on the bottom border: "○ not reached" (13 cells)
                 w = max(w, 2 + STATE_CELLS)
@@ -630,15 +634,18 @@ def _regions(workflow: Workflow, x_axis: Axis, y_axis: Axis, origin: tuple[int, 
 
 
 def layout_workflow(workflow: Workflow, detail: Detail = Detail.FULL, *,
-                    runs: Mapping[str, NodeRun] | None = None, status_row: bool | None = None) -> Layout:
+                    runs: Mapping[str, NodeRun] | None = None, status_row: bool | None = None,
+                    box_cells: int = COMPACT_CELLS) -> Layout:
     """Where every box and line goes (the six phases of the module's docstring). ``runs`` (an
-    execution's outcome) adds a state row to boxes (``status_row`` says so without the runs).
+    execution's outcome) adds a state row to boxes (``status_row`` says so without the runs). ``box_cells``:
+    zoomed out (``Detail.COMPACT``), the widest box (names longer than it leaves are cut).
 
     The cyclic garbage collector is paused meanwhile: the layout makes hundreds of thousands of small
     tuples, lists and dicts and no cycles, and every collection of the oldest generation walks all of
     them again (a quarter of the time of a 5,000-node layout, measured)."""
     with _collector_paused():
-        return _layout(workflow, detail, bool(runs) if status_row is None else status_row)
+        return _layout(workflow, detail, bool(runs) if status_row is None else status_row,
+                       min(ROOMY_CELLS, max(COMPACT_CELLS, box_cells)))
 
 
 @contextlib.contextmanager
@@ -658,10 +665,10 @@ def _collector_paused() -> Iterator[None]:
 COUNT_ROOM = len("99 items total") + 3
 
 
-def _layout(workflow: Workflow, detail: Detail, status_row: bool) -> Layout:
+def _layout(workflow: Workflow, detail: Detail, status_row: bool, box_cells: int = COMPACT_CELLS) -> Layout:
     roles = _roles(workflow)
     counts, ports = _port_numbers(workflow, roles)
-    shapes = _measure(workflow, roles, detail, status_row, counts, ports)
+    shapes = _measure(workflow, roles, detail, status_row, counts, ports, box_cells)
     px = pixels(workflow, roles, _roles)
     stickies = [(s.position[0], s.position[1], s.position[0] + s.width, s.position[1] + s.height)
                 for s in workflow.stickies]

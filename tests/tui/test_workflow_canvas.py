@@ -11,7 +11,7 @@ from instance_ai_tui.client.embedded import EmbeddedClient
 from instance_ai_tui.config import Settings
 from instance_ai_tui.protocol.workflow_draw import note_fill, note_style, shown_names
 from instance_ai_tui.protocol.workflow_graph import NodeRun, RunState, parse_workflow
-from instance_ai_tui.protocol.workflow_layout import Detail
+from instance_ai_tui.protocol.workflow_layout import Detail, layout_workflow
 from instance_ai_tui.tui.screens.workflow import WorkflowPanel, panel_of
 from instance_ai_tui.tui.widgets import workflow_canvas_worker
 from instance_ai_tui.tui.widgets.workflow_canvas import WorkflowCanvas
@@ -1017,3 +1017,34 @@ async def test_m_never_lays_out_again_a_level_the_workflow_was_laid_out_at(tmp_p
         assert made == []
         assert canvas.text() == workflow_text(parse_workflow(corpus_json(
             "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")), Detail.TIGHT)
+
+
+async def test_a_panel_opened_fitted_keeps_whole_names_where_zoomed_out_boxes_have_room(tmp_path: Path) -> None:
+    """Seen in tmux at 160x48: the demo's build opened fitted read "⚡ Schedule Tri…" though the panel had room for
+    the whole name (zoomed-out boxes are at most 18 cells). Opened fitted, the zoomed-out boxes grow to their
+    names (up to full detail's widest) where that drawing still fits the view whole; where it does not, the names
+    are cut as before (the view narrowed: the drawing with names cut, not full detail, while that fits)."""
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(_weather()))
+        await until(lambda: canvas.auto_fitted and canvas.graph_layout is not None, pilot, what="opened fitted")
+        await painted(canvas, pilot)
+        layout = canvas.graph_layout
+        assert layout is not None and layout.detail is Detail.COMPACT and layout.width <= canvas.size.width
+        rows = view_rows(canvas)
+        text = "\n".join(rows)
+        assert "⚡ Schedule Trigger├" in text and "OpenWeatherMap├" in text and "…" not in text, text
+        for name, box in layout.boxes.items():  # every box whole in the cells shown
+            assert rows[box.y][box.x] == "╭" and rows[box.y + box.h - 1][box.x + box.w - 1] == "╯", name
+        roomy, plain = layout.width, layout_workflow(parse_workflow(_weather()), Detail.COMPACT).width
+        assert plain < roomy
+        # a terminal whose half-width panel (45 %, less its border) is narrower than that drawing, not the plain one
+        width = next(w for w in range(100, 400) if plain <= w * 45 // 100 - 1 < roomy)
+        await pilot.resize_terminal(width, 48)
+        await until(lambda: plain <= canvas.size.width < roomy, pilot, what="the narrower panel")
+        await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.width <= canvas.size.width,
+                    pilot, what="fitted again")
+        assert canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT, canvas.size.width
+        assert canvas.fitted and "Schedule Tri…" in canvas.text()

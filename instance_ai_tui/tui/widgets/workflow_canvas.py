@@ -38,9 +38,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box, row_extents
+from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box, row_extents, shown_names
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
-from ...protocol.workflow_layout import Box, Detail, Layout, Route, layout_workflow
+from ...protocol.workflow_layout import ROOMY_CELLS, Box, Detail, Layout, Route, layout_workflow
 from .. import keymap
 from . import workflow_canvas_worker
 
@@ -360,6 +360,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if zoomed.width > width or zoomed.height > height:
             self.scroll_to_cursor(animate=False)
             return
+        if shown_names(zoomed):  # names cut zoomed out: with wider boxes (up to full detail's) where that fits too
+            roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
+            if roomy.width <= width and roomy.height <= height:
+                zoomed = roomy  # (not kept: ``z``/``f`` lay out the plain zoomed-out level)
         self.fitted, self.detail, self.auto_fitted, self._fit_opened = True, Detail.COMPACT, True, True
         self._generation += 1
         self._apply(zoomed, self._generation)
@@ -428,6 +432,11 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         shown = (self.overview, self.cropped)
         self.cropped = None
         if self.auto_fitted and (over_x > 0 or over_y > 0):
+            plain = self._made(Detail.COMPACT)
+            if plain is not None and plain is not layout and plain.width <= width and plain.height <= height:
+                self._generation += 1  # opened with whole names (wider boxes): the names cut fit the view
+                self._apply(plain, self._generation)
+                return
             # opened fitted because it fitted whole; grown past the view (the agent added nodes, the view
             # narrowed): full detail at the cursor again, as it would have opened
             self.fitted, self.auto_fitted, self.overview, self.detail = False, False, None, Detail.FULL
