@@ -1028,16 +1028,20 @@ async def test_a_panel_opened_fitted_keeps_whole_names_where_zoomed_out_boxes_ha
     async with app.run_test(size=(160, 48)) as pilot:
         panel = await mounted_panel(app)
         canvas = panel.canvas
-        canvas.show(parse_workflow(_weather()))
+        canvas.show(parse_workflow(_weather()), changed_by_call=True)  # created by the agent: "+ new" on each
         await until(lambda: canvas.auto_fitted and canvas.graph_layout is not None, pilot, what="opened fitted")
-        await painted(canvas, pilot)
-        layout = canvas.graph_layout
-        assert layout is not None and layout.detail is Detail.COMPACT and layout.width <= canvas.size.width
-        rows = view_rows(canvas)
-        text = "\n".join(rows)
-        assert "⚡ Schedule Trigger├" in text and "OpenWeatherMap├" in text and "…" not in text, text
-        for name, box in layout.boxes.items():  # every box whole in the cells shown
-            assert rows[box.y][box.x] == "╭" and rows[box.y + box.h - 1][box.x + box.w - 1] == "╯", name
+        for again in (False, True):  # opened; and read again from n8n (``w`` on the card: the marks go, a new layout)
+            if again:
+                canvas.reset_painted()
+                canvas.show(parse_workflow(_weather()))
+            await painted(canvas, pilot)
+            layout = canvas.graph_layout
+            assert layout is not None and layout.detail is Detail.COMPACT and layout.width <= canvas.size.width
+            rows = view_rows(canvas)
+            text = "\n".join(rows)
+            assert "⚡ Schedule Trigger├" in text and "OpenWeatherMap├" in text and "…" not in text, text
+            for name, box in layout.boxes.items():  # every box whole in the cells shown
+                assert rows[box.y][box.x] == "╭" and rows[box.y + box.h - 1][box.x + box.w - 1] == "╯", name
         roomy, plain = layout.width, layout_workflow(parse_workflow(_weather()), Detail.COMPACT).width
         assert plain < roomy
         # a terminal whose half-width panel (45 %, less its border) is narrower than that drawing, not the plain one

@@ -40,7 +40,7 @@ from textual.strip import Strip
 
 from ...protocol.workflow_draw import Drawing, Style, cells_of, count_text, draw, draw_box, row_extents, shown_names
 from ...protocol.workflow_graph import NodeKind, NodeRun, Workflow, changed_nodes
-from ...protocol.workflow_layout import ROOMY_CELLS, Box, Detail, Layout, Route, layout_workflow
+from ...protocol.workflow_layout import COMPACT_CELLS, ROOMY_CELLS, Box, Detail, Layout, Route, layout_workflow
 from .. import keymap
 from . import workflow_canvas_worker
 
@@ -93,10 +93,11 @@ _OPEN_ABOVE = frozenset(" ─━▶◀")
 _OPEN_BELOW = frozenset(" ─━▶◀")
 
 
-def _lay_out_with_extents(workflow: Workflow, detail: Detail, runs: Mapping[str, NodeRun] | None) -> Layout:
+def _lay_out_with_extents(workflow: Workflow, detail: Detail, runs: Mapping[str, NodeRun] | None,
+                          box_cells: int = COMPACT_CELLS) -> Layout:
     """The layout (in the layout thread) with its rows' extents made there too: the first paint would make them
     on the event loop (5-25 ms at 400 nodes)."""
-    layout = layout_workflow(workflow, detail, runs=runs)
+    layout = layout_workflow(workflow, detail, runs=runs, box_cells=box_cells)
     row_extents(layout)
     return layout
 
@@ -195,7 +196,10 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         #: the layouts made of this workflow with these runs, per level of detail: the view's size changing
         #: (``m``, the terminal, the details pane) never lays the same workflow out again at a level it was
         #: laid out at (a fitted view goes from one level to another as it grows and shrinks)
-        self._layouts: dict[Detail, Layout] = {}
+        self._layouts: dict[tuple[Detail, int], Layout] = {}
+        #: the view opened fitted with wider zoomed-out boxes (names whole; ``_open``): laid out so while it stays
+        #: fitted that way
+        self.roomy = False
         self._layouts_of: tuple[Workflow | None, dict[str, NodeRun] | None] = (None, None)
 
     async def on_unmount(self) -> None:
@@ -278,31 +282,37 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self.fitted, self.overview, self.cropped, self.auto_fitted = False, None, None, False
         self._relayout()
 
-    def _made(self, detail: Detail) -> Layout | None:
+    def _made(self, detail: Detail, box_cells: int = COMPACT_CELLS) -> Layout | None:
         """The layout already made of the workflow shown with its runs at ``detail`` (``None``: not made)."""
         workflow, runs = self._layouts_of
         if workflow is not self.workflow or runs is not self.runs:
             self._layouts, self._layouts_of = {}, (self.workflow, self.runs)
-        return self._layouts.get(detail)
+        return self._layouts.get((detail, box_cells))
 
-    def _keep(self, layout: Layout, workflow: Workflow, runs: dict[str, NodeRun]) -> None:
+    def _keep(self, layout: Layout, workflow: Workflow, runs: dict[str, NodeRun], box_cells: int) -> None:
         """``layout`` (made of ``workflow`` with ``runs``) is kept while they are the ones shown."""
         self._made(layout.detail)
         if self._layouts_of[0] is workflow and self._layouts_of[1] is runs:
-            self._layouts[layout.detail] = layout
+            self._layouts[(layout.detail, box_cells)] = layout
+
+    def _box_cells(self, detail: Detail) -> int:
+        roomy = (self.roomy and self.auto_fitted and detail is Detail.COMPACT and self.workflow is not None
+                 and len(self.workflow.nodes) < THREAD_NODES)
+        return ROOMY_CELLS if roomy else COMPACT_CELLS
 
     def _relayout(self) -> None:
         if self.workflow is None:
             return
         self._generation += 1
         generation, workflow, detail, runs = self._generation, self.workflow, self.detail, self.runs
-        made = self._made(detail)
+        box_cells = self._box_cells(detail)
+        made = self._made(detail, box_cells)
         if made is not None:
             self._apply(made, generation)
             return
         if len(workflow.nodes) < THREAD_NODES or not self.is_mounted:
-            layout = layout_workflow(workflow, detail, runs=runs or None)
-            self._keep(layout, workflow, runs)
+            layout = layout_workflow(workflow, detail, runs=runs or None, box_cells=box_cells)
+            self._keep(layout, workflow, runs, box_cells)
             self._apply(layout, generation)
             return
         self.laying_out = True
@@ -315,7 +325,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             layout = await workflow_canvas_worker.lay_out(workflow, detail, bool(runs))
         else:
             layout = await asyncio.to_thread(_lay_out_with_extents, workflow, detail, runs or None)
-        self._keep(layout, workflow, runs)
+        self._keep(layout, workflow, runs, COMPACT_CELLS)
         self._apply(layout, generation)
 
     def _apply(self, layout: Layout, generation: int) -> None:
@@ -356,14 +366,18 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         zoomed = self._made(Detail.COMPACT)
         if zoomed is None:
             zoomed = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None)
-            self._keep(zoomed, workflow, self.runs)
+            self._keep(zoomed, workflow, self.runs, COMPACT_CELLS)
         if zoomed.width > width or zoomed.height > height:
             self.scroll_to_cursor(animate=False)
             return
+        self.roomy = False
         if shown_names(zoomed):  # names cut zoomed out: with wider boxes (up to full detail's) where that fits too
-            roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
+            roomy = self._made(Detail.COMPACT, ROOMY_CELLS)
+            if roomy is None:
+                roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
+                self._keep(roomy, workflow, self.runs, ROOMY_CELLS)
             if roomy.width <= width and roomy.height <= height:
-                zoomed = roomy  # (not kept: ``z``/``f`` lay out the plain zoomed-out level)
+                zoomed, self.roomy = roomy, True  # (while it stays fitted so: ``z``/``f`` lay out the plain level)
         self.fitted, self.detail, self.auto_fitted, self._fit_opened = True, Detail.COMPACT, True, True
         self._generation += 1
         self._apply(zoomed, self._generation)
@@ -432,10 +446,9 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         shown = (self.overview, self.cropped)
         self.cropped = None
         if self.auto_fitted and (over_x > 0 or over_y > 0):
-            plain = self._made(Detail.COMPACT)
-            if plain is not None and plain is not layout and plain.width <= width and plain.height <= height:
-                self._generation += 1  # opened with whole names (wider boxes): the names cut fit the view
-                self._apply(plain, self._generation)
+            if self.roomy:  # opened with whole names (wider boxes): the zoomed-out drawing with names cut may fit
+                self.roomy = False
+                self._relayout()
                 return
             # opened fitted because it fitted whole; grown past the view (the agent added nodes, the view
             # narrowed): full detail at the cursor again, as it would have opened
