@@ -62,7 +62,16 @@ class ToolExecution:
             if len(window) == 1:
                 await self._settle(run, window[0])
             else:
-                await asyncio.gather(*(self._settle(run, p) for p in window))
+                tasks = [asyncio.ensure_future(self._settle(run, p)) for p in window]
+                try:
+                    await asyncio.gather(*tasks)
+                except BaseException:
+                    # (a call that fails the run ends its window: gather alone would leave the siblings
+                    # running past the run's end, recording results into a run that is over)
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
 
     async def _resume_pending(self, run: Run, resume: Resume) -> None:
         target = run.pending[resume.tool_call_id]

@@ -169,3 +169,78 @@ async def test_abort_right_after_start_and_at_any_point(server, make_model):
         roles = [m.role for m in result.messages]
         calls = sum(len(m.tool_calls or []) for m in result.messages)
         assert roles.count("tool") == calls  # no orphans whatever the moment
+
+
+async def test_a_model_that_fails_mid_run_ends_the_run_failed_with_its_turn_stored(server, make_model, store):
+    """The second model call fails (the server answers 500): the run ends failed, and its wind-up
+    stores what the run did before (the call and its result), so the next run reads a whole turn."""
+    server.set_script([
+        MockResponse(tool_calls=[MockToolCall(name="wait", arguments={"name": "fast", "seconds": 0}, id="c_fast")]),
+        MockResponse(status=500, error="the model server broke"),
+        MockResponse(text="fresh run"),
+    ])
+
+    async def wait(args: Wait, ctx: ToolContext) -> str:
+        return "ok"
+
+    agent = Agent("main", "x", make_model(), [Tool("wait", "Wait.", Wait, wait)], memory=StoreMemory(store))
+    stream = agent.stream("go", thread_id="t1")
+    chunks = [chunk async for chunk in stream]
+    result = await stream.result()
+    assert result.status == "failed" and "the model server broke" in (result.error or "")
+    assert isinstance(chunks[-1], ErrorChunk) and not chunks[-1].cancelled
+    stored = [record_to_message(r) for r in await store.list_messages("t1")]
+    assert [m.role for m in stored] == ["user", "assistant", "tool"]
+    assert stored[2].tool_call_id == "c_fast" and stored[2].content == "ok" and not stored[2].skipped
+    again = await agent.generate("and now?", thread_id="t1")
+    assert again.status == "success" and again.text == "fresh run"
+    assert [m["role"] for m in server.requests[2].body["messages"]] == ["system", "user", "assistant", "tool", "user"]
+
+
+async def test_a_run_that_fails_with_calls_open_settles_them_and_leaves_nothing_running(server, make_model, store):
+    """A tool's approval policy raises while its sibling (same window) is running: the run ends
+    failed, the sibling is cancelled (not left running past the run), every call of the batch is
+    settled as skipped by the failure, and the stored turn has each call answered."""
+    events: list[str] = []
+
+    async def wait(args: Wait, ctx: ToolContext) -> str:
+        events.append(f"start {args.name}")
+        try:
+            await asyncio.sleep(args.seconds)
+        except asyncio.CancelledError:
+            events.append(f"cancelled {args.name}")
+            raise
+        events.append(f"end {args.name}")
+        return "ok"
+
+    async def broken_policy(args: Wait, ctx: ToolContext) -> bool:
+        await until(lambda: "start slow" in events, interval=0.001, what="the slow tool started")
+        raise RuntimeError("the approval policy broke")
+
+    server.set_script([
+        MockResponse(tool_calls=[MockToolCall(name="wait", arguments={"name": "slow", "seconds": 30}, id="c_slow"),
+                                 MockToolCall(name="odd", arguments={"name": "odd", "seconds": 0}, id="c_odd"),
+                                 MockToolCall(name="wait", arguments={"name": "later", "seconds": 0}, id="c_later")]),
+        MockResponse(text="fresh run"),
+    ])
+    agent = Agent("main", "x", make_model(), [Tool("wait", "Wait.", Wait, wait),
+                                              Tool("odd", "Odd.", Wait, wait, needs_approval=broken_policy)],
+                  memory=StoreMemory(store), tool_call_concurrency=2)
+    stream = agent.stream("go", thread_id="t1")
+    chunks = [chunk async for chunk in stream]
+    result = await stream.result()
+    assert result.status == "failed" and "the approval policy broke" in (result.error or "")
+    assert isinstance(chunks[-1], ErrorChunk) and not chunks[-1].cancelled
+    # nothing of the run goes on after it ended: the slow call was cancelled, the later one never started
+    assert not [t for t in asyncio.all_tasks() if "ToolExecution._settle" in repr(t.get_coro()) and not t.done()]
+    assert events == ["start slow", "cancelled slow"]
+    results = {c.tool_call_id: (c.skipped, c.model_output) for c in chunks if isinstance(c, ToolResultChunk)}
+    assert results == {cid: (True, "[Skipped: run failed]") for cid in ("c_slow", "c_odd", "c_later")}
+    stored = [record_to_message(r) for r in await store.list_messages("t1")]
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "tool"]
+    assert [m.tool_call_id for m in stored if m.role == "tool"] == ["c_slow", "c_odd", "c_later"]
+    assert strip_orphaned_tool_messages(stored) == stored
+    await asyncio.sleep(0.05)  # (a sibling left running would record its result after the run's end)
+    assert events == ["start slow", "cancelled slow"]
+    again = await agent.generate("and now?", thread_id="t1")
+    assert again.status == "success" and again.text == "fresh run"
