@@ -433,8 +433,7 @@ class Agent(ToolExecution):
                               compact: bool = True) -> tuple[ModelRequest, Fit]:
         """The next request, fitted to the model's window (``runtime/context.py``); past the
         threshold the oldest turns are compacted first (``runtime/compaction.py``)."""
-        strict = bool(getattr(run.model, "supports_strict_tools", False))
-        tools = [t.definition(strict=strict) for t in run.tools.values()]
+        tools = run.tool_definitions(bool(getattr(run.model, "supports_strict_tools", False)))
         params = dict(self.model_params)
         fit = fit_request(await self._messages(run), tools, budget, params, run.sizes, epoch=run.list.wire_epoch)
         # (a guessed window, the 8 k default, is no reason to summarise: the server's refusal, if any,

@@ -139,7 +139,7 @@ class ContextBudget:
     def answer_reserve(self, params: Mapping[str, Any]) -> int:
         """Tokens kept for the answer: the request's ``max_tokens`` / ``max_completion_tokens``, else an
         eighth of the window (256 to 4,096)."""
-        for key in ("max_completion_tokens", "max_tokens"):
+        for key in ("max_completion_tokens", "max_tokens") if params else ():
             value = params.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
@@ -347,13 +347,16 @@ class Sizes:
         # an id found is the same dict); nothing kept per message beyond the last request
         known = {id(m): c for m, c in zip(last[0], last[1], strict=True)} \
             if last is not None and keep < len(last[0]) else {}
-        if n:  # (a new dict each request)
-            chars[0] = wire_chars(messages[0])
-            listed[0] = messages[0]
+        if n:  # (a new dict each request: a system message of its text alone is its length)
+            head = messages[0]
+            text = head.get("content")
+            chars[0] = len(text) if type(text) is str and len(head) == 2 and head.get("role") == "system" \
+                else wire_chars(head)
+            listed[0] = head
         total, saved = cum[-1], saving[-1]
         for index in range(keep, n):
             message = messages[index]
-            size = known.get(id(message))
+            size = known.get(id(message)) if known else None
             if size is None:
                 size = wire_chars(message)
             chars.append(size)
@@ -492,31 +495,33 @@ def fit_request(
     count = len(messages)
     first = chars[0] if chars else 0
     total = t_chars + first + cum[-1]
-    has_system = bool(messages) and messages[0].get("role") == "system"
+    has_system = count > 0 and messages[0].get("role") == "system"
     start = 1 if has_system else 0
-    turn = max(start, turn_start)
-    # the characters the request may carry (the inverse of ``raw_tokens`` and the ratio)
-    room = (available / ratio - MESSAGE_OVERHEAD * count) * CHARS_PER_TOKEN
+    turn = turn_start if turn_start > start else start
+    low = start or 1  # (cum and saving leave message 0 out: the system message, or the first message)
+    # (raw_tokens and budget.tokens written out: this runs before every model call)
+    raw = total / CHARS_PER_TOKEN + MESSAGE_OVERHEAD * count
+    tokens = math.ceil(raw * ratio)
     # a message of this turn takes at most half of what the request may take (the rest is for the
     # instructions and the conversation so far)
     share_chars = int(available / 2 / ratio * CHARS_PER_TOKEN)
-    # (cum and saving leave message 0 out: it is the system message, or the first message, counted here)
-    lead = 1 if start == 0 and turn > 0 else 0
-    zero_saving = (first - STUB_SIZE if lead and first > STUB_OVER and messages[0].get("role") == "tool" else 0)
-    stub_saving = saving[turn] - saving[max(start, 1)] + zero_saving
+    lead = start == 0 and turn > 0
+    stub_saving = saving[turn] - saving[low]
+    if lead and first > STUB_OVER and messages[0].get("role") == "tool":
+        stub_saving += first - STUB_SIZE
     # (none of this turn's messages over the share, the usual case: nothing to sum)
-    cap_saving = 0 if max(peak, first if turn == 0 else 0) <= share_chars else sum(
+    cap_saving = 0 if (peak if turn else max(peak, first)) <= share_chars else sum(
         size - share_chars for size in islice(chars, turn, None) if size > share_chars)
-    history_chars = cum[turn] - cum[max(start, 1)] + (first if lead else 0) - stub_saving
-    raw = raw_tokens(total, count)
-    tokens = math.ceil(raw * ratio)  # (budget.tokens(raw))
-    pressure = budget.tokens(raw_tokens(total - stub_saving - cap_saving, count)) if stub_saving or cap_saving \
-        else tokens
-    history = budget.tokens(raw_tokens(history_chars, turn - start)) if turn > start else 0
-    if budget.source == "default" or (total <= room and tokens <= available):
+    pressure = math.ceil(((total - stub_saving - cap_saving) / CHARS_PER_TOKEN + MESSAGE_OVERHEAD * count) * ratio) \
+        if stub_saving or cap_saving else tokens
+    history = math.ceil(((cum[turn] - cum[low] + (first if lead else 0) - stub_saving) / CHARS_PER_TOKEN
+                         + MESSAGE_OVERHEAD * (turn - start)) * ratio) if turn > start else 0
+    # the characters the request may carry (the inverse of ``raw_tokens`` and the ratio)
+    if budget.source == "default" or (tokens <= available
+                                      and total <= (available / ratio - MESSAGE_OVERHEAD * count) * CHARS_PER_TOKEN):
         # (a guessed window, the 8 k default, leaves nothing out: the server says whether it fits, and
         # its refusal teaches the real window; fitting to a guess would lose what a bigger one holds)
-        return Fit(messages, tokens, raw, available, budget.window, pressure=pressure, history=history)
+        return Fit(messages, tokens, raw, available, budget.window, 0, 0, 0, pressure, history)
     out = list(messages)
     sizes_now = list(chars)
 
@@ -602,8 +607,9 @@ def fit_request(
             del sizes_now[first:end]
             dropped += end - first
     # 5. this turn's biggest messages are cut further to their head and tail
+    uncut: set[int] = set()  # (messages whose size is not their text: a call's arguments, reasoning)
     while over() > 0:
-        candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200
+        candidates = [i for i in range(turn, len(out)) if sizes_now[i] > CUT_MIN + 200 and i not in uncut
                       and isinstance(out[i].get("content"), str)]
         if not candidates:
             break
@@ -612,6 +618,9 @@ def fit_request(
         keep = max(CUT_MIN, sizes_now[biggest] - excess_chars)
         if keep >= sizes_now[biggest] - 100:  # cannot shrink it meaningfully any more
             break
+        if len(out[biggest]["content"]) <= keep:  # cutting its text would leave it as it is: for ever
+            uncut.add(biggest)
+            continue
         cut_to(biggest, keep)
         cut += 1
     raw = raw_tokens(total, count)

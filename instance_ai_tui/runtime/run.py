@@ -108,6 +108,15 @@ class Run:
         self.aborting = False
         self.started = False
         self.tools: dict[str, Tool] = {}
+        self._definitions: tuple[dict[str, Tool], bool, list[dict[str, Any]]] | None = None
+
+    def tool_definitions(self, strict: bool) -> list[dict[str, Any]]:
+        """The tools' OpenAI entries for this run's requests, made once per tool table: the same list
+        each request (the context budget then measures the schemas once, ``Sizes.tools_chars``)."""
+        made = self._definitions
+        if made is None or made[0] is not self.tools or made[1] != strict:
+            made = self._definitions = (self.tools, strict, [t.definition(strict=strict) for t in self.tools.values()])
+        return made[2]
 
     def emit(self, chunk: StreamChunk) -> None:
         self.queue.put_nowait(chunk)

@@ -239,7 +239,8 @@ def _naive_pressure_and_history(messages: list[dict[str, Any]], tools_chars: int
     return pressure, budget.tokens(raw_tokens(sum(sizes[start:turn]) - stub_saving, turn - start))
 
 
-_STEP = st.tuples(st.sampled_from(["user", "call", "result", "answer", "replace", "forget", "system", "replay"]),
+_STEP = st.tuples(st.sampled_from(["user", "call", "result", "answer", "replace", "forget", "system", "replay",
+                                   "calibrate"]),
                   st.integers(0, 12_000))
 
 
@@ -297,6 +298,8 @@ def test_the_carried_fast_path_fits_every_request_as_a_fresh_full_count_does(
             system = "s" * (size // 4 if size % 3 else 0)
         elif kind == "replay":
             replay = not replay
+        elif kind == "calibrate":  # (an answer's usage: the ratio the sums are turned into tokens with)
+            budget.calibrate(1_000.0, 400 + size // 4)
         else:
             new = message(kind, size)
             if new is not None:
@@ -316,6 +319,15 @@ def test_the_carried_fast_path_fits_every_request_as_a_fresh_full_count_does(
         if isinstance(fast, Fit):
             tools_chars = Sizes().tools_chars(tools)
             assert (fast.pressure, fast.history) == _naive_pressure_and_history(messages, tools_chars, budget, params)
+            # the request is sent as it is (no list made) exactly when the slow count says it fits, with
+            # the slow count's tokens
+            count, total = len(messages), tools_chars + sum(wire_chars(m) for m in messages)
+            raw, available = raw_tokens(total, count), budget.available(params)
+            fits = budget.source == "default" or (budget.tokens(raw) <= available and total <= (
+                available / budget.effective_ratio - 4 * count) * CHARS_PER_TOKEN)
+            assert (fast.messages is messages) == fits
+            if fits:
+                assert (fast.tokens, fast.raw) == (budget.tokens(raw), raw)
 
 
 def test_a_runs_sizes_keep_no_system_message_of_an_earlier_request() -> None:
@@ -338,3 +350,53 @@ def test_a_runs_sizes_keep_no_system_message_of_an_earlier_request() -> None:
     fit_request([Wire(role="system", content="You help. " * 500), *thread], [], budget, {}, sizes)
     gc.collect()
     assert gone() is None
+
+
+def test_a_runs_tool_definitions_are_made_once_per_table_and_strictness() -> None:
+    """Every request of a run sends the same list of the tools' entries (``Sizes.tools_chars`` then
+    measures them once, by identity); another tool table or strictness makes them again."""
+    from instance_ai_tui.runtime.run import Run
+    from instance_ai_tui.runtime.scripted import ScriptedModel
+    from instance_ai_tui.runtime.tools import tool
+
+    @tool
+    def find(name: str) -> str:
+        "Find a thing."
+        return name
+
+    run = Run("a", ScriptedModel(lambda request: None), "r1", None, 5, {})
+    run.tools = {"find": find}
+    first = run.tool_definitions(False)
+    assert run.tool_definitions(False) is first and first == [find.definition(strict=False)]
+    strict = run.tool_definitions(True)
+    assert strict is not first and strict == [find.definition(strict=True)]
+    run.tools = {"find": find}
+    assert run.tool_definitions(True) is not strict and run.tool_definitions(True) == strict
+
+
+def test_a_turn_whose_biggest_message_is_a_calls_arguments_is_refused_not_cut_for_ever() -> None:
+    """The model's own call of this turn carries a 30 k character workflow as its arguments and the
+    window is 8 k: cutting the call's text (empty) never shrinks it; fitting must end (here: refused,
+    as nothing of the turn can go), not go round for ever. Run in a child process so that the old
+    behaviour fails the test (by its bound) instead of hanging the suite."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent('''
+        import json
+        from instance_ai_tui.runtime.context import ContextBudget, Sizes, fit_request
+        from instance_ai_tui.runtime.errors import ModelContextExceeded
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "create-workflow", "arguments": json.dumps({"workflow": "n" * 30_000})}}
+        messages = [{"role": "system", "content": "You help."}, {"role": "user", "content": "build it"},
+                    {"role": "assistant", "content": "", "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "created"}]
+        try:
+            fit_request(messages, [], ContextBudget("m", window=8_000, source="config"), {}, Sizes())
+        except ModelContextExceeded as exc:
+            print("refused:", exc)
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: the request does not fit 'm''s context of 8k tokens even cut down")
