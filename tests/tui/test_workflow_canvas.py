@@ -1052,3 +1052,12 @@ async def test_a_panel_opened_fitted_keeps_whole_names_where_zoomed_out_boxes_ha
                     pilot, what="fitted again")
         assert canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.COMPACT, canvas.size.width
         assert canvas.fitted and "Schedule Tri…" in canvas.text()
+        await pilot.resize_terminal(160, 48)  # room again; f twice (full detail, fit): a fit asked for does the same
+        await until(lambda: canvas.size.width >= roomy, pilot, what="the wider panel")
+        canvas.focus()
+        await pilot.press("f")
+        await until(lambda: not canvas.fitted and canvas.graph_layout is not None
+                    and canvas.graph_layout.detail is Detail.FULL, pilot, what="full detail")
+        await pilot.press("f")
+        await until(lambda: canvas.fitted and "Schedule Trigger├" in canvas.text(), pilot, what="fitted, names whole")
+        assert canvas.graph_layout is not None and canvas.graph_layout.width <= canvas.size.width

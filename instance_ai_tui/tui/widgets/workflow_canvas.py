@@ -279,7 +279,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
 
     def zoom(self, detail: Detail | None = None) -> None:
         self.detail = detail if detail is not None else (Detail.COMPACT if self.detail is Detail.FULL else Detail.FULL)
-        self.fitted, self.overview, self.cropped, self.auto_fitted = False, None, None, False
+        self.fitted, self.overview, self.cropped, self.auto_fitted, self.roomy = False, None, None, False, False
         self._relayout()
 
     def _made(self, detail: Detail, box_cells: int = COMPACT_CELLS) -> Layout | None:
@@ -296,9 +296,28 @@ class WorkflowCanvas(ScrollView, can_focus=True):
             self._layouts[(layout.detail, box_cells)] = layout
 
     def _box_cells(self, detail: Detail) -> int:
-        roomy = (self.roomy and self.auto_fitted and detail is Detail.COMPACT and self.workflow is not None
+        roomy = (self.roomy and self.fitted and detail is Detail.COMPACT and self.workflow is not None
                  and len(self.workflow.nodes) < THREAD_NODES)
         return ROOMY_CELLS if roomy else COMPACT_CELLS
+
+    def _roomier(self, layout: Layout, width: int, height: int) -> bool:
+        """A fit (``f``, or a fitted view resized) that shows the zoomed-out drawing whole with names cut: the same
+        with wider boxes (names whole, up to full detail's widest) when that fits whole too (under 150 nodes; as
+        the panel opens). Whether that one is shown instead."""
+        workflow = self.workflow
+        if (self.roomy or layout.detail is not Detail.COMPACT or workflow is None or len(workflow.nodes) >= THREAD_NODES
+                or not shown_names(layout)):
+            return False
+        roomy = self._made(Detail.COMPACT, ROOMY_CELLS)
+        if roomy is None:
+            roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
+            self._keep(roomy, workflow, self.runs, ROOMY_CELLS)
+        if roomy.width > width or roomy.height > height:
+            return False
+        self.roomy = True
+        self._generation += 1
+        self._apply(roomy, self._generation)  # (fitted: ``_centre`` again, on this one)
+        return True
 
     def _relayout(self) -> None:
         if self.workflow is None:
@@ -418,7 +437,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
     def action_fit(self) -> None:
         """Fit the workflow to the view: zoomed out and centred; an overview of blocks when even zoomed
         out it is larger than the view. Again: back to full detail at the node under the cursor."""
-        self.auto_fitted = False
+        self.auto_fitted = self.roomy = False
         if self.fitted:
             self.fitted, self.overview, self.cropped = False, None, None
             self.detail = Detail.FULL
@@ -445,11 +464,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         over_x, over_y = layout.width - width, layout.height - height
         shown = (self.overview, self.cropped)
         self.cropped = None
+        if self.roomy and (over_x > 0 or over_y > 0):
+            self.roomy = False  # fitted with whole names (wider boxes): the zoomed-out drawing with names cut may fit
+            self._relayout()
+            return
+        if over_x <= 0 and over_y <= 0 and self._roomier(layout, width, height):
+            return
         if self.auto_fitted and (over_x > 0 or over_y > 0):
-            if self.roomy:  # opened with whole names (wider boxes): the zoomed-out drawing with names cut may fit
-                self.roomy = False
-                self._relayout()
-                return
             # opened fitted because it fitted whole; grown past the view (the agent added nodes, the view
             # narrowed): full detail at the cursor again, as it would have opened
             self.fitted, self.auto_fitted, self.overview, self.detail = False, False, None, Detail.FULL
