@@ -68,6 +68,16 @@ async def mounted_panel(app: Any, *, wide: bool = False) -> WorkflowPanel:
     return panel
 
 
+async def corpus_canvas(app: Any, pilot: Any, name: str) -> WorkflowCanvas:
+    """The wide panel's canvas with corpus workflow ``name`` drawn and painted."""
+    from tests.protocol.workflow_corpus import corpus_json
+
+    canvas = (await mounted_panel(app, wide=True)).canvas
+    canvas.show(parse_workflow(corpus_json(name)))
+    await painted(canvas, pilot)
+    return canvas
+
+
 async def painted(canvas: WorkflowCanvas, pilot: Any) -> None:
     """Until the canvas painted rows since its last ``reset_painted`` (``show`` lays out at once; rows
     are painted on the next refresh), then until the messages that refresh queued (the scroll to
@@ -634,15 +644,10 @@ async def test_fit_zooms_out_further_with_names_before_it_shows_blocks(tmp_path:
     that, blocks. A 12-node template at 160x48 is 232 columns zoomed out: blocks, where n8n's fit shrinks it
     and every name stays readable. Between the two, the drawing zoomed out further (``Detail.TIGHT``: names
     cut shorter, boxes closer) is shown where it fits: boxes with their names, no blocks."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json(
-            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")
         canvas.focus()
         await pilot.press("f")
         await until(lambda: canvas.fitted and (canvas.overview is not None or (
@@ -687,14 +692,10 @@ async def test_the_overview_writes_a_small_blocks_name_on_past_it_where_it_fits(
     cut every name to its block: "Mi…" for eight different Microsoft Outlook nodes. A name now runs on past
     its block over free cells (lines' dots) up to a cell before the next block: whole where there is room,
     cut with … where not; no name ever covers another node's block."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__Auto_Categorise_Outlook_Emails_with_AI")
         canvas.focus()
         await pilot.press("f")
         await until(lambda: canvas.overview is not None, pilot, what="the overview")
@@ -716,14 +717,10 @@ async def test_the_overview_writes_a_small_blocks_name_on_past_it_where_it_fits(
 async def test_a_node_found_comes_into_view_with_its_branch_labels(tmp_path: Path) -> None:
     """Tried in tmux at 80x24: ``/switch`` brought Switch1 into view at the right edge, its rule outputs'
     labels just past it. The view now holds the box, its arrows in and its outputs' labels."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__Auto_Categorise_Outlook_Emails_with_AI")
         layout = canvas.graph_layout
         assert layout is not None
         for name in ("Switch1", "If1"):
@@ -796,14 +793,10 @@ async def test_the_node_under_the_cursor_stays_in_view_when_the_canvas_narrows(t
     the view stayed at the left and Wait was out of sight while Enter would still show its details (keys
     never act on a node the person cannot see). When the canvas gets narrower or shorter (the terminal, the
     details pane opening), the node under the cursor comes back into view."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json("n8n__Workflow_loop")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "n8n__Workflow_loop")
         layout = canvas.graph_layout
         assert layout is not None
         name = max(layout.boxes, key=lambda n: layout.boxes[n].x + layout.boxes[n].w)
@@ -868,14 +861,10 @@ async def test_a_drawing_cut_at_an_edge_of_the_view_says_so_on_that_edge(tmp_pat
     the view's cells on that edge say so: ``›`` in the last column of each row with more to its right, ``‹``
     in the first column of each row with more to its left, ``˅`` where a line or a box's side goes on below
     the bottom row; the drawing itself (``workflow show``, the reader) is unchanged."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json("enescingoz__Auto_Categorise_Outlook_Emails_with_AI")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__Auto_Categorise_Outlook_Emails_with_AI")
         layout = canvas.graph_layout
         assert layout is not None and layout.detail is Detail.FULL and not canvas.fitted
         width, height = canvas.size.width, canvas.size.height
@@ -909,15 +898,10 @@ async def test_a_view_fitted_further_goes_back_to_zoomed_out_when_it_grows_enoug
     """Fitted zoomed out further (``Detail.TIGHT``: names cut shorter) because the view was too small, then the
     view grew (the terminal, the details pane closing) so that the plain zoomed-out drawing fits: the fit
     stayed at the further level until ``f`` twice. It is fitted again from the zoomed-out level."""
-    from tests.protocol.workflow_corpus import corpus_json
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json(
-            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")
         canvas.focus()
         await pilot.press("f")
         await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT, pilot,
@@ -987,11 +971,9 @@ async def test_m_never_lays_out_again_a_level_the_workflow_was_laid_out_at(tmp_p
 
     app = embedded_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = await mounted_panel(app, wide=True)
-        canvas = panel.canvas
-        canvas.show(parse_workflow(corpus_json(
-            "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")))
-        await painted(canvas, pilot)
+        canvas = await corpus_canvas(app, pilot, "enescingoz__AI_Automated_HR_Workflow_for_CV_Analysis_and_Candidate_Evaluation")
+        panel = panel_of(app.screen_stack[0])
+        assert panel is not None
         canvas.focus()
         await pilot.press("f")
         await until(lambda: canvas.graph_layout is not None and canvas.graph_layout.detail is Detail.TIGHT
