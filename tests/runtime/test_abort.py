@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -49,9 +50,8 @@ class Wait(BaseModel):
     seconds: float
 
 
-async def test_abort_cancels_running_tools_and_settles_every_call(server, make_model, store):
-    events: list[str] = []
-
+def waiting(events: list[str]) -> Any:
+    """A tool that waits ``seconds``, saying in ``events`` when it starts, ends or is cancelled."""
     async def wait(args: Wait, ctx: ToolContext) -> str:
         events.append(f"start {args.name}")
         try:
@@ -61,6 +61,14 @@ async def test_abort_cancels_running_tools_and_settles_every_call(server, make_m
             raise
         events.append(f"end {args.name}")
         return "ok"
+
+    return wait
+
+
+async def test_abort_cancels_running_tools_and_settles_every_call(server, make_model, store):
+    events: list[str] = []
+
+    wait = waiting(events)
 
     server.set_script([
         MockResponse(tool_calls=[MockToolCall(name="wait", arguments={"name": n, "seconds": s}, id=f"c_{n}")
@@ -203,15 +211,7 @@ async def test_a_run_that_fails_with_calls_open_settles_them_and_leaves_nothing_
     settled as skipped by the failure, and the stored turn has each call answered."""
     events: list[str] = []
 
-    async def wait(args: Wait, ctx: ToolContext) -> str:
-        events.append(f"start {args.name}")
-        try:
-            await asyncio.sleep(args.seconds)
-        except asyncio.CancelledError:
-            events.append(f"cancelled {args.name}")
-            raise
-        events.append(f"end {args.name}")
-        return "ok"
+    wait = waiting(events)
 
     async def broken_policy(args: Wait, ctx: ToolContext) -> bool:
         await until(lambda: "start slow" in events, interval=0.001, what="the slow tool started")
