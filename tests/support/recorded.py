@@ -46,6 +46,18 @@ from instance_ai_tui.protocol.events import (
 )
 
 
+def text_flood(count: int, run: str = "r1") -> list[dict[str, Any]]:
+    """A run of ``count`` events as stored JSON: its start, ``count - 2`` one-word text deltas (a paragraph
+    every 40), its finish (a flood for the ingest's tests)."""
+    def ev(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"type": kind, "runId": run, "agentId": "a1", "payload": payload}
+
+    events = [ev("run-start", {"messageId": "m", "messageGroupId": "g", "userMessage": "go"})]
+    events += [ev("text-delta", {"text": f"w{i} " + ("\n\n" if i % 40 == 39 else "")}) for i in range(count - 2)]
+    events.append(ev("run-finish", {"status": "completed"}))
+    return events
+
+
 def _event(value: Event | dict[str, Any]) -> Event:
     return value if not isinstance(value, dict) else parse_event(value)
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from instance_ai_tui.protocol.ingest import Batch, StreamItem
-from tests.support.recorded import RecordedClient
+from tests.support.recorded import RecordedClient, text_flood
 from tests.support.waiting import until
 from tests.tui.scripts import make_app
 
@@ -23,22 +23,12 @@ RUN = "r1"
 PAGES, PAGE = 8, 250
 
 
-def _log() -> list[dict[str, Any]]:
-    def ev(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return {"type": kind, "runId": RUN, "agentId": "a1", "payload": payload}
-
-    events = [ev("run-start", {"messageId": "m", "messageGroupId": "g", "userMessage": "go"})]
-    events += [ev("text-delta", {"text": f"w{i} " + ("\n\n" if i % 40 == 39 else "")}) for i in range(PAGES * PAGE - 2)]
-    events.append(ev("run-finish", {"status": "completed"}))
-    return events
-
-
 class PagedClient(RecordedClient):
     """Hands the log over a page at a time, each after the app's frame timer ticked twice (a slow
     source), saying (``tells_queued``) or not how many events still wait behind it."""
 
     def __init__(self, tells_queued: bool) -> None:
-        super().__init__({"t": _log()}, titles={"t": "Paged"})
+        super().__init__({"t": text_flood(PAGES * PAGE, RUN)}, titles={"t": "Paged"})
         self.tells_queued = tells_queued
         self.app: Any = None
         #: the frames that had projected something when each page was handed over

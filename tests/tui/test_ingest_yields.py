@@ -13,21 +13,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from instance_ai_tui.protocol.ingest import Batch, StreamItem
-from tests.support.recorded import RecordedClient
+from tests.support.recorded import RecordedClient, text_flood
 from tests.tui.scripts import make_app
 
 RUN = "r1"
 PAGES, PAGE = 60, 500
-
-
-def _log() -> list[dict[str, Any]]:
-    def ev(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return {"type": kind, "runId": RUN, "agentId": "a1", "payload": payload}
-
-    events = [ev("run-start", {"messageId": "m", "messageGroupId": "g", "userMessage": "go"})]
-    events += [ev("text-delta", {"text": f"w{i} " + ("\n\n" if i % 40 == 39 else "")}) for i in range(PAGES * PAGE - 2)]
-    events.append(ev("run-finish", {"status": "completed"}))
-    return events
 
 
 class Flood(RecordedClient):
@@ -36,7 +26,7 @@ class Flood(RecordedClient):
     beside the heartbeat's steps ("H")."""
 
     def __init__(self) -> None:
-        super().__init__({"t": _log()}, titles={"t": "Flood"})
+        super().__init__({"t": text_flood(PAGES * PAGE, RUN)}, titles={"t": "Flood"})
         self.marks: list[str] = []
         self.gave_back = True
         self.flooding = False
