@@ -295,6 +295,16 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if self._layouts_of[0] is workflow and self._layouts_of[1] is runs:
             self._layouts[(layout.detail, box_cells)] = layout
 
+    def _layout_at(self, detail: Detail, box_cells: int = COMPACT_CELLS) -> Layout:
+        """The workflow shown, with its runs, laid out at ``detail`` (zoomed-out boxes of ``box_cells``): the
+        layout made before, else one made now and kept."""
+        made = self._made(detail, box_cells)
+        if made is None:
+            assert self.workflow is not None
+            made = layout_workflow(self.workflow, detail, runs=self.runs or None, box_cells=box_cells)
+            self._keep(made, self.workflow, self.runs, box_cells)
+        return made
+
     def _box_cells(self, detail: Detail) -> int:
         roomy = (self.roomy and self.fitted and detail is Detail.COMPACT and self.workflow is not None
                  and len(self.workflow.nodes) < THREAD_NODES)
@@ -308,10 +318,7 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         if (self.roomy or layout.detail is not Detail.COMPACT or workflow is None or len(workflow.nodes) >= THREAD_NODES
                 or not shown_names(layout)):
             return False
-        roomy = self._made(Detail.COMPACT, ROOMY_CELLS)
-        if roomy is None:
-            roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
-            self._keep(roomy, workflow, self.runs, ROOMY_CELLS)
+        roomy = self._layout_at(Detail.COMPACT, ROOMY_CELLS)
         if roomy.width > width or roomy.height > height:
             return False
         self.roomy = True
@@ -325,14 +332,8 @@ class WorkflowCanvas(ScrollView, can_focus=True):
         self._generation += 1
         generation, workflow, detail, runs = self._generation, self.workflow, self.detail, self.runs
         box_cells = self._box_cells(detail)
-        made = self._made(detail, box_cells)
-        if made is not None:
-            self._apply(made, generation)
-            return
-        if len(workflow.nodes) < THREAD_NODES or not self.is_mounted:
-            layout = layout_workflow(workflow, detail, runs=runs or None, box_cells=box_cells)
-            self._keep(layout, workflow, runs, box_cells)
-            self._apply(layout, generation)
+        if self._made(detail, box_cells) is not None or len(workflow.nodes) < THREAD_NODES or not self.is_mounted:
+            self._apply(self._layout_at(detail, box_cells), generation)
             return
         self.laying_out = True
         self.run_worker(self._layout_off_loop(generation, workflow, detail, runs), group="workflow-layout",
@@ -382,19 +383,13 @@ class WorkflowCanvas(ScrollView, can_focus=True):
                 or (over_x <= 0 and over_y <= 0) or over_x > width // OPEN_SHARE or over_y > height // OPEN_SHARE):
             self.scroll_to_cursor(animate=False)
             return
-        zoomed = self._made(Detail.COMPACT)
-        if zoomed is None:
-            zoomed = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None)
-            self._keep(zoomed, workflow, self.runs, COMPACT_CELLS)
+        zoomed = self._layout_at(Detail.COMPACT)
         if zoomed.width > width or zoomed.height > height:
             self.scroll_to_cursor(animate=False)
             return
         self.roomy = False
         if shown_names(zoomed):  # names cut zoomed out: with wider boxes (up to full detail's) where that fits too
-            roomy = self._made(Detail.COMPACT, ROOMY_CELLS)
-            if roomy is None:
-                roomy = layout_workflow(workflow, Detail.COMPACT, runs=self.runs or None, box_cells=ROOMY_CELLS)
-                self._keep(roomy, workflow, self.runs, ROOMY_CELLS)
+            roomy = self._layout_at(Detail.COMPACT, ROOMY_CELLS)
             if roomy.width <= width and roomy.height <= height:
                 zoomed, self.roomy = roomy, True  # (while it stays fitted so: ``z``/``f`` lay out the plain level)
         self.fitted, self.detail, self.auto_fitted, self._fit_opened = True, Detail.COMPACT, True, True
