@@ -116,3 +116,35 @@ def test_unknown_workflow_and_bad_arguments_say_so(tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr
     no_action = cli(tmp_path, "workflow")
     assert no_action.returncode == 2 and "show" in no_action.stderr
+
+
+def test_bands_are_cut_between_boxes_and_none_is_a_sliver(tmp_path: Path) -> None:
+    """Cut every 80 columns, this 161-column template gave a last band of one column (a box's right edge:
+    "╮ │ ╯") and both cuts went through boxes. The bands are as few as the width allows, none wider than
+    it, and over the corpus the cuts go between boxes where they can."""
+    from instance_ai_tui.cli.workflow import band_starts, fit
+    from instance_ai_tui.protocol.workflow_layout import layout_workflow
+
+    def crossed(layout: object, starts: list[int]) -> int:
+        boxes = layout.boxes.values()  # type: ignore[attr-defined]
+        return sum(1 for c in starts[1:] for b in boxes if b.x < c < b.x + b.w)
+
+    path = CORPUS / "enescingoz__AI_Agent_to_chat_with_Supabase_PostgreSQL_DB.json"
+    shown = cli(tmp_path, "workflow", "show", str(path), "--width", "80")
+    assert shown.returncode == 0, shown.stderr
+    assert "── band 3/3" in shown.stdout and "columns 160–160" not in shown.stdout
+    total_crossed = 0
+    for name in corpus_names():
+        workflow = parse_workflow(corpus_json(name))
+        layout = layout_workflow(workflow, fit(workflow, 80).detail)
+        if layout.width <= 80:
+            continue
+        starts = band_starts(layout, 80)
+        ends = [*starts[1:], layout.width]
+        assert starts[0] == 0 and len(starts) == -(-layout.width // 80), name
+        assert all(0 < end - start <= 80 for start, end in zip(starts, ends, strict=True)), name
+        assert min(end - start for start, end in zip(starts, ends, strict=True)) >= 20, name
+        total_crossed += crossed(layout, starts)
+        if name.startswith("enescingoz__AI_Agent_to_chat_with_Supabase"):
+            assert crossed(layout, starts) == 0
+    assert total_crossed <= 110  # 273 boxes were cut when bands were cut every 80 columns
