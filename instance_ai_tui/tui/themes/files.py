@@ -145,12 +145,6 @@ def theme_file_model() -> type[BaseModel]:
     return ThemeFile
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ThemeFile":
-        return theme_file_model()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class ThemeFileError(Exception):
     """A theme file that cannot be used; the message names the file and the problem."""
 
