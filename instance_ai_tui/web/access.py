@@ -279,11 +279,3 @@ class WrongTokenThrottle:
             if counted:
                 self.waiting -= 1
                 entry.waiting -= 1
-
-    async def wrong(self, client: str) -> None:
-        """A wrong token from ``client``: returns when its answer may be sent."""
-        await self.check(client, lambda: False)
-
-    def forget(self, client: str) -> None:
-        """The right token from ``client``: its wrong ones are forgiven."""
-        self._clients.pop(client, None)

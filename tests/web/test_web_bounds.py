@@ -114,13 +114,12 @@ async def test_wrong_tokens_of_one_client_wait_one_after_another_and_longer_each
 
     monkeypatch.setattr(WrongTokenThrottle, "_sleep", counted)
     throttle = WrongTokenThrottle(base=0.05, cap=0.4)
-    await asyncio.gather(*[throttle.wrong("10.0.0.1") for _ in range(5)])
+    await asyncio.gather(*[throttle.check("10.0.0.1", lambda: False) for _ in range(5)])
     assert (waits.asked, waits.most) == ([0.05, 0.1, 0.2, 0.4, 0.4], 1)  # in a row, doubling up to the cap
     waits.asked, waits.most = [], 0
     side_by_side = WrongTokenThrottle(base=1.0, cap=4.0)
-    await asyncio.gather(*[side_by_side.wrong(f"10.0.1.{n}") for n in range(5)])
+    await asyncio.gather(*[side_by_side.check(f"10.0.1.{n}", lambda: False) for n in range(5)])
     assert (waits.asked, waits.most) == ([1.0] * 5, 5)  # side by side, once each
-    throttle.forget("10.0.0.1")
     assert throttle.delay(1) == 0.05
 
 
