@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from instance_ai_tui.assistant.emitter import RunEmitter
 from instance_ai_tui.assistant.mapping import ChunkMapper
-from instance_ai_tui.bus import memory
+from instance_ai_tui.bus.base import to_new_event
 from instance_ai_tui.bus.memory import InProcessBus
 from instance_ai_tui.runtime.chunks import TextDeltaChunk
 from instance_ai_tui.store.base import NewEvent, StoredEvent
@@ -51,7 +51,7 @@ class ConvertingBus:
         self.count = 0
 
     async def publish_many(self, thread_id: str, events: Sequence[Any]) -> list[StoredEvent]:
-        new = [memory._to_new_event(event) for event in events]
+        new = [to_new_event(event) for event in events]
         self.count += len(new)
         self.last = new[-1]
         return []

@@ -345,9 +345,3 @@ class InProcessBus:
     def _release(self, channel: _Channel) -> None:
         if channel.idle() and self._channels.get(channel.thread_id) is channel:
             del self._channels[channel.thread_id]
-
-
-#: kept for the emitter benchmark: the serialisation a publish makes (``bus.base.to_new_event``)
-_to_new_event = to_new_event
-
-
