@@ -206,17 +206,12 @@ def is_demo(client: Client, settings: Settings) -> bool:
 
 @dataclass
 class Booted:
-    """What ``Boot.run`` started: the client and settings (``None`` when the start ended before them),
-    the local gateway, the threads listed, the first thread opened, and whether a message typed at
-    start is on its way (``start_sent`` is set once it went out, by a worker)."""
+    """What ``Boot.run`` started: the client and settings (``None`` when the start ended before them)
+    and the local gateway."""
 
     client: Client | None = None
     settings: Settings | None = None
     gateway: GatewayHandle | None = None
-    threads: list[ThreadInfo] = field(default_factory=list)
-    first_thread: str | None = None
-    opened: bool = False
-    typed_at_start: bool = False
 
 
 class Boot:
@@ -344,7 +339,6 @@ class Boot:
             threads = await client.list_threads()
         except ClientError as exc:
             ui.show_error(f"Cannot list threads: {exc}")
-        booted.threads = threads
         self.threads.thread_list.set_threads(threads)
         self.threads.attach_sources()
         target = self.wanted
@@ -365,9 +359,8 @@ class Boot:
         # the first frame may show this thread's cached screen (``tui.screen_cache``): gone at once if not
         self.confirm_cached(settings.resolved_db_path if client.mode == "embedded" else None, target)
         await self.threads.open_first(target)
-        booted.first_thread, booted.opened = self.thread.thread_id, True
         self.ready.set()
-        booted.typed_at_start = typed_at_start = bool(outbox.queue.items)
+        typed_at_start = bool(outbox.queue.items)
         sending = StartSend(self.thread, self.is_running) if typed_at_start else None
         self.sending = sending  # its way to the model first: the conversation view draws it once there
         outbox.adopt_start_queue()
