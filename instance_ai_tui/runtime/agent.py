@@ -682,7 +682,10 @@ class Agent(ToolExecution):
             await self.checkpoints.complete(run.run_id)
         run.result = self._result(run, "success")
         run.emit(self._finish_chunk(run))
-        await self._event(run, AgentEvent.AGENT_END, messages=[m.model_dump(mode="json") for m in run.result.messages])
+        # (the run's messages dumped only for a listener: a dump per message of the turn, once a run)
+        listened = self._hub.has(AgentEvent.AGENT_END)
+        await self._event(run, AgentEvent.AGENT_END, **(
+            {"messages": [m.model_dump(mode="json") for m in run.result.messages]} if listened else {}))
         self._maybe_title(run)
 
     async def _cancelled(self, run: Run) -> None:
