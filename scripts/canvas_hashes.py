@@ -85,9 +85,11 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(hashes, indent=1, sort_keys=True))
     if args.against:
         kept = json.loads(Path(args.against).read_text())
-        differ = sorted(k for k in kept.keys() | hashes.keys() if kept.get(k) != hashes.get(k))
+        differ = sorted(k for k in kept.keys() & hashes.keys() if kept[k] != hashes[k])
         for k in differ:
             print(f"DIFFERS: {k}")
+        print(f"{len(kept.keys() & hashes.keys()) - len(differ)} the same as in {args.against}, {len(differ)} differ, "
+              f"{len(kept.keys() ^ hashes.keys())} in only one of the two")
         if differ:
             sys.exit(1)
 

@@ -112,13 +112,15 @@ def cells(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tupl
                         band_right[band] = right
             prev_key, prev_cell = key, cand
     x_axis = Axis(keys, cells_x, scale[0])
-    col = {name: x_axis(px[name][0]) for name in names}
+    at_key = dict(zip(keys, cells_x, strict=True))  # every node's x is a key: what the axis maps it to
+    col = {name: at_key[px[name][0]] for name in names}
     # ------------------------------------------------------------- rows
     by_y: dict[float, list[str]] = defaultdict(list)
     for name in names:
         by_y[px[name][1]].append(name)
     ykeys = sorted(set(by_y) | {v for _x0, y0, _x1, y1 in stickies for v in (y0, y1)})
-    col_bottom: dict[int, int] = {}
+    # per column (from column -1, a box's left margin), the lowest row taken so far; -1: none (rows start at 0)
+    col_bottom = [-1] * (max((col[name] + shapes[name].w for name in names), default=0) + 3)
     cells_y: list[int] = []
     shift = 0
     prev_key, prev_cell = None, 0
@@ -128,23 +130,22 @@ def cells(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tupl
         group = by_y.get(key, ())
         if group and prev_key is not None and key - prev_key >= 1:
             cand = max(cand, prev_cell + 1)
-        for name in group:
-            for c in range(col[name] - 1, col[name] + shapes[name].w + 1):
-                bottom = col_bottom.get(c)
-                if bottom is not None and bottom > cand:
-                    cand = bottom
+        for name in group:  # the box's columns and its margins: col - 1 .. col + w, from index col
+            lowest = max(col_bottom[col[name]:col[name] + shapes[name].w + 2])
+            if lowest > cand:
+                cand = lowest
         shift = cand - base
         cells_y.append(cand)
         if group:
             for name in group:
                 shape = shapes[name]
                 bottom = cand + shape.h + ROW_GAP + (1 + sum(shape.ai_ports.values()) if shape.ai_ports else 0)
-                for c in range(col[name] - 1, col[name] + shape.w + 1):
-                    if col_bottom.get(c, -1) < bottom:
-                        col_bottom[c] = bottom
+                lo, hi = col[name], col[name] + shape.w + 2
+                col_bottom[lo:hi] = [v if v >= bottom else bottom for v in col_bottom[lo:hi]]
             prev_key, prev_cell = key, cand
     y_axis = Axis(ykeys, cells_y, scale[1])
-    return {name: (col[name], y_axis(px[name][1])) for name in names}, x_axis, y_axis
+    at_key = dict(zip(ykeys, cells_y, strict=True))
+    return {name: (col[name], at_key[px[name][1]]) for name in names}, x_axis, y_axis
 
 
 def make_room(workflow: Workflow, shapes: Mapping[str, Shape], px: Mapping[str, tuple[float, float]],

@@ -745,8 +745,9 @@ def _escape(boxes: Mapping[str, Box], routing: _Routing, regions: list[Region],
         if b.top_port is not None:
             b.top_port = shift(b.top_port)
     for r in routing.routes:
-        flat = r.flat
-        r.flat = tuple(shift(v) if i % 2 == 0 else v for i, v in enumerate(flat))
+        flat = list(r.flat)
+        flat[0::2] = [shift(x) for x in flat[0::2]]
+        r.flat = tuple(flat)
     routing.stubs[:] = [(shift(x), y) for x, y in routing.stubs]
     labels[:] = [(shift(x), y, text) for x, y, text in labels]
     for reg in regions:
@@ -777,7 +778,10 @@ def _normalise(layout: Layout) -> None:
         if b.top_port is not None:
             b.top_port += dx
     for r in routes:
-        r.flat = tuple(v + (dy if i % 2 else dx) for i, v in enumerate(r.flat))
+        flat = list(r.flat)
+        flat[0::2] = [x + dx for x in flat[0::2]]
+        flat[1::2] = [y + dy for y in flat[1::2]]
+        r.flat = tuple(flat)
     for reg in regions:
         reg.x += dx
         reg.y += dy

@@ -119,6 +119,21 @@ class _Segments:
             return []
         return [(p, q) for p, q, n in self._overlapping(x, x) if n == net]
 
+    def arms_of_net(self, x: int, net: Net, before: int, after: int) -> int:
+        """``before`` | ``after`` (the arms towards lower and higher cells) of ``net``'s pieces through cell
+        ``x``: ``of_net`` without its list."""
+        arms = 0
+        if not self.tangled:
+            k = bisect.bisect_right(self.starts, x) - 1
+            if k >= 0:
+                p, q, n = self.items[k]
+                if q >= x and n == net:
+                    arms = (before if x > p else 0) | (after if x < q else 0)
+            return arms
+        for p, q in self.of_net(x, net):
+            arms |= (before if x > p else 0) | (after if x < q else 0)
+        return arms
+
     def first_other_from(self, x0: int, limit: int, net: Net) -> int | None:
         """The first cell >= x0 (up to ``limit``) on a piece of another net."""
         if self.tangled:
@@ -286,6 +301,8 @@ def _hits(spans: list[tuple[int, int]], a: int, b: int) -> bool:
 
 
 BAND = 8
+#: past any cell (the end of a bisection key)
+_FAR = 1 << 62
 #: rows above 0 the column masks cover (lines go a few rows above the top box at most)
 MASK_BASE = 64
 
@@ -339,44 +356,57 @@ class Grid:
     def box_on_v(self, x: int, y0: int, y1: int) -> bool:
         return self.boxes.on_v(x, y0, y1)
 
-    def _on_other_h(self, x: int, y: int, net: Net) -> bool:
-        segs = self.hsegs.get(y)
-        return segs is not None and segs.overlaps_other(x, x, net)
-
-    def _on_other_v(self, x: int, y: int, net: Net) -> bool:
-        segs = self.vsegs.get(x)
-        return segs is not None and segs.overlaps_other(y, y, net)
-
     def free_h(self, y: int, x0: int, x1: int, net: Net, *, boxes_from: int | None = None,
                boxes_to: int | None = None) -> bool:
         """Whether a horizontal piece of ``net`` may lie on row ``y`` from ``x0`` to ``x1`` (its ends
-        are corners). ``boxes_from``/``boxes_to`` narrow the box check (a port's own cell)."""
-        a, b = min(x0, x1), max(x0, x1)
-        if self.box_on_h(y, a if boxes_from is None else boxes_from, b if boxes_to is None else boxes_to):
-            return False
+        are corners). ``boxes_from``/``boxes_to`` narrow the box check (a port's own cell). (The checks
+        of the boxes and of other nets' verticals at its ends written out: the router asks this some 10 times per line.)"""
+        a, b = (x0, x1) if x0 <= x1 else (x1, x0)
+        spans = self.boxes.rows.get(y)
+        if spans is None:
+            spans = self.boxes.row(y)
+        if spans:
+            i = bisect.bisect_right(spans, (b if boxes_to is None else boxes_to, _FAR)) - 1
+            if i >= 0 and spans[i][1] >= (a if boxes_from is None else boxes_from):
+                return False
         segs = self.hsegs.get(y)
         if segs is not None and segs.overlaps_other(a, b, net):
             return False
         points = self.corner_row.get(y)
         if points is not None and points.other_between(a, b, net):
             return False
-        return not (self._on_other_v(a, y, net) or self._on_other_v(b, y, net))
+        vsegs = self.vsegs
+        segs = vsegs.get(a)
+        if segs is not None and segs.overlaps_other(y, y, net):
+            return False
+        segs = vsegs.get(b)
+        return segs is None or not segs.overlaps_other(y, y, net)
 
     def free_v(self, x: int, y0: int, y1: int, net: Net) -> bool:
-        a, b = min(y0, y1), max(y0, y1)
+        a, b = (y0, y1) if y0 <= y1 else (y1, y0)
         mask = self.vmask.get(x)
         if (mask and a >= -MASK_BASE and (mask >> (a + MASK_BASE)) & ((1 << (b - a + 1)) - 1)
                 and x not in self.vcols.get(net, ())):
             return False  # a line's vertical is there, and not one of this net: another net's
-        if self.box_on_v(x, a, b):
-            return False
+        spans = self.boxes.cols.get(x)
+        if spans is None:
+            spans = self.boxes.col(x)
+        if spans:
+            i = bisect.bisect_right(spans, (b, _FAR)) - 1
+            if i >= 0 and spans[i][1] >= a:
+                return False
         segs = self.vsegs.get(x)
         if segs is not None and segs.overlaps_other(a, b, net):
             return False
         points = self.corner_col.get(x)
         if points is not None and points.other_between(a, b, net):
             return False
-        return not (self._on_other_h(x, a, net) or self._on_other_h(x, b, net))
+        hsegs = self.hsegs
+        segs = hsegs.get(a)
+        if segs is not None and segs.overlaps_other(x, x, net):
+            return False
+        segs = hsegs.get(b)
+        return segs is None or not segs.overlaps_other(x, x, net)
 
     def channels(self, columns: Iterable[int], y0: int, y1: int, net: Net) -> Iterable[int]:
         """Of ``columns``, those where a vertical of ``net`` from ``y0`` to ``y1`` is not ruled out at once
@@ -434,11 +464,11 @@ class Grid:
         """The arms ``net``'s lines already have in cell (x, y)."""
         arms = self.arms.get((y << 32) + x, 0)
         segs = self.hsegs.get(y)
-        for a, b in segs.of_net(x, net) if segs is not None else ():
-            arms |= (_L if x > a else 0) | (_R if x < b else 0)
+        if segs is not None:
+            arms |= segs.arms_of_net(x, net, _L, _R)
         segs = self.vsegs.get(x)
-        for a, b in segs.of_net(y, net) if segs is not None else ():
-            arms |= (_U if y > a else 0) | (_D if y < b else 0)
+        if segs is not None:
+            arms |= segs.arms_of_net(y, net, _U, _D)
         return arms
 
     def junctions_ok(self, points: list[Point], net: Net) -> bool:
@@ -642,16 +672,29 @@ def _round(grid: Grid, net: Net, start: Point, end: Point, first: int) -> list[P
     if not outs or not ins:
         return None
     lo, hi = min(ay, by), max(ay, by)
+    # the pieces out of the port and into the target do not depend on the track: asked once per channel
+    # (nothing is laid meanwhile, so the answers hold for every track)
+    out_free: dict[int, bool] = {}
+    in_free: dict[int, bool] = {}
     for yt in _tracks(grid, lo, hi):
         grid.round_budget -= 1
         if grid.round_budget < 0:
             return None
         for c1 in grid.channels(outs, ay, yt, net):
-            if not grid.free_v(c1, ay, yt, net) or not grid.free_h(ay, ax, c1, net, boxes_from=ax + 1):
+            if not grid.free_v(c1, ay, yt, net):
+                continue
+            free = out_free.get(c1)
+            if free is None:
+                free = out_free[c1] = grid.free_h(ay, ax, c1, net, boxes_from=ax + 1)
+            if not free:
                 continue
             for c2 in ins:
-                if (grid.free_h(yt, c1, c2, net) and grid.free_v(c2, yt, by, net)
-                        and grid.free_h(by, c2, bx, net, boxes_to=bx - 1)):
+                if not grid.free_h(yt, c1, c2, net) or not grid.free_v(c2, yt, by, net):
+                    continue
+                free = in_free.get(c2)
+                if free is None:
+                    free = in_free[c2] = grid.free_h(by, c2, bx, net, boxes_to=bx - 1)
+                if free:
                     path = corners([start, (c1, ay), (c1, yt), (c2, yt), (c2, by), end])
                     if grid.junctions_ok(path, net) and not grid.touches_own(path, net):
                         return path
