@@ -514,14 +514,15 @@ def _route(workflow: Workflow, boxes: Mapping[str, Box], ports: Mapping[WfEdge, 
     main_edges.sort(key=lambda e: (-first.get(e, -1), boxes[e.target].x < boxes[e.source].x,  # loops last
                                    rank[(e.source, ports[e])],
                                    abs(boxes[e.target].x - boxes[e.source].x) + abs(row_of[e] - boxes[e.source].y)))
+    # every line of a node with branch labels turns right of all its labels, so that none crosses
+    # a label of its neighbours
+    widest_label = {b.name: max(map(cell_len, b.out_labels.values())) for b in boxes.values() if b.out_labels}
     for e in main_edges:
         src, tgt = boxes[e.source], boxes[e.target]
         port = ports[e]
         main_net = (e.source, port)
         start, end = (src.x + src.w, src.outputs[port]), (tgt.x - 1, row_of[e])
-        # every line of a node with branch labels turns right of all its labels, so that none crosses
-        # a label of its neighbours
-        label_cells = max((cell_len(text) for text in src.out_labels.values()), default=0)
+        label_cells = widest_label.get(e.source, 0)
         lead = 1 + label_cells + (count_room if label_cells else 0)  # after a run: room for the items beside the label
         found = route_main(grid, main_net, start, end, lead=lead)
         if found is None and lead > 1:

@@ -182,7 +182,11 @@ class _Points:
 
     def add(self, v: int, net: Net) -> None:
         bisect.insort(self.all, v)
-        bisect.insort(self.by_net.setdefault(net, []), v)
+        own = self.by_net.get(net)
+        if own is None:
+            self.by_net[net] = [v]
+        else:
+            bisect.insort(own, v)
 
     def other_between(self, a: int, b: int, net: Net) -> bool:
         total = bisect.bisect_right(self.all, b) - bisect.bisect_left(self.all, a)
@@ -343,6 +347,8 @@ class Grid:
     vmask: dict[int, int] = field(default_factory=dict)
     #: net -> the columns it has vertical pieces in (where the mask cannot tell its own lines from others')
     vcols: dict[Net, set[int]] = field(default_factory=dict)
+    #: the last path ``junctions_ok`` checked (a branching net's) and its arms (``_path_arms``), for ``lay``
+    checked: tuple[list[Point], dict[Point, int]] | None = None
 
     @classmethod
     def of(cls, rects: Iterable[Rect]) -> Grid:
@@ -476,7 +482,9 @@ class Grid:
         a junction of one net with four arms would read as a crossing (``┼``) and hide its branches."""
         if net not in self.branching:
             return True
-        for (x, y), arms in _path_arms(points).items():
+        path_arms = _path_arms(points)
+        self.checked = (points, path_arms)  # (``lay`` lays this path next, mostly: its arms are made once)
+        for (x, y), arms in path_arms.items():
             if arms | self._arms_of_net(x, y, net) == _ALL and arms not in (_L | _R, _U | _D):
                 return False
         for (x0, y0), (x1, y1) in itertools.pairwise(points):  # corners of the net inside the new pieces
@@ -540,7 +548,10 @@ class Grid:
                     key = (y << 32) + x0
                     self.arms[key] = self.arms.get(key, 0) | _U | _D
                     touched.add((x0, y))
-        for point, arms in _path_arms(points).items():
+        checked = self.checked
+        path_arms = checked[1] if checked is not None and checked[0] is points else _path_arms(points)
+        self.checked = None
+        for point, arms in path_arms.items():
             x, y = point
             key = (y << 32) + x
             before = self.arms.get(key)
