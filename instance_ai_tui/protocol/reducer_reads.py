@@ -59,11 +59,6 @@ class ReducerReads:
         out["timeline"] = [entry_dict(entry) for entry in agent.timeline]
         return out
 
-    def agent(self, agent_id: str) -> AgentNode | None:
-        """One agent's node (with its sub-tree), or ``None`` if unknown."""
-        node = self._agents.get(agent_id)
-        return AgentNode.model_validate(self._agent_dict(node)) if node is not None else None
-
     def agent_fields(self, agent_id: str) -> dict[str, Any] | None:
         """An agent's own fields in wire form (``agentId``, ``role``, ``status``,
         ``statusMessage``, ``title``, ``result``, ``error``, ``tasks``, ...) without its

@@ -1,7 +1,7 @@
 """Cheap reads of one agent's own fields from a ``RunReducer``.
 
-``RunReducer.agent(id)`` builds the agent's whole sub-tree as pydantic models, which is
-too slow to call on every frame for a busy agent. The header of a sub-agent section, the
+Building the agent's whole sub-tree as pydantic models (``RunReducer.tree``) is too slow
+to do on every frame for a busy agent. The header of a sub-agent section, the
 turn footer and the status line only need the agent's own fields: ``agent_info`` reads
 them through the reducer's per-frame accessor ``agent_fields``.
 """
