@@ -19,7 +19,6 @@ import codecs
 import json
 import re
 from collections import deque
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:  # the models load when the first frame is decoded, not with the parser (a client's
@@ -29,7 +28,7 @@ if TYPE_CHECKING:  # the models load when the first frame is decoded, not with t
 
 __all__ = [
     "MAX_FRAME_CHARS", "MAX_JSON_DEPTH", "EventStreamDecoder", "SSEFrame", "SSEParser", "StreamItemData", "frame_id",
-    "iter_sse_items", "json_too_deep",
+    "json_too_deep",
 ]
 
 
@@ -403,15 +402,3 @@ class EventStreamDecoder:
         except EventParseError as exc:
             self._diag(f"{where}: {exc}")
             return None
-
-
-def iter_sse_items(
-    chunks: Iterable[str | bytes], decoder: EventStreamDecoder | None = None, *, dispatch_incomplete: bool = False
-) -> list[tuple[int | None, StreamItemData]]:
-    """Decode a whole stream given as chunks (convenience for files and tests)."""
-    decoder = decoder or EventStreamDecoder()
-    items: list[tuple[int | None, StreamItemData]] = []
-    for chunk in chunks:
-        items.extend(decoder.feed(chunk))
-    items.extend(decoder.close(dispatch_incomplete=dispatch_incomplete))
-    return items

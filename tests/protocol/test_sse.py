@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from instance_ai_tui.protocol.events import TextDeltaEvent
-from instance_ai_tui.protocol.sse import EventStreamDecoder, SSEFrame, SSEParser, frame_id, iter_sse_items
+from instance_ai_tui.protocol.sse import EventStreamDecoder, SSEFrame, SSEParser, frame_id
 from instance_ai_tui.protocol.tree import RunSyncPayload
 
 
@@ -109,8 +109,9 @@ def test_decoder_events_run_sync_and_diagnostics() -> None:
 
 
 def test_decoder_raw_mode_yields_dicts() -> None:
-    items = iter_sse_items(['id: 3\ndata: {"type":"status","payload":{"message":"m"}}\n\n', "data: [1]\n\n"],
-                           EventStreamDecoder(raw_events=True))
+    decoder = EventStreamDecoder(raw_events=True)
+    items = [*decoder.feed('id: 3\ndata: {"type":"status","payload":{"message":"m"}}\n\n'), *decoder.feed("data: [1]\n\n"),
+             *decoder.close()]
     assert items == [(3, {"type": "status", "payload": {"message": "m"}})]
 
 
