@@ -14,7 +14,7 @@ from textual.widgets import Input, Static
 
 from ...protocol.tree import Confirmation, ToolCallState
 from .. import keymap
-from .confirmations import ConfirmCard
+from .confirmations import ConfirmCard, card_keys
 
 #: input types the generic cards of ``confirmations`` answer
 KNOWN_INPUT_TYPES = frozenset({"approval", "text", "questions", "plan-review", "resource-decision", "continue"})
@@ -81,10 +81,7 @@ def _origin(data: dict[str, Any]) -> str:
 
 def _keys(card: ConfirmCard, binding_id: str) -> str:
     """The keys of ``binding_id`` as the user set them (``[ui.keys]``), for the hints."""
-    keys = getattr(card.app, "keys", None)
-    if isinstance(keys, keymap.KeyMap):
-        return keymap.display_keys(keys.keys(binding_id))
-    return keymap.display_keys(keymap.spec(binding_id).keys)
+    return keymap.display_keys(card_keys(card).keys(binding_id))
 
 
 def thread_url(card: ConfirmCard) -> str | None:
