@@ -12,8 +12,6 @@ import functools
 import json
 from importlib import resources
 
-N8N_VERSION = "2.41.1"
-
 NodeInfo = tuple[float | int, str, bool, tuple[float | int, ...]]
 
 
