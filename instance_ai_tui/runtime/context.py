@@ -628,13 +628,34 @@ def fit_request(
     if tokens > available:
         system_tokens = budget.tokens(raw_tokens(sizes_now[0], 1)) if has_system else 0
         tools_tokens = budget.tokens(raw_tokens(t_chars))
-        raise ModelContextExceeded(
-            f"the request does not fit {budget.model!r}'s context of {format_tokens(budget.window)} tokens even "
-            f"cut down: the instructions take ~{format_tokens(system_tokens)}, the tools' schemas "
-            f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it; "
-            "use a model with a larger context (or set its real one in model.context_windows)",
-            window=budget.window, requested=tokens, sent=False)
+        head = (f"the request does not fit {budget.model!r}'s context of {format_tokens(budget.window)} tokens "
+                f"even cut down: the instructions take ~{format_tokens(system_tokens)}, the tools' schemas "
+                f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it")
+        call = _biggest_call(out[turn:])
+        if call is not None and budget.tokens(raw_tokens(len(call[1]))) * 4 > available:
+            # (what does not fit is the model's own call: its arguments are no text a cut can shorten)
+            name, arguments = call
+            head += (f"; the model's call of {name or 'a tool'} carries "
+                     f"~{format_tokens(budget.tokens(raw_tokens(len(arguments))))} tokens of arguments "
+                     f"({len(arguments):,} characters), which cannot be cut; ask for it in smaller steps (a part "
+                     "per call), or use a model with a larger context")
+        else:
+            head += "; use a model with a larger context (or set its real one in model.context_windows)"
+        raise ModelContextExceeded(head, window=budget.window, requested=tokens, sent=False)
     return Fit(out, tokens, raw, available, budget.window, stubbed, dropped, cut, pressure, history, user_cut)
+
+
+def _biggest_call(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """The name and arguments of the model's tool call with the longest arguments among ``messages``."""
+    best: tuple[str, str] | None = None
+    for m in messages:
+        for call in (m.get("tool_calls") or ()) if m.get("role") == "assistant" else ():
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                arguments = str(fn.get("arguments", ""))
+                if best is None or len(arguments) > len(best[1]):
+                    best = (str(fn.get("name", "")), arguments)
+    return best
 
 
 # -- what a server's refusal says ----------------------------------------------------------------------

@@ -400,3 +400,23 @@ def test_a_turn_whose_biggest_message_is_a_calls_arguments_is_refused_not_cut_fo
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("refused: the request does not fit 'm''s context of 8k tokens even cut down")
+
+
+def test_a_refused_turn_names_the_models_own_call_that_does_not_fit() -> None:
+    """What does not fit is the model's own call (its 30 k character arguments), not the instructions,
+    tools or answer: the refusal names the call, its arguments' size, and what to do next."""
+    import json
+
+    from instance_ai_tui.runtime.errors import ModelContextExceeded
+
+    arguments = json.dumps({"workflow": "n" * 30_000})
+    call = {"id": "c1", "type": "function", "function": {"name": "create-workflow", "arguments": arguments}}
+    messages = [{"role": "system", "content": "You help."}, {"role": "user", "content": "build it"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "created"}]
+    with pytest.raises(ModelContextExceeded) as refused:
+        fit_request(messages, [], ContextBudget("m", window=8_000, source="config"), {}, Sizes())
+    said = str(refused.value)
+    assert "the model's call of create-workflow" in said, said
+    assert f"{len(arguments):,} characters" in said and "~12k tokens" in said, said
+    assert "smaller steps" in said, said
