@@ -187,8 +187,9 @@ async def log_in_through_the_dialog(peer: Any, secret: str, config_dir: Path, co
             await pilot.press("enter")
         else:
             await pilot.press("enter")
-            await until(lambda: screen.mfa_required, pilot, 30, "n8n asking for the code")
-            assert mfa.has_focus and screen.attempts == 1
+            # (``focus()`` lands on the next message loop turn, after ``mfa_required`` is set)
+            await until(lambda: screen.mfa_required and mfa.has_focus, pilot, 30, "n8n asking for the code, in its field")
+            assert screen.attempts == 1
             await pilot.press(*totp(secret), "enter")
         await until(lambda: not isinstance(app.screen, LoginScreen), pilot, 30, "logged in")
         await app.wait_until_ready()
