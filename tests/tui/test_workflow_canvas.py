@@ -968,6 +968,40 @@ async def test_m_on_a_fitted_panel_paints_the_canvas_once_and_leaves_the_line_al
         assert updates == []
 
 
+async def test_m_lays_out_nothing_of_the_column_the_wide_panel_covers(tmp_path: Path) -> None:
+    """``m`` (the panel whole width, then half again) squeezed the column beside the panel (conversation,
+    prompt, status line) to one cell and back: the conversation was wrapped anew at that width and back,
+    and the status line under the prompt refitted its words (two rows, then one, then two), each a second
+    layout of the whole screen per press. The covered column now keeps its width behind the wide panel.
+    Counts, for each of four ``m``, the status line's rewrites and the sizes the conversation was given."""
+    app = embedded_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await mounted_panel(app)
+        canvas = panel.canvas
+        canvas.show(parse_workflow(_weather()))
+        await painted(canvas, pilot)
+        canvas.focus()
+        await pilot.pause(0.2)
+        screen = app.screen_stack[0]
+        status = screen.query_one("#status")
+        view = screen.query_one("#conversation")
+        half = view.size
+        rewrites: list[object] = []
+        update = status.update
+        status.update = lambda *a, **k: (rewrites.append(a), update(*a, **k))[1]  # type: ignore[method-assign]
+        sizes: list[object] = []
+        for _ in range(4):
+            wide = panel.has_class("-wide")
+            await pilot.press("m")
+            await until(lambda w=wide: panel.has_class("-wide") != w and canvas.size.width > 80 - 40 * w, pilot,
+                        what="the new width")
+            await pilot.pause(0.3)
+            sizes.append(view.size)
+        assert rewrites == []
+        assert sizes == [half] * 4
+        assert "keys: workflow canvas" in status.render().plain
+
+
 async def test_m_never_lays_out_again_a_level_the_workflow_was_laid_out_at(tmp_path: Path) -> None:
     """The layout does not depend on the view: ``m`` on a view fitted zoomed out further (``Detail.TIGHT``)
     laid the workflow out again at the zoomed-out level when it narrowed and zoomed out further again when it

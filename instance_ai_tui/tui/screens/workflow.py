@@ -40,6 +40,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from ...client.base import ClientError
@@ -137,6 +138,8 @@ class WorkflowPanel(Vertical):
         self._fit_said = False
         #: what the status line shows
         self._status_shown = ""
+        #: whole width over the column beside it, which keeps its width meanwhile (``_keep_width_behind``)
+        self._covering = False
         #: the workflow's recent executions (newest first) and which one is shown
         self.executions: list[dict[str, Any]] = []
         self.execution_index = 0
@@ -415,6 +418,32 @@ class WorkflowPanel(Vertical):
         self.toggle_class("-wide")
         self.auto_wide = False
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._sync_cover()
+
+    def _sync_cover(self) -> None:
+        wide = self.has_class("-wide") and self.display
+        if wide != self._covering:
+            self._covering = wide
+            self._keep_width_behind(wide)
+
+    def _keep_width_behind(self, wide: bool) -> None:
+        """Whole width, the panel covers the column beside it (the conversation, the prompt, the status line):
+        that column keeps its width behind the panel (a least width, taken off when the panel is half again),
+        so ``m`` lays none of it out again (squeezed to one column, the conversation was wrapped anew at that
+        width and back, and the status line refitted, each a second layout of the whole screen)."""
+        parent = self.parent
+        if not isinstance(parent, Widget):
+            return
+        for sibling in parent.children:
+            if sibling is self or sibling.styles.is_docked or not sibling.display:
+                continue
+            if wide and sibling.outer_size.width > 0:
+                sibling.styles.min_width = sibling.outer_size.width
+            elif not wide:
+                sibling.styles.min_width = None
+
     # ----------------------------------------------------------------- the terminal's width
     def fit(self, width: int) -> None:
         """The terminal is now ``width`` columns. Narrower than ``HALF_WIDTH_MIN``, a panel beside the
@@ -430,6 +459,7 @@ class WorkflowPanel(Vertical):
             elif not self.has_class("-wide"):
                 self.add_class("-wide")
                 self.auto_wide = True
+            self._sync_cover()
             return
         if self.auto_wide:
             self.remove_class("-wide")
@@ -437,6 +467,7 @@ class WorkflowPanel(Vertical):
         if self.auto_hidden:
             self.display = True
             self.auto_hidden = False
+        self._sync_cover()
 
     def on_descendant_blur(self, event: events.DescendantBlur) -> None:
         self.call_after_refresh(self._uncover)
@@ -456,6 +487,7 @@ class WorkflowPanel(Vertical):
             self.auto_hidden = True
         self.remove_class("-wide")  # (shown again by the person: whole width as the terminal asks)
         self.auto_wide = False
+        self._sync_cover()
 
     def show_for_person(self, width: int) -> None:
         """The person asked for the panel (``/workflow``, ``w``): shown, whole width on a narrow terminal."""
@@ -464,6 +496,7 @@ class WorkflowPanel(Vertical):
         if width < HALF_WIDTH_MIN and not self.has_class("-wide"):
             self.add_class("-wide")
             self.auto_wide = True
+        self._sync_cover()
 
     def action_before_after(self) -> None:
         """While an update waits: the workflow as it is (before) and as the call asks (after)."""
