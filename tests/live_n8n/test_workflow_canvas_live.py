@@ -86,7 +86,9 @@ async def test_real_n8n_workflow_draws_as_the_same_json_offline(
 
 
 async def ran_and_failed(api: N8nPublicApi, public: BackendSource) -> tuple[str, dict[str, Any]]:
-    """``FAILING`` created, run once by its schedule (activated until the first execution), and that execution."""
+    """``FAILING`` created, run by its schedule (activated until the first execution began), and its last
+    execution once finished: on a busy machine (CI beside two other jobs, load 13) the first one found was
+    still ``running``, and the tests that read it as failed failed."""
     wid = (await api.create_workflow({**FAILING, "settings": {"executionOrder": "v1"}}))["id"]
     await api.activate_workflow(wid)
     runs: list[Any] = []
@@ -96,8 +98,15 @@ async def ran_and_failed(api: N8nPublicApi, public: BackendSource) -> tuple[str,
         return runs[-1] is not None
 
     await until_async(ran, 30, "the schedule ran the workflow", interval=0.5)
-    execution = runs[-1]
     await api.deactivate_workflow(wid)
+
+    async def finished() -> bool:
+        runs.append(await public.last_execution(wid))
+        view = parse_execution(runs[-1])
+        return view is not None and view.status not in ("new", "running", "waiting")
+
+    await until_async(finished, 60, "the workflow's last execution finished", interval=0.5)
+    execution = runs[-1]
     assert execution is not None
     return wid, execution
 
@@ -206,8 +215,10 @@ async def test_the_app_by_url_shows_which_node_failed(
             app.prompt.focus()
             app.prompt.load_text(f"/workflow {wid}")
             await pilot.press("enter")
-            await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).execution is not None,
-                        pilot, timeout=60)
+            # the execution is read, then the canvas laid out again with its runs (off the loop: later on a busy machine)
+            await until(lambda: panel_of(app.main_screen) is not None and panel_of(app.main_screen).execution is not None
+                        and panel_of(app.main_screen).canvas.drawing is not None
+                        and "✗ failed" in panel_of(app.main_screen).canvas.drawing.text(), pilot, timeout=60)
             panel = panel_of(app.main_screen)
             assert panel is not None and panel.canvas.drawing is not None
             text = panel.canvas.drawing.text()

@@ -17,7 +17,9 @@ from typing import Any
 DEFAULT_TIMEOUT = 30.0
 
 
-def _describe(predicate: Callable[[], Any], what: str) -> str:
+def _describe(predicate: Callable[[], Any], what: str | Callable[[], str]) -> str:
+    if callable(what):
+        return what()
     if what:
         return what
     code = getattr(predicate, "__code__", None)
@@ -31,9 +33,10 @@ def _describe(predicate: Callable[[], Any], what: str) -> str:
 
 
 async def until(predicate: Callable[[], Any], pilot: Any = None, timeout: float = DEFAULT_TIMEOUT,
-                what: str = "", interval: float = 0.02) -> None:
+                what: str | Callable[[], str] = "", interval: float = 0.02) -> None:
     """Wait until ``predicate()`` is true (checked every ``interval`` seconds; with a Textual
-    ``pilot``, by ``pilot.pause`` so the app processes its messages meanwhile)."""
+    ``pilot``, by ``pilot.pause`` so the app processes its messages meanwhile). ``what`` names the
+    condition in the failure, or is called then to say what is still missing."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():

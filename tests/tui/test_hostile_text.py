@@ -163,8 +163,9 @@ async def _sweep(card: str) -> str:
         # every block open (a sub-agent's own blocks mount once it is), until the conversation's texts are drawn
         # (the pickers' texts and the renamed title are checked at the end, once the pickers were drawn)
         conversation = [text for text in DRAWN if text not in ("toolok␛", "modelok␛", "renamed ok␛")]
-        await until(lambda: open_folded(app) and drawn(*conversation), pilot, interval=0.1,
-                    what=f"every block open and drawn: {conversation}")
+        # a 160x220 screen of every widget: 14-24 s beside stress-ng --cpu 4, over 30 s in a whole run at load 13
+        await until(lambda: open_folded(app) and drawn(*conversation), pilot, interval=0.1, timeout=90,
+                    what=lambda: f"every block open and drawn; not drawn: {[t for t in conversation if not drawn(t)]}")
         app.actions.show_permissions()
         await until(lambda: drawn("toolok␛"), pilot, interval=0.1)
         await pilot.press("escape")
