@@ -632,11 +632,12 @@ def fit_request(
                 f"even cut down: the instructions take ~{format_tokens(system_tokens)}, the tools' schemas "
                 f"~{format_tokens(tools_tokens)} and the answer {format_tokens(budget.answer_reserve(params))} of it")
         call = _biggest_call(out[turn:])
-        if call is not None and budget.tokens(raw_tokens(len(call[1]))) * 4 > available:
+        call_tokens = budget.tokens(raw_tokens(len(call[1]))) if call is not None else 0
+        if call is not None and call_tokens * 4 > available:
             # (what does not fit is the model's own call: its arguments are no text a cut can shorten)
             name, arguments = call
             head += (f"; the model's call of {name or 'a tool'} carries "
-                     f"~{format_tokens(budget.tokens(raw_tokens(len(arguments))))} tokens of arguments "
+                     f"~{format_tokens(call_tokens)} tokens of arguments "
                      f"({len(arguments):,} characters), which cannot be cut; ask for it in smaller steps (a part "
                      "per call), or use a model with a larger context")
         else:
